@@ -1,0 +1,27 @@
+# `make test` and `make bench` work on a fresh machine: they create the virtual
+# environment and install what they need.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+
+.PHONY: test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	touch $@
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check app tests bench
+	$(PY) -m ruff format --check app tests bench
+
+# pytest exits non-zero when it collects no tests, so an empty run fails too.
+test: lint
+	$(PY) -m pytest
+
+bench: $(VENV)/.installed
+	$(PY) bench/bench_rating.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

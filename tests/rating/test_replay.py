@@ -1,0 +1,69 @@
+import numpy as np
+import pytest
+
+from app.rating import Game, GameLog, RatingInputError, apply_game, dependency_levels, initial_vectors, replay
+
+from .helpers import two_player
+
+
+def _one_by_one(C0, games, eta):
+    C = C0.copy()
+    for game in games:
+        result = apply_game(C, game, eta)
+        C[result.players] = result.after
+    return C
+
+
+def test_replay_equals_one_by_one_bit_for_bit_two_player():
+    rng = np.random.default_rng(0)
+    m, n = 40, 3000
+    i = rng.integers(0, m, n)
+    j = (i + rng.integers(1, m, n)) % m
+    s = rng.choice([0.0, 0.5, 1.0], n)
+    h = rng.normal(scale=0.3, size=n)
+    C0 = initial_vectors([str(p) for p in range(m)], k=2, seed=1, scale=0.5)
+    ranks = {1.0: (1, 2), 0.5: (1, 1), 0.0: (2, 1)}
+    games = [Game(((a,), (b,)), ranks[o], (x, 0.0)) for a, b, o, x in zip(i, j, s, h, strict=True)]
+    expected = _one_by_one(C0, games, 0.1)
+    np.testing.assert_array_equal(replay(C0, GameLog.from_pairs(i, j, s, h), 0.1), expected)
+    np.testing.assert_array_equal(replay(C0, games, 0.1), expected)
+
+
+def test_replay_equals_one_by_one_bit_for_bit_teams_and_multiplayer():
+    rng = np.random.default_rng(1)
+    m = 30
+    games = []
+    for _ in range(1500):
+        n_sides = int(rng.integers(2, 6))
+        sizes = rng.integers(1, 4, n_sides)
+        players = rng.choice(m, size=int(sizes.sum()), replace=False)
+        sides = tuple(tuple(int(p) for p in part) for part in np.split(players, np.cumsum(sizes)[:-1]))
+        ranks = tuple(int(r) for r in rng.integers(1, n_sides + 1, n_sides))
+        adv = tuple(rng.normal(scale=0.2, size=n_sides)) if rng.random() < 0.5 else None
+        games.append(Game(sides, ranks, adv))
+    C0 = initial_vectors([str(p) for p in range(m)], k=3, seed=2, scale=0.5)
+    np.testing.assert_array_equal(replay(C0, games, 0.07), _one_by_one(C0, games, 0.07))
+
+
+def test_dependency_levels_separate_games_sharing_a_player():
+    log = GameLog.from_games([two_player(0, 1, 1), two_player(2, 3, 1), two_player(1, 2, 0), two_player(4, 5, 1)])
+    np.testing.assert_array_equal(dependency_levels(log, 6), [1, 1, 2, 1])
+
+
+def test_replay_reports_progress_and_leaves_input_untouched():
+    C0 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    seen = []
+    out = replay(C0, [two_player(0, 1, 1), two_player(1, 2, 1)], 0.1, progress=lambda d, t: seen.append((d, t)))
+    assert seen == [(1, 2), (2, 2)]
+    np.testing.assert_array_equal(C0, [[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    assert not np.array_equal(out, C0)
+    np.testing.assert_array_equal(replay(C0, [], 0.1), C0)
+
+
+def test_replay_rejects_players_outside_the_matrix_and_self_play():
+    with pytest.raises(RatingInputError):
+        replay(np.eye(2), GameLog.from_pairs([0], [2], [1.0]), 0.1)
+    with pytest.raises(RatingInputError):
+        GameLog.from_pairs([1], [1], [1.0])
+    with pytest.raises(RatingInputError):
+        GameLog.from_pairs([0], [1], [0.3])
