@@ -13,11 +13,13 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check app tests bench
-	$(PY) -m ruff format --check app tests bench
+	$(PY) -m ruff check app tests bench migrations
+	$(PY) -m ruff format --check app tests bench migrations
 
+# The API tests run against SQLite and a throwaway PostgreSQL server (installed from the distribution if missing).
 # pytest exits non-zero when it collects no tests, so an empty run fails too.
 test: lint
+	scripts/ensure-postgres.sh
 	$(PY) -m pytest
 
 bench: $(VENV)/.installed

@@ -1,0 +1,88 @@
+"""The ASGI application: ``app.main:app``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app import errors
+from app.config import Settings, get_settings
+from app.db import Database
+from app.games.router import router as games_router
+from app.ladders.router import router as ladders_router
+from app.migrate import upgrade
+from app.players.router import router as players_router
+from app.predictions.router import router as predictions_router
+
+DESCRIPTION = """
+Rates players with the **multi-dimensional Elo (mElo)** system: every player has a vector of 2k numbers and
+P(i beats j) = σ(c_iᵀ Ω c_j), which can express rock-paper-scissors cycles.
+
+* Reads are public. Writes need `Authorization: Bearer <key>`: the admin key (`MELO_ADMIN_KEY`) creates ladders,
+  each ladder's write key (returned once at creation) posts players and games.
+* `POST .../games` accepts an `Idempotency-Key` header (or the game's `external_id`): a retried game counts once.
+* Every error is an RFC 9457 `application/problem+json` body whose `errors` list names the offending fields.
+"""
+
+
+class BodyLimit:
+    """Refuse request bodies above ``limit`` bytes with a 413 problem, before they are parsed."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await self._reject(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> dict:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                raise errors.PayloadTooLarge(f"Request bodies are limited to {self.limit} bytes.")
+            return message
+
+        await self.app(scope, limited, send)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        problem = errors.PayloadTooLarge(f"Request bodies are limited to {self.limit} bytes (MELO_MAX_BODY_BYTES).")
+        await errors.problem_response(problem)(scope, receive, send)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.should_migrate_on_start:
+            upgrade(settings.sqlalchemy_url)
+        app.state.db = Database.from_settings(settings)
+        yield
+        app.state.db.dispose()
+
+    app = FastAPI(title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.settings = settings
+    errors.install(app)
+    for router in (ladders_router, players_router, games_router, predictions_router):
+        app.include_router(router)
+
+    @app.get("/healthz", tags=["health"])
+    def healthz() -> dict[str, str]:
+        """Liveness: the process answers."""
+        return {"status": "ok"}
+
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    return app
+
+
+app = create_app()

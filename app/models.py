@@ -1,0 +1,138 @@
+"""The database schema (SQLAlchemy 2 ORM).
+
+The game log (``games`` with their full input, ``participants`` with every
+member's vector before and after) is the source of truth; ``players.vector``
+is a materialised view of it (SPEC §13).  Vectors are stored as raw float64
+bytes so that they round-trip bit for bit.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import ClassVar
+
+import numpy as np
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only auto-increments INTEGER PRIMARY KEY columns.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar = {datetime: DateTime(timezone=True)}
+
+
+class Ladder(Base):
+    __tablename__ = "ladders"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    k: Mapped[int]
+    eta: Mapped[float]
+    init_scale: Mapped[float]
+    init_offset: Mapped[list[float] | None] = mapped_column(JSON)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    auto_create_players: Mapped[bool]
+    write_key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Player(Base):
+    __tablename__ = "players"
+    __table_args__ = (UniqueConstraint("ladder_id", "key"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str | None] = mapped_column(String(200))
+    initial: Mapped[bytes] = mapped_column(LargeBinary)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    games: Mapped[int] = mapped_column(default=0)
+    wins: Mapped[int] = mapped_column(default=0)
+    draws: Mapped[int] = mapped_column(default=0)
+    losses: Mapped[int] = mapped_column(default=0)
+    comparisons: Mapped[int] = mapped_column(default=0)
+    last_played_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Game(Base):
+    __tablename__ = "games"
+    __table_args__ = (
+        UniqueConstraint("ladder_id", "external_id"),
+        Index("ix_games_ladder_id_id", "ladder_id", "id"),
+    )
+
+    #: Also the game's position in the event log: ids are allocated after the
+    #: participants are locked, so games sharing a player are numbered in the
+    #: order they were applied (disjoint games commute).
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    external_id: Mapped[str | None] = mapped_column(String(200))
+    played_at: Mapped[datetime]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: The normalised input: sides (player keys), ranks, advantages.
+    payload: Mapped[dict] = mapped_column(JSON)
+    #: The response body as first sent (replayed on idempotent retries).
+    response: Mapped[dict] = mapped_column(JSON)
+
+
+class Participant(Base):
+    __tablename__ = "participants"
+    __table_args__ = (Index("ix_participants_player_id_game_id", "player_id", "game_id"),)
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    player_id: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    side: Mapped[int]
+    before: Mapped[bytes] = mapped_column(LargeBinary)
+    after: Mapped[bytes] = mapped_column(LargeBinary)
+    actual_score: Mapped[float]
+    expected_score: Mapped[float]
+
+
+class IdempotencyKey(Base):
+    """A client's idempotency key and the response it received."""
+
+    __tablename__ = "idempotency_keys"
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    status_code: Mapped[int]
+    response: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+def pack(vector: np.ndarray) -> bytes:
+    """A rating vector as little-endian float64 bytes (exact round trip)."""
+    return np.ascontiguousarray(vector, dtype="<f8").tobytes()
+
+
+def unpack(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<f8").astype(np.float64)

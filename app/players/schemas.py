@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field
+
+from app.schemas import PlayerKey, StrictModel, Vector
+
+
+class PlayerCreate(StrictModel):
+    key: PlayerKey
+    name: str | None = Field(None, max_length=200)
+    vector: Vector | None = Field(
+        None, description="Explicit initial vector (2k numbers), e.g. migrated ratings; default: seeded draw (SPEC §2)."
+    )
+
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"key": "ann", "name": "Ann"}]}}
+
+
+class PlayerOut(BaseModel):
+    key: str
+    name: str | None
+    vector: list[float]
+    strength: float = Field(description="Hodge strength in logits (SPEC §8).")
+    elo: float = Field(description="Elo-equivalent points: 1500 + 400·strength/ln 10.")
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    provisional: bool = Field(description="Too few pairwise results to be comparable yet (needs ≥ 2k+1, SPEC §10).")
+    last_played_at: datetime | None
+    created_at: datetime
+
+
+class LeaderboardItem(BaseModel):
+    rank: int
+    key: str
+    name: str | None
+    strength: float = Field(description="by=hodge: Hodge strength (logits); by=field: expected score vs the field.")
+    elo: float = Field(description="Elo-equivalent of the Hodge strength.")
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    provisional: bool
+    last_played_at: datetime | None
+
+
+class HistoryItem(BaseModel):
+    game_id: int
+    seq: int
+    played_at: datetime
+    side: int
+    opponents: list[str]
+    before: list[float]
+    after: list[float]
+    actual_score: float
+    expected_score: float = Field(description="Expected rank-share score before the game (P(win) for 2 sides).")
+    expected_after: float = Field(description="The same expectation recomputed with everyone's post-game vectors.")
+
+
+class OpponentItem(BaseModel):
+    key: str
+    name: str | None
+    probability: float = Field(description="P(player beats this opponent).")

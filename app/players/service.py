@@ -1,0 +1,198 @@
+"""Players: creation, profiles, leaderboards, history and matchmaking (SPEC §7, §8)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app import rating
+from app.errors import Conflict, InvalidInput, NotFound
+from app.ladders.service import initial_vector
+from app.models import Game, Ladder, Participant, Player, pack, unpack
+from app.players.schemas import HistoryItem, LeaderboardItem, OpponentItem, PlayerCreate, PlayerOut
+from app.schemas import Page
+
+
+def is_provisional(player: Player, k: int) -> bool:
+    """Fewer than 2k+1 pairwise results: the player's directions cannot yet span R^{2k} (SPEC §10)."""
+    return player.comparisons < 2 * k + 1
+
+
+def encode_cursor(value: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
+
+
+def decode_cursor(cursor: str) -> object:
+    try:
+        return json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except ValueError as exc:
+        raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}]) from exc
+
+
+def create_player(session: Session, ladder: Ladder, data: PlayerCreate) -> PlayerOut:
+    if data.vector is not None and len(data.vector) != 2 * ladder.k:
+        raise InvalidInput(
+            f"vector needs 2k = {2 * ladder.k} numbers",
+            errors=[{"field": "vector", "message": f"expected {2 * ladder.k} numbers, got {len(data.vector)}"}],
+        )
+    vector = np.asarray(data.vector) if data.vector is not None else initial_vector(ladder, data.key)
+    player = Player(ladder_id=ladder.id, key=data.key, name=data.name, initial=pack(vector), vector=pack(vector))
+    player.games = player.wins = player.draws = player.losses = player.comparisons = 0
+    session.add(player)
+    try:
+        session.flush()
+    except IntegrityError as exc:
+        raise Conflict(f"Player {data.key!r} exists already.") from exc
+    return player_out(session, ladder, player)
+
+
+def get_player(session: Session, ladder: Ladder, key: str) -> Player:
+    player = session.scalar(select(Player).where(Player.ladder_id == ladder.id, Player.key == key))
+    if player is None:
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    return player
+
+
+@dataclass
+class Ratings:
+    """Every player of a ladder, with the rating matrix C (rows in player-id order)."""
+
+    players: list[Player]
+    C: np.ndarray
+
+    @classmethod
+    def load(cls, session: Session, ladder: Ladder) -> Ratings:
+        players = list(session.scalars(select(Player).where(Player.ladder_id == ladder.id).order_by(Player.id)))
+        blob = b"".join(p.vector for p in players)
+        return cls(players, np.frombuffer(blob, dtype="<f8").astype(np.float64).reshape(len(players), 2 * ladder.k))
+
+    def strength(self) -> np.ndarray:
+        return rating.hodge_strength(self.C)
+
+    def row(self, key: str) -> int:
+        for i, p in enumerate(self.players):
+            if p.key == key:
+                return i
+        raise NotFound(f"There is no player {key!r}.")
+
+
+def player_out(session: Session, ladder: Ladder, player: Player) -> PlayerOut:
+    ratings = Ratings.load(session, ladder)
+    strength = float(ratings.strength()[ratings.row(player.key)])
+    return PlayerOut(
+        key=player.key,
+        name=player.name,
+        vector=unpack(player.vector).tolist(),
+        strength=strength,
+        elo=float(rating.elo_equivalent(strength)),
+        games=player.games,
+        wins=player.wins,
+        draws=player.draws,
+        losses=player.losses,
+        provisional=is_provisional(player, ladder.k),
+        last_played_at=player.last_played_at,
+        created_at=player.created_at,
+    )
+
+
+def leaderboard(session: Session, ladder: Ladder, by: str, limit: int, cursor: str | None) -> Page[LeaderboardItem]:
+    """Players ordered by an invariant of A (SPEC §8), keyset-paginated on (score, key)."""
+    ratings = Ratings.load(session, ladder)
+    hodge = ratings.strength()
+    score = hodge if by == "hodge" else rating.field_score(ratings.C)
+    keys = [p.key for p in ratings.players]
+    order = sorted(range(len(keys)), key=lambda i: (-score[i], keys[i]))
+    start = 0
+    if cursor is not None:
+        after = decode_cursor(cursor)
+        if not (isinstance(after, list) and len(after) == 2):
+            raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
+        last = (-float(after[0]), str(after[1]))
+        start = next((n for n, i in enumerate(order) if (-score[i], keys[i]) > last), len(order))
+    page = order[start : start + limit]
+    items = []
+    for n, i in enumerate(page, start=start + 1):
+        p = ratings.players[i]
+        items.append(
+            LeaderboardItem(
+                rank=n,
+                key=p.key,
+                name=p.name,
+                strength=float(score[i]),
+                elo=float(rating.elo_equivalent(hodge[i])),
+                games=p.games,
+                wins=p.wins,
+                draws=p.draws,
+                losses=p.losses,
+                provisional=is_provisional(p, ladder.k),
+                last_played_at=p.last_played_at,
+            )
+        )
+    more = start + limit < len(order)
+    next_cursor = encode_cursor([float(score[page[-1]]), keys[page[-1]]]) if more and page else None
+    return Page[LeaderboardItem](items=items, next_cursor=next_cursor)
+
+
+def history(session: Session, ladder: Ladder, key: str, limit: int, cursor: str | None) -> Page[HistoryItem]:
+    """The player's games, newest first, with vectors and expected scores before and after."""
+    player = get_player(session, ladder, key)
+    query = select(Participant).where(Participant.player_id == player.id)
+    if cursor is not None:
+        before_id = decode_cursor(cursor)
+        if not isinstance(before_id, int):
+            raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
+        query = query.where(Participant.game_id < before_id)
+    mine = list(session.scalars(query.order_by(Participant.game_id.desc()).limit(limit)))
+    game_ids = [m.game_id for m in mine]
+    everyone = session.execute(
+        select(Participant, Player.key, Game.played_at)
+        .join(Player, Player.id == Participant.player_id)
+        .join(Game, Game.id == Participant.game_id)
+        .where(Participant.game_id.in_(game_ids))
+        .order_by(Participant.game_id, Participant.side, Player.id)
+    ).all()
+    by_game: dict[int, list] = {}
+    for row in everyone:
+        by_game.setdefault(row.Participant.game_id, []).append(row)
+    items = []
+    for m in mine:
+        rows = by_game[m.game_id]
+        n_sides = max(r.Participant.side for r in rows) + 1
+        sides = [[i for i, r in enumerate(rows) if r.Participant.side == s] for s in range(n_sides)]
+        after = np.array([unpack(r.Participant.after) for r in rows])
+        game = rating.Game(tuple(tuple(s) for s in sides), tuple(range(1, n_sides + 1)))
+        _, expected_after = rating.predict_match(after, game)
+        items.append(
+            HistoryItem(
+                game_id=m.game_id,
+                seq=m.game_id,
+                played_at=rows[0].played_at,
+                side=m.side,
+                opponents=[r.key for r in rows if r.Participant.side != m.side],
+                before=unpack(m.before).tolist(),
+                after=unpack(m.after).tolist(),
+                actual_score=m.actual_score,
+                expected_score=m.expected_score,
+                expected_after=float(expected_after[m.side]),
+            )
+        )
+    next_cursor = encode_cursor(game_ids[-1]) if len(mine) == limit else None
+    return Page[HistoryItem](items=items, next_cursor=next_cursor)
+
+
+def opponents(session: Session, ladder: Ladder, key: str, limit: int) -> list[OpponentItem]:
+    """The players against whom ``key`` has the most even chances (SPEC §7)."""
+    ratings = Ratings.load(session, ladder)
+    i = ratings.row(key)
+    best = rating.balanced_opponents(ratings.C, i, limit=limit) if len(ratings.players) > 1 else []
+    probs = rating.pair_probability(ratings.C, np.full(len(best), i), np.asarray(best, dtype=int))
+    return [
+        OpponentItem(key=ratings.players[j].key, name=ratings.players[j].name, probability=float(p))
+        for j, p in zip(best, probs, strict=True)
+    ]

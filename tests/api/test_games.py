@@ -1,0 +1,187 @@
+import numpy as np
+import pytest
+
+from tests.conftest import admin, bearer, make_ladder
+
+
+def game(*sides, **extra):
+    """game(["a"], ["b"]) -> a beats b."""
+    return {"sides": [{"players": list(s), "rank": n + 1} for n, s in enumerate(sides)], **extra}
+
+
+def state(client, slug="test"):
+    """Everything a bad request must leave untouched."""
+    games = client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"]
+    board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500").json()["items"]
+    return games, board
+
+
+def test_seed000_worked_example_through_the_api(client):
+    key = make_ladder(client, k=1, eta=0.1)
+    for name, vec in [("p1", [3, 0]), ("p2", [1, 2]), ("p3", [-1, -1])]:
+        r = client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=bearer(key))
+        assert r.status_code == 201, r.text
+    r = client.post("/v1/ladders/test/games", json=game(["p2"], ["p3"]), headers=bearer(key))
+    assert r.status_code == 201, r.text
+    body = r.json()
+    after = [body["sides"][0]["players"][0]["after"], body["sides"][1]["players"][0]["after"]]
+    np.testing.assert_allclose(after, [[0.98983, 2.01017], [-1.02033, -0.98983]], atol=1e-5)
+    assert body["sides"][0]["expected_score"] == pytest.approx(0.73105858)
+    p2 = client.get("/v1/ladders/test/players/p2").json()
+    assert p2["vector"] == body["sides"][0]["players"][0]["after"]
+    assert (p2["games"], p2["wins"], p2["losses"]) == (1, 1, 0)
+    assert client.get("/v1/ladders/test/audit").json() == {
+        "consistent": True,
+        "games": 1,
+        "players": 3,
+        "max_abs_diff": 0.0,
+    }
+
+
+def test_mixed_games_stay_consistent_with_the_log(client):
+    key = make_ladder(client, k=2, eta=0.2)
+    h = bearer(key)
+    rng = np.random.default_rng(0)
+    names = [f"p{i}" for i in range(8)]
+    for _ in range(30):
+        n_sides = int(rng.integers(2, 5))
+        picks = rng.permutation(names)[: n_sides * 2]
+        sides = []
+        for s in range(n_sides):
+            side = {"players": list(picks[2 * s : 2 * s + int(rng.integers(1, 3))]), "score": int(rng.integers(0, 3))}
+            if rng.random() < 0.3:
+                side["win_probability"] = 0.6
+            sides.append(side)
+        r = client.post("/v1/ladders/test/games", json={"sides": sides}, headers=h)
+        assert r.status_code == 201, r.text
+        scores = [s["actual_score"] for s in r.json()["sides"]]
+        assert sum(scores) == pytest.approx(1.0)
+    audit = client.get("/v1/ladders/test/audit").json()
+    assert audit["consistent"] and audit["games"] == 30
+
+
+def test_retry_with_idempotency_key_applies_once(client):
+    key = make_ladder(client)
+    h = bearer(key) | {"Idempotency-Key": "abc-1"}
+    first = client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=h)
+    again = client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=h)
+    assert first.status_code == again.status_code == 201
+    assert first.json() == again.json()
+    assert client.get("/v1/ladders/test/players/a").json()["games"] == 1
+    other = client.post("/v1/ladders/test/games", json=game(["b"], ["a"]), headers=h)
+    assert other.status_code == 409
+    assert other.headers["content-type"] == "application/problem+json"
+    assert client.get("/v1/ladders/test/players/a").json()["games"] == 1
+
+
+def test_external_id_is_an_idempotency_key(client):
+    key = make_ladder(client)
+    body = game(["a"], ["b"], external_id="m-1")
+    first = client.post("/v1/ladders/test/games", json=body, headers=bearer(key))
+    again = client.post("/v1/ladders/test/games", json=body, headers=bearer(key))
+    assert first.json() == again.json()
+    changed = client.post("/v1/ladders/test/games", json=game(["b"], ["a"], external_id="m-1"), headers=bearer(key))
+    assert changed.status_code == 409
+    assert len(client.get("/v1/ladders/test/games").json()["items"]) == 1
+
+
+def test_batch_is_all_or_nothing_and_names_the_bad_game(client):
+    key = make_ladder(client, auto_create_players=False)
+    for name in "abc":
+        client.post("/v1/ladders/test/players", json={"key": name}, headers=bearer(key))
+    before = state(client)
+    bad = {"games": [game(["a"], ["b"]), game(["b"], ["c"]), game(["a"], ["zed"])]}
+    r = client.post("/v1/ladders/test/games/batch", json=bad, headers=bearer(key))
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "games[2].sides[1].players[0]"
+    assert state(client) == before
+    ok = client.post("/v1/ladders/test/games/batch", json={"games": bad["games"][:2]}, headers=bearer(key))
+    assert ok.status_code == 201
+    ids = [g["id"] for g in ok.json()["games"]]
+    assert ids == sorted(ids)
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
+
+
+BAD_GAMES = [
+    ('{"sides": [{"players": ["a"], "rank": NaN}, {"players": ["b"], "rank": 2}]}', "sides[0].rank"),
+    (
+        '{"sides": [{"players": ["a"], "rank": 1, "advantage": Infinity}, {"players": ["b"], "rank": 2}]}',
+        "sides[0].advantage",
+    ),
+    ('{"sides": [{"players": ["a"], "rank": 1}, {"players": ["a"], "rank": 2}]}', "sides"),
+    ('{"sides": [{"players": ["a"], "rank": 1}]}', "sides"),
+    ('{"sides": [{"players": [], "rank": 1}, {"players": ["b"], "rank": 2}]}', "sides[0].players"),
+    ('{"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "score": 2}]}', "sides"),
+    (
+        '{"sides": [{"players": ["a"], "rank": 1, "win_probability": 0}, {"players": ["b"], "rank": 2}]}',
+        "sides[0].win_probability",
+    ),
+    (
+        '{"sides": [{"players": ["a"], "rank": 1, "win_probability": 1}, {"players": ["b"], "rank": 2}]}',
+        "sides[0].win_probability",
+    ),
+    ('{"sides": [{"players": ["a"], "rank": "first"}, {"players": ["b"], "rank": 2}]}', "sides[0].rank"),
+    ('{"sides": "a beat b"}', "sides"),
+    ("not json", "body"),
+]
+
+
+@pytest.mark.parametrize(("raw", "field"), BAD_GAMES)
+def test_bad_games_change_nothing_and_name_the_field(client, raw, field):
+    key = make_ladder(client)
+    client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=bearer(key))
+    before = state(client)
+    r = client.post("/v1/ladders/test/games", content=raw, headers=bearer(key) | {"Content-Type": "application/json"})
+    assert r.status_code == 422, r.text
+    assert r.headers["content-type"] == "application/problem+json"
+    problem = r.json()
+    assert {"type", "title", "status", "detail"} <= problem.keys()
+    assert any(e["field"].startswith(field) for e in problem["errors"]), problem
+    assert state(client) == before
+
+
+def test_unknown_player_when_auto_create_is_off(client):
+    key = make_ladder(client, auto_create_players=False)
+    client.post("/v1/ladders/test/players", json={"key": "a"}, headers=bearer(key))
+    r = client.post("/v1/ladders/test/games", json=game(["a"], ["ghost"]), headers=bearer(key))
+    assert r.status_code == 422
+    assert r.json()["errors"][0]["field"] == "sides[1].players[0]"
+    assert client.get("/v1/ladders/test/players/a").json()["games"] == 0
+
+
+def test_bad_vectors_are_rejected(client):
+    key = make_ladder(client, k=2)
+    for vector, field in [([1, 2], "vector"), (["x", 1, 2, 3], "vector[0]")]:
+        r = client.post("/v1/ladders/test/players", json={"key": "a", "vector": vector}, headers=bearer(key))
+        assert r.status_code == 422
+        assert r.json()["errors"][0]["field"] == field
+    r = client.post(
+        "/v1/ladders/test/players",
+        content='{"key": "a", "vector": [1, 2, NaN, 3]}',
+        headers=bearer(key) | {"Content-Type": "application/json"},
+    )
+    assert r.status_code == 422
+    assert client.get("/v1/ladders/test/players/a").status_code == 404
+
+
+def test_auth_and_unknown_ladder(client):
+    key = make_ladder(client)
+    assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"])).status_code == 401
+    assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=bearer("nope")).status_code == 403
+    assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=admin()).status_code == 403
+    r = client.post("/v1/ladders/nope/games", json=game(["a"], ["b"]), headers=bearer(key))
+    assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
+    assert client.post("/v1/ladders", json={"slug": "x"}, headers=bearer(key)).status_code == 403
+    assert client.post("/v1/ladders", json={"slug": "test"}, headers=admin()).status_code == 409
+
+
+def test_oversize_payload_is_refused(client, settings):
+    key = make_ladder(client)
+    huge = game(["a"], ["b"], external_id="x" * 150)
+    huge["sides"] += [{"players": [f"p{i}"], "rank": 3} for i in range(settings.max_body_bytes // 20)]
+    r = client.post("/v1/ladders/test/games", json=huge, headers=bearer(key))
+    assert r.status_code == 413
+    assert r.headers["content-type"] == "application/problem+json"
+    batch = {"games": [game(["a"], ["b"])] * (settings.max_batch_games + 1)}
+    assert client.post("/v1/ladders/test/games/batch", json=batch, headers=bearer(key)).status_code == 422
+    assert client.get("/v1/ladders/test").json()["games"] == 0

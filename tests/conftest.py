@@ -1,0 +1,67 @@
+"""Real databases for the API tests: a SQLite file and a throwaway PostgreSQL server on loopback."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.main import create_app
+from app.migrate import upgrade
+from tests.postgres import PostgresServer
+
+ADMIN_KEY = "test-admin-key"
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    server = PostgresServer()
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request, tmp_path) -> str:
+    """A fresh, migrated database of each kind."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'melo.db'}"
+    else:
+        server: PostgresServer = request.getfixturevalue("postgres")
+        name = f"melo_test_{next(_counter)}"
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = server.url(name)
+    upgrade(Settings(database_url=url).sqlalchemy_url)
+    return url
+
+
+@pytest.fixture
+def settings(database_url) -> Settings:
+    return Settings(database_url=database_url, admin_key=ADMIN_KEY, max_body_bytes=200_000, migrate_on_start=False)
+
+
+@pytest.fixture
+def client(settings) -> Iterator[TestClient]:
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def admin() -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN_KEY}"}
+
+
+def bearer(key: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
+
+
+def make_ladder(client: TestClient, slug: str = "test", **config) -> str:
+    """Create a ladder; return its write key."""
+    r = client.post("/v1/ladders", json={"slug": slug, **config}, headers=admin())
+    assert r.status_code == 201, r.text
+    return r.json()["write_key"]

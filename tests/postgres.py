@@ -1,0 +1,57 @@
+"""A throwaway PostgreSQL server for the tests: Debian's binaries, a temporary data directory, loopback only."""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class PostgresServer:
+    def __init__(self) -> None:
+        found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
+        if not found:
+            raise RuntimeError("PostgreSQL is not installed: run scripts/ensure-postgres.sh (make test does).")
+        self.bin = Path(found[-1]).parent
+        self.dir = Path(tempfile.mkdtemp(prefix="melo-pg-"))
+        self.port = _free_port()
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        if self.as_user:
+            shutil.chown(self.dir, "postgres")
+
+    def _run(self, *args: str) -> None:
+        subprocess.run([*self.as_user, *args], check=True, capture_output=True)
+
+    def start(self) -> None:
+        data = str(self.dir / "data")
+        self._run(str(self.bin / "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8")
+        opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200"
+        self._run(str(self.bin / "pg_ctl"), "-D", data, "-o", opts, "-l", str(self.dir / "log"), "-w", "start")
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", self.port)) == 0:
+                    return
+            time.sleep(0.1)
+        raise RuntimeError("PostgreSQL did not start")
+
+    def stop(self) -> None:
+        subprocess.run(
+            [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "stop"],
+            capture_output=True,
+        )
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
