@@ -13,11 +13,8 @@ from app.predictions.schemas import MatchIn, MatchPrediction, PairPrediction
 
 
 def _vectors(session: Session, ladder: Ladder, keys: list[str]) -> np.ndarray:
-    rows = dict(
-        session.execute(
-            select(Player.key, Player.vector).where(Player.ladder_id == ladder.id, Player.key.in_(keys))
-        ).tuples()
-    )
+    query = select(Player.key, Player.vector).where(Player.ladder_id == ladder.id, Player.key.in_(keys))
+    rows = {row.key: row.vector for row in session.execute(query)}
     missing = [k for k in keys if k not in rows]
     if missing:
         raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
@@ -28,7 +25,11 @@ def pair(session: Session, ladder: Ladder, a: str, b: str) -> PairPrediction:
     C = _vectors(session, ladder, [a, b])
     x = float(rating.advantage(C[0], C[1]))
     return PairPrediction(
-        a=a, b=b, probability=float(rating.sigmoid(x)), advantage_logits=x, advantage_elo=float(rating.logits_to_elo(x))
+        a=a,
+        b=b,
+        probability=float(rating.win_probability(C[0], C[1])),
+        advantage_logits=x,
+        advantage_elo=float(rating.logits_to_elo(x)),
     )
 
 

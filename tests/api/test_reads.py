@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+
+from app import rating
+from tests.conftest import bearer, make_ladder
+
+C_SEED = {"p1": [3.0, 0.0], "p2": [1.0, 2.0], "p3": [-1.0, -1.0]}
+
+
+@pytest.fixture
+def seeded(client):
+    key = make_ladder(client, k=1, eta=0.0)  # frozen: vectors stay as given
+    for name, vec in C_SEED.items():
+        client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=bearer(key))
+    return key
+
+
+def test_predict_pair_and_match(client, seeded):
+    r = client.get("/v1/ladders/test/predict", params={"a": "p1", "b": "p2"}).json()
+    assert r["probability"] == pytest.approx(0.99752738)
+    assert r["advantage_logits"] == pytest.approx(6.0)
+    assert r["advantage_elo"] == pytest.approx(6.0 * 400 / np.log(10))
+    m = client.post("/v1/ladders/test/predict", json={"sides": [{"players": ["p1"]}, {"players": ["p2", "p3"]}]})
+    team = np.mean([C_SEED["p2"], C_SEED["p3"]], axis=0)
+    assert m.json()["matrix"][0][1] == pytest.approx(float(rating.win_probability(C_SEED["p1"], team)))
+    assert sum(m.json()["expected_scores"]) == pytest.approx(1.0)
+    assert client.get("/v1/ladders/test/predict", params={"a": "p1", "b": "zz"}).status_code == 404
+
+
+def test_leaderboard_orders_by_invariants_and_paginates(client, seeded):
+    C = np.array(list(C_SEED.values()))
+    hodge = rating.hodge_strength(C)
+    board = client.get("/v1/ladders/test/leaderboard").json()
+    assert [i["key"] for i in board["items"]] == [list(C_SEED)[i] for i in np.argsort(-hodge)]
+    assert board["items"][0]["elo"] == pytest.approx(float(rating.elo_equivalent(hodge.max())))
+    first = client.get("/v1/ladders/test/leaderboard?limit=2").json()
+    rest = client.get("/v1/ladders/test/leaderboard", params={"limit": 2, "cursor": first["next_cursor"]}).json()
+    assert [i["key"] for i in first["items"] + rest["items"]] == [i["key"] for i in board["items"]]
+    assert [i["rank"] for i in first["items"] + rest["items"]] == [1, 2, 3]
+    assert rest["next_cursor"] is None
+    field = client.get("/v1/ladders/test/leaderboard?by=field").json()["items"]
+    np.testing.assert_allclose(sorted(i["strength"] for i in field), sorted(rating.field_score(C)))
+    assert client.get("/v1/ladders/test/leaderboard?by=raw").status_code == 422
+    assert client.get("/v1/ladders/test/leaderboard?cursor=!!").status_code == 422
+
+
+def test_history_opponents_and_game_pages(client):
+    key = make_ladder(client, k=1, eta=0.1)
+    h = bearer(key)
+    for n in range(5):
+        winner, loser = ("ann", "bob") if n % 2 else ("bob", "ann")
+        body = {"sides": [{"players": [winner], "rank": 1}, {"players": [loser, "cy"][: 1 + (n == 4)], "rank": 2}]}
+        assert client.post("/v1/ladders/test/games", json=body, headers=h).status_code == 201
+    hist = client.get("/v1/ladders/test/players/ann/history?limit=3").json()
+    assert len(hist["items"]) == 3
+    newest = hist["items"][0]
+    assert newest["opponents"] == ["bob"]  # cy was her teammate in the last game
+    assert newest["after"] == client.get("/v1/ladders/test/players/ann").json()["vector"]
+    older = client.get("/v1/ladders/test/players/ann/history", params={"cursor": hist["next_cursor"]}).json()
+    ids = [i["game_id"] for i in hist["items"] + older["items"]]
+    assert ids == sorted(ids, reverse=True) and len(ids) == 5
+    assert hist["items"][0]["before"] == hist["items"][1]["after"]
+
+    opp = client.get("/v1/ladders/test/players/ann/opponents?limit=5").json()
+    assert {o["key"] for o in opp} == {"bob", "cy"}
+    gaps = [abs(o["probability"] - 0.5) for o in opp]
+    assert gaps == sorted(gaps)
+
+    page = client.get("/v1/ladders/test/games?limit=2").json()
+    nxt = client.get("/v1/ladders/test/games", params={"limit": 2, "cursor": page["next_cursor"]}).json()
+    assert page["items"][0]["id"] > page["items"][1]["id"] > nxt["items"][0]["id"]
+    one = client.get(f"/v1/ladders/test/games/{page['items'][0]['id']}").json()
+    assert one == page["items"][0]
+    assert client.get("/v1/ladders/test/games/999999").status_code == 404
+
+
+def test_openapi_and_health(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    spec = client.get("/openapi.json").json()
+    post = spec["paths"]["/v1/ladders/{slug}/games"]["post"]
+    assert "application/problem+json" in post["responses"]["422"]["content"]
+    assert {"/v1/ladders/{slug}/leaderboard", "/v1/ladders/{slug}/audit", "/v1/ladders/{slug}/predict"} <= set(
+        spec["paths"]
+    )
