@@ -4,13 +4,16 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: test lint bench clean
+.PHONY: run test lint bench clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $@
+
+run: $(VENV)/.installed
+	scripts/run.sh
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check app tests bench migrations

@@ -22,10 +22,16 @@ from sqlalchemy.orm import Session, sessionmaker
 from app.config import Settings
 
 
+def ensure_sqlite_dir(url: str) -> None:
+    """Create the directory of a SQLite database file (the default lives under ./data/)."""
+    if url.startswith("sqlite"):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+
+
 def _sqlite_engine(url: str, immediate: bool) -> Engine:
-    database = make_url(url).database
-    if database and database != ":memory:":
-        Path(database).parent.mkdir(parents=True, exist_ok=True)
+    ensure_sqlite_dir(url)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
     @event.listens_for(engine, "connect")

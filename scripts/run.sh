@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# `make run`: migrate the embedded SQLite database, import the computer-chess demo ladder once, serve.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+MELO=.venv/bin/melo
+mkdir -p data
+if [ -z "${MELO_ADMIN_KEY:-}" ]; then
+  [ -f data/admin-key.txt ] || .venv/bin/python -c "import secrets; print('adm_' + secrets.token_urlsafe(24))" > data/admin-key.txt
+  MELO_ADMIN_KEY=$(cat data/admin-key.txt)
+  export MELO_ADMIN_KEY
+fi
+$MELO migrate
+if [ ! -f data/demo-write-key.txt ]; then
+  $MELO create-ladder chess-demo --k 1 | .venv/bin/python -c "import json, sys; print(json.load(sys.stdin)['write_key'])" > data/demo-write-key.txt
+  $MELO import chess-demo tests/data/chess_engines.json --format chess
+fi
+PORT=${PORT:-8000}
+cat <<EOT
+
+  melo is starting on  http://127.0.0.1:$PORT
+  API docs:            http://127.0.0.1:$PORT/docs
+  demo leaderboard:    http://127.0.0.1:$PORT/v1/ladders/chess-demo/leaderboard
+  admin key:           $MELO_ADMIN_KEY
+  chess-demo write key: $(cat data/demo-write-key.txt)
+
+EOT
+exec $MELO serve --port "$PORT"
