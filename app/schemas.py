@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated, Generic, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+
+from app.rating import advantage_from_probability
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
 PlayerKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/]+(?: [^\s/]+)*$")]
@@ -18,6 +20,28 @@ class StrictModel(BaseModel):
 
 
 T = TypeVar("T")
+
+
+class SeatAdvantage(StrictModel):
+    """A side's seat advantage, in logits or as a win probability against an equal opponent (SPEC §5)."""
+
+    advantage: float | None = Field(None, ge=-50, le=50, description="Seat advantage in logits (SPEC §5).")
+    win_probability: float | None = Field(
+        None, gt=0, lt=1, description="Seat advantage as P(this seat beats an equal opponent)."
+    )
+
+    @model_validator(mode="after")
+    def _one_advantage(self) -> Self:
+        if self.advantage is not None and self.win_probability is not None:
+            raise ValueError("give either advantage or win_probability, not both")
+        return self
+
+    @property
+    def logits(self) -> float:
+        """h in logits; 0 when neither is given."""
+        if self.win_probability is not None:
+            return float(advantage_from_probability(self.win_probability))
+        return self.advantage or 0.0
 
 
 class Page(BaseModel, Generic[T]):

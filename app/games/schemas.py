@@ -1,27 +1,16 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Self
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, field_validator
 
-from app.schemas import PlayerKey, StrictModel
+from app.schemas import PlayerKey, SeatAdvantage, StrictModel
 
 
-class SideIn(StrictModel):
+class SideIn(SeatAdvantage):
     players: list[PlayerKey] = Field(min_length=1, max_length=32, description="One player, or an ad-hoc team.")
     rank: float | None = Field(None, description="Finishing rank, 1 = best; equal ranks tie.")
     score: float | None = Field(None, description="Score, higher = better (instead of rank).")
-    advantage: float | None = Field(None, ge=-50, le=50, description="Seat advantage in logits (SPEC §5).")
-    win_probability: float | None = Field(
-        None, gt=0, lt=1, description="Seat advantage as P(this seat beats an equal opponent)."
-    )
-
-    @model_validator(mode="after")
-    def _one_advantage(self) -> Self:
-        if self.advantage is not None and self.win_probability is not None:
-            raise ValueError("give either advantage or win_probability, not both")
-        return self
 
 
 class GameIn(StrictModel):

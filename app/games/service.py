@@ -149,14 +149,7 @@ def _apply(session: Session, ladder: Ladder, players: dict[str, Player], game: G
         ranks = [float(side.rank) for side in game.sides]
     else:
         ranks = rating.ranks_from_scores([side.score for side in game.sides]).tolist()
-    advantages = [
-        side.advantage
-        if side.advantage is not None
-        else float(rating.advantage_from_probability(side.win_probability))
-        if side.win_probability is not None
-        else 0.0
-        for side in game.sides
-    ]
+    advantages = [side.logits for side in game.sides]
     has_advantage = any(a != 0.0 for a in advantages)
     result = rating.apply_game(
         C,

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -28,11 +30,15 @@ def encode_cursor(value: object) -> str:
     return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
 
 
-def decode_cursor(cursor: str) -> object:
+def decode_cursor(cursor: str, valid: Callable[[Any], bool]) -> Any:
+    """The value of a cursor made by :func:`encode_cursor`; 422 if it is not one or ``valid`` rejects it."""
     try:
-        return json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except ValueError as exc:
-        raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}]) from exc
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except ValueError:
+        value = None
+    if value is None or not valid(value):
+        raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
+    return value
 
 
 def create_player(session: Session, ladder: Ladder, data: PlayerCreate) -> PlayerOut:
@@ -110,9 +116,7 @@ def leaderboard(session: Session, ladder: Ladder, by: str, limit: int, cursor: s
     order = sorted(range(len(keys)), key=lambda i: (-score[i], keys[i]))
     start = 0
     if cursor is not None:
-        after = decode_cursor(cursor)
-        if not (isinstance(after, list) and len(after) == 2):
-            raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
+        after = decode_cursor(cursor, lambda v: isinstance(v, list) and len(v) == 2)
         last = (-float(after[0]), str(after[1]))
         start = next((n for n, i in enumerate(order) if (-score[i], keys[i]) > last), len(order))
     page = order[start : start + limit]
@@ -144,9 +148,7 @@ def history(session: Session, ladder: Ladder, key: str, limit: int, cursor: str 
     player = get_player(session, ladder, key)
     query = select(Participant).where(Participant.player_id == player.id)
     if cursor is not None:
-        before_id = decode_cursor(cursor)
-        if not isinstance(before_id, int):
-            raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
+        before_id = decode_cursor(cursor, lambda v: isinstance(v, int))
         query = query.where(Participant.game_id < before_id)
     mine = list(session.scalars(query.order_by(Participant.game_id.desc()).limit(limit)))
     game_ids = [m.game_id for m in mine]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from app.schemas import PlayerKey, StrictModel
+from app.schemas import PlayerKey, SeatAdvantage, StrictModel
 
 
 class PairPrediction(BaseModel):
@@ -13,10 +13,8 @@ class PairPrediction(BaseModel):
     advantage_elo: float = Field(description="The advantage in Elo points.")
 
 
-class MatchSide(StrictModel):
+class MatchSide(SeatAdvantage):
     players: list[PlayerKey] = Field(min_length=1, max_length=32)
-    advantage: float | None = Field(None, ge=-50, le=50)
-    win_probability: float | None = Field(None, gt=0, lt=1)
 
 
 class MatchIn(StrictModel):

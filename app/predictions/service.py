@@ -39,14 +39,7 @@ def match(session: Session, ladder: Ladder, data: MatchIn) -> MatchPrediction:
         raise InvalidInput("a player appears more than once", errors=[{"field": "sides"}])
     C = _vectors(session, ladder, keys)
     index = iter(range(len(keys)))
-    advantages = tuple(
-        s.advantage
-        if s.advantage is not None
-        else float(rating.advantage_from_probability(s.win_probability))
-        if s.win_probability is not None
-        else 0.0
-        for s in data.sides
-    )
+    advantages = tuple(s.logits for s in data.sides)
     game = rating.Game(
         tuple(tuple(next(index) for _ in s.players) for s in data.sides), (1,) * len(data.sides), advantages
     )
