@@ -22,6 +22,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    TypeDecorator,
     UniqueConstraint,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -42,9 +43,32 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+class UTCDateTime(TypeDecorator):
+    """Timestamps stored in UTC and read back timezone-aware on every database.
+
+    SQLite has no time zone type: SQLAlchemy stores the wall-clock digits and
+    reads back naive datetimes, so values are converted to UTC first.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: give a time zone")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map: ClassVar = {datetime: DateTime(timezone=True)}
+    type_annotation_map: ClassVar = {datetime: UTCDateTime()}
 
 
 class Ladder(Base):
@@ -97,10 +121,9 @@ class Game(Base):
     external_id: Mapped[str | None] = mapped_column(String(200))
     played_at: Mapped[datetime]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-    #: The normalised input: sides (player keys), ranks, advantages.
+    #: The normalised input: sides (player keys), ranks, advantages.  With the
+    #: participants' rows it is the whole game as the API shows it.
     payload: Mapped[dict] = mapped_column(JSON)
-    #: The response body as first sent (replayed on idempotent retries).
-    response: Mapped[dict] = mapped_column(JSON)
 
 
 class Participant(Base):

@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
@@ -20,9 +21,7 @@ def test_import_football_season(tmp_path, monkeypatch, capsys):
         main(["create-ladder", "epl", "--k", "2"])
         created = json.loads(capsys.readouterr().out)
         assert created["slug"] == "epl" and created["write_key"].startswith("mk_")
-        main(
-            ["import", "epl", str(DATA / "football_premier_league_2019.json"), "--format", "football", "--batch", "100"]
-        )
+        main(["import", "epl", str(DATA / "football_premier_league_2019.json"), "--format", "football"])
         assert "imported 380 games" in capsys.readouterr().out
     finally:
         get_settings.cache_clear()
@@ -32,3 +31,33 @@ def test_import_football_season(tmp_path, monkeypatch, capsys):
         board = client.get("/v1/ladders/epl/leaderboard?limit=100").json()["items"]
         assert len(board) == 20
         assert sum(p["wins"] + p["draws"] + p["losses"] for p in board) == 2 * 380
+
+
+def test_import_jsonl_is_all_or_nothing_and_names_the_bad_line(tmp_path, monkeypatch, capsys):
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("MELO_DATABASE_URL", url)
+    get_settings.cache_clear()
+    good = [{"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]} for a, b in ["xy", "yz", "zx"]]
+    bad = {"sides": [{"players": ["x"], "rank": 1}, {"players": ["y"], "rank": "first"}]}
+    path = tmp_path / "games.jsonl"
+    try:
+        main(["create-ladder", "office"])
+        path.write_text("\n".join(json.dumps(g) for g in [*good, bad]) + "\n")
+        with pytest.raises(SystemExit, match=r"line 4: sides\.1\.rank: .*nothing was imported"):
+            main(["import", "office", str(path)])
+        path.write_text("\n".join(json.dumps(g) for g in good) + "\n\n")
+        main(["import", "office", str(path)])
+        assert "imported 3 games" in capsys.readouterr().out
+    finally:
+        get_settings.cache_clear()
+    with TestClient(create_app(Settings(database_url=url))) as client:
+        assert client.get("/v1/ladders/office").json()["games"] == 3
+        assert client.get("/v1/ladders/office/audit").json()["consistent"]
+        games = client.get("/v1/ladders/office/games").json()["items"]
+        assert [(g["sides"][0]["players"][0]["key"], g["sides"][0]["actual_score"]) for g in games] == [
+            ("z", 1.0),
+            ("y", 1.0),
+            ("x", 1.0),
+        ]
+        x = client.get("/v1/ladders/office/players/x").json()
+        assert (x["games"], x["wins"], x["losses"]) == (2, 1, 1)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field, field_validator
 
@@ -15,7 +15,9 @@ class SideIn(SeatAdvantage):
 
 class GameIn(StrictModel):
     sides: list[SideIn] = Field(min_length=2, max_length=64)
-    played_at: datetime | None = None
+    played_at: datetime | None = Field(
+        None, description="When it was played (default: now); stored in UTC, a time without zone is taken as UTC."
+    )
     external_id: str | None = Field(None, min_length=1, max_length=200, description="Your id; also an idempotency key.")
 
     model_config = StrictModel.model_config | {
@@ -32,6 +34,13 @@ class GameIn(StrictModel):
             ]
         }
     }
+
+    @field_validator("played_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
     @field_validator("sides")
     @classmethod

@@ -1,4 +1,9 @@
-"""Where a game is applied: load and lock the participants, call app.rating, write the rows.
+"""Where a game is applied: lock the participants, call app.rating, write the rows.
+
+One path serves a single game, a batch and a bulk import: the games are
+encoded as a :class:`~app.rating.GameLog`, applied with
+:func:`~app.rating.replay_history` (exactly the per-game rule, batched where
+games share no player), and written with one multi-row insert per table.
 
 Exactly-once: an ``Idempotency-Key`` header (or the game's ``external_id``) is
 recorded with the response in the same transaction as the game; a retry finds
@@ -7,28 +12,31 @@ participants are locked, so concurrent identical requests apply once.
 
 No lost updates: on PostgreSQL the participants' rows are locked
 ``ORDER BY id … FOR UPDATE`` (one order, no deadlocks); on SQLite the write
-transaction is ``BEGIN IMMEDIATE``.  Games with disjoint players commute, so
-their relative order in the log does not matter.
+transaction is ``BEGIN IMMEDIATE``.  Game ids (the log order) are allocated
+after the locks are taken, so games sharing a player are numbered in the order
+they were applied; disjoint games commute.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
-from sqlalchemy import select
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy import bindparam, func, select, text, update
 from sqlalchemy.orm import Session
 
 from app import rating
+from app.db import bulk_insert
 from app.errors import Conflict, InvalidInput, NotFound
 from app.games.schemas import BatchIn, GameIn, GameOut
-from app.ladders.service import initial_vector
-from app.models import Game, IdempotencyKey, Ladder, Participant, Player, pack, unpack
+from app.models import Game, IdempotencyKey, Ladder, Participant, Player, unpack
 from app.schemas import Page
+
+Progress = Callable[[str, int, int], None] | None
 
 
 def request_hash(body: GameIn | BatchIn) -> str:
@@ -56,13 +64,14 @@ def post_games(
         idempotency_key = "external_id:" + games[0].external_id
     if (found := stored_response(session, ladder, idempotency_key, digest)) is not None:
         return found
-    players = _lock_players(session, ladder, games, prefix="games" if batch else None)
+    prefix = "games" if batch else None
+    locked = _lock_players(session, ladder, games, prefix)
     # A concurrent identical request may have committed while we waited for the locks.
     if (found := stored_response(session, ladder, idempotency_key, digest)) is not None:
         return found
-    _check_external_ids(session, ladder, games, batch)
-
-    out = [_apply(session, ladder, players, game) for game in games]
+    _check_external_ids(session, ladder, games, prefix)
+    applied = _apply(session, ladder, locked, games, None)
+    out = [applied.response(g) for g in range(len(games))]
     response = {"games": out} if batch else out[0]
     if idempotency_key is not None:
         session.add(
@@ -74,161 +83,353 @@ def post_games(
     return response
 
 
+def import_games(session: Session, ladder: Ladder, games: list[GameIn], progress: Progress = None) -> int:
+    """Apply ``games`` in order, all or nothing, without building responses (``melo import``).
+
+    ``progress(stage, done, total)`` reports the replay and the writes.
+    """
+    if not games:
+        return 0
+    locked = _lock_players(session, ladder, games, "games")
+    _check_external_ids(session, ladder, games, "games")
+    _apply(session, ladder, locked, games, progress)
+    return len(games)
+
+
 def _field(prefix: str | None, index: int, rest: str) -> str:
     return f"{prefix}[{index}].{rest}" if prefix else rest
 
 
-def _lock_players(session: Session, ladder: Ladder, games: list[GameIn], prefix: str | None) -> dict[str, Player]:
+@dataclass
+class Locked:
+    """The participants' rows, locked, with their vectors as the rows of ``C``."""
+
+    index: dict[str, int]
+    ids: np.ndarray
+    C: np.ndarray
+    counts: np.ndarray  # games, wins, draws, losses, comparisons
+    last_played: list[datetime | None]
+
+
+def _lock_players(session: Session, ladder: Ladder, games: list[GameIn], prefix: str | None) -> Locked:
     """Every participant's row, created if allowed, locked in id order."""
     keys = sorted({key for game in games for side in game.sides for key in side.players})
     if ladder.auto_create_players:
-        existing = set(session.scalars(select(Player.key).where(Player.ladder_id == ladder.id, Player.key.in_(keys))))
-        missing = [k for k in keys if k not in existing]
-        if missing:
-            insert = pg_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-            rows = []
-            for key in missing:
-                blob = pack(initial_vector(ladder, key))
-                rows.append(
-                    {
-                        "ladder_id": ladder.id,
-                        "key": key,
-                        "initial": blob,
-                        "vector": blob,
-                        "games": 0,
-                        "wins": 0,
-                        "draws": 0,
-                        "losses": 0,
-                        "comparisons": 0,
-                        "created_at": datetime.now(UTC),
-                    }
-                )
-            session.execute(insert(Player).values(rows).on_conflict_do_nothing(index_elements=["ladder_id", "key"]))
-    locked = session.scalars(
-        select(Player)
-        .where(Player.ladder_id == ladder.id, Player.key.in_(keys))
-        .order_by(Player.id)
-        .with_for_update()
-        .execution_options(populate_existing=True)
-    ).all()
-    players = {p.key: p for p in locked}
-    for g, game in enumerate(games):
-        for s, side in enumerate(game.sides):
-            for n, key in enumerate(side.players):
-                if key not in players:
-                    field = _field(prefix, g, f"sides[{s}].players[{n}]")
-                    raise InvalidInput(
-                        f"{field}: unknown player {key!r} (this ladder does not create players automatically)",
-                        errors=[{"field": field, "message": f"unknown player {key!r}"}],
-                    )
-    return players
+        _create_missing(session, ladder, keys)
+    rows = []
+    for part in _chunks(keys, 10_000):  # stays below every driver's bound-parameter limit
+        rows += session.execute(
+            select(
+                Player.id,
+                Player.key,
+                Player.vector,
+                Player.games,
+                Player.wins,
+                Player.draws,
+                Player.losses,
+                Player.comparisons,
+                Player.last_played_at,
+            )
+            .where(Player.ladder_id == ladder.id, Player.key.in_(part))
+            .order_by(Player.id)
+            .with_for_update()
+        ).all()
+    index = {row.key: n for n, row in enumerate(rows)}
+    if len(index) < len(keys):
+        for g, game in enumerate(games):
+            for s, side in enumerate(game.sides):
+                for n, key in enumerate(side.players):
+                    if key not in index:
+                        field = _field(prefix, g, f"sides[{s}].players[{n}]")
+                        raise InvalidInput(
+                            f"{field}: unknown player {key!r} (this ladder does not create players automatically)",
+                            errors=[{"field": field, "message": f"unknown player {key!r}"}],
+                        )
+    dim = 2 * ladder.k
+    return Locked(
+        index=index,
+        ids=np.array([row.id for row in rows], dtype=np.int64),
+        C=np.frombuffer(b"".join(row.vector for row in rows), dtype="<f8").astype(np.float64).reshape(-1, dim),
+        counts=np.array([tuple(row[3:8]) for row in rows], dtype=np.int64).reshape(-1, 5),
+        last_played=[row.last_played_at for row in rows],
+    )
 
 
-def _check_external_ids(session: Session, ladder: Ladder, games: list[GameIn], batch: bool) -> None:
+def _create_missing(session: Session, ladder: Ladder, keys: list[str]) -> None:
+    existing: set[str] = set()
+    for part in _chunks(keys, 10_000):
+        existing.update(session.scalars(select(Player.key).where(Player.ladder_id == ladder.id, Player.key.in_(part))))
+    missing = [k for k in keys if k not in existing]
+    if not missing:
+        return
+    C0 = rating.initial_vectors(missing, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
+    blobs = _blobs(C0)
+    n, zeros = len(missing), [0] * len(missing)
+    columns = {"ladder_id": [ladder.id] * n, "key": missing, "initial": blobs, "vector": blobs}
+    columns |= {c: zeros for c in ("games", "wins", "draws", "losses", "comparisons")}
+    columns["created_at"] = [datetime.now(UTC)] * n
+    bulk_insert(session.connection(), Player.__table__, columns, on_conflict_do_nothing="ladder_id, key")
+
+
+def _check_external_ids(session: Session, ladder: Ladder, games: list[GameIn], prefix: str | None) -> None:
     ids = [g.external_id for g in games if g.external_id is not None]
     if not ids:
         return
-    taken = set(session.scalars(select(Game.external_id).where(Game.ladder_id == ladder.id, Game.external_id.in_(ids))))
+    taken: set[str] = set()
+    for part in _chunks(ids, 10_000):
+        taken.update(
+            session.scalars(select(Game.external_id).where(Game.ladder_id == ladder.id, Game.external_id.in_(part)))
+        )
     seen: set[str] = set()
     for n, game in enumerate(games):
         ext = game.external_id
         if ext is not None and (ext in taken or ext in seen):
-            field = f"games[{n}].external_id" if batch else "external_id"
+            field = _field(prefix, n, "external_id")
             raise Conflict(f"{field}: a game with external_id {ext!r} exists already.", errors=[{"field": field}])
         if ext is not None:
             seen.add(ext)
 
 
-def _apply(session: Session, ladder: Ladder, players: dict[str, Player], game: GameIn) -> dict:
-    """Apply one validated game to the locked player rows (SPEC §3-§6) and record it."""
-    sides = [side.players for side in game.sides]
-    members = [players[key] for side in sides for key in side]
-    C = np.array([unpack(p.vector) for p in members])
-    index = iter(range(len(members)))
-    if game.sides[0].rank is not None:
-        ranks = [float(side.rank) for side in game.sides]
-    else:
-        ranks = rating.ranks_from_scores([side.score for side in game.sides]).tolist()
-    advantages = [side.logits for side in game.sides]
-    has_advantage = any(a != 0.0 for a in advantages)
-    result = rating.apply_game(
-        C,
-        rating.Game(
-            tuple(tuple(next(index) for _ in side) for side in sides),
-            tuple(ranks),
-            tuple(advantages) if has_advantage else None,
-        ),
-        ladder.eta,
-    )
-    played_at = game.played_at or datetime.now(UTC)
-    row = Game(
-        ladder_id=ladder.id,
-        external_id=game.external_id,
-        played_at=played_at,
-        payload={"sides": sides, "ranks": ranks, "advantages": advantages if has_advantage else None},
-        response={},
-    )
-    session.add(row)
-    session.flush()  # allocates the id (the log position) while the participants are locked
+@dataclass
+class Applied:
+    """The games as applied: ids, log, history, and what a response needs."""
 
-    n_sides = len(sides)
-    out_sides = [
-        {
-            "players": [],
-            "rank": ranks[s],
-            "actual_score": float(result.actual[s]),
-            "expected_score": float(result.expected[s]),
-        }
-        for s in range(n_sides)
+    ids: list[int]
+    games: list[GameIn]
+    payloads: list[dict]
+    played_at: list[datetime]
+    keys: list[str]
+    log: rating.GameLog
+    history: rating.History
+
+    def response(self, g: int) -> dict:
+        """The API body of game ``g`` (the same shape :func:`get_game` rebuilds from the rows)."""
+        log, history = self.log, self.history
+        sides = []
+        for s in range(log.side_ptr[g], log.side_ptr[g + 1]):
+            members = np.flatnonzero(log.member_side[log.member_ptr[g] : log.member_ptr[g + 1]] == s)
+            members += log.member_ptr[g]
+            sides.append(
+                {
+                    "players": [
+                        {
+                            "key": self.keys[log.member_player[t]],
+                            "before": history.before[t].tolist(),
+                            "after": history.after[t].tolist(),
+                        }
+                        for t in members
+                    ],
+                    "rank": self.payloads[g]["ranks"][len(sides)],
+                    "actual_score": float(history.actual[s]),
+                    "expected_score": float(history.expected[s]),
+                }
+            )
+        external_id = self.games[g].external_id
+        return GameOut(
+            id=self.ids[g], seq=self.ids[g], played_at=self.played_at[g], external_id=external_id, sides=sides
+        ).model_dump(mode="json")
+
+
+def _ranks(game: GameIn) -> list[float]:
+    if game.sides[0].rank is not None:
+        return [float(side.rank) for side in game.sides]
+    return rating.ranks_from_scores([side.score for side in game.sides]).tolist()
+
+
+def _encode(games: Sequence[GameIn], index: dict[str, int]) -> tuple[rating.GameLog, list[dict]]:
+    """The games as a GameLog over the locked rows, and each game's stored payload (SPEC §13)."""
+    payloads = []
+    for game in games:
+        advantages = [side.logits for side in game.sides]
+        payloads.append(
+            {
+                "sides": [side.players for side in game.sides],
+                "ranks": _ranks(game),
+                "advantages": advantages if any(a != 0.0 for a in advantages) else None,
+            }
+        )
+    if all(len(p["sides"]) == 2 and len(p["sides"][0]) == len(p["sides"][1]) == 1 for p in payloads):
+        # Two single players per game, the common case: encoded without a Python object per game.
+        i = np.array([index[p["sides"][0][0]] for p in payloads], dtype=np.int64)
+        j = np.array([index[p["sides"][1][0]] for p in payloads], dtype=np.int64)
+        ranks = np.array([p["ranks"] for p in payloads], dtype=np.float64)
+        outcome = np.where(ranks[:, 0] < ranks[:, 1], 1.0, np.where(ranks[:, 0] == ranks[:, 1], 0.5, 0.0))
+        h = np.array([p["advantages"] or (0.0, 0.0) for p in payloads], dtype=np.float64)
+        return rating.GameLog.from_pairs(i, j, outcome, h[:, 0] - h[:, 1]), payloads
+    encoded = [
+        rating.Game(tuple(tuple(index[k] for k in side) for side in p["sides"]), p["ranks"], p["advantages"])
+        for p in payloads
     ]
-    for t, player in enumerate(members):
-        s = int(result.member_side[t])
-        before, after = result.before[t], result.after[t]
-        player.vector = pack(after)
-        player.games += 1
-        par = 1.0 / n_sides  # above the average share is a win, at it a draw, below it a loss
-        actual = result.actual[s]
-        player.wins += int(actual > par)
-        player.draws += int(actual == par)
-        player.losses += int(actual < par)
-        player.comparisons += n_sides - 1
-        if player.last_played_at is None or _aware(player.last_played_at) < played_at:
-            player.last_played_at = played_at
-        session.add(
-            Participant(
-                game_id=row.id,
-                player_id=player.id,
-                side=s,
-                before=pack(before),
-                after=pack(after),
-                actual_score=float(actual),
-                expected_score=float(result.expected[s]),
+    return rating.GameLog.from_games(encoded), payloads
+
+
+def _apply(session: Session, ladder: Ladder, locked: Locked, games: list[GameIn], progress: Progress) -> Applied:
+    """Apply the validated games to the locked rows (SPEC §3-§6) and write the log, history and ratings."""
+    log, payloads = _encode(games, locked.index)
+    history = rating.replay_history(locked.C, log, ladder.eta, _stage(progress, "rating"))
+    now = datetime.now(UTC)
+    played_at = [game.played_at or now for game in games]
+    ids = _allocate_ids(session, len(games))
+    n_games = len(games)
+
+    connection = session.connection()
+    columns = {
+        "id": ids,
+        "ladder_id": [ladder.id] * n_games,
+        "external_id": [game.external_id for game in games],
+        "played_at": played_at,
+        "created_at": [now] * n_games,
+        "payload": payloads,
+    }
+    bulk_insert(connection, Game.__table__, columns, progress=_stage(progress, "games"))
+
+    members_per_game = np.diff(log.member_ptr)
+    member_game = np.repeat(np.arange(n_games), members_per_game)
+    sides_per_game = np.diff(log.side_ptr)
+    member_n_sides = sides_per_game[member_game]
+    actual = history.actual[log.member_side]
+    columns = {
+        "game_id": np.asarray(ids)[member_game].tolist(),
+        "player_id": locked.ids[log.member_player].tolist(),
+        "side": (log.member_side - np.repeat(log.side_ptr[:-1], members_per_game)).tolist(),
+        "before": _blobs(history.before),
+        "after": _blobs(history.after),
+        "actual_score": actual.tolist(),
+        "expected_score": history.expected[log.member_side].tolist(),
+    }
+    bulk_insert(connection, Participant.__table__, columns, progress=_stage(progress, "history"))
+    _update_players(session, locked, log, history.C, member_game, member_n_sides, actual, played_at)
+    return Applied(ids, games, payloads, played_at, list(locked.index), log, history)
+
+
+def _update_players(
+    session: Session,
+    locked: Locked,
+    log: rating.GameLog,
+    C: np.ndarray,
+    member_game: np.ndarray,
+    member_n_sides: np.ndarray,
+    actual: np.ndarray,
+    played_at: list[datetime],
+) -> None:
+    """New vectors and W/D/L counters: a side above the average share 1/N won, at it drew, below it lost."""
+    n = len(locked.ids)
+    par = 1.0 / member_n_sides
+    player = log.member_player
+    counts = locked.counts.copy()
+    counts[:, 0] += np.bincount(player, minlength=n)
+    counts[:, 1] += np.bincount(player, weights=actual > par, minlength=n).astype(np.int64)
+    counts[:, 2] += np.bincount(player, weights=actual == par, minlength=n).astype(np.int64)
+    counts[:, 3] += np.bincount(player, weights=actual < par, minlength=n).astype(np.int64)
+    counts[:, 4] += np.bincount(player, weights=member_n_sides - 1, minlength=n).astype(np.int64)
+    stamps = np.array([t.timestamp() for t in played_at])
+    latest = np.full(n, -np.inf)
+    np.maximum.at(latest, player, stamps[member_game])
+    rows = []
+    columns = zip(locked.ids.tolist(), _blobs(C), counts.tolist(), locked.last_played, latest.tolist(), strict=True)
+    for pid, blob, c, last, stamp in columns:
+        new_last = datetime.fromtimestamp(stamp, UTC) if np.isfinite(stamp) else None
+        if last is None or (new_last is not None and new_last > last):
+            last = new_last
+        rows.append(
+            {
+                "pid": pid,
+                "new_vector": blob,
+                "new_games": c[0],
+                "new_wins": c[1],
+                "new_draws": c[2],
+                "new_losses": c[3],
+                "new_comparisons": c[4],
+                "new_last": last,
+            }
+        )
+    statement = (
+        update(Player)
+        .where(Player.id == bindparam("pid"))
+        .values(
+            vector=bindparam("new_vector"),
+            games=bindparam("new_games"),
+            wins=bindparam("new_wins"),
+            draws=bindparam("new_draws"),
+            losses=bindparam("new_losses"),
+            comparisons=bindparam("new_comparisons"),
+            last_played_at=bindparam("new_last", type_=Player.__table__.c.last_played_at.type),
+        )
+    )
+    session.connection().execute(statement, rows)
+
+
+def _allocate_ids(session: Session, n: int) -> list[int]:
+    """``n`` increasing game ids, taken while the participants are locked (they order the log)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return list(
+            session.scalars(
+                text("SELECT nextval(pg_get_serial_sequence('games', 'id')) FROM generate_series(1, :n) ORDER BY 1"),
+                {"n": n},
             )
         )
-        out_sides[s]["players"].append({"key": player.key, "before": before.tolist(), "after": after.tolist()})
-    response = GameOut(
-        id=row.id, seq=row.id, played_at=played_at, external_id=game.external_id, sides=out_sides
-    ).model_dump(mode="json")
-    row.response = response
-    return response
+    # SQLite: the write transaction (BEGIN IMMEDIATE) excludes every other writer.
+    start = (session.scalar(select(func.max(Game.id))) or 0) + 1
+    return list(range(start, start + n))
 
 
-def _aware(value: datetime) -> datetime:
-    """SQLite returns naive datetimes; they are UTC."""
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
+def _stage(progress: Progress, stage: str) -> Callable[[int, int], None] | None:
+    return None if progress is None else lambda done, total: progress(stage, done, total)
+
+
+def _blobs(vectors: np.ndarray) -> list[bytes]:
+    """Each row as exact float64 bytes (see :func:`app.models.pack`)."""
+    raw = np.ascontiguousarray(vectors, dtype="<f8").tobytes()
+    width = 8 * vectors.shape[1]
+    return [raw[lo : lo + width] for lo in range(0, len(raw), width)]
+
+
+def _chunks(items: list, size: int) -> list[list]:
+    return [items[lo : lo + size] for lo in range(0, len(items), size)]
+
+
+def _game_out(game: Game, members: dict[str, Participant]) -> GameOut:
+    """A game as the API shows it, from its log row and its participants' rows."""
+    sides = []
+    for keys, rank in zip(game.payload["sides"], game.payload["ranks"], strict=True):
+        parts = [members[key] for key in keys]
+        players = [
+            {"key": k, "before": unpack(p.before), "after": unpack(p.after)} for k, p in zip(keys, parts, strict=True)
+        ]
+        sides.append(
+            {
+                "players": players,
+                "rank": rank,
+                "actual_score": parts[0].actual_score,
+                "expected_score": parts[0].expected_score,
+            }
+        )
+    return GameOut(id=game.id, seq=game.id, played_at=game.played_at, external_id=game.external_id, sides=sides)
+
+
+def _games_out(session: Session, games: list[Game]) -> list[GameOut]:
+    by_game: dict[int, dict[str, Participant]] = {g.id: {} for g in games}
+    rows = session.execute(
+        select(Participant, Player.key)
+        .join(Player, Player.id == Participant.player_id)
+        .where(Participant.game_id.in_(list(by_game)))
+    ).all()
+    for part, key in rows:
+        by_game[part.game_id][key] = part
+    return [_game_out(g, by_game[g.id]) for g in games]
 
 
 def list_games(session: Session, ladder: Ladder, limit: int, cursor: int | None) -> Page[GameOut]:
-    query = select(Game.response).where(Game.ladder_id == ladder.id)
+    query = select(Game).where(Game.ladder_id == ladder.id)
     if cursor is not None:
         query = query.where(Game.id < cursor)
-    rows = session.scalars(query.order_by(Game.id.desc()).limit(limit)).all()
-    items = [GameOut.model_validate(r) for r in rows]
+    games = list(session.scalars(query.order_by(Game.id.desc()).limit(limit)))
+    items = _games_out(session, games)
     return Page[GameOut](items=items, next_cursor=str(items[-1].id) if len(items) == limit else None)
 
 
 def get_game(session: Session, ladder: Ladder, game_id: int) -> GameOut:
-    response = session.scalar(select(Game.response).where(Game.ladder_id == ladder.id, Game.id == game_id))
-    if response is None:
+    game = session.scalar(select(Game).where(Game.ladder_id == ladder.id, Game.id == game_id))
+    if game is None:
         raise NotFound(f"There is no game {game_id} in ladder {ladder.slug!r}.")
-    return GameOut.model_validate(response)
+    return _games_out(session, [game])[0]

@@ -20,7 +20,7 @@ from app.rating.model import (
     probability_matrix,
     win_probability,
 )
-from app.rating.replay import dependency_levels, replay
+from app.rating.replay import History, dependency_levels, replay, replay_history
 from app.rating.update import GameResult, apply_game, predict_match, unnormalised_update
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
     "Game",
     "GameLog",
     "GameResult",
+    "History",
     "RatingInputError",
     "advantage",
     "advantage_from_probability",
@@ -50,6 +51,7 @@ __all__ = [
     "rank_share",
     "ranks_from_scores",
     "replay",
+    "replay_history",
     "stable_hash",
     "unnormalised_update",
     "win_probability",

@@ -160,6 +160,20 @@ class GameLog:
         """One more than the largest player index (the minimum rating matrix size)."""
         return int(self.member_player.max()) + 1 if len(self.member_player) else 0
 
+    def side_share(self, pair_values: Array) -> Array:
+        """Σ_b v_ab / (N(N-1)/2) for every side of every game: rank-share scores (SPEC §4).
+
+        ``pair_values`` are per pair from side a's point of view (v_ba = 1 - v_ab):
+        the outcomes S_ab give the actual scores, the probabilities p_ab the expected ones.
+        """
+        n_sides = len(self.side_size)
+        total = np.bincount(self.pair_a, weights=pair_values, minlength=n_sides) + np.bincount(
+            self.pair_b, weights=1.0 - pair_values, minlength=n_sides
+        )
+        sides_per_game = np.diff(self.side_ptr)
+        pairs = np.repeat(sides_per_game * (sides_per_game - 1) / 2, sides_per_game)
+        return total / pairs
+
     @classmethod
     def from_games(cls, games: Sequence[Game]) -> GameLog:
         """Encode validated :class:`Game` objects."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -44,33 +45,70 @@ def dependency_levels(log: GameLog, n_players: int) -> IntArray:
     return np.asarray(levels, dtype=np.int64)
 
 
-def replay(
-    C0: ArrayLike,
-    games: GameLog | Sequence[Game],
-    eta: float,
-    progress: Callable[[int, int], None] | None = None,
-) -> Array:
+@dataclass(frozen=True)
+class History:
+    """What every game of a replayed log did, in log order (SPEC §13 rating history).
+
+    ``before[t]`` and ``after[t]`` are the vectors of membership ``t`` (the
+    log's ``member_player[t]``) around its game; ``expected[a]`` and
+    ``actual[a]`` are side ``a``'s rank-share scores (SPEC §4).
+    """
+
+    C: Array
+    before: Array
+    after: Array
+    expected: Array
+    actual: Array
+
+
+Progress = Callable[[int, int], None] | None
+
+
+def replay(C0: ArrayLike, games: GameLog | Sequence[Game], eta: float, progress: Progress = None) -> Array:
     """Ratings after applying ``games`` in order to the initial matrix ``C0`` (not modified).
 
     Bit-for-bit equal to calling :func:`~app.rating.update.apply_game` game by
     game.  ``progress(done, total)`` is called after each level.
     """
+    C, log = _prepare(C0, games, eta)
+    _run(C, log, check_eta(eta), progress, None)
+    return C
+
+
+def replay_history(C0: ArrayLike, games: GameLog | Sequence[Game], eta: float, progress: Progress = None) -> History:
+    """:func:`replay` that also returns every membership's vectors before and after its game.
+
+    The same floating point operations as :func:`replay`, so ``History.C`` is
+    bit-for-bit the same matrix; this is what a bulk import stores.
+    """
+    C, log = _prepare(C0, games, eta)
+    dim = C.shape[1]
+    before = np.empty((len(log.member_player), dim))
+    after = np.empty_like(before)
+    pair_p = np.empty(len(log.pair_a))
+    _run(C, log, check_eta(eta), progress, (before, after, pair_p))
+    return History(C, before, after, log.side_share(pair_p), log.side_share(log.pair_outcome))
+
+
+def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game], eta: float) -> tuple[Array, GameLog]:
     C = as_vectors(C0, "C0").copy()
     if C.ndim != 2:
         raise RatingInputError("C0", "must be an (m, 2k) matrix")
-    eta = check_eta(eta)
+    check_eta(eta)
     log = games if isinstance(games, GameLog) else GameLog.from_games(games)
-    if log.n_games == 0:
-        return C
     if log.n_players_needed > len(C):
         raise RatingInputError("games", f"player index {log.n_players_needed - 1} is outside the rating matrix")
+    return C, log
 
+
+def _run(C: Array, log: GameLog, eta: float, progress: Progress, record: tuple[Array, Array, Array] | None) -> None:
+    if log.n_games == 0:
+        return
     game_level = dependency_levels(log, len(C))
     if _two_player_singles(log):
-        _replay_pairs(C, log, game_level, eta, progress)
+        _replay_pairs(C, log, game_level, eta, progress, record)
     else:
-        _replay_general(C, log, game_level, eta, progress)
-    return C
+        _replay_general(C, log, game_level, eta, progress, record)
 
 
 def _two_player_singles(log: GameLog) -> bool:
@@ -82,7 +120,7 @@ def _level_bounds(level_of: IntArray, n_levels: int) -> IntArray:
     return np.concatenate(([0], np.cumsum(np.bincount(level_of, minlength=n_levels + 1)[1:])))
 
 
-def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, eta: float, progress) -> None:
+def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, eta: float, progress: Progress, record) -> None:
     """Two single players per game: step_disjoint without the team and scatter bookkeeping.
 
     Same floating point operations as the general kernel (a team of one's mean is
@@ -102,11 +140,17 @@ def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, eta: float, prog
         coef = np.divide(eta * weight[lo:hi] * (outcome[lo:hi] - p), norm, out=np.zeros_like(p), where=norm > 0)
         C[a] = ca + coef[:, None] * ocb
         C[b] = cb + (-coef)[:, None] * oca
+        if record is not None:
+            before, after, pair_p = record
+            g = order[lo:hi]
+            before[2 * g], before[2 * g + 1] = ca, cb
+            after[2 * g], after[2 * g + 1] = C[a], C[b]
+            pair_p[g] = p
         if progress is not None:
             progress(int(hi), log.n_games)
 
 
-def _replay_general(C: Array, log: GameLog, game_level: IntArray, eta: float, progress) -> None:
+def _replay_general(C: Array, log: GameLog, game_level: IntArray, eta: float, progress: Progress, record) -> None:
     n_levels = int(game_level.max())
     member_level = np.repeat(game_level, np.diff(log.member_ptr))
     side_level = np.repeat(game_level, np.diff(log.side_ptr))
@@ -130,7 +174,9 @@ def _replay_general(C: Array, log: GameLog, game_level: IntArray, eta: float, pr
     for lv in range(n_levels):
         m, s, p = slice(mb[lv], mb[lv + 1]), slice(sb[lv], sb[lv + 1]), slice(pb[lv], pb[lv + 1])
         s0 = sb[lv]
-        step_disjoint(
+        if record is not None:
+            record[0][om[m]] = C[member_player[m]]
+        p_level = step_disjoint(
             C,
             member_player[m],
             member_side[m] - s0,
@@ -142,5 +188,8 @@ def _replay_general(C: Array, log: GameLog, game_level: IntArray, eta: float, pr
             weight[p],
             eta,
         )
+        if record is not None:
+            record[1][om[m]] = C[member_player[m]]
+            record[2][op[p]] = p_level
         if progress is not None:
             progress(int(game_count[lv + 1]), log.n_games)

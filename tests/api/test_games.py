@@ -185,3 +185,30 @@ def test_oversize_payload_is_refused(client, settings):
     batch = {"games": [game(["a"], ["b"])] * (settings.max_batch_games + 1)}
     assert client.post("/v1/ladders/test/games/batch", json=batch, headers=bearer(key)).status_code == 422
     assert client.get("/v1/ladders/test").json()["games"] == 0
+
+
+def test_a_game_reads_back_as_posted_with_times_in_utc(client):
+    key = make_ladder(client, k=2)
+    body = {
+        "sides": [
+            {"players": ["a", "b"], "rank": 2},
+            {"players": ["c"], "rank": 1, "win_probability": 0.6},
+            {"players": ["d"], "rank": 2},
+        ],
+        "played_at": "2026-05-01T12:30:00+02:00",
+    }
+    posted = client.post("/v1/ladders/test/games", json=body, headers=bearer(key)).json()
+    assert posted["played_at"] == "2026-05-01T10:30:00Z"
+    assert client.get(f"/v1/ladders/test/games/{posted['id']}").json() == posted
+    naive = client.post(
+        "/v1/ladders/test/games", json=game(["a"], ["c"], played_at="2026-05-02T08:00:00"), headers=bearer(key)
+    )
+    assert naive.json()["played_at"] == "2026-05-02T08:00:00Z"
+    a = client.get("/v1/ladders/test/players/a").json()
+    assert a["last_played_at"] == "2026-05-02T08:00:00Z"
+    assert a["created_at"].endswith("Z")
+    c = client.get("/v1/ladders/test/players/c").json()  # an older game does not move last_played_at back
+    client.post(
+        "/v1/ladders/test/games", json=game(["c"], ["d"], played_at="2020-01-01T00:00:00Z"), headers=bearer(key)
+    )
+    assert client.get("/v1/ladders/test/players/c").json()["last_played_at"] == c["last_played_at"]

@@ -1,7 +1,16 @@
 import numpy as np
 import pytest
 
-from app.rating import Game, GameLog, RatingInputError, apply_game, dependency_levels, initial_vectors, replay
+from app.rating import (
+    Game,
+    GameLog,
+    RatingInputError,
+    apply_game,
+    dependency_levels,
+    initial_vectors,
+    replay,
+    replay_history,
+)
 
 from .helpers import two_player
 
@@ -67,3 +76,36 @@ def test_replay_rejects_players_outside_the_matrix_and_self_play():
         GameLog.from_pairs([1], [1], [1.0])
     with pytest.raises(RatingInputError):
         GameLog.from_pairs([0], [1], [0.3])
+
+
+@pytest.mark.parametrize("kind", ["two_player", "teams_and_multiplayer"])
+def test_replay_history_records_what_apply_game_does_game_by_game(kind):
+    rng = np.random.default_rng(3)
+    m = 25
+    games = []
+    for _ in range(600):
+        if kind == "two_player":
+            a, b = rng.choice(m, 2, replace=False)
+            sides, ranks = ((int(a),), (int(b),)), tuple(int(r) for r in rng.integers(1, 3, 2))
+        else:
+            n_sides = int(rng.integers(2, 5))
+            sizes = rng.integers(1, 3, n_sides)
+            players = rng.choice(m, size=int(sizes.sum()), replace=False)
+            sides = tuple(tuple(int(p) for p in part) for part in np.split(players, np.cumsum(sizes)[:-1]))
+            ranks = tuple(int(r) for r in rng.integers(1, n_sides + 1, n_sides))
+        games.append(Game(sides, ranks, tuple(rng.normal(scale=0.3, size=len(sides)))))
+    C0 = initial_vectors([str(p) for p in range(m)], k=2, seed=4, scale=0.5)
+    history = replay_history(C0, games, 0.1)
+
+    C, t, s = C0.copy(), 0, 0
+    for game in games:
+        result = apply_game(C, game, 0.1)
+        n_members, n_sides = len(result.players), len(game.sides)
+        np.testing.assert_array_equal(history.before[t : t + n_members], result.before)
+        np.testing.assert_array_equal(history.after[t : t + n_members], result.after)
+        np.testing.assert_allclose(history.expected[s : s + n_sides], result.expected, rtol=1e-15)
+        np.testing.assert_allclose(history.actual[s : s + n_sides], result.actual, rtol=1e-15)
+        C[result.players] = result.after
+        t, s = t + n_members, s + n_sides
+    np.testing.assert_array_equal(history.C, C)
+    np.testing.assert_array_equal(history.C, replay(C0, games, 0.1))
