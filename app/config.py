@@ -18,6 +18,9 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1_000_000
     #: Most games in one batch request.
     max_batch_games: int = 1000
+    #: Requests served at once per worker process (its thread pool).  More threads
+    #: than this only queue for the interpreter lock and raise every request's latency.
+    threads: int = 4
     #: Run migrations when the app starts (default for the embedded SQLite database).
     migrate_on_start: bool | None = None
 

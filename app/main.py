@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import anyio.to_thread
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.should_migrate_on_start:
             upgrade(settings.sqlalchemy_url)
         app.state.db = Database.from_settings(settings)
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         yield
         app.state.db.dispose()
 

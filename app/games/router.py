@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
+from sqlalchemy.orm import Session
 
 from app.deps import DatabaseDep, SettingsDep
 from app.errors import InvalidInput, problems
@@ -28,10 +29,13 @@ IdempotencyKey = Annotated[
 def post_game(slug: str, game: GameIn, db: DatabaseDep, key: BearerKey, idempotency_key: IdempotencyKey = None) -> dict:
     """Record a game and apply the normalised mElo update to its participants (SPEC §3-§6)."""
     digest = service.request_hash(game)
-    with db.writing() as session:
+
+    def work(session: Session) -> dict:
         ladder = get_ladder(session, slug)
         require(key, ladder.write_key_hash, "write key of this ladder")
         return service.post_games(session, ladder, [game], idempotency_key, digest, batch=False)
+
+    return db.write(work)
 
 
 @router.post("/batch", status_code=201, response_model=BatchOut, responses=problems(401, 403, 404, 409, 413, 422))
@@ -50,10 +54,13 @@ def post_batch(
             errors=[{"field": "games", "message": f"at most {settings.max_batch_games} games"}],
         )
     digest = service.request_hash(batch)
-    with db.writing() as session:
+
+    def work(session: Session) -> dict:
         ladder = get_ladder(session, slug)
         require(key, ladder.write_key_hash, "write key of this ladder")
         return service.post_games(session, ladder, batch.games, idempotency_key, digest, batch=True)
+
+    return db.write(work)
 
 
 @router.get("", response_model=Page[GameOut], responses=problems(404, 422))

@@ -26,11 +26,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
-from sqlalchemy import bindparam, func, select, text, update
+from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.db import bulk_insert
+from app.db import bulk_insert, bulk_update, driver_sql
 from app.errors import Conflict, InvalidInput, NotFound
 from app.games.schemas import BatchIn, GameIn, GameOut
 from app.models import Game, IdempotencyKey, Ladder, Participant, Player, unpack
@@ -111,29 +111,31 @@ class Locked:
     last_played: list[datetime | None]
 
 
+#: Above this many players a request locks the ladder's whole player table (in id
+#: order, as always) instead of listing the keys, which would exceed driver limits.
+MAX_KEYS_IN_QUERY = 10_000
+
+_LOCK_COLUMNS = (
+    Player.id,
+    Player.key,
+    Player.vector,
+    Player.games,
+    Player.wins,
+    Player.draws,
+    Player.losses,
+    Player.comparisons,
+    Player.last_played_at,
+)
+
+
 def _lock_players(session: Session, ladder: Ladder, games: list[GameIn], prefix: str | None) -> Locked:
-    """Every participant's row, created if allowed, locked in id order."""
+    """Every participant's row, created if allowed, locked in id order (one order: no deadlocks)."""
     keys = sorted({key for game in games for side in game.sides for key in side.players})
-    if ladder.auto_create_players:
-        _create_missing(session, ladder, keys)
-    rows = []
-    for part in _chunks(keys, 10_000):  # stays below every driver's bound-parameter limit
-        rows += session.execute(
-            select(
-                Player.id,
-                Player.key,
-                Player.vector,
-                Player.games,
-                Player.wins,
-                Player.draws,
-                Player.losses,
-                Player.comparisons,
-                Player.last_played_at,
-            )
-            .where(Player.ladder_id == ladder.id, Player.key.in_(part))
-            .order_by(Player.id)
-            .with_for_update()
-        ).all()
+    rows = _select_for_update(session, ladder, keys)
+    if len(rows) < len(keys) and ladder.auto_create_players:
+        found = {row.key for row in rows}
+        _create(session, ladder, [k for k in keys if k not in found])
+        rows = _select_for_update(session, ladder, keys)
     index = {row.key: n for n, row in enumerate(rows)}
     if len(index) < len(keys):
         for g, game in enumerate(games):
@@ -155,13 +157,16 @@ def _lock_players(session: Session, ladder: Ladder, games: list[GameIn], prefix:
     )
 
 
-def _create_missing(session: Session, ladder: Ladder, keys: list[str]) -> None:
-    existing: set[str] = set()
-    for part in _chunks(keys, 10_000):
-        existing.update(session.scalars(select(Player.key).where(Player.ladder_id == ladder.id, Player.key.in_(part))))
-    missing = [k for k in keys if k not in existing]
-    if not missing:
-        return
+def _select_for_update(session: Session, ladder: Ladder, keys: list[str]) -> list:
+    query = select(*_LOCK_COLUMNS).where(Player.ladder_id == ladder.id)
+    if len(keys) <= MAX_KEYS_IN_QUERY:
+        return session.execute(query.where(Player.key.in_(keys)).order_by(Player.id).with_for_update()).all()
+    wanted = set(keys)
+    return [row for row in session.execute(query.order_by(Player.id).with_for_update()) if row.key in wanted]
+
+
+def _create(session: Session, ladder: Ladder, missing: list[str]) -> None:
+    """New players with their seeded initial vectors (SPEC §2); a concurrent creator's rows are kept."""
     C0 = rating.initial_vectors(missing, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
     blobs = _blobs(C0)
     n, zeros = len(missing), [0] * len(missing)
@@ -176,7 +181,8 @@ def _check_external_ids(session: Session, ladder: Ladder, games: list[GameIn], p
     if not ids:
         return
     taken: set[str] = set()
-    for part in _chunks(ids, 10_000):
+    for lo in range(0, len(ids), MAX_KEYS_IN_QUERY):
+        part = ids[lo : lo + MAX_KEYS_IN_QUERY]
         taken.update(
             session.scalars(select(Game.external_id).where(Game.ladder_id == ladder.id, Game.external_id.in_(part)))
         )
@@ -325,38 +331,15 @@ def _update_players(
     stamps = np.array([t.timestamp() for t in played_at])
     latest = np.full(n, -np.inf)
     np.maximum.at(latest, player, stamps[member_game])
-    rows = []
-    columns = zip(locked.ids.tolist(), _blobs(C), counts.tolist(), locked.last_played, latest.tolist(), strict=True)
-    for pid, blob, c, last, stamp in columns:
-        new_last = datetime.fromtimestamp(stamp, UTC) if np.isfinite(stamp) else None
-        if last is None or (new_last is not None and new_last > last):
-            last = new_last
-        rows.append(
-            {
-                "pid": pid,
-                "new_vector": blob,
-                "new_games": c[0],
-                "new_wins": c[1],
-                "new_draws": c[2],
-                "new_losses": c[3],
-                "new_comparisons": c[4],
-                "new_last": last,
-            }
-        )
-    statement = (
-        update(Player)
-        .where(Player.id == bindparam("pid"))
-        .values(
-            vector=bindparam("new_vector"),
-            games=bindparam("new_games"),
-            wins=bindparam("new_wins"),
-            draws=bindparam("new_draws"),
-            losses=bindparam("new_losses"),
-            comparisons=bindparam("new_comparisons"),
-            last_played_at=bindparam("new_last", type_=Player.__table__.c.last_played_at.type),
-        )
-    )
-    session.connection().execute(statement, rows)
+    last_played = []
+    for last, stamp in zip(locked.last_played, latest.tolist(), strict=True):
+        new = datetime.fromtimestamp(stamp, UTC) if np.isfinite(stamp) else None
+        last_played.append(new if last is None or (new is not None and new > last) else last)
+    columns = {"vector": _blobs(C), "last_played_at": last_played}
+    columns |= {
+        name: counts[:, n].tolist() for n, name in enumerate(("games", "wins", "draws", "losses", "comparisons"))
+    }
+    bulk_update(session.connection(), Player.__table__, ("id", locked.ids.tolist()), columns)
 
 
 def _allocate_ids(session: Session, n: int) -> list[int]:
@@ -369,7 +352,7 @@ def _allocate_ids(session: Session, n: int) -> list[int]:
             )
         )
     # SQLite: the write transaction (BEGIN IMMEDIATE) excludes every other writer.
-    start = (session.scalar(select(func.max(Game.id))) or 0) + 1
+    start = (driver_sql(session.connection(), "SELECT max(id) FROM games", ()).scalar() or 0) + 1
     return list(range(start, start + n))
 
 
@@ -382,10 +365,6 @@ def _blobs(vectors: np.ndarray) -> list[bytes]:
     raw = np.ascontiguousarray(vectors, dtype="<f8").tobytes()
     width = 8 * vectors.shape[1]
     return [raw[lo : lo + width] for lo in range(0, len(raw), width)]
-
-
-def _chunks(items: list, size: int) -> list[list]:
-    return [items[lo : lo + size] for lo in range(0, len(items), size)]
 
 
 def _game_out(game: Game, members: dict[str, Participant]) -> GameOut:

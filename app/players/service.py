@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import rating
+from app.db import driver_sql
 from app.errors import Conflict, InvalidInput, NotFound
 from app.ladders.service import initial_vector
 from app.models import Game, Ladder, Participant, Player, pack, unpack
@@ -67,25 +68,30 @@ def get_player(session: Session, ladder: Ladder, key: str) -> Player:
 
 @dataclass
 class Ratings:
-    """Every player of a ladder, with the rating matrix C (rows in player-id order)."""
+    """A ladder's keys and rating matrix C (rows in player-id order): what every ranking needs.
 
-    players: list[Player]
+    Only the keys and vectors are loaded; the rows shown on a page are read separately.
+    """
+
+    keys: np.ndarray
     C: np.ndarray
 
     @classmethod
     def load(cls, session: Session, ladder: Ladder) -> Ratings:
-        players = list(session.scalars(select(Player).where(Player.ladder_id == ladder.id).order_by(Player.id)))
-        blob = b"".join(p.vector for p in players)
-        return cls(players, np.frombuffer(blob, dtype="<f8").astype(np.float64).reshape(len(players), 2 * ladder.k))
+        sql = "SELECT key, vector FROM players WHERE ladder_id = ? ORDER BY id"
+        rows = driver_sql(session.connection(), sql, (ladder.id,)).all()
+        blob = b"".join(row[1] for row in rows)
+        C = np.frombuffer(blob, dtype="<f8").astype(np.float64).reshape(len(rows), 2 * ladder.k)
+        return cls(np.array([row[0] for row in rows], dtype=object), C)
 
     def strength(self) -> np.ndarray:
         return rating.hodge_strength(self.C)
 
     def row(self, key: str) -> int:
-        for i, p in enumerate(self.players):
-            if p.key == key:
-                return i
-        raise NotFound(f"There is no player {key!r}.")
+        found = np.flatnonzero(self.keys == key)
+        if len(found) == 0:
+            raise NotFound(f"There is no player {key!r}.")
+        return int(found[0])
 
 
 def player_out(session: Session, ladder: Ladder, player: Player) -> PlayerOut:
@@ -112,17 +118,24 @@ def leaderboard(session: Session, ladder: Ladder, by: str, limit: int, cursor: s
     ratings = Ratings.load(session, ladder)
     hodge = ratings.strength()
     score = hodge if by == "hodge" else rating.field_score(ratings.C)
-    keys = [p.key for p in ratings.players]
-    order = sorted(range(len(keys)), key=lambda i: (-score[i], keys[i]))
+    keys = ratings.keys.astype(str)
+    order = np.lexsort((keys, -score))
     start = 0
     if cursor is not None:
         after = decode_cursor(cursor, lambda v: isinstance(v, list) and len(v) == 2)
-        last = (-float(after[0]), str(after[1]))
-        start = next((n for n, i in enumerate(order) if (-score[i], keys[i]) > last), len(order))
+        last_score, last_key = float(after[0]), str(after[1])
+        s, k = score[order], keys[order]
+        start = int(np.count_nonzero((s > last_score) | ((s == last_score) & (k <= last_key))))
     page = order[start : start + limit]
+    details = {
+        p.key: p
+        for p in session.scalars(
+            select(Player).where(Player.ladder_id == ladder.id, Player.key.in_(ratings.keys[page].tolist()))
+        )
+    }
     items = []
-    for n, i in enumerate(page, start=start + 1):
-        p = ratings.players[i]
+    for n, i in enumerate(page.tolist(), start=start + 1):
+        p = details[ratings.keys[i]]
         items.append(
             LeaderboardItem(
                 rank=n,
@@ -139,7 +152,7 @@ def leaderboard(session: Session, ladder: Ladder, by: str, limit: int, cursor: s
             )
         )
     more = start + limit < len(order)
-    next_cursor = encode_cursor([float(score[page[-1]]), keys[page[-1]]]) if more and page else None
+    next_cursor = encode_cursor([float(score[page[-1]]), str(keys[page[-1]])]) if more and len(page) else None
     return Page[LeaderboardItem](items=items, next_cursor=next_cursor)
 
 
@@ -192,9 +205,13 @@ def opponents(session: Session, ladder: Ladder, key: str, limit: int) -> list[Op
     """The players against whom ``key`` has the most even chances (SPEC §7)."""
     ratings = Ratings.load(session, ladder)
     i = ratings.row(key)
-    best = rating.balanced_opponents(ratings.C, i, limit=limit) if len(ratings.players) > 1 else []
+    best = rating.balanced_opponents(ratings.C, i, limit=limit) if len(ratings.keys) > 1 else []
     probs = rating.pair_probability(ratings.C, np.full(len(best), i), np.asarray(best, dtype=int))
+    query = select(Player.key, Player.name).where(
+        Player.ladder_id == ladder.id, Player.key.in_(ratings.keys[best].tolist())
+    )
+    names = {row.key: row.name for row in session.execute(query)}
     return [
-        OpponentItem(key=ratings.players[j].key, name=ratings.players[j].name, probability=float(p))
+        OpponentItem(key=ratings.keys[j], name=names[ratings.keys[j]], probability=float(p))
         for j, p in zip(best, probs, strict=True)
     ]
