@@ -189,3 +189,15 @@ def driver_sql(connection: Connection, sql: str, parameters: tuple | list[tuple]
     if connection.dialect.paramstyle != "qmark":
         sql = sql.replace("?", "%s")
     return connection.exec_driver_sql(sql, parameters)
+
+
+def driver_fetchall(connection: Connection, sql: str, parameters: tuple) -> list[tuple]:
+    """:func:`driver_sql` for a large read: plain tuples from the driver's cursor, no result objects per row."""
+    if connection.dialect.paramstyle != "qmark":
+        sql = sql.replace("?", "%s")
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        cursor.execute(sql, parameters)
+        return cursor.fetchall()
+    finally:
+        cursor.close()

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.db import driver_sql
+from app.db import driver_fetchall
 from app.errors import Conflict, InvalidInput, NotFound
 from app.ladders.service import initial_vector
 from app.models import Game, Ladder, Participant, Player, pack, unpack
@@ -79,7 +79,7 @@ class Ratings:
     @classmethod
     def load(cls, session: Session, ladder: Ladder) -> Ratings:
         sql = "SELECT key, vector FROM players WHERE ladder_id = ? ORDER BY id"
-        rows = driver_sql(session.connection(), sql, (ladder.id,)).all()
+        rows = driver_fetchall(session.connection(), sql, (ladder.id,))
         blob = b"".join(row[1] for row in rows)
         C = np.frombuffer(blob, dtype="<f8").astype(np.float64).reshape(len(rows), 2 * ladder.k)
         return cls(np.array([row[0] for row in rows], dtype=object), C)
