@@ -1,0 +1,328 @@
+"""Offline refit: maximum likelihood over the whole event log (SPEC §9; seed 000 §7).
+
+mElo as low-rank skew-symmetric matrix completion.  Every pair of sides (a, b)
+of every game is one term (SPEC §4, §6):
+
+    x_ab = C_aᵀ Ω C_b + h_a - h_b,      C_a = mean of side a's member vectors
+    ℓ(C) = Σ_pairs w [S ln σ(x_ab) + (1 - S) ln σ(-x_ab)] - λ Σ_i |c_i|²
+
+with w = 1/(N-1) and fractional S allowed (draws, or probabilities: the binary
+cross-entropy of seed 004).  ∂ℓ/∂x = w (S - σ(x)); ∂x/∂C_a = Ω C_b and
+∂x/∂C_b = -Ω C_a; a member of side a gets 1/|T_a| of the side's gradient.
+Gathers use index arrays, scatters ``np.bincount``: O(pairs · k) per
+evaluation, no Python loop over games.  Maximised with L-BFGS (scipy) from
+several seeded random full-rank starts (SPEC §2); the vectors of two restarts
+differ by a symplectic map, so restarts are compared on P, not on C.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+
+from app.rating.elo import fit_elo, pair_counts
+from app.rating.errors import RatingInputError
+from app.rating.games import GameLog, IntArray
+from app.rating.model import Array, omega_apply, rowdot
+
+Progress = Callable[[int, int], None] | None
+
+
+def _side_vectors(C: Array, log: GameLog) -> Array:
+    if len(log.side_size) == len(log.member_player) and np.all(log.side_size == 1):
+        out = np.empty((len(log.side_size), C.shape[1]))
+        out[log.member_side] = C[log.member_player]
+        return out
+    out = np.zeros((len(log.side_size), C.shape[1]))
+    np.add.at(out, log.member_side, C[log.member_player])
+    return out / log.side_size[:, None]
+
+
+def pair_logits(C: ArrayLike, log: GameLog, pairs: IntArray | None = None) -> Array:
+    """x_ab for every pair term (or the ``pairs`` selected) of the log."""
+    C = np.asarray(C, dtype=np.float64)
+    side = _side_vectors(C, log)
+    a, b, shift = log.pair_a, log.pair_b, log.pair_shift
+    if pairs is not None:
+        a, b, shift = a[pairs], b[pairs], shift[pairs]
+    return rowdot(side[a], omega_apply(side[b])) + shift
+
+
+def log_likelihood(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float = 0.0) -> float:
+    """ℓ(C) of the module docstring over the selected pair terms (all by default)."""
+    value, _ = _objective(np.asarray(C, dtype=np.float64), log, _select(log, pairs), l2, gradient=False)
+    return -value
+
+
+def log_likelihood_gradient(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float = 0.0) -> Array:
+    """∂ℓ/∂C, the same shape as C."""
+    _, grad = _objective(np.asarray(C, dtype=np.float64), log, _select(log, pairs), l2, gradient=True)
+    return -grad
+
+
+def _select(log: GameLog, pairs: IntArray | None) -> IntArray:
+    return np.arange(len(log.pair_a)) if pairs is None else np.asarray(pairs, dtype=np.int64)
+
+
+def _objective(C: Array, log: GameLog, pairs: IntArray, l2: float, gradient: bool) -> tuple[float, Array | None]:
+    """-ℓ(C) and, if asked, its gradient."""
+    side = _side_vectors(C, log)
+    a, b = log.pair_a[pairs], log.pair_b[pairs]
+    ca, cb = side[a], side[b]
+    ocb = omega_apply(cb)
+    x = rowdot(ca, ocb) + log.pair_shift[pairs]
+    s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
+    value = -float(np.dot(w, s * log_expit(x) + (1.0 - s) * log_expit(-x))) + l2 * float(np.sum(C * C))
+    if not gradient:
+        return value, None
+    r = w * (s - expit(x))  # ∂ℓ/∂x
+    n_sides, dim = len(log.side_size), C.shape[1]
+    oca = omega_apply(ca)
+    side_grad = np.empty((n_sides, dim))
+    for col in range(dim):
+        side_grad[:, col] = np.bincount(a, weights=r * ocb[:, col], minlength=n_sides) - np.bincount(
+            b, weights=r * oca[:, col], minlength=n_sides
+        )
+    member_grad = side_grad[log.member_side] / log.side_size[log.member_side, None]
+    grad = np.zeros_like(C)
+    for col in range(dim):
+        grad[:, col] = np.bincount(log.member_player, weights=member_grad[:, col], minlength=len(C))
+    return value, -grad + 2.0 * l2 * C
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One maximum-likelihood fit: vectors, ℓ on the training terms, optimiser report."""
+
+    C: Array
+    log_likelihood: float
+    iterations: int
+    converged: bool
+    seconds: float
+
+
+def fit(
+    log: GameLog,
+    n_players: int,
+    k: int,
+    l2: float = 1e-3,
+    pairs: IntArray | None = None,
+    C0: ArrayLike | None = None,
+    seed: int = 0,
+    init_scale: float = 0.5,
+    max_iter: int = 2000,
+    tol: float = 1e-6,
+    progress: Progress = None,
+) -> Fit:
+    """Maximise ℓ over the selected pair terms with L-BFGS, from ``C0`` or a seeded random start.
+
+    Stops when every gradient entry is below ``tol`` (or ℓ stalls relative to ``tol``·1e-6).
+    """
+    if k < 1:
+        raise RatingInputError("k", "must be >= 1 (k = 0 is the Elo baseline, fit_elo)")
+    pairs = _select(log, pairs)
+    dim = 2 * k
+    if C0 is None:
+        C0 = np.random.default_rng(seed).normal(scale=init_scale, size=(n_players, dim))
+    C0 = np.asarray(C0, dtype=np.float64)
+    if C0.shape != (n_players, dim):
+        raise RatingInputError("C0", f"must be ({n_players}, {dim})")
+    calls = [0]
+
+    def fun(flat: Array) -> tuple[float, Array]:
+        value, grad = _objective(flat.reshape(n_players, dim), log, pairs, l2, gradient=True)
+        calls[0] += 1
+        return value, grad.ravel()
+
+    def callback(_: Array) -> None:
+        if progress is not None:
+            progress(min(calls[0], max_iter), max_iter)
+
+    start = time.perf_counter()
+    result = minimize(
+        fun,
+        C0.ravel(),
+        jac=True,
+        method="L-BFGS-B",
+        callback=callback,
+        options={"maxiter": max_iter, "gtol": tol, "ftol": tol * 1e-6},
+    )
+    return Fit(
+        C=result.x.reshape(n_players, dim),
+        log_likelihood=-float(result.fun),
+        iterations=int(result.nit),
+        converged=bool(result.success),
+        seconds=time.perf_counter() - start,
+    )
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Held-out quality of predicted pair probabilities, each term weighted by w = 1/(N-1)."""
+
+    log_loss: float
+    brier: float
+    accuracy: float
+    pairs: int
+
+    @classmethod
+    def of(cls, p: Array, log: GameLog, pairs: IntArray) -> Metrics:
+        s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
+        p = np.clip(p, 1e-15, 1 - 1e-15)
+        total = float(np.sum(w))
+        loss = -float(np.dot(w, s * np.log(p) + (1 - s) * np.log1p(-p))) / total
+        brier = float(np.dot(w, (p - s) ** 2)) / total
+        decided = s != 0.5
+        hits = (p[decided] > 0.5) == (s[decided] > 0.5)
+        accuracy = float(np.dot(w[decided], hits)) / max(float(np.sum(w[decided])), 1e-300)
+        return cls(loss, brier, accuracy, len(pairs))
+
+
+def evaluate(C: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
+    """Metrics of mElo vectors ``C`` on the selected pair terms."""
+    return Metrics.of(expit(pair_logits(C, log, pairs)), log, pairs)
+
+
+def evaluate_elo(ratings: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
+    """Metrics of scalar Elo ratings (logits) on the selected pair terms; teams use the mean rating."""
+    r = np.asarray(ratings, dtype=np.float64)[:, None]
+    side = _side_vectors(r, log)[:, 0]
+    x = side[log.pair_a[pairs]] - side[log.pair_b[pairs]] + log.pair_shift[pairs]
+    return Metrics.of(expit(x), log, pairs)
+
+
+def split_games(log: GameLog, holdout: float, seed: int) -> tuple[IntArray, IntArray]:
+    """Pair terms of a random ``holdout`` fraction of the games (test) and of the rest (train)."""
+    if not 0.0 <= holdout < 1.0:
+        raise RatingInputError("holdout", "must be in [0, 1)")
+    test_game = np.random.default_rng(seed).random(log.n_games) < holdout
+    pair_game = np.repeat(np.arange(log.n_games), np.diff(log.pair_ptr))
+    return np.flatnonzero(~test_game[pair_game]), np.flatnonzero(test_game[pair_game])
+
+
+def observed_pair_probability(C: ArrayLike, log: GameLog) -> Array:
+    """P(a beats b) for every distinct pair of sides' players observed in the log, without advantages.
+
+    Used to compare restarts: they should agree on P wherever the data speak (SPEC §9).
+    """
+    x = pair_logits(C, log) - log.pair_shift
+    return expit(x)
+
+
+@dataclass
+class Report:
+    """What a refit job returns (SPEC §9)."""
+
+    k: int
+    C: Array
+    log_likelihood: float
+    restarts: list[dict]
+    restart_max_abs_dp: float
+    heldout: dict[str, dict] = field(default_factory=dict)
+    k_selection: list[dict] | None = None
+    seconds: float = 0.0
+
+
+def elo_vectors(ratings: ArrayLike, k: int) -> Array:
+    """Elo ratings r as mElo vectors (r, 1, 0, …, 0): then c_iᵀ Ω c_j = r_i - r_j exactly (SPEC §1)."""
+    r = np.asarray(ratings, dtype=np.float64)
+    C = np.zeros((len(r), 2 * k))
+    C[:, 0], C[:, 1] = r, 1.0
+    return C
+
+
+def refit(
+    log: GameLog,
+    n_players: int,
+    k: int,
+    l2: float = 1e-3,
+    restarts: int = 3,
+    holdout: float = 0.2,
+    seed: int = 0,
+    current: ArrayLike | None = None,
+    select_k: list[int] | None = None,
+    max_iter: int = 2000,
+    progress: Progress = None,
+) -> Report:
+    """Fit on the training games from ``restarts`` starts, report held-out metrics, then refit on all games.
+
+    Held-out log loss, Brier and accuracy are reported for the refit, the
+    ``current`` (online) vectors if given, and the Elo baseline (SPEC §11).
+    With ``select_k``, each k there (0 = Elo) is fitted on the training games
+    and the one with the lowest held-out log loss is used; the vectors keep
+    2k columns of the ladder's k (k = 0 gives (r, 1, 0, …)).  ``progress(done,
+    total)`` counts fits, in thousandths.
+    """
+    start = time.perf_counter()
+    if holdout > 0:
+        train, test = split_games(log, holdout, seed)
+    else:
+        train, test = np.arange(len(log.pair_a)), None
+    if select_k and test is None:
+        raise RatingInputError("select_k", "needs a holdout > 0")
+    candidates = sorted(set(select_k)) if select_k else []
+    n_fits = sum(1 for kk in candidates if kk > 0) + restarts + 1
+    fits_done = [0]
+
+    def run(kk: int, pairs: IntArray | None, s: int, C0: Array | None = None) -> Fit:
+        def each(it: int, total: int) -> None:
+            if progress is not None:
+                progress(int(1000 * (fits_done[0] + it / total) / n_fits), 1000)
+
+        result = fit(log, n_players, kk, l2, pairs, C0=C0, seed=s, max_iter=max_iter, progress=each)
+        fits_done[0] += 1
+        return result
+
+    elo = fit_elo(pair_counts(log, n_players, train))
+    heldout: dict[str, dict] = {}
+    selection = None
+    chosen = k
+    if test is not None:
+        heldout["elo"] = vars(evaluate_elo(elo.ratings, log, test))
+        if current is not None:
+            heldout["current"] = vars(evaluate(current, log, test))
+    if candidates:
+        selection = [
+            {
+                "k": kk,
+                "heldout_log_loss": heldout["elo"]["log_loss"]
+                if kk == 0
+                else evaluate(run(kk, train, seed).C, log, test).log_loss,
+            }
+            for kk in candidates
+        ]
+        chosen = min(selection, key=lambda row: row["heldout_log_loss"])["k"]
+    if chosen == 0:
+        full = fit_elo(pair_counts(log, n_players))
+        if progress is not None:
+            progress(1000, 1000)
+        C = elo_vectors(full.ratings, k)
+        return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, time.perf_counter() - start)
+
+    fits = [run(chosen, train, seed + r) for r in range(restarts)]
+    best = max(fits, key=lambda f: f.log_likelihood)
+    if test is not None:
+        heldout["refit"] = vars(evaluate(best.C, log, test))
+    p_best = observed_pair_probability(best.C, log)
+    agreement = max(float(np.max(np.abs(observed_pair_probability(f.C, log) - p_best), initial=0.0)) for f in fits)
+    final = run(chosen, None, seed, C0=best.C)
+    if progress is not None:
+        progress(1000, 1000)
+    rows = [{"log_likelihood": f.log_likelihood, "iterations": f.iterations, "converged": f.converged} for f in fits]
+    C = final.C if chosen == k else _pad(final.C, k)
+    return Report(chosen, C, final.log_likelihood, rows, agreement, heldout, selection, time.perf_counter() - start)
+
+
+def _pad(C: Array, k: int) -> Array:
+    """Vectors of fewer discs as 2k columns (extra discs zero: they add nothing to A)."""
+    if C.shape[1] > 2 * k:
+        raise RatingInputError("select_k", f"k = {C.shape[1] // 2} does not fit a ladder of k = {k}")
+    out = np.zeros((len(C), 2 * k))
+    out[:, : C.shape[1]] = C
+    return out

@@ -1,0 +1,63 @@
+"""The Elo baseline (SPEC §11, seed 001) on the shared computer-chess data."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import expit
+
+from app.rating import Game, GameLog
+from app.rating.elo import fit_elo, pair_counts, penalised_log_likelihood
+
+DATA = Path(__file__).parent.parent / "data"
+SCORE = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
+
+
+def chess_counts():
+    games = json.loads((DATA / "chess_engines.json").read_text())
+    names = sorted({p for g in games for p in g[:2]})
+    index = {n: k for k, n in enumerate(names)}
+    log = GameLog.from_pairs([index[w] for w, _, _ in games], [index[b] for _, b, _ in games],
+                             [SCORE[r] for _, _, r in games])  # fmt: skip
+    return pair_counts(log, len(names))
+
+
+def test_agrees_with_an_independent_maximisation_in_few_iterations():
+    counts = chess_counts()
+    fit = fit_elo(counts)
+    assert fit.converged and fit.iterations <= 50
+
+    def negative(e):
+        return -penalised_log_likelihood(counts, e)
+
+    def gradient(e):
+        g = counts.wins * expit(e[counts.loser] - e[counts.winner])
+        out = np.bincount(counts.winner, weights=g, minlength=counts.n_players)
+        out -= np.bincount(counts.loser, weights=g, minlength=counts.n_players)
+        return -(out + 0.5 * (expit(-e) - expit(e)))
+
+    ref = minimize(negative, np.zeros(counts.n_players), jac=gradient, method="L-BFGS-B",
+                   options={"gtol": 1e-12, "ftol": 1e-16, "maxiter": 10_000})  # fmt: skip
+    np.testing.assert_allclose(fit.ratings, ref.x, atol=1e-6)
+    assert fit.log_likelihood == pytest.approx(-ref.fun, abs=1e-6)
+
+
+def test_unbeaten_players_stay_finite_and_draws_count_half():
+    log = GameLog.from_pairs([0, 0, 1, 1], [1, 2, 2, 2], [1.0, 1.0, 0.5, 1.0])
+    counts = pair_counts(log, 3)
+    got = {(int(a), int(b)): w for a, b, w in zip(counts.winner, counts.loser, counts.wins, strict=True)}
+    assert got == {(0, 1): 1.0, (0, 2): 1.0, (1, 2): 1.5, (2, 1): 0.5}
+    fit = fit_elo(counts)
+    assert fit.converged and np.all(np.isfinite(fit.ratings))
+    assert fit.ratings[0] > fit.ratings[1] > fit.ratings[2]
+
+
+def test_team_results_are_shared_over_member_pairs():
+    log = GameLog.from_games([Game(((0, 1), (2,)), (1, 2))])
+    counts = pair_counts(log, 3)
+    assert sorted(zip(counts.winner.tolist(), counts.loser.tolist(), counts.wins.tolist(), strict=True)) == [
+        (0, 2, 0.5),
+        (1, 2, 0.5),
+    ]

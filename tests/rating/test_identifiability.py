@@ -1,0 +1,81 @@
+"""Seed 000 §7 (Theorem 2, Algorithm 1, Fig. 2) and the strongly connected components of seed 003."""
+
+import numpy as np
+import pytest
+
+from app.rating import GameLog, omega
+from app.rating.identifiability import Results, both_ways, comparable, find_clique, identifiability
+
+C_SEED = np.array([[-1.0, 2.0], [0.0, 2.0], [1.0, 2.0]])  # seed 000 §7.2: P1, P2, P3
+W = omega(1)
+
+
+def p4_directions(wins_against, losses_against):
+    """P4's directions (Theorem 2): +ΩC_j for each win over j, -ΩC_j for each loss."""
+    cols = [W @ C_SEED[j] for j in wins_against] + [-(W @ C_SEED[j]) for j in losses_against]
+    return np.array(cols).T
+
+
+@pytest.mark.parametrize(
+    ("wins", "losses", "expected"),
+    [
+        ([0, 2], [], False),  # scenario 1: beats P1 and P3
+        ([0], [0], False),  # scenario 2: beats and loses to P1
+        ([0, 1, 2], [], False),  # scenario 3: beats P1, P2, P3
+        ([0, 1, 2], [1], True),  # scenario 4: ... and loses to P2
+    ],
+)
+def test_seed000_section72_scenarios(wins, losses, expected):
+    check = comparable(p4_directions(wins, losses), 2)
+    assert check.comparable is expected
+    if not expected:
+        # The witness is a direction along which no result pulls P4 back.
+        assert check.direction is not None
+        assert np.all(p4_directions(wins, losses).T @ check.direction >= -1e-9)
+
+
+def test_the_same_scenarios_from_a_game_log():
+    # P4 is index 3; scenario 4 as games, with P1-P3 results both ways so they form the 3-clique.
+    pairs = [(0, 1, 1.0), (1, 0, 1.0), (1, 2, 1.0), (2, 1, 1.0), (0, 2, 1.0), (2, 0, 1.0)]
+    pairs += [(3, 0, 1.0), (3, 1, 1.0), (3, 2, 1.0), (1, 3, 1.0)]
+    i, j, s = zip(*pairs, strict=True)
+    C = np.vstack([C_SEED, [0.5, -0.5]])
+    report = identifiability(C, GameLog.from_pairs(i, j, s), 4)
+    assert report.clique == [0, 1, 2]
+    assert report.comparable == [0, 1, 2, 3] and report.unique
+    scenario1 = GameLog.from_pairs([*i[:6], 3, 3], [*j[:6], 0, 2], [1.0] * 8)
+    report = identifiability(C, scenario1, 4)
+    assert not report.unique and 3 not in report.comparable
+    assert [row["player"] for row in report.not_comparable] == [3]
+
+
+def test_seed000_fig2_cycle_is_not_identifiable():
+    # A-B-D-C-A (0-1-3-2-0), each pair with results both ways; A never meets D, B never meets C.
+    edges = [(0, 1), (1, 3), (3, 2), (2, 0)]
+    i = [a for a, b in edges] + [b for a, b in edges]
+    j = [b for a, b in edges] + [a for a, b in edges]
+    log = GameLog.from_pairs(i, j, np.ones(len(i)))
+    report = identifiability(np.random.default_rng(0).normal(size=(4, 2)), log, 4)
+    assert report.clique == [] and not report.unique
+    assert report.components == [[0, 1, 2, 3]]
+
+
+def test_complete_round_robin_both_ways_is_identifiable():
+    m = 6
+    i, j = np.array([(a, b) for a in range(m) for b in range(m) if a != b]).T
+    log = GameLog.from_pairs(i, j, np.ones(len(i)))  # everyone beat everyone once: results both ways
+    C = np.random.default_rng(1).normal(size=(m, 2))
+    report = identifiability(C, log, m)
+    assert report.unique and report.comparable == list(range(m)) and report.not_comparable == []
+    assert len(report.clique) == 3
+
+
+def test_strongly_connected_components_and_clique_search():
+    log = GameLog.from_pairs([0, 1, 2, 3], [1, 2, 0, 4], np.ones(4))  # 0>1>2>0 cycle, 3>4 apart
+    report = identifiability(np.eye(5, 2), log, 5)
+    assert report.components == [[0, 1, 2], [3], [4]]
+    adjacent = both_ways(Results.of(log), 5)
+    assert not adjacent.any()
+    full = ~np.eye(5, dtype=bool)
+    assert sorted(find_clique(full, 4)) == [0, 1, 2, 3]
+    assert find_clique(full, 6) is None

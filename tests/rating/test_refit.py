@@ -1,0 +1,119 @@
+"""Offline refit (SPEC §9): gradient, recovery of a known A, restarts, held-out evaluation, choice of k."""
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from app.rating import Game, GameLog, omega
+from app.rating.analysis import canonical
+from app.rating.elo import fit_elo, pair_counts
+from app.rating.model import omega_apply, rowdot
+from app.rating.refit import (
+    evaluate,
+    evaluate_elo,
+    fit,
+    log_likelihood,
+    log_likelihood_gradient,
+    refit,
+    split_games,
+)
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+def sampled_games(C_true, n_games, rng, pairs=None):
+    m = len(C_true)
+    if pairs is None:
+        i = rng.integers(0, m, n_games)
+        j = (i + rng.integers(1, m, n_games)) % m
+    else:
+        pick = rng.integers(0, len(pairs), n_games)
+        i, j = pairs[pick, 0], pairs[pick, 1]
+    p = expit(rowdot(C_true[i], omega_apply(C_true[j])))
+    return GameLog.from_pairs(i, j, (rng.random(n_games) < p).astype(float))
+
+
+def test_gradient_matches_finite_differences_with_teams_multiplayer_and_advantages():
+    rng = np.random.default_rng(0)
+    games = [
+        Game(((0, 1), (2,), (3, 4)), (2, 1, 2), (0.3, 0.0, -0.2)),
+        Game(((2,), (0,)), (1, 1)),
+        Game(((4,), (1,), (3,), (2,)), (4, 1, 2, 3)),
+    ]
+    log = GameLog.from_games(games)
+    C = rng.normal(size=(5, 4))
+    grad = log_likelihood_gradient(C, log, l2=0.1)
+    numeric = np.zeros_like(C)
+    h = 1e-6
+    for idx in np.ndindex(C.shape):
+        up, down = C.copy(), C.copy()
+        up[idx] += h
+        down[idx] -= h
+        numeric[idx] = (log_likelihood(up, log, l2=0.1) - log_likelihood(down, log, l2=0.1)) / (2 * h)
+    np.testing.assert_allclose(grad, numeric, atol=1e-6)
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_recovers_a_known_low_rank_advantage_matrix(k):
+    rng = np.random.default_rng(10 + k)
+    C_true = rng.normal(size=(60, 2 * k))
+    log = sampled_games(C_true, 40_000, rng)
+    report = refit(log, 60, k, restarts=3, holdout=0.2, seed=1)
+    _, test = split_games(log, 0.2, 1)
+    truth = evaluate(C_true, log, test)
+    assert report.heldout["refit"]["log_loss"] - truth.log_loss < 0.01
+    assert report.restart_max_abs_dp < 0.02
+    assert report.heldout["refit"]["log_loss"] < report.heldout["elo"]["log_loss"]
+    # Two independent fits of all the games give the same canonical coordinates.
+    a = fit(log, 60, k, seed=5, tol=1e-10).C
+    b = fit(log, 60, k, seed=6, tol=1e-10).C
+    np.testing.assert_allclose(canonical(a).D, canonical(b).D, atol=1e-6)
+
+
+def test_pure_disc_game_is_learnt_where_elo_fails():
+    # Seed 004 Example 2: A = 2(uvᵀ - vuᵀ), players on the unit circle; half of the pairs observed, 100 games each.
+    rng = np.random.default_rng(3)
+    m = 50
+    theta = rng.uniform(0, 2 * np.pi, m)
+    C_true = np.sqrt(2) * np.column_stack([np.cos(theta), np.sin(theta)])
+    assert np.allclose(
+        C_true @ omega(1) @ C_true.T,
+        2 * (np.outer(np.cos(theta), np.sin(theta)) - np.outer(np.sin(theta), np.cos(theta))),
+    )
+    all_pairs = np.array([(a, b) for a in range(m) for b in range(a + 1, m)])
+    observed = rng.random(len(all_pairs)) < 0.5
+    seen, unseen = all_pairs[observed], all_pairs[~observed]
+    i, j = np.repeat(seen[:, 0], 100), np.repeat(seen[:, 1], 100)
+    p = expit(rowdot(C_true[i], omega_apply(C_true[j])))
+    log = GameLog.from_pairs(i, j, (rng.random(len(i)) < p).astype(float))
+    true_p = expit(rowdot(C_true[unseen[:, 0]], omega_apply(C_true[unseen[:, 1]])))
+
+    C = max((fit(log, m, 1, seed=s) for s in range(3)), key=lambda f: f.log_likelihood).C
+    refit_p = expit(rowdot(C[unseen[:, 0]], omega_apply(C[unseen[:, 1]])))
+    elo = fit_elo(pair_counts(log, m)).ratings
+    elo_p = expit(elo[unseen[:, 0]] - elo[unseen[:, 1]])
+    assert np.mean((refit_p - true_p) ** 2) < 1e-3
+    assert np.mean((elo_p - true_p) ** 2) > 0.05
+
+
+def test_chess_data_choose_k_by_heldout_loss():
+    games = json.loads((DATA / "chess_engines.json").read_text())
+    names = sorted({p for g in games for p in g[:2]})
+    index = {n: x for x, n in enumerate(names)}
+    score = {"1-0": 1.0, "0-1": 0.0, "1/2-1/2": 0.5}
+    log = GameLog.from_pairs([index[w] for w, _, _ in games], [index[b] for _, b, _ in games],
+                             [score[r] for _, _, r in games])  # fmt: skip
+    current = np.random.default_rng(0).normal(scale=0.1, size=(len(names), 4))
+    report = refit(log, len(names), 2, restarts=2, holdout=0.2, seed=0, current=current, select_k=[0, 1, 2])
+    losses = {row["k"]: row["heldout_log_loss"] for row in report.k_selection}
+    assert sorted(losses) == [0, 1, 2]
+    assert report.k == min(losses, key=losses.get)
+    assert report.C.shape == (len(names), 4)
+    assert set(report.heldout) >= {"elo", "current"}
+    _, test = split_games(log, 0.2, 0)
+    assert losses[0] == pytest.approx(
+        evaluate_elo(fit_elo(pair_counts(log, len(names), split_games(log, 0.2, 0)[0])).ratings, log, test).log_loss
+    )
