@@ -152,6 +152,47 @@ class IdempotencyKey(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
+class Refit(Base):
+    """A background maximum-likelihood refit of a ladder's log (SPEC §9) and its result."""
+
+    __tablename__ = "refits"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(16))  # queued, running, done, failed
+    progress: Mapped[float] = mapped_column(default=0.0)
+    params: Mapped[dict] = mapped_column(JSON)
+    result: Mapped[dict | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(String(2000))
+    #: The log the refit saw: games with id ≤ this.
+    after_game_id: Mapped[int | None] = mapped_column(BigInteger)
+    #: Fitted vectors: little-endian int64 player ids and float64 rows in the same order.
+    player_ids: Mapped[bytes | None] = mapped_column(LargeBinary)
+    vectors: Mapped[bytes | None] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+    applied_at: Mapped[datetime | None]
+
+
+class Checkpoint(Base):
+    """Vectors that replace the ladder's ratings after game ``after_game_id`` (SPEC §9).
+
+    Current ratings = checkpoint + the online rule over the games after it; players
+    not in the checkpoint start from their initial vectors.
+    """
+
+    __tablename__ = "checkpoints"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), index=True)
+    after_game_id: Mapped[int] = mapped_column(BigInteger)
+    refit_id: Mapped[int | None] = mapped_column(ForeignKey("refits.id", ondelete="SET NULL"))
+    player_ids: Mapped[bytes] = mapped_column(LargeBinary)
+    vectors: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
 def pack(vector: np.ndarray) -> bytes:
     """A rating vector as little-endian float64 bytes (exact round trip)."""
     return np.ascontiguousarray(vector, dtype="<f8").tobytes()

@@ -26,14 +26,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import numpy as np
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.db import bulk_insert, bulk_update, driver_sql
+from app.db import bulk_insert, bulk_update, driver_fetchall, driver_sql
 from app.errors import Conflict, InvalidInput, NotFound
 from app.games.schemas import BatchIn, GameIn, GameOut
-from app.models import Game, IdempotencyKey, Ladder, Participant, Player, unpack
+from app.models import Checkpoint, Game, IdempotencyKey, Ladder, Participant, Player, unpack
 from app.schemas import Page
 
 Progress = Callable[[str, int, int], None] | None
@@ -242,8 +242,8 @@ def _ranks(game: GameIn) -> list[float]:
     return rating.ranks_from_scores([side.score for side in game.sides]).tolist()
 
 
-def _encode(games: Sequence[GameIn], index: dict[str, int]) -> tuple[rating.GameLog, list[dict]]:
-    """The games as a GameLog over the locked rows, and each game's stored payload (SPEC §13)."""
+def _payloads(games: Sequence[GameIn]) -> list[dict]:
+    """Each game's stored input (SPEC §13): sides of player keys, ranks, advantages in logits or None."""
     payloads = []
     for game in games:
         advantages = [side.logits for side in game.sides]
@@ -254,24 +254,82 @@ def _encode(games: Sequence[GameIn], index: dict[str, int]) -> tuple[rating.Game
                 "advantages": advantages if any(a != 0.0 for a in advantages) else None,
             }
         )
+    return payloads
+
+
+def encode(payloads: Sequence[dict], index: dict[str, int]) -> rating.GameLog:
+    """Stored games as a GameLog whose player indices come from ``index`` (key → row)."""
     if all(len(p["sides"]) == 2 and len(p["sides"][0]) == len(p["sides"][1]) == 1 for p in payloads):
         # Two single players per game, the common case: encoded without a Python object per game.
         i = np.array([index[p["sides"][0][0]] for p in payloads], dtype=np.int64)
         j = np.array([index[p["sides"][1][0]] for p in payloads], dtype=np.int64)
-        ranks = np.array([p["ranks"] for p in payloads], dtype=np.float64)
+        ranks = np.array([p["ranks"] for p in payloads], dtype=np.float64).reshape(-1, 2)
         outcome = np.where(ranks[:, 0] < ranks[:, 1], 1.0, np.where(ranks[:, 0] == ranks[:, 1], 0.5, 0.0))
-        h = np.array([p["advantages"] or (0.0, 0.0) for p in payloads], dtype=np.float64)
-        return rating.GameLog.from_pairs(i, j, outcome, h[:, 0] - h[:, 1]), payloads
+        h = np.array([p["advantages"] or (0.0, 0.0) for p in payloads], dtype=np.float64).reshape(-1, 2)
+        return rating.GameLog.from_pairs(i, j, outcome, h[:, 0] - h[:, 1])
     encoded = [
         rating.Game(tuple(tuple(index[k] for k in side) for side in p["sides"]), p["ranks"], p["advantages"])
         for p in payloads
     ]
-    return rating.GameLog.from_games(encoded), payloads
+    return rating.GameLog.from_games(encoded)
+
+
+@dataclass
+class LadderLog:
+    """A ladder's players (id order) and event log, ready for replay or a refit.
+
+    ``start`` are the vectors the log replays from: the latest checkpoint's (for
+    players it holds) and the initial vectors otherwise, or all initial vectors
+    when read ``from_start``; ``log`` holds the games after that point, in order.
+    """
+
+    player_ids: np.ndarray
+    keys: list[str]
+    start: np.ndarray
+    stored: np.ndarray
+    log: rating.GameLog
+    after_game_id: int
+    last_game_id: int
+
+
+def read_log(session: Session, ladder: Ladder, from_start: bool = False) -> LadderLog:
+    rows = driver_fetchall(
+        session.connection(),
+        "SELECT id, key, initial, vector FROM players WHERE ladder_id = ? ORDER BY id",
+        (ladder.id,),
+    )
+    dim = 2 * ladder.k
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    keys = [r[1] for r in rows]
+
+    def matrix(column: int) -> np.ndarray:
+        return np.frombuffer(b"".join(r[column] for r in rows), dtype="<f8").astype(np.float64).reshape(-1, dim)
+
+    start, after = matrix(2), 0
+    checkpoint = None if from_start else latest_checkpoint(session, ladder)
+    if checkpoint is not None:
+        held = np.frombuffer(checkpoint.player_ids, dtype="<i8")
+        rows_of = np.searchsorted(ids, held)
+        start[rows_of] = np.frombuffer(checkpoint.vectors, dtype="<f8").reshape(-1, dim)
+        after = checkpoint.after_game_id
+    payloads = session.scalars(
+        select(Game.payload).where(Game.ladder_id == ladder.id, Game.id > after).order_by(Game.id)
+    ).all()
+    last = session.scalar(select(func.max(Game.id)).where(Game.ladder_id == ladder.id)) or 0
+    index = {key: n for n, key in enumerate(keys)}
+    return LadderLog(ids, keys, start, matrix(3), encode(payloads, index), after, last)
+
+
+def latest_checkpoint(session: Session, ladder: Ladder) -> Checkpoint | None:
+    return session.scalar(
+        select(Checkpoint).where(Checkpoint.ladder_id == ladder.id).order_by(Checkpoint.id.desc()).limit(1)
+    )
 
 
 def _apply(session: Session, ladder: Ladder, locked: Locked, games: list[GameIn], progress: Progress) -> Applied:
     """Apply the validated games to the locked rows (SPEC §3-§6) and write the log, history and ratings."""
-    log, payloads = _encode(games, locked.index)
+    payloads = _payloads(games)
+    log = encode(payloads, locked.index)
     history = rating.replay_history(locked.C, log, ladder.eta, _stage(progress, "rating"))
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]

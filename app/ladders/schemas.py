@@ -48,3 +48,5 @@ class AuditOut(BaseModel):
     games: int
     players: int
     max_abs_diff: float
+    replayed_games: int = Field(description="Games replayed: those after the latest checkpoint, or all.")
+    checkpoint_after_game: int | None = Field(description="The checkpoint replayed from (an applied refit), if any.")

@@ -11,8 +11,9 @@ from sqlalchemy.orm import Session
 
 from app import rating
 from app.errors import Conflict, InvalidInput, NotFound
+from app.games.service import read_log
 from app.ladders.schemas import AuditOut, LadderCreate, LadderCreated, LadderOut
-from app.models import Game, Ladder, Player, unpack
+from app.models import Game, Ladder, Player
 from app.security import hash_key, new_key
 
 
@@ -55,21 +56,16 @@ def initial_vector(ladder: Ladder, key: str) -> np.ndarray:
 
 
 def audit(session: Session, ladder: Ladder) -> AuditOut:
-    """Replay the whole event log from the initial vectors and compare with the stored ratings (SPEC §9, §13)."""
-    rows = session.execute(
-        select(Player.key, Player.initial, Player.vector).where(Player.ladder_id == ladder.id).order_by(Player.id)
-    ).all()
-    index = {row.key: i for i, row in enumerate(rows)}
-    dim = 2 * ladder.k
-    initial = np.array([unpack(r.initial) for r in rows]).reshape(len(rows), dim)
-    stored = np.array([unpack(r.vector) for r in rows]).reshape(len(rows), dim)
-    payloads = session.scalars(select(Game.payload).where(Game.ladder_id == ladder.id).order_by(Game.id)).all()
-    games = [
-        rating.Game(tuple(tuple(index[k] for k in side) for side in p["sides"]), p["ranks"], p["advantages"])
-        for p in payloads
-    ]
-    replayed = rating.replay(initial, games, ladder.eta) if len(rows) else initial
-    diff = float(np.abs(replayed - stored).max()) if len(rows) else 0.0
+    """Replay the event log from the latest checkpoint (or the initial vectors) and compare (SPEC §9, §13)."""
+    state = read_log(session, ladder)
+    replayed = rating.replay(state.start, state.log, ladder.eta) if len(state.keys) else state.start
+    diff = float(np.abs(replayed - state.stored).max()) if len(state.keys) else 0.0
+    games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder.id)) or 0
     return AuditOut(
-        consistent=bool(np.array_equal(replayed, stored)), games=len(games), players=len(rows), max_abs_diff=diff
+        consistent=bool(np.array_equal(replayed, state.stored)),
+        games=games,
+        players=len(state.keys),
+        max_abs_diff=diff,
+        replayed_games=state.log.n_games,
+        checkpoint_after_game=state.after_game_id or None,
     )

@@ -74,7 +74,7 @@ def test_concurrent_games_are_each_counted_once(server):
     board = httpx.get(server + "/v1/ladders/load/leaderboard?limit=100").json()["items"]
     assert sum(p["games"] for p in board) == 2 * n_games
     audit = httpx.get(server + "/v1/ladders/load/audit").json()
-    assert audit == {"consistent": True, "games": n_games, "players": n_players, "max_abs_diff": 0.0}
+    assert audit.items() >= {"consistent": True, "games": n_games, "players": n_players, "max_abs_diff": 0.0}.items()
 
 
 def test_the_same_request_sent_concurrently_is_applied_once(server):

@@ -35,6 +35,8 @@ def test_seed000_worked_example_through_the_api(client):
         "games": 1,
         "players": 3,
         "max_abs_diff": 0.0,
+        "replayed_games": 1,
+        "checkpoint_after_game": None,
     }
 
 
