@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import errors
+from app.analysis.router import router as analysis_router
 from app.config import Settings, get_settings
 from app.db import Database
 from app.games.router import router as games_router
@@ -75,7 +76,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
     errors.install(app)
-    for router in (ladders_router, players_router, games_router, predictions_router):
+    for router in (ladders_router, players_router, games_router, predictions_router, analysis_router):
         app.include_router(router)
 
     @app.get("/healthz", tags=["health"])

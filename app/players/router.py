@@ -50,14 +50,18 @@ def opponents(
         return service.opponents(session, get_ladder(session, slug), key, limit)
 
 
-@router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 422))
+@router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 409, 422))
 def leaderboard(
     slug: str,
     db: DatabaseDep,
-    by: Literal["hodge", "field"] = "hodge",
+    by: Literal["hodge", "field", "disc"] = "hodge",
     limit: Limit = 50,
     cursor: str | None = None,
 ) -> Page[LeaderboardItem]:
-    """Players ranked by Hodge strength (default) or expected score against the field (SPEC §8)."""
+    """Players ranked by Hodge strength (default), expected score against the field, or disc strength (SPEC §8).
+
+    `by=disc` ranks by u/v in the dominant disc of the canonical form (seed 004) and answers 409 when that disc
+    is cyclic (no ordering exists).
+    """
     with db.reading() as session:
         return service.leaderboard(session, get_ladder(session, slug), by, limit, cursor)

@@ -27,7 +27,10 @@ class PlayerOut(BaseModel):
     wins: int
     draws: int
     losses: int
-    provisional: bool = Field(description="Too few pairwise results to be comparable yet (needs ≥ 2k+1, SPEC §10).")
+    provisional: bool = Field(
+        description="Not yet comparable: fewer than 2k+1 pairwise results, or not comparable in the latest refit "
+        "(SPEC §10)."
+    )
     last_played_at: datetime | None
     created_at: datetime
 
@@ -36,7 +39,9 @@ class LeaderboardItem(BaseModel):
     rank: int
     key: str
     name: str | None
-    strength: float = Field(description="by=hodge: Hodge strength (logits); by=field: expected score vs the field.")
+    strength: float = Field(
+        description="by=hodge: Hodge strength (logits); by=field: expected score vs the field; by=disc: u/v (seed 004)."
+    )
     elo: float = Field(description="Elo-equivalent of the Hodge strength.")
     games: int
     wins: int

@@ -14,6 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import rating
+from app.analysis.service import disc_strength, not_comparable_keys
 from app.db import driver_fetchall
 from app.errors import Conflict, InvalidInput, NotFound
 from app.ladders.service import initial_vector
@@ -22,9 +23,14 @@ from app.players.schemas import HistoryItem, LeaderboardItem, OpponentItem, Play
 from app.schemas import Page
 
 
-def is_provisional(player: Player, k: int) -> bool:
-    """Fewer than 2k+1 pairwise results: the player's directions cannot yet span R^{2k} (SPEC §10)."""
-    return player.comparisons < 2 * k + 1
+def is_provisional(player: Player, k: int, not_comparable: set[str]) -> bool:
+    """Not yet comparable to the others (SPEC §10).
+
+    Fewer than 2k+1 pairwise results (the directions cannot span R^{2k}: a
+    necessary condition checked on every read), or found not comparable by the
+    latest finished refit's identifiability check.
+    """
+    return player.comparisons < 2 * k + 1 or player.key in not_comparable
 
 
 def encode_cursor(value: object) -> str:
@@ -107,7 +113,7 @@ def player_out(session: Session, ladder: Ladder, player: Player) -> PlayerOut:
         wins=player.wins,
         draws=player.draws,
         losses=player.losses,
-        provisional=is_provisional(player, ladder.k),
+        provisional=is_provisional(player, ladder.k, not_comparable_keys(session, ladder)),
         last_played_at=player.last_played_at,
         created_at=player.created_at,
     )
@@ -117,7 +123,13 @@ def leaderboard(session: Session, ladder: Ladder, by: str, limit: int, cursor: s
     """Players ordered by an invariant of A (SPEC §8), keyset-paginated on (score, key)."""
     ratings = Ratings.load(session, ladder)
     hodge = ratings.strength()
-    score = hodge if by == "hodge" else rating.field_score(ratings.C)
+    scores = {
+        "hodge": lambda: hodge,
+        "field": lambda: rating.field_score(ratings.C),
+        "disc": lambda: disc_strength(ratings.C),
+    }
+    score = scores[by]()
+    flagged = not_comparable_keys(session, ladder)
     keys = ratings.keys.astype(str)
     order = np.lexsort((keys, -score))
     start = 0
@@ -147,7 +159,7 @@ def leaderboard(session: Session, ladder: Ladder, by: str, limit: int, cursor: s
                 wins=p.wins,
                 draws=p.draws,
                 losses=p.losses,
-                provisional=is_provisional(p, ladder.k),
+                provisional=is_provisional(p, ladder.k, flagged),
                 last_played_at=p.last_played_at,
             )
         )

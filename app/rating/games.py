@@ -174,6 +174,28 @@ class GameLog:
         pairs = np.repeat(sides_per_game * (sides_per_game - 1) / 2, sides_per_game)
         return total / pairs
 
+    def take(self, games: ArrayLike) -> GameLog:
+        """The log of the games at the given positions, in that order (e.g. a training split)."""
+        games = np.asarray(games, dtype=np.int64)
+        members, member_ptr = _ranges(self.member_ptr, games)
+        sides, side_ptr = _ranges(self.side_ptr, games)
+        pairs, pair_ptr = _ranges(self.pair_ptr, games)
+        new_side = np.full(len(self.side_size), -1, dtype=np.int64)
+        new_side[sides] = np.arange(len(sides))
+        return GameLog(
+            member_player=self.member_player[members],
+            member_side=new_side[self.member_side[members]],
+            side_size=self.side_size[sides],
+            pair_a=new_side[self.pair_a[pairs]],
+            pair_b=new_side[self.pair_b[pairs]],
+            pair_outcome=self.pair_outcome[pairs],
+            pair_shift=self.pair_shift[pairs],
+            pair_weight=self.pair_weight[pairs],
+            member_ptr=member_ptr,
+            side_ptr=side_ptr,
+            pair_ptr=pair_ptr,
+        )
+
     @classmethod
     def from_games(cls, games: Sequence[Game]) -> GameLog:
         """Encode validated :class:`Game` objects."""
@@ -256,3 +278,11 @@ class GameLog:
             side_ptr=2 * ar,
             pair_ptr=ar.copy(),
         )
+
+
+def _ranges(ptr: IntArray, games: IntArray) -> tuple[IntArray, IntArray]:
+    """The rows ptr[g]:ptr[g+1] of every game g, concatenated, and the new pointer array."""
+    lengths = ptr[games + 1] - ptr[games]
+    new_ptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    rows = np.repeat(ptr[games] - new_ptr[:-1], lengths) + np.arange(new_ptr[-1])
+    return rows.astype(np.int64), new_ptr

@@ -109,3 +109,20 @@ def test_replay_history_records_what_apply_game_does_game_by_game(kind):
         t, s = t + n_members, s + n_sides
     np.testing.assert_array_equal(history.C, C)
     np.testing.assert_array_equal(history.C, replay(C0, games, 0.1))
+
+
+def test_a_log_keeps_the_games_it_is_asked_for():
+    rng = np.random.default_rng(5)
+    games = []
+    for _ in range(40):
+        n_sides = int(rng.integers(2, 5))
+        players = rng.choice(12, size=2 * n_sides, replace=False)
+        sides = tuple(
+            (int(players[2 * s]),) if s % 2 else (int(players[2 * s]), int(players[2 * s + 1])) for s in range(n_sides)
+        )
+        games.append(Game(sides, tuple(int(r) for r in rng.integers(1, 4, n_sides)), tuple(rng.normal(size=n_sides))))
+    log = GameLog.from_games(games)
+    keep = [3, 0, 17, 39, 5]
+    got, want = log.take(keep), GameLog.from_games([games[g] for g in keep])
+    for name in GameLog.__dataclass_fields__:
+        np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)

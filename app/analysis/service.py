@@ -1,0 +1,317 @@
+"""Offline analytics of a ladder: refit jobs and checkpoints, identifiability, intransitivity, canonical form.
+
+A refit (SPEC §9) runs in a background thread: it reads the log in a read
+transaction, fits outside any transaction (games keep flowing) and writes its
+progress and result in short transactions.  Applying it is a checkpoint: the
+refit's vectors replace the ratings as of the last game it saw, and the games
+posted since are replayed on top with the online rule, so ``/audit`` (which
+replays from the latest checkpoint) stays exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app import rating
+from app.analysis.schemas import (
+    BlockOut,
+    CanonicalOut,
+    CanonicalPlayer,
+    CheckpointOut,
+    IdentifiabilityOut,
+    IntransitivityOut,
+    NotComparable,
+    RefitIn,
+    RefitOut,
+)
+from app.db import Database, bulk_update
+from app.errors import Conflict, InvalidInput, NotFound
+from app.games.service import LadderLog, read_log
+from app.models import Checkpoint, Game, Ladder, Player, Refit
+from app.rating.analysis import canonical as canonical_form
+from app.rating.analysis import empirical_hodge, hodge_norms
+from app.rating.elo import pair_counts
+from app.rating.identifiability import identifiability as identify
+from app.rating.refit import evaluate, split_games
+from app.rating.refit import refit as fit_log
+
+log = logging.getLogger("melo")
+#: One refit at a time per process: a fit uses the whole CPU it gets.
+_jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-refit")
+#: Seconds between progress writes.
+PROGRESS_EVERY = 0.5
+
+
+def start_refit(db: Database, session: Session, ladder: Ladder, params: RefitIn) -> Refit:
+    """Record a queued refit; the caller commits, then :func:`submit` runs it."""
+    if params.select_k and max(params.select_k) > ladder.k:
+        raise InvalidInput(
+            f"select_k: at most the ladder's k = {ladder.k}",
+            errors=[{"field": "select_k", "message": f"values must be <= {ladder.k}"}],
+        )
+    job = Refit(ladder_id=ladder.id, status="queued", progress=0.0, params=params.model_dump(mode="json"))
+    session.add(job)
+    session.flush()
+    return job
+
+
+def submit(db: Database, refit_id: int) -> None:
+    _jobs.submit(_run_logged, db, refit_id)
+
+
+def _run_logged(db: Database, refit_id: int) -> None:
+    try:
+        run_refit(db, refit_id)
+    except Exception as exc:  # the job's row records the failure; the thread must survive
+        log.exception("refit %s failed", refit_id)
+        with db.writing() as session:
+            job = session.get(Refit, refit_id)
+            if job is not None:
+                job.status, job.error = "failed", f"{type(exc).__name__}: {exc}"[:2000]
+                job.finished_at = job.updated_at = datetime.now(UTC)
+
+
+def run_refit(db: Database, refit_id: int, progress=None) -> None:
+    """Fit, check identifiability of the fit, store the result (also used by ``melo refit``)."""
+    with db.reading() as session:
+        job = session.get(Refit, refit_id)
+        ladder = session.get(Ladder, job.ladder_id)
+        state = read_log(session, ladder, from_start=True)
+        seen = session.scalar(
+            select(func.count()).select_from(Game).where(Game.ladder_id == ladder.id, Game.id <= state.last_game_id)
+        )
+    params = RefitIn.model_validate(job.params)
+    _update(db, refit_id, status="running", after_game_id=state.last_game_id)
+    last_write = [0.0]
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done, total)
+        now = time.monotonic()
+        if now - last_write[0] >= PROGRESS_EVERY:
+            last_write[0] = now
+            _update(db, refit_id, progress=0.95 * done / total)
+
+    m = len(state.keys)
+    if state.log.n_games == 0 or m < 2:
+        raise ValueError("the ladder has no games to fit")
+    result = fit_log(
+        state.log,
+        m,
+        ladder.k,
+        l2=params.l2,
+        restarts=params.restarts,
+        holdout=params.holdout,
+        seed=params.seed,
+        current=state.stored,
+        select_k=params.select_k,
+        progress=report,
+    )
+    heldout = dict(result.heldout)
+    if params.holdout > 0:
+        eta = ladder.eta if params.eta is None else params.eta
+        heldout["replay"] = _replay_metrics(state, eta, params) | {"eta": eta}
+    found = identify(result.C, state.log, m)
+    keys = state.keys
+    summary = {
+        "k": result.k,
+        "log_likelihood": result.log_likelihood,
+        "heldout": heldout,
+        "restarts": result.restarts,
+        "restart_max_abs_dp": result.restart_max_abs_dp,
+        "k_selection": result.k_selection,
+        "games": int(seen or 0),
+        "players": m,
+        "seconds": result.seconds,
+        "identifiability": _identifiability_out(found, keys).model_dump(),
+    }
+    _update(
+        db,
+        refit_id,
+        status="done",
+        progress=1.0,
+        result=summary,
+        player_ids=state.player_ids.astype("<i8").tobytes(),
+        vectors=np.ascontiguousarray(result.C, dtype="<f8").tobytes(),
+        finished_at=datetime.now(UTC),
+    )
+
+
+def _replay_metrics(state: LadderLog, eta: float, params: RefitIn) -> dict:
+    """Held-out quality of the online rule (SPEC §3-§6) replayed over the training games with ``eta``."""
+    train, test = split_games(state.log, params.holdout, params.seed)
+    train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
+    C = rating.replay(state.start, state.log.take(train_games), eta)
+    return vars(evaluate(C, state.log, test))
+
+
+def _update(db: Database, refit_id: int, **values) -> None:
+    with db.writing() as session:
+        job = session.get(Refit, refit_id)
+        for name, value in values.items():
+            setattr(job, name, value)
+        job.updated_at = datetime.now(UTC)
+
+
+def get_refit(session: Session, ladder: Ladder, refit_id: int) -> Refit:
+    job = session.scalar(select(Refit).where(Refit.ladder_id == ladder.id, Refit.id == refit_id))
+    if job is None:
+        raise NotFound(f"There is no refit {refit_id} in ladder {ladder.slug!r}.")
+    return job
+
+
+def refit_out(job: Refit) -> RefitOut:
+    return RefitOut(
+        id=job.id,
+        status=job.status,
+        progress=job.progress,
+        params=job.params,
+        result=job.result,
+        error=job.error,
+        after_game=job.after_game_id,
+        created_at=job.created_at,
+        finished_at=job.finished_at,
+        applied_at=job.applied_at,
+    )
+
+
+def apply_refit(session: Session, ladder: Ladder, job: Refit) -> CheckpointOut:
+    """Checkpoint the refit's vectors after its last game and replay the later games on top (SPEC §9)."""
+    if job.status != "done":
+        raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.")
+    dim = 2 * ladder.k
+    rows = session.execute(
+        select(Player.id, Player.initial).where(Player.ladder_id == ladder.id).order_by(Player.id).with_for_update()
+    ).all()
+    seen = session.scalar(
+        select(func.count()).select_from(Game).where(Game.ladder_id == ladder.id, Game.id <= job.after_game_id)
+    )
+    if seen != job.result["games"]:
+        raise Conflict("The log changed below the refit's last game (a late commit); run the refit again.")
+    ids = np.array([r.id for r in rows], dtype=np.int64)
+    fitted_ids = np.frombuffer(job.player_ids, dtype="<i8")
+    fitted = np.frombuffer(job.vectors, dtype="<f8").reshape(-1, dim)
+    start = np.frombuffer(b"".join(r.initial for r in rows), dtype="<f8").astype(np.float64).reshape(-1, dim)
+    start[np.searchsorted(ids, fitted_ids)] = fitted
+    checkpoint = Checkpoint(
+        ladder_id=ladder.id,
+        after_game_id=job.after_game_id,
+        refit_id=job.id,
+        player_ids=job.player_ids,
+        vectors=job.vectors,
+    )
+    session.add(checkpoint)
+    session.flush()
+    state = read_log(session, ladder)  # now from this checkpoint: the games after the refit
+    current = rating.replay(state.start, state.log, ladder.eta)
+    blobs = [np.ascontiguousarray(row, dtype="<f8").tobytes() for row in current]
+    bulk_update(session.connection(), Player.__table__, ("id", state.player_ids.tolist()), {"vector": blobs})
+    job.applied_at = datetime.now(UTC)
+    return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=job.after_game_id, replayed_games=state.log.n_games)
+
+
+def latest_refit(session: Session, ladder: Ladder) -> Refit | None:
+    return session.scalar(
+        select(Refit).where(Refit.ladder_id == ladder.id, Refit.status == "done").order_by(Refit.id.desc()).limit(1)
+    )
+
+
+def not_comparable_keys(session: Session, ladder: Ladder) -> set[str]:
+    """Players the latest finished refit found not comparable (they are provisional, SPEC §10)."""
+    job = latest_refit(session, ladder)
+    if job is None:
+        return set()
+    return {row["key"] for row in job.result["identifiability"]["not_comparable"]}
+
+
+def _identifiability_out(found, keys: list[str]) -> IdentifiabilityOut:
+    return IdentifiabilityOut(
+        unique=found.unique,
+        comparable=[keys[i] for i in found.comparable],
+        not_comparable=[
+            NotComparable(key=keys[row["player"]], reason=row["reason"], direction=row["direction"])
+            for row in found.not_comparable
+        ],
+        clique=[keys[i] for i in found.clique],
+        components=[[keys[i] for i in group] for group in found.components],
+    )
+
+
+def identifiability(session: Session, ladder: Ladder, ratings: str) -> IdentifiabilityOut:
+    """SPEC §10 on the current ratings, or on the latest finished refit's vectors."""
+    state = read_log(session, ladder, from_start=True)
+    C = state.stored.copy()
+    if ratings == "refit":
+        job = latest_refit(session, ladder)
+        if job is None:
+            raise Conflict("This ladder has no finished refit yet: POST …/refits first, or use ratings=current.")
+        ids = np.frombuffer(job.player_ids, dtype="<i8")
+        C[np.searchsorted(state.player_ids, ids)] = np.frombuffer(job.vectors, dtype="<f8").reshape(len(ids), -1)
+    return _identifiability_out(identify(C, state.log, len(state.keys)), state.keys)
+
+
+def intransitivity(session: Session, ladder: Ladder) -> IntransitivityOut:
+    """I of the current A (SPEC §12) and of the empirical win rates on the observed pairs."""
+    state = read_log(session, ladder, from_start=True)
+    fitted = hodge_norms(state.stored)
+    counts = pair_counts(state.log, len(state.keys))
+    lo, hi = np.minimum(counts.winner, counts.loser), np.maximum(counts.winner, counts.loser)
+    code = lo * len(state.keys) + hi
+    pairs, inverse = np.unique(code, return_inverse=True)
+    games = np.bincount(inverse, weights=counts.wins)
+    wins_lo = np.bincount(inverse, weights=counts.wins * (counts.winner == lo))
+    empirical = empirical_hodge(pairs // len(state.keys), pairs % len(state.keys), wins_lo, games, len(state.keys))
+    return IntransitivityOut(
+        measure=fitted.intransitivity,
+        transitive_norm=fitted.transitive_norm,
+        cyclic_norm=fitted.cyclic_norm,
+        empirical=None
+        if empirical is None
+        else {
+            "measure": empirical.intransitivity,
+            "transitive_norm": empirical.transitive_norm,
+            "cyclic_norm": empirical.cyclic_norm,
+            "pairs": len(pairs),
+        },
+    )
+
+
+def canonical(session: Session, ladder: Ladder) -> CanonicalOut:
+    """Per-player canonical disc coordinates and per-block summary (SPEC §12)."""
+    state = read_log(session, ladder, from_start=True)
+    form = canonical_form(state.stored)
+    dominant = form.blocks[0] if form.blocks else None
+    strength = form.disc_strength() if dominant is not None and dominant.transitive else None
+    return CanonicalOut(
+        blocks=[
+            BlockOut(sigma=b.sigma, share=b.share, kind="transitive" if b.transitive else "cyclic") for b in form.blocks
+        ],
+        players=[
+            CanonicalPlayer(
+                key=key,
+                coordinates=form.D[n].tolist(),
+                strength=None if strength is None else float(strength[n]),
+                consistency=None if strength is None else float(form.D[n, 1]),
+            )
+            for n, key in enumerate(state.keys)
+        ],
+    )
+
+
+def disc_strength(C: np.ndarray) -> np.ndarray:
+    """ũ = u/v of the dominant disc, or a 409 saying why there is none (SPEC §8)."""
+    form = canonical_form(C)
+    if not form.blocks or not form.blocks[0].transitive:
+        share = form.blocks[0].share if form.blocks else 0.0
+        raise Conflict(
+            "The dominant disc of this ladder is cyclic "
+            f"({share:.0%} of ‖A‖²): its players form a cycle, so no disc ordering exists. Use by=hodge or by=field."
+        )
+    return form.disc_strength()

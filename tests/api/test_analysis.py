@@ -1,0 +1,127 @@
+"""Refits and checkpoints, identifiability, intransitivity and the canonical view through the API (SPEC §9-§12)."""
+
+import time
+
+import numpy as np
+import pytest
+
+from tests.conftest import bearer, make_ladder
+
+SEED_7_2 = {"p1": [-1.0, 2.0], "p2": [0.0, 2.0], "p3": [1.0, 2.0], "p4": [0.3, -0.4]}  # seed 000 §7.2
+
+
+def game(winner, loser):
+    return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
+
+
+def frozen_ladder(client, results):
+    key = make_ladder(client, k=1, eta=0.0)  # η = 0: the vectors stay as given
+    for name, vec in SEED_7_2.items():
+        client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=bearer(key))
+    clique = [("p1", "p2"), ("p2", "p1"), ("p2", "p3"), ("p3", "p2"), ("p1", "p3"), ("p3", "p1")]
+    batch = {"games": [game(winner, loser) for winner, loser in clique + results]}
+    assert client.post("/v1/ladders/test/games/batch", json=batch, headers=bearer(key)).status_code == 201
+    return client.get("/v1/ladders/test/identifiability").json()
+
+
+def test_seed000_scenario4_makes_p4_comparable(client):
+    report = frozen_ladder(client, [("p4", "p1"), ("p4", "p2"), ("p4", "p3"), ("p2", "p4")])
+    assert report["unique"] and sorted(report["clique"]) == ["p1", "p2", "p3"]
+    assert "p4" in report["comparable"] and report["not_comparable"] == []
+    assert report["components"] == [["p1", "p2", "p3", "p4"]]
+
+
+def test_seed000_scenario1_leaves_p4_not_comparable(client):
+    report = frozen_ladder(client, [("p4", "p1"), ("p4", "p3")])
+    assert not report["unique"]
+    (p4,) = report["not_comparable"]
+    assert p4["key"] == "p4" and len(p4["direction"]) == 2
+    assert ["p4"] in report["components"]  # p4 never lost: it is a component of its own
+
+
+def wait(client, location, timeout=120):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        job = client.get(location).json()
+        if job["status"] in ("done", "failed"):
+            return job
+        time.sleep(0.2)
+    pytest.fail(f"refit still {job['status']} after {timeout} s")
+
+
+def test_refit_job_apply_checkpoint_and_audit(client):
+    key = make_ladder(client, k=1, eta=0.1, seed=3)
+    h = bearer(key)
+    rng = np.random.default_rng(0)
+    strength = np.linspace(-1.5, 1.5, 10)
+    games = []
+    for _ in range(800):
+        a, b = rng.choice(10, 2, replace=False)
+        a_wins = rng.random() < 1 / (1 + np.exp(strength[b] - strength[a]))
+        games.append(game(f"p{a}", f"p{b}") if a_wins else game(f"p{b}", f"p{a}"))
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=h).status_code == 201
+
+    started = client.post("/v1/ladders/test/refits", json={"select_k": [0, 1], "eta": 0.05}, headers=h)
+    assert started.status_code == 202 and started.json()["status"] in ("queued", "running", "done")
+    # Games keep flowing while the refit runs.
+    assert client.post("/v1/ladders/test/games", json=game("p9", "p0"), headers=h).status_code == 201
+    job = wait(client, started.headers["location"])
+    assert job["status"] == "done" and job["progress"] == 1.0, job
+    result = job["result"]
+    assert {"refit", "current", "elo", "replay"} <= set(result["heldout"]) or result["k"] == 0
+    assert [row["k"] for row in result["k_selection"]] == [0, 1]
+    assert result["games"] == 800 and result["identifiability"]["unique"]
+
+    client.post("/v1/ladders/test/games", json=game("p0", "p9"), headers=h)
+    applied = client.post(f"{started.headers['location']}/apply", headers=h)
+    assert applied.status_code == 200, applied.text
+    assert applied.json()["replayed_games"] >= 1  # the games posted after the refit's snapshot
+    audit = client.get("/v1/ladders/test/audit").json()
+    assert audit["consistent"] and audit["checkpoint_after_game"] == job["after_game"]
+    for n in range(5):
+        client.post("/v1/ladders/test/games", json=game(f"p{n}", f"p{n + 5}"), headers=h)
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
+    # The refit ranks like the generating strengths.
+    board = client.get("/v1/ladders/test/leaderboard").json()["items"]
+    assert board[0]["key"] in ("p9", "p8") and board[-1]["key"] in ("p0", "p1")
+    assert client.post(f"{started.headers['location']}/apply", headers={}).status_code == 401
+
+
+def test_refit_errors(client):
+    key = make_ladder(client, k=1)
+    h = bearer(key)
+    assert client.post("/v1/ladders/test/refits", json={"select_k": [0, 3]}, headers=h).status_code == 422
+    job = wait(client, client.post("/v1/ladders/test/refits", json={}, headers=h).headers["location"])
+    assert job["status"] == "failed" and "no games" in job["error"]
+    assert client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h).status_code == 409
+    assert client.get("/v1/ladders/test/refits/999").status_code == 404
+    assert client.get("/v1/ladders/test/identifiability?ratings=refit").status_code == 409
+
+
+def test_intransitivity_canonical_and_disc_leaderboard(client):
+    key = make_ladder(client, k=1, eta=0.0)
+    theta = 2 * np.pi * np.arange(6) / 6  # a cyclic disc: rock-paper-scissors among six
+    for n, t in enumerate(theta):
+        vec = [float(np.cos(t)), float(np.sin(t))]
+        client.post("/v1/ladders/test/players", json={"key": f"c{n}", "vector": vec}, headers=bearer(key))
+    batch = {"games": [game(f"c{n}", f"c{(n + 1) % 6}") for n in range(6)] * 3}
+    client.post("/v1/ladders/test/games/batch", json=batch, headers=bearer(key))
+    intrans = client.get("/v1/ladders/test/intransitivity").json()
+    assert intrans["measure"] > 1 and intrans["transitive_norm"] == pytest.approx(0, abs=1e-9)
+    assert intrans["empirical"]["measure"] > 1
+    canonical = client.get("/v1/ladders/test/canonical").json()
+    assert canonical["blocks"][0]["kind"] == "cyclic" and canonical["players"][0]["strength"] is None
+    disc = client.get("/v1/ladders/test/leaderboard?by=disc")
+    assert disc.status_code == 409 and "cyclic" in disc.json()["detail"]
+    assert disc.headers["content-type"] == "application/problem+json"
+
+
+def test_disc_leaderboard_on_a_transitive_ladder(client):
+    key = make_ladder(client, k=1, eta=0.0)
+    for n, r in enumerate([-1.0, 0.5, 2.0]):
+        client.post("/v1/ladders/test/players", json={"key": f"e{n}", "vector": [r, 1.0]}, headers=bearer(key))
+    board = client.get("/v1/ladders/test/leaderboard?by=disc").json()["items"]
+    assert [row["key"] for row in board] == ["e2", "e1", "e0"]
+    canonical = client.get("/v1/ladders/test/canonical").json()
+    assert canonical["blocks"][0]["kind"] == "transitive"
+    assert all(p["consistency"] > 0 for p in canonical["players"])
