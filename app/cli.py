@@ -1,4 +1,4 @@
-"""The ``melo`` command line: serve, migrate, create-ladder, import."""
+"""The ``melo`` command line: serve, migrate, create-ladder, import, refit, identifiability, analyse."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from typing import TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
+from app.analysis import service as analysis
+from app.analysis.schemas import RefitIn
 from app.config import get_settings
 from app.db import Database
 from app.games.schemas import GameIn
@@ -21,6 +23,7 @@ from app.games.service import import_games
 from app.ladders.schemas import LadderCreate
 from app.ladders.service import create_ladder, get_ladder
 from app.migrate import upgrade
+from app.models import Refit
 
 CHESS_RESULT = {"1-0": (1, 2), "0-1": (2, 1), "1/2-1/2": (1, 1)}
 
@@ -135,6 +138,80 @@ def cmd_create_ladder(args: argparse.Namespace) -> None:
     print(json.dumps(created.model_dump(mode="json"), indent=2))
 
 
+def table(headers: list[str], rows: list[list]) -> str:
+    """A plain text table, numbers to 4 decimals."""
+    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[n]) for r in cells)) for n, h in enumerate(headers)]
+
+    def line(values):
+        return "  ".join(v.rjust(w) if n else v.ljust(w) for n, (v, w) in enumerate(zip(values, widths, strict=True)))
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def cmd_refit(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    params = RefitIn(
+        l2=args.l2, restarts=args.restarts, holdout=args.holdout, select_k=args.select_k, eta=args.eta, seed=args.seed
+    )
+    with db.writing() as session:
+        job = analysis.start_refit(db, session, get_ladder(session, args.ladder), params)
+    bar = ProgressBar()
+    try:
+        analysis.run_refit(db, job.id, progress=lambda done, total: bar("fitting", done, total))
+    except ValueError as exc:
+        raise SystemExit(f"refit {job.id}: {exc}") from None
+    with db.reading() as session:
+        result = session.get(Refit, job.id).result
+    print(f"refit {job.id}: k = {result['k']}, {result['games']:,} games, {result['players']:,} players, "
+          f"{result['seconds']:.1f} s, restarts agree on P to {result['restart_max_abs_dp']:.2g}")  # fmt: skip
+    if result["k_selection"]:
+        print(
+            "\nheld-out log loss by k (0 = Elo)\n"
+            + table(["k", "log loss"], [[r["k"], r["heldout_log_loss"]] for r in result["k_selection"]])
+        )
+    if result["heldout"]:
+        rows = [[name, m["log_loss"], m["brier"], m["accuracy"]] for name, m in result["heldout"].items()]
+        print("\nheld-out games\n" + table(["ratings", "log loss", "brier", "accuracy"], rows))
+    found = result["identifiability"]
+    print(f"\nidentifiable: {'yes' if found['unique'] else 'no'}; not comparable: {len(found['not_comparable'])}")
+    if args.apply:
+        with db.writing() as session:
+            ladder = get_ladder(session, args.ladder)
+            checkpoint = analysis.apply_refit(session, ladder, session.get(Refit, job.id))
+        print(f"applied: checkpoint {checkpoint.id} after game {checkpoint.after_game}, "
+              f"{checkpoint.replayed_games} later games replayed")  # fmt: skip
+
+
+def cmd_identifiability(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    with db.reading() as session:
+        report = analysis.identifiability(session, get_ladder(session, args.ladder), args.ratings)
+    print(f"unique maximum-likelihood advantage matrix: {'yes' if report.unique else 'no'}")
+    print(f"clique: {', '.join(report.clique) or 'none'}")
+    print(f"comparable: {len(report.comparable)}; strongly connected components: {len(report.components)}")
+    if report.not_comparable:
+        print("\n" + table(["player", "why not"], [[row.key, row.reason] for row in report.not_comparable]))
+
+
+def cmd_analyse(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    with db.reading() as session:
+        ladder = get_ladder(session, args.ladder)
+        intrans = analysis.intransitivity(session, ladder)
+        form = analysis.canonical(session, ladder)
+    print(f"intransitivity {intrans.measure:.3f} (1 = no cycles; above 1 = cycles dominate): "
+          f"transitive {intrans.transitive_norm:.3f}, cyclic {intrans.cyclic_norm:.3f}")  # fmt: skip
+    if intrans.empirical:
+        print(f"from the win rates of {intrans.empirical['pairs']} pairs: {intrans.empirical['measure']:.3f}")
+    rows = [[n + 1, b.kind, b.sigma, b.share] for n, b in enumerate(form.blocks)]
+    print("\ndiscs\n" + table(["disc", "kind", "sigma", "share"], rows))
+    ranked = sorted((p for p in form.players if p.strength is not None), key=lambda p: -p.strength)
+    if ranked:
+        top = [[p.key, p.strength, p.consistency] for p in ranked[: args.top]]
+        print(f"\ntop {len(top)} by disc strength\n" + table(["player", "u/v", "v"], top))
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="melo", description="mElo rating service")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -151,6 +228,21 @@ def main(argv: list[str] | None = None) -> None:
     imp.add_argument("ladder")
     imp.add_argument("file")
     imp.add_argument("--format", choices=["jsonl", "chess", "football", "teams"], default="jsonl")
+    refit = sub.add_parser("refit", help="maximum-likelihood refit of a ladder's log, with a report")
+    refit.add_argument("ladder")
+    refit.add_argument("--select-k", type=int, nargs="+", help="choose k among these by held-out loss (0 = Elo)")
+    refit.add_argument("--restarts", type=int, default=3)
+    refit.add_argument("--holdout", type=float, default=0.2)
+    refit.add_argument("--l2", type=float, default=1e-3)
+    refit.add_argument("--eta", type=float, help="also report the online rule replayed with this η")
+    refit.add_argument("--seed", type=int, default=0)
+    refit.add_argument("--apply", action="store_true", help="apply the refit as a checkpoint")
+    ident = sub.add_parser("identifiability", help="can the results pin down the ratings? (SPEC §10)")
+    ident.add_argument("ladder")
+    ident.add_argument("--ratings", choices=["current", "refit"], default="current")
+    analyse = sub.add_parser("analyse", help="intransitivity and the canonical discs of a ladder (SPEC §12)")
+    analyse.add_argument("ladder")
+    analyse.add_argument("--top", type=int, default=10)
     args = parser.parse_args(argv)
 
     settings = get_settings()
@@ -164,6 +256,8 @@ def main(argv: list[str] | None = None) -> None:
         cmd_create_ladder(args)
     elif args.command == "import":
         cmd_import(args)
+    else:
+        {"refit": cmd_refit, "identifiability": cmd_identifiability, "analyse": cmd_analyse}[args.command](args)
 
 
 if __name__ == "__main__":

@@ -61,3 +61,28 @@ def test_import_jsonl_is_all_or_nothing_and_names_the_bad_line(tmp_path, monkeyp
         ]
         x = client.get("/v1/ladders/office/players/x").json()
         assert (x["games"], x["wins"], x["losses"]) == (2, 1, 1)
+
+
+def test_refit_identifiability_and_analyse_on_the_chess_data(tmp_path, monkeypatch, capsys):
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("MELO_DATABASE_URL", url)
+    get_settings.cache_clear()
+    try:
+        main(["create-ladder", "chess", "--k", "2"])
+        main(["import", "chess", str(DATA / "chess_engines.json"), "--format", "chess"])
+        capsys.readouterr()
+        main(["refit", "chess", "--select-k", "0", "1", "2", "--restarts", "2", "--apply"])
+        out = capsys.readouterr().out
+        assert "held-out log loss by k (0 = Elo)" in out and "applied: checkpoint" in out
+        for rater in ("elo", "current", "refit"):
+            assert f"\n{rater} " in out
+        main(["identifiability", "chess", "--ratings", "refit"])
+        assert "unique maximum-likelihood advantage matrix:" in capsys.readouterr().out
+        main(["analyse", "chess"])
+        out = capsys.readouterr().out
+        assert "intransitivity" in out and "discs" in out
+    finally:
+        get_settings.cache_clear()
+    with TestClient(create_app(Settings(database_url=url))) as client:
+        audit = client.get("/v1/ladders/chess/audit").json()
+        assert audit["consistent"] and audit["checkpoint_after_game"] == 7999

@@ -118,7 +118,8 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
     if params.holdout > 0:
         eta = ladder.eta if params.eta is None else params.eta
         heldout["replay"] = _replay_metrics(state, eta, params) | {"eta": eta}
-    found = identify(result.C, state.log, m)
+    # Identifiability of the model chosen: its 2k' coordinates (Elo: (r, 1)), not the padding.
+    found = identify(result.C[:, : 2 * max(result.k, 1)], state.log, m)
     keys = state.keys
     summary = {
         "k": result.k,

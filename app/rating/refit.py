@@ -256,7 +256,7 @@ def refit(
     ``current`` (online) vectors if given, and the Elo baseline (SPEC §11).
     With ``select_k``, each k there (0 = Elo) is fitted on the training games
     and the one with the lowest held-out log loss is used; the vectors keep
-    2k columns of the ladder's k (k = 0 gives (r, 1, 0, …)).  ``progress(done,
+    the 2k columns of ``k`` (k = 0 gives (r, 1), then small random discs, see :func:`_pad`).  ``progress(done,
     total)`` counts fits, in thousandths.
     """
     start = time.perf_counter()
@@ -302,7 +302,7 @@ def refit(
         full = fit_elo(pair_counts(log, n_players))
         if progress is not None:
             progress(1000, 1000)
-        C = elo_vectors(full.ratings, k)
+        C = _pad(elo_vectors(full.ratings, 1), k, seed)
         return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, time.perf_counter() - start)
 
     fits = [run(chosen, train, seed + r) for r in range(restarts)]
@@ -315,14 +315,24 @@ def refit(
     if progress is not None:
         progress(1000, 1000)
     rows = [{"log_likelihood": f.log_likelihood, "iterations": f.iterations, "converged": f.converged} for f in fits]
-    C = final.C if chosen == k else _pad(final.C, k)
+    C = final.C if chosen == k else _pad(final.C, k, seed)
     return Report(chosen, C, final.log_likelihood, rows, agreement, heldout, selection, time.perf_counter() - start)
 
 
-def _pad(C: Array, k: int) -> Array:
-    """Vectors of fewer discs as 2k columns (extra discs zero: they add nothing to A)."""
+#: Scale of the random start of the discs a smaller chosen k leaves empty.
+PAD_SCALE = 1e-2
+
+
+def _pad(C: Array, k: int, seed: int) -> Array:
+    """Vectors of fewer discs as 2k columns.
+
+    The extra discs get a small seeded random start rather than zeros: with
+    every player's disc at zero the online rule could never grow it (Ω c has no
+    component there; Theorem 1 of seed 000), and the ladder would be stuck at
+    the smaller k.  They change the advantages by O(PAD_SCALE²).
+    """
     if C.shape[1] > 2 * k:
         raise RatingInputError("select_k", f"k = {C.shape[1] // 2} does not fit a ladder of k = {k}")
-    out = np.zeros((len(C), 2 * k))
+    out = np.random.default_rng(seed).normal(scale=PAD_SCALE, size=(len(C), 2 * k))
     out[:, : C.shape[1]] = C
     return out
