@@ -233,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
     refit.add_argument("--select-k", type=int, nargs="+", help="choose k among these by held-out loss (0 = Elo)")
     refit.add_argument("--restarts", type=int, default=3)
     refit.add_argument("--holdout", type=float, default=0.2)
-    refit.add_argument("--l2", type=float, default=1e-3)
+    refit.add_argument("--l2", type=float, default=RefitIn.model_fields["l2"].default)
     refit.add_argument("--eta", type=float, help="also report the online rule replayed with this η")
     refit.add_argument("--seed", type=int, default=0)
     refit.add_argument("--apply", action="store_true", help="apply the refit as a checkpoint")

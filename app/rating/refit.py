@@ -32,6 +32,10 @@ from app.rating.games import GameLog, IntArray
 from app.rating.model import Array, omega_apply, rowdot
 
 Progress = Callable[[int, int], None] | None
+#: Default λ: a N(0, 1) prior on every coordinate (λ = 1/(2·1²)).  Far smaller values
+#: left L-BFGS crawling for 1000+ iterations on sparse logs (100 games per player) and
+#: overfitted them; this one converged in about 30 and predicted held-out games better.
+L2 = 0.5
 
 
 def _side_vectors(C: Array, log: GameLog) -> Array:
@@ -72,28 +76,44 @@ def _select(log: GameLog, pairs: IntArray | None) -> IntArray:
 
 def _objective(C: Array, log: GameLog, pairs: IntArray, l2: float, gradient: bool) -> tuple[float, Array | None]:
     """-ℓ(C) and, if asked, its gradient."""
-    side = _side_vectors(C, log)
-    a, b = log.pair_a[pairs], log.pair_b[pairs]
+    singles = _singles(log)
+    if singles is not None:
+        # Every side one player (the common case): pair terms index players directly, no side layer.
+        a, b, side = singles[0][pairs], singles[1][pairs], C
+    else:
+        a, b, side = log.pair_a[pairs], log.pair_b[pairs], _side_vectors(C, log)
     ca, cb = side[a], side[b]
     ocb = omega_apply(cb)
     x = rowdot(ca, ocb) + log.pair_shift[pairs]
     s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
-    value = -float(np.dot(w, s * log_expit(x) + (1.0 - s) * log_expit(-x))) + l2 * float(np.sum(C * C))
+    log_p = log_expit(x)  # ln σ(x); ln σ(-x) = ln σ(x) - x
+    value = -float(np.dot(w, log_p - (1.0 - s) * x)) + l2 * float(np.sum(C * C))
     if not gradient:
         return value, None
-    r = w * (s - expit(x))  # ∂ℓ/∂x
-    n_sides, dim = len(log.side_size), C.shape[1]
+    r = w * (s - np.exp(log_p))  # ∂ℓ/∂x
     oca = omega_apply(ca)
-    side_grad = np.empty((n_sides, dim))
+    n_rows, dim = len(side), C.shape[1]
+    side_grad = np.empty((n_rows, dim))
     for col in range(dim):
-        side_grad[:, col] = np.bincount(a, weights=r * ocb[:, col], minlength=n_sides) - np.bincount(
-            b, weights=r * oca[:, col], minlength=n_sides
+        side_grad[:, col] = np.bincount(a, weights=r * ocb[:, col], minlength=n_rows) - np.bincount(
+            b, weights=r * oca[:, col], minlength=n_rows
         )
+    if singles is not None:
+        return value, -side_grad + 2.0 * l2 * C
     member_grad = side_grad[log.member_side] / log.side_size[log.member_side, None]
     grad = np.zeros_like(C)
     for col in range(dim):
         grad[:, col] = np.bincount(log.member_player, weights=member_grad[:, col], minlength=len(C))
     return value, -grad + 2.0 * l2 * C
+
+
+def _singles(log: GameLog) -> tuple[IntArray, IntArray] | None:
+    """The players of each pair's two sides when every side is a single player, else None."""
+    if len(log.side_size) != len(log.member_player) or not np.all(log.side_size == 1):
+        return None
+    player_of_side = np.empty(len(log.side_size), dtype=np.int64)
+    player_of_side[log.member_side] = log.member_player
+    return player_of_side[log.pair_a], player_of_side[log.pair_b]
 
 
 @dataclass(frozen=True)
@@ -111,18 +131,23 @@ def fit(
     log: GameLog,
     n_players: int,
     k: int,
-    l2: float = 1e-3,
+    l2: float = L2,
     pairs: IntArray | None = None,
     C0: ArrayLike | None = None,
     seed: int = 0,
     init_scale: float = 0.5,
     max_iter: int = 2000,
-    tol: float = 1e-6,
+    tol: float = 1e-9,
+    polish: bool = False,
     progress: Progress = None,
 ) -> Fit:
     """Maximise ℓ over the selected pair terms with L-BFGS, from ``C0`` or a seeded random start.
 
-    Stops when every gradient entry is below ``tol`` (or ℓ stalls relative to ``tol``·1e-6).
+    Stops when ℓ improves by less than ``tol`` relative to its size over a step
+    (L-BFGS-B's ``ftol``), or when every gradient entry is below ``tol`` times the
+    games per player.  ``polish`` then takes Newton-CG steps (Hessian-vector
+    products by central differences of the exact gradient) to the optimum at
+    close to machine precision, where L-BFGS's line search gives up earlier.
     """
     if k < 1:
         raise RatingInputError("k", "must be >= 1 (k = 0 is the Elo baseline, fit_elo)")
@@ -134,6 +159,7 @@ def fit(
     if C0.shape != (n_players, dim):
         raise RatingInputError("C0", f"must be ({n_players}, {dim})")
     calls = [0]
+    gtol = tol * max(float(np.sum(log.pair_weight[pairs])) / n_players, 1.0)
 
     def fun(flat: Array) -> tuple[float, Array]:
         value, grad = _objective(flat.reshape(n_players, dim), log, pairs, l2, gradient=True)
@@ -151,8 +177,15 @@ def fit(
         jac=True,
         method="L-BFGS-B",
         callback=callback,
-        options={"maxiter": max_iter, "gtol": tol, "ftol": tol * 1e-6},
+        options={"maxiter": max_iter, "gtol": gtol, "ftol": tol},
     )
+    if polish:
+
+        def hessp(x: Array, p: Array) -> Array:
+            h = 1e-6 / max(float(np.linalg.norm(p)), 1e-300)
+            return (fun(x + h * p)[1] - fun(x - h * p)[1]) / (2 * h)
+
+        result = minimize(fun, result.x, jac=True, hessp=hessp, method="Newton-CG", options={"xtol": 1e-12})
     return Fit(
         C=result.x.reshape(n_players, dim),
         log_likelihood=-float(result.fun),
@@ -241,7 +274,7 @@ def refit(
     log: GameLog,
     n_players: int,
     k: int,
-    l2: float = 1e-3,
+    l2: float = L2,
     restarts: int = 3,
     holdout: float = 0.2,
     seed: int = 0,
