@@ -27,11 +27,13 @@ test: lint
 
 # bench_api needs wrk and PostgreSQL from the distribution; both are installed if missing.
 bench: $(VENV)/.installed
+	$(PY) -m pip install --quiet -e '.[test,bench]'
 	scripts/ensure-postgres.sh
 	command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 	$(PY) bench/bench_rating.py
 	$(PY) bench/bench_api.py
 	$(PY) bench/bench_import.py
+	$(PY) bench/bench_refit.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
