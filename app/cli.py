@@ -152,10 +152,15 @@ def table(headers: list[str], rows: list[list]) -> str:
 def cmd_refit(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
     params = RefitIn(
-        l2=args.l2, restarts=args.restarts, holdout=args.holdout, select_k=args.select_k, eta=args.eta, seed=args.seed
+        l2=None if args.choose_l2 else args.l2,
+        restarts=args.restarts,
+        holdout=args.holdout,
+        select_k=args.select_k,
+        eta=args.eta,
+        seed=args.seed,
     )
     with db.writing() as session:
-        job = analysis.start_refit(db, session, get_ladder(session, args.ladder), params)
+        job = analysis.start_refit(session, get_ladder(session, args.ladder), params)
     bar = ProgressBar()
     try:
         analysis.run_refit(db, job.id, progress=lambda done, total: bar("fitting", done, total))
@@ -170,6 +175,9 @@ def cmd_refit(args: argparse.Namespace) -> None:
             "\nheld-out log loss by k (0 = Elo)\n"
             + table(["k", "log loss"], [[r["k"], r["heldout_log_loss"]] for r in result["k_selection"]])
         )
+    if result["l2_selection"]:
+        rows = [[r["l2"], r["heldout_log_loss"]] for r in result["l2_selection"]]
+        print(f"\nheld-out log loss by λ (chosen {result['l2']})\n" + table(["λ", "log loss"], rows))
     if result["heldout"]:
         rows = [[name, m["log_loss"], m["brier"], m["accuracy"]] for name, m in result["heldout"].items()]
         print("\nheld-out games\n" + table(["ratings", "log loss", "brier", "accuracy"], rows))
@@ -234,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
     refit.add_argument("--restarts", type=int, default=3)
     refit.add_argument("--holdout", type=float, default=0.2)
     refit.add_argument("--l2", type=float, default=RefitIn.model_fields["l2"].default)
+    refit.add_argument("--choose-l2", action="store_true", help="choose λ by held-out loss")
     refit.add_argument("--eta", type=float, help="also report the online rule replayed with this η")
     refit.add_argument("--seed", type=int, default=0)
     refit.add_argument("--apply", action="store_true", help="apply the refit as a checkpoint")

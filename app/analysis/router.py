@@ -27,7 +27,7 @@ def start_refit(slug: str, params: RefitIn, db: DatabaseDep, key: BearerKey, res
     with db.writing() as session:
         ladder = get_ladder(session, slug)
         require(key, ladder.write_key_hash, "write key of this ladder")
-        job = service.start_refit(db, session, ladder, params)
+        job = service.start_refit(session, ladder, params)
         out = service.refit_out(job)
     service.submit(db, job.id)
     response.headers["Location"] = f"/v1/ladders/{slug}/refits/{job.id}"

@@ -5,14 +5,20 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from app.rating.refit import L2
+from app.rating.refit import L2, L2_CHOICES
 from app.schemas import StrictModel
 
 
 class RefitIn(StrictModel):
     """Options of a maximum-likelihood refit of the whole log (SPEC §9)."""
 
-    l2: float = Field(L2, ge=0, le=100, description="L2 penalty λ on every coordinate (0.5: a N(0, 1) prior).")
+    l2: float | None = Field(
+        L2,
+        ge=0,
+        le=1000,
+        description="L2 penalty λ on every coordinate (0.5: a N(0, 1) prior); null: choose among "
+        f"{', '.join(map(str, L2_CHOICES))} by held-out loss (sparse ladders need a firmer prior).",
+    )
     restarts: int = Field(
         3, ge=1, le=20, description="Seeded random starts; the best is kept, their agreement reported."
     )

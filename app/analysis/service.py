@@ -42,14 +42,14 @@ from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, split_games
 from app.rating.refit import refit as fit_log
 
-log = logging.getLogger("melo")
+logger = logging.getLogger("melo")
 #: One refit at a time per process: a fit uses the whole CPU it gets.
 _jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-refit")
 #: Seconds between progress writes.
 PROGRESS_EVERY = 0.5
 
 
-def start_refit(db: Database, session: Session, ladder: Ladder, params: RefitIn) -> Refit:
+def start_refit(session: Session, ladder: Ladder, params: RefitIn) -> Refit:
     """Record a queued refit; the caller commits, then :func:`submit` runs it."""
     if params.select_k and max(params.select_k) > ladder.k:
         raise InvalidInput(
@@ -70,7 +70,7 @@ def _run_logged(db: Database, refit_id: int) -> None:
     try:
         run_refit(db, refit_id)
     except Exception as exc:  # the job's row records the failure; the thread must survive
-        log.exception("refit %s failed", refit_id)
+        logger.exception("refit %s failed", refit_id)
         with db.writing() as session:
             job = session.get(Refit, refit_id)
             if job is not None:
@@ -128,6 +128,8 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "restarts": result.restarts,
         "restart_max_abs_dp": result.restart_max_abs_dp,
         "k_selection": result.k_selection,
+        "l2": result.l2,
+        "l2_selection": result.l2_selection,
         "games": int(seen or 0),
         "players": m,
         "seconds": result.seconds,

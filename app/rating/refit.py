@@ -36,6 +36,8 @@ Progress = Callable[[int, int], None] | None
 #: left L-BFGS crawling for 1000+ iterations on sparse logs (100 games per player) and
 #: overfitted them; this one converged in about 30 and predicted held-out games better.
 L2 = 0.5
+#: The penalties tried when λ is chosen by held-out loss: sparse logs need a firmer prior.
+L2_CHOICES = (0.5, 2.0, 8.0, 32.0)
 
 
 def _side_vectors(C: Array, log: GameLog) -> Array:
@@ -260,6 +262,8 @@ class Report:
     heldout: dict[str, dict] = field(default_factory=dict)
     k_selection: list[dict] | None = None
     seconds: float = 0.0
+    l2: float = L2
+    l2_selection: list[dict] | None = None
 
 
 def elo_vectors(ratings: ArrayLike, k: int) -> Array:
@@ -274,7 +278,7 @@ def refit(
     log: GameLog,
     n_players: int,
     k: int,
-    l2: float = L2,
+    l2: float | None = L2,
     restarts: int = 3,
     holdout: float = 0.2,
     seed: int = 0,
@@ -289,7 +293,9 @@ def refit(
     ``current`` (online) vectors if given, and the Elo baseline (SPEC §11).
     With ``select_k``, each k there (0 = Elo) is fitted on the training games
     and the one with the lowest held-out log loss is used; the vectors keep
-    the 2k columns of ``k`` (k = 0 gives (r, 1), then small random discs, see :func:`_pad`).  ``progress(done,
+    the 2k columns of ``k`` (k = 0 gives (r, 1), then small random discs, see
+    :func:`_pad`).  With ``l2=None`` λ is chosen the same way among
+    :data:`L2_CHOICES` (k is chosen first, with :data:`L2`).  ``progress(done,
     total)`` counts fits, in thousandths.
     """
     start = time.perf_counter()
@@ -297,18 +303,20 @@ def refit(
         train, test = split_games(log, holdout, seed)
     else:
         train, test = np.arange(len(log.pair_a)), None
-    if select_k and test is None:
-        raise RatingInputError("select_k", "needs a holdout > 0")
+    if (select_k or l2 is None) and test is None:
+        raise RatingInputError("select_k" if select_k else "l2", "choosing by held-out loss needs a holdout > 0")
     candidates = sorted(set(select_k)) if select_k else []
-    n_fits = sum(1 for kk in candidates if kk > 0) + restarts + 1
+    n_fits = sum(1 for kk in candidates if kk > 0) + restarts + 1 + (len(L2_CHOICES) if l2 is None else 0)
     fits_done = [0]
+    penalty = L2 if l2 is None else l2
 
-    def run(kk: int, pairs: IntArray | None, s: int, C0: Array | None = None) -> Fit:
+    def run(kk: int, pairs: IntArray | None, s: int, C0: Array | None = None, lam: float | None = None) -> Fit:
         def each(it: int, total: int) -> None:
             if progress is not None:
                 progress(int(1000 * (fits_done[0] + it / total) / n_fits), 1000)
 
-        result = fit(log, n_players, kk, l2, pairs, C0=C0, seed=s, max_iter=max_iter, progress=each)
+        lam = penalty if lam is None else lam
+        result = fit(log, n_players, kk, lam, pairs, C0=C0, seed=s, max_iter=max_iter, progress=each)
         fits_done[0] += 1
         return result
 
@@ -338,6 +346,13 @@ def refit(
         C = _pad(elo_vectors(full.ratings, 1), k, seed)
         return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, time.perf_counter() - start)
 
+    l2_selection = None
+    if l2 is None:
+        l2_selection = [
+            {"l2": lam, "heldout_log_loss": evaluate(run(chosen, train, seed, lam=lam).C, log, test).log_loss}
+            for lam in L2_CHOICES
+        ]
+        penalty = min(l2_selection, key=lambda row: row["heldout_log_loss"])["l2"]
     fits = [run(chosen, train, seed + r) for r in range(restarts)]
     best = max(fits, key=lambda f: f.log_likelihood)
     if test is not None:
@@ -349,7 +364,8 @@ def refit(
         progress(1000, 1000)
     rows = [{"log_likelihood": f.log_likelihood, "iterations": f.iterations, "converged": f.converged} for f in fits]
     C = final.C if chosen == k else _pad(final.C, k, seed)
-    return Report(chosen, C, final.log_likelihood, rows, agreement, heldout, selection, time.perf_counter() - start)
+    seconds = time.perf_counter() - start
+    return Report(chosen, C, final.log_likelihood, rows, agreement, heldout, selection, seconds, penalty, l2_selection)
 
 
 #: Scale of the random start of the discs a smaller chosen k leaves empty.

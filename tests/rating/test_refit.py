@@ -117,3 +117,14 @@ def test_chess_data_choose_k_by_heldout_loss():
     assert losses[0] == pytest.approx(
         evaluate_elo(fit_elo(pair_counts(log, len(names), split_games(log, 0.2, 0)[0])).ratings, log, test).log_loss
     )
+
+
+def test_a_sparse_log_chooses_a_firmer_prior():
+    # 8 games per player and 4 coordinates each: the default λ overfits, held-out loss picks a larger one.
+    rng = np.random.default_rng(4)
+    C_true = rng.normal(size=(500, 4))
+    log = sampled_games(C_true, 5_000, rng)
+    report = refit(log, 500, 2, l2=None, restarts=1, holdout=0.2, seed=0)
+    losses = {row["l2"]: row["heldout_log_loss"] for row in report.l2_selection}
+    assert report.l2 == min(losses, key=losses.get) and report.l2 > 0.5
+    assert report.heldout["refit"]["log_loss"] < losses[0.5]
