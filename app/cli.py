@@ -157,6 +157,7 @@ def cmd_refit(args: argparse.Namespace) -> None:
         holdout=args.holdout,
         select_k=args.select_k,
         eta=args.eta,
+        replay_k=args.replay_k,
         seed=args.seed,
     )
     with db.writing() as session:
@@ -243,7 +244,8 @@ def main(argv: list[str] | None = None) -> None:
     refit.add_argument("--holdout", type=float, default=0.2)
     refit.add_argument("--l2", type=float, default=RefitIn.model_fields["l2"].default)
     refit.add_argument("--choose-l2", action="store_true", help="choose λ by held-out loss")
-    refit.add_argument("--eta", type=float, help="also report the online rule replayed with this η")
+    refit.add_argument("--eta", type=float, help="η of the online rule replayed in the report")
+    refit.add_argument("--replay-k", type=int, help="k of the online rule replayed in the report")
     refit.add_argument("--seed", type=int, default=0)
     refit.add_argument("--apply", action="store_true", help="apply the refit as a checkpoint")
     ident = sub.add_parser("identifiability", help="can the results pin down the ratings? (SPEC §10)")

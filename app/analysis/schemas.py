@@ -26,7 +26,12 @@ class RefitIn(StrictModel):
     select_k: list[int] | None = Field(
         None, description="Choose k among these (0 = Elo, at most the ladder's k) by held-out log loss."
     )
-    eta: float | None = Field(None, ge=0, le=10, description="Also report the online rule replayed with this η.")
+    eta: float | None = Field(
+        None, ge=0, le=10, description="η of the replayed online rule in the report (default: the ladder's)."
+    )
+    replay_k: int | None = Field(
+        None, ge=1, le=8, description="k of the replayed online rule in the report (default: the ladder's)."
+    )
     seed: int = Field(0, ge=0, lt=2**32, description="Seed of the split and of the starts.")
 
     model_config = StrictModel.model_config | {

@@ -117,7 +117,8 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
     heldout = dict(result.heldout)
     if params.holdout > 0:
         eta = ladder.eta if params.eta is None else params.eta
-        heldout["replay"] = _replay_metrics(state, eta, params) | {"eta": eta}
+        replay_k = ladder.k if params.replay_k is None else params.replay_k
+        heldout["replay"] = _replay_metrics(ladder, state, eta, replay_k, params) | {"eta": eta, "k": replay_k}
     # Identifiability of the model chosen: its 2k' coordinates (Elo: (r, 1)), not the padding.
     found = identify(result.C[:, : 2 * max(result.k, 1)], state.log, m)
     keys = state.keys
@@ -147,11 +148,17 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
     )
 
 
-def _replay_metrics(state: LadderLog, eta: float, params: RefitIn) -> dict:
-    """Held-out quality of the online rule (SPEC §3-§6) replayed over the training games with ``eta``."""
+def _replay_metrics(ladder: Ladder, state: LadderLog, eta: float, k: int, params: RefitIn) -> dict:
+    """Held-out quality of the online rule (SPEC §3-§6, §9 "Replay") over the training games, with η and k.
+
+    It starts from the ladder's seeded initial vectors, drawn at ``k`` (the
+    ladder's offset only applies at its own k).
+    """
     train, test = split_games(state.log, params.holdout, params.seed)
     train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
-    C = rating.replay(state.start, state.log.take(train_games), eta)
+    offset = ladder.init_offset if k == ladder.k else None
+    start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale, offset)
+    C = rating.replay(start, state.log.take(train_games), eta)
     return vars(evaluate(C, state.log, test))
 
 

@@ -61,14 +61,17 @@ def test_refit_job_apply_checkpoint_and_audit(client):
         games.append(game(f"p{a}", f"p{b}") if a_wins else game(f"p{b}", f"p{a}"))
     assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=h).status_code == 201
 
-    started = client.post("/v1/ladders/test/refits", json={"select_k": [0, 1], "eta": 0.05}, headers=h)
+    body = {"select_k": [0, 1], "eta": 0.05, "replay_k": 2}
+    started = client.post("/v1/ladders/test/refits", json=body, headers=h)
     assert started.status_code == 202 and started.json()["status"] in ("queued", "running", "done")
     # Games keep flowing while the refit runs.
     assert client.post("/v1/ladders/test/games", json=game("p9", "p0"), headers=h).status_code == 201
     job = wait(client, started.headers["location"])
     assert job["status"] == "done" and job["progress"] == 1.0, job
     result = job["result"]
-    assert {"refit", "current", "elo", "replay"} <= set(result["heldout"]) or result["k"] == 0
+    assert {"current", "elo", "replay"} <= set(result["heldout"])
+    assert ("refit" in result["heldout"]) == (result["k"] > 0)
+    assert (result["heldout"]["replay"]["eta"], result["heldout"]["replay"]["k"]) == (0.05, 2)
     assert [row["k"] for row in result["k_selection"]] == [0, 1]
     assert result["games"] == 800 and result["identifiability"]["unique"]
 
