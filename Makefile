@@ -19,10 +19,12 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff check app tests bench migrations
 	$(PY) -m ruff format --check app tests bench migrations
 
-# The API tests run against SQLite and a throwaway PostgreSQL server (installed from the distribution if missing).
+# The API tests run against SQLite and a throwaway PostgreSQL server, the browser tests in Debian's headless
+# Chromium (both installed from the distribution if missing).
 # pytest exits non-zero when it collects no tests, so an empty run fails too.
 test: lint
 	scripts/ensure-postgres.sh
+	scripts/ensure-chromium.sh
 	$(PY) -m pytest
 
 # bench_api needs wrk and PostgreSQL from the distribution; both are installed if missing.

@@ -18,6 +18,8 @@ from app.ladders.router import router as ladders_router
 from app.migrate import upgrade
 from app.players.router import router as players_router
 from app.predictions.router import router as predictions_router
+from app.web.router import router as web_router
+from app.web.router import static
 
 DESCRIPTION = """
 Rates players with the **multi-dimensional Elo (mElo)** system: every player has a vector of 2k numbers and
@@ -76,7 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
     errors.install(app)
-    for router in (ladders_router, players_router, games_router, predictions_router, analysis_router):
+    for router in (ladders_router, players_router, games_router, predictions_router, analysis_router, web_router):
         app.include_router(router)
 
     @app.get("/healthz", tags=["health"])
@@ -84,6 +86,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         """Liveness: the process answers."""
         return {"status": "ok"}
 
+    app.mount("/static", static, name="static")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app
 

@@ -19,7 +19,8 @@ cat <<EOT
 
   melo is starting on  http://127.0.0.1:$PORT
   API docs:            http://127.0.0.1:$PORT/docs
-  demo leaderboard:    http://127.0.0.1:$PORT/v1/ladders/chess-demo/leaderboard
+  demo ladder:         http://127.0.0.1:$PORT/ladders/chess-demo
+  demo leaderboard API: http://127.0.0.1:$PORT/v1/ladders/chess-demo/leaderboard
   admin key:           $MELO_ADMIN_KEY
   chess-demo write key: $(cat data/demo-write-key.txt)
 

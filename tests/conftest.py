@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 import itertools
+import os
+import socket
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
+import httpx
 import psycopg
 import pytest
 from fastapi.testclient import TestClient
@@ -65,3 +72,34 @@ def make_ladder(client: TestClient, slug: str = "test", **config) -> str:
     r = client.post("/v1/ladders", json={"slug": slug, **config}, headers=admin())
     assert r.status_code == 201, r.text
     return r.json()["write_key"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def live_server(database_url: str, workers: int = 1) -> Iterator[str]:
+    """A real server: ``uvicorn app.main:app`` in a subprocess on a free loopback port; yields its base URL."""
+    port = free_port()
+    env = os.environ | {"MELO_DATABASE_URL": database_url, "MELO_ADMIN_KEY": ADMIN_KEY}
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--workers", str(workers)]
+    proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                break
+        except httpx.TransportError:
+            time.sleep(0.1)
+    else:
+        proc.kill()
+        pytest.fail("server did not start")
+    try:
+        yield base
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -20,6 +20,13 @@ def create_ladder(data: LadderCreate, db: DatabaseDep, settings: SettingsDep, ke
         return service.create_ladder(session, data)
 
 
+@router.get("", response_model=list[LadderOut])
+def list_ladders(db: DatabaseDep) -> list[LadderOut]:
+    """Every ladder, by name."""
+    with db.reading() as session:
+        return service.list_ladders(session)
+
+
 @router.get("/{slug}", response_model=LadderOut, responses=problems(404))
 def get_ladder(slug: str, db: DatabaseDep) -> LadderOut:
     """A ladder's configuration and size."""

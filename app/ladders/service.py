@@ -44,6 +44,11 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
     return LadderCreated(**ladder_out(session, ladder).model_dump(), write_key=key)
 
 
+def list_ladders(session: Session) -> list[LadderOut]:
+    ladders = session.scalars(select(Ladder).order_by(Ladder.slug)).all()
+    return [ladder_out(session, ladder) for ladder in ladders]
+
+
 def ladder_out(session: Session, ladder: Ladder) -> LadderOut:
     players = session.scalar(select(func.count()).select_from(Player).where(Player.ladder_id == ladder.id))
     games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder.id))

@@ -62,6 +62,9 @@ class HistoryItem(BaseModel):
     actual_score: float
     expected_score: float = Field(description="Expected rank-share score before the game (P(win) for 2 sides).")
     expected_after: float = Field(description="The same expectation recomputed with everyone's post-game vectors.")
+    elo_after: float = Field(
+        description="Elo-equivalent Hodge strength after the game against today's field: c_afterᵀ Ω c̄ (SPEC §8)."
+    )
 
 
 class OpponentItem(BaseModel):

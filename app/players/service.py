@@ -184,6 +184,7 @@ def history(session: Session, ladder: Ladder, key: str, limit: int, cursor: str 
         .where(Participant.game_id.in_(game_ids))
         .order_by(Participant.game_id, Participant.side, Player.id)
     ).all()
+    field_mean = Ratings.load(session, ladder).C.mean(axis=0)
     by_game: dict[int, list] = {}
     for row in everyone:
         by_game.setdefault(row.Participant.game_id, []).append(row)
@@ -207,6 +208,7 @@ def history(session: Session, ladder: Ladder, key: str, limit: int, cursor: str 
                 actual_score=m.actual_score,
                 expected_score=m.expected_score,
                 expected_after=float(expected_after[m.side]),
+                elo_after=float(rating.elo_equivalent(rating.hodge_strength_against(unpack(m.after), field_mean))),
             )
         )
     next_cursor = encode_cursor(game_ids[-1]) if len(mine) == limit else None

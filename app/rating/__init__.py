@@ -6,7 +6,13 @@ This package imports NumPy and SciPy only, never the database or HTTP layers.
 from app.rating.errors import RatingInputError
 from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores
 from app.rating.initial import initial_vectors, stable_hash
-from app.rating.leaderboard import balanced_opponents, elo_equivalent, field_score, hodge_strength
+from app.rating.leaderboard import (
+    balanced_opponents,
+    elo_equivalent,
+    field_score,
+    hodge_strength,
+    hodge_strength_against,
+)
 from app.rating.model import (
     ELO_PER_LOGIT,
     advantage,
@@ -40,6 +46,7 @@ __all__ = [
     "elo_to_logits",
     "field_score",
     "hodge_strength",
+    "hodge_strength_against",
     "initial_vectors",
     "logits_to_elo",
     "omega",

@@ -29,6 +29,15 @@ def hodge_strength(C: ArrayLike) -> Array:
     return rowdot(C, omega_apply(C.mean(axis=0))[None, :])
 
 
+def hodge_strength_against(c: ArrayLike, field_mean: ArrayLike) -> Array:
+    """s = cᵀ Ω c̄ for a vector (or rows of vectors) c against a field of mean vector c̄ (SPEC §8).
+
+    For the field's own members this is :func:`hodge_strength`; for a past rating
+    it says how strong that rating would be against today's field.
+    """
+    return rowdot(as_vectors(c, "c"), omega_apply(as_vectors(field_mean, "field_mean")))
+
+
 def elo_equivalent(strength: ArrayLike) -> Array:
     """Display a strength in logits as Elo-equivalent points: 1500 + 400·s/ln 10."""
     return ELO_BASE + np.asarray(strength, dtype=np.float64) * ELO_PER_LOGIT

@@ -2,47 +2,20 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
 import pytest
 
-from tests.conftest import ADMIN_KEY
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from tests.conftest import ADMIN_KEY, live_server
 
 
 @pytest.fixture
-def server(database_url, request):
+def server(database_url):
     workers = 2 if database_url.startswith("postgres") else 1
-    port = _free_port()
-    env = os.environ | {"MELO_DATABASE_URL": database_url, "MELO_ADMIN_KEY": ADMIN_KEY}
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--workers", str(workers)]
-    proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.1)
-    else:
-        proc.kill()
-        pytest.fail("server did not start")
-    yield base
-    proc.terminate()
-    proc.wait(timeout=30)
+    with live_server(database_url, workers) as base:
+        yield base
 
 
 def _ladder(base: str) -> str:

@@ -7,6 +7,7 @@ from app.rating import (
     elo_equivalent,
     field_score,
     hodge_strength,
+    hodge_strength_against,
     initial_vectors,
     probability_matrix,
     replay,
@@ -61,3 +62,9 @@ def test_invariants_do_not_change_under_a_random_symplectic_map():
         np.testing.assert_allclose(hodge_strength(D), hodge_strength(C), atol=1e-9)
         np.testing.assert_array_equal(np.argsort(-hodge_strength(D)), np.argsort(-hodge_strength(C)))
         np.testing.assert_array_equal(np.argsort(-field_score(D)), np.argsort(-field_score(C)))
+
+
+def test_strength_against_a_field_is_the_hodge_strength_for_its_members():
+    C = np.random.default_rng(9).normal(size=(7, 4))
+    np.testing.assert_allclose(hodge_strength_against(C, C.mean(axis=0)), hodge_strength(C), rtol=1e-12)
+    assert hodge_strength_against(C[2], C.mean(axis=0)) == pytest.approx(hodge_strength(C)[2])

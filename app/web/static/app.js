@@ -1,0 +1,363 @@
+// The ladder front-end: plain DOM and SVG over the public API (/v1/...). No build step, no dependencies.
+"use strict";
+
+const PROVISIONAL_WHY =
+  "Not yet comparable: this player's results do not pin their rating down yet " +
+  "(too few results against enough different opponents, SPEC §10).";
+
+// ---------- small helpers ----------
+
+function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name.startsWith("on")) el.addEventListener(name.slice(2), value);
+    else el.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS("http://www.w3.org/2000/svg", tag);
+  for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, value);
+  for (const child of children.flat()) el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  return el;
+}
+
+class ApiError extends Error {}
+
+// Every error the API returns is RFC 9457 problem+json: show its detail and the fields it names, never raw JSON.
+async function api(method, path, body, key) {
+  const headers = {};
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (key) headers["Authorization"] = `Bearer ${key}`;
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (err) {
+    throw new ApiError("The server cannot be reached. Check your connection and try again.");
+  }
+  if (response.ok) return response.json();
+  let message = `${response.status} ${response.statusText}`;
+  try {
+    const problem = await response.json();
+    message = problem.detail || problem.title || message;
+    if (response.status === 401) message = "This needs the ladder's write key: enter it under “Record a game”.";
+    if (response.status === 403) message = "That write key is not this ladder's. Check it and save it again.";
+  } catch (err) { /* not JSON: keep the status line */ }
+  const error = new ApiError(message);
+  error.status = response.status;
+  throw error;
+}
+
+function say(message, kind = "error") {
+  const box = document.getElementById("messages");
+  box.replaceChildren(h("div", { class: kind }, message));
+}
+
+function clearMessages() {
+  document.getElementById("messages").replaceChildren();
+}
+
+async function guarded(work) {
+  try {
+    return await work();
+  } catch (err) {
+    say(err instanceof ApiError ? err.message : `Something went wrong: ${err.message}`);
+    return undefined;
+  }
+}
+
+const fmt = (x, digits = 0) => Number(x).toFixed(digits);
+const pct = (p) => `${Math.round(100 * p)}%`;
+const names = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
+const keyStore = (slug) => `melo-write-key:${slug}`;
+
+// ---------- views ----------
+
+async function home(view) {
+  const ladders = await api("GET", "/v1/ladders");
+  view.replaceChildren(
+    h("h1", {}, "Ladders"),
+    ladders.length
+      ? h("ul", {}, ladders.map((l) => h("li", {}, h("a", { href: `/ladders/${l.slug}` }, l.name || l.slug),
+          ` · ${l.players} players, ${l.games} games`)))
+      : h("p", { class: "muted" }, "No ladders yet. Create one with POST /v1/ladders (see the API docs)."),
+  );
+}
+
+async function ladderView(view, slug) {
+  const ladder = await api("GET", `/v1/ladders/${slug}`);
+  const state = { slug, ladder, board: new Map(), order: "hodge" };
+  view.replaceChildren(
+    h("h1", {}, ladder.name || ladder.slug),
+    h("p", { class: "muted" }, `${ladder.players} players · ${ladder.games} games · k = ${ladder.k}`),
+    h("section", { id: "leaderboard" }),
+    h("div", { class: "grid" }, h("section", { id: "record", class: "panel" }), h("section", { id: "h2h", class: "panel" })),
+    h("section", { id: "discs" }),
+  );
+  await renderBoard(state);
+  renderRecord(state);
+  renderHeadToHead(state);
+  await guarded(() => renderDiscs(state));
+}
+
+async function renderBoard(state) {
+  const box = document.getElementById("leaderboard");
+  const select = h("select", { id: "order", "aria-label": "Order by" },
+    h("option", { value: "hodge" }, "Strength (Hodge)"),
+    h("option", { value: "field" }, "Expected score vs the field"),
+    h("option", { value: "disc" }, "Disc strength"));
+  select.value = state.order;
+  select.addEventListener("change", async () => { state.order = select.value; await guarded(() => renderBoard(state)); });
+  let page;
+  try {
+    page = await api("GET", `/v1/ladders/${state.slug}/leaderboard?by=${state.order}&limit=200`);
+  } catch (err) {
+    box.replaceChildren(h("h2", {}, "Leaderboard"), h("div", { class: "row" }, select));
+    throw err;
+  }
+  state.board = new Map(page.items.map((p) => [p.key, p]));
+  const rows = page.items.map((p) => h("tr", { "data-key": p.key },
+    h("td", { class: "num" }, p.rank),
+    h("td", {}, h("a", { href: `/ladders/${state.slug}/players/${encodeURIComponent(p.key)}` }, p.name || p.key), " ",
+      p.provisional ? h("span", { class: "badge", title: PROVISIONAL_WHY, tabindex: "0" }, "provisional") : null),
+    h("td", { class: "num" }, fmt(p.elo)),
+    h("td", { class: "num" }, p.games),
+    h("td", { class: "num" }, `${p.wins}/${p.draws}/${p.losses}`)));
+  box.replaceChildren(
+    h("h2", {}, "Leaderboard"),
+    h("div", { class: "row" }, h("label", { for: "order" }, "Order by"), select),
+    h("div", { class: "table-wrap" }, h("table", { id: "board" },
+      h("thead", {}, h("tr", {}, h("th", { class: "num" }, "#"), h("th", {}, "Player"), h("th", { class: "num" }, "Elo"),
+        h("th", { class: "num" }, "Games"), h("th", { class: "num" }, "W/D/L"))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "5", class: "muted" }, "No players yet."))))),
+  );
+}
+
+function renderRecord(state) {
+  const box = document.getElementById("record");
+  const keyInput = h("input", { id: "write-key", type: "password", autocomplete: "off",
+    value: localStorage.getItem(keyStore(state.slug)) || "" });
+  const saveKey = h("button", { type: "button", class: "secondary", onclick: () => {
+    localStorage.setItem(keyStore(state.slug), keyInput.value.trim());
+    say("Write key saved in this browser.", "info");
+  } }, "Save key");
+  const modes = ["singles", "doubles", "free-for-all"];
+  const modeBox = h("fieldset", {}, h("legend", {}, "Game"), modes.map((m) => h("label", { class: "inline" },
+    h("input", { type: "radio", name: "mode", value: m, checked: m === "singles" }), m)));
+  const sidesBox = h("div", { id: "sides" });
+  const advantage = h("input", { id: "served", type: "checkbox" });
+  const advantageQ = h("input", { id: "served-q", type: "number", min: "0.51", max: "0.95", step: "0.01", value: "0.55" });
+  const preview = h("p", { id: "preview", class: "muted" }, "Enter the players to see each side's chances.");
+  const outcome = h("div", { id: "outcome", class: "result" });
+  const submit = h("button", { type: "submit", id: "submit-game" }, "Record game");
+  const form = h("form", { id: "game-form" },
+    h("label", { for: "write-key" }, "Write key"), h("div", { class: "row" }, keyInput, saveKey),
+    modeBox, sidesBox,
+    h("label", { class: "inline" }, advantage, "First side served first, winning an even game with probability"),
+    advantageQ, preview, submit, outcome);
+  box.replaceChildren(h("h2", {}, "Record a game"), form);
+
+  const mode = () => form.querySelector("input[name=mode]:checked").value;
+  const drawSides = () => {
+    const m = mode();
+    if (m === "free-for-all") {
+      const list = h("div", { id: "ffa" });
+      const addRow = () => list.append(h("div", { class: "row ffa-row" },
+        h("input", { class: "ffa-player", "aria-label": "Player", placeholder: "player" }),
+        h("input", { class: "ffa-place", type: "number", min: "1", "aria-label": "Finishing position",
+          placeholder: "position", value: String(list.children.length + 1) })));
+      for (let i = 0; i < 3; i++) addRow();
+      sidesBox.replaceChildren(list, h("button", { type: "button", class: "secondary", onclick: addRow }, "Add player"),
+        h("p", { class: "muted" }, "Equal positions are ties."));
+    } else {
+      const per = m === "doubles" ? 2 : 1;
+      const side = (label, id) => h("fieldset", {}, h("legend", {}, label),
+        Array.from({ length: per }, (_, i) => h("input", { id: `${id}-${i}`, class: `side-${id}`,
+          "aria-label": `${label} player ${i + 1}`, placeholder: `player ${i + 1}` })));
+      sidesBox.replaceChildren(h("div", { class: "row" }, side("Side A", "a"), side("Side B", "b")),
+        h("label", { for: "result" }, "Result"),
+        h("select", { id: "result" }, h("option", { value: "a" }, "Side A won"), h("option", { value: "draw" }, "Draw"),
+          h("option", { value: "b" }, "Side B won")));
+    }
+  };
+
+  const gameBody = () => {
+    const q = Number(advantageQ.value);
+    const served = advantage.checked ? { win_probability: q } : {};
+    if (mode() === "free-for-all") {
+      const rows = [...form.querySelectorAll(".ffa-row")]
+        .map((r) => ({ players: names(r.querySelector(".ffa-player").value), rank: Number(r.querySelector(".ffa-place").value) }))
+        .filter((s) => s.players.length);
+      return { sides: rows.map((s, i) => (i === 0 ? { ...s, ...served } : s)) };
+    }
+    const players = (id) => [...form.querySelectorAll(`.side-${id}`)].map((i) => i.value.trim()).filter(Boolean);
+    const result = form.querySelector("#result").value;
+    const ranks = { a: [1, 2], draw: [1, 1], b: [2, 1] }[result];
+    return { sides: [{ players: players("a"), rank: ranks[0], ...served }, { players: players("b"), rank: ranks[1] }] };
+  };
+
+  let timer;
+  const updatePreview = () => {
+    clearTimeout(timer);
+    timer = setTimeout(async () => {
+      const body = gameBody();
+      if (body.sides.length < 2 || body.sides.some((s) => !s.players.length)) return;
+      const sides = body.sides.map(({ players, win_probability }) => (win_probability ? { players, win_probability } : { players }));
+      try {
+        const match = await api("POST", `/v1/ladders/${state.slug}/predict`, { sides });
+        preview.textContent = "Chances: " + body.sides.map((s, i) => `${s.players.join(" & ")} ${pct(match.expected_scores[i])}`).join(" · ");
+      } catch (err) {
+        preview.textContent = err.status === 404 ? `${err.message} New players start at the ladder's initial rating.` : err.message;
+      }
+    }, 250);
+  };
+
+  form.addEventListener("change", (event) => {
+    if (event.target.name === "mode") drawSides();
+    updatePreview();
+  });
+  form.addEventListener("input", updatePreview);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearMessages();
+    const key = keyInput.value.trim();
+    if (key) localStorage.setItem(keyStore(state.slug), key);
+    const body = gameBody();
+    const before = new Map([...state.board].map(([k, p]) => [k, p.elo]));
+    submit.disabled = true;
+    const posted = await guarded(() => api("POST", `/v1/ladders/${state.slug}/games`, body, key));
+    submit.disabled = false;
+    if (!posted) return;
+    await guarded(() => renderBoard(state));
+    const changes = posted.sides.flatMap((s) => s.players.map((p) => {
+      const now = state.board.get(p.key);
+      const was = before.get(p.key);
+      if (!now) return h("li", {}, p.key);
+      if (was === undefined) return h("li", {}, `${p.key}: new, ${fmt(now.elo)}`);
+      const delta = now.elo - was;
+      return h("li", {}, `${p.key}: ${fmt(was)} → ${fmt(now.elo)} `,
+        h("span", { class: delta >= 0 ? "up" : "down" }, `(${delta >= 0 ? "+" : ""}${fmt(delta, 1)})`));
+    }));
+    outcome.replaceChildren(h("p", {}, `Game ${posted.id} recorded.`), h("ul", { id: "changes" }, changes));
+  });
+  drawSides();
+}
+
+function renderHeadToHead(state) {
+  const box = document.getElementById("h2h");
+  const a = h("input", { id: "h2h-a", placeholder: "ann, or ann, cy for a team" });
+  const b = h("input", { id: "h2h-b", placeholder: "bob" });
+  const out = h("p", { id: "h2h-result", class: "result" });
+  const form = h("form", { onsubmit: async (event) => {
+    event.preventDefault();
+    clearMessages();
+    const match = await guarded(() => api("POST", `/v1/ladders/${state.slug}/predict`,
+      { sides: [{ players: names(a.value) }, { players: names(b.value) }] }));
+    if (match) out.textContent = `${names(a.value).join(" & ")} beats ${names(b.value).join(" & ")} with probability ${pct(match.matrix[0][1])}.`;
+  } }, h("label", { for: "h2h-a" }, "Player or team"), a, h("label", { for: "h2h-b" }, "against"), b,
+  h("p", {}, h("button", { type: "submit" }, "Compare")), out);
+  box.replaceChildren(h("h2", {}, "Head to head"), form);
+}
+
+async function renderDiscs(state) {
+  const box = document.getElementById("discs");
+  const [canonical, intrans] = await Promise.all([
+    api("GET", `/v1/ladders/${state.slug}/canonical`),
+    api("GET", `/v1/ladders/${state.slug}/intransitivity`),
+  ]);
+  const points = canonical.players.map((p) => ({ label: p.key, x: p.coordinates[0], y: p.coordinates[1] }));
+  const block = canonical.blocks[0];
+  box.replaceChildren(
+    h("h2", {}, "Cycles in this ladder"),
+    h("p", { id: "intransitivity" }, `Intransitivity ${fmt(intrans.measure, 2)}: 1 = no cycles; ` +
+      "below 1 = mostly a clean order; above 1 = cycles (rock-paper-scissors) dominate."),
+    block ? h("p", { class: "muted" }, `Largest disc: ${block.kind}, ${pct(block.share)} of the advantages. ` +
+      "A player's angle is their style and their distance from the centre their weight: in a transitive disc " +
+      "players further along the arc beat those behind; in a cyclic disc each beats the next around the circle.") : null,
+    points.length ? scatter(points) : h("p", { class: "muted" }, "No players yet."),
+  );
+}
+
+function scatter(points, width = 560, height = 360, pad = 36) {
+  const xs = points.map((p) => p.x).concat([0]);
+  const ys = points.map((p) => p.y).concat([0]);
+  const span = (v) => Math.max(...v) - Math.min(...v) || 1;
+  const sx = (x) => pad + ((x - Math.min(...xs)) / span(xs)) * (width - 2 * pad);
+  const sy = (y) => height - pad - ((y - Math.min(...ys)) / span(ys)) * (height - 2 * pad);
+  return svg("svg", { id: "disc-plot", viewBox: `0 0 ${width} ${height}`, role: "img",
+    "aria-label": "Canonical disc view: each player as a point" },
+  svg("line", { class: "axis", x1: sx(Math.min(...xs)), x2: sx(Math.max(...xs)), y1: sy(0), y2: sy(0) }),
+  svg("line", { class: "axis", x1: sx(0), x2: sx(0), y1: sy(Math.min(...ys)), y2: sy(Math.max(...ys)) }),
+  points.map((p) => svg("g", {}, svg("circle", { class: "dot", cx: sx(p.x), cy: sy(p.y), r: 4 }),
+    svg("text", { x: sx(p.x) + 6, y: sy(p.y) - 6 }, p.label))));
+}
+
+function linePlot(values, width = 560, height = 220, pad = 36) {
+  const lo = Math.min(...values), hi = Math.max(...values);
+  const sx = (i) => pad + (values.length > 1 ? i / (values.length - 1) : 0.5) * (width - 2 * pad);
+  const sy = (v) => height - pad - ((v - lo) / (hi - lo || 1)) * (height - 2 * pad);
+  return svg("svg", { id: "history-plot", viewBox: `0 0 ${width} ${height}`, role: "img",
+    "aria-label": "Elo-equivalent strength after each game" },
+  svg("line", { class: "axis", x1: pad, x2: width - pad, y1: height - pad, y2: height - pad }),
+  svg("line", { class: "axis", x1: pad, x2: pad, y1: pad, y2: height - pad }),
+  svg("text", { x: 2, y: sy(hi) + 4 }, fmt(hi)), svg("text", { x: 2, y: sy(lo) + 4 }, fmt(lo)),
+  svg("text", { x: width - pad - 60, y: height - 10 }, `${values.length} games`),
+  svg("polyline", { class: "line", points: values.map((v, i) => `${sx(i)},${sy(v)}`).join(" ") }));
+}
+
+async function playerView(view, slug, key) {
+  const [player, history, next] = await Promise.all([
+    api("GET", `/v1/ladders/${slug}/players/${encodeURIComponent(key)}`),
+    api("GET", `/v1/ladders/${slug}/players/${encodeURIComponent(key)}/history?limit=200`),
+    api("GET", `/v1/ladders/${slug}/players/${encodeURIComponent(key)}/opponents?limit=5`),
+  ]);
+  const games = history.items.slice().reverse();
+  const counts = new Map();
+  for (const g of games) for (const o of g.opponents) counts.set(o, (counts.get(o) || 0) + 1);
+  const regulars = [...counts].sort((x, y) => y[1] - x[1]).slice(0, 5).map(([k]) => k);
+  const odds = await Promise.all(regulars.map((o) =>
+    api("GET", `/v1/ladders/${slug}/predict?a=${encodeURIComponent(key)}&b=${encodeURIComponent(o)}`).catch(() => null)));
+  view.replaceChildren(
+    h("p", {}, h("a", { href: `/ladders/${slug}` }, "← leaderboard")),
+    h("h1", {}, player.name || player.key, " ",
+      player.provisional ? h("span", { class: "badge", title: PROVISIONAL_WHY, tabindex: "0" }, "provisional") : null),
+    h("p", { class: "muted" }, `Elo-equivalent ${fmt(player.elo)} · ${player.games} games · ` +
+      `${player.wins} won, ${player.draws} drawn, ${player.losses} lost`),
+    h("h2", {}, "Strength over time"),
+    games.length ? linePlot(games.map((g) => g.elo_after)) : h("p", { class: "muted" }, "No games yet."),
+    h("div", { class: "grid" },
+      h("section", {}, h("h2", {}, "Against regular opponents"),
+        regulars.length ? h("ul", { id: "regulars" }, regulars.map((o, i) => h("li", {}, `vs ${o}: `,
+          odds[i] ? `wins with probability ${pct(odds[i].probability)}` : "—"))) : h("p", { class: "muted" }, "None yet.")),
+      h("section", {}, h("h2", {}, "Who to play next"),
+        h("p", { class: "muted" }, "The most even games, so both of you learn the most:"),
+        h("ul", { id: "next" }, next.map((o) => h("li", {}, h("a", { href: `/ladders/${slug}/players/${encodeURIComponent(o.key)}` },
+          o.name || o.key), ` (${pct(o.probability)})`))))),
+    h("h2", {}, "Recent games"),
+    h("div", { class: "table-wrap" }, h("table", {},
+      h("thead", {}, h("tr", {}, h("th", {}, "Game"), h("th", {}, "Against"), h("th", { class: "num" }, "Score"),
+        h("th", { class: "num" }, "Expected"))),
+      h("tbody", {}, history.items.slice(0, 20).map((g) => h("tr", {}, h("td", {}, g.game_id), h("td", {}, g.opponents.join(", ")),
+        h("td", { class: "num" }, fmt(g.actual_score, 2)), h("td", { class: "num" }, fmt(g.expected_score, 2))))))),
+  );
+}
+
+async function route() {
+  const view = document.getElementById("view");
+  const parts = location.pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  await guarded(async () => {
+    if (parts.length === 0) return home(view);
+    if (parts[0] === "ladders" && parts.length === 2) return ladderView(view, parts[1]);
+    if (parts[0] === "ladders" && parts[2] === "players" && parts.length === 4) return playerView(view, parts[1], parts[3]);
+    view.replaceChildren(h("p", {}, "Nothing here. ", h("a", { href: "/" }, "All ladders")));
+  });
+  if (view.textContent === "Loading…") view.replaceChildren(h("p", {}, h("a", { href: "/" }, "All ladders")));
+}
+
+document.addEventListener("DOMContentLoaded", route);

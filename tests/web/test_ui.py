@@ -1,0 +1,138 @@
+"""The ladder front-end in a real headless Chromium (Debian's package) against a live server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import ADMIN_KEY, live_server
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent.parent / "test-artifacts"
+# As root Chromium needs --no-sandbox; the machine has no internet, so nothing may phone home.
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    """A live server with an office ladder: four players with a few singles games."""
+    url = f"sqlite:///{tmp_path_factory.mktemp('web') / 'melo.db'}"
+    with live_server(url) as base:
+        created = httpx.post(
+            base + "/v1/ladders",
+            json={"slug": "office", "name": "Office ping-pong", "seed": 1},
+            headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+        )
+        key = created.json()["write_key"]
+        for winner, loser in [("ann", "bob"), ("cy", "dee"), ("ann", "cy"), ("bob", "dee"), ("ann", "dee")] * 2:
+            body = {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
+            assert (
+                httpx.post(
+                    base + "/v1/ladders/office/games", json=body, headers={"Authorization": f"Bearer {key}"}
+                ).status_code
+                == 201
+            )
+        yield base, key
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    if not Path(CHROMIUM).exists():
+        pytest.fail("Chromium is not installed: run scripts/ensure-chromium.sh (make test does).")
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context()
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield page
+    context.close()
+    assert errors == [], errors  # no uncaught script errors on any page
+
+
+def test_record_a_doubles_game_and_see_the_leaderboard_change(site, page):
+    base, key = site
+    page.goto(base + "/")
+    page.get_by_role("link", name="Office ping-pong").click()
+    page.wait_for_selector("#board tbody tr[data-key=ann]")
+    games_before = int(page.locator("#board tr[data-key=bob] td").nth(3).inner_text())
+
+    page.fill("#write-key", key)
+    page.get_by_label("doubles").check()
+    page.fill("#a-0", "bob")
+    page.fill("#a-1", "dee")
+    page.fill("#b-0", "ann")
+    page.fill("#b-1", "cy")
+    page.select_option("#result", "a")
+    page.wait_for_function("document.querySelector('#preview').textContent.startsWith('Chances:')")
+    assert "bob & dee" in page.inner_text("#preview")
+    page.click("#submit-game")
+    page.wait_for_selector("#changes li")
+    changes = page.inner_text("#changes")
+    assert "bob:" in changes and "(+" in changes  # the underdogs won: their Elo went up
+    assert int(page.locator("#board tr[data-key=bob] td").nth(3).inner_text()) == games_before + 1
+    # The key was kept in the browser for the next visit.
+    page.reload()
+    page.wait_for_selector("#write-key")
+    assert page.input_value("#write-key") == key
+
+
+def test_player_page_draws_the_history_plot(site, page):
+    base, _ = site
+    page.goto(base + "/ladders/office/players/ann")
+    page.wait_for_selector("#history-plot polyline")
+    points = page.get_attribute("#history-plot polyline", "points").split()
+    assert len(points) >= 6  # one point per game
+    assert page.locator("#next li").count() >= 1
+    assert "wins with probability" in page.inner_text("#regulars")
+
+
+def test_api_errors_are_shown_as_readable_messages(site, page):
+    base, _ = site
+    page.goto(base + "/ladders/office")
+    page.wait_for_selector("#game-form")
+    page.fill("#write-key", "mk_not-the-key")
+    page.fill("#a-0", "ann")
+    page.fill("#b-0", "bob")
+    page.click("#submit-game")
+    message = page.locator("#messages .error")
+    message.wait_for()
+    assert "write key is not this ladder's" in message.inner_text()
+    page.fill("#write-key", "")
+    page.goto(base + "/ladders/nowhere")
+    page.locator("#messages .error").wait_for()
+    text = page.inner_text("#messages")
+    assert "There is no ladder 'nowhere'." in text and "{" not in text  # the problem's detail, not raw JSON
+
+
+def test_phone_width_screenshot(site, browser):
+    base, _ = site
+    context = browser.new_context(viewport={"width": 375, "height": 812}, device_scale_factor=2, is_mobile=True)
+    page = context.new_page()
+    page.goto(base + "/ladders/office")
+    page.wait_for_selector("#disc-plot circle")
+    assert "1 = no cycles" in page.inner_text("#intransitivity")
+    # Nothing is wider than the phone: tables scroll inside their own box.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "ladder-phone.png"), full_page=True)
+    assert (ARTIFACTS / "ladder-phone.png").stat().st_size > 10_000
+    context.close()
