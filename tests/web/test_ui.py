@@ -95,6 +95,25 @@ def test_record_a_doubles_game_and_see_the_leaderboard_change(site, page):
     assert page.input_value("#write-key") == key
 
 
+def test_record_a_free_for_all_with_a_tie(site, page):
+    base, key = site
+    page.goto(base + "/ladders/office")
+    page.wait_for_selector("#game-form")
+    page.fill("#write-key", key)
+    page.get_by_label("free-for-all").check()
+    page.get_by_role("button", name="Add player").click()
+    rows = page.locator(".ffa-row")
+    for n, (player, place) in enumerate([("cy", 1), ("ann", 2), ("bob", 2), ("eve", 4)]):
+        rows.nth(n).locator(".ffa-player").fill(player)
+        rows.nth(n).locator(".ffa-place").fill(str(place))
+    page.click("#submit-game")
+    page.wait_for_selector("#changes li")
+    assert "eve: new" in page.inner_text("#changes")  # created on the fly
+    page.wait_for_selector("#board tr[data-key=eve]")
+    wdl = page.locator("#board tr[data-key=eve] td").nth(4).inner_text()
+    assert wdl == "0/0/1"
+
+
 def test_player_page_draws_the_history_plot(site, page):
     base, _ = site
     page.goto(base + "/ladders/office/players/ann")

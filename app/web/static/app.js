@@ -73,6 +73,9 @@ async function guarded(work) {
 }
 
 const fmt = (x, digits = 0) => Number(x).toFixed(digits);
+// The reason is the tooltip for the mouse and the accessible name for keyboard and screen-reader users.
+const badge = () => h("span", { class: "badge", title: PROVISIONAL_WHY, "aria-label": `provisional: ${PROVISIONAL_WHY}`,
+  tabindex: "0" }, "provisional");
 const pct = (p) => `${Math.round(100 * p)}%`;
 const names = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
 const keyStore = (slug) => `melo-write-key:${slug}`;
@@ -125,7 +128,7 @@ async function renderBoard(state) {
   const rows = page.items.map((p) => h("tr", { "data-key": p.key },
     h("td", { class: "num" }, p.rank),
     h("td", {}, h("a", { href: `/ladders/${state.slug}/players/${encodeURIComponent(p.key)}` }, p.name || p.key), " ",
-      p.provisional ? h("span", { class: "badge", title: PROVISIONAL_WHY, tabindex: "0" }, "provisional") : null),
+      p.provisional ? badge() : null),
     h("td", { class: "num" }, fmt(p.elo)),
     h("td", { class: "num" }, p.games),
     h("td", { class: "num" }, `${p.wins}/${p.draws}/${p.losses}`)));
@@ -326,7 +329,7 @@ async function playerView(view, slug, key) {
   view.replaceChildren(
     h("p", {}, h("a", { href: `/ladders/${slug}` }, "← leaderboard")),
     h("h1", {}, player.name || player.key, " ",
-      player.provisional ? h("span", { class: "badge", title: PROVISIONAL_WHY, tabindex: "0" }, "provisional") : null),
+      player.provisional ? badge() : null),
     h("p", { class: "muted" }, `Elo-equivalent ${fmt(player.elo)} · ${player.games} games · ` +
       `${player.wins} won, ${player.draws} drawn, ${player.losses} lost`),
     h("h2", {}, "Strength over time"),
