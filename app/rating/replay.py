@@ -51,7 +51,8 @@ class History:
 
     ``before[t]`` and ``after[t]`` are the vectors of membership ``t`` (the
     log's ``member_player[t]``) around its game; ``expected[a]`` and
-    ``actual[a]`` are side ``a``'s rank-share scores (SPEC §4).
+    ``actual[a]`` are side ``a``'s rank-share scores (SPEC §4); ``pair_p[q]`` is the
+    pre-game P(side a beats side b) of pair term q, a prequential forecast.
     """
 
     C: Array
@@ -59,6 +60,7 @@ class History:
     after: Array
     expected: Array
     actual: Array
+    pair_p: Array
 
 
 Progress = Callable[[int, int], None] | None
@@ -87,7 +89,7 @@ def replay_history(C0: ArrayLike, games: GameLog | Sequence[Game], eta: float, p
     after = np.empty_like(before)
     pair_p = np.empty(len(log.pair_a))
     _run(C, log, check_eta(eta), progress, (before, after, pair_p))
-    return History(C, before, after, log.side_share(pair_p), log.side_share(log.pair_outcome))
+    return History(C, before, after, log.side_share(pair_p), log.side_share(log.pair_outcome), pair_p)
 
 
 def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game], eta: float) -> tuple[Array, GameLog]:

@@ -97,10 +97,13 @@ def test_replay_history_records_what_apply_game_does_game_by_game(kind):
     C0 = initial_vectors([str(p) for p in range(m)], k=2, seed=4, scale=0.5)
     history = replay_history(C0, games, 0.1)
 
-    C, t, s = C0.copy(), 0, 0
+    C, t, s, q = C0.copy(), 0, 0, 0
     for game in games:
         result = apply_game(C, game, 0.1)
         n_members, n_sides = len(result.players), len(game.sides)
+        a, b = np.triu_indices(n_sides, k=1)
+        np.testing.assert_allclose(history.pair_p[q : q + len(a)], result.probability[a, b], rtol=1e-15)
+        q += len(a)
         np.testing.assert_array_equal(history.before[t : t + n_members], result.before)
         np.testing.assert_array_equal(history.after[t : t + n_members], result.after)
         np.testing.assert_allclose(history.expected[s : s + n_sides], result.expected, rtol=1e-15)
