@@ -26,8 +26,8 @@ from app.rating.model import (
     probability_matrix,
     win_probability,
 )
-from app.rating.replay import History, dependency_levels, replay, replay_history
-from app.rating.update import GameResult, apply_game, predict_match, unnormalised_update
+from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
+from app.rating.update import GameResult, LearningRate, apply_game, predict_match, unnormalised_update
 
 __all__ = [
     "ELO_PER_LOGIT",
@@ -35,6 +35,7 @@ __all__ = [
     "GameLog",
     "GameResult",
     "History",
+    "LearningRate",
     "RatingInputError",
     "advantage",
     "advantage_from_probability",
@@ -45,6 +46,7 @@ __all__ = [
     "elo_equivalent",
     "elo_to_logits",
     "field_score",
+    "games_before",
     "hodge_strength",
     "hodge_strength_against",
     "initial_vectors",

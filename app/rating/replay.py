@@ -21,7 +21,7 @@ from scipy.special import expit
 from app.rating.errors import RatingInputError
 from app.rating.games import Game, GameLog, IntArray
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
-from app.rating.update import check_eta, step_disjoint
+from app.rating.update import LearningRate, as_rate, side_games, step_disjoint
 
 
 def dependency_levels(log: GameLog, n_players: int) -> IntArray:
@@ -66,51 +66,86 @@ class History:
 Progress = Callable[[int, int], None] | None
 
 
-def replay(C0: ArrayLike, games: GameLog | Sequence[Game], eta: float, progress: Progress = None) -> Array:
+Rate = float | LearningRate
+
+
+def replay(
+    C0: ArrayLike,
+    games: GameLog | Sequence[Game],
+    eta: Rate,
+    progress: Progress = None,
+    games0: ArrayLike | None = None,
+) -> Array:
     """Ratings after applying ``games`` in order to the initial matrix ``C0`` (not modified).
 
     Bit-for-bit equal to calling :func:`~app.rating.update.apply_game` game by
-    game.  ``progress(done, total)`` is called after each level.
+    game.  ``eta`` is a rate or a :class:`~app.rating.update.LearningRate`;
+    ``games0`` are the games each player had before the log (0 by default).
+    ``progress(done, total)`` is called after each level.
     """
-    C, log = _prepare(C0, games, eta)
-    _run(C, log, check_eta(eta), progress, None)
+    C, log = _prepare(C0, games)
+    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, None)
     return C
 
 
-def replay_history(C0: ArrayLike, games: GameLog | Sequence[Game], eta: float, progress: Progress = None) -> History:
+def replay_history(
+    C0: ArrayLike,
+    games: GameLog | Sequence[Game],
+    eta: Rate,
+    progress: Progress = None,
+    games0: ArrayLike | None = None,
+) -> History:
     """:func:`replay` that also returns every membership's vectors before and after its game.
 
     The same floating point operations as :func:`replay`, so ``History.C`` is
     bit-for-bit the same matrix; this is what a bulk import stores.
     """
-    C, log = _prepare(C0, games, eta)
+    C, log = _prepare(C0, games)
     dim = C.shape[1]
     before = np.empty((len(log.member_player), dim))
     after = np.empty_like(before)
     pair_p = np.empty(len(log.pair_a))
-    _run(C, log, check_eta(eta), progress, (before, after, pair_p))
+    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, (before, after, pair_p))
     return History(C, before, after, log.side_share(pair_p), log.side_share(log.pair_outcome), pair_p)
 
 
-def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game], eta: float) -> tuple[Array, GameLog]:
+def games_before(log: GameLog, games0: ArrayLike | None, n_players: int) -> Array:
+    """For every membership, the games its player had played before that game (``games0`` + earlier ones)."""
+    start = np.zeros(n_players) if games0 is None else np.asarray(games0, dtype=np.float64)
+    player = log.member_player
+    order = np.argsort(player, kind="stable")
+    first = np.searchsorted(player[order], player[order], side="left")
+    earlier = np.empty(len(player))
+    earlier[order] = np.arange(len(player)) - first
+    return start[player] + earlier
+
+
+def _member_rates(log: GameLog, rate: LearningRate, games0: ArrayLike | None, n_players: int) -> Array:
+    """η of every side of the log, at its members' mean games played before the game."""
+    if rate.tau is None:
+        return np.full(len(log.side_size), rate.eta)
+    played = games_before(log, games0, n_players)
+    return rate.at(side_games(played, log.member_side, log.side_size))
+
+
+def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game]) -> tuple[Array, GameLog]:
     C = as_vectors(C0, "C0").copy()
     if C.ndim != 2:
         raise RatingInputError("C0", "must be an (m, 2k) matrix")
-    check_eta(eta)
     log = games if isinstance(games, GameLog) else GameLog.from_games(games)
     if log.n_players_needed > len(C):
         raise RatingInputError("games", f"player index {log.n_players_needed - 1} is outside the rating matrix")
     return C, log
 
 
-def _run(C: Array, log: GameLog, eta: float, progress: Progress, record: tuple[Array, Array, Array] | None) -> None:
+def _run(C: Array, log: GameLog, side_eta: Array, progress: Progress, record) -> None:
     if log.n_games == 0:
         return
     game_level = dependency_levels(log, len(C))
     if _two_player_singles(log):
-        _replay_pairs(C, log, game_level, eta, progress, record)
+        _replay_pairs(C, log, game_level, side_eta, progress, record)
     else:
-        _replay_general(C, log, game_level, eta, progress, record)
+        _replay_general(C, log, game_level, side_eta, progress, record)
 
 
 def _two_player_singles(log: GameLog) -> bool:
@@ -122,7 +157,7 @@ def _level_bounds(level_of: IntArray, n_levels: int) -> IntArray:
     return np.concatenate(([0], np.cumsum(np.bincount(level_of, minlength=n_levels + 1)[1:])))
 
 
-def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, eta: float, progress: Progress, record) -> None:
+def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, side_eta: Array, progress: Progress, record) -> None:
     """Two single players per game: step_disjoint without the team and scatter bookkeeping.
 
     Same floating point operations as the general kernel (a team of one's mean is
@@ -131,6 +166,7 @@ def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, eta: float, prog
     """
     order = np.argsort(game_level, kind="stable")
     i, j = log.member_player[0::2][order], log.member_player[1::2][order]
+    eta_i, eta_j = side_eta[0::2][order], side_eta[1::2][order]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     bounds = _level_bounds(game_level, int(game_level.max()))
     for lo, hi in itertools.pairwise(bounds):
@@ -139,9 +175,11 @@ def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, eta: float, prog
         oca, ocb = omega_apply(ca), omega_apply(cb)
         p = expit(rowdot(ca, ocb) + shift[lo:hi])
         norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
-        coef = np.divide(eta * weight[lo:hi] * (outcome[lo:hi] - p), norm, out=np.zeros_like(p), where=norm > 0)
-        C[a] = ca + coef[:, None] * ocb
-        C[b] = cb + (-coef)[:, None] * oca
+        w, s = weight[lo:hi], outcome[lo:hi]
+        coef_a = np.divide(eta_i[lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
+        coef_b = np.divide(eta_j[lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
+        C[a] = ca + coef_a[:, None] * ocb
+        C[b] = cb + (-coef_b)[:, None] * oca
         if record is not None:
             before, after, pair_p = record
             g = order[lo:hi]
@@ -152,7 +190,7 @@ def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, eta: float, prog
             progress(int(hi), log.n_games)
 
 
-def _replay_general(C: Array, log: GameLog, game_level: IntArray, eta: float, progress: Progress, record) -> None:
+def _replay_general(C: Array, log: GameLog, game_level: IntArray, side_eta: Array, progress: Progress, record) -> None:
     n_levels = int(game_level.max())
     member_level = np.repeat(game_level, np.diff(log.member_ptr))
     side_level = np.repeat(game_level, np.diff(log.side_ptr))
@@ -167,6 +205,7 @@ def _replay_general(C: Array, log: GameLog, game_level: IntArray, eta: float, pr
     member_player = log.member_player[om]
     member_side = new_side[log.member_side[om]]
     side_size = log.side_size[osd]
+    eta_sorted = side_eta[osd]
     pair_a = new_side[log.pair_a[op]]
     pair_b = new_side[log.pair_b[op]]
     outcome, shift, weight = log.pair_outcome[op], log.pair_shift[op], log.pair_weight[op]
@@ -188,7 +227,7 @@ def _replay_general(C: Array, log: GameLog, game_level: IntArray, eta: float, pr
             outcome[p],
             shift[p],
             weight[p],
-            eta,
+            eta_sorted[s],
         )
         if record is not None:
             record[1][om[m]] = C[member_player[m]]

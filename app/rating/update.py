@@ -42,6 +42,39 @@ def check_eta(eta: float) -> float:
     return value
 
 
+@dataclass(frozen=True)
+class LearningRate:
+    """A player's learning rate after n games: η(n) = eta / sqrt(1 + n / tau); with tau None, η(n) = eta.
+
+    The constant rate is seed 000's.  A shrinking one moves newcomers fast and
+    settles regulars, while every step stays normalised and distributed: each
+    side of a game steps with its own η, at its members' mean number of games.
+    """
+
+    eta: float
+    tau: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "eta", check_eta(self.eta))
+        if self.tau is not None and not (np.isfinite(self.tau) and self.tau > 0):
+            raise RatingInputError("tau", f"must be a finite number > 0, got {self.tau!r}")
+
+    def at(self, games: ArrayLike) -> Array:
+        n = np.asarray(games, dtype=np.float64)
+        if self.tau is None:
+            return np.full(n.shape, self.eta)
+        return self.eta / np.sqrt(1.0 + n / self.tau)
+
+
+def as_rate(eta: float | LearningRate) -> LearningRate:
+    return eta if isinstance(eta, LearningRate) else LearningRate(eta)
+
+
+def side_games(games: Array, member_side: IntArray, side_size: Array) -> Array:
+    """Each side's mean number of games played before this one."""
+    return np.bincount(member_side, weights=games, minlength=len(side_size)) / side_size
+
+
 def side_means(C: Array, member_player: IntArray, member_side: IntArray, side_size: Array) -> Array:
     """Team vectors C_a = mean of the members' vectors (SPEC §6), summed in member order."""
     n_sides = len(side_size)
@@ -63,12 +96,13 @@ def step_disjoint(
     pair_outcome: Array,
     pair_shift: Array,
     pair_weight: Array,
-    eta: float,
+    eta: float | Array,
 ) -> Array:
     """Apply games that share no player, in place on the rows of ``C``; return p_ab per pair.
 
     Side indices are local to the arguments (0 … len(side_size)-1).  All terms
-    use pre-game vectors (simultaneous update, SPEC §3).
+    use pre-game vectors (simultaneous update, SPEC §3).  ``eta`` is one rate,
+    or one per side (:class:`LearningRate`).
     """
     n_sides = len(side_size)
     side = side_means(C, member_player, member_side, side_size)
@@ -77,11 +111,13 @@ def step_disjoint(
     p = expit(rowdot(ca, ocb) + pair_shift)
     norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
     # n = 0 only if both sides are exactly zero; then Ω C_b = 0 too and there is no direction to move.
-    coef = np.divide(eta * pair_weight * (pair_outcome - p), norm, out=np.zeros_like(p), where=norm > 0)
+    eta_side = np.broadcast_to(np.asarray(eta, dtype=np.float64), (n_sides,))
+    coef_a = np.divide(eta_side[pair_a] * pair_weight * (pair_outcome - p), norm, out=np.zeros_like(p), where=norm > 0)
+    coef_b = np.divide(eta_side[pair_b] * pair_weight * (pair_outcome - p), norm, out=np.zeros_like(p), where=norm > 0)
     step = np.empty_like(side)
     for col in range(C.shape[1]):
-        step[:, col] = np.bincount(pair_a, weights=coef * ocb[:, col], minlength=n_sides) + np.bincount(
-            pair_b, weights=-coef * oca[:, col], minlength=n_sides
+        step[:, col] = np.bincount(pair_a, weights=coef_a * ocb[:, col], minlength=n_sides) + np.bincount(
+            pair_b, weights=-coef_b * oca[:, col], minlength=n_sides
         )
     C[member_player] = C[member_player] + step[member_side]
     return p
@@ -106,14 +142,15 @@ class GameResult:
     probability: Array
 
 
-def apply_game(C: ArrayLike, game: Game, eta: float) -> GameResult:
+def apply_game(C: ArrayLike, game: Game, eta: float | LearningRate, games: ArrayLike | None = None) -> GameResult:
     """Apply one game to the rating matrix ``C`` (not modified) and return the new vectors.
 
     Parameters
     ----------
     C : (m, 2k) rating matrix; the game's sides hold row indices into it.
     game : the sides, ranks and optional advantages.
-    eta : learning rate η ≥ 0 (η = 0 freezes the ladder).
+    eta : learning rate η ≥ 0 (η = 0 freezes the ladder), or a :class:`LearningRate`.
+    games : games each member (in ``game.players`` order) played before this one; 0 by default.
 
     Implements SPEC §3-§6: seed 000 eqs. 4-5 for two players, the rank-share
     generalisation of seed 002 for N sides, team means for ad-hoc teams.
@@ -121,9 +158,12 @@ def apply_game(C: ArrayLike, game: Game, eta: float) -> GameResult:
     C = as_vectors(C, "C")
     if C.ndim != 2:
         raise RatingInputError("C", "must be an (m, 2k) matrix")
-    eta = check_eta(eta)
+    rate = as_rate(eta)
     log = GameLog.from_games([game])
     players = log.member_player
+    played = np.zeros(len(players)) if games is None else np.asarray(games, dtype=np.float64)
+    if played.shape != players.shape:
+        raise RatingInputError("games", f"expected {len(players)} counts, one per member")
     if players.max() >= len(C):
         raise RatingInputError("sides", f"player index {players.max()} is outside the rating matrix")
     before = C[players]
@@ -138,7 +178,7 @@ def apply_game(C: ArrayLike, game: Game, eta: float) -> GameResult:
         log.pair_outcome,
         log.pair_shift,
         log.pair_weight,
-        eta,
+        rate.at(side_games(played, log.member_side, log.side_size)),
     )
     n = len(game.sides)
     return GameResult(

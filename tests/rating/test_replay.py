@@ -4,9 +4,11 @@ import pytest
 from app.rating import (
     Game,
     GameLog,
+    LearningRate,
     RatingInputError,
     apply_game,
     dependency_levels,
+    games_before,
     initial_vectors,
     replay,
     replay_history,
@@ -129,3 +131,43 @@ def test_a_log_keeps_the_games_it_is_asked_for():
     got, want = log.take(keep), GameLog.from_games([games[g] for g in keep])
     for name in GameLog.__dataclass_fields__:
         np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+
+
+@pytest.mark.parametrize("kind", ["two_player", "teams_and_multiplayer"])
+def test_shrinking_learning_rates_replay_exactly_like_game_by_game(kind):
+    rng = np.random.default_rng(6)
+    m = 20
+    games = []
+    for _ in range(500):
+        if kind == "two_player":
+            a, b = rng.choice(m, 2, replace=False)
+            games.append(Game(((int(a),), (int(b),)), tuple(int(r) for r in rng.integers(1, 3, 2))))
+        else:
+            n_sides = int(rng.integers(2, 5))
+            sizes = rng.integers(1, 3, n_sides)
+            players = rng.choice(m, size=int(sizes.sum()), replace=False)
+            sides = tuple(tuple(int(p) for p in part) for part in np.split(players, np.cumsum(sizes)[:-1]))
+            games.append(Game(sides, tuple(int(r) for r in rng.integers(1, n_sides + 1, n_sides))))
+    rate = LearningRate(1.0, tau=5.0)
+    games0 = rng.integers(0, 30, m)
+    C0 = initial_vectors([str(p) for p in range(m)], k=2, seed=4, scale=0.5)
+    C, played = C0.copy(), games0.astype(float).copy()
+    for game in games:
+        result = apply_game(C, game, rate, games=played[list(game.players)])
+        C[result.players] = result.after
+        played[list(game.players)] += 1
+    np.testing.assert_array_equal(replay(C0, games, rate, games0=games0), C)
+    np.testing.assert_array_equal(replay_history(C0, games, rate, games0=games0).C, C)
+
+
+def test_a_constant_learning_rate_is_the_plain_eta_and_newcomers_move_faster():
+    C0 = initial_vectors([str(p) for p in range(6)], k=1, seed=2, scale=0.5)
+    games = [two_player(0, 1, 1.0), two_player(2, 3, 0.0), two_player(1, 2, 0.5), two_player(4, 5, 1.0)]
+    np.testing.assert_array_equal(replay(C0, games, LearningRate(0.1)), replay(C0, games, 0.1))
+    fresh = apply_game(C0, two_player(0, 1, 1.0), LearningRate(1.0, tau=5.0), games=[0, 0])
+    veteran = apply_game(C0, two_player(0, 1, 1.0), LearningRate(1.0, tau=5.0), games=[45, 0])
+    step = lambda r: np.linalg.norm(r.after[0] - r.before[0])  # noqa: E731
+    assert step(fresh) == pytest.approx(step(veteran) * np.sqrt(1 + 45 / 5))
+    assert np.array_equal(fresh.after[1], veteran.after[1])  # the other side's step depends on its own games only
+    log = GameLog.from_games(games)
+    np.testing.assert_array_equal(games_before(log, [5, 0, 0, 0, 0, 0], 6), [5, 0, 0, 0, 1, 1, 0, 0])
