@@ -132,6 +132,8 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 def cmd_create_ladder(args: argparse.Namespace) -> None:
     data = LadderCreate(slug=args.slug, k=args.k, eta=args.eta, auto_create_players=True)
+    if args.constant_eta:
+        data = data.model_copy(update={"eta_tau": None})
     db = Database.from_settings(get_settings())
     with db.writing() as session:
         created = create_ladder(session, data)
@@ -231,8 +233,9 @@ def main(argv: list[str] | None = None) -> None:
     sub.add_parser("migrate", help="bring the database schema up to date")
     create = sub.add_parser("create-ladder", help="create a ladder and print its write key")
     create.add_argument("slug")
-    create.add_argument("--k", type=int, default=1)
-    create.add_argument("--eta", type=float, default=0.1)
+    create.add_argument("--k", type=int, default=LadderCreate.model_fields["k"].default)
+    create.add_argument("--eta", type=float, default=LadderCreate.model_fields["eta"].default)
+    create.add_argument("--constant-eta", action="store_true", help="do not shrink η with games played")
     imp = sub.add_parser("import", help="import games into a ladder, in order, all or nothing")
     imp.add_argument("ladder")
     imp.add_argument("file")

@@ -79,6 +79,8 @@ class Ladder(Base):
     name: Mapped[str | None] = mapped_column(String(200))
     k: Mapped[int]
     eta: Mapped[float]
+    #: η of a player after n games is eta / sqrt(1 + n / eta_tau); null: η is constant (seed 000).
+    eta_tau: Mapped[float | None]
     init_scale: Mapped[float]
     init_offset: Mapped[list[float] | None] = mapped_column(JSON)
     seed: Mapped[int] = mapped_column(BigInteger)

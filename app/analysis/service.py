@@ -33,7 +33,7 @@ from app.analysis.schemas import (
 )
 from app.db import Database, bulk_update
 from app.errors import Conflict, InvalidInput, NotFound
-from app.games.service import LadderLog, read_log
+from app.games.service import LadderLog, learning_rate, read_log
 from app.models import Checkpoint, Game, Ladder, Player, Refit
 from app.rating.analysis import canonical as canonical_form
 from app.rating.analysis import empirical_hodge, hodge_norms
@@ -158,7 +158,7 @@ def _replay_metrics(ladder: Ladder, state: LadderLog, eta: float, k: int, params
     train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
     offset = ladder.init_offset if k == ladder.k else None
     start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale, offset)
-    C = rating.replay(start, state.log.take(train_games), eta)
+    C = rating.replay(start, state.log.take(train_games), rating.LearningRate(eta, ladder.eta_tau))
     return vars(evaluate(C, state.log, test))
 
 
@@ -220,7 +220,7 @@ def apply_refit(session: Session, ladder: Ladder, job: Refit) -> CheckpointOut:
     session.add(checkpoint)
     session.flush()
     state = read_log(session, ladder)  # now from this checkpoint: the games after the refit
-    current = rating.replay(state.start, state.log, ladder.eta)
+    current = rating.replay(state.start, state.log, learning_rate(ladder), games0=state.start_games)
     blobs = [np.ascontiguousarray(row, dtype="<f8").tobytes() for row in current]
     bulk_update(session.connection(), Player.__table__, ("id", state.player_ids.tolist()), {"vector": blobs})
     job.applied_at = datetime.now(UTC)

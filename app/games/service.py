@@ -274,18 +274,25 @@ def encode(payloads: Sequence[dict], index: dict[str, int]) -> rating.GameLog:
     return rating.GameLog.from_games(encoded)
 
 
+def learning_rate(ladder: Ladder) -> rating.LearningRate:
+    """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
+    return rating.LearningRate(ladder.eta, ladder.eta_tau)
+
+
 @dataclass
 class LadderLog:
     """A ladder's players (id order) and event log, ready for replay or a refit.
 
     ``start`` are the vectors the log replays from: the latest checkpoint's (for
     players it holds) and the initial vectors otherwise, or all initial vectors
-    when read ``from_start``; ``log`` holds the games after that point, in order.
+    when read ``from_start``; ``start_games`` the games each player had played by
+    then; ``log`` holds the games after that point, in order.
     """
 
     player_ids: np.ndarray
     keys: list[str]
     start: np.ndarray
+    start_games: np.ndarray
     stored: np.ndarray
     log: rating.GameLog
     after_game_id: int
@@ -306,18 +313,27 @@ def read_log(session: Session, ladder: Ladder, from_start: bool = False) -> Ladd
         return np.frombuffer(b"".join(r[column] for r in rows), dtype="<f8").astype(np.float64).reshape(-1, dim)
 
     start, after = matrix(2), 0
+    start_games = np.zeros(len(ids))
     checkpoint = None if from_start else latest_checkpoint(session, ladder)
     if checkpoint is not None:
         held = np.frombuffer(checkpoint.player_ids, dtype="<i8")
         rows_of = np.searchsorted(ids, held)
         start[rows_of] = np.frombuffer(checkpoint.vectors, dtype="<f8").reshape(-1, dim)
         after = checkpoint.after_game_id
+        counts = session.execute(
+            select(Participant.player_id, func.count())
+            .join(Game, Game.id == Participant.game_id)
+            .where(Game.ladder_id == ladder.id, Game.id <= after)
+            .group_by(Participant.player_id)
+        ).all()
+        for player_id, n in counts:
+            start_games[np.searchsorted(ids, player_id)] = n
     payloads = session.scalars(
         select(Game.payload).where(Game.ladder_id == ladder.id, Game.id > after).order_by(Game.id)
     ).all()
     last = session.scalar(select(func.max(Game.id)).where(Game.ladder_id == ladder.id)) or 0
     index = {key: n for n, key in enumerate(keys)}
-    return LadderLog(ids, keys, start, matrix(3), encode(payloads, index), after, last)
+    return LadderLog(ids, keys, start, start_games, matrix(3), encode(payloads, index), after, last)
 
 
 def latest_checkpoint(session: Session, ladder: Ladder) -> Checkpoint | None:
@@ -330,7 +346,9 @@ def _apply(session: Session, ladder: Ladder, locked: Locked, games: list[GameIn]
     """Apply the validated games to the locked rows (SPEC §3-§6) and write the log, history and ratings."""
     payloads = _payloads(games)
     log = encode(payloads, locked.index)
-    history = rating.replay_history(locked.C, log, ladder.eta, _stage(progress, "rating"))
+    history = rating.replay_history(
+        locked.C, log, learning_rate(ladder), _stage(progress, "rating"), games0=locked.counts[:, 0]
+    )
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
     ids = _allocate_ids(session, len(games))

@@ -6,17 +6,32 @@ from pydantic import BaseModel, Field
 
 from app.schemas import Slug, StrictModel
 
-DEFAULT_ETA = 0.1
-DEFAULT_INIT_SCALE = 0.5
+# Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (README).
+DEFAULT_K = 2
+DEFAULT_ETA = 1.0
+DEFAULT_ETA_TAU = 20.0
+DEFAULT_INIT_SCALE = 0.1
+DEFAULT_INIT_V0 = 1.0
 
 
 class LadderCreate(StrictModel):
     slug: Slug = Field(description="URL name of the ladder: lower-case letters, digits, `-`, `_`.")
     name: str | None = Field(None, max_length=200)
-    k: int = Field(1, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (SPEC §1).")
+    k: int = Field(DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (SPEC §1).")
     eta: float = Field(DEFAULT_ETA, ge=0, le=10, description="Learning rate η of the normalised update (SPEC §3).")
+    eta_tau: float | None = Field(
+        DEFAULT_ETA_TAU,
+        gt=0,
+        le=1e6,
+        description="A player's η after n games is η / sqrt(1 + n / eta_tau): newcomers move fast, regulars settle. "
+        "null: η is constant (seed 000).",
+    )
     init_scale: float = Field(DEFAULT_INIT_SCALE, gt=0, le=100, description="Std. dev. of initial vectors (SPEC §2).")
-    init_offset: list[float] | None = Field(None, description="Mean of initial vectors (2k numbers), default 0.")
+    init_offset: list[float] | None = Field(
+        None,
+        description=f"Mean of initial vectors (2k numbers). Default (0, {DEFAULT_INIT_V0}, 0, …): players start near "
+        "the Elo manifold c = (r, 1), so a new ladder behaves like Elo until its results show cycles (SPEC §2).",
+    )
     seed: int | None = Field(None, ge=0, lt=2**63, description="Seed of initial vectors; random when omitted.")
     auto_create_players: bool = Field(True, description="Create unknown players when a game names them.")
 
@@ -30,6 +45,7 @@ class LadderOut(BaseModel):
     name: str | None
     k: int
     eta: float
+    eta_tau: float | None
     init_scale: float
     init_offset: list[float] | None
     seed: int

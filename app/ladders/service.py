@@ -11,8 +11,8 @@ from sqlalchemy.orm import Session
 
 from app import rating
 from app.errors import Conflict, InvalidInput, NotFound
-from app.games.service import read_log
-from app.ladders.schemas import AuditOut, LadderCreate, LadderCreated, LadderOut
+from app.games.service import learning_rate, read_log
+from app.ladders.schemas import DEFAULT_INIT_V0, AuditOut, LadderCreate, LadderCreated, LadderOut
 from app.models import Game, Ladder, Player
 from app.security import hash_key, new_key
 
@@ -31,6 +31,8 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
             errors=[{"field": "init_offset", "message": f"expected {2 * data.k} numbers"}],
         )
     key = new_key()
+    if data.init_offset is None:
+        data = data.model_copy(update={"init_offset": [0.0, DEFAULT_INIT_V0] + [0.0] * (2 * data.k - 2)})
     ladder = Ladder(
         **data.model_dump(exclude={"seed"}),
         seed=data.seed if data.seed is not None else secrets.randbits(62),
@@ -63,7 +65,8 @@ def initial_vector(ladder: Ladder, key: str) -> np.ndarray:
 def audit(session: Session, ladder: Ladder) -> AuditOut:
     """Replay the event log from the latest checkpoint (or the initial vectors) and compare (SPEC §9, §13)."""
     state = read_log(session, ladder)
-    replayed = rating.replay(state.start, state.log, ladder.eta) if len(state.keys) else state.start
+    rate = learning_rate(ladder)
+    replayed = rating.replay(state.start, state.log, rate, games0=state.start_games) if len(state.keys) else state.start
     diff = float(np.abs(replayed - state.stored).max()) if len(state.keys) else 0.0
     games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder.id)) or 0
     return AuditOut(

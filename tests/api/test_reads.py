@@ -82,3 +82,14 @@ def test_openapi_and_health(client):
     assert {"/v1/ladders/{slug}/leaderboard", "/v1/ladders/{slug}/audit", "/v1/ladders/{slug}/predict"} <= set(
         spec["paths"]
     )
+
+
+def test_ladder_defaults_come_from_the_quality_benchmark(client):
+    make_ladder(client, slug="plain")
+    ladder = client.get("/v1/ladders/plain").json()
+    assert (ladder["k"], ladder["eta"], ladder["eta_tau"], ladder["init_scale"]) == (2, 1.0, 20.0, 0.1)
+    assert ladder["init_offset"] == [0.0, 1.0, 0.0, 0.0]  # near the Elo manifold c = (r, 1)
+    make_ladder(client, slug="seed", k=1, eta=0.1, eta_tau=None, init_scale=0.5, init_offset=[0.0, 0.0])
+    seed = client.get("/v1/ladders/seed").json()
+    assert (seed["eta_tau"], seed["init_offset"]) == (None, [0.0, 0.0])
+    assert client.get("/v1/ladders").json()[0]["slug"] == "plain"
