@@ -62,16 +62,16 @@ def write_games(path: Path, games: int, players: int) -> list[tuple[int, int, in
 
 def fresh_database(tmp: Path, name: str) -> str:
     url = f"sqlite:///{tmp / name}"
-    subprocess.run([*MELO, "create-ladder", "bench"], env=os.environ | {"MELO_DATABASE_URL": url}, check=True,
-                   capture_output=True, cwd=ROOT)  # fmt: skip
+    env = os.environ | {"MELO_DATABASE_URL": url}
+    subprocess.run([*MELO, "create-ladder", "bench", "--k", "1"], env=env, check=True, capture_output=True, cwd=ROOT)
     return url
 
 
 def melo_import(tmp: Path, path: Path) -> float:
     url = fresh_database(tmp, "import.db")
     start = time.perf_counter()
-    subprocess.run([*MELO, "import", "bench", str(path)], env=os.environ | {"MELO_DATABASE_URL": url}, check=True,
-                   capture_output=True, cwd=ROOT)  # fmt: skip
+    env = os.environ | {"MELO_DATABASE_URL": url}
+    subprocess.run([*MELO, "import", "bench", str(path)], env=env, check=True, capture_output=True, cwd=ROOT)
     return time.perf_counter() - start
 
 
