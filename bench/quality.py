@@ -286,11 +286,20 @@ def main() -> None:
 
     # 2. Everything scored on the second halves, which the choice never saw.
     rows = []
+    curves: dict[str, dict[str, np.ndarray]] = {}
     for name, (log, m, C_true) in streams.items():
         second = halves(log)[1]
         elo, elo_rate = tuned(online_elo, log, m, [0.02, 0.05, 0.1, 0.2, 0.4, 0.8], second)
         unnorm, unnorm_eta = tuned(unnormalised, log, m, [0.01, 0.03, 0.1, 0.3], second)
         refit_loss, true_loss = refit_heldout(log, m, C_true)
+        glicko, openskill = glicko2_rater(log, m), openskill_rater(log, m)
+        curves[name] = {
+            "seed defaults": melo(log, m, **SEED_DEFAULT),
+            "defaults": forecasts[name][GRID.index(chosen)],
+            "Elo, tuned": online_elo(log, m, elo_rate),
+            "Glicko-2": glicko,
+            "openskill": openskill,
+        }
         rows.append(
             {
                 "stream": name,
@@ -302,8 +311,8 @@ def main() -> None:
                 "Elo rate": elo_rate,
                 "un-normalised, tuned": unnorm,
                 "un-normalised eta": unnorm_eta,
-                "Glicko-2": log_loss(glicko2_rater(log, m), log, second),
-                "openskill": log_loss(openskill_rater(log, m), log, second),
+                "Glicko-2": log_loss(glicko, log, second),
+                "openskill": log_loss(openskill, log, second),
                 "refit k=2, held-out": refit_loss,
                 "true model, held-out": true_loss,
             }
@@ -325,6 +334,35 @@ def main() -> None:
         "rows": rows,
     }
     (RESULTS / "quality.json").write_text(json.dumps(out, indent=2) + "\n")
+    plot(streams, curves, RESULTS / "quality.png")
+
+
+def plot(streams: dict, curves: dict[str, dict[str, np.ndarray]], path: Path) -> None:
+    """Cumulative mean log loss over the games of each stream, one panel per stream."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(3, 3, figsize=(15, 11), sharex=False)
+    for ax, (name, raters) in zip(axes.ravel(), curves.items(), strict=True):
+        log = streams[name][0]
+        game_of_pair = np.repeat(np.arange(log.n_games), np.diff(log.pair_ptr))
+        for rater, p in raters.items():
+            p = np.clip(p, 1e-12, 1 - 1e-12)
+            s, w = log.pair_outcome, log.pair_weight
+            loss = -w * (s * np.log(p) + (1 - s) * np.log1p(-p))
+            per_game = np.bincount(game_of_pair, weights=loss, minlength=log.n_games)
+            weight = np.bincount(game_of_pair, weights=w, minlength=log.n_games)
+            ax.plot(np.arange(1, log.n_games + 1), np.cumsum(per_game) / np.cumsum(weight), label=rater, lw=1.2)
+        ax.set_title(name)
+        ax.set_xlabel("games")
+        ax.set_ylabel("cumulative log loss")
+        ax.set_ylim(0.3, 0.8)
+    axes[0, 0].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
 
 
 if __name__ == "__main__":
