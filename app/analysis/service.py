@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from sqlalchemy import func, select
@@ -47,6 +47,8 @@ logger = logging.getLogger("melo")
 _jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-refit")
 #: Seconds between progress writes.
 PROGRESS_EVERY = 0.5
+#: A queued or running refit silent for this long was lost with its process (a restart): it shows as failed.
+STALE = timedelta(minutes=10)
 
 
 def start_refit(session: Session, ladder: Ladder, params: RefitIn) -> Refit:
@@ -178,13 +180,18 @@ def get_refit(session: Session, ladder: Ladder, refit_id: int) -> Refit:
 
 
 def refit_out(job: Refit) -> RefitOut:
+    """The job as the API shows it; one whose process stopped (no progress for :data:`STALE`) shows as failed."""
+    status, error = job.status, job.error
+    if status in ("queued", "running") and datetime.now(UTC) - job.updated_at > STALE:
+        minutes = int(STALE.total_seconds() // 60)
+        status, error = "failed", f"no progress for {minutes} minutes: its server process stopped; start a new refit"
     return RefitOut(
         id=job.id,
-        status=job.status,
+        status=status,
         progress=job.progress,
         params=job.params,
         result=job.result,
-        error=job.error,
+        error=error,
         after_game=job.after_game_id,
         created_at=job.created_at,
         finished_at=job.finished_at,

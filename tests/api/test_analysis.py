@@ -1,10 +1,12 @@
 """Refits and checkpoints, identifiability, intransitivity and the canonical view through the API (SPEC §9-§12)."""
 
 import time
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
 
+from app.models import Ladder, Refit
 from tests.conftest import bearer, make_ladder
 
 SEED_7_2 = {"p1": [-1.0, 2.0], "p2": [0.0, 2.0], "p3": [1.0, 2.0], "p4": [0.3, -0.4]}  # seed 000 §7.2
@@ -128,3 +130,16 @@ def test_disc_leaderboard_on_a_transitive_ladder(client):
     canonical = client.get("/v1/ladders/test/canonical").json()
     assert canonical["blocks"][0]["kind"] == "transitive"
     assert all(p["consistency"] > 0 for p in canonical["players"])
+
+
+def test_a_refit_lost_with_its_process_shows_as_failed(client):
+    make_ladder(client, k=1)
+    with client.app.state.db.writing() as session:
+        ladder = session.query(Ladder).filter_by(slug="test").one()
+        job = Refit(ladder_id=ladder.id, status="running", progress=0.3, params={})
+        job.updated_at = datetime.now(UTC) - timedelta(minutes=11)
+        session.add(job)
+        session.flush()
+        job_id = job.id
+    shown = client.get(f"/v1/ladders/test/refits/{job_id}").json()
+    assert shown["status"] == "failed" and "start a new refit" in shown["error"]
