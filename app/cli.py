@@ -265,13 +265,16 @@ def main(argv: list[str] | None = None) -> None:
 
         uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers)
         return
-    upgrade(settings.sqlalchemy_url)
-    if args.command == "create-ladder":
-        cmd_create_ladder(args)
-    elif args.command == "import":
-        cmd_import(args)
-    else:
-        {"refit": cmd_refit, "identifiability": cmd_identifiability, "analyse": cmd_analyse}[args.command](args)
+    upgrade(settings.sqlalchemy_url)  # every other command first brings the schema up to date: `migrate` is only that
+    commands = {
+        "create-ladder": cmd_create_ladder,
+        "import": cmd_import,
+        "refit": cmd_refit,
+        "identifiability": cmd_identifiability,
+        "analyse": cmd_analyse,
+    }
+    if args.command in commands:
+        commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -18,6 +18,8 @@ def test_import_football_season(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MELO_DATABASE_URL", url)
     get_settings.cache_clear()
     try:
+        main(["migrate"])
+        assert (tmp_path / "cli.db").exists()
         main(["create-ladder", "epl", "--k", "2"])
         created = json.loads(capsys.readouterr().out)
         assert created["slug"] == "epl" and created["write_key"].startswith("mk_")
