@@ -36,7 +36,7 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.games.service import LadderLog, learning_rate, read_log
 from app.models import Checkpoint, Game, Ladder, Player, Refit
 from app.rating.analysis import canonical as canonical_form
-from app.rating.analysis import empirical_hodge, hodge_norms
+from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, split_games
@@ -278,13 +278,7 @@ def intransitivity(session: Session, ladder: Ladder) -> IntransitivityOut:
     """I of the current A (SPEC §12) and of the empirical win rates on the observed pairs."""
     state = read_log(session, ladder, from_start=True)
     fitted = hodge_norms(state.stored)
-    counts = pair_counts(state.log, len(state.keys))
-    lo, hi = np.minimum(counts.winner, counts.loser), np.maximum(counts.winner, counts.loser)
-    code = lo * len(state.keys) + hi
-    pairs, inverse = np.unique(code, return_inverse=True)
-    games = np.bincount(inverse, weights=counts.wins)
-    wins_lo = np.bincount(inverse, weights=counts.wins * (counts.winner == lo))
-    empirical = empirical_hodge(pairs // len(state.keys), pairs % len(state.keys), wins_lo, games, len(state.keys))
+    empirical, pairs = empirical_hodge_of(pair_counts(state.log, len(state.keys)))
     return IntransitivityOut(
         measure=fitted.intransitivity,
         transitive_norm=fitted.transitive_norm,
@@ -295,7 +289,7 @@ def intransitivity(session: Session, ladder: Ladder) -> IntransitivityOut:
             "measure": empirical.intransitivity,
             "transitive_norm": empirical.transitive_norm,
             "cyclic_norm": empirical.cyclic_norm,
-            "pairs": len(pairs),
+            "pairs": pairs,
         },
     )
 

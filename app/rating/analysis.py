@@ -19,6 +19,7 @@ from scipy.linalg import qr, schur
 from scipy.sparse import coo_matrix
 from scipy.sparse.linalg import lsqr
 
+from app.rating.elo import PairCounts
 from app.rating.leaderboard import hodge_strength
 from app.rating.model import Array, as_vectors, omega
 
@@ -85,6 +86,16 @@ def empirical_hodge(i: ArrayLike, j: ArrayLike, wins_i: ArrayLike, games: ArrayL
     return Hodge(
         float(np.sqrt(2 * np.sum(a * a))), float(np.sqrt(2 * np.sum(t * t))), float(np.sqrt(2 * np.sum((a - t) ** 2)))
     )
+
+
+def empirical_hodge_of(counts: PairCounts) -> tuple[Hodge | None, int]:
+    """:func:`empirical_hodge` from win counts (:func:`app.rating.elo.pair_counts`), and the pairs observed."""
+    m = counts.n_players
+    lo, hi = np.minimum(counts.winner, counts.loser), np.maximum(counts.winner, counts.loser)
+    pairs, inverse = np.unique(lo * m + hi, return_inverse=True)
+    games = np.bincount(inverse, weights=counts.wins)
+    wins_lo = np.bincount(inverse, weights=counts.wins * (counts.winner == lo))
+    return empirical_hodge(pairs // m, pairs % m, wins_lo, games, m), len(pairs)
 
 
 @dataclass(frozen=True)

@@ -57,19 +57,14 @@ def pair_counts(log: GameLog, n_players: int, pairs: IntArray | None = None) -> 
     pairs = np.arange(len(log.pair_a)) if pairs is None else np.asarray(pairs, dtype=np.int64)
     pair_a, pair_b = log.pair_a[pairs], log.pair_b[pairs]
     weight, outcome = log.pair_weight[pairs], log.pair_outcome[pairs]
-    if np.all(log.side_size == 1):
-        player_of_side = np.empty(len(log.side_size), dtype=np.int64)
-        player_of_side[log.member_side] = log.member_player
-        a, b = player_of_side[pair_a], player_of_side[pair_b]
+    singles = log.single_players()
+    if singles is not None:
+        a, b = singles[0][pairs], singles[1][pairs]
     else:
-        members: list[list[int]] = [[] for _ in range(len(log.side_size))]
-        for player, side in zip(log.member_player.tolist(), log.member_side.tolist(), strict=True):
-            members[side].append(player)
+        members = log.side_players()
         rows = [
             (x, y, w / (len(members[sa]) * len(members[sb])), s)
-            for sa, sb, w, s in zip(
-                log.pair_a.tolist(), log.pair_b.tolist(), log.pair_weight, log.pair_outcome, strict=True
-            )
+            for sa, sb, w, s in zip(pair_a.tolist(), pair_b.tolist(), weight, outcome, strict=True)
             for x in members[sa]
             for y in members[sb]
         ]

@@ -174,6 +174,21 @@ class GameLog:
         pairs = np.repeat(sides_per_game * (sides_per_game - 1) / 2, sides_per_game)
         return total / pairs
 
+    def side_players(self) -> list[list[int]]:
+        """The players of every side, in member order."""
+        members: list[list[int]] = [[] for _ in range(len(self.side_size))]
+        for player, side in zip(self.member_player.tolist(), self.member_side.tolist(), strict=True):
+            members[side].append(player)
+        return members
+
+    def single_players(self) -> tuple[IntArray, IntArray] | None:
+        """The two players of every pair term when every side is one player, else None."""
+        if len(self.side_size) != len(self.member_player) or not np.all(self.side_size == 1):
+            return None
+        player_of_side = np.empty(len(self.side_size), dtype=np.int64)
+        player_of_side[self.member_side] = self.member_player
+        return player_of_side[self.pair_a], player_of_side[self.pair_b]
+
     def take(self, games: ArrayLike) -> GameLog:
         """The log of the games at the given positions, in that order (e.g. a training split)."""
         games = np.asarray(games, dtype=np.int64)

@@ -88,9 +88,7 @@ class Results:
     @classmethod
     def of(cls, log: GameLog) -> Results:
         """Every pair term; a team's members each meet each member of the other side (SPEC §10 directions)."""
-        members: list[list[int]] = [[] for _ in range(len(log.side_size))]
-        for player, side in zip(log.member_player.tolist(), log.member_side.tolist(), strict=True):
-            members[side].append(player)
+        members = log.side_players()
         rows = [
             (x, y, s)
             for a, b, s in zip(log.pair_a.tolist(), log.pair_b.tolist(), log.pair_outcome.tolist(), strict=True)

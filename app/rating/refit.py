@@ -30,6 +30,7 @@ from app.rating.elo import fit_elo, pair_counts
 from app.rating.errors import RatingInputError
 from app.rating.games import GameLog, IntArray
 from app.rating.model import Array, omega_apply, rowdot
+from app.rating.update import side_means
 
 Progress = Callable[[int, int], None] | None
 #: Default λ: a N(0, 1) prior on every coordinate (λ = 1/(2·1²)).  Far smaller values
@@ -41,13 +42,7 @@ L2_CHOICES = (0.5, 2.0, 8.0, 32.0)
 
 
 def _side_vectors(C: Array, log: GameLog) -> Array:
-    if len(log.side_size) == len(log.member_player) and np.all(log.side_size == 1):
-        out = np.empty((len(log.side_size), C.shape[1]))
-        out[log.member_side] = C[log.member_player]
-        return out
-    out = np.zeros((len(log.side_size), C.shape[1]))
-    np.add.at(out, log.member_side, C[log.member_player])
-    return out / log.side_size[:, None]
+    return side_means(C, log.member_player, log.member_side, log.side_size)
 
 
 def pair_logits(C: ArrayLike, log: GameLog, pairs: IntArray | None = None) -> Array:
@@ -78,7 +73,7 @@ def _select(log: GameLog, pairs: IntArray | None) -> IntArray:
 
 def _objective(C: Array, log: GameLog, pairs: IntArray, l2: float, gradient: bool) -> tuple[float, Array | None]:
     """-ℓ(C) and, if asked, its gradient."""
-    singles = _singles(log)
+    singles = log.single_players()
     if singles is not None:
         # Every side one player (the common case): pair terms index players directly, no side layer.
         a, b, side = singles[0][pairs], singles[1][pairs], C
@@ -107,15 +102,6 @@ def _objective(C: Array, log: GameLog, pairs: IntArray, l2: float, gradient: boo
     for col in range(dim):
         grad[:, col] = np.bincount(log.member_player, weights=member_grad[:, col], minlength=len(C))
     return value, -grad + 2.0 * l2 * C
-
-
-def _singles(log: GameLog) -> tuple[IntArray, IntArray] | None:
-    """The players of each pair's two sides when every side is a single player, else None."""
-    if len(log.side_size) != len(log.member_player) or not np.all(log.side_size == 1):
-        return None
-    player_of_side = np.empty(len(log.side_size), dtype=np.int64)
-    player_of_side[log.member_side] = log.member_player
-    return player_of_side[log.pair_a], player_of_side[log.pair_b]
 
 
 @dataclass(frozen=True)

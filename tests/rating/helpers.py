@@ -18,3 +18,21 @@ def random_symplectic(k: int, rng: np.random.Generator) -> np.ndarray:
     M = expm(omega(k) @ (S + S.T) / 2)
     assert np.allclose(M.T @ omega(k) @ M, omega(k), atol=1e-9)
     return M
+
+
+def random_games(rng: np.random.Generator, m: int, n: int, kind: str, advantages: bool) -> list[Game]:
+    """``n`` random games among ``m`` players: "two_player", or "teams_and_multiplayer" (2-4 sides of 1-2)."""
+    games = []
+    for _ in range(n):
+        if kind == "two_player":
+            a, b = rng.choice(m, 2, replace=False)
+            sides, ranks = ((int(a),), (int(b),)), tuple(int(r) for r in rng.integers(1, 3, 2))
+        else:
+            n_sides = int(rng.integers(2, 5))
+            sizes = rng.integers(1, 3, n_sides)
+            players = rng.choice(m, size=int(sizes.sum()), replace=False)
+            sides = tuple(tuple(int(p) for p in part) for part in np.split(players, np.cumsum(sizes)[:-1]))
+            ranks = tuple(int(r) for r in rng.integers(1, n_sides + 1, n_sides))
+        adv = tuple(rng.normal(scale=0.3, size=len(sides))) if advantages else None
+        games.append(Game(sides, ranks, adv))
+    return games

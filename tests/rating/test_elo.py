@@ -61,3 +61,9 @@ def test_team_results_are_shared_over_member_pairs():
         (0, 2, 0.5),
         (1, 2, 0.5),
     ]
+
+
+def test_counts_of_a_subset_of_pair_terms_keep_only_those():
+    log = GameLog.from_games([Game(((0, 1), (2,)), (1, 2)), Game(((2,), (0,)), (1, 2))])
+    counts = pair_counts(log, 3, pairs=[1])
+    assert list(zip(counts.winner.tolist(), counts.loser.tolist(), counts.wins.tolist(), strict=True)) == [(2, 0, 1.0)]

@@ -14,7 +14,7 @@ from app.rating import (
     replay_history,
 )
 
-from .helpers import two_player
+from .helpers import random_games, two_player
 
 
 def _one_by_one(C0, games, eta):
@@ -84,18 +84,7 @@ def test_replay_rejects_players_outside_the_matrix_and_self_play():
 def test_replay_history_records_what_apply_game_does_game_by_game(kind):
     rng = np.random.default_rng(3)
     m = 25
-    games = []
-    for _ in range(600):
-        if kind == "two_player":
-            a, b = rng.choice(m, 2, replace=False)
-            sides, ranks = ((int(a),), (int(b),)), tuple(int(r) for r in rng.integers(1, 3, 2))
-        else:
-            n_sides = int(rng.integers(2, 5))
-            sizes = rng.integers(1, 3, n_sides)
-            players = rng.choice(m, size=int(sizes.sum()), replace=False)
-            sides = tuple(tuple(int(p) for p in part) for part in np.split(players, np.cumsum(sizes)[:-1]))
-            ranks = tuple(int(r) for r in rng.integers(1, n_sides + 1, n_sides))
-        games.append(Game(sides, ranks, tuple(rng.normal(scale=0.3, size=len(sides)))))
+    games = random_games(rng, m, 600, kind, advantages=True)
     C0 = initial_vectors([str(p) for p in range(m)], k=2, seed=4, scale=0.5)
     history = replay_history(C0, games, 0.1)
 
@@ -137,17 +126,7 @@ def test_a_log_keeps_the_games_it_is_asked_for():
 def test_shrinking_learning_rates_replay_exactly_like_game_by_game(kind):
     rng = np.random.default_rng(6)
     m = 20
-    games = []
-    for _ in range(500):
-        if kind == "two_player":
-            a, b = rng.choice(m, 2, replace=False)
-            games.append(Game(((int(a),), (int(b),)), tuple(int(r) for r in rng.integers(1, 3, 2))))
-        else:
-            n_sides = int(rng.integers(2, 5))
-            sizes = rng.integers(1, 3, n_sides)
-            players = rng.choice(m, size=int(sizes.sum()), replace=False)
-            sides = tuple(tuple(int(p) for p in part) for part in np.split(players, np.cumsum(sizes)[:-1]))
-            games.append(Game(sides, tuple(int(r) for r in rng.integers(1, n_sides + 1, n_sides))))
+    games = random_games(rng, m, 500, kind, advantages=False)
     rate = LearningRate(1.0, tau=5.0)
     games0 = rng.integers(0, 30, m)
     C0 = initial_vectors([str(p) for p in range(m)], k=2, seed=4, scale=0.5)
