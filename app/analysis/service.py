@@ -85,10 +85,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
     with db.reading() as session:
         job = session.get(Refit, refit_id)
         ladder = session.get(Ladder, job.ladder_id)
-        state = read_log(session, ladder, from_start=True)
-        seen = session.scalar(
-            select(func.count()).select_from(Game).where(Game.ladder_id == ladder.id, Game.id <= state.last_game_id)
-        )
+        state = read_log(session, ladder, from_start=True)  # every game up to state.last_game_id
     params = RefitIn.model_validate(job.params)
     _update(db, refit_id, status="running", after_game_id=state.last_game_id)
     last_write = [0.0]
@@ -133,7 +130,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "k_selection": result.k_selection,
         "l2": result.l2,
         "l2_selection": result.l2_selection,
-        "games": int(seen or 0),
+        "games": state.log.n_games,
         "players": m,
         "seconds": result.seconds,
         "identifiability": _identifiability_out(found, keys).model_dump(),
@@ -241,11 +238,19 @@ def latest_refit(session: Session, ladder: Ladder) -> Refit | None:
 
 
 def not_comparable_keys(session: Session, ladder: Ladder) -> set[str]:
-    """Players the latest finished refit found not comparable (they are provisional, SPEC §10)."""
-    job = latest_refit(session, ladder)
-    if job is None:
+    """Players the latest finished refit found not comparable (they are provisional, SPEC §10).
+
+    Read on every leaderboard and profile request, so only the report is loaded, not the vectors.
+    """
+    result = session.scalar(
+        select(Refit.result)
+        .where(Refit.ladder_id == ladder.id, Refit.status == "done")
+        .order_by(Refit.id.desc())
+        .limit(1)
+    )
+    if result is None:
         return set()
-    return {row["key"] for row in job.result["identifiability"]["not_comparable"]}
+    return {row["key"] for row in result["identifiability"]["not_comparable"]}
 
 
 def _identifiability_out(found, keys: list[str]) -> IdentifiabilityOut:

@@ -123,12 +123,12 @@ def leaderboard(session: Session, ladder: Ladder, by: str, limit: int, cursor: s
     """Players ordered by an invariant of A (SPEC §8), keyset-paginated on (score, key)."""
     ratings = Ratings.load(session, ladder)
     hodge = ratings.strength()
-    scores = {
-        "hodge": lambda: hodge,
-        "field": lambda: rating.field_score(ratings.C),
-        "disc": lambda: disc_strength(ratings.C),
-    }
-    score = scores[by]()
+    if by == "disc":
+        score = disc_strength(ratings.C)
+    elif by == "field":
+        score = rating.field_score(ratings.C)
+    else:
+        score = hodge
     flagged = not_comparable_keys(session, ladder)
     keys = ratings.keys.astype(str)
     order = np.lexsort((keys, -score))
