@@ -242,7 +242,12 @@ def main(argv: list[str] | None = None) -> None:
     imp.add_argument("--format", choices=["jsonl", "chess", "football", "teams"], default="jsonl")
     refit = sub.add_parser("refit", help="maximum-likelihood refit of a ladder's log, with a report")
     refit.add_argument("ladder")
-    refit.add_argument("--select-k", type=int, nargs="+", help="choose k among these by held-out loss (0 = Elo)")
+    refit.add_argument(
+        "--select-k",
+        type=int,
+        nargs="+",
+        help="choose k among these by held-out loss, the smallest within one standard error (0 = Elo)",
+    )
     refit.add_argument("--restarts", type=int, default=3)
     refit.add_argument("--holdout", type=float, default=0.2)
     refit.add_argument("--l2", type=float, default=RefitIn.model_fields["l2"].default)

@@ -24,6 +24,7 @@ from sqlalchemy import (
     String,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -85,6 +86,8 @@ class Ladder(Base):
     init_offset: Mapped[list[float] | None] = mapped_column(JSON)
     seed: Mapped[int] = mapped_column(BigInteger)
     auto_create_players: Mapped[bool]
+    #: Start a guarded background refit as the log grows (app.analysis.auto).
+    auto_refit: Mapped[bool] = mapped_column(default=False, server_default=false())
     write_key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -166,6 +169,8 @@ class Refit(Base):
     params: Mapped[dict] = mapped_column(JSON)
     result: Mapped[dict | None] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(String(2000))
+    #: Games in the ladder's log when an auto refit was started (the policy's yardstick).
+    log_games: Mapped[int | None] = mapped_column(BigInteger)
     #: The log the refit saw: games with id ≤ this.
     after_game_id: Mapped[int | None] = mapped_column(BigInteger)
     #: Fitted vectors: little-endian int64 player ids and float64 rows in the same order.

@@ -1,8 +1,8 @@
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter, Response
+from fastapi import APIRouter, Query, Response
 
 from app.analysis import service
 from app.analysis.schemas import (
@@ -32,6 +32,13 @@ def start_refit(slug: str, params: RefitIn, db: DatabaseDep, key: BearerKey, res
     service.submit(db, job.id)
     response.headers["Location"] = f"/v1/ladders/{slug}/refits/{job.id}"
     return out
+
+
+@router.get("/refits", response_model=list[RefitOut], responses=problems(404, 422))
+def list_refits(slug: str, db: DatabaseDep, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> list[RefitOut]:
+    """The ladder's refits, newest first: those posted, and those its auto-refit policy started (`params.auto`)."""
+    with db.reading() as session:
+        return service.list_refits(session, get_ladder(session, slug), limit)
 
 
 @router.get("/refits/{refit_id}", response_model=RefitOut, responses=problems(404))

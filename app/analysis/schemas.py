@@ -24,7 +24,9 @@ class RefitIn(StrictModel):
     )
     holdout: float = Field(0.2, ge=0, lt=0.9, description="Fraction of games held out for the report (0: none).")
     select_k: list[int] | None = Field(
-        None, description="Choose k among these (0 = Elo, at most the ladder's k) by held-out log loss."
+        None,
+        description="Choose k among these (0 = Elo, at most the ladder's k): the smallest whose held-out log loss "
+        "is within one standard error of the best.",
     )
     eta: float | None = Field(
         None, ge=0, le=10, description="η of the replayed online rule in the report (default: the ladder's)."
@@ -33,6 +35,12 @@ class RefitIn(StrictModel):
         None, ge=1, le=8, description="k of the replayed online rule in the report (default: the ladder's)."
     )
     seed: int = Field(0, ge=0, lt=2**32, description="Seed of the split and of the starts.")
+    auto: bool = Field(
+        False,
+        description="Guarded, applied by the service (what a ladder's auto-refit posts): first fit all but the "
+        "latest games and replay the online rule from that fit over them; only if that predicts them better than "
+        "the online ratings did is the refit of the whole log applied as a checkpoint, otherwise it is rejected.",
+    )
 
     model_config = StrictModel.model_config | {
         "json_schema_extra": {"examples": [{"restarts": 3, "holdout": 0.2}, {"select_k": [0, 1, 2], "eta": 0.05}]}
@@ -41,7 +49,9 @@ class RefitIn(StrictModel):
 
 class RefitOut(BaseModel):
     id: int
-    status: Literal["queued", "running", "done", "failed"]
+    status: Literal["queued", "running", "done", "rejected", "failed"] = Field(
+        description="rejected: an auto refit that would not have predicted the latest games better (see result)."
+    )
     progress: float = Field(description="0 to 1.")
     params: dict
     result: dict | None = Field(

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 from sqlalchemy import func, select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, defer
 
 from app import rating
 from app.analysis.schemas import (
@@ -39,7 +39,7 @@ from app.rating.analysis import canonical as canonical_form
 from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts
 from app.rating.identifiability import identifiability as identify
-from app.rating.refit import evaluate, split_games
+from app.rating.refit import Metrics, evaluate, split_games
 from app.rating.refit import refit as fit_log
 
 logger = logging.getLogger("melo")
@@ -81,12 +81,16 @@ def _run_logged(db: Database, refit_id: int) -> None:
 
 
 def run_refit(db: Database, refit_id: int, progress=None) -> None:
-    """Fit, check identifiability of the fit, store the result (also used by ``melo refit``)."""
+    """Fit, check identifiability of the fit, store the result (also used by ``melo refit``).
+
+    An ``auto`` refit is guarded first (:func:`_guard`) and applied when it passes.
+    """
     with db.reading() as session:
         job = session.get(Refit, refit_id)
         ladder = session.get(Ladder, job.ladder_id)
+        params = RefitIn.model_validate(job.params)
         state = read_log(session, ladder, from_start=True)  # every game up to state.last_game_id
-    params = RefitIn.model_validate(job.params)
+        recent = read_log(session, ladder) if params.auto else None  # from the latest checkpoint
     _update(db, refit_id, status="running", after_game_id=state.last_game_id)
     last_write = [0.0]
 
@@ -101,6 +105,14 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
     m = len(state.keys)
     if state.log.n_games == 0 or m < 2:
         raise ValueError("the ladder has no games to fit")
+    guard, select_k = None, params.select_k
+    if params.auto:
+        guard = _guard(ladder, state, recent, params)
+        if not guard["better"]:
+            summary = {"games": state.log.n_games, "players": m, "guard": guard}
+            _update(db, refit_id, status="rejected", progress=1.0, result=summary, finished_at=datetime.now(UTC))
+            return
+        select_k = [guard["k"]]
     result = fit_log(
         state.log,
         m,
@@ -110,7 +122,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         holdout=params.holdout,
         seed=params.seed,
         current=state.stored,
-        select_k=params.select_k,
+        select_k=select_k,
         progress=report,
     )
     heldout = dict(result.heldout)
@@ -120,7 +132,6 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         heldout["replay"] = _replay_metrics(ladder, state, eta, replay_k, params) | {"eta": eta, "k": replay_k}
     # Identifiability of the model chosen: its 2k' coordinates (Elo: (r, 1)), not the padding.
     found = identify(result.C[:, : 2 * max(result.k, 1)], state.log, m)
-    keys = state.keys
     summary = {
         "k": result.k,
         "log_likelihood": result.log_likelihood,
@@ -133,18 +144,65 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "games": state.log.n_games,
         "players": m,
         "seconds": result.seconds,
-        "identifiability": _identifiability_out(found, keys).model_dump(),
-    }
+        "identifiability": _identifiability_out(found, state.keys).model_dump(),
+    } | ({"guard": guard} if guard else {})
+    # Players without a game have nothing fitted (only the prior): they keep their initial vectors.
+    played = np.bincount(state.log.member_player, minlength=m) > 0
     _update(
         db,
         refit_id,
         status="done",
         progress=1.0,
         result=summary,
-        player_ids=state.player_ids.astype("<i8").tobytes(),
-        vectors=np.ascontiguousarray(result.C, dtype="<f8").tobytes(),
+        player_ids=state.player_ids[played].astype("<i8").tobytes(),
+        vectors=np.ascontiguousarray(result.C[played], dtype="<f8").tobytes(),
         finished_at=datetime.now(UTC),
     )
+    if params.auto:
+        try:
+            db.write(lambda session: apply_refit(session, session.get(Ladder, ladder.id), session.get(Refit, refit_id)))
+        except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
+            logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
+
+
+#: Auto refits compare predictions on at most this fraction of the log, its latest games.
+GUARD_WINDOW = 0.2
+
+
+def _guard(ladder: Ladder, state: LadderLog, recent: LadderLog, params: RefitIn) -> dict:
+    """Would a refit have predicted the latest games better than the online ratings did?
+
+    The window is the latest :data:`GUARD_WINDOW` of the log, and never reaches
+    back past the latest checkpoint, so the online forecasts are exactly those
+    the ladder served (replayed from that checkpoint, as ``/audit`` does).  The
+    refit (k chosen by ``select_k``, SPEC §9) is fitted on the games before the
+    window; the online rule then runs on from it through the window, predicting
+    each game before learning from it, exactly as the ladder would have.
+    """
+    n = state.log.n_games
+    window = min(recent.log.n_games, int(GUARD_WINDOW * n))
+    if window == 0 or window == n:
+        return {"better": False, "window_games": window, "reason": "no games to compare on"}
+    m, w0 = len(state.keys), n - window
+    rate = learning_rate(ladder)
+    before, after = state.log.take(np.arange(w0)), state.log.take(np.arange(w0, n))
+    trial = fit_log(before, m, ladder.k, l2=params.l2, restarts=1, holdout=params.holdout, seed=params.seed,
+                    select_k=params.select_k)  # fmt: skip
+    games0 = np.bincount(before.member_player, minlength=m)
+    start = state.start.copy()  # the initial vectors
+    start[games0 > 0] = trial.C[games0 > 0]
+    refit_p = rating.replay_history(start, after, rate, games0=games0).pair_p
+    online_p = rating.replay_history(recent.start, recent.log, rate, games0=recent.start_games).pair_p
+    online_p = online_p[len(online_p) - len(after.pair_a) :]
+    terms = np.arange(len(after.pair_a))
+    refit_loss, online_loss = (Metrics.of(p, after, terms).log_loss for p in (refit_p, online_p))
+    return {
+        "better": refit_loss < online_loss,
+        "k": trial.k,
+        "window_games": window,
+        "refit_log_loss": refit_loss,
+        "online_log_loss": online_loss,
+    }
 
 
 def _replay_metrics(ladder: Ladder, state: LadderLog, eta: float, k: int, params: RefitIn) -> dict:
@@ -174,6 +232,12 @@ def get_refit(session: Session, ladder: Ladder, refit_id: int) -> Refit:
     if job is None:
         raise NotFound(f"There is no refit {refit_id} in ladder {ladder.slug!r}.")
     return job
+
+
+def list_refits(session: Session, ladder: Ladder, limit: int) -> list[RefitOut]:
+    query = select(Refit).where(Refit.ladder_id == ladder.id).order_by(Refit.id.desc()).limit(limit)
+    jobs = session.scalars(query.options(defer(Refit.player_ids), defer(Refit.vectors)))
+    return [refit_out(job) for job in jobs]
 
 
 def refit_out(job: Refit) -> RefitOut:

@@ -2,9 +2,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, BackgroundTasks, Header, Query
 from sqlalchemy.orm import Session
 
+from app.analysis import auto
 from app.deps import DatabaseDep, SettingsDep
 from app.errors import InvalidInput, problems
 from app.games import service
@@ -26,16 +27,27 @@ IdempotencyKey = Annotated[
 
 
 @router.post("", status_code=201, response_model=GameOut, responses=problems(401, 403, 404, 409, 413, 422))
-def post_game(slug: str, game: GameIn, db: DatabaseDep, key: BearerKey, idempotency_key: IdempotencyKey = None) -> dict:
+def post_game(
+    slug: str,
+    game: GameIn,
+    db: DatabaseDep,
+    key: BearerKey,
+    background: BackgroundTasks,
+    idempotency_key: IdempotencyKey = None,
+) -> dict:
     """Record a game and apply the normalised mElo update to its participants (SPEC §3-§6)."""
     digest = service.request_hash(game)
+    ladder_id = []
 
     def work(session: Session) -> dict:
         ladder = get_ladder(session, slug)
         require(key, ladder.write_key_hash, "write key of this ladder")
+        ladder_id[:] = [ladder.id]
         return service.post_games(session, ladder, [game], idempotency_key, digest, batch=False)
 
-    return db.write(work)
+    out = db.write(work)
+    background.add_task(auto.games_posted, db, ladder_id[0], 1)
+    return out
 
 
 @router.post("/batch", status_code=201, response_model=BatchOut, responses=problems(401, 403, 404, 409, 413, 422))
@@ -45,6 +57,7 @@ def post_batch(
     db: DatabaseDep,
     settings: SettingsDep,
     key: BearerKey,
+    background: BackgroundTasks,
     idempotency_key: IdempotencyKey = None,
 ) -> dict:
     """Record games in order in one transaction: all are applied, or none (errors name `games[i]`)."""
@@ -55,12 +68,17 @@ def post_batch(
         )
     digest = service.request_hash(batch)
 
+    ladder_id = []
+
     def work(session: Session) -> dict:
         ladder = get_ladder(session, slug)
         require(key, ladder.write_key_hash, "write key of this ladder")
+        ladder_id[:] = [ladder.id]
         return service.post_games(session, ladder, batch.games, idempotency_key, digest, batch=True)
 
-    return db.write(work)
+    out = db.write(work)
+    background.add_task(auto.games_posted, db, ladder_id[0], len(batch.games))
+    return out
 
 
 @router.get("", response_model=Page[GameOut], responses=problems(404, 422))

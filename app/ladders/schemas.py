@@ -8,10 +8,11 @@ from app.schemas import Slug, StrictModel
 
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (README).
 DEFAULT_K = 2
-DEFAULT_ETA = 1.0
-DEFAULT_ETA_TAU = 20.0
-DEFAULT_INIT_SCALE = 0.1
+DEFAULT_ETA = 0.7
+DEFAULT_ETA_TAU = 3.0
+DEFAULT_INIT_SCALE = 0.05
 DEFAULT_INIT_V0 = 1.0
+DEFAULT_AUTO_REFIT = True
 
 
 class LadderCreate(StrictModel):
@@ -34,6 +35,12 @@ class LadderCreate(StrictModel):
     )
     seed: int | None = Field(None, ge=0, lt=2**63, description="Seed of initial vectors; random when omitted.")
     auto_create_players: bool = Field(True, description="Create unknown players when a game names them.")
+    auto_refit: bool = Field(
+        DEFAULT_AUTO_REFIT,
+        description="From 1,000 games on, refit the whole log in the background each time it has grown by 20%, and "
+        "apply the refit as a checkpoint only if it would have predicted the latest games better than the online "
+        "ratings did (GET …/refits shows each one).",
+    )
 
     model_config = StrictModel.model_config | {
         "json_schema_extra": {"examples": [{"slug": "office-pingpong", "name": "Office ping-pong", "k": 1}]}
@@ -50,6 +57,7 @@ class LadderOut(BaseModel):
     init_offset: list[float] | None
     seed: int
     auto_create_players: bool
+    auto_refit: bool
     created_at: datetime
     players: int
     games: int

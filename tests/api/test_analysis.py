@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 
+from app.analysis import auto
 from app.models import Ladder, Refit
 from tests.conftest import bearer, make_ladder
 
@@ -45,7 +46,7 @@ def wait(client, location, timeout=120):
     deadline = time.time() + timeout
     while time.time() < deadline:
         job = client.get(location).json()
-        if job["status"] in ("done", "failed"):
+        if job["status"] in ("done", "rejected", "failed"):
             return job
         time.sleep(0.2)
     pytest.fail(f"refit still {job['status']} after {timeout} s")
@@ -143,3 +144,78 @@ def test_a_refit_lost_with_its_process_shows_as_failed(client):
         job_id = job.id
     shown = client.get(f"/v1/ladders/test/refits/{job_id}").json()
     assert shown["status"] == "failed" and "start a new refit" in shown["error"]
+
+
+def disc_games(n: int, seed: int = 0) -> list[dict]:
+    """Games of a pure disc game (seed 004 Example 2): 12 players on a circle, P(i beats j) = σ(4 sin(θ_j - θ_i))."""
+    rng = np.random.default_rng(seed)
+    theta = rng.uniform(0, 2 * np.pi, 12)
+    games = []
+    for _ in range(n):
+        a, b = rng.choice(12, 2, replace=False)
+        a_wins = rng.random() < 1 / (1 + np.exp(-4 * np.sin(theta[b] - theta[a])))
+        games.append(game(f"d{a}", f"d{b}") if a_wins else game(f"d{b}", f"d{a}"))
+    return games
+
+
+def test_auto_refit_applies_a_better_fit_as_a_checkpoint(client):
+    auto._posted.clear()
+    key = make_ladder(client)  # the defaults: auto_refit on
+    assert client.get("/v1/ladders/test").json()["auto_refit"] is True
+    games = disc_games(1_100)
+    h = bearer(key)
+    client.post("/v1/ladders/test/games/batch", json={"games": games[:999]}, headers=h)
+    assert client.get("/v1/ladders/test/refits").json() == []  # below 1,000 games
+    client.post("/v1/ladders/test/games/batch", json={"games": games[999:1000]}, headers=h)
+    client.post("/v1/ladders/test/games/batch", json={"games": games[1000:1099]}, headers=h)  # 100 since the check
+    (started,) = client.get("/v1/ladders/test/refits").json()
+    assert started["params"]["auto"] and started["params"]["select_k"] == [0, 1, 2]
+    job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
+    guard = job["result"]["guard"]
+    # The cycles are there to find: the refit, continued online, beat the online ratings on the latest 20%.
+    assert job["status"] == "done" and guard["better"] and guard["k"] >= 1, job
+    assert guard["window_games"] == int(0.2 * job["result"]["games"])
+    # The online forecasts the guard compared with are those the ladder served: the stored expected scores.
+    served = client.get("/v1/ladders/test/games?limit=500").json()["items"]
+    window = [g for g in served if g["id"] <= job["after_game"]][: guard["window_games"]]
+    p = np.array([g["sides"][0]["expected_score"] for g in window])
+    assert -np.mean(np.log(p)) == pytest.approx(guard["online_log_loss"], rel=1e-9)  # side 0 always won
+    assert job["applied_at"] is not None
+    audit = client.get("/v1/ladders/test/audit").json()
+    assert audit["consistent"] and audit["checkpoint_after_game"] == job["after_game"]
+    # 1,199 games are not yet 20% more than the 1,099 the last one saw: no new refit.
+    client.post("/v1/ladders/test/games/batch", json={"games": games[1099:]}, headers=h)
+    client.post("/v1/ladders/test/games/batch", json={"games": disc_games(99, seed=1)}, headers=h)
+    assert len(client.get("/v1/ladders/test/refits").json()) == 1
+
+
+def test_auto_refit_is_off_when_the_ladder_says_so(client):
+    auto._posted.clear()
+    key = make_ladder(client, auto_refit=False)
+    client.post("/v1/ladders/test/games/batch", json={"games": disc_games(1_000)}, headers=bearer(key))
+    assert client.get("/v1/ladders/test/refits").json() == []
+
+
+def test_auto_refit_that_would_not_predict_better_is_rejected(client):
+    # η = 0 and the true vectors: the online forecasts are the true probabilities, which no fit can beat.
+    auto._posted.clear()
+    key = make_ladder(client, k=1, eta=0.0)
+    h = bearer(key)
+    rng = np.random.default_rng(5)
+    C = rng.normal(scale=3.0, size=(10, 2))  # decisive games: the refit's prior shrinks them
+    for n, vec in enumerate(C):
+        client.post("/v1/ladders/test/players", json={"key": f"t{n}", "vector": vec.tolist()}, headers=h)
+    games = []
+    for _ in range(1_100):
+        a, b = rng.choice(10, 2, replace=False)
+        a_wins = rng.random() < 1 / (1 + np.exp(-(C[a, 0] * C[b, 1] - C[a, 1] * C[b, 0])))
+        games.append(game(f"t{a}", f"t{b}") if a_wins else game(f"t{b}", f"t{a}"))
+    client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h)
+    client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=h)
+    (started,) = client.get("/v1/ladders/test/refits").json()
+    job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
+    guard = job["result"]["guard"]
+    assert job["status"] == "rejected" and not guard["better"], guard
+    assert guard["refit_log_loss"] > guard["online_log_loss"] and job["applied_at"] is None, guard
+    assert client.get("/v1/ladders/test/audit").json()["checkpoint_after_game"] is None
+    assert client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h).status_code == 409

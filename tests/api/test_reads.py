@@ -1,8 +1,13 @@
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from app import rating
 from tests.conftest import bearer, make_ladder
+
+ROOT = Path(__file__).resolve().parents[2]
 
 C_SEED = {"p1": [3.0, 0.0], "p2": [1.0, 2.0], "p3": [-1.0, -1.0]}
 
@@ -87,8 +92,15 @@ def test_openapi_and_health(client):
 def test_ladder_defaults_come_from_the_quality_benchmark(client):
     make_ladder(client, slug="plain")
     ladder = client.get("/v1/ladders/plain").json()
-    assert (ladder["k"], ladder["eta"], ladder["eta_tau"], ladder["init_scale"]) == (2, 1.0, 20.0, 0.1)
-    assert ladder["init_offset"] == [0.0, 1.0, 0.0, 0.0]  # near the Elo manifold c = (r, 1)
+    chosen = json.loads((ROOT / "bench" / "results" / "quality.json").read_text())["chosen"]
+    assert (ladder["k"], ladder["eta"], ladder["eta_tau"], ladder["init_scale"]) == (
+        chosen["k"],
+        chosen["eta"],
+        chosen["tau"],
+        chosen["scale"],
+    )
+    assert ladder["init_offset"] == [0.0, chosen["offset"], 0.0, 0.0]  # near the Elo manifold c = (r, 1)
+    assert ladder["auto_refit"] is True
     make_ladder(client, slug="seed", k=1, eta=0.1, eta_tau=None, init_scale=0.5, init_offset=[0.0, 0.0])
     seed = client.get("/v1/ladders/seed").json()
     assert (seed["eta_tau"], seed["init_offset"]) == (None, [0.0, 0.0])
