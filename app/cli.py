@@ -131,7 +131,7 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 
 def cmd_create_ladder(args: argparse.Namespace) -> None:
-    data = LadderCreate(slug=args.slug, k=args.k, eta=args.eta, auto_create_players=True)
+    data = LadderCreate(slug=args.slug, k=args.k, eta=args.eta, auto_create_players=True, auto_refit=args.auto_refit)
     if args.constant_eta:
         data = data.model_copy(update={"eta_tau": None})
     db = Database.from_settings(get_settings())
@@ -236,18 +236,16 @@ def main(argv: list[str] | None = None) -> None:
     create.add_argument("--k", type=int, default=LadderCreate.model_fields["k"].default)
     create.add_argument("--eta", type=float, default=LadderCreate.model_fields["eta"].default)
     create.add_argument("--constant-eta", action="store_true", help="do not shrink η with games played")
+    create.add_argument(
+        "--no-auto-refit", dest="auto_refit", action="store_false", help="never refit in the background by itself"
+    )
     imp = sub.add_parser("import", help="import games into a ladder, in order, all or nothing")
     imp.add_argument("ladder")
     imp.add_argument("file")
     imp.add_argument("--format", choices=["jsonl", "chess", "football", "teams"], default="jsonl")
     refit = sub.add_parser("refit", help="maximum-likelihood refit of a ladder's log, with a report")
     refit.add_argument("ladder")
-    refit.add_argument(
-        "--select-k",
-        type=int,
-        nargs="+",
-        help="choose k among these by held-out loss, the smallest within one standard error (0 = Elo)",
-    )
+    refit.add_argument("--select-k", type=int, nargs="+", help="choose k among these by held-out loss (0 = Elo)")
     refit.add_argument("--restarts", type=int, default=3)
     refit.add_argument("--holdout", type=float, default=0.2)
     refit.add_argument("--l2", type=float, default=RefitIn.model_fields["l2"].default)

@@ -44,6 +44,7 @@ def test_import_jsonl_is_all_or_nothing_and_names_the_bad_line(tmp_path, monkeyp
     path = tmp_path / "games.jsonl"
     try:
         main(["create-ladder", "office"])
+        main(["create-ladder", "quiet", "--no-auto-refit"])
         path.write_text("\n".join(json.dumps(g) for g in [*good, bad]) + "\n")
         with pytest.raises(SystemExit, match=r"line 4: sides\.1\.rank: .*nothing was imported"):
             main(["import", "office", str(path)])
@@ -54,6 +55,8 @@ def test_import_jsonl_is_all_or_nothing_and_names_the_bad_line(tmp_path, monkeyp
         get_settings.cache_clear()
     with TestClient(create_app(Settings(database_url=url))) as client:
         assert client.get("/v1/ladders/office").json()["games"] == 3
+        assert client.get("/v1/ladders/office").json()["auto_refit"]
+        assert not client.get("/v1/ladders/quiet").json()["auto_refit"]
         assert client.get("/v1/ladders/office/audit").json()["consistent"]
         games = client.get("/v1/ladders/office/games").json()["items"]
         assert [(g["sides"][0]["players"][0]["key"], g["sides"][0]["actual_score"]) for g in games] == [

@@ -24,9 +24,7 @@ class RefitIn(StrictModel):
     )
     holdout: float = Field(0.2, ge=0, lt=0.9, description="Fraction of games held out for the report (0: none).")
     select_k: list[int] | None = Field(
-        None,
-        description="Choose k among these (0 = Elo, at most the ladder's k): the smallest whose held-out log loss "
-        "is within one standard error of the best.",
+        None, description="Choose k among these (0 = Elo, at most the ladder's k) by held-out log loss."
     )
     eta: float | None = Field(
         None, ge=0, le=10, description="η of the replayed online rule in the report (default: the ladder's)."

@@ -105,14 +105,18 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
     m = len(state.keys)
     if state.log.n_games == 0 or m < 2:
         raise ValueError("the ladder has no games to fit")
-    guard, select_k = None, params.select_k
-    if params.auto:
-        guard = _guard(ladder, state, recent, params)
+    guard, select_k, fit_progress = None, params.select_k, report
+    if params.auto:  # the guard's fit takes the first half of the progress bar, the whole log's the second
+        guard = _guard(ladder, state, recent, params, lambda done, total: report(done, 2 * total))
         if not guard["better"]:
             summary = {"games": state.log.n_games, "players": m, "guard": guard}
             _update(db, refit_id, status="rejected", progress=1.0, result=summary, finished_at=datetime.now(UTC))
             return
         select_k = [guard["k"]]
+
+        def fit_progress(done: int, total: int) -> None:
+            report(total + done, 2 * total)
+
     result = fit_log(
         state.log,
         m,
@@ -123,7 +127,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         seed=params.seed,
         current=state.stored,
         select_k=select_k,
-        progress=report,
+        progress=fit_progress,
     )
     heldout = dict(result.heldout)
     if params.holdout > 0:
@@ -169,7 +173,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
 GUARD_WINDOW = 0.2
 
 
-def _guard(ladder: Ladder, state: LadderLog, recent: LadderLog, params: RefitIn) -> dict:
+def _guard(ladder: Ladder, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
     """Would a refit have predicted the latest games better than the online ratings did?
 
     The window is the latest :data:`GUARD_WINDOW` of the log, and never reaches
@@ -187,7 +191,7 @@ def _guard(ladder: Ladder, state: LadderLog, recent: LadderLog, params: RefitIn)
     rate = learning_rate(ladder)
     before, after = state.log.take(np.arange(w0)), state.log.take(np.arange(w0, n))
     trial = fit_log(before, m, ladder.k, l2=params.l2, restarts=1, holdout=params.holdout, seed=params.seed,
-                    select_k=params.select_k)  # fmt: skip
+                    select_k=params.select_k, progress=progress)  # fmt: skip
     games0 = np.bincount(before.member_player, minlength=m)
     start = state.start.copy()  # the initial vectors
     start[games0 > 0] = trial.C[games0 > 0]

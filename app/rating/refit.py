@@ -41,7 +41,7 @@ Progress = Callable[[int, int], None] | None
 #: centred on 0 instead shrinks the Elo component (whose v = 1 is shared by every player) and,
 #: from λ = 2 up, collapsed small logs to P = 1/2.
 L2 = 2.0
-#: The penalties tried when λ is chosen by held-out loss.
+#: The penalties tried when λ is chosen by held-out loss: sparse logs need a firmer prior.
 L2_CHOICES = (0.5, 2.0, 8.0, 32.0)
 
 
@@ -243,30 +243,6 @@ def evaluate_elo(ratings: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
     return Metrics.of(expit(x), log, pairs)
 
 
-def pair_losses(logits: Array, log: GameLog, pairs: IntArray) -> Array:
-    """Log loss of every selected pair term (unweighted), from its logit."""
-    s = log.pair_outcome[pairs]
-    return -(s * log_expit(logits) + (1 - s) * log_expit(-logits))
-
-
-def smallest_within_one_se(losses: dict[int, Array], weight: Array) -> int:
-    """The smallest k whose held-out loss is within one standard error of the best (the one-SE rule).
-
-    The standard error is that of the paired per-term difference from the best
-    k.  With the plain minimum, refits of growing prefixes of the transitive
-    chess games flipped between k = 0 and k = 2 on held-out noise.
-    """
-    mean = {k: float(np.average(x, weights=weight)) for k, x in losses.items()}
-    best = min(mean, key=mean.get)
-    total = float(np.sum(weight))
-    for k in sorted(losses):
-        d = losses[k] - losses[best]
-        se = np.sqrt(float(np.sum(weight**2 * (d - mean[k] + mean[best]) ** 2))) / total
-        if mean[k] - mean[best] <= se:
-            return k
-    return best
-
-
 def split_games(log: GameLog, holdout: float, seed: int) -> tuple[IntArray, IntArray]:
     """Pair terms of a random ``holdout`` fraction of the games (test) and of the rest (train)."""
     if not 0.0 <= holdout < 1.0:
@@ -335,8 +311,7 @@ def refit(
     Held-out log loss, Brier and accuracy are reported for the refit, the
     ``current`` (online) vectors if given, and the Elo baseline (SPEC §11).
     With ``select_k``, each k there (0 = Elo) is fitted on the training games
-    and the smallest one within one standard error of the lowest held-out log
-    loss is used (:func:`smallest_within_one_se`); the vectors keep
+    and the one with the lowest held-out log loss is used; the vectors keep
     the 2k columns of ``k`` (k = 0 gives (r, 1), then small random discs, see
     :func:`_pad`).  With ``l2=None`` λ is chosen the same way among
     :data:`L2_CHOICES` (k is chosen first, with :data:`L2`).  ``prior_mean``
@@ -376,17 +351,16 @@ def refit(
         if current is not None:
             heldout["current"] = vars(evaluate(current, log, test))
     if candidates:
-        elo_logits = _side_vectors(elo.ratings[:, None], log)[:, 0]
-        logits = {
-            kk: elo_logits[log.pair_a[test]] - elo_logits[log.pair_b[test]] + log.pair_shift[test]
-            if kk == 0
-            else pair_logits(run(kk, train, seed).C, log, test)
+        selection = [
+            {
+                "k": kk,
+                "heldout_log_loss": heldout["elo"]["log_loss"]
+                if kk == 0
+                else evaluate(run(kk, train, seed).C, log, test).log_loss,
+            }
             for kk in candidates
-        }
-        losses = {kk: pair_losses(x, log, test) for kk, x in logits.items()}
-        chosen = smallest_within_one_se(losses, log.pair_weight[test])
-        selection = [{"k": kk, "heldout_log_loss": float(np.average(losses[kk], weights=log.pair_weight[test]))}
-                     for kk in candidates]  # fmt: skip
+        ]
+        chosen = min(selection, key=lambda row: row["heldout_log_loss"])["k"]
     if chosen == 0:
         full = fit_elo(pair_counts(log, n_players))
         if progress is not None:
