@@ -47,7 +47,7 @@ from app.analysis.auto import FIRST_GAMES, GROWTH  # noqa: E402
 from app.analysis.service import GUARD_WINDOW  # noqa: E402
 from app.rating import Game, GameLog, LearningRate, initial_vectors, replay_history  # noqa: E402
 from app.rating.model import omega_apply, rowdot  # noqa: E402
-from app.rating.refit import evaluate, fit, refit, split_games  # noqa: E402
+from app.rating.refit import L2, evaluate, fit, guard, penalty_weights, refit, split_games  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 RESULTS = Path(__file__).parent / "results"
@@ -171,23 +171,15 @@ def with_refits(log: GameLog, m: int, k: int, eta: float, scale: float, tau: flo
         p_out[log.pair_ptr[done] : log.pair_ptr[end]] = history.pair_p
         C, played = history.C, played + np.bincount(part.member_player, minlength=m)
         if end < log.n_games:
-            w0 = end - min(end - applied, int(GUARD_WINDOW * end))
-            before = log.take(np.arange(w0))
-            trial = refit(before, m, k, select_k=list(range(k + 1)), restarts=1)
-            games0 = np.bincount(before.member_player, minlength=m)
-            start = C0.copy()
-            start[games0 > 0] = trial.C[games0 > 0]
-            p_trial = p_out.copy()
-            p_trial[log.pair_ptr[w0] : log.pair_ptr[end]] = replay_history(
-                start, log.take(np.arange(w0, end)), rate, games0=games0
-            ).pair_p
-            if log_loss(p_trial, log, slice(w0, end)) < log_loss(p_out, log, slice(w0, end)):
-                full = refit(log.take(np.arange(end)), m, k, select_k=[trial.k], restarts=1)
+            seen = log.take(np.arange(end))
+            window = min(end - applied, int(GUARD_WINDOW * end))
+            served = p_out[log.pair_ptr[end - window] : log.pair_ptr[end]]
+            verdict = guard(seen, C0, window, served, rate, k, list(range(k + 1)))
+            if verdict.better:
+                full = refit(seen, m, k, select_k=[verdict.k], restarts=1)
                 C[played > 0] = full.C[played > 0]
-                outcomes.append(trial.k)
                 applied = end
-            else:
-                outcomes.append(None)
+            outcomes.append(verdict.k if verdict.better else None)
         done, due = end, max(FIRST_GAMES, int(np.ceil((1 + GROWTH) * end)))
     return p_out, outcomes
 
@@ -308,7 +300,7 @@ def tuned(forecasts: dict[float, np.ndarray], log: GameLog, part: slice) -> tupl
 
 def refit_heldout(log: GameLog, m: int, C_true: np.ndarray | None) -> tuple[float, float | None]:
     train, test = split_games(log, 0.2, seed=0)
-    C = fit(log, m, 2, pairs=train, seed=1).C
+    C = fit(log, m, 2, penalty_weights(2, L2), pairs=train, seed=1).C
     return evaluate(C, log, test).log_loss, None if C_true is None else evaluate(C_true, log, test).log_loss
 
 

@@ -16,8 +16,10 @@ class RefitIn(StrictModel):
         L2,
         ge=0,
         le=1000,
-        description="L2 penalty λ on every coordinate (0.5: a N(0, 1) prior); null: choose among "
-        f"{', '.join(map(str, L2_CHOICES))} by held-out loss (sparse ladders need a firmer prior).",
+        description="L2 penalty λ of the prior N(μ, 1/(2λ)) on the vectors, centred on the Elo manifold "
+        "μ = (0, 1, 0, …). With k ≥ 2 it applies to the cyclic discs, and the first disc keeps a weak prior on r "
+        f"and a tight one on v = 1. null: choose among {', '.join(map(str, L2_CHOICES))} by held-out loss "
+        "(sparse ladders need a firmer prior).",
     )
     restarts: int = Field(
         3, ge=1, le=20, description="Seeded random starts; the best is kept, their agreement reported."

@@ -39,7 +39,7 @@ from app.rating.analysis import canonical as canonical_form
 from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts
 from app.rating.identifiability import identifiability as identify
-from app.rating.refit import Metrics, evaluate, split_games
+from app.rating.refit import evaluate, guard, split_games
 from app.rating.refit import refit as fit_log
 
 logger = logging.getLogger("melo")
@@ -174,39 +174,33 @@ GUARD_WINDOW = 0.2
 
 
 def _guard(ladder: Ladder, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
-    """Would a refit have predicted the latest games better than the online ratings did?
+    """:func:`app.rating.refit.guard` on the latest games of the log.
 
-    The window is the latest :data:`GUARD_WINDOW` of the log, and never reaches
-    back past the latest checkpoint, so the online forecasts are exactly those
-    the ladder served (replayed from that checkpoint, as ``/audit`` does).  The
-    refit (k chosen by ``select_k``, SPEC §9) is fitted on the games before the
-    window; the online rule then runs on from it through the window, predicting
-    each game before learning from it, exactly as the ladder would have.
+    The window is the latest :data:`GUARD_WINDOW` of the log and never reaches
+    back past the latest checkpoint, so the online forecasts it compares with
+    are exactly those the ladder served (replayed from that checkpoint, as
+    ``/audit`` does).
     """
     n = state.log.n_games
     window = min(recent.log.n_games, int(GUARD_WINDOW * n))
-    if window == 0 or window == n:
+    if not 0 < window < n:
         return {"better": False, "window_games": window, "reason": "no games to compare on"}
-    m, w0 = len(state.keys), n - window
     rate = learning_rate(ladder)
-    before, after = state.log.take(np.arange(w0)), state.log.take(np.arange(w0, n))
-    trial = fit_log(before, m, ladder.k, l2=params.l2, restarts=1, holdout=params.holdout, seed=params.seed,
-                    select_k=params.select_k, progress=progress)  # fmt: skip
-    games0 = np.bincount(before.member_player, minlength=m)
-    start = state.start.copy()  # the initial vectors
-    start[games0 > 0] = trial.C[games0 > 0]
-    refit_p = rating.replay_history(start, after, rate, games0=games0).pair_p
-    online_p = rating.replay_history(recent.start, recent.log, rate, games0=recent.start_games).pair_p
-    online_p = online_p[len(online_p) - len(after.pair_a) :]
-    terms = np.arange(len(after.pair_a))
-    refit_loss, online_loss = (Metrics.of(p, after, terms).log_loss for p in (refit_p, online_p))
-    return {
-        "better": refit_loss < online_loss,
-        "k": trial.k,
-        "window_games": window,
-        "refit_log_loss": refit_loss,
-        "online_log_loss": online_loss,
-    }
+    served = rating.replay_history(recent.start, recent.log, rate, games0=recent.start_games).pair_p
+    in_window = len(served) - (len(state.log.pair_a) - int(state.log.pair_ptr[n - window]))
+    verdict = guard(
+        state.log,
+        state.start,  # from_start: the initial vectors
+        window,
+        served[in_window:],
+        rate,
+        ladder.k,
+        params.select_k,
+        params.l2,
+        params.seed,
+        progress,
+    )
+    return vars(verdict)
 
 
 def _replay_metrics(ladder: Ladder, state: LadderLog, eta: float, k: int, params: RefitIn) -> dict:

@@ -7,16 +7,20 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from app.rating import Game, GameLog, omega
+from app.rating import Game, GameLog, LearningRate, omega
 from app.rating.analysis import canonical
 from app.rating.elo import fit_elo, pair_counts
+from app.rating.errors import RatingInputError
 from app.rating.model import omega_apply, rowdot
 from app.rating.refit import (
     evaluate,
     evaluate_elo,
     fit,
+    guard,
     log_likelihood,
     log_likelihood_gradient,
+    pair_logits,
+    penalty_weights,
     refit,
     split_games,
 )
@@ -45,15 +49,27 @@ def test_gradient_matches_finite_differences_with_teams_multiplayer_and_advantag
     ]
     log = GameLog.from_games(games)
     C = rng.normal(size=(5, 4))
-    grad = log_likelihood_gradient(C, log, l2=0.1)
-    numeric = np.zeros_like(C)
-    h = 1e-6
-    for idx in np.ndindex(C.shape):
-        up, down = C.copy(), C.copy()
-        up[idx] += h
-        down[idx] -= h
-        numeric[idx] = (log_likelihood(up, log, l2=0.1) - log_likelihood(down, log, l2=0.1)) / (2 * h)
-    np.testing.assert_allclose(grad, numeric, atol=1e-6)
+    for l2 in (0.1, penalty_weights(2, 0.1)):  # one λ, and the Elo disc's own prior
+        grad = log_likelihood_gradient(C, log, l2=l2)
+        numeric = np.zeros_like(C)
+        h = 1e-6
+        for idx in np.ndindex(C.shape):
+            up, down = C.copy(), C.copy()
+            up[idx] += h
+            down[idx] -= h
+            numeric[idx] = (log_likelihood(up, log, l2=l2) - log_likelihood(down, log, l2=l2)) / (2 * h)
+        np.testing.assert_allclose(grad, numeric, atol=1e-6)
+
+
+def test_the_prior_is_centred_on_the_elo_manifold_and_holds_the_first_disc_to_it():
+    C = np.array([[0.5, 1.0, 0.2, -0.1], [-0.5, 1.0, 0.0, 0.3]])
+    log = GameLog.from_games([])
+    # No games: ℓ is the prior alone, -Σ λ_d (c_d - μ_d)² with μ = (0, 1, 0, 0).
+    assert log_likelihood(C, log, l2=2.0) == pytest.approx(-2.0 * (0.25 + 0.04 + 0.01 + 0.25 + 0.09))
+    weights = penalty_weights(2, 2.0)
+    np.testing.assert_array_equal(weights, [0.25, 32.0, 2.0, 2.0])
+    assert log_likelihood(C, log, l2=weights) == pytest.approx(-(0.25 * 0.5 + 2.0 * (0.04 + 0.01 + 0.09)))
+    assert penalty_weights(1, 2.0) == 2.0  # one disc stays free to be cyclic
 
 
 @pytest.mark.parametrize("k", [1, 2])
@@ -128,3 +144,22 @@ def test_a_sparse_log_chooses_a_firmer_prior():
     losses = {row["l2"]: row["heldout_log_loss"] for row in report.l2_selection}
     assert report.l2 == min(losses, key=losses.get) and report.l2 > 0.5
     assert report.heldout["refit"]["log_loss"] < losses[0.5]
+
+
+def test_guard_compares_the_refit_continued_online_with_the_served_forecasts():
+    rng = np.random.default_rng(3)
+    C_true = 2.0 * rng.normal(size=(20, 2))  # a decisive k = 1 game, far from the Elo manifold
+    log = sampled_games(C_true, 3_000, rng)
+    start = np.tile([0.0, 1.0], (20, 1)) + rng.normal(scale=0.05, size=(20, 2))
+    frozen = LearningRate(0.0)  # the refit's vectors predict the whole window
+    window = slice(log.pair_ptr[2_400], None)
+    # Coin-flip forecasts (log 2 per game) lose to a refit of 2,400 games.
+    coin = guard(log, start, 600, np.full(600, 0.5), frozen, 1, [0, 1])
+    assert coin.online_log_loss == pytest.approx(np.log(2)) and coin.better and coin.k == 1
+    assert coin.refit_log_loss < 0.5
+    # The true probabilities cannot be beaten.
+    truth = guard(log, start, 600, expit(pair_logits(C_true, log))[window], frozen, 1, [0, 1])
+    assert not truth.better and truth.online_log_loss < truth.refit_log_loss
+    assert truth.refit_log_loss == pytest.approx(coin.refit_log_loss)
+    with pytest.raises(RatingInputError):
+        guard(log, start, 3_000, np.full(3_000, 0.5), frozen, 1)
