@@ -288,6 +288,8 @@ def openskill_rater(log: GameLog, m: int) -> np.ndarray:
 
 
 ELO_RATES = [0.02, 0.05, 0.1, 0.2, 0.4, 0.8]
+#: Larger η do worse (at 3 the vectors overflow): 0.5 and 1 lost to 0.3 on chess, the Premier
+#: League, the team tournament, pure Elo and Elo 0.5 + disc.
 UNNORMALISED_ETAS = [0.01, 0.03, 0.1, 0.3]
 
 
