@@ -6,7 +6,7 @@ of every game is one term (SPEC §4, §6):
     x_ab = C_aᵀ Ω C_b + h_a - h_b,      C_a = mean of side a's member vectors
     ℓ(C) = Σ_pairs w [S ln σ(x_ab) + (1 - S) ln σ(-x_ab)] - Σ_i Σ_d λ_d (c_id - μ_d)²
 
-with μ = (0, 1, 0, …, 0) by default: the prior is centred on the Elo manifold
+with μ = (0, 1, 0, …, 0): the prior is centred on the Elo manifold
 c = (r, 1) of SPEC §1 (a ladder's default initial offset, SPEC §2), so players
 are Elo-like until the results show cycles; with k ≥ 2 the first disc is held
 near that manifold and the others carry the cycles (:func:`penalty_weights`).
@@ -68,29 +68,19 @@ def pair_logits(C: ArrayLike, log: GameLog, pairs: IntArray | None = None) -> Ar
     return rowdot(side[a], omega_apply(side[b])) + shift
 
 
-def log_likelihood(
-    C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float = 0.0, prior_mean: ArrayLike | None = None
-) -> float:
+def log_likelihood(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | ArrayLike = 0.0) -> float:
     """ℓ(C) of the module docstring over the selected pair terms (all by default)."""
     C = np.asarray(C, dtype=np.float64)
-    value, _ = _objective(C, log, _select(log, pairs), l2, False, _prior(C, prior_mean))
+    value, _ = _objective(C, log, _select(log, pairs), l2, False)
     return -value
 
 
 def log_likelihood_gradient(
-    C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float = 0.0, prior_mean: ArrayLike | None = None
+    C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | ArrayLike = 0.0
 ) -> Array:
     """∂ℓ/∂C, the same shape as C."""
-    C = np.asarray(C, dtype=np.float64)
-    _, grad = _objective(C, log, _select(log, pairs), l2, True, _prior(C, prior_mean))
+    _, grad = _objective(np.asarray(C, dtype=np.float64), log, _select(log, pairs), l2, True)
     return -grad
-
-
-def _prior(C: Array, prior_mean: ArrayLike | None) -> Array:
-    mean = elo_manifold(C.shape[1] // 2) if prior_mean is None else np.asarray(prior_mean, dtype=np.float64)
-    if mean.shape != (C.shape[1],):
-        raise RatingInputError("prior_mean", f"must have {C.shape[1]} values")
-    return mean
 
 
 def _select(log: GameLog, pairs: IntArray | None) -> IntArray:
@@ -98,9 +88,9 @@ def _select(log: GameLog, pairs: IntArray | None) -> IntArray:
 
 
 def _objective(
-    C: Array, log: GameLog, pairs: IntArray, l2: float, gradient: bool, mean: Array
+    C: Array, log: GameLog, pairs: IntArray, l2: float | ArrayLike, gradient: bool
 ) -> tuple[float, Array | None]:
-    """-ℓ(C) and, if asked, its gradient; the penalty is λ Σ_i |c_i - mean|²."""
+    """-ℓ(C) and, if asked, its gradient."""
     singles = log.single_players()
     if singles is not None:
         # Every side one player (the common case): pair terms index players directly, no side layer.
@@ -112,7 +102,7 @@ def _objective(
     x = rowdot(ca, ocb) + log.pair_shift[pairs]
     s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
     log_p = log_expit(x)  # ln σ(x); ln σ(-x) = ln σ(x) - x
-    D = C - mean
+    D = C - elo_manifold(C.shape[1] // 2)
     value = -float(np.dot(w, log_p - (1.0 - s) * x)) + float(np.sum(l2 * D * D))
     if not gradient:
         return value, None
@@ -157,13 +147,12 @@ def fit(
     tol: float = 1e-9,
     polish: bool = False,
     progress: Progress = None,
-    prior_mean: ArrayLike | None = None,
 ) -> Fit:
     """Maximise ℓ over the selected pair terms with L-BFGS, from ``C0`` or a seeded random start.
 
     The penalty is Σ_i Σ_d λ_d (c_id - μ_d)² with λ = ``l2`` (one number, or one
-    per coordinate: :func:`penalty_weights`) and μ = ``prior_mean``, by default
-    the Elo manifold's (0, 1, 0, …); the random start is drawn around μ.
+    per coordinate: :func:`penalty_weights`) and μ the Elo manifold's
+    (0, 1, 0, …); the random start is drawn around μ.
 
     Stops when ℓ improves by less than ``tol`` relative to its size over a step
     (L-BFGS-B's ``ftol``), or when every gradient entry is below ``tol`` times the
@@ -175,9 +164,8 @@ def fit(
         raise RatingInputError("k", "must be >= 1 (k = 0 is the Elo baseline, fit_elo)")
     pairs = _select(log, pairs)
     dim = 2 * k
-    mean = _prior(np.empty((0, dim)), prior_mean)
     if C0 is None:
-        C0 = mean + np.random.default_rng(seed).normal(scale=init_scale, size=(n_players, dim))
+        C0 = elo_manifold(k) + np.random.default_rng(seed).normal(scale=init_scale, size=(n_players, dim))
     C0 = np.asarray(C0, dtype=np.float64)
     if C0.shape != (n_players, dim):
         raise RatingInputError("C0", f"must be ({n_players}, {dim})")
@@ -185,7 +173,7 @@ def fit(
     gtol = tol * max(float(np.sum(log.pair_weight[pairs])) / n_players, 1.0)
 
     def fun(flat: Array) -> tuple[float, Array]:
-        value, grad = _objective(flat.reshape(n_players, dim), log, pairs, l2, True, mean)
+        value, grad = _objective(flat.reshape(n_players, dim), log, pairs, l2, True)
         calls[0] += 1
         return value, grad.ravel()
 
@@ -325,7 +313,6 @@ def refit(
     select_k: list[int] | None = None,
     max_iter: int = 2000,
     progress: Progress = None,
-    prior_mean: ArrayLike | None = None,
 ) -> Report:
     """Fit on the training games from ``restarts`` starts, report held-out metrics, then refit on all games.
 
@@ -336,9 +323,8 @@ def refit(
     the 2k columns of ``k`` (k = 0 gives (r, 1), then small random discs, see
     :func:`_pad`).  ``l2`` is λ of the cyclic discs (:func:`penalty_weights`);
     with ``l2=None`` it is chosen the same way among :data:`L2_CHOICES` (k is
-    chosen first, with :data:`L2`).  ``prior_mean`` (2k values, default the Elo
-    manifold's (0, 1, 0, …)) centres the penalty.  ``progress(done, total)``
-    counts fits, in thousandths.
+    chosen first, with :data:`L2`).  ``progress(done, total)`` counts fits, in
+    thousandths.
     """
     start = time.perf_counter()
     if holdout > 0:
@@ -358,8 +344,7 @@ def refit(
                 progress(int(1000 * (fits_done[0] + it / total) / n_fits), 1000)
 
         lam = penalty_weights(kk, penalty if lam is None else lam)
-        mean = elo_manifold(kk) if prior_mean is None else np.asarray(prior_mean, dtype=np.float64)[: 2 * kk]
-        result = fit(log, n_players, kk, lam, pairs, C0=C0, seed=s, max_iter=max_iter, progress=each, prior_mean=mean)
+        result = fit(log, n_players, kk, lam, pairs, C0=C0, seed=s, max_iter=max_iter, progress=each)
         fits_done[0] += 1
         return result
 
