@@ -299,20 +299,32 @@ def latest_refit(session: Session, ladder: Ladder) -> Refit | None:
     )
 
 
-def not_comparable_keys(session: Session, ladder: Ladder) -> set[str]:
+#: Not-comparable keys of finished refits, by (id, finish time): a finished refit's report never changes.
+_not_comparable: dict[tuple[int, datetime], frozenset[str]] = {}
+
+
+def not_comparable_keys(session: Session, ladder: Ladder) -> frozenset[str]:
     """Players the latest finished refit found not comparable (they are provisional, SPEC §10).
 
-    Read on every leaderboard and profile request, so only the report is loaded, not the vectors.
+    Read on every leaderboard and profile request, so each report is parsed once
+    per process: its identifiability lists every player.
     """
-    result = session.scalar(
-        select(Refit.result)
+    latest = session.execute(
+        select(Refit.id, Refit.finished_at)
         .where(Refit.ladder_id == ladder.id, Refit.status == "done")
         .order_by(Refit.id.desc())
         .limit(1)
-    )
-    if result is None:
-        return set()
-    return {row["key"] for row in result["identifiability"]["not_comparable"]}
+    ).first()
+    if latest is None:
+        return frozenset()
+    keys = _not_comparable.get(tuple(latest))
+    if keys is None:
+        result = session.scalar(select(Refit.result).where(Refit.id == latest.id))
+        keys = frozenset(row["key"] for row in result["identifiability"]["not_comparable"])
+        if len(_not_comparable) >= 1024:
+            _not_comparable.clear()
+        _not_comparable[tuple(latest)] = keys
+    return keys
 
 
 def _identifiability_out(found, keys: list[str]) -> IdentifiabilityOut:

@@ -23,7 +23,7 @@ from app.players.schemas import HistoryItem, LeaderboardItem, OpponentItem, Play
 from app.schemas import Page
 
 
-def is_provisional(player: Player, k: int, not_comparable: set[str]) -> bool:
+def is_provisional(player: Player, k: int, not_comparable: frozenset[str]) -> bool:
     """Not yet comparable to the others (SPEC §10).
 
     Fewer than 2k+1 pairwise results (the directions cannot span R^{2k}: a

@@ -219,3 +219,31 @@ def test_auto_refit_that_would_not_predict_better_is_rejected(client):
     assert guard["refit_log_loss"] > guard["online_log_loss"] and job["applied_at"] is None, guard
     assert client.get("/v1/ladders/test/audit").json()["checkpoint_after_game"] is None
     assert client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h).status_code == 409
+
+
+def test_a_player_the_latest_refit_cannot_pin_down_is_provisional(client):
+    key = make_ladder(client, k=1, eta=0.0)
+    h = bearer(key)
+    for name, vec in SEED_7_2.items():
+        client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=h)
+    clique = [("p1", "p2"), ("p2", "p1"), ("p2", "p3"), ("p3", "p2"), ("p1", "p3"), ("p3", "p1")]
+    unbeaten = [("p4", "p1"), ("p4", "p2"), ("p4", "p3")]  # 3 = 2k + 1 results, but never a loss
+    client.post("/v1/ladders/test/games/batch", json={"games": [game(w, lo) for w, lo in clique + unbeaten]}, headers=h)
+
+    def provisional():
+        return {row["key"]: row["provisional"] for row in client.get("/v1/ladders/test/leaderboard").json()["items"]}
+
+    assert provisional() == dict.fromkeys(["p1", "p2", "p3", "p4"], False)
+    job = wait(client, client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=h).headers["location"])
+    assert [row["key"] for row in job["result"]["identifiability"]["not_comparable"]] == ["p4"]
+    for _ in range(2):  # the report is parsed once, then remembered
+        assert provisional() == {"p1": False, "p2": False, "p3": False, "p4": True}
+    assert client.get("/v1/ladders/test/players/p4").json()["provisional"]
+    # A later refit's report replaces the remembered one: p5, unbeaten too, is flagged only by the next refit.
+    client.post(
+        "/v1/ladders/test/games/batch", json={"games": [game("p5", lo) for lo in ("p1", "p2", "p3")]}, headers=h
+    )
+    assert provisional()["p5"] is False
+    job = wait(client, client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=h).headers["location"])
+    assert "p5" in {row["key"] for row in job["result"]["identifiability"]["not_comparable"]}
+    assert provisional()["p5"] is True
