@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import errors
+from app.analysis import service as analysis_service
 from app.analysis.router import router as analysis_router
 from app.config import Settings, get_settings
 from app.db import Database
@@ -73,6 +74,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.db = Database.from_settings(settings)
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         yield
+        analysis_service.stop_jobs()
         app.state.db.dispose()
 
     app = FastAPI(title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)

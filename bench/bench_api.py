@@ -1,6 +1,6 @@
 """HTTP throughput and latency of a real server, measured with wrk from a separate process.
 
-    python bench/bench_api.py [--db sqlite postgresql] [--players 10000] [--seconds 10]
+    python bench/bench_api.py [--db sqlite postgresql] [--players 10000] [--seconds 10] [--no-auto-refit]
 
 For each database: a fresh database and a ladder of ``--players`` players
 (k = 1, seeded with two games per player through the bulk import), one uvicorn
@@ -14,7 +14,9 @@ it) runs, one after another:
 
 Throughputs are compared as ratios to the baseline measured in the same run
 (the machines are shared and noisy).  Afterwards ``/audit`` must find the
-ratings consistent with the event log.  Prints a table and writes
+ratings consistent with the event log.  The ladder has the default auto refit,
+so a refit may run in the background during the runs (it is listed);
+``--no-auto-refit`` measures without.  Prints a table and writes
 bench/results/bench_api.json.
 """
 
@@ -59,7 +61,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def seed_ladder(url: str, players: int) -> str:
+def seed_ladder(url: str, players: int, auto_refit: bool = True) -> str:
     """Migrate, create the ``bench`` ladder and give every player two games; return the write key."""
     upgrade(Settings(database_url=url).sqlalchemy_url)
     db = Database.from_settings(Settings(database_url=url))
@@ -71,7 +73,7 @@ def seed_ladder(url: str, players: int) -> str:
         for a, b in zip(i.tolist(), j.tolist(), strict=True)
     ]
     with db.writing() as session:
-        key = create_ladder(session, LadderCreate(slug="bench", k=1)).write_key
+        key = create_ladder(session, LadderCreate(slug="bench", k=1, auto_refit=auto_refit)).write_key
     with db.writing() as session:
         import_games(session, get_ladder(session, "bench"), games)
     db.dispose()
@@ -115,9 +117,9 @@ def wrk(base: str, path: str, mode: str, connections: int, seconds: int, env: di
     return r
 
 
-def run(db: str, url: str, players: int, seconds: int) -> dict:
+def run(db: str, url: str, players: int, seconds: int, auto_refit: bool) -> dict:
     t = time.perf_counter()
-    key = seed_ladder(url, players)
+    key = seed_ladder(url, players, auto_refit)
     seeded = time.perf_counter() - t
     server = Server(url)
     env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players), "MELO_LADDER": "bench"}
@@ -132,6 +134,7 @@ def run(db: str, url: str, players: int, seconds: int) -> dict:
             runs[f"GET /leaderboard, {c} conn"] = wrk(server.base, board, "plain", c, seconds, env)
             runs[f"GET /predict, {c} conn"] = wrk(server.base, "/", "predict", c, seconds, env)
         audit = httpx.get(server.base + "/v1/ladders/bench/audit", timeout=600).json()
+        refits = [job["status"] for job in httpx.get(server.base + "/v1/ladders/bench/refits").json()]
     finally:
         server.stop()
     trivial, games = runs["trivial (GET /healthz)"], runs["POST /games"]
@@ -141,6 +144,7 @@ def run(db: str, url: str, players: int, seconds: int) -> dict:
         "runs": runs,
         "games_vs_trivial": games["rps"] / trivial["rps"],
         "audit": audit,
+        "auto_refits": refits,
         "targets": {
             "games_vs_trivial": games["rps"] / trivial["rps"] >= TARGETS["games_vs_trivial"],
             "games_p99_ms": games["p99_ms"] < TARGETS["games_p99_ms"],
@@ -155,6 +159,7 @@ def main() -> None:
     parser.add_argument("--db", nargs="+", choices=["sqlite", "postgresql"], default=["sqlite", "postgresql"])
     parser.add_argument("--players", type=int, default=10_000)
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--no-auto-refit", dest="auto_refit", action="store_false", help="a ladder that never refits")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install wrk (make bench does)")
@@ -163,14 +168,14 @@ def main() -> None:
     for db in args.db:
         if db == "sqlite":
             with tempfile.TemporaryDirectory() as tmp:
-                results.append(run(db, f"sqlite:///{tmp}/bench.db", args.players, args.seconds))
+                results.append(run(db, f"sqlite:///{tmp}/bench.db", args.players, args.seconds, args.auto_refit))
         else:
             pg = PostgresServer()
             pg.start()
             try:
                 with psycopg.connect(pg.url(), autocommit=True) as conn:
                     conn.execute("CREATE DATABASE bench")
-                results.append(run(db, pg.url("bench"), args.players, args.seconds))
+                results.append(run(db, pg.url("bench"), args.players, args.seconds, args.auto_refit))
             finally:
                 pg.stop()
 
@@ -188,12 +193,14 @@ def main() -> None:
     for res in results:
         audit = res["audit"]
         print(f"{res['db']}: audit consistent={audit['consistent']} over {audit['games']:,} games")
+        print(f"{res['db']}: auto refits started during the run: {res['auto_refits'] or 'none'}")
         print(f"{res['db']}: targets met {res['targets']}")
     RESULTS.mkdir(exist_ok=True)
     out = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "players": args.players,
         "seconds": args.seconds,
+        "auto_refit": args.auto_refit,
         "targets": TARGETS,
         "results": results,
     }
