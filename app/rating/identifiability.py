@@ -5,7 +5,7 @@
   a tie.  Moving c_i along a direction raises that term's likelihood.
 * Comparable (Theorem 2): the cone of the directions is all of R^{2k}, i.e. the
   directions W span R^{2k} and Wλ = 0 for some λ with every λ_t ≥ 1 (one
-  ``linprog`` feasibility problem).  Otherwise there is a direction v with
+  non-negative least-squares problem).  Otherwise there is a direction v with
   wᵀv ≥ 0 for every direction w (Farkas), along which the likelihood never
   falls: the witness reported for the player.
 * Algorithm 1 (sufficient for a unique maximum-likelihood A): a clique of 2k+1
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import null_space
-from scipy.optimize import linprog
+from scipy.optimize import nnls
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
@@ -34,6 +34,8 @@ from app.rating.model import Array, omega_apply
 
 #: Numerical rank tolerance of the directions, relative to their largest singular value.
 RANK_TOL = 1e-9
+#: A residual below this (relative to the directions' size) means the cone covers R^dim.
+NNLS_TOL = 1e-9
 #: Search effort for a (2k+1)-clique before giving up (the problem is NP-hard in general).
 CLIQUE_STEPS = 200_000
 
@@ -58,17 +60,16 @@ def comparable(W: ArrayLike, dim: int) -> Comparability:
         return Comparability(
             False, f"results span only {int(np.sum(s > RANK_TOL * s[0]))} of {dim} dimensions", direction
         )
-    # Wλ = 0 with λ ≥ 1: write λ = 1 + μ, μ ≥ 0, Wμ = -W1.
-    feasible = linprog(np.zeros(t), A_eq=W, b_eq=-W.sum(axis=1), bounds=[(0, None)] * t, method="highs")
-    if feasible.status == 0:
+    # Wλ = 0 with λ ≥ 1: write λ = 1 + μ, μ ≥ 0, and minimise |Wμ + W1| (non-negative least squares).
+    # It is 0 exactly when the cone covers R^dim.  Otherwise the residual r = Wλ* is a Farkas witness:
+    # the optimality conditions give Wᵀr ≥ 0, and Σ λ*_t w_tᵀr = |r|² > 0 with every λ*_t ≥ 1, so the
+    # likelihood rises along r for ever.  One small NNLS replaces two linear programs (2.3 ms each).
+    pull = W.sum(axis=1)
+    mu, residual = nnls(W, -pull)
+    if residual <= NNLS_TOL * max(1.0, float(np.abs(W).sum())):
         return Comparability(True, "comparable")
-    # Farkas: some v has Wᵀv ≥ 0 and Σ Wᵀv > 0: the likelihood rises along v for ever.
-    witness = linprog(
-        np.zeros(dim), A_ub=-W.T, b_ub=np.zeros(t), A_eq=W.sum(axis=1)[None, :], b_eq=[1.0], bounds=[(-1, 1)] * dim,
-        method="highs",
-    )  # fmt: skip
-    direction = witness.x / np.linalg.norm(witness.x) if witness.status == 0 else None
-    return Comparability(False, "every result pushes the rating the same way in some direction", direction)
+    r = W @ mu + pull
+    return Comparability(False, "every result pushes the rating the same way in some direction", r / np.linalg.norm(r))
 
 
 def _unit(dim: int) -> Array:

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from scipy.optimize import linprog
 
 from app.rating import GameLog, omega
 from app.rating.identifiability import Results, both_ways, comparable, find_clique, identifiability
@@ -79,3 +80,22 @@ def test_strongly_connected_components_and_clique_search():
     full = ~np.eye(5, dtype=bool)
     assert sorted(find_clique(full, 4)) == [0, 1, 2, 3]
     assert find_clique(full, 6) is None
+
+
+@pytest.mark.parametrize("dim", [2, 4])
+def test_comparable_agrees_with_the_linear_program_and_its_witness_holds(dim):
+    # Theorem 2 as a feasibility LP (Wλ = 0, λ ≥ 1), solved independently by scipy's HiGHS.
+    rng = np.random.default_rng(dim)
+    verdicts = []
+    for _ in range(300):
+        t = int(rng.integers(dim, 3 * dim))
+        W = rng.normal(size=(dim, t))
+        if rng.random() < 0.5:  # push every direction into a half-space: mostly not comparable
+            W[0] = np.abs(W[0]) * rng.choice([1.0, 0.05])
+        lp = linprog(np.zeros(t), A_eq=W, b_eq=-W.sum(axis=1), bounds=[(0, None)] * t, method="highs")
+        check = comparable(W, dim)
+        assert check.comparable == (lp.status == 0)
+        if not check.comparable:
+            assert np.all(W.T @ check.direction >= -1e-9) and np.sum(W.T @ check.direction) > 0
+        verdicts.append(check.comparable)
+    assert 30 < sum(verdicts) < 270  # both outcomes were exercised
