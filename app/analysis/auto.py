@@ -21,6 +21,7 @@ import threading
 from datetime import UTC, datetime
 
 from sqlalchemy import func, select
+from sqlalchemy.orm import defer
 
 from app.analysis import service
 from app.analysis.schemas import RefitIn
@@ -56,7 +57,11 @@ def start_if_due(db: Database, ladder_id: int) -> int | None:
             return None
         games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id)) or 0
         recent = session.scalars(
-            select(Refit).where(Refit.ladder_id == ladder_id).order_by(Refit.id.desc()).limit(20)
+            select(Refit)
+            .where(Refit.ladder_id == ladder_id)
+            .order_by(Refit.id.desc())
+            .limit(20)
+            .options(defer(Refit.result), defer(Refit.player_ids), defer(Refit.vectors))  # large, not needed
         ).all()
         last = next((job for job in recent if job.params.get("auto")), None)
         running = last is not None and last.status in ("queued", "running")
