@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -101,15 +102,32 @@ class Results:
         first, second, outcome = (np.array(col) for col in zip(*rows, strict=True))
         return cls(first.astype(np.int64), second.astype(np.int64), outcome.astype(np.float64))
 
-    def directions(self, C: Array, player: int, among: Array) -> Array:
-        """Player's directions (columns) against opponents in the boolean mask ``among``."""
-        OC = omega_apply(C)
-        cols = []
-        for me, other, mine in ((self.first, self.second, self.outcome), (self.second, self.first, 1 - self.outcome)):
-            hit = (me == player) & among[other]
-            s, o = mine[hit], OC[other[hit]]  # my score in each result, and ΩC of the opponent
-            cols += [o[s > 0.5], -o[s < 0.5], o[s == 0.5], -o[s == 0.5]]
-        return np.vstack(cols).T
+    @cached_property
+    def _by_player(self) -> tuple[Array, Array, Array]:
+        """Every result seen from each side, grouped by player: (start of each player's rows, opponent, score)."""
+        me = np.concatenate([self.first, self.second])
+        order = np.argsort(me, kind="stable")
+        other = np.concatenate([self.second, self.first])[order]
+        score = np.concatenate([self.outcome, 1 - self.outcome])[order]
+        start = np.searchsorted(me[order], np.arange(int(me.max(initial=-1)) + 2))
+        return start, other, score
+
+    def directions(self, OC: Array, player: int, among: Array | None = None) -> Array:
+        """Player's directions (columns) against opponents in the boolean mask ``among`` (default: all).
+
+        ``OC`` is Ω applied to every player's vector.  Only the player's own
+        results are read, so the check of every player is linear in the log.
+        """
+        start, other, score = self._by_player
+        if player + 1 >= len(start):
+            return np.zeros((OC.shape[1], 0))
+        rows = slice(start[player], start[player + 1])
+        opponent, s = other[rows], score[rows]
+        if among is not None:
+            keep = among[opponent]
+            opponent, s = opponent[keep], s[keep]
+        o = OC[opponent]  # ΩC of each opponent, and my score against them
+        return np.vstack([o[s > 0.5], -o[s < 0.5], o[s == 0.5], -o[s == 0.5]]).T
 
 
 @dataclass
@@ -171,6 +189,7 @@ def identifiability(C: ArrayLike, log: GameLog, n_players: int) -> Identifiabili
     C = np.asarray(C, dtype=np.float64)
     dim = C.shape[1]
     results = Results.of(log)
+    OC = omega_apply(C)
     clique = find_clique(both_ways(results, n_players), dim + 1) or []
     inside = np.zeros(n_players, dtype=bool)
     inside[clique] = True
@@ -178,14 +197,12 @@ def identifiability(C: ArrayLike, log: GameLog, n_players: int) -> Identifiabili
     while grew:
         grew = False
         for i in np.flatnonzero(~inside):
-            if comparable(results.directions(C, int(i), inside), dim).comparable:
+            if comparable(results.directions(OC, int(i), inside), dim).comparable:
                 inside[i] = True
                 grew = True
     failing = []
     for i in range(n_players):
-        others = np.ones(n_players, dtype=bool)
-        others[i] = False
-        check = comparable(results.directions(C, i, others), dim)
+        check = comparable(results.directions(OC, i), dim)  # a player never meets itself
         if not check.comparable:
             direction = None if check.direction is None else check.direction.tolist()
             failing.append({"player": i, "reason": check.reason, "direction": direction})
