@@ -184,21 +184,29 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
     } | ({"guard": guard} if guard else {})
     # Players without a game have nothing fitted (only the prior): they keep their initial vectors.
     played = np.bincount(state.log.member_player, minlength=m) > 0
-    _update(
-        db,
-        refit_id,
-        status="done",
-        progress=1.0,
-        result=summary,
-        player_ids=state.player_ids[played].astype("<i8").tobytes(),
-        vectors=np.ascontiguousarray(result.C[played], dtype="<f8").tobytes(),
-        finished_at=datetime.now(UTC),
-    )
-    if params.auto:
+    finished = {
+        "status": "done",
+        "progress": 1.0,
+        "result": summary,
+        "player_ids": state.player_ids[played].astype("<i8").tobytes(),
+        "vectors": np.ascontiguousarray(result.C[played], dtype="<f8").tobytes(),
+        "finished_at": datetime.now(UTC),
+    }
+    if params.auto:  # done and applied in one transaction: never seen done but not applied
         try:
-            db.write(lambda session: apply_refit(session, session.get(Ladder, ladder.id), session.get(Refit, refit_id)))
+            db.write(lambda session: _finish_and_apply(session, ladder.id, refit_id, finished))
+            return
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
             logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
+    _update(db, refit_id, **finished)
+
+
+def _finish_and_apply(session: Session, ladder_id: int, refit_id: int, finished: dict) -> None:
+    job = session.get(Refit, refit_id)
+    for name, value in finished.items():
+        setattr(job, name, value)
+    job.updated_at = datetime.now(UTC)
+    apply_refit(session, session.get(Ladder, ladder_id), job)
 
 
 #: Auto refits compare predictions on at most this fraction of the log, its latest games.
