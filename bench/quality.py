@@ -44,10 +44,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.analysis.auto import FIRST_GAMES, GROWTH  # noqa: E402
-from app.analysis.service import GUARD_WINDOW  # noqa: E402
 from app.rating import Game, GameLog, LearningRate, initial_vectors, replay_history  # noqa: E402
 from app.rating.model import omega_apply, rowdot  # noqa: E402
-from app.rating.refit import L2, evaluate, fit, guard, penalty_weights, refit, split_games  # noqa: E402
+from app.rating.refit import L2, evaluate, fit, guard, guard_window, penalty_weights, refit, split_games  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 RESULTS = Path(__file__).parent / "results"
@@ -153,8 +152,8 @@ def with_refits(log: GameLog, m: int, k: int, eta: float, scale: float, tau: flo
     The same policy and guard as ``app.analysis.auto`` and ``service._guard``:
     a refit is due at FIRST_GAMES games and whenever the log has grown by GROWTH
     since the last one.  It is fitted (k chosen among 0..k, SPEC §9) on the games
-    before the latest GUARD_WINDOW of the log (never reaching back past the last
-    applied refit), and the online rule replayed from it over those games; only
+    before the latest games of the log (``guard_window``: never reaching back past
+    the last applied refit), and the online rule replayed from it over those games; only
     if that predicts them better than the online rule did is the refit of the
     whole log applied.  Players who have not played keep their initial vectors.
     """
@@ -172,7 +171,7 @@ def with_refits(log: GameLog, m: int, k: int, eta: float, scale: float, tau: flo
         C, played = history.C, played + np.bincount(part.member_player, minlength=m)
         if end < log.n_games:
             seen = log.take(np.arange(end))
-            window = min(end - applied, int(GUARD_WINDOW * end))
+            window = guard_window(end, end - applied)
             served = p_out[log.pair_ptr[end - window] : log.pair_ptr[end]]
             verdict = guard(seen, C0, window, served, rate, k, list(range(k + 1)))
             if verdict.better:

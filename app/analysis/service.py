@@ -42,7 +42,7 @@ from app.rating.analysis import canonical as canonical_form
 from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts
 from app.rating.identifiability import identifiability as identify
-from app.rating.refit import evaluate, guard, split_games
+from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
 
 logger = logging.getLogger("melo")
@@ -202,27 +202,19 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
 
 
 def _finish_and_apply(session: Session, ladder_id: int, refit_id: int, finished: dict) -> None:
-    job = session.get(Refit, refit_id)
-    for name, value in finished.items():
-        setattr(job, name, value)
-    job.updated_at = datetime.now(UTC)
-    apply_refit(session, session.get(Ladder, ladder_id), job)
-
-
-#: Auto refits compare predictions on at most this fraction of the log, its latest games.
-GUARD_WINDOW = 0.2
+    apply_refit(session, session.get(Ladder, ladder_id), _set(session, refit_id, finished))
 
 
 def _guard(ladder: Ladder, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
     """:func:`app.rating.refit.guard` on the latest games of the log.
 
-    The window is the latest :data:`GUARD_WINDOW` of the log and never reaches
-    back past the latest checkpoint, so the online forecasts it compares with
+    The window (:func:`app.rating.refit.guard_window`) never reaches back past
+    the latest checkpoint, so the online forecasts it compares with
     are exactly those the ladder served (replayed from that checkpoint, as
     ``/audit`` does).
     """
     n = state.log.n_games
-    window = min(recent.log.n_games, int(GUARD_WINDOW * n))
+    window = guard_window(n, recent.log.n_games)
     if not 0 < window < n:
         return {"better": False, "window_games": window, "reason": "no games to compare on"}
     rate = learning_rate(ladder)
@@ -259,10 +251,15 @@ def _replay_metrics(ladder: Ladder, state: LadderLog, eta: float, k: int, params
 
 def _update(db: Database, refit_id: int, **values) -> None:
     with db.writing() as session:
-        job = session.get(Refit, refit_id)
-        for name, value in values.items():
-            setattr(job, name, value)
-        job.updated_at = datetime.now(UTC)
+        _set(session, refit_id, values)
+
+
+def _set(session: Session, refit_id: int, values: dict) -> Refit:
+    job = session.get(Refit, refit_id)
+    for name, value in values.items():
+        setattr(job, name, value)
+    job.updated_at = datetime.now(UTC)
+    return job
 
 
 def get_refit(session: Session, ladder: Ladder, refit_id: int) -> Refit:

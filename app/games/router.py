@@ -6,6 +6,7 @@ from fastapi import APIRouter, BackgroundTasks, Header, Query
 from sqlalchemy.orm import Session
 
 from app.analysis import auto
+from app.db import Database
 from app.deps import DatabaseDep, SettingsDep
 from app.errors import InvalidInput, problems
 from app.games import service
@@ -36,18 +37,7 @@ def post_game(
     idempotency_key: IdempotencyKey = None,
 ) -> dict:
     """Record a game and apply the normalised mElo update to its participants (SPEC §3-§6)."""
-    digest = service.request_hash(game)
-    ladder_id = []
-
-    def work(session: Session) -> dict:
-        ladder = get_ladder(session, slug)
-        require(key, ladder.write_key_hash, "write key of this ladder")
-        ladder_id[:] = [ladder.id]
-        return service.post_games(session, ladder, [game], idempotency_key, digest, batch=False)
-
-    out = db.write(work)
-    background.add_task(auto.games_posted, db, ladder_id[0], 1)
-    return out
+    return _record(db, background, slug, key, [game], idempotency_key, service.request_hash(game), batch=False)
 
 
 @router.post("/batch", status_code=201, response_model=BatchOut, responses=problems(401, 403, 404, 409, 413, 422))
@@ -67,17 +57,30 @@ def post_batch(
             errors=[{"field": "games", "message": f"at most {settings.max_batch_games} games"}],
         )
     digest = service.request_hash(batch)
+    return _record(db, background, slug, key, batch.games, idempotency_key, digest, batch=True)
 
+
+def _record(
+    db: Database,
+    background: BackgroundTasks,
+    slug: str,
+    key: str,
+    games: list[GameIn],
+    idempotency_key: str | None,
+    digest: str,
+    batch: bool,
+) -> dict:
+    """Apply the games in one write transaction, then count them for the ladder's auto-refit policy."""
     ladder_id = []
 
     def work(session: Session) -> dict:
         ladder = get_ladder(session, slug)
         require(key, ladder.write_key_hash, "write key of this ladder")
-        ladder_id[:] = [ladder.id]
-        return service.post_games(session, ladder, batch.games, idempotency_key, digest, batch=True)
+        ladder_id.append(ladder.id)
+        return service.post_games(session, ladder, games, idempotency_key, digest, batch=batch)
 
     out = db.write(work)
-    background.add_task(auto.games_posted, db, ladder_id[0], len(batch.games))
+    background.add_task(auto.games_posted, db, ladder_id[-1], len(games))
     return out
 
 

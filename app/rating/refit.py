@@ -415,6 +415,15 @@ def _pad(C: Array, k: int, seed: int) -> Array:
     return out
 
 
+#: Auto refits compare predictions on at most this fraction of the log, its latest games.
+GUARD_WINDOW = 0.2
+
+
+def guard_window(n_games: int, since_checkpoint: int) -> int:
+    """Games :func:`guard` compares on: the latest GUARD_WINDOW of the log, none from before the last checkpoint."""
+    return min(since_checkpoint, int(GUARD_WINDOW * n_games))
+
+
 @dataclass(frozen=True)
 class Guard:
     """The verdict of :func:`guard`: log losses of both forecasts of the window's pair terms."""
