@@ -14,16 +14,17 @@ from typing import TextIO
 
 from pydantic import TypeAdapter, ValidationError
 
-from app.analysis import service as analysis
+from app import storage
+from app.access import ladder_for_read
+from app.analysis import refits, reports
 from app.analysis.schemas import RefitIn
 from app.config import get_settings
 from app.db import Database
 from app.games.schemas import GameIn
 from app.games.service import import_games
 from app.ladders.schemas import LadderCreate
-from app.ladders.service import create_ladder, get_ladder
+from app.ladders.service import create_ladder
 from app.migrate import upgrade
-from app.models import Refit
 
 CHESS_RESULT = {"1-0": (1, 2), "0-1": (2, 1), "1/2-1/2": (1, 1)}
 
@@ -121,8 +122,7 @@ def cmd_import(args: argparse.Namespace) -> None:
         games = parse_games(Path(args.file), args.format, progress)
         db = Database.from_settings(get_settings())
         with db.writing() as session:
-            ladder = get_ladder(session, args.ladder)
-            import_games(session, ladder, games, progress)
+            import_games(session, ladder_for_read(session, args.ladder, fresh=True), games, progress)
         db.dispose()
     seconds = time.perf_counter() - start
     print(
@@ -163,14 +163,14 @@ def cmd_refit(args: argparse.Namespace) -> None:
         seed=args.seed,
     )
     with db.writing() as session:
-        job = analysis.start_refit(session, get_ladder(session, args.ladder), params)
+        job = refits.start_refit(session, ladder_for_read(session, args.ladder, fresh=True), params)
     bar = ProgressBar()
     try:
-        analysis.run_refit(db, job.id, progress=lambda done, total: bar("fitting", done, total))
+        refits.run_refit(db, job.id, progress=lambda done, total: bar("fitting", done, total))
     except ValueError as exc:
         raise SystemExit(f"refit {job.id}: {exc}") from None
     with db.reading() as session:
-        result = session.get(Refit, job.id).result
+        result = storage.refits.get(session, job.id).result
     print(f"refit {job.id}: k = {result['k']}, {result['games']:,} games, {result['players']:,} players, "
           f"{result['seconds']:.1f} s, restarts agree on P to {result['restart_max_abs_dp']:.2g}")  # fmt: skip
     if result["k_selection"]:
@@ -188,16 +188,16 @@ def cmd_refit(args: argparse.Namespace) -> None:
     print(f"\nidentifiable: {'yes' if found['unique'] else 'no'}; not comparable: {len(found['not_comparable'])}")
     if args.apply:
         with db.writing() as session:
-            ladder = get_ladder(session, args.ladder)
-            checkpoint = analysis.apply_refit(session, ladder, session.get(Refit, job.id))
+            ladder = ladder_for_read(session, args.ladder, fresh=True)
+            checkpoint = refits.apply_refit(session, ladder, storage.refits.get(session, job.id))
         print(f"applied: checkpoint {checkpoint.id} after game {checkpoint.after_game}, "
               f"{checkpoint.replayed_games} later games replayed")  # fmt: skip
 
 
 def cmd_identifiability(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
-    with db.reading() as session:
-        report = analysis.identifiability(session, get_ladder(session, args.ladder), args.ratings)
+    with db.snapshot() as session:
+        report = reports.identifiability(session, ladder_for_read(session, args.ladder), args.ratings)
     print(f"unique maximum-likelihood advantage matrix: {'yes' if report.unique else 'no'}")
     print(f"clique: {', '.join(report.clique) or 'none'}")
     print(f"comparable: {len(report.comparable)}; strongly connected components: {len(report.components)}")
@@ -207,10 +207,10 @@ def cmd_identifiability(args: argparse.Namespace) -> None:
 
 def cmd_analyse(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
-    with db.reading() as session:
-        ladder = get_ladder(session, args.ladder)
-        intrans = analysis.intransitivity(session, ladder)
-        form = analysis.canonical(session, ladder)
+    with db.snapshot() as session:
+        ladder = ladder_for_read(session, args.ladder)
+        intrans = reports.intransitivity(session, ladder)
+        form = reports.canonical(session, ladder)
     print(f"intransitivity {intrans.measure:.3f} (1 = no cycles; above 1 = cycles dominate): "
           f"transitive {intrans.transitive_norm:.3f}, cyclic {intrans.cyclic_norm:.3f}")  # fmt: skip
     if intrans.empirical:

@@ -7,13 +7,15 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app import errors
-from app.analysis import service as analysis_service
+from app import errors, handlers
+from app.analysis import auto, jobs
 from app.analysis.router import router as analysis_router
 from app.config import Settings, get_settings
 from app.db import Database
+from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
 from app.ladders.router import router as ladders_router
 from app.migrate import upgrade
@@ -61,7 +63,7 @@ class BodyLimit:
 
     async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
         problem = errors.PayloadTooLarge(f"Request bodies are limited to {self.limit} bytes (MELO_MAX_BODY_BYTES).")
-        await errors.problem_response(problem)(scope, receive, send)
+        await handlers.problem_response(problem)(scope, receive, send)
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -71,22 +73,34 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if settings.should_migrate_on_start:
             upgrade(settings.sqlalchemy_url)
-        app.state.db = Database.from_settings(settings)
+        db = app.state.db = Database.from_settings(settings)
+        app.state.committer = GroupCommitter(db, on_commit=lambda applied: auto.games_posted(db, applied))
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         yield
-        analysis_service.stop_jobs()
-        app.state.db.dispose()
+        app.state.committer.close()
+        jobs.stop()
+        db.dispose()
 
     app = FastAPI(title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
-    errors.install(app)
+    handlers.install(app)
     for router in (ladders_router, players_router, games_router, predictions_router, analysis_router, web_router):
         app.include_router(router)
 
     @app.get("/healthz", tags=["health"])
-    def healthz() -> dict[str, str]:
-        """Liveness: the process answers."""
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process answers. It touches nothing and never waits for the database or a thread."""
         return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], responses=errors.problems(503))
+    async def readyz() -> JSONResponse:
+        """Readiness: the database answers a query (503 problem+json when it does not)."""
+        try:
+            await anyio.to_thread.run_sync(app.state.db.ping)
+        except Exception as exc:
+            problem = errors.Unavailable(f"The database cannot be reached: {type(exc).__name__}.")
+            return handlers.problem_response(problem, {"Retry-After": "1"})
+        return JSONResponse({"status": "ready"})
 
     app.mount("/static", static, name="static")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)

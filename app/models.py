@@ -11,7 +11,6 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import ClassVar
 
-import numpy as np
 from sqlalchemy import (
     JSON,
     BigInteger,
@@ -90,6 +89,9 @@ class Ladder(Base):
     auto_refit: Mapped[bool] = mapped_column(default=False, server_default=false())
     write_key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Bumped by every write transaction that changes the ladder's players, ratings or log: per-process read
+    #: caches compare it (a largest game id would not do on PostgreSQL, where ids commit out of order).
+    version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class Player(Base):
@@ -198,12 +200,3 @@ class Checkpoint(Base):
     player_ids: Mapped[bytes] = mapped_column(LargeBinary)
     vectors: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
-
-
-def pack(vector: np.ndarray) -> bytes:
-    """A rating vector as little-endian float64 bytes (exact round trip)."""
-    return np.ascontiguousarray(vector, dtype="<f8").tobytes()
-
-
-def unpack(blob: bytes) -> np.ndarray:
-    return np.frombuffer(blob, dtype="<f8").astype(np.float64)

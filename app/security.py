@@ -5,14 +5,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from typing import Annotated
 
-from fastapi import Depends
-from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-
-from app.errors import Forbidden, Unauthorized
-
-bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <key>`")
+from app.errors import Forbidden
 
 
 def new_key() -> str:
@@ -25,16 +19,6 @@ def hash_key(key: str) -> str:
 
 def key_matches(presented: str, stored_hash: str) -> bool:
     return hmac.compare_digest(hash_key(presented), stored_hash)
-
-
-def bearer_key(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> str:
-    """The presented bearer key; 401 when there is none."""
-    if credentials is None or not credentials.credentials:
-        raise Unauthorized("This endpoint needs `Authorization: Bearer <key>`.")
-    return credentials.credentials
-
-
-BearerKey = Annotated[str, Depends(bearer_key)]
 
 
 def require(presented: str, stored_hash: str | None, what: str) -> None:

@@ -4,7 +4,8 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from app.analysis import service
+from app.access import ladder_for_read, ladder_for_write
+from app.analysis import refits, reports
 from app.analysis.schemas import (
     CanonicalOut,
     CheckpointOut,
@@ -13,10 +14,8 @@ from app.analysis.schemas import (
     RefitIn,
     RefitOut,
 )
-from app.deps import DatabaseDep
+from app.deps import BearerKey, DatabaseDep
 from app.errors import problems
-from app.ladders.service import get_ladder
-from app.security import BearerKey, require
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"])
 
@@ -25,11 +24,9 @@ router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"])
 def start_refit(slug: str, params: RefitIn, db: DatabaseDep, key: BearerKey, response: Response) -> RefitOut:
     """Start a maximum-likelihood refit of the whole log in the background (SPEC §9); poll its `Location`."""
     with db.writing() as session:
-        ladder = get_ladder(session, slug)
-        require(key, ladder.write_key_hash, "write key of this ladder")
-        job = service.start_refit(session, ladder, params)
-        out = service.refit_out(job)
-    service.submit(db, job.id)
+        job = refits.start_refit(session, ladder_for_write(session, slug, key), params)
+        out = refits.refit_out(job)
+    refits.submit(db, job.id)
     response.headers["Location"] = f"/v1/ladders/{slug}/refits/{job.id}"
     return out
 
@@ -38,14 +35,14 @@ def start_refit(slug: str, params: RefitIn, db: DatabaseDep, key: BearerKey, res
 def list_refits(slug: str, db: DatabaseDep, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> list[RefitOut]:
     """The ladder's refits, newest first: those posted, and those its auto-refit policy started (`params.auto`)."""
     with db.reading() as session:
-        return service.list_refits(session, get_ladder(session, slug), limit)
+        return refits.list_refits(session, ladder_for_read(session, slug), limit)
 
 
 @router.get("/refits/{refit_id}", response_model=RefitOut, responses=problems(404))
 def get_refit(slug: str, refit_id: int, db: DatabaseDep) -> RefitOut:
     """A refit's status, progress (0-1) and, when done, its report."""
     with db.reading() as session:
-        return service.refit_out(service.get_refit(session, get_ladder(session, slug), refit_id))
+        return refits.refit_out(refits.get_refit(session, ladder_for_read(session, slug), refit_id))
 
 
 @router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
@@ -53,9 +50,8 @@ def apply_refit(slug: str, refit_id: int, db: DatabaseDep, key: BearerKey) -> Ch
     """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (SPEC §9)."""
 
     def work(session):
-        ladder = get_ladder(session, slug)
-        require(key, ladder.write_key_hash, "write key of this ladder")
-        return service.apply_refit(session, ladder, service.get_refit(session, ladder, refit_id))
+        ladder = ladder_for_write(session, slug, key)
+        return refits.apply_refit(session, ladder, refits.get_refit(session, ladder, refit_id))
 
     return db.write(work)
 
@@ -63,19 +59,19 @@ def apply_refit(slug: str, refit_id: int, db: DatabaseDep, key: BearerKey) -> Ch
 @router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409))
 def identifiability(slug: str, db: DatabaseDep, ratings: Literal["current", "refit"] = "current") -> IdentifiabilityOut:
     """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (SPEC §10)."""
-    with db.reading() as session:
-        return service.identifiability(session, get_ladder(session, slug), ratings)
+    with db.snapshot() as session:
+        return reports.identifiability(session, ladder_for_read(session, slug), ratings)
 
 
 @router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404))
 def intransitivity(slug: str, db: DatabaseDep) -> IntransitivityOut:
     """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate (SPEC §12)."""
-    with db.reading() as session:
-        return service.intransitivity(session, get_ladder(session, slug))
+    with db.snapshot() as session:
+        return reports.intransitivity(session, ladder_for_read(session, slug))
 
 
 @router.get("/canonical", response_model=CanonicalOut, responses=problems(404))
 def canonical(slug: str, db: DatabaseDep) -> CanonicalOut:
     """Canonical disc coordinates of every player and a summary of each disc (SPEC §12, seed 004)."""
     with db.reading() as session:
-        return service.canonical(session, get_ladder(session, slug))
+        return reports.canonical(session, ladder_for_read(session, slug))

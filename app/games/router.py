@@ -2,18 +2,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, BackgroundTasks, Header, Query
-from sqlalchemy.orm import Session
+from fastapi import APIRouter, Header, Query, Request
+from fastapi.responses import JSONResponse
 
-from app.analysis import auto
-from app.db import Database
-from app.deps import DatabaseDep, SettingsDep
+from app.access import ladder_for_read
+from app.deps import BearerKey, DatabaseDep, SettingsDep
 from app.errors import InvalidInput, problems
 from app.games import service
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut
-from app.ladders.service import get_ladder
 from app.schemas import Page
-from app.security import BearerKey, require
 
 router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"])
 
@@ -28,60 +25,35 @@ IdempotencyKey = Annotated[
 
 
 @router.post("", status_code=201, response_model=GameOut, responses=problems(401, 403, 404, 409, 413, 422))
-def post_game(
-    slug: str,
-    game: GameIn,
-    db: DatabaseDep,
-    key: BearerKey,
-    background: BackgroundTasks,
-    idempotency_key: IdempotencyKey = None,
-) -> dict:
-    """Record a game and apply the normalised mElo update to its participants (SPEC §3-§6)."""
-    return _record(db, background, slug, key, [game], idempotency_key, service.request_hash(game), batch=False)
+async def post_game(
+    slug: str, game: GameIn, key: BearerKey, request: Request, idempotency_key: IdempotencyKey = None
+) -> JSONResponse:
+    """Record a game and apply the normalised mElo update to its participants (SPEC §3-§6).
+
+    Posts that arrive together are applied in one transaction (group commit); each gets its own response or
+    error, and is answered only once its game is committed.
+    """
+    post = service.Post(slug, key, [game], idempotency_key, service.request_hash(game), batch=False)
+    return JSONResponse(await request.app.state.committer.submit(post), status_code=201)
 
 
 @router.post("/batch", status_code=201, response_model=BatchOut, responses=problems(401, 403, 404, 409, 413, 422))
-def post_batch(
+async def post_batch(
     slug: str,
     batch: BatchIn,
-    db: DatabaseDep,
     settings: SettingsDep,
     key: BearerKey,
-    background: BackgroundTasks,
+    request: Request,
     idempotency_key: IdempotencyKey = None,
-) -> dict:
+) -> JSONResponse:
     """Record games in order in one transaction: all are applied, or none (errors name `games[i]`)."""
     if len(batch.games) > settings.max_batch_games:
         raise InvalidInput(
             f"games: at most {settings.max_batch_games} games per batch",
             errors=[{"field": "games", "message": f"at most {settings.max_batch_games} games"}],
         )
-    digest = service.request_hash(batch)
-    return _record(db, background, slug, key, batch.games, idempotency_key, digest, batch=True)
-
-
-def _record(
-    db: Database,
-    background: BackgroundTasks,
-    slug: str,
-    key: str,
-    games: list[GameIn],
-    idempotency_key: str | None,
-    digest: str,
-    batch: bool,
-) -> dict:
-    """Apply the games in one write transaction, then count them for the ladder's auto-refit policy."""
-    ladder_id = []
-
-    def work(session: Session) -> dict:
-        ladder = get_ladder(session, slug)
-        require(key, ladder.write_key_hash, "write key of this ladder")
-        ladder_id.append(ladder.id)
-        return service.post_games(session, ladder, games, idempotency_key, digest, batch=batch)
-
-    out = db.write(work)
-    background.add_task(auto.games_posted, db, ladder_id[-1], len(games))
-    return out
+    post = service.Post(slug, key, batch.games, idempotency_key, service.request_hash(batch), batch=True)
+    return JSONResponse(await request.app.state.committer.submit(post), status_code=201)
 
 
 @router.get("", response_model=Page[GameOut], responses=problems(404, 422))
@@ -90,14 +62,14 @@ def list_games(
     db: DatabaseDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[int | None, Query(description="`next_cursor` of the previous page.")] = None,
-) -> Page[GameOut]:
+) -> Page[dict]:
     """The ladder's games, newest first."""
     with db.reading() as session:
-        return service.list_games(session, get_ladder(session, slug), limit, cursor)
+        return service.list_games(session, ladder_for_read(session, slug), limit, cursor)
 
 
 @router.get("/{game_id}", response_model=GameOut, responses=problems(404))
-def get_game(slug: str, game_id: int, db: DatabaseDep) -> GameOut:
+def get_game(slug: str, game_id: int, db: DatabaseDep) -> dict:
     """One game with every participant's vector before and after."""
     with db.reading() as session:
-        return service.get_game(session, get_ladder(session, slug), game_id)
+        return service.get_game(session, ladder_for_read(session, slug), game_id)

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.deps import DatabaseDep, SettingsDep
+from app.access import ladder_for_read
+from app.deps import BearerKey, DatabaseDep, SettingsDep
 from app.errors import Forbidden, problems
 from app.ladders import service
 from app.ladders.schemas import AuditOut, LadderCreate, LadderCreated, LadderOut
-from app.security import BearerKey, hash_key, key_matches
+from app.security import hash_key, key_matches
 
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 
@@ -31,11 +32,11 @@ def list_ladders(db: DatabaseDep) -> list[LadderOut]:
 def get_ladder(slug: str, db: DatabaseDep) -> LadderOut:
     """A ladder's configuration and size."""
     with db.reading() as session:
-        return service.ladder_out(session, service.get_ladder(session, slug))
+        return service.ladder_out(session, ladder_for_read(session, slug, fresh=True))
 
 
 @router.get("/{slug}/audit", response_model=AuditOut, responses=problems(404))
 def audit(slug: str, db: DatabaseDep) -> AuditOut:
-    """Replay the event log from the initial vectors and compare with the stored ratings (SPEC §9)."""
-    with db.reading() as session:
-        return service.audit(session, service.get_ladder(session, slug))
+    """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings."""
+    with db.snapshot() as session:
+        return service.audit(session, ladder_for_read(session, slug))

@@ -3,37 +3,37 @@
 from __future__ import annotations
 
 import numpy as np
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from app import rating
+from app import rating, storage
 from app.errors import InvalidInput, NotFound
-from app.models import Ladder, Player, unpack
-from app.predictions.schemas import MatchIn, MatchPrediction, PairPrediction
+from app.predictions.schemas import MatchIn
+from app.storage.ladders import LadderRow
 
 
-def _vectors(session: Session, ladder: Ladder, keys: list[str]) -> np.ndarray:
-    query = select(Player.key, Player.vector).where(Player.ladder_id == ladder.id, Player.key.in_(keys))
-    rows = {row.key: row.vector for row in session.execute(query)}
-    missing = [k for k in keys if k not in rows]
+def _vectors(session: Session, ladder: LadderRow, keys: list[str]) -> np.ndarray:
+    found = storage.players.vectors(session, ladder.id, keys, 2 * ladder.k)
+    missing = [k for k in keys if k not in found]
     if missing:
         raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
-    return np.array([unpack(rows[k]) for k in keys])
+    return np.array([found[k] for k in keys])
 
 
-def pair(session: Session, ladder: Ladder, a: str, b: str) -> PairPrediction:
+def pair(session: Session, ladder: LadderRow, a: str, b: str) -> dict:
+    """``PairPrediction``: P(a beats b) and the advantage."""
     C = _vectors(session, ladder, [a, b])
     x = float(rating.advantage(C[0], C[1]))
-    return PairPrediction(
-        a=a,
-        b=b,
-        probability=float(rating.win_probability(C[0], C[1])),
-        advantage_logits=x,
-        advantage_elo=float(rating.logits_to_elo(x)),
-    )
+    return {
+        "a": a,
+        "b": b,
+        "probability": float(rating.win_probability(C[0], C[1])),
+        "advantage_logits": x,
+        "advantage_elo": float(rating.logits_to_elo(x)),
+    }
 
 
-def match(session: Session, ladder: Ladder, data: MatchIn) -> MatchPrediction:
+def match(session: Session, ladder: LadderRow, data: MatchIn) -> dict:
+    """``MatchPrediction``: the probability matrix and expected scores of N sides."""
     keys = [k for side in data.sides for k in side.players]
     if len(set(keys)) != len(keys):
         raise InvalidInput("a player appears more than once", errors=[{"field": "sides"}])
@@ -44,4 +44,4 @@ def match(session: Session, ladder: Ladder, data: MatchIn) -> MatchPrediction:
         tuple(tuple(next(index) for _ in s.players) for s in data.sides), (1,) * len(data.sides), advantages
     )
     matrix, expected = rating.predict_match(C, game)
-    return MatchPrediction(matrix=matrix.tolist(), expected_scores=expected.tolist())
+    return {"matrix": matrix.tolist(), "expected_scores": expected.tolist()}

@@ -165,9 +165,11 @@ def test_auto_refit_applies_a_better_fit_as_a_checkpoint(client):
     games = disc_games(1_100)
     h = bearer(key)
     client.post("/v1/ladders/test/games/batch", json={"games": games[:999]}, headers=h)
+    auto.wait_for_checks()
     assert client.get("/v1/ladders/test/refits").json() == []  # below 1,000 games
     client.post("/v1/ladders/test/games/batch", json={"games": games[999:1000]}, headers=h)
     client.post("/v1/ladders/test/games/batch", json={"games": games[1000:1099]}, headers=h)  # 100 since the check
+    auto.wait_for_checks()
     (started,) = client.get("/v1/ladders/test/refits").json()
     assert started["params"]["auto"] and started["params"]["select_k"] == [0, 1, 2]
     job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
@@ -186,6 +188,7 @@ def test_auto_refit_applies_a_better_fit_as_a_checkpoint(client):
     # 1,199 games are not yet 20% more than the 1,099 the last one saw: no new refit.
     client.post("/v1/ladders/test/games/batch", json={"games": games[1099:]}, headers=h)
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(99, seed=1)}, headers=h)
+    auto.wait_for_checks()
     assert len(client.get("/v1/ladders/test/refits").json()) == 1
 
 
@@ -193,6 +196,7 @@ def test_auto_refit_is_off_when_the_ladder_says_so(client):
     auto._posted.clear()
     key = make_ladder(client, auto_refit=False)
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(1_000)}, headers=bearer(key))
+    auto.wait_for_checks()
     assert client.get("/v1/ladders/test/refits").json() == []
 
 
@@ -212,6 +216,7 @@ def test_auto_refit_that_would_not_predict_better_is_rejected(client):
         games.append(game(f"t{a}", f"t{b}") if a_wins else game(f"t{b}", f"t{a}"))
     client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h)
     client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=h)
+    auto.wait_for_checks()
     (started,) = client.get("/v1/ladders/test/refits").json()
     job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
     guard = job["result"]["guard"]

@@ -1,0 +1,73 @@
+"""The HTTP side of errors: every exception becomes an RFC 9457 problem+json response."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy.exc import InterfaceError, OperationalError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.errors import PROBLEM_JSON, InvalidInput, Problem, Unavailable
+from app.rating import RatingInputError
+
+log = logging.getLogger("melo")
+
+
+def problem_response(problem: Problem, headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(problem.body(), status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def _field(loc: tuple[Any, ...] | list[Any]) -> str:
+    """("body", "sides", 1, "players") -> "sides[1].players"."""
+    out = ""
+    for part in loc:
+        if part == "body" and not out:
+            continue
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "body"
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers that turn every error into problem+json."""
+
+    @app.exception_handler(Problem)
+    async def _problem(_: Request, exc: Problem) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        return problem_response(exc, headers)
+
+    @app.exception_handler(RatingInputError)
+    async def _rating(_: Request, exc: RatingInputError) -> JSONResponse:
+        return problem_response(InvalidInput(str(exc), errors=[{"field": exc.field, "message": exc.message}]))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [
+            {"field": "body" if e["type"] == "json_invalid" else _field(e["loc"]), "message": e["msg"]}
+            for e in exc.errors()
+        ]
+        detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)
+        return problem_response(InvalidInput(detail, errors=errors))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        problem = Problem(str(exc.detail))
+        problem.status, problem.title, problem.slug = exc.status_code, str(exc.detail), f"http-{exc.status_code}"
+        return problem_response(problem)
+
+    @app.exception_handler(OperationalError)
+    @app.exception_handler(InterfaceError)
+    async def _database(_: Request, exc: Exception) -> JSONResponse:
+        log.warning("database unavailable: %s", exc)
+        problem = Unavailable("The database cannot be reached or is busy; retry shortly.")
+        return problem_response(problem, {"Retry-After": "1"})
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", exc_info=exc)
+        problem = Problem("The server failed to process the request; it has been logged.")
+        problem.status, problem.title, problem.slug = 500, "Internal server error", "internal"
+        return problem_response(problem)

@@ -1,0 +1,187 @@
+"""The game log's rows: games, participants (every member's vector before and after) and idempotency records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from app.models import Game, IdempotencyKey, Participant, Player
+from app.storage import codec
+from app.storage.players import MAX_KEYS_IN_QUERY
+from app.storage.sql import bulk_insert, driver_sql
+
+Progress = Callable[[int, int], None] | None
+
+
+def allocate_ids(session: Session, n: int) -> list[int]:
+    """``n`` increasing game ids, to be taken while the participants are locked (they order the log)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return list(
+            session.scalars(
+                text("SELECT nextval(pg_get_serial_sequence('games', 'id')) FROM generate_series(1, :n) ORDER BY 1"),
+                {"n": n},
+            )
+        )
+    # SQLite: the write transaction (BEGIN IMMEDIATE) excludes every other writer.
+    start = (driver_sql(session.connection(), "SELECT max(id) FROM games", ()).scalar() or 0) + 1
+    return list(range(start, start + n))
+
+
+@dataclass
+class NewGames:
+    """Games to write, column by column, with one row per membership in ``members``."""
+
+    ids: list[int]
+    ladder_id: int
+    external_ids: list[str | None]
+    played_at: list[datetime]
+    created_at: datetime
+    payloads: list[dict]
+    member_game: np.ndarray  # (M,) position of each membership's game
+    member_player: np.ndarray  # (M,) player id
+    member_side: np.ndarray  # (M,) side within its game
+    before: np.ndarray  # (M, 2k)
+    after: np.ndarray  # (M, 2k)
+    actual: np.ndarray  # (M,)
+    expected: np.ndarray  # (M,)
+
+
+def insert(session: Session, new: NewGames, games_progress: Progress = None, rows_progress: Progress = None) -> None:
+    """The games and their participants, one ``executemany`` per table."""
+    connection = session.connection()
+    n = len(new.ids)
+    columns = {
+        "id": new.ids,
+        "ladder_id": [new.ladder_id] * n,
+        "external_id": new.external_ids,
+        "played_at": new.played_at,
+        "created_at": [new.created_at] * n,
+        "payload": new.payloads,
+    }
+    bulk_insert(connection, Game.__table__, columns, progress=games_progress)
+    columns = {
+        "game_id": np.asarray(new.ids, dtype=np.int64)[new.member_game].tolist(),
+        "player_id": new.member_player.tolist(),
+        "side": new.member_side.tolist(),
+        "before": codec.pack_rows(new.before),
+        "after": codec.pack_rows(new.after),
+        "actual_score": new.actual.tolist(),
+        "expected_score": new.expected.tolist(),
+    }
+    bulk_insert(connection, Participant.__table__, columns, progress=rows_progress)
+
+
+def taken_external_ids(session: Session, ladder_id: int, external_ids: list[str]) -> set[str]:
+    """Which of ``external_ids`` the ladder's log holds already."""
+    taken: set[str] = set()
+    for lo in range(0, len(external_ids), MAX_KEYS_IN_QUERY):
+        part = external_ids[lo : lo + MAX_KEYS_IN_QUERY]
+        taken.update(
+            session.scalars(select(Game.external_id).where(Game.ladder_id == ladder_id, Game.external_id.in_(part)))
+        )
+    return taken
+
+
+_IDEMPOTENCY = IdempotencyKey.__table__
+
+
+def stored_response(session: Session, ladder_id: int, key: str) -> tuple[str, dict] | None:
+    """(request hash, response) recorded for an idempotency key, or None."""
+    row = session.execute(
+        select(_IDEMPOTENCY.c.request_hash, _IDEMPOTENCY.c.response).where(
+            _IDEMPOTENCY.c.ladder_id == ladder_id, _IDEMPOTENCY.c.key == key
+        )
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+def remember(session: Session, records: list[tuple[int, str, str, dict]], now: datetime) -> None:
+    """Idempotency records (ladder id, key, request hash, response), written with the games they answer."""
+    if not records:
+        return
+    ladder_ids, keys, hashes, responses = (list(column) for column in zip(*records, strict=True))
+    columns = {
+        "ladder_id": ladder_ids,
+        "key": keys,
+        "request_hash": hashes,
+        "status_code": [201] * len(records),
+        "response": responses,
+        "created_at": [now] * len(records),
+    }
+    bulk_insert(session.connection(), _IDEMPOTENCY, columns)
+
+
+@dataclass
+class Member:
+    key: str
+    player_id: int
+    side: int
+    before: list[float]
+    after: list[float]
+    actual_score: float
+    expected_score: float
+
+
+@dataclass
+class GameRecord:
+    """A game as stored: its log row and its members (in side, then player-id order)."""
+
+    id: int
+    played_at: datetime
+    external_id: str | None
+    payload: dict
+    members: list[Member]
+
+
+def _records(session: Session, games: list[Game]) -> list[GameRecord]:
+    by_game: dict[int, list[Member]] = {g.id: [] for g in games}
+    rows = session.execute(
+        select(Participant, Player.key)
+        .join(Player, Player.id == Participant.player_id)
+        .where(Participant.game_id.in_(list(by_game)))
+        .order_by(Participant.game_id, Participant.side, Participant.player_id)
+    ).all()
+    for part, key in rows:
+        by_game[part.game_id].append(
+            Member(
+                key,
+                part.player_id,
+                part.side,
+                codec.unpack(part.before).tolist(),
+                codec.unpack(part.after).tolist(),
+                part.actual_score,
+                part.expected_score,
+            )
+        )
+    return [GameRecord(g.id, g.played_at, g.external_id, g.payload, by_game[g.id]) for g in games]
+
+
+def page(session: Session, ladder_id: int, limit: int, before_id: int | None) -> list[GameRecord]:
+    """The ladder's games newest first, below ``before_id`` if given."""
+    query = select(Game).where(Game.ladder_id == ladder_id)
+    if before_id is not None:
+        query = query.where(Game.id < before_id)
+    return _records(session, list(session.scalars(query.order_by(Game.id.desc()).limit(limit))))
+
+
+def get(session: Session, ladder_id: int, game_id: int) -> GameRecord | None:
+    game = session.scalar(select(Game).where(Game.ladder_id == ladder_id, Game.id == game_id))
+    return None if game is None else _records(session, [game])[0]
+
+
+def of_player(session: Session, ladder_id: int, key: str, limit: int, before_id: int | None) -> list[GameRecord]:
+    """The games of one player, newest first, below ``before_id`` if given."""
+    query = (
+        select(Game)
+        .join(Participant, Participant.game_id == Game.id)
+        .join(Player, Player.id == Participant.player_id)
+        .where(Player.ladder_id == ladder_id, Player.key == key)
+    )
+    if before_id is not None:
+        query = query.where(Game.id < before_id)
+    return _records(session, list(session.scalars(query.order_by(Game.id.desc()).limit(limit))))

@@ -1,0 +1,100 @@
+"""Ladder rows: settings, sizes, and the version that keys every per-process read cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.models import Game, Ladder, Player
+from app.storage import cache
+
+
+@dataclass(frozen=True)
+class LadderRow:
+    """A ladder's settings as read in one statement."""
+
+    id: int
+    slug: str
+    name: str | None
+    k: int
+    eta: float
+    eta_tau: float | None
+    init_scale: float
+    init_offset: list[float] | None
+    seed: int
+    auto_create_players: bool
+    auto_refit: bool
+    write_key_hash: str
+    created_at: datetime
+    version: int
+
+
+_COLUMNS = [Ladder.__table__.c[f.name] for f in fields(LadderRow)]
+
+
+def _row(row) -> LadderRow:
+    return LadderRow(*row)
+
+
+def by_slug(session: Session, slug: str) -> LadderRow | None:
+    """The ladder as it is now (write transactions read it here: its settings may change)."""
+    row = session.execute(select(*_COLUMNS).where(Ladder.slug == slug)).first()
+    if row is None:
+        return None
+    ladder = _row(row)
+    cache.of(session, "ladders")[slug] = ladder
+    return ladder
+
+
+def cached(session: Session, slug: str) -> LadderRow | None:
+    """The ladder from this process's cache, read once.
+
+    For reads that need only what never changes after creation (id, k, seed,
+    initial-vector settings); ``version`` and the other fields may be stale.
+    """
+    ladder = cache.of(session, "ladders").get(slug)
+    return ladder if ladder is not None else by_slug(session, slug)
+
+
+def by_id(session: Session, ladder_id: int) -> LadderRow | None:
+    row = session.execute(select(*_COLUMNS).where(Ladder.id == ladder_id)).first()
+    return None if row is None else _row(row)
+
+
+def all_ladders(session: Session) -> list[LadderRow]:
+    return [_row(row) for row in session.execute(select(*_COLUMNS).order_by(Ladder.slug))]
+
+
+def insert(session: Session, values: dict) -> LadderRow | None:
+    """A new ladder; None if its slug is taken."""
+    try:
+        with session.begin_nested():
+            session.execute(Ladder.__table__.insert().values(**values))
+    except IntegrityError:
+        return None
+    return by_slug(session, values["slug"])
+
+
+def sizes(session: Session, ladder_id: int) -> tuple[int, int]:
+    """(players, games) of a ladder."""
+    players = session.scalar(select(func.count()).select_from(Player).where(Player.ladder_id == ladder_id))
+    games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id))
+    return players or 0, games or 0
+
+
+def version(session: Session, ladder_id: int) -> int:
+    return session.scalar(select(Ladder.version).where(Ladder.id == ladder_id)) or 0
+
+
+def bump(session: Session, ladder_ids: list[int]) -> None:
+    """Mark the ladders changed by this transaction; call it last, just before the commit.
+
+    On PostgreSQL this locks the ladder's row until the commit, so it comes
+    after every other lock (one order: no deadlocks) and is held briefly.
+    """
+    for ladder_id in sorted(set(ladder_ids)):
+        session.execute(update(Ladder).where(Ladder.id == ladder_id).values(version=Ladder.version + 1))

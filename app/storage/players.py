@@ -1,0 +1,205 @@
+"""Player rows: vectors and counters, locked for writes, and a versioned per-process table for reads."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app.models import Player
+from app.storage import cache, codec, ladders, refits
+from app.storage.sql import bulk_insert, bulk_update, driver_fetchall, result_converter
+
+#: Above this many players a request locks the ladder's whole player table (in id
+#: order, as always) instead of listing the keys, which would exceed driver limits.
+MAX_KEYS_IN_QUERY = 10_000
+COUNTERS = ("games", "wins", "draws", "losses", "comparisons")
+
+
+@dataclass
+class Locked:
+    """Players' rows locked for a write, with their vectors as the rows of ``C``."""
+
+    index: dict[str, int]  # key -> row
+    ids: np.ndarray
+    C: np.ndarray
+    counts: np.ndarray  # (n, 5): COUNTERS
+    last_played: list[datetime | None]
+
+
+def lock(
+    session: Session, ladder_id: int, dim: int, keys: list[str], initial: Callable[[list[str]], np.ndarray] | None
+) -> Locked:
+    """The rows of ``keys``, locked in id order (one order: no deadlocks).
+
+    With ``initial`` (key list -> initial vectors), missing players are created
+    first; without it they are simply absent from the result.  A concurrent
+    creator's rows are kept.
+    """
+    keys = sorted(set(keys))
+    rows = _select_for_update(session, ladder_id, keys)
+    if len(rows) < len(keys) and initial is not None:
+        found = {row[1] for row in rows}
+        missing = [k for k in keys if k not in found]
+        _create(session, ladder_id, missing, initial(missing))
+        rows = _select_for_update(session, ladder_id, keys)
+    return Locked(
+        index={row[1]: n for n, row in enumerate(rows)},
+        ids=np.array([row[0] for row in rows], dtype=np.int64),
+        C=codec.unpack_rows((row[2] for row in rows), dim),
+        counts=np.array([tuple(row[3:8]) for row in rows], dtype=np.int64).reshape(-1, 5),
+        last_played=[row[8] for row in rows],
+    )
+
+
+_LOCK_COLUMNS = (
+    Player.id,
+    Player.key,
+    Player.vector,
+    *(Player.__table__.c[c] for c in COUNTERS),
+    Player.last_played_at,
+)
+
+
+def lock_all(session: Session, ladder_id: int) -> None:
+    """Lock every player row of the ladder, in id order (a checkpoint rewrites them all)."""
+    session.execute(select(Player.id).where(Player.ladder_id == ladder_id).order_by(Player.id).with_for_update()).all()
+
+
+def _select_for_update(session: Session, ladder_id: int, keys: list[str]) -> list:
+    query = select(*_LOCK_COLUMNS).where(Player.ladder_id == ladder_id)
+    if len(keys) <= MAX_KEYS_IN_QUERY:
+        return session.execute(query.where(Player.key.in_(keys)).order_by(Player.id).with_for_update()).all()
+    wanted = set(keys)
+    return [row for row in session.execute(query.order_by(Player.id).with_for_update()) if row.key in wanted]
+
+
+def _create(session: Session, ladder_id: int, keys: list[str], C0: np.ndarray) -> None:
+    blobs = codec.pack_rows(C0)
+    n, zeros = len(keys), [0] * len(keys)
+    columns = {"ladder_id": [ladder_id] * n, "key": keys, "initial": blobs, "vector": blobs}
+    columns |= {c: zeros for c in COUNTERS}
+    columns["created_at"] = [datetime.now(UTC)] * n
+    bulk_insert(session.connection(), Player.__table__, columns, on_conflict_do_nothing="ladder_id, key")
+
+
+def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
+    """Which of ``keys`` are players of the ladder."""
+    found: set[str] = set()
+    for lo in range(0, len(keys), MAX_KEYS_IN_QUERY):
+        part = keys[lo : lo + MAX_KEYS_IN_QUERY]
+        found.update(session.scalars(select(Player.key).where(Player.ladder_id == ladder_id, Player.key.in_(part))))
+    return found
+
+
+def save(
+    session: Session, locked: Locked, C: np.ndarray, counts: np.ndarray, last_played: list[datetime | None]
+) -> None:
+    """New vectors, counters and last-played times of the locked rows, in one ``executemany``."""
+    columns: dict[str, Any] = {"vector": codec.pack_rows(C), "last_played_at": last_played}
+    columns |= {name: counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
+    bulk_update(session.connection(), Player.__table__, ("id", locked.ids.tolist()), columns)
+
+
+def save_vectors(session: Session, ids: np.ndarray, C: np.ndarray) -> None:
+    bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), {"vector": codec.pack_rows(C)})
+
+
+def insert(session: Session, ladder_id: int, key: str, name: str | None, vector: np.ndarray) -> bool:
+    """A new player; False if the key is taken."""
+    blob = codec.pack(vector)
+    values = {"ladder_id": ladder_id, "key": key, "name": name, "initial": blob, "vector": blob}
+    try:
+        with session.begin_nested():
+            session.execute(Player.__table__.insert().values(**values, **dict.fromkeys(COUNTERS, 0)))
+    except IntegrityError:
+        return False
+    return True
+
+
+def vectors(session: Session, ladder_id: int, keys: list[str], dim: int) -> dict[str, np.ndarray]:
+    """The vectors of ``keys`` (those that exist) in one statement: the prediction path."""
+    marks = ", ".join("?" * len(keys))
+    sql = f"SELECT key, vector FROM players WHERE ladder_id = ? AND key IN ({marks})"
+    rows = driver_fetchall(session.connection(), sql, (ladder_id, *keys))
+    return {key: codec.unpack(blob) for key, blob in rows if len(blob) == 8 * dim}
+
+
+@dataclass
+class Table:
+    """A ladder's players at one version, in id order: what leaderboards and profiles read.
+
+    ``memo`` holds what readers derive from it (strengths, orders), computed
+    once per version and per process.
+    """
+
+    version: int
+    ids: np.ndarray
+    keys: np.ndarray  # of str
+    names: list[str | None]
+    C: np.ndarray
+    counts: np.ndarray  # (n, 5): COUNTERS
+    last_played: list[datetime | None]
+    created: list[datetime]
+    #: Players the latest finished refit found not comparable.
+    not_comparable: frozenset[str]
+    memo: dict[str, Any] = field(default_factory=dict)
+    _row_of: dict[str, int] | None = None
+
+    def row(self, key: str) -> int | None:
+        if self._row_of is None:
+            self._row_of = {k: n for n, k in enumerate(self.keys.tolist())}
+        return self._row_of.get(key)
+
+    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
+        """``compute()``, once per table (readers in other threads may compute it too; the results agree)."""
+        if name not in self.memo:
+            self.memo[name] = compute()
+        return self.memo[name]
+
+
+#: Ladders whose tables this process keeps (the most recently read).
+MAX_TABLES = 64
+
+
+def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> Table:
+    """The ladder's players as of now: this process's copy if the ladder's version has not moved, else read anew.
+
+    The version is read before the rows, so a table is never older than its
+    version says (on PostgreSQL each statement sees the latest commits).  A
+    write transaction reads with ``cached=False``: what it sees may never commit.
+    """
+    current = ladders.version(session, ladder.id)
+    tables = cache.of(session, "tables")
+    held = tables.get(ladder.id)
+    if cached and held is not None and held.version == current:
+        return held
+    rows = driver_fetchall(
+        session.connection(),
+        "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at "
+        "FROM players WHERE ladder_id = ? ORDER BY id",
+        (ladder.id,),
+    )
+    stamp = result_converter(Player.__table__.c.last_played_at, session.get_bind().dialect)
+    fresh = Table(
+        version=current,
+        ids=np.array([r[0] for r in rows], dtype=np.int64),
+        keys=np.array([r[1] for r in rows], dtype=object),
+        names=[r[2] for r in rows],
+        C=codec.unpack_rows((r[3] for r in rows), 2 * ladder.k),
+        counts=np.array([r[4:9] for r in rows], dtype=np.int64).reshape(-1, 5),
+        last_played=[stamp(r[9]) for r in rows],
+        created=[stamp(r[10]) for r in rows],
+        not_comparable=refits.not_comparable_keys(session, ladder.id),
+    )
+    if cached:
+        if len(tables) >= MAX_TABLES:
+            tables.clear()
+        tables[ladder.id] = fresh
+    return fresh

@@ -1,0 +1,96 @@
+"""Refit jobs and the checkpoints that apply them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, defer
+
+from app.models import Checkpoint, Game, Refit
+from app.storage import cache
+
+
+def insert(session: Session, ladder_id: int, params: dict, log_games: int | None = None) -> Refit:
+    job = Refit(ladder_id=ladder_id, status="queued", progress=0.0, params=params, log_games=log_games)
+    session.add(job)
+    session.flush()
+    return job
+
+
+def get(session: Session, refit_id: int, ladder_id: int | None = None) -> Refit | None:
+    query = select(Refit).where(Refit.id == refit_id)
+    if ladder_id is not None:
+        query = query.where(Refit.ladder_id == ladder_id)
+    return session.scalar(query)
+
+
+def update(session: Session, refit_id: int, values: dict) -> Refit:
+    """Set fields of a job (and its ``updated_at``)."""
+    job = session.get(Refit, refit_id)
+    for name, value in values.items():
+        setattr(job, name, value)
+    job.updated_at = datetime.now(UTC)
+    session.flush()
+    return job
+
+
+def recent(session: Session, ladder_id: int, limit: int, reports: bool = True) -> list[Refit]:
+    """The latest jobs, newest first, without their vectors (and without their reports unless asked)."""
+    query = select(Refit).where(Refit.ladder_id == ladder_id).order_by(Refit.id.desc()).limit(limit)
+    heavy = [defer(Refit.player_ids), defer(Refit.vectors)] + ([] if reports else [defer(Refit.result)])
+    return list(session.scalars(query.options(*heavy)))
+
+
+def latest_done(session: Session, ladder_id: int) -> Refit | None:
+    return session.scalar(
+        select(Refit).where(Refit.ladder_id == ladder_id, Refit.status == "done").order_by(Refit.id.desc()).limit(1)
+    )
+
+
+def not_comparable_keys(session: Session, ladder_id: int) -> frozenset[str]:
+    """Players the latest finished refit found not comparable; each report is parsed once per process."""
+    latest = session.execute(
+        select(Refit.id, Refit.finished_at)
+        .where(Refit.ladder_id == ladder_id, Refit.status == "done")
+        .order_by(Refit.id.desc())
+        .limit(1)
+    ).first()
+    if latest is None:
+        return frozenset()
+    parsed = cache.of(session, "not_comparable")  # by (refit id, finish time): a finished report never changes
+    keys = parsed.get(tuple(latest))
+    if keys is None:
+        result = session.scalar(select(Refit.result).where(Refit.id == latest.id))
+        keys = frozenset(row["key"] for row in result["identifiability"]["not_comparable"])
+        if len(parsed) >= 1024:
+            parsed.clear()
+        parsed[tuple(latest)] = keys
+    return keys
+
+
+def latest_checkpoint(session: Session, ladder_id: int) -> Checkpoint | None:
+    return session.scalar(
+        select(Checkpoint).where(Checkpoint.ladder_id == ladder_id).order_by(Checkpoint.id.desc()).limit(1)
+    )
+
+
+def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:
+    checkpoint = Checkpoint(
+        ladder_id=ladder_id,
+        after_game_id=job.after_game_id,
+        refit_id=job.id,
+        player_ids=job.player_ids,
+        vectors=job.vectors,
+    )
+    session.add(checkpoint)
+    session.flush()
+    return checkpoint
+
+
+def games_up_to(session: Session, ladder_id: int, game_id: int) -> int:
+    """Games of the ladder with id ≤ ``game_id`` (a late commit below it changes this)."""
+    return (
+        session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id, Game.id <= game_id))
+        or 0
+    )

@@ -1,0 +1,103 @@
+"""Statements straight through the driver, for the hot and the bulk paths.
+
+SQLAlchemy's per-row machinery (result objects, per-row type processing)
+costs more than the database itself when a request or an import writes many
+rows; these helpers keep each column's own bind processor (values are stored
+exactly as the ORM would store them) and skip the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sqlalchemy import Column, Connection, CursorResult, DateTime, Dialect, LargeBinary, Table
+
+from app.models import UTCDateTime
+
+#: Rows per ``executemany`` call of :func:`bulk_insert`.
+BULK_ROWS = 50_000
+
+
+def bulk_insert(
+    connection: Connection,
+    table: Table,
+    columns: dict[str, Sequence],
+    on_conflict_do_nothing: str = "",
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """INSERT many rows given column by column, through the driver's ``executemany``.
+
+    ``on_conflict_do_nothing`` names the unique columns whose duplicates are
+    skipped (SQLite and PostgreSQL share the syntax).  ``progress(done, total)``
+    follows the rows written.  See :func:`_driver_rows` for what is skipped.
+    """
+    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+    if on_conflict_do_nothing:
+        sql += f" ON CONFLICT ({on_conflict_do_nothing}) DO NOTHING"
+    rows = _driver_rows(connection, table, columns)
+    for lo in range(0, len(rows), BULK_ROWS):
+        driver_sql(connection, sql, rows[lo : lo + BULK_ROWS])
+        if progress is not None:
+            progress(min(lo + BULK_ROWS, len(rows)), len(rows))
+
+
+def bulk_update(
+    connection: Connection, table: Table, where: tuple[str, Sequence], columns: dict[str, Sequence]
+) -> None:
+    """UPDATE row n of ``where = (column, values)`` with value n of each of ``columns``, in one ``executemany``."""
+    key, keys = where
+    assignments = ", ".join(f"{name} = ?" for name in columns)
+    sql = f"UPDATE {table.name} SET {assignments} WHERE {key} = ?"
+    driver_sql(connection, sql, _driver_rows(connection, table, {**columns, key: keys}))
+
+
+def _driver_rows(connection: Connection, table: Table, columns: dict[str, Sequence]) -> list[tuple]:
+    """Rows for the driver, each column converted by its own bind processor.
+
+    Values are stored exactly as the ORM stores them, but SQLAlchemy's per-row
+    machinery, which cost more than the database itself in bulk imports, is
+    skipped.  Timestamps are converted once per distinct value (an import often
+    stamps every row the same).
+    """
+    dialect = connection.dialect
+    processed = []
+    for name, values in columns.items():
+        column_type = table.c[name].type
+        process = column_type.dialect_impl(dialect).bind_processor(dialect)
+        if process is None or isinstance(column_type, LargeBinary):  # both drivers take bytes as they are
+            processed.append(values)
+        elif isinstance(column_type, DateTime | UTCDateTime):
+            memo = {value: process(value) for value in set(values)}
+            processed.append([memo[value] for value in values])
+        else:
+            processed.append([process(value) for value in values])
+    return list(zip(*processed, strict=True))
+
+
+def result_converter(column: Column, dialect: Dialect) -> Callable[[Any], Any]:
+    """What the ORM does to a value of ``column`` read through the driver (e.g. text to an aware datetime)."""
+    process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+    return process or (lambda value: value)
+
+
+def driver_sql(connection: Connection, sql: str, parameters: tuple | list[tuple]) -> CursorResult:
+    """Run ``sql`` written with ``?`` placeholders straight through the driver (no per-row type processing).
+
+    For the few hot statements whose SQLAlchemy overhead outweighs the database's work.
+    """
+    if connection.dialect.paramstyle != "qmark":
+        sql = sql.replace("?", "%s")
+    return connection.exec_driver_sql(sql, parameters)
+
+
+def driver_fetchall(connection: Connection, sql: str, parameters: tuple) -> list[tuple]:
+    """:func:`driver_sql` for a large read: plain tuples from the driver's cursor, no result objects per row."""
+    if connection.dialect.paramstyle != "qmark":
+        sql = sql.replace("?", "%s")
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        cursor.execute(sql, parameters)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
