@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+import anyio.to_thread
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+from app.storage.sql import RawReader
 
 T = TypeVar("T")
 #: PostgreSQL's deadlock_detected and serialization_failure: the transaction may simply be run again.
@@ -131,6 +133,34 @@ class Database:
                     raise
                 time.sleep(0.005 * 2**attempt)
         raise AssertionError("unreachable")
+
+    @contextmanager
+    def raw(self) -> Iterator[RawReader]:
+        """A pooled driver connection for single-statement reads (see :class:`app.storage.sql.RawReader`)."""
+        connection = self.read_engine.raw_connection()
+        try:
+            yield RawReader(connection, self.read_engine)
+        finally:
+            connection.close()
+
+    async def read_now(self, work: Callable[[RawReader], T]) -> T:
+        """``work(reader)`` for a point read of a request handler.
+
+        On SQLite it runs right here on the event loop: a point read is a few
+        microseconds of local work, readers never wait for the writer (WAL),
+        and a hop to the thread pool would cost more than the read.  On
+        PostgreSQL a read is a network round trip that a stopped server could
+        hold up, so it runs in the thread pool.
+        """
+        if self.dialect == "sqlite":
+            with self.raw() as reader:
+                return work(reader)
+
+        def run() -> T:
+            with self.raw() as reader:
+                return work(reader)
+
+        return await anyio.to_thread.run_sync(run)
 
     def ping(self) -> None:
         """One round trip to the database (readiness); raises if it cannot be reached."""

@@ -84,7 +84,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings
     handlers.install(app)
-    for router in (ladders_router, players_router, games_router, predictions_router, analysis_router, web_router):
+    # Hot routes first: routes are matched in order.
+    for router in (predictions_router, games_router, players_router, ladders_router, analysis_router, web_router):
         app.include_router(router)
 
     @app.get("/healthz", tags=["health"])

@@ -19,7 +19,9 @@ def _free_port() -> int:
 
 
 class PostgresServer:
-    def __init__(self) -> None:
+    def __init__(self, fsync: bool = False) -> None:
+        """``fsync``: make commits durable (benchmarks); the tests run without."""
+        self.fsync = fsync
         found = sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))
         if not found:
             raise RuntimeError("PostgreSQL is not installed: run scripts/ensure-postgres.sh (make test does).")
@@ -36,7 +38,8 @@ class PostgresServer:
     def start(self) -> None:
         data = str(self.dir / "data")
         self._run(str(self.bin / "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8")
-        opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c fsync=off -c max_connections=200"
+        opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c max_connections=200"
+        opts += "" if self.fsync else " -c fsync=off"
         self._run(str(self.bin / "pg_ctl"), "-D", data, "-o", opts, "-l", str(self.dir / "log"), "-w", "start")
         deadline = time.time() + 30
         while time.time() < deadline:

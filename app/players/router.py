@@ -2,9 +2,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query
+import anyio.to_thread
+from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
+from app import reads
 from app.access import ladder_for_read, ladder_for_write
 from app.deps import BearerKey, DatabaseDep
 from app.errors import problems
@@ -47,17 +49,21 @@ def opponents(slug: str, key: str, db: DatabaseDep, limit: Annotated[int, Query(
 
 
 @router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 409, 422))
-def leaderboard(
+async def leaderboard(
     slug: str,
     db: DatabaseDep,
     by: Literal["hodge", "field", "disc"] = "hodge",
     limit: Limit = 50,
     cursor: str | None = None,
-) -> JSONResponse:
+) -> Response:
     """Players ranked by Hodge strength (default), expected score against the field, or disc strength (SPEC §8).
 
     `by=disc` ranks by u/v in the dominant disc of the canonical form (seed 004) and answers 409 when that disc
     is cyclic (no ordering exists).
     """
-    with db.reading() as session:
-        return JSONResponse(service.leaderboard(session, ladder_for_read(session, slug), by, limit, cursor))
+    ladder = await reads.ladder(db, slug)
+    table = await reads.table(db, ladder)
+    body = service.rendered_page(table, by, limit, cursor)
+    if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
+        body = await anyio.to_thread.run_sync(service.leaderboard, table, ladder, by, limit, cursor)
+    return Response(body, media_type="application/json")

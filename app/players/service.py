@@ -141,9 +141,25 @@ def _ranking(table: Table, by: str) -> tuple[np.ndarray, np.ndarray, np.ndarray,
     return table.derived("ranking:" + by, compute)
 
 
-def leaderboard(session: Session, ladder: LadderRow, by: str, limit: int, cursor: str | None) -> dict:
-    """Players ordered by an invariant of A (SPEC §8), keyset-paginated on (score, key)."""
-    table = _table(session, ladder)
+def leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None) -> bytes:
+    """Players ordered by an invariant of A (SPEC §8), keyset-paginated on (score, key), as a JSON body.
+
+    The first page of each order and size is rendered once per table (it is
+    what nearly every request asks for).
+    """
+    if cursor is None:
+        return table.derived(
+            ("page", by, limit), lambda: json.dumps(_leaderboard(table, ladder, by, limit, None)).encode()
+        )
+    return json.dumps(_leaderboard(table, ladder, by, limit, cursor)).encode()
+
+
+def rendered_page(table: Table, by: str, limit: int, cursor: str | None) -> bytes | None:
+    """The first page if it is rendered already (no work to do), else None."""
+    return table.memo.get(("page", by, limit)) if cursor is None else None
+
+
+def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None) -> dict:
     score, order, sorted_score, sorted_keys = _ranking(table, by)
     hodge = _hodge(table)
     start = 0
@@ -153,9 +169,8 @@ def leaderboard(session: Session, ladder: LadderRow, by: str, limit: int, cursor
             lambda v: isinstance(v, list) and len(v) == 2 and isinstance(v[0], int | float) and isinstance(v[1], str),
         )
         last_score, last_key = float(after[0]), after[1]
-        start = int(
-            np.count_nonzero((sorted_score > last_score) | ((sorted_score == last_score) & (sorted_keys <= last_key)))
-        )
+        ahead = (sorted_score > last_score) | ((sorted_score == last_score) & (sorted_keys <= last_key))
+        start = int(np.count_nonzero(ahead))
     page = order[start : start + limit]
     items = []
     for rank, i in enumerate(page.tolist(), start=start + 1):

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from app.access import ladder_for_read
+from app import reads
 from app.deps import DatabaseDep
 from app.errors import problems
 from app.predictions import service
@@ -16,19 +16,20 @@ router = APIRouter(prefix="/v1/ladders/{slug}/predict", tags=["predictions"])
 
 
 @router.get("", response_model=PairPrediction, responses=problems(404, 422))
-def predict_pair(
+async def predict_pair(
     slug: str,
     db: DatabaseDep,
     a: Annotated[PlayerKey, Query(description="Player key.")],
     b: Annotated[PlayerKey, Query(description="Opponent key.")],
 ) -> JSONResponse:
     """P(a beats b), and the advantage in logits and Elo points."""
-    with db.reading() as session:
-        return JSONResponse(service.pair(session, ladder_for_read(session, slug), a, b))
+    ladder = await reads.ladder(db, slug)
+    return JSONResponse(service.pair(a, b, await reads.vectors(db, ladder, [a, b])))
 
 
 @router.post("", response_model=MatchPrediction, responses=problems(404, 422))
-def predict_match(slug: str, data: MatchIn, db: DatabaseDep) -> JSONResponse:
+async def predict_match(slug: str, data: MatchIn, db: DatabaseDep) -> JSONResponse:
     """Win-probability matrix and expected scores for N sides (players or ad-hoc teams, with seat advantages)."""
-    with db.reading() as session:
-        return JSONResponse(service.match(session, ladder_for_read(session, slug), data))
+    ladder = await reads.ladder(db, slug)
+    keys = service.match_keys(data)
+    return JSONResponse(service.match(data, await reads.vectors(db, ladder, keys)))

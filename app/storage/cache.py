@@ -12,9 +12,9 @@ _caches: weakref.WeakKeyDictionary[Any, dict[str, dict]] = weakref.WeakKeyDictio
 _lock = threading.Lock()
 
 
-def of(session: Session, name: str) -> dict:
-    """The cache ``name`` of the session's database engine."""
-    engine = session.get_bind()
+def of(source: Session | Any, name: str) -> dict:
+    """The cache ``name`` of a database engine: given itself, or a session or reader bound to it."""
+    engine = source.get_bind() if isinstance(source, Session) else getattr(source, "engine", source)
     caches = _caches.get(engine)
     if caches is None:
         with _lock:

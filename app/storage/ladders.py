@@ -5,12 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from datetime import datetime
 
-from sqlalchemy import func, select, update
+from sqlalchemy import Engine, func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.models import Game, Ladder, Player
 from app.storage import cache
+from app.storage.sql import RawReader
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,11 @@ def cached(session: Session, slug: str) -> LadderRow | None:
     return ladder if ladder is not None else by_slug(session, slug)
 
 
+def from_cache(engine: Engine, slug: str) -> LadderRow | None:
+    """The ladder if this process has read it before through this database engine, else None."""
+    return cache.of(engine, "ladders").get(slug)
+
+
 def by_id(session: Session, ladder_id: int) -> LadderRow | None:
     row = session.execute(select(*_COLUMNS).where(Ladder.id == ladder_id)).first()
     return None if row is None else _row(row)
@@ -88,6 +94,11 @@ def sizes(session: Session, ladder_id: int) -> tuple[int, int]:
 
 def version(session: Session, ladder_id: int) -> int:
     return session.scalar(select(Ladder.version).where(Ladder.id == ladder_id)) or 0
+
+
+def version_now(reader: RawReader, ladder_id: int) -> int:
+    rows = reader.fetchall("SELECT version FROM ladders WHERE id = ?", (ladder_id,))
+    return rows[0][0] if rows else 0
 
 
 def bump(session: Session, ladder_ids: list[int]) -> None:

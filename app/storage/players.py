@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Player
 from app.storage import cache, codec, ladders, refits
-from app.storage.sql import bulk_insert, bulk_update, driver_fetchall, result_converter
+from app.storage.sql import RawReader, bulk_insert, bulk_update, driver_fetchall, result_converter
 
 #: Above this many players a request locks the ladder's whole player table (in id
 #: order, as always) instead of listing the keys, which would exceed driver limits.
@@ -123,11 +123,15 @@ def insert(session: Session, ladder_id: int, key: str, name: str | None, vector:
     return True
 
 
-def vectors(session: Session, ladder_id: int, keys: list[str], dim: int) -> dict[str, np.ndarray]:
-    """The vectors of ``keys`` (those that exist) in one statement: the prediction path."""
+def vectors(reader: RawReader, ladder_id: int, keys: list[str], dim: int) -> dict[str, np.ndarray]:
+    """The vectors of ``keys`` (those that exist) in one statement: the prediction path.
+
+    The statement text depends only on how many keys there are, so the drivers
+    keep it prepared (sqlite3's statement cache, psycopg's automatic prepare).
+    """
     marks = ", ".join("?" * len(keys))
     sql = f"SELECT key, vector FROM players WHERE ladder_id = ? AND key IN ({marks})"
-    rows = driver_fetchall(session.connection(), sql, (ladder_id, *keys))
+    rows = reader.fetchall(sql, (ladder_id, *keys))
     return {key: codec.unpack(blob) for key, blob in rows if len(blob) == 8 * dim}
 
 
@@ -166,6 +170,14 @@ class Table:
 
 #: Ladders whose tables this process keeps (the most recently read).
 MAX_TABLES = 64
+
+
+def current_table(reader: RawReader, ladder_id: int) -> Table | None:
+    """This process's copy of the ladder's player table if the ladder's version has not moved, else None."""
+    held = cache.of(reader, "tables").get(ladder_id)
+    if held is not None and held.version == ladders.version_now(reader, ladder_id):
+        return held
+    return None
 
 
 def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> Table:

@@ -101,3 +101,26 @@ def driver_fetchall(connection: Connection, sql: str, parameters: tuple) -> list
         return cursor.fetchall()
     finally:
         cursor.close()
+
+
+class RawReader:
+    """A pooled driver connection for the hottest reads: no session, no transaction bookkeeping.
+
+    SQLite runs each statement in autocommit mode (its own snapshot);
+    PostgreSQL's implicit transaction is rolled back when the connection goes
+    back to the pool.  Readers that need several statements in one snapshot
+    use a session instead.
+    """
+
+    def __init__(self, connection: Any, engine: Any) -> None:
+        self.connection = connection
+        self.engine = engine
+        self.qmark = engine.dialect.paramstyle == "qmark"
+
+    def fetchall(self, sql: str, parameters: tuple) -> list[tuple]:
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(sql if self.qmark else sql.replace("?", "%s"), parameters)
+            return cursor.fetchall()
+        finally:
+            cursor.close()
