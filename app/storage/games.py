@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.models import Game, IdempotencyKey, Participant, Player
 from app.storage import codec
 from app.storage.players import MAX_KEYS_IN_QUERY
-from app.storage.sql import bulk_insert, driver_sql
+from app.storage.sql import bulk_insert, driver_sql, fetch_typed
 
 Progress = Callable[[int, int], None] | None
 
@@ -92,12 +92,9 @@ _IDEMPOTENCY = IdempotencyKey.__table__
 
 def stored_response(session: Session, ladder_id: int, key: str) -> tuple[str, dict] | None:
     """(request hash, response) recorded for an idempotency key, or None."""
-    row = session.execute(
-        select(_IDEMPOTENCY.c.request_hash, _IDEMPOTENCY.c.response).where(
-            _IDEMPOTENCY.c.ladder_id == ladder_id, _IDEMPOTENCY.c.key == key
-        )
-    ).first()
-    return None if row is None else (row[0], row[1])
+    sql = "SELECT request_hash, response FROM idempotency_keys WHERE ladder_id = ? AND key = ?"
+    rows = fetch_typed(session, sql, (ladder_id, key), [_IDEMPOTENCY.c.request_hash, _IDEMPOTENCY.c.response])
+    return rows[0] if rows else None
 
 
 def remember(session: Session, records: list[tuple[int, str, str, dict]], now: datetime) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from datetime import datetime
 
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.models import Game, Ladder, Player
 from app.storage import cache
-from app.storage.sql import RawReader
+from app.storage.sql import RawReader, driver_sql, fetch_typed
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,15 @@ def _row(row) -> LadderRow:
     return LadderRow(*row)
 
 
+_BY_SLUG = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE slug = ?"
+
+
 def by_slug(session: Session, slug: str) -> LadderRow | None:
     """The ladder as it is now (write transactions read it here: its settings may change)."""
-    row = session.execute(select(*_COLUMNS).where(Ladder.slug == slug)).first()
-    if row is None:
+    rows = fetch_typed(session, _BY_SLUG, (slug,), _COLUMNS)
+    if not rows:
         return None
-    ladder = _row(row)
+    ladder = _row(rows[0])
     cache.of(session, "ladders")[slug] = ladder
     return ladder
 
@@ -108,4 +111,4 @@ def bump(session: Session, ladder_ids: list[int]) -> None:
     after every other lock (one order: no deadlocks) and is held briefly.
     """
     for ladder_id in sorted(set(ladder_ids)):
-        session.execute(update(Ladder).where(Ladder.id == ladder_id).values(version=Ladder.version + 1))
+        driver_sql(session.connection(), "UPDATE ladders SET version = version + 1 WHERE id = ?", (ladder_id,))

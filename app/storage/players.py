@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Player
 from app.storage import cache, codec, ladders, refits
-from app.storage.sql import RawReader, bulk_insert, bulk_update, driver_fetchall, result_converter
+from app.storage.sql import RawReader, bulk_insert, bulk_update, driver_fetchall, fetch_typed, result_converter
 
 #: Above this many players a request locks the ladder's whole player table (in id
 #: order, as always) instead of listing the keys, which would exceed driver limits.
@@ -58,13 +58,8 @@ def lock(
     )
 
 
-_LOCK_COLUMNS = (
-    Player.id,
-    Player.key,
-    Player.vector,
-    *(Player.__table__.c[c] for c in COUNTERS),
-    Player.last_played_at,
-)
+_LOCK_COLUMNS = [Player.__table__.c[name] for name in ("id", "key", "vector", *COUNTERS, "last_played_at")]
+_LOCK = f"SELECT {', '.join(c.name for c in _LOCK_COLUMNS)} FROM players WHERE ladder_id = ?"
 
 
 def lock_all(session: Session, ladder_id: int) -> None:
@@ -73,11 +68,12 @@ def lock_all(session: Session, ladder_id: int) -> None:
 
 
 def _select_for_update(session: Session, ladder_id: int, keys: list[str]) -> list:
-    query = select(*_LOCK_COLUMNS).where(Player.ladder_id == ladder_id)
     if len(keys) <= MAX_KEYS_IN_QUERY:
-        return session.execute(query.where(Player.key.in_(keys)).order_by(Player.id).with_for_update()).all()
+        sql = f"{_LOCK} AND key IN ({', '.join('?' * len(keys))}) ORDER BY id FOR UPDATE"
+        return fetch_typed(session, sql, (ladder_id, *keys), _LOCK_COLUMNS)
     wanted = set(keys)
-    return [row for row in session.execute(query.order_by(Player.id).with_for_update()) if row.key in wanted]
+    rows = fetch_typed(session, f"{_LOCK} ORDER BY id FOR UPDATE", (ladder_id,), _LOCK_COLUMNS)
+    return [row for row in rows if row[1] in wanted]
 
 
 def _create(session: Session, ladder_id: int, keys: list[str], C0: np.ndarray) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import Column, Connection, CursorResult, DateTime, Dialect, LargeBinary, Table
+from sqlalchemy import Column, Connection, CursorResult, DateTime, Dialect, Float, Integer, LargeBinary, String, Table
+from sqlalchemy.orm import Session
 
 from app.models import UTCDateTime
 
@@ -76,9 +77,34 @@ def _driver_rows(connection: Connection, table: Table, columns: dict[str, Sequen
 
 
 def result_converter(column: Column, dialect: Dialect) -> Callable[[Any], Any]:
-    """What the ORM does to a value of ``column`` read through the driver (e.g. text to an aware datetime)."""
+    """What the ORM does to a value of ``column`` read through the driver (e.g. text to an aware datetime).
+
+    Numbers, strings and bytes come from both drivers as they are.
+    """
+    if isinstance(column.type, Float | Integer | String | LargeBinary):
+        return _same
     process = column.type.dialect_impl(dialect).result_processor(dialect, None)
-    return process or (lambda value: value)
+    return process or _same
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def fetch_typed(session: Session, sql: str, parameters: tuple, columns: Sequence[Column]) -> list[tuple]:
+    """Rows of ``sql`` (``?`` placeholders) through the driver, each value converted as the ORM would.
+
+    ``columns`` are the table columns the statement selects, in order; a
+    trailing `` FOR UPDATE`` is dropped on SQLite (whose writers hold the
+    database lock already).
+    """
+    connection = session.connection()
+    dialect = connection.dialect
+    if dialect.name == "sqlite" and sql.endswith(" FOR UPDATE"):
+        sql = sql[: -len(" FOR UPDATE")]
+    convert = [result_converter(column, dialect) for column in columns]
+    rows = driver_fetchall(connection, sql, parameters)
+    return [tuple(f(v) for f, v in zip(convert, row, strict=True)) for row in rows]
 
 
 def driver_sql(connection: Connection, sql: str, parameters: tuple | list[tuple]) -> CursorResult:
