@@ -10,6 +10,7 @@ PostgreSQL: one engine; writers lock the participants' rows in id order.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -18,14 +19,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-import anyio.to_thread
+import psycopg
 from sqlalchemy import Engine, create_engine, event, text
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
-from app.storage.sql import RawReader
 
 T = TypeVar("T")
 #: PostgreSQL's deadlock_detected and serialization_failure: the transaction may simply be run again.
@@ -76,6 +76,8 @@ class Database:
     #: SQLite admits one writer; this process's writers queue here instead of in
     #: SQLite's busy handler, whose sleeps grow to 100 ms and made p99 latency seconds.
     _write_lock: threading.Lock | None = None
+    #: PostgreSQL: the asynchronous connections of :meth:`fetch`.
+    async_reads: AsyncReads | None = None
     _read_sessions: sessionmaker = field(init=False)
     _write_sessions: sessionmaker = field(init=False)
 
@@ -90,7 +92,7 @@ class Database:
             read, write = _sqlite_engine(url, immediate=False), _sqlite_engine(url, immediate=True)
             return cls(read, write, "sqlite", threading.Lock())
         engine = create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
-        return cls(engine, engine, "postgresql")
+        return cls(engine, engine, "postgresql", async_reads=AsyncReads(engine.url))
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
@@ -134,33 +136,26 @@ class Database:
                 time.sleep(0.005 * 2**attempt)
         raise AssertionError("unreachable")
 
-    @contextmanager
-    def raw(self) -> Iterator[RawReader]:
-        """A pooled driver connection for single-statement reads (see :class:`app.storage.sql.RawReader`)."""
+    async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
+        """The rows of one read statement (``?`` placeholders) for a request handler, without a thread.
+
+        On SQLite it runs right here on the event loop, through a pooled driver
+        connection in autocommit mode: a point read is microseconds of local
+        work, readers never wait for the writer (WAL), and a hop to the thread
+        pool would cost more than the read.  On PostgreSQL it goes through a
+        few asynchronous psycopg connections (:class:`AsyncReads`), so a slow
+        or stopped server holds up only the requests that need it, never the
+        event loop or the thread pool.
+        """
+        if self.async_reads is not None:
+            return await self.async_reads.fetch(sql.replace("?", "%s"), parameters)
         connection = self.read_engine.raw_connection()
         try:
-            yield RawReader(connection, self.read_engine)
+            cursor = connection.cursor()
+            cursor.execute(sql, parameters)
+            return cursor.fetchall()
         finally:
             connection.close()
-
-    async def read_now(self, work: Callable[[RawReader], T]) -> T:
-        """``work(reader)`` for a point read of a request handler.
-
-        On SQLite it runs right here on the event loop: a point read is a few
-        microseconds of local work, readers never wait for the writer (WAL),
-        and a hop to the thread pool would cost more than the read.  On
-        PostgreSQL a read is a network round trip that a stopped server could
-        hold up, so it runs in the thread pool.
-        """
-        if self.dialect == "sqlite":
-            with self.raw() as reader:
-                return work(reader)
-
-        def run() -> T:
-            with self.raw() as reader:
-                return work(reader)
-
-        return await anyio.to_thread.run_sync(run)
 
     def ping(self) -> None:
         """One round trip to the database (readiness); raises if it cannot be reached."""
@@ -170,3 +165,73 @@ class Database:
     def dispose(self) -> None:
         self.read_engine.dispose()
         self.write_engine.dispose()
+
+    async def close(self) -> None:
+        """Close the asynchronous connections too (the app's shutdown)."""
+        if self.async_reads is not None:
+            await self.async_reads.close()
+        self.dispose()
+
+
+class AsyncReads:
+    """A few autocommit psycopg connections for the point reads of request handlers on PostgreSQL.
+
+    Opened as needed, up to ``size``; a connection that fails is dropped (the
+    next read opens another).  Each statement has a time limit.
+    """
+
+    def __init__(self, url: URL, size: int = 4, timeout: float = 5.0) -> None:
+        self.conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self.size, self.timeout = size, timeout
+        self.idle: list[psycopg.AsyncConnection] = []
+        self.opened = 0
+        self.available: asyncio.Condition | None = None
+
+    async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
+        connection = await self._take()
+        try:
+            cursor = await connection.execute(sql, parameters)
+            rows = await cursor.fetchall()
+        except BaseException:
+            await self._drop(connection)
+            raise
+        await self._give_back(connection)
+        return rows
+
+    async def _take(self) -> psycopg.AsyncConnection:
+        if self.available is None:
+            self.available = asyncio.Condition()
+        async with self.available:
+            while not self.idle and self.opened >= self.size:
+                await self.available.wait()
+            if self.idle:
+                return self.idle.pop()
+            self.opened += 1
+        try:
+            options = f"-c statement_timeout={int(self.timeout * 1000)}"
+            return await psycopg.AsyncConnection.connect(
+                self.conninfo, autocommit=True, connect_timeout=max(1, int(self.timeout)), options=options
+            )
+        except BaseException:
+            await self._forget()
+            raise
+
+    async def _give_back(self, connection: psycopg.AsyncConnection) -> None:
+        async with self.available:
+            self.idle.append(connection)
+            self.available.notify()
+
+    async def _drop(self, connection: psycopg.AsyncConnection) -> None:
+        await connection.close()
+        await self._forget()
+
+    async def _forget(self) -> None:
+        async with self.available:
+            self.opened -= 1
+            self.available.notify()
+
+    async def close(self) -> None:
+        for connection in self.idle:
+            await connection.close()
+        self.idle.clear()
+        self.opened = 0

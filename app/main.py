@@ -79,7 +79,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         yield
         app.state.committer.close()
         jobs.stop()
-        db.dispose()
+        await db.close()
 
     app = FastAPI(title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.settings = settings

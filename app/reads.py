@@ -1,6 +1,6 @@
 """The hot reads of request handlers: a ladder, its player table, some players' vectors.
 
-Each is a point read through :meth:`app.db.Database.read_now` when this
+Each is one statement through :meth:`app.db.Database.fetch` when this
 process's caches are current, and falls back to the thread pool for the rare
 full read (a ladder seen for the first time, a player table whose ladder
 version has moved).
@@ -40,11 +40,11 @@ async def table(db: Database, ladder: LadderRow) -> Table:
     One request per ladder reads it anew; the others that need it meanwhile
     wait for that read instead of repeating it.
     """
-    held = await db.read_now(lambda reader: storage.players.current_table(reader, ladder.id))
+    held = await storage.players.current_table(db.fetch, db.read_engine, ladder.id)
     if held is not None:
         return held
     async with storage.cache.of(db.read_engine, "loading").setdefault(ladder.id, asyncio.Lock()):
-        held = await db.read_now(lambda reader: storage.players.current_table(reader, ladder.id))
+        held = await storage.players.current_table(db.fetch, db.read_engine, ladder.id)
         if held is not None:
             return held
 
@@ -57,7 +57,7 @@ async def table(db: Database, ladder: LadderRow) -> Table:
 
 async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> np.ndarray:
     """The rows of ``keys`` (in that order); 404 naming the unknown players."""
-    found = await db.read_now(lambda reader: storage.players.vectors(reader, ladder.id, keys, 2 * ladder.k))
+    found = await storage.players.vectors(db.fetch, ladder.id, keys, 2 * ladder.k)
     missing = [k for k in keys if k not in found]
     if missing:
         raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")

@@ -90,6 +90,9 @@ def seed_ladder(url: str, players: int, auto_refit: bool = True) -> str:
         key = create_ladder(session, LadderCreate(slug="bench", k=1, auto_refit=auto_refit)).write_key
     with db.writing() as session:
         import_games(session, ladder_for_read(session, "bench", fresh=True), games)
+    if db.dialect == "postgresql":  # the planner's statistics, as autovacuum would gather them on a live server
+        with db.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("ANALYZE")
     db.dispose()
     return key
 

@@ -5,8 +5,9 @@ the writer takes every request waiting (up to :data:`MAX_GAMES` games) and
 applies them in one transaction (:func:`app.games.service.apply_posts`), then
 answers each with its own response or its own problem.  A request on an idle
 server is taken at once, without waiting for company; under load the requests
-that queue while a group commits form the next group, so the commit cost is
-shared without any timer.  A response is sent only after its group commits.
+that queue while a group commits form the next group, and the writer waits at
+most :data:`LINGER` for the clients just answered to send their next posts, so
+the commit cost is shared.  A response is sent only after its group commits.
 
 If the group's transaction fails as a whole (an error no single request's
 checks foresaw, say a unique-key race with another worker), it is rolled back
@@ -31,6 +32,8 @@ from app.games.service import Post
 logger = logging.getLogger("melo")
 #: Most games applied in one transaction (a batch request larger than this forms a group of its own).
 MAX_GAMES = 500
+#: Under load, how long the writer may wait for the next group to fill up (seconds), and how often it looks.
+LINGER, LINGER_STEP = 0.002, 0.0005
 
 
 class GroupCommitter:
@@ -55,14 +58,22 @@ class GroupCommitter:
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        last_size = 0
         while True:
             group = [await self.queue.get()]
+            # Under load (the last group had company), the clients it answered are sending their next posts:
+            # waiting a moment for them makes one commit of the next group instead of one for its first post.
+            waited = 0.0
+            while last_size > 1 and self.queue.qsize() + 1 < last_size // 2 and waited < LINGER:
+                await asyncio.sleep(LINGER_STEP)
+                waited += LINGER_STEP
             games = len(group[0][0].games)
             while not self.queue.empty() and games < MAX_GAMES:
                 item = self.queue.get_nowait()
                 group.append(item)
                 games += len(item[0].games)
             posts = [post for post, _ in group]
+            last_size = len(posts)
             try:
                 outcomes = await loop.run_in_executor(self.executor, self.commit, posts)
             except BaseException as exc:  # the loop must survive whatever happens to one group

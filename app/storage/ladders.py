@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Game, Ladder, Player
 from app.storage import cache
-from app.storage.sql import RawReader, driver_sql, fetch_typed
+from app.storage.sql import Fetch, driver_sql, fetch_typed
 
 
 @dataclass(frozen=True)
@@ -99,8 +99,8 @@ def version(session: Session, ladder_id: int) -> int:
     return session.scalar(select(Ladder.version).where(Ladder.id == ladder_id)) or 0
 
 
-def version_now(reader: RawReader, ladder_id: int) -> int:
-    rows = reader.fetchall("SELECT version FROM ladders WHERE id = ?", (ladder_id,))
+async def version_now(fetch: Fetch, ladder_id: int) -> int:
+    rows = await fetch("SELECT version FROM ladders WHERE id = ?", (ladder_id,))
     return rows[0][0] if rows else 0
 
 

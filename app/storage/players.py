@@ -8,13 +8,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.models import Player
 from app.storage import cache, codec, ladders, refits
-from app.storage.sql import RawReader, bulk_insert, bulk_update, driver_fetchall, fetch_typed, result_converter
+from app.storage.sql import Fetch, bulk_insert, bulk_update, driver_fetchall, fetch_typed, result_converter
 
 #: Above this many players a request locks the ladder's whole player table (in id
 #: order, as always) instead of listing the keys, which would exceed driver limits.
@@ -119,7 +119,7 @@ def insert(session: Session, ladder_id: int, key: str, name: str | None, vector:
     return True
 
 
-def vectors(reader: RawReader, ladder_id: int, keys: list[str], dim: int) -> dict[str, np.ndarray]:
+async def vectors(fetch: Fetch, ladder_id: int, keys: list[str], dim: int) -> dict[str, np.ndarray]:
     """The vectors of ``keys`` (those that exist) in one statement: the prediction path.
 
     The statement text depends only on how many keys there are, so the drivers
@@ -127,7 +127,7 @@ def vectors(reader: RawReader, ladder_id: int, keys: list[str], dim: int) -> dic
     """
     marks = ", ".join("?" * len(keys))
     sql = f"SELECT key, vector FROM players WHERE ladder_id = ? AND key IN ({marks})"
-    rows = reader.fetchall(sql, (ladder_id, *keys))
+    rows = await fetch(sql, (ladder_id, *keys))
     return {key: codec.unpack(blob) for key, blob in rows if len(blob) == 8 * dim}
 
 
@@ -168,10 +168,11 @@ class Table:
 MAX_TABLES = 64
 
 
-def current_table(reader: RawReader, ladder_id: int) -> Table | None:
-    """This process's copy of the ladder's player table if the ladder's version has not moved, else None."""
-    held = cache.of(reader, "tables").get(ladder_id)
-    if held is not None and held.version == ladders.version_now(reader, ladder_id):
+async def current_table(fetch: Fetch, engine: Engine, ladder_id: int) -> Table | None:
+    """This process's copy of the ladder's player table (read through ``engine``) if the ladder's version
+    has not moved, else None."""
+    held = cache.of(engine, "tables").get(ladder_id)
+    if held is not None and held.version == await ladders.version_now(fetch, ladder_id):
         return held
     return None
 

@@ -8,7 +8,7 @@ exactly as the ORM would store them) and skip the rest.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from sqlalchemy import Column, Connection, CursorResult, DateTime, Dialect, Float, Integer, LargeBinary, String, Table
@@ -27,16 +27,19 @@ def bulk_insert(
     on_conflict_do_nothing: str = "",
     progress: Callable[[int, int], None] | None = None,
 ) -> None:
-    """INSERT many rows given column by column, through the driver's ``executemany``.
+    """INSERT many rows given column by column: SQLite's ``executemany``, PostgreSQL's multi-row VALUES.
 
     ``on_conflict_do_nothing`` names the unique columns whose duplicates are
     skipped (SQLite and PostgreSQL share the syntax).  ``progress(done, total)``
     follows the rows written.  See :func:`_driver_rows` for what is skipped.
     """
-    sql = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
-    if on_conflict_do_nothing:
-        sql += f" ON CONFLICT ({on_conflict_do_nothing}) DO NOTHING"
+    head = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES "
+    tail = f" ON CONFLICT ({on_conflict_do_nothing}) DO NOTHING" if on_conflict_do_nothing else ""
     rows = _driver_rows(connection, table, columns)
+    if connection.dialect.name == "postgresql":
+        _multirow(connection, table, list(columns), rows, lambda values: head + values + tail, progress)
+        return
+    sql = head + f"({', '.join('?' * len(columns))})" + tail
     for lo in range(0, len(rows), BULK_ROWS):
         driver_sql(connection, sql, rows[lo : lo + BULK_ROWS])
         if progress is not None:
@@ -46,11 +49,51 @@ def bulk_insert(
 def bulk_update(
     connection: Connection, table: Table, where: tuple[str, Sequence], columns: dict[str, Sequence]
 ) -> None:
-    """UPDATE row n of ``where = (column, values)`` with value n of each of ``columns``, in one ``executemany``."""
+    """UPDATE row n of ``where = (column, values)`` with value n of each of ``columns``.
+
+    SQLite: one ``executemany``; PostgreSQL: ``UPDATE … FROM (VALUES …)``, one statement per chunk.
+    """
     key, keys = where
+    rows = _driver_rows(connection, table, {**columns, key: keys})
+    if connection.dialect.name == "postgresql":
+        names = [*columns, key]
+        assignments = ", ".join(f"{name} = v.{name}" for name in columns)
+
+        def statement(values: str) -> str:
+            return f"UPDATE {table.name} SET {assignments} FROM (VALUES {values}) AS v({', '.join(names)}) " + (
+                f"WHERE {table.name}.{key} = v.{key}"
+            )
+
+        _multirow(connection, table, names, rows, statement, None)
+        return
     assignments = ", ".join(f"{name} = ?" for name in columns)
-    sql = f"UPDATE {table.name} SET {assignments} WHERE {key} = ?"
-    driver_sql(connection, sql, _driver_rows(connection, table, {**columns, key: keys}))
+    driver_sql(connection, f"UPDATE {table.name} SET {assignments} WHERE {key} = ?", rows)
+
+
+#: PostgreSQL takes at most 65,535 parameters per statement.
+PG_PARAMETERS = 65_535
+
+
+def _multirow(
+    connection: Connection,
+    table: Table,
+    names: list[str],
+    rows: list[tuple],
+    statement: Callable[[str], str],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Rows as one multi-row ``VALUES`` list per statement: PostgreSQL runs each row of an ``executemany``
+    as a statement of its own, which cost a group of 16 games 80 round trips.  Every value is cast to its
+    column's type, so a column of NULLs in ``UPDATE … FROM (VALUES …)`` keeps its type."""
+    dialect = connection.dialect
+    row_sql = "(" + ", ".join(f"?::{table.c[name].type.compile(dialect=dialect)}" for name in names) + ")"
+    per = max(1, PG_PARAMETERS // len(names))
+    for lo in range(0, len(rows), per):
+        chunk = rows[lo : lo + per]
+        values = ", ".join([row_sql] * len(chunk))
+        driver_sql(connection, statement(values), tuple(v for row in chunk for v in row))
+        if progress is not None:
+            progress(min(lo + per, len(rows)), len(rows))
 
 
 def _driver_rows(connection: Connection, table: Table, columns: dict[str, Sequence]) -> list[tuple]:
@@ -129,24 +172,6 @@ def driver_fetchall(connection: Connection, sql: str, parameters: tuple) -> list
         cursor.close()
 
 
-class RawReader:
-    """A pooled driver connection for the hottest reads: no session, no transaction bookkeeping.
-
-    SQLite runs each statement in autocommit mode (its own snapshot);
-    PostgreSQL's implicit transaction is rolled back when the connection goes
-    back to the pool.  Readers that need several statements in one snapshot
-    use a session instead.
-    """
-
-    def __init__(self, connection: Any, engine: Any) -> None:
-        self.connection = connection
-        self.engine = engine
-        self.qmark = engine.dialect.paramstyle == "qmark"
-
-    def fetchall(self, sql: str, parameters: tuple) -> list[tuple]:
-        cursor = self.connection.cursor()
-        try:
-            cursor.execute(sql if self.qmark else sql.replace("?", "%s"), parameters)
-            return cursor.fetchall()
-        finally:
-            cursor.close()
+#: ``await fetch(sql, parameters)``: the rows of one statement written with ``?`` placeholders, read the
+#: fastest way the database allows (:meth:`app.db.Database.fetch`): the hot reads of request handlers.
+Fetch = Callable[[str, tuple], Awaitable[list[tuple]]]
