@@ -18,6 +18,7 @@ run: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check app tests bench migrations
 	$(PY) -m ruff format --check app tests bench migrations
+	$(VENV)/bin/lint-imports --no-cache
 
 # The API tests run against SQLite and a throwaway PostgreSQL server, the browser tests in Debian's headless
 # Chromium (both installed from the distribution if missing).
