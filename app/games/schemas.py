@@ -45,18 +45,17 @@ class GameIn(StrictModel):
     @field_validator("sides")
     @classmethod
     def _consistent(cls, sides: list[SideIn]) -> list[SideIn]:
-        has_rank = [s.rank is not None for s in sides]
-        has_score = [s.score is not None for s in sides]
-        if any(r and s for r, s in zip(has_rank, has_score, strict=True)):
+        ranked = sum(side.rank is not None for side in sides)
+        scored = sum(side.score is not None for side in sides)
+        if ranked + scored > len(sides) and any(side.rank is not None and side.score is not None for side in sides):
             raise ValueError("a side has both rank and score")
-        if not (all(has_rank) or all(has_score)):
+        if ranked != len(sides) and scored != len(sides):
             raise ValueError("every side needs a rank, or every side a score (not mixed)")
-        seen: set[str] = set()
-        for side in sides:
-            for key in side.players:
-                if key in seen:
-                    raise ValueError(f"player {key!r} appears more than once in the game")
-                seen.add(key)
+        keys = [key for side in sides for key in side.players]
+        if len(set(keys)) < len(keys):
+            seen: set[str] = set()
+            twice = next(key for key in keys if key in seen or seen.add(key))
+            raise ValueError(f"player {twice!r} appears more than once in the game")
         return sides
 
 

@@ -9,6 +9,7 @@ exactly as the ORM would store them) and skip the rest.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from sqlalchemy import Column, Connection, CursorResult, DateTime, Dialect, Float, Integer, LargeBinary, String, Table
@@ -35,15 +36,33 @@ def bulk_insert(
     """
     head = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES "
     tail = f" ON CONFLICT ({on_conflict_do_nothing}) DO NOTHING" if on_conflict_do_nothing else ""
-    rows = _driver_rows(connection, table, columns)
     if connection.dialect.name == "postgresql":
+        rows = _driver_rows(connection, table, columns)
         _multirow(connection, table, list(columns), rows, lambda values: head + values + tail, progress)
         return
     sql = head + f"({', '.join('?' * len(columns))})" + tail
-    for lo in range(0, len(rows), BULK_ROWS):
-        driver_sql(connection, sql, rows[lo : lo + BULK_ROWS])
+    total = len(next(iter(columns.values())))
+    if total <= BULK_ROWS:
+        driver_sql(connection, sql, _driver_rows(connection, table, columns))
         if progress is not None:
-            progress(min(lo + BULK_ROWS, len(rows)), len(rows))
+            progress(total, total)
+        return
+    # A large insert: the rows of one chunk are made while SQLite writes the previous one (in a thread: it lets
+    # go of the interpreter lock while it works), and the connection is used by one thread at a time.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-bulk") as writer:
+        pending = None
+        for lo in range(0, total, BULK_ROWS):
+            rows = _driver_rows(
+                connection, table, {name: values[lo : lo + BULK_ROWS] for name, values in columns.items()}
+            )
+            if pending is not None:
+                pending.result()
+                if progress is not None:
+                    progress(lo, total)
+            pending = writer.submit(driver_sql, connection, sql, rows)
+        pending.result()
+    if progress is not None:
+        progress(total, total)
 
 
 def bulk_update(
