@@ -21,8 +21,11 @@ def ladder_for_read(session: Session, slug: str, fresh: bool = False) -> LadderR
 
 def ladder_for_write(session: Session, slug: str, bearer: str) -> LadderRow:
     """The ladder as it is now, if ``bearer`` is its write key (404, 403 otherwise)."""
-    ladder = storage.ladders.by_slug(session, slug)
-    if ladder is None:
-        raise NotFound(f"There is no ladder {slug!r}.")
-    require(bearer, ladder.write_key_hash, "write key of this ladder")
+    ladder = ladder_for_read(session, slug, fresh=True)
+    may_write(ladder, bearer)
     return ladder
+
+
+def may_write(ladder: LadderRow, bearer: str) -> None:
+    """403 unless ``bearer`` is the ladder's write key."""
+    require(bearer, ladder.write_key_hash, "write key of this ladder")

@@ -28,7 +28,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.access import ladder_for_write
+from app.access import ladder_for_read, may_write
 from app.errors import Conflict, InvalidInput, NotFound, Problem
 from app.games.schemas import BatchIn, GameIn
 from app.schemas import Page
@@ -90,8 +90,10 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     external: dict[int, set[str]] = {}
     for n, post in enumerate(posts):
         try:
-            ladder = ladders.get(post.slug) or ladder_for_write(session, post.slug, post.bearer)
-            ladders[post.slug] = ladder
+            if post.slug not in ladders:
+                ladders[post.slug] = ladder_for_read(session, post.slug, fresh=True)
+            ladder = ladders[post.slug]
+            may_write(ladder, post.bearer)  # every post's own key
             key = post.record_key
             if key is not None:
                 found = _stored(session, ladder, key, post.digest)

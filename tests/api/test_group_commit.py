@@ -1,0 +1,149 @@
+"""Group commit: posts that arrive together are applied in one transaction, each with its own outcome.
+
+The group-level tests hand a list of posts to the app's own writer (one group, deterministically); the last
+test sends concurrent requests to a real server, where the groups form by themselves.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+import pytest
+
+from app.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.games.schemas import GameIn
+from app.games.service import Post, request_hash
+from app.rating import RatingInputError
+from tests.conftest import ADMIN_KEY, bearer, live_server, make_ladder
+
+
+def game_in(winner: str, loser: str, **extra) -> GameIn:
+    return GameIn.model_validate({"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]} | extra)
+
+
+def post(key: str, game: GameIn, slug: str = "test", idempotency_key: str | None = None) -> Post:
+    return Post(slug, key, [game], idempotency_key, request_hash(game), batch=False)
+
+
+def vectors(client, slug: str) -> dict[str, list[float]]:
+    board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500").json()["items"]
+    return {row["key"]: client.get(f"/v1/ladders/{slug}/players/{row['key']}").json()["vector"] for row in board}
+
+
+def test_a_group_sharing_players_equals_the_games_posted_one_by_one(client):
+    grouped = make_ladder(client, "grouped", seed=7)
+    single = make_ladder(client, "single", seed=7)
+    rng = np.random.default_rng(1)
+    names = ["a", "b", "c", "d"]  # 12 games over 4 players: most share a player with the one before
+    games = [game_in(*rng.choice(names, 2, replace=False).tolist()) for _ in range(12)]
+    outcomes = client.app.state.committer.commit([post(grouped, g, "grouped") for g in games])
+    for g in games:
+        assert client.post(
+            "/v1/ladders/single/games", json=g.model_dump(mode="json"), headers=bearer(single)
+        ).is_success
+    assert all(isinstance(o, dict) for o in outcomes)
+    assert [o["id"] for o in outcomes] == sorted(o["id"] for o in outcomes)  # applied in the order posted
+    assert vectors(client, "grouped") == vectors(client, "single")  # bit for bit
+    audit = client.get("/v1/ladders/grouped/audit").json()
+    assert audit["consistent"] and audit["games"] == 12
+
+
+def test_a_bad_post_in_a_group_gets_its_own_problem_and_the_others_are_applied(client):
+    key = make_ladder(client)
+    closed = make_ladder(client, "closed", auto_create_players=False)
+    client.post("/v1/ladders/test/games", json={"sides": [{"players": ["x"], "rank": 1}, {"players": ["y"], "rank": 2}],
+                                                "external_id": "taken"}, headers=bearer(key))  # fmt: skip
+    posts = [
+        post(key, game_in("a", "b")),
+        post(key, game_in("a", "c"), slug="nope"),  # no such ladder
+        post("wrong-key", game_in("a", "c")),  # not this ladder's key
+        post(key, game_in("b", "c", external_id="taken")),  # a game with this external_id exists
+        post(key, game_in("c", "d", external_id="mine")),
+        post(key, game_in("d", "a", external_id="mine")),  # the same external_id earlier in the group
+        post(closed, game_in("b", "d"), slug="closed"),  # this ladder does not create players
+        post(key, game_in("c", "a")),
+    ]
+    outcomes = client.app.state.committer.commit(posts)
+    kinds = [type(o) for o in outcomes]
+    assert kinds == [dict, NotFound, Forbidden, Conflict, dict, Conflict, InvalidInput, dict]
+    assert outcomes[6].extra["errors"][0]["field"] == "sides[0].players[0]"
+    assert client.get("/v1/ladders/test").json()["games"] == 4  # x-y, then the three good ones
+    assert client.get("/v1/ladders/closed").json()["games"] == 0
+    assert client.get("/v1/ladders/test/players/a").json()["games"] == 2
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
+
+
+def test_idempotent_retries_inside_and_across_groups(client):
+    key = make_ladder(client)
+    first, other = game_in("a", "b"), game_in("b", "a")
+    outcomes = client.app.state.committer.commit(
+        [
+            post(key, first, idempotency_key="k1"),
+            post(key, first, idempotency_key="k1"),
+            post(key, other, idempotency_key="k1"),
+        ]
+    )
+    assert outcomes[0] == outcomes[1]  # the retry in the same group: the same response, applied once
+    assert isinstance(outcomes[2], Conflict)  # the same key with another body
+    again = client.app.state.committer.commit(
+        [post(key, first, idempotency_key="k1"), post(key, other, idempotency_key="k2")]
+    )
+    assert again[0] == outcomes[0]  # a retry in a later group
+    assert isinstance(again[1], dict) and again[1]["id"] != outcomes[0]["id"]
+    assert client.get("/v1/ladders/test").json()["games"] == 2
+    assert client.get("/v1/ladders/test/players/a").json()["games"] == 2
+
+
+def test_a_group_that_fails_as_a_whole_is_retried_one_post_at_a_time(client):
+    key = make_ladder(client)
+    # A game no request could send (validation refuses a rank that is not a number): the rating core rejects it
+    # in the middle of the group's transaction.
+    side = type(game_in("a", "b").sides[0])
+    ranks = {"e": float("nan"), "f": 1.0, "g": 2.0}
+    sides = [
+        side.model_construct(players=[k], rank=r, score=None, advantage=None, win_probability=None)
+        for k, r in ranks.items()
+    ]
+    broken = GameIn.model_construct(sides=sides, played_at=None, external_id=None)
+    posts = [post(key, game_in("a", "b")), Post("test", key, [broken], None, "x", False), post(key, game_in("c", "d"))]
+    outcomes = client.app.state.committer.commit(posts)
+    assert isinstance(outcomes[0], dict) and isinstance(outcomes[2], dict)
+    assert isinstance(outcomes[1], RatingInputError)
+    assert client.get("/v1/ladders/test").json()["games"] == 2
+    assert client.get("/v1/ladders/test/players/e").status_code == 404  # nothing of the bad post stayed
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
+
+
+@pytest.fixture
+def server(database_url):
+    with live_server(database_url, workers=2 if database_url.startswith("postgres") else 1) as base:
+        yield base
+
+
+def test_concurrent_posts_with_retries_and_bad_ones_over_http(server):
+    r = httpx.post(server + "/v1/ladders", json={"slug": "load"}, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    key = r.json()["write_key"]
+    rng = np.random.default_rng(3)
+    pairs = [rng.choice(8, 2, replace=False).tolist() for _ in range(300)]  # 8 players: groups share players
+
+    def send(n: int) -> list[int]:
+        i, j = pairs[n]
+        body = {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}]}
+        headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": f"g{n}"}
+        with httpx.Client(base_url=server, timeout=60) as c:
+            statuses = [c.post("/v1/ladders/load/games", json=body, headers=headers).status_code for _ in range(2)]
+            bad = body | {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{i}"], "rank": 2}]}
+            statuses.append(
+                c.post("/v1/ladders/load/games", json=bad, headers={"Authorization": f"Bearer {key}"}).status_code
+            )
+        return statuses
+
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(send, range(len(pairs))))
+    assert all(s == [201, 201, 422] for s in results), {tuple(s) for s in results}
+    audit = httpx.get(server + "/v1/ladders/load/audit").json()
+    assert audit["consistent"] and audit["games"] == len(pairs) and audit["max_abs_diff"] == 0.0
+    board = httpx.get(server + "/v1/ladders/load/leaderboard").json()["items"]
+    assert sum(row["games"] for row in board) == 2 * len(pairs)
