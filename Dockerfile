@@ -20,7 +20,9 @@ RUN pip install -e . \
 USER melo
 VOLUME ["/app/data"]
 EXPOSE 8000
+# Healthy = ready to serve: the database answers (/readyz). An orchestrator's liveness probe uses /healthz,
+# which answers whenever the process does and never waits for the database.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=20s \
-  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/healthz', timeout=2)"]
+  CMD ["python", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8000/readyz', timeout=2)"]
 # Migrate, then serve: one process per worker, stateless, over one database.
 CMD ["sh", "-c", "melo migrate && exec melo serve --host 0.0.0.0 --port 8000 --workers \"$MELO_WORKERS\""]

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any
 
+import psycopg
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -60,6 +62,8 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(OperationalError)
     @app.exception_handler(InterfaceError)
+    @app.exception_handler(psycopg.OperationalError)  # the hot reads use the drivers directly
+    @app.exception_handler(sqlite3.OperationalError)
     async def _database(_: Request, exc: Exception) -> JSONResponse:
         log.warning("database unavailable: %s", exc)
         problem = Unavailable("The database cannot be reached or is busy; retry shortly.")

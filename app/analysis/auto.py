@@ -21,10 +21,13 @@ import logging
 import threading
 from datetime import UTC, datetime
 
+from sqlalchemy.orm import Session
+
 from app import storage
 from app.analysis import refits
 from app.analysis.schemas import RefitIn
 from app.db import Database
+from app.storage.ladders import LadderRow
 
 logger = logging.getLogger("melo")
 FIRST_GAMES = 1_000
@@ -64,21 +67,38 @@ def _check(db: Database, ladder_id: int) -> None:
 
 
 def start_if_due(db: Database, ladder_id: int) -> int | None:
-    """Start an auto refit if the policy says so; return its id."""
+    """Start an auto refit if the policy says so; return its id.
+
+    The policy is read in a read transaction: the write transaction that
+    records a job (and, on SQLite, holds the writer's lock) happens only when
+    one is due, and checks again.
+    """
+    with db.reading() as session:
+        if _due(session, ladder_id) is None:
+            return None
     with db.writing() as session:
-        ladder = storage.ladders.by_id(session, ladder_id)
-        if ladder is None or not ladder.auto_refit:
+        due = _due(session, ladder_id)
+        if due is None:
             return None
-        _, games = storage.ladders.sizes(session, ladder_id)
-        recent = storage.refits.recent(session, ladder_id, 20, reports=False)
-        last = next((job for job in recent if job.params.get("auto")), None)
-        running = last is not None and last.status in ("queued", "running")
-        if running and datetime.now(UTC) - last.updated_at <= refits.STALE:
-            return None
-        seen = 0 if last is None else last.log_games or 0
-        if games < max(FIRST_GAMES, (1 + GROWTH) * seen):
-            return None
+        ladder, games = due
         params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True)
         job_id = refits.start_refit(session, ladder, params, log_games=games).id
     refits.submit(db, job_id)
     return job_id
+
+
+def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int] | None:
+    """(the ladder, its games) if an auto refit is due, else None."""
+    ladder = storage.ladders.by_id(session, ladder_id)
+    if ladder is None or not ladder.auto_refit:
+        return None
+    _, games = storage.ladders.sizes(session, ladder_id)
+    recent = storage.refits.recent(session, ladder_id, 20, reports=False)
+    last = next((job for job in recent if job.params.get("auto")), None)
+    running = last is not None and last.status in ("queued", "running")
+    if running and datetime.now(UTC) - last.updated_at <= refits.STALE:
+        return None
+    seen = 0 if last is None else last.log_games or 0
+    if games < max(FIRST_GAMES, (1 + GROWTH) * seen):
+        return None
+    return ladder, games

@@ -134,10 +134,11 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         if not games:
             continue
         applied = _apply(session, ladder, locked, games, None)
+        bodies = applied.responses()
         records, start = [], 0
         for n in members:
             post = posts[n]
-            out = [applied.response(g) for g in range(start, start + len(post.games))]
+            out = bodies[start : start + len(post.games)]
             start += len(post.games)
             outcomes[n] = {"games": out} if post.batch else out[0]
             if post.record_key is not None:
@@ -238,23 +239,23 @@ class Applied:
     history: rating.History
     now: datetime
 
-    def response(self, g: int) -> dict:
-        """The API body of game ``g``: the shape :func:`game_body` gives the stored game."""
+    def responses(self) -> list[dict]:
+        """The API body of every game: the shape :func:`game_body` gives a stored game."""
         log, history = self.log, self.history
-        sides = []
-        for s in range(log.side_ptr[g], log.side_ptr[g + 1]):
-            lo, hi = log.member_ptr[g], log.member_ptr[g + 1]
-            members = lo + np.flatnonzero(log.member_side[lo:hi] == s)
-            players = [
-                {
-                    "key": self.keys[log.member_player[t]],
-                    "before": history.before[t].tolist(),
-                    "after": history.after[t].tolist(),
-                }
-                for t in members
-            ]
-            sides.append((players, float(history.actual[s]), float(history.expected[s])))
-        return game_body(self.ids[g], self.played_at[g], self.games[g].external_id, self.payloads[g]["ranks"], sides)
+        before, after = history.before.tolist(), history.after.tolist()
+        member_side, member_player = log.member_side.tolist(), log.member_player.tolist()
+        actual, expected = history.actual.tolist(), history.expected.tolist()
+        side_ptr, member_ptr = log.side_ptr.tolist(), log.member_ptr.tolist()
+        out = []
+        for g in range(log.n_games):
+            players: dict[int, list[dict]] = {s: [] for s in range(side_ptr[g], side_ptr[g + 1])}
+            for t in range(member_ptr[g], member_ptr[g + 1]):
+                member = {"key": self.keys[member_player[t]], "before": before[t], "after": after[t]}
+                players[member_side[t]].append(member)
+            sides = [(members, actual[s], expected[s]) for s, members in players.items()]
+            game = self.games[g]
+            out.append(game_body(self.ids[g], self.played_at[g], game.external_id, self.payloads[g]["ranks"], sides))
+        return out
 
 
 def game_body(

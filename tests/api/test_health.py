@@ -1,0 +1,41 @@
+"""Liveness and readiness: /healthz never waits for the database, /readyz says whether it answers."""
+
+from __future__ import annotations
+
+import time
+
+import psycopg
+from fastapi.testclient import TestClient
+
+from app.config import Settings
+from app.main import create_app
+from app.migrate import upgrade
+from tests.postgres import PostgresServer
+
+
+def test_health_and_readiness(client):
+    assert client.get("/healthz").json() == {"status": "ok"}
+    assert client.get("/readyz").json() == {"status": "ready"}
+
+
+def test_a_stopped_database_is_not_ready_but_the_process_is_alive():
+    server = PostgresServer()
+    server.start()
+    try:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE health")
+        settings = Settings(database_url=server.url("health"), migrate_on_start=False)
+        upgrade(settings.sqlalchemy_url)
+        with TestClient(create_app(settings)) as client:
+            assert client.get("/readyz").status_code == 200
+            server.stop()
+            start = time.monotonic()
+            r = client.get("/readyz")
+            assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json", r.text
+            assert client.get("/healthz").status_code == 200
+            assert time.monotonic() - start < 10
+            # Requests that need the database fail fast with a 503 problem, not a 500.
+            r = client.get("/v1/ladders/any/predict?a=x&b=y")
+            assert r.status_code == 503 and r.json()["status"] == 503, r.text
+    finally:
+        server.stop()
