@@ -21,7 +21,7 @@ Throughputs are compared as ratios to the baseline measured in the same run
 ratings consistent with the event log.  The ladder has the default auto
 refit, so a refit may run in the background (it is listed);
 ``--no-auto-refit`` measures without.  Prints a table and writes
-bench/results/bench_api.json.
+bench/results/bench_api.json (bench_api_no_auto_refit.json).
 """
 
 from __future__ import annotations
@@ -242,7 +242,8 @@ def main() -> None:
         "targets": TARGETS,
         "results": results,
     }
-    (RESULTS / "bench_api.json").write_text(json.dumps(out, indent=2) + "\n")
+    name = "bench_api.json" if args.auto_refit else "bench_api_no_auto_refit.json"
+    (RESULTS / name).write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
+import anyio
+import anyio.to_thread
 import psycopg
 from fastapi.testclient import TestClient
 
@@ -39,3 +42,28 @@ def test_a_stopped_database_is_not_ready_but_the_process_is_alive():
             assert r.status_code == 503 and r.json()["status"] == 503, r.text
     finally:
         server.stop()
+
+
+def test_liveness_does_not_wait_for_the_thread_pool(client):
+    """With every thread of the pool taken (say by slow ladder-wide reads), /healthz still answers at once."""
+    held = anyio.Event()
+    release = anyio.Event()
+
+    async def hold_every_thread() -> None:
+        limiter = anyio.to_thread.current_default_thread_limiter()
+        tokens = [object() for _ in range(int(limiter.total_tokens))]
+        for token in tokens:
+            await limiter.acquire_on_behalf_of(token)
+        held.set()
+        await release.wait()
+        for token in tokens:
+            limiter.release_on_behalf_of(token)
+
+    client.portal.start_task_soon(hold_every_thread)
+    client.portal.call(held.wait)
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(client.get, "/healthz")
+        try:
+            assert answer.result(timeout=2).status_code == 200  # a sync endpoint would wait for a free thread
+        finally:
+            client.portal.call(release.set)
