@@ -1,4 +1,4 @@
-"""Request dependencies: the database of the running app, its settings and the presented bearer key."""
+"""Request dependencies: the database of the running app, its settings and the caller's bearer key."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from app.access import Caller
 from app.config import Settings
 from app.db import Database
-from app.errors import Unauthorized
 
 
 async def get_db(request: Request) -> Database:
@@ -23,13 +23,14 @@ async def get_app_settings(request: Request) -> Settings:
 bearer = HTTPBearer(auto_error=False, description="`Authorization: Bearer <key>`")
 
 
-async def bearer_key(credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> str:
-    """The presented bearer key; 401 when there is none."""
-    if credentials is None or not credentials.credentials:
-        raise Unauthorized("This endpoint needs `Authorization: Bearer <key>`.")
-    return credentials.credentials
+async def caller(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+) -> Caller:
+    """The presented bearer key, if any (reads of public ladders need none; the routes say what they need)."""
+    presented = credentials.credentials if credentials is not None and credentials.credentials else None
+    return Caller.of(presented, request.app.state.settings.admin_key)
 
 
 DatabaseDep = Annotated[Database, Depends(get_db)]
+CallerDep = Annotated[Caller, Depends(caller)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
-BearerKey = Annotated[str, Depends(bearer_key)]

@@ -87,11 +87,29 @@ class Ladder(Base):
     auto_create_players: Mapped[bool]
     #: Start a guarded background refit as the log grows (app.analysis.auto).
     auto_refit: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: The hash of the key the ladder was created with (also its first admin key in api_keys).
     write_key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: Bumped by every write transaction that changes the ladder's players, ratings or log: per-process read
     #: caches compare it (a largest game id would not do on PostgreSQL, where ids commit out of order).
     version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: Reads need a key of the ladder too.
+    private: Mapped[bool] = mapped_column(default=False, server_default=false())
+
+
+class ApiKey(Base):
+    """A ladder's bearer key: only its SHA-256 hash is kept; ``write`` posts, ``admin`` also manages."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (UniqueConstraint("ladder_id", "key_hash"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None]
 
 
 class Player(Base):

@@ -9,42 +9,58 @@ version has moved).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import anyio.to_thread
 import numpy as np
 
 from app import storage
-from app.access import ladder_for_read
+from app.access import Caller, check, ladder_for_read
 from app.db import Database
-from app.errors import NotFound
+from app.errors import NotFound, Unauthorized
+from app.security import hash_key
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
 
-async def ladder(db: Database, slug: str) -> LadderRow:
-    """The ladder (404 if there is none), from this process's cache once read."""
+async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
+    """The ladder if the caller may read it (404, 401, 403 otherwise), with its version as of now.
+
+    Its settings come from this process's cache once read; its version and
+    whether it is private are read anew (one indexed statement), so a ladder
+    made private is private at once in every worker.
+    """
     found = storage.ladders.from_cache(db.read_engine, slug)
-    if found is not None:
-        return found
+    if found is None:
 
-    def load() -> LadderRow:
-        with db.reading() as session:
-            return ladder_for_read(session, slug)
+        def load() -> LadderRow:
+            with db.reading() as session:
+                return ladder_for_read(session, slug, fresh=True)
 
-    return await anyio.to_thread.run_sync(load)
+        found = await anyio.to_thread.run_sync(load)
+    now = await storage.ladders.version_and_privacy(db.fetch, found.id)
+    if now is None:
+        raise NotFound(f"There is no ladder {slug!r}.")
+    version, private = now
+    if private and not caller.server_admin:
+        if not caller.bearer:
+            raise Unauthorized("This ladder is private: reading it needs `Authorization: Bearer <key>`.")
+        check(await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer)), "read")
+    return replace(found, version=version, private=private)
 
 
 async def table(db: Database, ladder: LadderRow) -> Table:
-    """The ladder's player table as of now: this process's copy if its version is current, else read anew.
+    """The ladder's player table as of ``ladder.version`` or later: this process's copy if it is at that
+    version, else read anew.
 
     One request per ladder reads it anew; the others that need it meanwhile
     wait for that read instead of repeating it.
     """
-    held = await storage.players.current_table(db.fetch, db.read_engine, ladder.id)
+    held = storage.players.cached_table(db.read_engine, ladder.id, ladder.version)
     if held is not None:
         return held
     async with storage.cache.of(db.read_engine, "loading").setdefault(ladder.id, asyncio.Lock()):
-        held = await storage.players.current_table(db.fetch, db.read_engine, ladder.id)
+        held = storage.players.cached_table(db.read_engine, ladder.id, ladder.version)
         if held is not None:
             return held
 

@@ -35,6 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.access import Caller  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import Database  # noqa: E402
 from app.games.schemas import GameIn  # noqa: E402
@@ -124,7 +125,7 @@ def per_game(tmp: Path, games: list[tuple[int, int, int]]) -> float:
     start = time.perf_counter()
     for body in bodies:
         with db.writing() as session:
-            apply_posts(session, [Post("bench", key, [body], None, "", batch=False)])
+            apply_posts(session, [Post("bench", Caller(key), [body], None, "", batch=False)])
     seconds = time.perf_counter() - start
     db.dispose()
     return seconds

@@ -4,7 +4,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 
-from app.access import ladder_for_read, ladder_for_write
+from app.access import ladder_for, readable
 from app.analysis import refits, reports
 from app.analysis.schemas import (
     CanonicalOut,
@@ -14,17 +14,17 @@ from app.analysis.schemas import (
     RefitIn,
     RefitOut,
 )
-from app.deps import BearerKey, DatabaseDep
+from app.deps import CallerDep, DatabaseDep
 from app.errors import problems
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"])
 
 
 @router.post("/refits", status_code=202, response_model=RefitOut, responses=problems(401, 403, 404, 422))
-def start_refit(slug: str, params: RefitIn, db: DatabaseDep, key: BearerKey, response: Response) -> RefitOut:
+def start_refit(slug: str, params: RefitIn, db: DatabaseDep, caller: CallerDep, response: Response) -> RefitOut:
     """Start a maximum-likelihood refit of the whole log in the background (SPEC §9); poll its `Location`."""
     with db.writing() as session:
-        job = refits.start_refit(session, ladder_for_write(session, slug, key), params)
+        job = refits.start_refit(session, ladder_for(session, slug, caller, "write"), params)
         out = refits.refit_out(job)
     refits.submit(db, job.id)
     response.headers["Location"] = f"/v1/ladders/{slug}/refits/{job.id}"
@@ -32,46 +32,50 @@ def start_refit(slug: str, params: RefitIn, db: DatabaseDep, key: BearerKey, res
 
 
 @router.get("/refits", response_model=list[RefitOut], responses=problems(404, 422))
-def list_refits(slug: str, db: DatabaseDep, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> list[RefitOut]:
+def list_refits(
+    slug: str, db: DatabaseDep, caller: CallerDep, limit: Annotated[int, Query(ge=1, le=100)] = 20
+) -> list[RefitOut]:
     """The ladder's refits, newest first: those posted, and those its auto-refit policy started (`params.auto`)."""
     with db.reading() as session:
-        return refits.list_refits(session, ladder_for_read(session, slug), limit)
+        return refits.list_refits(session, readable(session, slug, caller), limit)
 
 
 @router.get("/refits/{refit_id}", response_model=RefitOut, responses=problems(404))
-def get_refit(slug: str, refit_id: int, db: DatabaseDep) -> RefitOut:
+def get_refit(slug: str, refit_id: int, db: DatabaseDep, caller: CallerDep) -> RefitOut:
     """A refit's status, progress (0-1) and, when done, its report."""
     with db.reading() as session:
-        return refits.refit_out(refits.get_refit(session, ladder_for_read(session, slug), refit_id))
+        return refits.refit_out(refits.get_refit(session, readable(session, slug, caller), refit_id))
 
 
 @router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
-def apply_refit(slug: str, refit_id: int, db: DatabaseDep, key: BearerKey) -> CheckpointOut:
+def apply_refit(slug: str, refit_id: int, db: DatabaseDep, caller: CallerDep) -> CheckpointOut:
     """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (SPEC §9)."""
 
     def work(session):
-        ladder = ladder_for_write(session, slug, key)
+        ladder = ladder_for(session, slug, caller, "write")
         return refits.apply_refit(session, ladder, refits.get_refit(session, ladder, refit_id))
 
     return db.write(work)
 
 
 @router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409))
-def identifiability(slug: str, db: DatabaseDep, ratings: Literal["current", "refit"] = "current") -> IdentifiabilityOut:
+def identifiability(
+    slug: str, db: DatabaseDep, caller: CallerDep, ratings: Literal["current", "refit"] = "current"
+) -> IdentifiabilityOut:
     """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (SPEC §10)."""
     with db.snapshot() as session:
-        return reports.identifiability(session, ladder_for_read(session, slug), ratings)
+        return reports.identifiability(session, readable(session, slug, caller), ratings)
 
 
 @router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404))
-def intransitivity(slug: str, db: DatabaseDep) -> IntransitivityOut:
+def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep) -> IntransitivityOut:
     """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate (SPEC §12)."""
     with db.snapshot() as session:
-        return reports.intransitivity(session, ladder_for_read(session, slug))
+        return reports.intransitivity(session, readable(session, slug, caller))
 
 
 @router.get("/canonical", response_model=CanonicalOut, responses=problems(404))
-def canonical(slug: str, db: DatabaseDep) -> CanonicalOut:
+def canonical(slug: str, db: DatabaseDep, caller: CallerDep) -> CanonicalOut:
     """Canonical disc coordinates of every player and a summary of each disc (SPEC §12, seed 004)."""
     with db.reading() as session:
-        return reports.canonical(session, ladder_for_read(session, slug))
+        return reports.canonical(session, readable(session, slug, caller))

@@ -5,8 +5,8 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import JSONResponse
 
-from app.access import ladder_for_read
-from app.deps import BearerKey, DatabaseDep, SettingsDep
+from app.access import readable
+from app.deps import CallerDep, DatabaseDep, SettingsDep
 from app.errors import InvalidInput, problems
 from app.games import service
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut
@@ -26,14 +26,14 @@ IdempotencyKey = Annotated[
 
 @router.post("", status_code=201, response_model=GameOut, responses=problems(401, 403, 404, 409, 413, 422))
 async def post_game(
-    slug: str, game: GameIn, key: BearerKey, request: Request, idempotency_key: IdempotencyKey = None
+    slug: str, game: GameIn, caller: CallerDep, request: Request, idempotency_key: IdempotencyKey = None
 ) -> JSONResponse:
     """Record a game and apply the normalised mElo update to its participants (SPEC §3-§6).
 
     Posts that arrive together are applied in one transaction (group commit); each gets its own response or
     error, and is answered only once its game is committed.
     """
-    post = service.Post(slug, key, [game], idempotency_key, service.request_hash(game), batch=False)
+    post = service.Post(slug, caller, [game], idempotency_key, service.request_hash(game), batch=False)
     return JSONResponse(await request.app.state.committer.submit(post), status_code=201)
 
 
@@ -42,7 +42,7 @@ async def post_batch(
     slug: str,
     batch: BatchIn,
     settings: SettingsDep,
-    key: BearerKey,
+    caller: CallerDep,
     request: Request,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
@@ -52,7 +52,7 @@ async def post_batch(
             f"games: at most {settings.max_batch_games} games per batch",
             errors=[{"field": "games", "message": f"at most {settings.max_batch_games} games"}],
         )
-    post = service.Post(slug, key, batch.games, idempotency_key, service.request_hash(batch), batch=True)
+    post = service.Post(slug, caller, batch.games, idempotency_key, service.request_hash(batch), batch=True)
     return JSONResponse(await request.app.state.committer.submit(post), status_code=201)
 
 
@@ -60,16 +60,17 @@ async def post_batch(
 def list_games(
     slug: str,
     db: DatabaseDep,
+    caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[int | None, Query(description="`next_cursor` of the previous page.")] = None,
 ) -> Page[dict]:
     """The ladder's games, newest first."""
     with db.reading() as session:
-        return service.list_games(session, ladder_for_read(session, slug), limit, cursor)
+        return service.list_games(session, readable(session, slug, caller), limit, cursor)
 
 
 @router.get("/{game_id}", response_model=GameOut, responses=problems(404))
-def get_game(slug: str, game_id: int, db: DatabaseDep) -> dict:
+def get_game(slug: str, game_id: int, db: DatabaseDep, caller: CallerDep) -> dict:
     """One game with every participant's vector before and after."""
     with db.reading() as session:
-        return service.get_game(session, ladder_for_read(session, slug), game_id)
+        return service.get_game(session, readable(session, slug, caller), game_id)

@@ -28,7 +28,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.access import ladder_for_read, may_write
+from app.access import Caller, authorize, ladder_for_read
 from app.errors import Conflict, InvalidInput, NotFound, Problem
 from app.games.schemas import BatchIn, GameIn
 from app.schemas import Page
@@ -47,7 +47,7 @@ class Post:
     """One posted request: a game, or a batch applied all or nothing."""
 
     slug: str
-    bearer: str
+    caller: Caller
     games: list[GameIn]
     idempotency_key: str | None
     digest: str
@@ -84,6 +84,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     """
     outcomes: list[dict | Problem | None] = [None] * len(posts)
     ladders: dict[str, LadderRow] = {}
+    keys_checked: dict[tuple[int, Caller], str] = {}
     live: dict[int, list[int]] = {}
     claimed: dict[tuple[int, str], int] = {}
     same_as: dict[int, int] = {}
@@ -93,7 +94,9 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             if post.slug not in ladders:
                 ladders[post.slug] = ladder_for_read(session, post.slug, fresh=True)
             ladder = ladders[post.slug]
-            may_write(ladder, post.bearer)  # every post's own key
+            allowed = (ladder.id, post.caller)
+            if allowed not in keys_checked:  # every post's own key, looked up once per group
+                keys_checked[allowed] = authorize(session, ladder, post.caller, "write")
             key = post.record_key
             if key is not None:
                 found = _stored(session, ladder, key, post.digest)
@@ -215,7 +218,7 @@ def import_games(session: Session, ladder: LadderRow, games: list[GameIn], progr
     """
     if not games:
         return 0
-    post = Post(ladder.slug, "", games, None, "", batch=True)
+    post = Post(ladder.slug, Caller(None), games, None, "", batch=True)
     _check_external_ids(session, ladder, post, set())
     if not ladder.auto_create_players:
         _check_players_exist(session, ladder, post)

@@ -2,41 +2,79 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from app.access import ladder_for_read
-from app.deps import BearerKey, DatabaseDep, SettingsDep
-from app.errors import Forbidden, problems
+from app.access import ladder_for, readable
+from app.deps import CallerDep, DatabaseDep
+from app.errors import Forbidden, Unauthorized, problems
 from app.ladders import service
-from app.ladders.schemas import AuditOut, LadderCreate, LadderCreated, LadderOut
-from app.security import hash_key, key_matches
+from app.ladders.schemas import (
+    AuditOut,
+    KeyCreate,
+    KeyCreated,
+    KeyOut,
+    LadderCreate,
+    LadderCreated,
+    LadderOut,
+    LadderPatch,
+)
 
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 
 
 @router.post("", status_code=201, response_model=LadderCreated, responses=problems(401, 403, 409, 422))
-def create_ladder(data: LadderCreate, db: DatabaseDep, settings: SettingsDep, key: BearerKey) -> LadderCreated:
-    """Create a ladder (admin key). The response carries the ladder's write key, shown only this once."""
-    if settings.admin_key is None or not key_matches(key, hash_key(settings.admin_key)):
-        raise Forbidden("Creating ladders needs the admin key (MELO_ADMIN_KEY).")
+def create_ladder(data: LadderCreate, db: DatabaseDep, caller: CallerDep) -> LadderCreated:
+    """Create a ladder (server admin key). The response carries the ladder's first admin key, shown only once."""
+    if not caller.bearer:
+        raise Unauthorized("Creating ladders needs `Authorization: Bearer <MELO_ADMIN_KEY>`.")
+    if not caller.server_admin:
+        raise Forbidden("Creating ladders needs the server admin key (MELO_ADMIN_KEY).")
     with db.writing() as session:
         return service.create_ladder(session, data)
 
 
 @router.get("", response_model=list[LadderOut])
-def list_ladders(db: DatabaseDep) -> list[LadderOut]:
-    """Every ladder, by name."""
+def list_ladders(db: DatabaseDep, caller: CallerDep) -> list[LadderOut]:
+    """Every public ladder, by slug (with the server admin key, the private ones too)."""
     with db.reading() as session:
-        return service.list_ladders(session)
+        return service.list_ladders(session, caller)
 
 
-@router.get("/{slug}", response_model=LadderOut, responses=problems(404))
-def get_ladder(slug: str, db: DatabaseDep) -> LadderOut:
+@router.get("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404))
+def get_ladder(slug: str, db: DatabaseDep, caller: CallerDep) -> LadderOut:
     """A ladder's configuration and size."""
     with db.reading() as session:
-        return service.ladder_out(session, ladder_for_read(session, slug, fresh=True))
+        return service.ladder_out(session, readable(session, slug, caller))
 
 
-@router.get("/{slug}/audit", response_model=AuditOut, responses=problems(404))
-def audit(slug: str, db: DatabaseDep) -> AuditOut:
+@router.patch("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404, 422))
+def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: CallerDep) -> LadderOut:
+    """Change the ladder's name, `auto_create_players`, `auto_refit` or `private` (an admin key of the ladder)."""
+    with db.writing() as session:
+        return service.change_settings(session, ladder_for(session, slug, caller, "admin"), patch)
+
+
+@router.get("/{slug}/audit", response_model=AuditOut, responses=problems(401, 403, 404))
+def audit(slug: str, db: DatabaseDep, caller: CallerDep) -> AuditOut:
     """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings."""
     with db.snapshot() as session:
-        return service.audit(session, ladder_for_read(session, slug))
+        return service.audit(session, readable(session, slug, caller))
+
+
+@router.post("/{slug}/keys", status_code=201, response_model=KeyCreated, responses=problems(401, 403, 404, 422))
+def create_key(slug: str, data: KeyCreate, db: DatabaseDep, caller: CallerDep) -> KeyCreated:
+    """A new key for the ladder (an admin key of the ladder); the key itself is shown only in this response."""
+    with db.writing() as session:
+        return service.create_key(session, ladder_for(session, slug, caller, "admin"), data)
+
+
+@router.get("/{slug}/keys", response_model=list[KeyOut], responses=problems(401, 403, 404))
+def list_keys(slug: str, db: DatabaseDep, caller: CallerDep) -> list[KeyOut]:
+    """The ladder's keys, without their secrets (an admin key of the ladder)."""
+    with db.reading() as session:
+        return service.list_keys(session, ladder_for(session, slug, caller, "admin"))
+
+
+@router.delete("/{slug}/keys/{key_id}", response_model=KeyOut, responses=problems(401, 403, 404, 422))
+def revoke_key(slug: str, key_id: int, db: DatabaseDep, caller: CallerDep) -> KeyOut:
+    """Revoke a key at once: its next request gets 403 (an admin key of the ladder). Revoking again changes nothing."""
+    with db.writing() as session:
+        return service.revoke_key(session, ladder_for(session, slug, caller, "admin"), key_id)

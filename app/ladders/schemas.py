@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from app.schemas import Slug, StrictModel
 
@@ -47,6 +48,40 @@ class LadderCreate(StrictModel):
     }
 
 
+class LadderPatch(StrictModel):
+    """Settings an admin key may change; those left out stay as they are."""
+
+    name: str | None = Field(None, max_length=200)
+    auto_create_players: StrictBool | None = None
+    auto_refit: StrictBool | None = None
+    private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
+
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"private": True}]}}
+
+
+class KeyCreate(StrictModel):
+    name: str = Field(min_length=1, max_length=200, description="Who or what uses it, e.g. `game-server-3`.")
+    role: Literal["write", "admin"] = Field(
+        description="`write` posts players and games; `admin` also manages keys and settings."
+    )
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"name": "front desk", "role": "write"}]}
+    }
+
+
+class KeyOut(BaseModel):
+    id: int
+    name: str
+    role: Literal["write", "admin"]
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class KeyCreated(KeyOut):
+    key: str = Field(description="The bearer key. Shown only this once; the service keeps its hash.")
+
+
 class LadderOut(BaseModel):
     slug: str
     name: str | None
@@ -58,13 +93,16 @@ class LadderOut(BaseModel):
     seed: int
     auto_create_players: bool
     auto_refit: bool
+    private: bool
     created_at: datetime
     players: int
     games: int
 
 
 class LadderCreated(LadderOut):
-    write_key: str = Field(description="Bearer key for posting games to this ladder. Shown only once.")
+    write_key: str = Field(
+        description="The ladder's first admin key: it posts games and manages keys and settings. Shown only once."
+    )
 
 
 class AuditOut(BaseModel):

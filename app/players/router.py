@@ -7,8 +7,8 @@ from fastapi import APIRouter, Query, Response
 from fastapi.responses import JSONResponse
 
 from app import reads
-from app.access import ladder_for_read, ladder_for_write
-from app.deps import BearerKey, DatabaseDep
+from app.access import ladder_for, readable
+from app.deps import CallerDep, DatabaseDep
 from app.errors import problems
 from app.players import service
 from app.players.schemas import HistoryItem, LeaderboardItem, OpponentItem, PlayerCreate, PlayerOut
@@ -20,38 +20,43 @@ Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
 
 
 @router.post("/players", status_code=201, response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
-def create_player(slug: str, data: PlayerCreate, db: DatabaseDep, key: BearerKey) -> JSONResponse:
+def create_player(slug: str, data: PlayerCreate, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
     """Add a player, optionally with an explicit initial vector (ladder write key)."""
     with db.writing() as session:
-        out = service.create_player(session, ladder_for_write(session, slug, key), data)
+        out = service.create_player(session, ladder_for(session, slug, caller, "write"), data)
     return JSONResponse(out, status_code=201)
 
 
 @router.get("/players/{key}", response_model=PlayerOut, responses=problems(404))
-def get_player(slug: str, key: str, db: DatabaseDep) -> JSONResponse:
+def get_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
     """A player's vector, strength, record and provisional flag."""
     with db.reading() as session:
-        return JSONResponse(service.get_player(session, ladder_for_read(session, slug), key))
+        return JSONResponse(service.get_player(session, readable(session, slug, caller), key))
 
 
 @router.get("/players/{key}/history", response_model=Page[HistoryItem], responses=problems(404, 422))
-def history(slug: str, key: str, db: DatabaseDep, limit: Limit = 50, cursor: str | None = None) -> JSONResponse:
+def history(
+    slug: str, key: str, db: DatabaseDep, caller: CallerDep, limit: Limit = 50, cursor: str | None = None
+) -> JSONResponse:
     """The player's games, newest first: vectors and expected scores before and after each."""
     with db.reading() as session:
-        return JSONResponse(service.history(session, ladder_for_read(session, slug), key, limit, cursor))
+        return JSONResponse(service.history(session, readable(session, slug, caller), key, limit, cursor))
 
 
 @router.get("/players/{key}/opponents", response_model=list[OpponentItem], responses=problems(404))
-def opponents(slug: str, key: str, db: DatabaseDep, limit: Annotated[int, Query(ge=1, le=100)] = 10) -> JSONResponse:
+def opponents(
+    slug: str, key: str, db: DatabaseDep, caller: CallerDep, limit: Annotated[int, Query(ge=1, le=100)] = 10
+) -> JSONResponse:
     """Balanced opponents: the players against whom the win probability is closest to 1/2 (SPEC §7)."""
     with db.reading() as session:
-        return JSONResponse(service.opponents(session, ladder_for_read(session, slug), key, limit))
+        return JSONResponse(service.opponents(session, readable(session, slug, caller), key, limit))
 
 
 @router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 409, 422))
 async def leaderboard(
     slug: str,
     db: DatabaseDep,
+    caller: CallerDep,
     by: Literal["hodge", "field", "disc"] = "hodge",
     limit: Limit = 50,
     cursor: str | None = None,
@@ -61,7 +66,7 @@ async def leaderboard(
     `by=disc` ranks by u/v in the dominant disc of the canonical form (seed 004) and answers 409 when that disc
     is cyclic (no ordering exists).
     """
-    ladder = await reads.ladder(db, slug)
+    ladder = await reads.ladder(db, slug, caller)
     table = await reads.table(db, ladder)
     body = service.rendered_page(table, by, limit, cursor)
     if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop

@@ -8,6 +8,6 @@ domain, router or web framework: only the ORM models, the driver helpers and
 the pure rating core (to encode the log).
 """
 
-from app.storage import cache, codec, games, ladders, log, players, refits
+from app.storage import cache, codec, games, keys, ladders, log, players, refits
 
-__all__ = ["cache", "codec", "games", "ladders", "log", "players", "refits"]
+__all__ = ["cache", "codec", "games", "keys", "ladders", "log", "players", "refits"]

@@ -32,6 +32,7 @@ class LadderRow:
     write_key_hash: str
     created_at: datetime
     version: int
+    private: bool
 
 
 _COLUMNS = [Ladder.__table__.c[f.name] for f in fields(LadderRow)]
@@ -86,6 +87,17 @@ def insert(session: Session, values: dict) -> LadderRow | None:
     except IntegrityError:
         return None
     return by_slug(session, values["slug"])
+
+
+def change(session: Session, ladder_id: int, values: dict) -> None:
+    """Change settings of a ladder (the caller bumps its version)."""
+    session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
+
+
+async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool] | None:
+    """The ladder's version and whether it is private, as of now (None: it is gone)."""
+    rows = await fetch("SELECT version, private FROM ladders WHERE id = ?", (ladder_id,))
+    return (rows[0][0], bool(rows[0][1])) if rows else None
 
 
 def sizes(session: Session, ladder_id: int) -> tuple[int, int]:

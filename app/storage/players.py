@@ -168,13 +168,10 @@ class Table:
 MAX_TABLES = 64
 
 
-async def current_table(fetch: Fetch, engine: Engine, ladder_id: int) -> Table | None:
-    """This process's copy of the ladder's player table (read through ``engine``) if the ladder's version
-    has not moved, else None."""
+def cached_table(engine: Engine, ladder_id: int, version: int) -> Table | None:
+    """This process's copy of the ladder's player table (read through ``engine``) if it is at ``version``."""
     held = cache.of(engine, "tables").get(ladder_id)
-    if held is not None and held.version == await ladders.version_now(fetch, ladder_id):
-        return held
-    return None
+    return held if held is not None and held.version == version else None
 
 
 def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> Table:

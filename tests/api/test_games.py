@@ -170,7 +170,7 @@ def test_auth_and_unknown_ladder(client):
     key = make_ladder(client)
     assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"])).status_code == 401
     assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=bearer("nope")).status_code == 403
-    assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=admin()).status_code == 403
+    assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=admin()).status_code == 201
     r = client.post("/v1/ladders/nope/games", json=game(["a"], ["b"]), headers=bearer(key))
     assert r.status_code == 404 and r.headers["content-type"] == "application/problem+json"
     assert client.post("/v1/ladders", json={"slug": "x"}, headers=bearer(key)).status_code == 403

@@ -12,6 +12,7 @@ import httpx
 import numpy as np
 import pytest
 
+from app.access import Caller
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.games.schemas import GameIn
 from app.games.service import Post, request_hash
@@ -24,7 +25,7 @@ def game_in(winner: str, loser: str, **extra) -> GameIn:
 
 
 def post(key: str, game: GameIn, slug: str = "test", idempotency_key: str | None = None) -> Post:
-    return Post(slug, key, [game], idempotency_key, request_hash(game), batch=False)
+    return Post(slug, Caller(key), [game], idempotency_key, request_hash(game), batch=False)
 
 
 def vectors(client, slug: str) -> dict[str, list[float]]:
@@ -107,7 +108,11 @@ def test_a_group_that_fails_as_a_whole_is_retried_one_post_at_a_time(client):
         for k, r in ranks.items()
     ]
     broken = GameIn.model_construct(sides=sides, played_at=None, external_id=None)
-    posts = [post(key, game_in("a", "b")), Post("test", key, [broken], None, "x", False), post(key, game_in("c", "d"))]
+    posts = [
+        post(key, game_in("a", "b")),
+        Post("test", Caller(key), [broken], None, "x", False),
+        post(key, game_in("c", "d")),
+    ]
     outcomes = client.app.state.committer.commit(posts)
     assert isinstance(outcomes[0], dict) and isinstance(outcomes[2], dict)
     assert isinstance(outcomes[1], RatingInputError)

@@ -1,0 +1,111 @@
+"""Keys with roles, revocation, ladder settings and private ladders."""
+
+from __future__ import annotations
+
+from tests.conftest import admin, bearer, make_ladder
+
+
+def game(winner: str, loser: str) -> dict:
+    return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
+
+
+def test_the_key_a_ladder_is_created_with_is_its_first_admin_key(client):
+    first = make_ladder(client)
+    keys = client.get("/v1/ladders/test/keys", headers=bearer(first)).json()
+    assert [(k["name"], k["role"], k["revoked_at"]) for k in keys] == [("created with the ladder", "admin", None)]
+    assert all("key" not in k and "key_hash" not in k for k in keys)  # no secrets, not even hashed
+    assert client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(first)).status_code == 201
+
+
+def test_write_keys_post_and_admin_keys_manage(client):
+    first = make_ladder(client)
+    r = client.post("/v1/ladders/test/keys", json={"name": "game server", "role": "write"}, headers=bearer(first))
+    assert r.status_code == 201, r.text
+    created = r.json()
+    assert created["role"] == "write" and created["key"].startswith("mk_")
+    writer = bearer(created["key"])
+    assert client.post("/v1/ladders/test/games", json=game("a", "b"), headers=writer).status_code == 201
+    assert client.post("/v1/ladders/test/players", json={"key": "c"}, headers=writer).status_code == 201
+    for method, path, body in [
+        ("POST", "/v1/ladders/test/keys", {"name": "x", "role": "write"}),
+        ("GET", "/v1/ladders/test/keys", None),
+        ("PATCH", "/v1/ladders/test", {"name": "Office"}),
+        ("DELETE", f"/v1/ladders/test/keys/{created['id']}", None),
+    ]:
+        r = client.request(method, path, json=body, headers=writer)
+        assert r.status_code == 403 and r.headers["content-type"] == "application/problem+json", (method, path)
+        assert "admin" in r.json()["detail"]
+    # The server admin key may do everything.
+    assert (
+        client.post("/v1/ladders/test/keys", json={"name": "ops", "role": "admin"}, headers=admin()).status_code == 201
+    )
+    assert client.post("/v1/ladders/test/games", json=game("b", "a"), headers=admin()).status_code == 201
+
+
+def test_a_revoked_key_is_refused_at_once(client):
+    first = make_ladder(client)
+    created = client.post("/v1/ladders/test/keys", json={"name": "old", "role": "write"}, headers=bearer(first)).json()
+    assert client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(created["key"])).status_code == 201
+    revoked = client.delete(f"/v1/ladders/test/keys/{created['id']}", headers=bearer(first))
+    assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
+    r = client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(created["key"]))
+    assert r.status_code == 403 and "revoked" in r.json()["detail"]
+    again = client.delete(f"/v1/ladders/test/keys/{created['id']}", headers=bearer(first))
+    assert again.status_code == 200 and again.json() == revoked.json()  # revoking again changes nothing
+    assert client.delete("/v1/ladders/test/keys/999", headers=bearer(first)).status_code == 404
+    assert client.get("/v1/ladders/test").json()["games"] == 1
+
+
+def test_keys_of_one_ladder_do_not_open_another(client):
+    first = make_ladder(client)
+    make_ladder(client, "other")
+    assert client.post("/v1/ladders/other/games", json=game("a", "b"), headers=bearer(first)).status_code == 403
+    assert client.get("/v1/ladders/other/keys", headers=bearer(first)).status_code == 403
+
+
+def test_private_ladders_need_a_key_to_read(client):
+    first = make_ladder(client)
+    client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(first))
+    writer = client.post("/v1/ladders/test/keys", json={"name": "w", "role": "write"}, headers=bearer(first)).json()
+    r = client.patch("/v1/ladders/test", json={"private": True, "name": "Office"}, headers=bearer(first))
+    assert r.status_code == 200 and r.json()["private"] is True and r.json()["name"] == "Office"
+    reads = [
+        "/v1/ladders/test",
+        "/v1/ladders/test/leaderboard",
+        "/v1/ladders/test/predict?a=a&b=b",
+        "/v1/ladders/test/players/a",
+        "/v1/ladders/test/players/a/history",
+        "/v1/ladders/test/games",
+        "/v1/ladders/test/audit",
+        "/v1/ladders/test/canonical",
+    ]
+    for path in reads:
+        assert client.get(path).status_code == 401, path
+        assert client.get(path, headers=bearer("wrong")).status_code == 403, path
+        assert client.get(path, headers=bearer(writer["key"])).status_code == 200, path
+        assert client.get(path, headers=admin()).status_code == 200, path
+    assert [ladder["slug"] for ladder in client.get("/v1/ladders").json()] == []
+    assert [ladder["slug"] for ladder in client.get("/v1/ladders", headers=admin()).json()] == ["test"]
+    client.delete(f"/v1/ladders/test/keys/{writer['id']}", headers=bearer(first))
+    assert client.get("/v1/ladders/test/leaderboard", headers=bearer(writer["key"])).status_code == 403
+    assert client.patch("/v1/ladders/test", json={"private": False}, headers=bearer(first)).status_code == 200
+    assert client.get("/v1/ladders/test/leaderboard").status_code == 200
+
+
+def test_settings_changes_take_effect_and_bad_ones_are_refused(client):
+    first = make_ladder(client)
+    h = bearer(first)
+    assert client.patch("/v1/ladders/test", json={"auto_create_players": False}, headers=h).status_code == 200
+    r = client.post("/v1/ladders/test/games", json=game("new", "other"), headers=h)
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "sides[0].players[0]"
+    for body, field in [
+        ({"private": None}, "private"),
+        ({"private": "yes"}, "private"),
+        ({"k": 3}, "k"),
+        ({"name": "x" * 201}, "name"),
+    ]:
+        r = client.patch("/v1/ladders/test", json=body, headers=h)
+        assert r.status_code == 422 and r.json()["errors"][0]["field"] == field, (body, r.text)
+    for body in [{"name": "x", "role": "owner"}, {"name": "", "role": "write"}, {"role": "write"}]:
+        assert client.post("/v1/ladders/test/keys", json=body, headers=h).status_code == 422, body
+    assert client.get("/v1/ladders/test").json()["auto_create_players"] is False
