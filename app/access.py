@@ -55,9 +55,13 @@ def readable(session: Session, slug: str, caller: Caller) -> LadderRow:
 
 def ladder_for(session: Session, slug: str, caller: Caller, need: str) -> LadderRow:
     """The ladder as it is now, if the caller's key may ``need`` (write or admin) on it: 404, 401 or 403 otherwise."""
+    return ladder_and_key(session, slug, caller, need)[0]
+
+
+def ladder_and_key(session: Session, slug: str, caller: Caller, need: str) -> tuple[LadderRow, str]:
+    """:func:`ladder_for`, and the id of the key that allowed it (for audit trails)."""
     ladder = ladder_for_read(session, slug, fresh=True)
-    authorize(session, ladder, caller, need)
-    return ladder
+    return ladder, authorize(session, ladder, caller, need)
 
 
 def authorize(session: Session, ladder: LadderRow, caller: Caller, need: str) -> str:

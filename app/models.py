@@ -149,6 +149,10 @@ class Game(Base):
     #: The normalised input: sides (player keys), ranks, advantages.  With the
     #: participants' rows it is the whole game as the API shows it.
     payload: Mapped[dict] = mapped_column(JSON)
+    #: A voided game stays in the log as an audit trail and counts nowhere.
+    voided_at: Mapped[datetime | None]
+    voided_by: Mapped[str | None] = mapped_column(String(64))
+    void_reason: Mapped[str | None] = mapped_column(String(500))
 
 
 class Participant(Base):
@@ -218,3 +222,5 @@ class Checkpoint(Base):
     player_ids: Mapped[bytes] = mapped_column(LargeBinary)
     vectors: Mapped[bytes] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Set when a game at or before ``after_game_id`` was voided: never replayed from again.
+    superseded_at: Mapped[datetime | None]

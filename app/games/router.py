@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse
 
-from app.access import readable
+from app.access import ladder_and_key, readable
 from app.deps import CallerDep, DatabaseDep, SettingsDep
 from app.errors import InvalidInput, problems
 from app.games import service
-from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut
+from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
 from app.schemas import Page
 
 router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"])
@@ -74,3 +74,24 @@ def get_game(slug: str, game_id: int, db: DatabaseDep, caller: CallerDep) -> dic
     """One game with every participant's vector before and after."""
     with db.reading() as session:
         return service.get_game(session, readable(session, slug, caller), game_id)
+
+
+@router.delete("/{game_id}", response_model=GameOut, responses=problems(401, 403, 404, 422))
+def void_game(
+    slug: str,
+    game_id: int,
+    db: DatabaseDep,
+    caller: CallerDep,
+    void: Annotated[VoidIn | None, Body()] = None,
+) -> dict:
+    """Void a game (a write key): it stays in the log, marked, and counts nowhere any more.
+
+    The games after it are replayed exactly from the latest checkpoint before it, so the ratings become those of
+    a ladder that never had it; checkpoints after it are superseded. Voiding it again changes nothing.
+    """
+
+    def work(session) -> dict:
+        ladder, key_id = ladder_and_key(session, slug, caller, "write")
+        return service.void_game(session, ladder, game_id, key_id, void.reason if void else None)
+
+    return db.write(work)

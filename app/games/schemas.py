@@ -82,6 +82,13 @@ class GameOut(BaseModel):
     played_at: datetime
     external_id: str | None
     sides: list[SideOut]
+    voided_at: datetime | None = Field(None, description="When the game was voided: it counts nowhere since.")
+    voided_by: str | None = Field(None, description="The id of the key that voided it.")
+    reason: str | None = Field(None, description="Why it was voided, as given.")
+
+
+class VoidIn(StrictModel):
+    reason: str | None = Field(None, max_length=500, description="Why, for the audit trail (e.g. `wrong winner`).")
 
 
 class BatchOut(BaseModel):

@@ -278,6 +278,9 @@ def game_body(
             {"players": players, "rank": rank, "actual_score": actual, "expected_score": expected}
             for (players, actual, expected), rank in zip(sides, ranks, strict=True)
         ],
+        "voided_at": None,
+        "voided_by": None,
+        "reason": None,
     }
 
 
@@ -359,13 +362,10 @@ def _counters(
 ) -> tuple[np.ndarray, list[datetime | None]]:
     """W/D/L counters and last-played times: a side above the average share 1/N won, at it drew, below it lost."""
     n = len(locked.ids)
-    par = 1.0 / member_n_sides
     counts = locked.counts.copy()
-    counts[:, 0] += np.bincount(player, minlength=n)
-    counts[:, 1] += np.bincount(player, weights=actual > par, minlength=n).astype(np.int64)
-    counts[:, 2] += np.bincount(player, weights=actual == par, minlength=n).astype(np.int64)
-    counts[:, 3] += np.bincount(player, weights=actual < par, minlength=n).astype(np.int64)
-    counts[:, 4] += np.bincount(player, weights=member_n_sides - 1, minlength=n).astype(np.int64)
+    rows = _record(actual, member_n_sides)
+    for column in range(rows.shape[1]):
+        counts[:, column] += np.bincount(player, weights=rows[:, column], minlength=n).astype(np.int64)
     stamps = np.array([t.timestamp() for t in played_at])
     latest = np.full(n, -np.inf)
     np.maximum.at(latest, player, stamps[member_game])
@@ -376,8 +376,61 @@ def _counters(
     return counts, last_played
 
 
+def _record(actual: np.ndarray, n_sides: np.ndarray) -> np.ndarray:
+    """Each membership's contribution to COUNTERS: a game; a win, draw or loss as its side's rank-share score is
+    above, at or below the average share 1/N; and N - 1 pairwise comparisons."""
+    par = 1.0 / n_sides
+    return np.stack([np.ones(len(actual)), actual > par, actual == par, actual < par, n_sides - 1]).T.astype(np.int64)
+
+
 def _stage(progress: Progress, stage: str) -> Callable[[int, int], None] | None:
     return None if progress is None else lambda done, total: progress(stage, done, total)
+
+
+def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason: str | None) -> dict:
+    """Void a game: it stays in the log as an audit trail and counts nowhere; the games after it are replayed.
+
+    The ratings are replayed exactly from the latest checkpoint before the
+    game (checkpoints that saw it are superseded), so they equal those of a
+    ladder that never received it, and ``/audit`` stays consistent.  Every
+    membership of a later game gets its new vectors and expected score.
+    Voiding a voided game changes nothing.
+    """
+    record = storage.games.get(session, ladder.id, game_id)
+    if record is None:
+        raise NotFound(f"There is no game {game_id} in ladder {ladder.slug!r}.")
+    if record.voided_at is not None:
+        return stored_body(record)
+    storage.players.lock_all(session, ladder.id)
+    now = datetime.now(UTC)
+    storage.games.void(session, ladder.id, game_id, by, reason, now)
+    storage.refits.supersede_checkpoints(session, ladder.id, game_id)
+    # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
+    n_sides = len(record.payload["sides"])
+    par = 1.0 / n_sides
+    members = [m.player_id for m in record.members]
+    shares = np.array([m.actual_score for m in record.members])
+    counts = np.stack(
+        [np.ones(len(shares)), shares > par, shares == par, shares < par, np.full(len(shares), n_sides - 1)]
+    )
+    storage.players.uncount(session, members, counts.T.astype(np.int64))
+    storage.players.refresh_last_played(session, members)
+    # The games after the latest checkpoint that still counts, replayed without it.
+    state = storage.log.read(session, ladder)
+    history = rating.replay_history(state.start, state.log, learning_rate(ladder), games0=state.start_games)
+    storage.players.save_vectors(session, state.player_ids, history.C)
+    later = np.repeat(state.game_ids, np.diff(state.log.member_ptr)) > game_id
+    storage.games.rewrite_history(
+        session,
+        np.repeat(state.game_ids, np.diff(state.log.member_ptr))[later],
+        state.player_ids[state.log.member_player][later],
+        history.before[later],
+        history.after[later],
+        history.actual[state.log.member_side][later],
+        history.expected[state.log.member_side][later],
+    )
+    storage.ladders.bump(session, [ladder.id])
+    return stored_body(storage.games.get(session, ladder.id, game_id))
 
 
 def stored_body(record: storage.games.GameRecord) -> dict:
@@ -388,7 +441,10 @@ def stored_body(record: storage.games.GameRecord) -> dict:
         parts = [by_key[key] for key in keys]
         players = [{"key": p.key, "before": p.before, "after": p.after} for p in parts]
         sides.append((players, parts[0].actual_score, parts[0].expected_score))
-    return game_body(record.id, record.played_at, record.external_id, record.payload["ranks"], sides)
+    body = game_body(record.id, record.played_at, record.external_id, record.payload["ranks"], sides)
+    if record.voided_at is not None:
+        body |= {"voided_at": _iso(record.voided_at), "voided_by": record.voided_by, "reason": record.void_reason}
+    return body
 
 
 def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[dict]:

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app.models import Game, IdempotencyKey, Participant, Player
 from app.storage import codec
 from app.storage.players import MAX_KEYS_IN_QUERY
-from app.storage.sql import bulk_insert, driver_sql, fetch_typed
+from app.storage.sql import bulk_insert, bulk_update, driver_sql, fetch_typed
 
 Progress = Callable[[int, int], None] | None
 
@@ -133,6 +133,9 @@ class GameRecord:
     external_id: str | None
     payload: dict
     members: list[Member]
+    voided_at: datetime | None = None
+    voided_by: str | None = None
+    void_reason: str | None = None
 
 
 def _records(session: Session, games: list[Game]) -> list[GameRecord]:
@@ -155,7 +158,10 @@ def _records(session: Session, games: list[Game]) -> list[GameRecord]:
                 part.expected_score,
             )
         )
-    return [GameRecord(g.id, g.played_at, g.external_id, g.payload, by_game[g.id]) for g in games]
+    return [
+        GameRecord(g.id, g.played_at, g.external_id, g.payload, by_game[g.id], g.voided_at, g.voided_by, g.void_reason)
+        for g in games
+    ]
 
 
 def page(session: Session, ladder_id: int, limit: int, before_id: int | None) -> list[GameRecord]:
@@ -172,13 +178,42 @@ def get(session: Session, ladder_id: int, game_id: int) -> GameRecord | None:
 
 
 def of_player(session: Session, ladder_id: int, key: str, limit: int, before_id: int | None) -> list[GameRecord]:
-    """The games of one player, newest first, below ``before_id`` if given."""
+    """The games of one player that count (not voided), newest first, below ``before_id`` if given."""
     query = (
         select(Game)
         .join(Participant, Participant.game_id == Game.id)
         .join(Player, Player.id == Participant.player_id)
-        .where(Player.ladder_id == ladder_id, Player.key == key)
+        .where(Player.ladder_id == ladder_id, Player.key == key, Game.voided_at.is_(None))
     )
     if before_id is not None:
         query = query.where(Game.id < before_id)
     return _records(session, list(session.scalars(query.order_by(Game.id.desc()).limit(limit))))
+
+
+def void(session: Session, ladder_id: int, game_id: int, by: str, reason: str | None, now: datetime) -> None:
+    """Mark a game voided: it stays in the log as an audit trail and counts nowhere."""
+    session.execute(
+        Game.__table__.update()
+        .where(Game.ladder_id == ladder_id, Game.id == game_id, Game.voided_at.is_(None))
+        .values(voided_at=now, voided_by=by, void_reason=reason)
+    )
+
+
+def rewrite_history(
+    session: Session,
+    game_ids: np.ndarray,
+    player_ids: np.ndarray,
+    before: np.ndarray,
+    after: np.ndarray,
+    actual: np.ndarray,
+    expected: np.ndarray,
+) -> None:
+    """New vectors and expected scores of memberships (game id, player id) after a replay."""
+    columns = {
+        "before": codec.pack_rows(before),
+        "after": codec.pack_rows(after),
+        "actual_score": actual.tolist(),
+        "expected_score": expected.tolist(),
+    }
+    keys = list(zip(game_ids.tolist(), player_ids.tolist(), strict=True))
+    bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)

@@ -101,9 +101,11 @@ async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool] 
 
 
 def sizes(session: Session, ladder_id: int) -> tuple[int, int]:
-    """(players, games) of a ladder."""
+    """(players, games that count) of a ladder."""
     players = session.scalar(select(func.count()).select_from(Player).where(Player.ladder_id == ladder_id))
-    games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id))
+    games = session.scalar(
+        select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id, Game.voided_at.is_(None))
+    )
     return players or 0, games or 0
 
 

@@ -40,8 +40,8 @@ class LadderLog:
     ``start`` are the vectors the log replays from: the latest checkpoint's (for
     players it holds) and the initial vectors otherwise, or all initial vectors
     when read ``from_start``; ``start_games`` the games each player had played by
-    then; ``log`` holds the games after that point, in order; ``stored`` the
-    current vectors.
+    then; ``log`` holds the games after that point, in order (``game_ids``);
+    ``stored`` the current vectors.  Voided games are left out everywhere.
     """
 
     player_ids: np.ndarray
@@ -50,6 +50,7 @@ class LadderLog:
     start_games: np.ndarray
     stored: np.ndarray
     log: rating.GameLog
+    game_ids: np.ndarray
     after_game_id: int
     last_game_id: int
     games: int
@@ -75,17 +76,16 @@ def read(session: Session, ladder: LadderRow, from_start: bool = False) -> Ladde
         counts = session.execute(
             select(Participant.player_id, func.count())
             .join(Game, Game.id == Participant.game_id)
-            .where(Game.ladder_id == ladder.id, Game.id <= after)
+            .where(Game.ladder_id == ladder.id, Game.id <= after, Game.voided_at.is_(None))
             .group_by(Participant.player_id)
         ).all()
         for player_id, n in counts:
             start_games[np.searchsorted(ids, player_id)] = n
-    payloads = session.scalars(
-        select(Game.payload).where(Game.ladder_id == ladder.id, Game.id > after).order_by(Game.id)
-    ).all()
-    last, games = session.execute(
-        select(func.max(Game.id), func.count()).select_from(Game).where(Game.ladder_id == ladder.id)
-    ).one()
+    counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None))
+    logged = session.execute(select(Game.id, Game.payload).where(*counted, Game.id > after).order_by(Game.id)).all()
+    last, games = session.execute(select(func.max(Game.id), func.count()).select_from(Game).where(*counted)).one()
     index = {key: n for n, key in enumerate(keys)}
     stored = codec.unpack_rows((r[3] for r in rows), dim)
-    return LadderLog(ids, keys, start, start_games, stored, encode(payloads, index), after, last or 0, games)
+    log = encode([row[1] for row in logged], index)
+    game_ids = np.array([row[0] for row in logged], dtype=np.int64)
+    return LadderLog(ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games)

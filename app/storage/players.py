@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app.models import Player
 from app.storage import cache, codec, ladders, refits
-from app.storage.sql import Fetch, bulk_insert, bulk_update, driver_fetchall, fetch_typed, result_converter
+from app.storage.sql import Fetch, bulk_insert, bulk_update, driver_fetchall, driver_sql, fetch_typed, result_converter
 
 #: Above this many players a request locks the ladder's whole player table (in id
 #: order, as always) instead of listing the keys, which would exceed driver limits.
@@ -209,3 +209,21 @@ def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> T
             tables.clear()
         tables[ladder.id] = fresh
     return fresh
+
+
+def uncount(session: Session, player_ids: list[int], counts: np.ndarray) -> None:
+    """Take counters (rows of COUNTERS) off players: a voided game's record."""
+    assignments = ", ".join(f"{name} = {name} - ?" for name in COUNTERS)
+    rows = [(*row, player) for row, player in zip(counts.tolist(), player_ids, strict=True)]
+    driver_sql(session.connection(), f"UPDATE players SET {assignments} WHERE id = ?", rows)
+
+
+def refresh_last_played(session: Session, player_ids: list[int]) -> None:
+    """Each player's last-played time from the games that count (after a void)."""
+    latest = (
+        "SELECT max(g.played_at) FROM participants p JOIN games g ON g.id = p.game_id "
+        "WHERE p.player_id = players.id AND g.voided_at IS NULL"
+    )
+    driver_sql(
+        session.connection(), f"UPDATE players SET last_played_at = ({latest}) WHERE id = ?", [(p,) for p in player_ids]
+    )

@@ -70,9 +70,19 @@ def not_comparable_keys(session: Session, ladder_id: int) -> frozenset[str]:
 
 
 def latest_checkpoint(session: Session, ladder_id: int) -> Checkpoint | None:
-    return session.scalar(
-        select(Checkpoint).where(Checkpoint.ladder_id == ladder_id).order_by(Checkpoint.id.desc()).limit(1)
+    """The checkpoint the ratings replay from: the latest one not superseded by a void."""
+    query = select(Checkpoint).where(Checkpoint.ladder_id == ladder_id, Checkpoint.superseded_at.is_(None))
+    return session.scalar(query.order_by(Checkpoint.id.desc()).limit(1))
+
+
+def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> None:
+    """Checkpoints that saw game ``game_id`` (now voided) are never replayed from again."""
+    saw_it = (
+        Checkpoint.ladder_id == ladder_id,
+        Checkpoint.after_game_id >= game_id,
+        Checkpoint.superseded_at.is_(None),
     )
+    session.execute(Checkpoint.__table__.update().where(*saw_it).values(superseded_at=datetime.now(UTC)))
 
 
 def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:
@@ -89,8 +99,6 @@ def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:
 
 
 def games_up_to(session: Session, ladder_id: int, game_id: int) -> int:
-    """Games of the ladder with id ≤ ``game_id`` (a late commit below it changes this)."""
-    return (
-        session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id, Game.id <= game_id))
-        or 0
-    )
+    """Games that count (not voided) of the ladder with id ≤ ``game_id`` (a late commit or a void changes this)."""
+    counted = (Game.ladder_id == ladder_id, Game.id <= game_id, Game.voided_at.is_(None))
+    return session.scalar(select(func.count()).select_from(Game).where(*counted)) or 0

@@ -66,27 +66,36 @@ def bulk_insert(
 
 
 def bulk_update(
-    connection: Connection, table: Table, where: tuple[str, Sequence], columns: dict[str, Sequence]
+    connection: Connection,
+    table: Table,
+    where: tuple[str | tuple[str, ...], Sequence],
+    columns: dict[str, Sequence],
 ) -> None:
-    """UPDATE row n of ``where = (column, values)`` with value n of each of ``columns``.
+    """UPDATE row n of ``where = (key column(s), values)`` with value n of each of ``columns``.
 
+    A composite key is given as a tuple of column names and a tuple of values per row.
     SQLite: one ``executemany``; PostgreSQL: ``UPDATE … FROM (VALUES …)``, one statement per chunk.
     """
-    key, keys = where
-    rows = _driver_rows(connection, table, {**columns, key: keys})
+    names, values = where
+    if isinstance(names, str):
+        key_names, key_columns = (names,), {names: values}
+    else:
+        key_names = names
+        key_columns = {name: [row[n] for row in values] for n, name in enumerate(names)}
+    rows = _driver_rows(connection, table, {**columns, **key_columns})
     if connection.dialect.name == "postgresql":
-        names = [*columns, key]
         assignments = ", ".join(f"{name} = v.{name}" for name in columns)
+        match = " AND ".join(f"{table.name}.{name} = v.{name}" for name in key_names)
 
         def statement(values: str) -> str:
-            return f"UPDATE {table.name} SET {assignments} FROM (VALUES {values}) AS v({', '.join(names)}) " + (
-                f"WHERE {table.name}.{key} = v.{key}"
-            )
+            alias = ", ".join([*columns, *key_names])
+            return f"UPDATE {table.name} SET {assignments} FROM (VALUES {values}) AS v({alias}) WHERE {match}"
 
-        _multirow(connection, table, names, rows, statement, None)
+        _multirow(connection, table, [*columns, *key_names], rows, statement, None)
         return
     assignments = ", ".join(f"{name} = ?" for name in columns)
-    driver_sql(connection, f"UPDATE {table.name} SET {assignments} WHERE {key} = ?", rows)
+    match = " AND ".join(f"{name} = ?" for name in key_names)
+    driver_sql(connection, f"UPDATE {table.name} SET {assignments} WHERE {match}", rows)
 
 
 #: PostgreSQL takes at most 65,535 parameters per statement.

@@ -1,0 +1,108 @@
+"""Voiding a game: it stays in the log as an audit trail and counts nowhere; the ratings are replayed without it."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.api.test_analysis import wait
+from tests.conftest import bearer, make_ladder
+
+
+def random_games(n: int, seed: int = 0) -> list[dict]:
+    """Singles, doubles and three-way games with ties among 8 players."""
+    rng = np.random.default_rng(seed)
+    names = [f"p{i}" for i in range(8)]
+    games = []
+    for _ in range(n):
+        n_sides = int(rng.integers(2, 4))
+        size = int(rng.integers(1, 3)) if n_sides == 2 else 1
+        picks = rng.permutation(names)[: n_sides * size].tolist()
+        sides = [
+            {"players": picks[s * size : (s + 1) * size], "score": int(rng.integers(0, 3))} for s in range(n_sides)
+        ]
+        games.append({"sides": sides})
+    return games
+
+
+def players(client, slug: str) -> dict[str, dict]:
+    board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500").json()["items"]
+    out = {}
+    for row in board:
+        p = client.get(f"/v1/ladders/{slug}/players/{row['key']}").json()
+        out[row["key"]] = {k: p[k] for k in ("vector", "games", "wins", "draws", "losses", "provisional")}
+    return out
+
+
+def post_all(client, slug: str, key: str, games: list[dict]) -> list[int]:
+    ids = []
+    for game in games:
+        r = client.post(f"/v1/ladders/{slug}/games", json=game, headers=bearer(key))
+        assert r.status_code == 201, r.text
+        ids.append(r.json()["id"])
+    return ids
+
+
+def test_a_voided_game_counts_nowhere_and_the_ratings_are_those_without_it(client):
+    key = make_ladder(client, "voided", seed=11)
+    clean = make_ladder(client, "clean", seed=11)
+    games = random_games(40)
+    ids = post_all(client, "voided", key, games)
+    post_all(client, "clean", clean, games[:17] + games[18:])
+    r = client.request(
+        "DELETE", f"/v1/ladders/voided/games/{ids[17]}", json={"reason": "wrong winner"}, headers=bearer(key)
+    )
+    assert r.status_code == 200, r.text
+    voided = r.json()
+    assert voided["voided_at"] and voided["reason"] == "wrong winner" and voided["voided_by"] == "1"
+    assert players(client, "voided") == players(client, "clean")  # vectors bit for bit, counters, provisional flags
+    audit = client.get("/v1/ladders/voided/audit").json()
+    assert audit["consistent"] and audit["games"] == 39 and audit["max_abs_diff"] == 0.0
+    assert client.get("/v1/ladders/voided").json()["games"] == 39
+    # The history shows every later game as replayed: the same vectors as the clean ladder's.
+    voided_games = client.get("/v1/ladders/voided/games?limit=500").json()["items"]
+    clean_games = client.get("/v1/ladders/clean/games?limit=500").json()["items"]
+    assert [g["sides"] for g in voided_games if not g["voided_at"]] == [g["sides"] for g in clean_games]
+    # The game stays readable as an audit trail, and is gone from its players' histories.
+    again = client.get(f"/v1/ladders/voided/games/{ids[17]}").json()
+    assert again == voided
+    someone = games[17]["sides"][0]["players"][0]
+    history = client.get(f"/v1/ladders/voided/players/{someone}/history?limit=500").json()["items"]
+    assert ids[17] not in [item["game_id"] for item in history]
+
+
+def test_voiding_again_changes_nothing_and_bad_requests_are_refused(client):
+    key = make_ladder(client)
+    other = make_ladder(client, "other")
+    ids = post_all(client, "test", key, random_games(5))
+    first = client.delete(f"/v1/ladders/test/games/{ids[2]}", headers=bearer(key))
+    assert first.status_code == 200
+    before = players(client, "test")
+    again = client.delete(f"/v1/ladders/test/games/{ids[2]}", headers=bearer(key))
+    assert again.status_code == 200 and again.json() == first.json()
+    assert players(client, "test") == before
+    assert client.delete("/v1/ladders/test/games/999999", headers=bearer(key)).status_code == 404
+    assert client.delete(f"/v1/ladders/other/games/{ids[0]}", headers=bearer(other)).status_code == 404  # not its game
+    assert client.delete(f"/v1/ladders/test/games/{ids[0]}").status_code == 401
+    assert client.delete(f"/v1/ladders/test/games/{ids[0]}", headers=bearer(other)).status_code == 403
+    r = client.request("DELETE", f"/v1/ladders/test/games/{ids[0]}", json={"reason": "x" * 501}, headers=bearer(key))
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "reason"
+    assert client.get("/v1/ladders/test").json()["games"] == 4
+
+
+def test_voiding_a_game_before_a_checkpoint_supersedes_it(client):
+    key = make_ladder(client, "voided", k=1, seed=5)
+    clean = make_ladder(client, "clean", k=1, seed=5)
+    games = random_games(60, seed=2)
+    ids = post_all(client, "voided", key, games[:50])
+    r = client.post("/v1/ladders/voided/refits", json={"restarts": 1, "holdout": 0}, headers=bearer(key))
+    job = wait(client, r.headers["Location"])
+    assert client.post(f"/v1/ladders/voided/refits/{job['id']}/apply", headers=bearer(key)).status_code == 200
+    ids += post_all(client, "voided", key, games[50:])
+    assert client.get("/v1/ladders/voided/audit").json()["checkpoint_after_game"] == ids[49]
+    assert client.delete(f"/v1/ladders/voided/games/{ids[10]}", headers=bearer(key)).status_code == 200
+    audit = client.get("/v1/ladders/voided/audit").json()
+    assert audit["consistent"] and audit["checkpoint_after_game"] is None and audit["replayed_games"] == 59
+    post_all(client, "clean", clean, games[:10] + games[11:])
+    assert players(client, "voided") == players(client, "clean")
+    # A refit that saw the voided game can no longer be applied: the log changed below its last game.
+    assert client.post(f"/v1/ladders/voided/refits/{job['id']}/apply", headers=bearer(key)).status_code == 409
