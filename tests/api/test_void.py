@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
 import numpy as np
+import pytest
 
 from tests.api.test_analysis import wait
-from tests.conftest import bearer, make_ladder
+from tests.conftest import ADMIN_KEY, bearer, live_server, make_ladder
 
 
 def random_games(n: int, seed: int = 0) -> list[dict]:
@@ -106,3 +110,42 @@ def test_voiding_a_game_before_a_checkpoint_supersedes_it(client):
     assert players(client, "voided") == players(client, "clean")
     # A refit that saw the voided game can no longer be applied: the log changed below its last game.
     assert client.post(f"/v1/ladders/voided/refits/{job['id']}/apply", headers=bearer(key)).status_code == 409
+
+
+@pytest.fixture
+def server(database_url):
+    with live_server(database_url, workers=2 if database_url.startswith("postgres") else 1) as base:
+        yield base
+
+
+def test_concurrent_voids_and_posts_lose_nothing(server):
+    r = httpx.post(server + "/v1/ladders", json={"slug": "busy"}, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    headers = {"Authorization": f"Bearer {r.json()['write_key']}"}
+    rng = np.random.default_rng(4)
+    pairs = [rng.choice(10, 2, replace=False).tolist() for _ in range(400)]
+
+    def body(n: int) -> dict:
+        return {"sides": [{"players": [f"p{pairs[n][0]}"], "rank": 1}, {"players": [f"p{pairs[n][1]}"], "rank": 2}]}
+
+    with httpx.Client(base_url=server, headers=headers, timeout=60) as c:
+        first = [c.post("/v1/ladders/busy/games", json=body(n)).json()["id"] for n in range(100)]
+
+    def post(part: range) -> list[int]:
+        with httpx.Client(base_url=server, headers=headers, timeout=60) as c:
+            return [c.post("/v1/ladders/busy/games", json=body(n)).status_code for n in part]
+
+    def void(ids: list[int]) -> list[int]:
+        with httpx.Client(base_url=server, headers=headers, timeout=60) as c:
+            return [c.delete(f"/v1/ladders/busy/games/{game_id}").status_code for game_id in ids]
+
+    with ThreadPoolExecutor(7) as pool:
+        posts = [pool.submit(post, range(100 + 50 * t, 150 + 50 * t)) for t in range(6)]
+        voids = pool.submit(void, first[::5])
+        statuses = [s for f in posts for s in f.result()] + voids.result()
+    assert set(statuses) == {200, 201}, statuses
+    ladder = httpx.get(server + "/v1/ladders/busy").json()
+    assert ladder["games"] == 400 - 20
+    audit = httpx.get(server + "/v1/ladders/busy/audit").json()
+    assert audit["consistent"] and audit["games"] == 380 and audit["max_abs_diff"] == 0.0
+    board = httpx.get(server + "/v1/ladders/busy/leaderboard").json()["items"]
+    assert sum(row["games"] for row in board) == 2 * 380

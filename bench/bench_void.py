@@ -1,0 +1,99 @@
+"""How long voiding a game takes on a large ladder, against a bare replay of the same log in the same run.
+
+    python bench/bench_void.py [--games 1000000] [--players 10000]
+
+Imports ``--games`` random two-player games over ``--players`` players into a
+fresh SQLite ladder (k = 1, the service's import path), then voids, through
+the service, a game near the end of the log (few later games to replay and
+rewrite) and the tenth game (nearly the whole log), each in its own write
+transaction, and checks ``/audit``'s replay afterwards.  The baseline is
+:func:`app.rating.replay` of the whole log in memory: the floor of any void
+that replays it.  Prints a table and writes bench/results/bench_void.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app import rating, storage  # noqa: E402
+from app.access import ladder_for_read  # noqa: E402
+from app.config import Settings  # noqa: E402
+from app.db import Database  # noqa: E402
+from app.games.schemas import GameIn  # noqa: E402
+from app.games.service import import_games, void_game  # noqa: E402
+from app.ladders.schemas import LadderCreate  # noqa: E402
+from app.ladders.service import audit, create_ladder  # noqa: E402
+from app.migrate import upgrade  # noqa: E402
+from bench.bench_import import write_games  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--games", type=int, default=1_000_000)
+    parser.add_argument("--players", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as name:
+        tmp = Path(name)
+        url = f"sqlite:///{tmp / 'void.db'}"
+        upgrade(Settings(database_url=url).sqlalchemy_url)
+        db = Database.from_settings(Settings(database_url=url))
+        write_games(tmp / "games.jsonl", args.games, args.players)
+        games = [GameIn.model_validate_json(line) for line in (tmp / "games.jsonl").read_bytes().splitlines()]
+        with db.writing() as session:
+            create_ladder(session, LadderCreate(slug="bench", k=1, auto_refit=False))
+        start = time.perf_counter()
+        with db.writing() as session:
+            import_games(session, ladder_for_read(session, "bench", fresh=True), games)
+        imported = time.perf_counter() - start
+        del games
+
+        with db.reading() as session:
+            ladder = ladder_for_read(session, "bench", fresh=True)
+            state = storage.log.read(session, ladder)
+        start = time.perf_counter()
+        rating.replay(state.start, state.log, rating.LearningRate(ladder.eta, ladder.eta_tau), games0=state.start_games)
+        replay = time.perf_counter() - start
+        ids = state.game_ids
+        del state
+
+        rows = {"replay of the whole log in memory (floor)": (args.games, replay)}
+        for label, position in (("void a game near the end", len(ids) - 100), ("void the 10th game", 9)):
+            start = time.perf_counter()
+            db.write(lambda session, g=int(ids[position]): void_game(session, ladder, g, "bench", "bench"))
+            rows[label] = (len(ids) - position - 1, time.perf_counter() - start)
+        with db.snapshot() as session:
+            consistent = audit(session, ladder).consistent
+        db.dispose()
+
+    print(f"\n{args.games:,} two-player games over {args.players:,} players in SQLite (import took {imported:.1f} s)\n")
+    print("| step | later games replayed | seconds | vs replay |")
+    print("|---|---|---|---|")
+    for label, (n, seconds) in rows.items():
+        print(f"| {label} | {n:,} | {seconds:.2f} | {seconds / replay:.1f} |")
+    print(f"\n/audit after both voids: consistent={consistent}")
+    RESULTS.mkdir(exist_ok=True)
+    out = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "games": args.games,
+        "players": args.players,
+        "import_seconds": imported,
+        "rows": {label: {"later_games": n, "seconds": s} for label, (n, s) in rows.items()},
+        "audit_consistent": consistent,
+    }
+    (RESULTS / "bench_void.json").write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
