@@ -20,6 +20,7 @@ from app.analysis import refits, reports
 from app.analysis.schemas import RefitIn
 from app.config import get_settings
 from app.db import Database
+from app.errors import Problem
 from app.games.schemas import GameIn
 from app.games.service import import_games
 from app.ladders.schemas import LadderCreate
@@ -86,7 +87,8 @@ def parse_games(path: Path, fmt: str, progress: Callable[[str, int, int], None])
 
 
 class ProgressBar:
-    """One line per stage on stderr: a bar, counts and rate."""
+    """One line per stage on stderr: a bar, counts and rate (redrawn on a terminal, written once when done in a
+    log or a pipe)."""
 
     def __init__(self, out: TextIO = sys.stderr, width: int = 30) -> None:
         self.out, self.width = out, width
@@ -95,10 +97,13 @@ class ProgressBar:
     def __call__(self, stage: str, done: int, total: int) -> None:
         if stage != self.stage:
             self.stage, self.start = stage, time.perf_counter()
+        if done < total and not self.out.isatty():  # in a log, one line per finished stage
+            return
         filled = self.width * done // max(total, 1)
         rate = done / max(time.perf_counter() - self.start, 1e-9)
         bar = "#" * filled + "." * (self.width - filled)
-        self.out.write(f"\r{stage:<8} [{bar}] {done:,}/{total:,}  {rate:,.0f}/s")
+        start = "\r" if self.out.isatty() else ""
+        self.out.write(f"{start}{stage:<8} [{bar}] {done:,}/{total:,}  {rate:,.0f}/s")
         if done >= total:
             self.out.write("\n")
         self.out.flush()
@@ -276,8 +281,16 @@ def main(argv: list[str] | None = None) -> None:
         "identifiability": cmd_identifiability,
         "analyse": cmd_analyse,
     }
-    if args.command in commands:
+    if args.command not in commands:  # migrate: done above
+        return
+    try:
         commands[args.command](args)
+    except Problem as exc:  # a refused request: its message, not a traceback
+        raise SystemExit(f"melo {args.command}: {exc.detail}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise SystemExit(f"melo {args.command}: {field}: {first['msg']}") from None
 
 
 if __name__ == "__main__":

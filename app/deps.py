@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
+from fastapi import Depends, Path, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.access import Caller
 from app.config import Settings
 from app.db import Database
+from app.schemas import MAX_ID
 
 
 async def get_db(request: Request) -> Database:
@@ -34,3 +35,5 @@ async def caller(
 DatabaseDep = Annotated[Database, Depends(get_db)]
 CallerDep = Annotated[Caller, Depends(caller)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
+#: An id in a path: a whole number the databases can store (larger ones are a 422, not a 500).
+IdPath = Annotated[int, Path(ge=1, le=MAX_ID)]

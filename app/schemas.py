@@ -11,6 +11,8 @@ from app.rating import advantage_from_probability
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
 PlayerKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/]+(?: [^\s/]+)*$")]
 Vector = Annotated[list[float], Field(min_length=2, max_length=64)]
+#: The largest id or cursor the databases store (a signed 64-bit integer); larger ones are a 422, not a 500.
+MAX_ID = 2**63 - 1
 
 
 class StrictModel(BaseModel):

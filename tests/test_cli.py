@@ -91,3 +91,21 @@ def test_refit_identifiability_and_analyse_on_the_chess_data(tmp_path, monkeypat
     with TestClient(create_app(Settings(database_url=url))) as client:
         audit = client.get("/v1/ladders/chess/audit").json()
         assert audit["consistent"] and audit["checkpoint_after_game"] == 7999
+
+
+def test_a_refused_command_prints_the_problem_without_a_traceback(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MELO_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    get_settings.cache_clear()
+    try:
+        main(["create-ladder", "office", "--k", "2"])
+        with pytest.raises(SystemExit) as refused:
+            main(["refit", "office", "--select-k", "0", "1", "2", "3"])
+        assert refused.value.code == "melo refit: select_k: at most the ladder's k = 2"
+        with pytest.raises(SystemExit) as unknown:
+            main(["identifiability", "nope"])
+        assert unknown.value.code == "melo identifiability: There is no ladder 'nope'."
+        with pytest.raises(SystemExit) as invalid:
+            main(["create-ladder", "Bad Slug"])
+        assert str(invalid.value.code).startswith("melo create-ladder: slug: String should match pattern")
+    finally:
+        get_settings.cache_clear()

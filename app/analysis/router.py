@@ -14,7 +14,7 @@ from app.analysis.schemas import (
     RefitIn,
     RefitOut,
 )
-from app.deps import CallerDep, DatabaseDep
+from app.deps import CallerDep, DatabaseDep, IdPath
 from app.errors import problems
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"])
@@ -41,14 +41,14 @@ def list_refits(
 
 
 @router.get("/refits/{refit_id}", response_model=RefitOut, responses=problems(404))
-def get_refit(slug: str, refit_id: int, db: DatabaseDep, caller: CallerDep) -> RefitOut:
+def get_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> RefitOut:
     """A refit's status, progress (0-1) and, when done, its report."""
     with db.reading() as session:
         return refits.refit_out(refits.get_refit(session, readable(session, slug, caller), refit_id))
 
 
 @router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
-def apply_refit(slug: str, refit_id: int, db: DatabaseDep, caller: CallerDep) -> CheckpointOut:
+def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> CheckpointOut:
     """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (SPEC §9)."""
 
     def work(session):

@@ -6,11 +6,11 @@ from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse
 
 from app.access import ladder_and_key, readable
-from app.deps import CallerDep, DatabaseDep, SettingsDep
+from app.deps import CallerDep, DatabaseDep, IdPath, SettingsDep
 from app.errors import InvalidInput, problems
 from app.games import service
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
-from app.schemas import Page
+from app.schemas import MAX_ID, Page
 
 router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"])
 
@@ -62,7 +62,7 @@ def list_games(
     db: DatabaseDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[int | None, Query(description="`next_cursor` of the previous page.")] = None,
+    cursor: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")] = None,
 ) -> Page[dict]:
     """The ladder's games, newest first."""
     with db.reading() as session:
@@ -70,7 +70,7 @@ def list_games(
 
 
 @router.get("/{game_id}", response_model=GameOut, responses=problems(404))
-def get_game(slug: str, game_id: int, db: DatabaseDep, caller: CallerDep) -> dict:
+def get_game(slug: str, game_id: IdPath, db: DatabaseDep, caller: CallerDep) -> dict:
     """One game with every participant's vector before and after."""
     with db.reading() as session:
         return service.get_game(session, readable(session, slug, caller), game_id)
@@ -79,7 +79,7 @@ def get_game(slug: str, game_id: int, db: DatabaseDep, caller: CallerDep) -> dic
 @router.delete("/{game_id}", response_model=GameOut, responses=problems(401, 403, 404, 422))
 def void_game(
     slug: str,
-    game_id: int,
+    game_id: IdPath,
     db: DatabaseDep,
     caller: CallerDep,
     void: Annotated[VoidIn | None, Body()] = None,

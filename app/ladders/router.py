@@ -3,7 +3,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from app.access import ladder_for, readable
-from app.deps import CallerDep, DatabaseDep
+from app.deps import CallerDep, DatabaseDep, IdPath
 from app.errors import Forbidden, Unauthorized, problems
 from app.ladders import service
 from app.ladders.schemas import (
@@ -74,7 +74,7 @@ def list_keys(slug: str, db: DatabaseDep, caller: CallerDep) -> list[KeyOut]:
 
 
 @router.delete("/{slug}/keys/{key_id}", response_model=KeyOut, responses=problems(401, 403, 404, 422))
-def revoke_key(slug: str, key_id: int, db: DatabaseDep, caller: CallerDep) -> KeyOut:
+def revoke_key(slug: str, key_id: IdPath, db: DatabaseDep, caller: CallerDep) -> KeyOut:
     """Revoke a key at once: its next request gets 403 (an admin key of the ladder). Revoking again changes nothing."""
     with db.writing() as session:
         return service.revoke_key(session, ladder_for(session, slug, caller, "admin"), key_id)

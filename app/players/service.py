@@ -22,6 +22,7 @@ from app import rating, storage
 from app.errors import Conflict, InvalidInput, NotFound
 from app.players.schemas import PlayerCreate
 from app.rating.analysis import canonical
+from app.schemas import MAX_ID
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
@@ -166,7 +167,14 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
     if cursor is not None:
         after = decode_cursor(
             cursor,
-            lambda v: isinstance(v, list) and len(v) == 2 and isinstance(v[0], int | float) and isinstance(v[1], str),
+            lambda v: (
+                isinstance(v, list)
+                and len(v) == 2
+                and isinstance(v[0], int | float)
+                and not isinstance(v[0], bool)
+                and abs(v[0]) < 1e300
+                and isinstance(v[1], str)
+            ),
         )
         last_score, last_key = float(after[0]), after[1]
         ahead = (sorted_score > last_score) | ((sorted_score == last_score) & (sorted_keys <= last_key))
@@ -201,7 +209,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
     _row(table, ladder, key)
     before_id = None
     if cursor is not None:
-        before_id = decode_cursor(cursor, lambda v: isinstance(v, int) and not isinstance(v, bool))
+        before_id = decode_cursor(cursor, lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_ID)
     records = storage.games.of_player(session, ladder.id, key, limit, before_id)
     field_mean = table.derived("mean", lambda: table.C.mean(axis=0))
     items = []

@@ -1,3 +1,4 @@
+import base64
 import json
 from pathlib import Path
 
@@ -105,3 +106,25 @@ def test_ladder_defaults_come_from_the_quality_benchmark(client):
     seed = client.get("/v1/ladders/seed").json()
     assert (seed["eta_tau"], seed["init_offset"]) == (None, [0.0, 0.0])
     assert client.get("/v1/ladders").json()[0]["slug"] == "plain"
+
+
+def test_ids_and_cursors_beyond_what_the_database_stores_are_422(client):
+    key = make_ladder(client)
+    game = {"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}
+    client.post("/v1/ladders/test/games", json=game, headers=bearer(key))
+    huge = 2**70
+    history_cursor = base64.urlsafe_b64encode(json.dumps(huge).encode()).decode()
+    true_cursor = base64.urlsafe_b64encode(b"true").decode()
+    for path in [
+        f"/v1/ladders/test/games/{huge}",
+        f"/v1/ladders/test/games?cursor={huge}",
+        f"/v1/ladders/test/refits/{huge}",
+        f"/v1/ladders/test/players/a/history?cursor={history_cursor}",
+        f"/v1/ladders/test/players/a/history?cursor={true_cursor}",
+        "/v1/ladders/test/leaderboard?cursor=" + base64.urlsafe_b64encode(b'["abc", "x"]').decode(),
+        "/v1/ladders/test/leaderboard?cursor=" + base64.urlsafe_b64encode(b'[[1], {"a": 2}]').decode(),
+    ]:
+        r = client.get(path)
+        assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", (path, r.text)
+    assert client.delete(f"/v1/ladders/test/games/{huge}", headers=bearer(key)).status_code == 422
+    assert client.delete(f"/v1/ladders/test/keys/{huge}", headers=bearer(key)).status_code == 422
