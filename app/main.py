@@ -29,8 +29,11 @@ DESCRIPTION = """
 Rates players with the **multi-dimensional Elo (mElo)** system: every player has a vector of 2k numbers and
 P(i beats j) = σ(c_iᵀ Ω c_j), which can express rock-paper-scissors cycles.
 
-* Reads are public. Writes need `Authorization: Bearer <key>`: the admin key (`MELO_ADMIN_KEY`) creates ladders,
-  each ladder's write key (returned once at creation) posts players and games.
+* Writes need `Authorization: Bearer <key>`. The server admin key (`MELO_ADMIN_KEY`) creates ladders and may do
+  everything. Each ladder has keys with roles: `write` keys post players and games and void games, `admin` keys
+  also manage keys and settings; the key returned when a ladder is created is its first admin key. Reads are
+  public unless the ladder is private.
+* Game posts that arrive together are applied in one transaction (group commit), each answered on its own.
 * `POST .../games` accepts an `Idempotency-Key` header (or the game's `external_id`): a retried game counts once.
 * Every error is an RFC 9457 `application/problem+json` body whose `errors` list names the offending fields.
 """

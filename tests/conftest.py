@@ -103,3 +103,10 @@ def live_server(database_url: str, workers: int = 1) -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture
+def server(database_url) -> Iterator[str]:
+    """A real server over a fresh database: two workers on PostgreSQL (they share it), one on SQLite (one writer)."""
+    with live_server(database_url, workers=2 if database_url.startswith("postgres") else 1) as base:
+        yield base

@@ -6,16 +6,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
-import pytest
 
-from tests.conftest import ADMIN_KEY, live_server
-
-
-@pytest.fixture
-def server(database_url):
-    workers = 2 if database_url.startswith("postgres") else 1
-    with live_server(database_url, workers) as base:
-        yield base
+from tests.conftest import ADMIN_KEY
 
 
 def _ladder(base: str) -> str:

@@ -10,14 +10,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
-import pytest
 
 from app.access import Caller
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.games.schemas import GameIn
 from app.games.service import Post, request_hash
 from app.rating import RatingInputError
-from tests.conftest import ADMIN_KEY, bearer, live_server, make_ladder
+from tests.conftest import ADMIN_KEY, bearer, make_ladder
 
 
 def game_in(winner: str, loser: str, **extra) -> GameIn:
@@ -119,12 +118,6 @@ def test_a_group_that_fails_as_a_whole_is_retried_one_post_at_a_time(client):
     assert client.get("/v1/ladders/test").json()["games"] == 2
     assert client.get("/v1/ladders/test/players/e").status_code == 404  # nothing of the bad post stayed
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
-
-
-@pytest.fixture
-def server(database_url):
-    with live_server(database_url, workers=2 if database_url.startswith("postgres") else 1) as base:
-        yield base
 
 
 def test_concurrent_posts_with_retries_and_bad_ones_over_http(server):

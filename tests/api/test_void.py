@@ -6,10 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
-import pytest
 
 from tests.api.test_analysis import wait
-from tests.conftest import ADMIN_KEY, bearer, live_server, make_ladder
+from tests.conftest import ADMIN_KEY, bearer, make_ladder
 
 
 def random_games(n: int, seed: int = 0) -> list[dict]:
@@ -110,12 +109,6 @@ def test_voiding_a_game_before_a_checkpoint_supersedes_it(client):
     assert players(client, "voided") == players(client, "clean")
     # A refit that saw the voided game can no longer be applied: the log changed below its last game.
     assert client.post(f"/v1/ladders/voided/refits/{job['id']}/apply", headers=bearer(key)).status_code == 409
-
-
-@pytest.fixture
-def server(database_url):
-    with live_server(database_url, workers=2 if database_url.startswith("postgres") else 1) as base:
-        yield base
 
 
 def test_concurrent_voids_and_posts_lose_nothing(server):
