@@ -95,6 +95,8 @@ class Ladder(Base):
     version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: Reads need a key of the ladder too.
     private: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: The seq of the ladder's latest game.
+    last_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
 
 
 class ApiKey(Base):
@@ -143,6 +145,8 @@ class Game(Base):
     #: order they were applied (disjoint games commute).
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    #: The game's number within its ladder: 1, 2, 3, … in log order.
+    seq: Mapped[int | None] = mapped_column(BigInteger)
     external_id: Mapped[str | None] = mapped_column(String(200))
     played_at: Mapped[datetime]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

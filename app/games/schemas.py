@@ -78,7 +78,7 @@ class SideOut(BaseModel):
 
 class GameOut(BaseModel):
     id: int
-    seq: int = Field(description="Position in the ladder's event log (increasing; gaps possible).")
+    seq: int = Field(description="The game's number within its ladder: 1, 2, 3, … in log order.")
     played_at: datetime
     external_id: str | None
     sides: list[SideOut]

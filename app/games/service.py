@@ -234,6 +234,7 @@ class Applied:
     """The games as applied: ids, log, history, and what a response needs."""
 
     ids: list[int]
+    seqs: list[int]
     games: list[GameIn]
     payloads: list[dict]
     played_at: list[datetime]
@@ -257,12 +258,14 @@ class Applied:
                 players[member_side[t]].append(member)
             sides = [(members, actual[s], expected[s]) for s, members in players.items()]
             game = self.games[g]
-            out.append(game_body(self.ids[g], self.played_at[g], game.external_id, self.payloads[g]["ranks"], sides))
+            ranks = self.payloads[g]["ranks"]
+            out.append(game_body(self.ids[g], self.seqs[g], self.played_at[g], game.external_id, ranks, sides))
         return out
 
 
 def game_body(
     game_id: int,
+    seq: int,
     played_at: datetime,
     external_id: str | None,
     ranks: list[float],
@@ -271,7 +274,7 @@ def game_body(
     """A game as the API shows it (``GameOut``), as JSON-ready values."""
     return {
         "id": game_id,
-        "seq": game_id,
+        "seq": seq,
         "played_at": _iso(played_at),
         "external_id": external_id,
         "sides": [
@@ -326,6 +329,7 @@ def _apply(
     )
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
+    seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
     ids = storage.games.allocate_ids(session, len(games))
     members_per_game = np.diff(log.member_ptr)
     member_game = np.repeat(np.arange(len(games)), members_per_game)
@@ -333,6 +337,7 @@ def _apply(
     actual = history.actual[log.member_side]
     new = storage.games.NewGames(
         ids=ids,
+        seqs=seqs,
         ladder_id=ladder.id,
         external_ids=[game.external_id for game in games],
         played_at=played_at,
@@ -349,7 +354,7 @@ def _apply(
     storage.games.insert(session, new, _stage(progress, "games"), _stage(progress, "history"))
     counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
     storage.players.save(session, locked, history.C, counts, last_played)
-    return Applied(ids, games, stored, played_at, list(locked.index), log, history, now)
+    return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now)
 
 
 def _counters(
@@ -441,7 +446,7 @@ def stored_body(record: storage.games.GameRecord) -> dict:
         parts = [by_key[key] for key in keys]
         players = [{"key": p.key, "before": p.before, "after": p.after} for p in parts]
         sides.append((players, parts[0].actual_score, parts[0].expected_score))
-    body = game_body(record.id, record.played_at, record.external_id, record.payload["ranks"], sides)
+    body = game_body(record.id, record.seq, record.played_at, record.external_id, record.payload["ranks"], sides)
     if record.voided_at is not None:
         body |= {"voided_at": _iso(record.voided_at), "voided_by": record.voided_by, "reason": record.void_reason}
     return body

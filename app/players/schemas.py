@@ -53,7 +53,7 @@ class LeaderboardItem(BaseModel):
 
 class HistoryItem(BaseModel):
     game_id: int
-    seq: int
+    seq: int = Field(description="The game's number within its ladder: 1, 2, 3, … in log order.")
     played_at: datetime
     side: int
     opponents: list[str]

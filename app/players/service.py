@@ -223,7 +223,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
         items.append(
             {
                 "game_id": record.id,
-                "seq": record.id,
+                "seq": record.seq,
                 "played_at": _iso(record.played_at),
                 "side": me.side,
                 "opponents": [m.key for m in record.members if m.side != me.side],

@@ -37,6 +37,7 @@ class NewGames:
     """Games to write, column by column, with one row per membership in ``members``."""
 
     ids: list[int]
+    seqs: list[int]
     ladder_id: int
     external_ids: list[str | None]
     played_at: list[datetime]
@@ -57,6 +58,7 @@ def insert(session: Session, new: NewGames, games_progress: Progress = None, row
     n = len(new.ids)
     columns = {
         "id": new.ids,
+        "seq": new.seqs,
         "ladder_id": [new.ladder_id] * n,
         "external_id": new.external_ids,
         "played_at": new.played_at,
@@ -129,6 +131,7 @@ class GameRecord:
     """A game as stored: its log row and its members (in side, then player-id order)."""
 
     id: int
+    seq: int
     played_at: datetime
     external_id: str | None
     payload: dict
@@ -159,7 +162,17 @@ def _records(session: Session, games: list[Game]) -> list[GameRecord]:
             )
         )
     return [
-        GameRecord(g.id, g.played_at, g.external_id, g.payload, by_game[g.id], g.voided_at, g.voided_by, g.void_reason)
+        GameRecord(
+            g.id,
+            g.seq or g.id,
+            g.played_at,
+            g.external_id,
+            g.payload,
+            by_game[g.id],
+            g.voided_at,
+            g.voided_by,
+            g.void_reason,
+        )
         for g in games
     ]
 

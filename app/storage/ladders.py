@@ -118,6 +118,18 @@ async def version_now(fetch: Fetch, ladder_id: int) -> int:
     return rows[0][0] if rows else 0
 
 
+def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:
+    """The next ``n`` game numbers of the ladder (1, 2, 3, …).
+
+    This locks the ladder's row until the commit (on PostgreSQL other writers
+    of the ladder wait here), so take them after the players' rows, just
+    before the games are written, for numbers in the order the games commit.
+    """
+    sql = "UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq"
+    last = driver_sql(session.connection(), sql, (n, ladder_id)).scalar()
+    return list(range(last - n + 1, last + 1))
+
+
 def bump(session: Session, ladder_ids: list[int]) -> None:
     """Mark the ladders changed by this transaction; call it last, just before the commit.
 

@@ -214,3 +214,24 @@ def test_a_game_reads_back_as_posted_with_times_in_utc(client):
         "/v1/ladders/test/games", json=game(["c"], ["d"], played_at="2020-01-01T00:00:00Z"), headers=bearer(key)
     )
     assert client.get("/v1/ladders/test/players/c").json()["last_played_at"] == c["last_played_at"]
+
+
+def test_games_are_numbered_within_their_ladder(client):
+    key = make_ladder(client)
+    other = make_ladder(client, "other")
+    seqs = []
+    for _ in range(3):
+        seqs.append(client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=bearer(key)).json()["seq"])
+        client.post("/v1/ladders/other/games", json=game(["c"], ["d"]), headers=bearer(other))
+    batch = {"games": [game(["a"], ["b"]), game(["b"], ["a"])]}
+    seqs += [
+        g["seq"] for g in client.post("/v1/ladders/test/games/batch", json=batch, headers=bearer(key)).json()["games"]
+    ]
+    assert seqs == [1, 2, 3, 4, 5]
+    listed = client.get("/v1/ladders/test/games").json()["items"]
+    assert [g["seq"] for g in listed] == [5, 4, 3, 2, 1]
+    assert [g["seq"] for g in client.get("/v1/ladders/other/games").json()["items"]] == [3, 2, 1]
+    client.delete(f"/v1/ladders/test/games/{listed[2]['id']}", headers=bearer(key))  # a voided game keeps its number
+    assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=bearer(key)).json()["seq"] == 6
+    history = client.get("/v1/ladders/test/players/a/history").json()["items"]
+    assert [item["seq"] for item in history] == [6, 5, 4, 2, 1]
