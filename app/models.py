@@ -24,6 +24,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -131,6 +132,8 @@ class Player(Base):
     comparisons: Mapped[int] = mapped_column(default=0)
     last_played_at: Mapped[datetime | None]
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Inactive players leave the default leaderboard; their ratings and history stay.
+    active: Mapped[bool] = mapped_column(default=True, server_default=true())
 
 
 class Game(Base):

@@ -11,7 +11,7 @@ from app.access import ladder_for, readable
 from app.deps import CallerDep, DatabaseDep
 from app.errors import problems
 from app.players import service
-from app.players.schemas import HistoryItem, LeaderboardItem, OpponentItem, PlayerCreate, PlayerOut
+from app.players.schemas import HistoryItem, LeaderboardItem, OpponentItem, PlayerCreate, PlayerOut, PlayerPatch
 from app.schemas import Page
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"])
@@ -25,6 +25,13 @@ def create_player(slug: str, data: PlayerCreate, db: DatabaseDep, caller: Caller
     with db.writing() as session:
         out = service.create_player(session, ladder_for(session, slug, caller, "write"), data)
     return JSONResponse(out, status_code=201)
+
+
+@router.patch("/players/{key}", response_model=PlayerOut, responses=problems(401, 403, 404, 422))
+def change_player(slug: str, key: str, patch: PlayerPatch, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Rename a player, or make them inactive (off the default leaderboard) or active again (a write key)."""
+    with db.writing() as session:
+        return JSONResponse(service.change_player(session, ladder_for(session, slug, caller, "write"), key, patch))
 
 
 @router.get("/players/{key}", response_model=PlayerOut, responses=problems(404))
@@ -60,6 +67,7 @@ async def leaderboard(
     by: Literal["hodge", "field", "disc"] = "hodge",
     limit: Limit = 50,
     cursor: str | None = None,
+    inactive: Annotated[bool, Query(description="Include inactive players too.")] = False,
 ) -> Response:
     """Players ranked by Hodge strength (default), expected score against the field, or disc strength (SPEC §8).
 
@@ -68,7 +76,7 @@ async def leaderboard(
     """
     ladder = await reads.ladder(db, slug, caller)
     table = await reads.table(db, ladder)
-    body = service.rendered_page(table, by, limit, cursor)
+    body = service.rendered_page(table, by, limit, cursor, inactive)
     if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
-        body = await anyio.to_thread.run_sync(service.leaderboard, table, ladder, by, limit, cursor)
+        body = await anyio.to_thread.run_sync(service.leaderboard, table, ladder, by, limit, cursor, inactive)
     return Response(body, media_type="application/json")

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool
 
 from app.schemas import PlayerKey, StrictModel, Vector
 
@@ -33,6 +33,18 @@ class PlayerOut(BaseModel):
     )
     last_played_at: datetime | None
     created_at: datetime
+    active: bool = Field(description="Inactive players are left off the default leaderboard.")
+
+
+class PlayerPatch(StrictModel):
+    """What a write key may change about a player; fields left out stay as they are."""
+
+    name: str | None = Field(None, max_length=200)
+    active: StrictBool | None = Field(None, description="false: leave the default leaderboard, keep the ratings.")
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"name": "Ann B."}, {"active": False}]}
+    }
 
 
 class LeaderboardItem(BaseModel):
@@ -49,6 +61,7 @@ class LeaderboardItem(BaseModel):
     losses: int
     provisional: bool
     last_played_at: datetime | None
+    active: bool
 
 
 class HistoryItem(BaseModel):

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.errors import Conflict, InvalidInput, NotFound
-from app.players.schemas import PlayerCreate
+from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
 from app.schemas import MAX_ID
 from app.storage.ladders import LadderRow
@@ -110,7 +110,18 @@ def profile(table: Table, ladder: LadderRow, key: str) -> dict:
         "provisional": _provisional(table, n, ladder.k),
         "last_played_at": _iso(table.last_played[n]),
         "created_at": _iso(table.created[n]),
+        "active": bool(table.active[n]),
     }
+
+
+def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPatch) -> dict:
+    values = patch.model_dump(exclude_unset=True)
+    if "active" in values and values["active"] is None:
+        raise InvalidInput("active: true or false", errors=[{"field": "active", "message": "must be true or false"}])
+    if values and not storage.players.change(session, ladder.id, key, values):
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    storage.ladders.bump(session, [ladder.id])
+    return profile(storage.players.table(session, ladder, cached=False), ladder, key)
 
 
 def _disc_strength(C: np.ndarray) -> np.ndarray:
@@ -125,8 +136,12 @@ def _disc_strength(C: np.ndarray) -> np.ndarray:
     return form.disc_strength()
 
 
-def _ranking(table: Table, by: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(score, order, sorted scores, sorted keys) for one leaderboard order, computed once per table."""
+def _ranking(table: Table, by: str, inactive: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(score, order, sorted scores, sorted keys) for one leaderboard order, computed once per table.
+
+    The scores are over every player (inactive ones are still part of the field); the order leaves the
+    inactive ones out unless ``inactive``.
+    """
 
     def compute():
         if by == "disc":
@@ -137,31 +152,33 @@ def _ranking(table: Table, by: str) -> tuple[np.ndarray, np.ndarray, np.ndarray,
             score = _hodge(table)
         keys = table.keys.astype(str)
         order = np.lexsort((keys, -score))
+        if not inactive:
+            order = order[table.active[order]]
         return score, order, score[order], keys[order]
 
-    return table.derived("ranking:" + by, compute)
+    return table.derived(("ranking", by, inactive), compute)
 
 
-def leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None) -> bytes:
+def leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> bytes:
     """Players ordered by an invariant of A (SPEC §8), keyset-paginated on (score, key), as a JSON body.
 
     The first page of each order and size is rendered once per table (it is
     what nearly every request asks for).
     """
-    if cursor is None:
-        return table.derived(
-            ("page", by, limit), lambda: json.dumps(_leaderboard(table, ladder, by, limit, None)).encode()
-        )
-    return json.dumps(_leaderboard(table, ladder, by, limit, cursor)).encode()
+
+    def render() -> bytes:
+        return json.dumps(_leaderboard(table, ladder, by, limit, cursor, inactive)).encode()
+
+    return render() if cursor is not None else table.derived(("page", by, limit, inactive), render)
 
 
-def rendered_page(table: Table, by: str, limit: int, cursor: str | None) -> bytes | None:
+def rendered_page(table: Table, by: str, limit: int, cursor: str | None, inactive: bool) -> bytes | None:
     """The first page if it is rendered already (no work to do), else None."""
-    return table.memo.get(("page", by, limit)) if cursor is None else None
+    return table.memo.get(("page", by, limit, inactive)) if cursor is None else None
 
 
-def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None) -> dict:
-    score, order, sorted_score, sorted_keys = _ranking(table, by)
+def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> dict:
+    score, order, sorted_score, sorted_keys = _ranking(table, by, inactive)
     hodge = _hodge(table)
     start = 0
     if cursor is not None:
@@ -196,6 +213,7 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
                 "losses": losses,
                 "provisional": _provisional(table, i, ladder.k),
                 "last_played_at": _iso(table.last_played[i]),
+                "active": bool(table.active[i]),
             }
         )
     more = start + limit < len(order)

@@ -103,6 +103,12 @@ def save(
     bulk_update(session.connection(), Player.__table__, ("id", locked.ids.tolist()), columns)
 
 
+def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:
+    """Change a player's ``name`` or ``active``; False if there is no such player."""
+    query = Player.__table__.update().where(Player.ladder_id == ladder_id, Player.key == key).values(**values)
+    return session.execute(query).rowcount > 0
+
+
 def save_vectors(session: Session, ids: np.ndarray, C: np.ndarray) -> None:
     bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), {"vector": codec.pack_rows(C)})
 
@@ -147,6 +153,7 @@ class Table:
     counts: np.ndarray  # (n, 5): COUNTERS
     last_played: list[datetime | None]
     created: list[datetime]
+    active: np.ndarray  # of bool
     #: Players the latest finished refit found not comparable.
     not_comparable: frozenset[str]
     memo: dict[str, Any] = field(default_factory=dict)
@@ -188,7 +195,7 @@ def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> T
         return held
     rows = driver_fetchall(
         session.connection(),
-        "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at "
+        "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active "
         "FROM players WHERE ladder_id = ? ORDER BY id",
         (ladder.id,),
     )
@@ -202,6 +209,7 @@ def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> T
         counts=np.array([r[4:9] for r in rows], dtype=np.int64).reshape(-1, 5),
         last_played=[stamp(r[9]) for r in rows],
         created=[stamp(r[10]) for r in rows],
+        active=np.array([bool(r[11]) for r in rows], dtype=bool),
         not_comparable=refits.not_comparable_keys(session, ladder.id),
     )
     if cached:

@@ -128,3 +128,29 @@ def test_ids_and_cursors_beyond_what_the_database_stores_are_422(client):
         assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", (path, r.text)
     assert client.delete(f"/v1/ladders/test/games/{huge}", headers=bearer(key)).status_code == 422
     assert client.delete(f"/v1/ladders/test/keys/{huge}", headers=bearer(key)).status_code == 422
+
+
+def test_players_can_be_renamed_and_made_inactive(client):
+    key = make_ladder(client)
+    for winner, loser in [("a", "b"), ("b", "c"), ("c", "a"), ("a", "c")]:
+        game = {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
+        client.post("/v1/ladders/test/games", json=game, headers=bearer(key))
+    vector = client.get("/v1/ladders/test/players/b").json()["vector"]
+    r = client.patch("/v1/ladders/test/players/b", json={"name": "Bea", "active": False}, headers=bearer(key))
+    assert r.status_code == 200 and r.json()["name"] == "Bea" and r.json()["active"] is False
+    assert r.json()["vector"] == vector  # ratings stay
+    board = client.get("/v1/ladders/test/leaderboard").json()["items"]
+    assert [row["key"] for row in board] == [k for k in ("a", "c") if k in [row["key"] for row in board]]
+    assert "b" not in [row["key"] for row in board] and [row["rank"] for row in board] == [1, 2]
+    everyone = client.get("/v1/ladders/test/leaderboard?inactive=true").json()["items"]
+    assert {row["key"]: row["active"] for row in everyone} == {"a": True, "b": False, "c": True}
+    assert client.get("/v1/ladders/test/players/b/history").json()["items"]  # history stays
+    assert (
+        client.patch("/v1/ladders/test/players/b", json={"active": True}, headers=bearer(key)).json()["name"] == "Bea"
+    )
+    assert len(client.get("/v1/ladders/test/leaderboard").json()["items"]) == 3
+    assert client.patch("/v1/ladders/test/players/zed", json={"name": "Z"}, headers=bearer(key)).status_code == 404
+    assert client.patch("/v1/ladders/test/players/b", json={"name": "X"}).status_code == 401
+    for body, field in [({"active": "no"}, "active"), ({"active": None}, "active"), ({"key": "bb"}, "key")]:
+        r = client.patch("/v1/ladders/test/players/b", json=body, headers=bearer(key))
+        assert r.status_code == 422 and r.json()["errors"][0]["field"] == field, (body, r.text)
