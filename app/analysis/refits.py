@@ -241,7 +241,9 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOu
         raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.")
     storage.players.lock_all(session, ladder.id)
     if storage.refits.games_up_to(session, ladder.id, job.after_game_id) != job.result["games"]:
-        raise Conflict("The log changed below the refit's last game (a late commit); run the refit again.")
+        raise Conflict("The log changed below the refit's last game (a late commit or a void); run the refit again.")
+    if not storage.players.all_exist(session, ladder.id, storage.codec.unpack_ids(job.player_ids)):
+        raise Conflict("Players the refit fitted were merged since; run the refit again.")
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
     state = storage.log.read(session, ladder)  # now from this checkpoint: the games after the refit
     rate = rating.LearningRate(ladder.eta, ladder.eta_tau)

@@ -31,6 +31,7 @@ from app import rating, storage
 from app.access import Caller, authorize, ladder_for_read
 from app.errors import Conflict, InvalidInput, NotFound, Problem
 from app.games.schemas import BatchIn, GameIn
+from app.replays import replay_from
 from app.schemas import Page
 from app.storage.ladders import LadderRow
 
@@ -420,20 +421,7 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
     )
     storage.players.uncount(session, members, counts.T.astype(np.int64))
     storage.players.refresh_last_played(session, members)
-    # The games after the latest checkpoint that still counts, replayed without it.
-    state = storage.log.read(session, ladder)
-    history = rating.replay_history(state.start, state.log, learning_rate(ladder), games0=state.start_games)
-    storage.players.save_vectors(session, state.player_ids, history.C)
-    later = np.repeat(state.game_ids, np.diff(state.log.member_ptr)) > game_id
-    storage.games.rewrite_history(
-        session,
-        np.repeat(state.game_ids, np.diff(state.log.member_ptr))[later],
-        state.player_ids[state.log.member_player][later],
-        history.before[later],
-        history.after[later],
-        history.actual[state.log.member_side][later],
-        history.expected[state.log.member_side][later],
-    )
+    replay_from(session, ladder, game_id + 1)
     storage.ladders.bump(session, [ladder.id])
     return stored_body(storage.games.get(session, ladder.id, game_id))
 

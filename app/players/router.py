@@ -11,7 +11,15 @@ from app.access import ladder_for, readable
 from app.deps import CallerDep, DatabaseDep
 from app.errors import problems
 from app.players import service
-from app.players.schemas import HistoryItem, LeaderboardItem, OpponentItem, PlayerCreate, PlayerOut, PlayerPatch
+from app.players.schemas import (
+    HistoryItem,
+    LeaderboardItem,
+    MergeIn,
+    OpponentItem,
+    PlayerCreate,
+    PlayerOut,
+    PlayerPatch,
+)
 from app.schemas import Page
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"])
@@ -32,6 +40,25 @@ def change_player(slug: str, key: str, patch: PlayerPatch, db: DatabaseDep, call
     """Rename a player, or make them inactive (off the default leaderboard) or active again (a write key)."""
     with db.writing() as session:
         return JSONResponse(service.change_player(session, ladder_for(session, slug, caller, "write"), key, patch))
+
+
+@router.post("/players/{key}/merge", response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
+def merge_player(slug: str, key: str, data: MergeIn, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Merge `key` into `into` (an admin key): every game of `key` becomes a game of `into`, `key` is gone, and the
+    ratings are replayed exactly as if those games had been posted with `into`. 409 names a game both played."""
+
+    def work(session) -> dict:
+        return service.merge_players(session, ladder_for(session, slug, caller, "admin"), key, data.into)
+
+    return JSONResponse(db.write(work))
+
+
+@router.delete("/players/{key}", response_model=PlayerOut, responses=problems(401, 403, 404))
+def erase_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Erase a person (an admin key): the name is removed and the key replaced by an opaque pseudonym everywhere;
+    the games and everyone's ratings stay. Answers the player under the pseudonym."""
+    with db.writing() as session:
+        return JSONResponse(service.erase_player(session, ladder_for(session, slug, caller, "admin"), key))
 
 
 @router.get("/players/{key}", response_model=PlayerOut, responses=problems(404))

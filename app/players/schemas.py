@@ -36,6 +36,10 @@ class PlayerOut(BaseModel):
     active: bool = Field(description="Inactive players are left off the default leaderboard.")
 
 
+class MergeIn(StrictModel):
+    into: PlayerKey = Field(description="The player who keeps every game of both.")
+
+
 class PlayerPatch(StrictModel):
     """What a write key may change about a player; fields left out stay as they are."""
 

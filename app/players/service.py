@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,7 @@ from app import rating, storage
 from app.errors import Conflict, InvalidInput, NotFound
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
+from app.replays import replay_from
 from app.schemas import MAX_ID
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
@@ -122,6 +124,52 @@ def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPa
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
     storage.ladders.bump(session, [ladder.id])
     return profile(storage.players.table(session, ladder, cached=False), ladder, key)
+
+
+def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> dict:
+    """Every game of ``key`` becomes a game of ``into``, and ``key`` is gone; the ratings are replayed exactly
+    from the latest checkpoint before its first game, as for a void (they equal those of a ladder that had
+    received these games with ``into``)."""
+    if key == into:
+        raise InvalidInput("into: a player cannot be merged into itself", errors=[{"field": "into"}])
+    source = storage.players.get_row(session, ladder.id, key)
+    if source is None:
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    target = storage.players.get_row(session, ladder.id, into)
+    if target is None:
+        raise InvalidInput(
+            f"into: there is no player {into!r}", errors=[{"field": "into", "message": "unknown player"}]
+        )
+    storage.players.lock_all(session, ladder.id)
+    games = storage.games.of_player_all(session, source[0])
+    shared = {g for g, _, _ in storage.games.of_player_all(session, target[0])} & {g for g, _, _ in games}
+    if shared:
+        first = min(shared)
+        raise Conflict(f"{key!r} and {into!r} both played in game {first}: they cannot be one player.", game=first)
+    storage.games.rename_player(session, games, key, into)
+    storage.games.move_memberships(session, source[0], target[0])
+    storage.players.merge_counters(session, source[0], target[0])
+    counting = [g for g, _, voided in games if not voided]
+    if counting:
+        storage.refits.supersede_checkpoints(session, ladder.id, counting[0])
+        replay_from(session, ladder, counting[0])
+    storage.ladders.bump(session, [ladder.id])
+    return profile(storage.players.table(session, ladder, cached=False), ladder, into)
+
+
+def erase_player(session: Session, ladder: LadderRow, key: str) -> dict:
+    """Erase the person: their name is removed and their key replaced by an opaque pseudonym, in the players,
+    the log and the stored responses; the games and everyone's ratings stay."""
+    row = storage.players.get_row(session, ladder.id, key)
+    if row is None:
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    pseudonym = "erased-" + secrets.token_hex(8)
+    storage.players.lock_all(session, ladder.id)
+    storage.games.rename_player(session, storage.games.of_player_all(session, row[0]), key, pseudonym)
+    storage.games.scrub_responses(session, ladder.id, key, pseudonym)
+    storage.players.erase(session, row[0], pseudonym)
+    storage.ladders.bump(session, [ladder.id])
+    return profile(storage.players.table(session, ladder, cached=False), ladder, pseudonym)
 
 
 def _disc_strength(C: np.ndarray) -> np.ndarray:

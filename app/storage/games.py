@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -230,3 +231,51 @@ def rewrite_history(
     }
     keys = list(zip(game_ids.tolist(), player_ids.tolist(), strict=True))
     bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
+
+
+def of_player_all(session: Session, player_id: int) -> list[tuple[int, dict, bool]]:
+    """(game id, payload, voided) of every game of a player, voided ones too, in log order."""
+    query = (
+        select(Game.id, Game.payload, Game.voided_at.is_not(None))
+        .join(Participant, Participant.game_id == Game.id)
+        .where(Participant.player_id == player_id)
+        .order_by(Game.id)
+    )
+    return [(row[0], row[1], bool(row[2])) for row in session.execute(query)]
+
+
+def rename_player(session: Session, games: list[tuple[int, dict, bool]], old: str, new: str) -> None:
+    """Write ``new`` for the player key ``old`` in the payloads of ``games`` (as :func:`of_player_all` lists them)."""
+    if not games:
+        return
+    payloads = [
+        payload | {"sides": [[new if key == old else key for key in side] for side in payload["sides"]]}
+        for _, payload, _ in games
+    ]
+    bulk_update(session.connection(), Game.__table__, ("id", [g[0] for g in games]), {"payload": payloads})
+
+
+def move_memberships(session: Session, source_id: int, target_id: int) -> None:
+    """Every game of player ``source_id`` becomes a game of ``target_id``."""
+    driver_sql(
+        session.connection(), "UPDATE participants SET player_id = ? WHERE player_id = ?", (target_id, source_id)
+    )
+
+
+def scrub_responses(session: Session, ladder_id: int, old: str, new: str) -> None:
+    """Replace a player key in the stored responses of idempotent requests (an erased player's key)."""
+    table = _IDEMPOTENCY
+    rows = session.execute(select(table.c.key, table.c.response).where(table.c.ladder_id == ladder_id)).all()
+
+    def scrub(value):
+        if isinstance(value, dict):
+            return {k: (new if k == "key" and v == old else scrub(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        return value
+
+    changed = [(row.key, scrub(row.response)) for row in rows if old in json.dumps(row.response)]
+    for key, response in changed:
+        session.execute(
+            table.update().where(table.c.ladder_id == ladder_id, table.c.key == key).values(response=response)
+        )

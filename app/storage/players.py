@@ -235,3 +235,31 @@ def refresh_last_played(session: Session, player_ids: list[int]) -> None:
     driver_sql(
         session.connection(), f"UPDATE players SET last_played_at = ({latest}) WHERE id = ?", [(p,) for p in player_ids]
     )
+
+
+def get_row(session: Session, ladder_id: int, key: str) -> tuple[int, str | None] | None:
+    """(id, name) of a player, or None."""
+    row = session.execute(
+        select(Player.id, Player.name).where(Player.ladder_id == ladder_id, Player.key == key)
+    ).first()
+    return None if row is None else (row[0], row[1])
+
+
+def merge_counters(session: Session, source_id: int, target_id: int) -> None:
+    """Add the source player's counters and last-played time to the target's, then delete the source's row."""
+    add = ", ".join(f"{name} = {name} + (SELECT {name} FROM players WHERE id = ?)" for name in COUNTERS)
+    params = (*([source_id] * len(COUNTERS)), target_id)
+    driver_sql(session.connection(), f"UPDATE players SET {add} WHERE id = ?", params)
+    refresh_last_played(session, [target_id])
+    driver_sql(session.connection(), "DELETE FROM players WHERE id = ?", (source_id,))
+
+
+def erase(session: Session, player_id: int, pseudonym: str) -> None:
+    """The person is gone: their name removed, their key replaced by an opaque pseudonym."""
+    driver_sql(session.connection(), "UPDATE players SET key = ?, name = NULL WHERE id = ?", (pseudonym, player_id))
+
+
+def all_exist(session: Session, ladder_id: int, player_ids: np.ndarray) -> bool:
+    """Whether every one of ``player_ids`` is still a player of the ladder."""
+    ids = session.scalars(select(Player.id).where(Player.ladder_id == ladder_id)).all()
+    return bool(np.isin(player_ids, np.asarray(ids, dtype=np.int64)).all())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -142,3 +143,66 @@ def test_concurrent_voids_and_posts_lose_nothing(server):
     assert audit["consistent"] and audit["games"] == 380 and audit["max_abs_diff"] == 0.0
     board = httpx.get(server + "/v1/ladders/busy/leaderboard").json()["items"]
     assert sum(row["games"] for row in board) == 2 * 380
+
+
+def test_merging_a_player_equals_having_posted_their_games_under_the_other_key(client):
+    key = make_ladder(client, "merged", seed=3)
+    clean = make_ladder(client, "clean", seed=3)
+    games = random_games(30, seed=7)
+    # "bob" is a typo of p7 in some games where p7 did not play.
+    typo = [
+        {"sides": [{**s, "players": ["bob" if k == "p7" else k for k in s["players"]]} for s in g["sides"]]}
+        if n % 3 == 0
+        else g
+        for n, g in enumerate(games)
+    ]
+    post_all(client, "merged", key, typo)
+    post_all(client, "clean", clean, games)
+    r = client.post("/v1/ladders/merged/players/bob/merge", json={"into": "p7"}, headers=bearer(key))
+    assert r.status_code == 200, r.text
+    assert r.json()["key"] == "p7"
+    assert players(client, "merged") == players(client, "clean")  # bit for bit, with the counters
+    assert client.get("/v1/ladders/merged/players/bob").status_code == 404
+    audit = client.get("/v1/ladders/merged/audit").json()
+    assert audit["consistent"] and audit["games"] == 30
+    merged_games = client.get("/v1/ladders/merged/games?limit=500").json()["items"]
+    clean_games = client.get("/v1/ladders/clean/games?limit=500").json()["items"]
+    assert [g["sides"] for g in merged_games] == [g["sides"] for g in clean_games]
+
+
+def test_merge_refusals(client):
+    key = make_ladder(client)
+    writer = client.post("/v1/ladders/test/keys", json={"name": "w", "role": "write"}, headers=bearer(key)).json()
+    ids = post_all(client, "test", key, [{"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}])
+    merge = "/v1/ladders/test/players/a/merge"
+    r = client.post(merge, json={"into": "b"}, headers=bearer(key))
+    assert r.status_code == 409 and r.json()["game"] == ids[0] and str(ids[0]) in r.json()["detail"]
+    r = client.post(merge, json={"into": "a"}, headers=bearer(key))
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "into"
+    r = client.post(merge, json={"into": "nobody"}, headers=bearer(key))
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "into"
+    assert client.post("/v1/ladders/test/players/zed/merge", json={"into": "a"}, headers=bearer(key)).status_code == 404
+    assert client.post(merge, json={"into": "b"}, headers=bearer(writer["key"])).status_code == 403
+    assert client.get("/v1/ladders/test/audit").json()["games"] == 1
+
+
+def test_erasing_a_person_keeps_the_games_and_the_ratings(client):
+    key = make_ladder(client)
+    client.post("/v1/ladders/test/players", json={"key": "ann", "name": "Ann Smith"}, headers=bearer(key))
+    games = [{"sides": [{"players": [w], "rank": 1}, {"players": [lo], "rank": 2}]} for w, lo in
+             [("ann", "bob"), ("bob", "cy"), ("cy", "ann")]]  # fmt: skip
+    first = client.post("/v1/ladders/test/games", json=games[0], headers=bearer(key) | {"Idempotency-Key": "g1"})
+    post_all(client, "test", key, games[1:])
+    before = players(client, "test")
+    r = client.delete("/v1/ladders/test/players/ann", headers=bearer(key))
+    assert r.status_code == 200, r.text
+    pseudonym = r.json()["key"]
+    assert pseudonym.startswith("erased-") and r.json()["name"] is None
+    after = players(client, "test")
+    assert after.pop(pseudonym) == before.pop("ann") and after == before  # the ratings stay
+    assert client.get("/v1/ladders/test/players/ann").status_code == 404
+    everything = json.dumps(client.get("/v1/ladders/test/games").json())
+    assert "ann" not in everything and "Ann" not in everything
+    retry = client.post("/v1/ladders/test/games", json=games[0], headers=bearer(key) | {"Idempotency-Key": "g1"})
+    assert retry.status_code == 201 and retry.json()["id"] == first.json()["id"] and "ann" not in retry.text
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
