@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated, Generic, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
 
 from app.rating import advantage_from_probability
 
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
 PlayerKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/]+(?: [^\s/]+)*$")]
 Vector = Annotated[list[float], Field(min_length=2, max_length=64)]
+#: A number in a request: JSON numbers only (no `true`, no `"1"`).
+Number = Annotated[float, Strict()]
+#: The largest seat advantage accepted, in logits (either way).
+MAX_ADVANTAGE = 50.0
 #: The largest id or cursor the databases store (a signed 64-bit integer); larger ones are a 422, not a 500.
 MAX_ID = 2**63 - 1
 
@@ -27,15 +31,22 @@ T = TypeVar("T")
 class SeatAdvantage(StrictModel):
     """A side's seat advantage, in logits or as a win probability against an equal opponent (SPEC §5)."""
 
-    advantage: float | None = Field(None, ge=-50, le=50, description="Seat advantage in logits (SPEC §5).")
-    win_probability: float | None = Field(
-        None, gt=0, lt=1, description="Seat advantage as P(this seat beats an equal opponent)."
+    advantage: Number | None = Field(
+        None, ge=-MAX_ADVANTAGE, le=MAX_ADVANTAGE, description="Seat advantage in logits (SPEC §5), within ±50."
+    )
+    win_probability: Number | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Seat advantage as P(this seat beats an equal opponent); it must come to within ±50 logits.",
     )
 
     @model_validator(mode="after")
     def _one_advantage(self) -> Self:
         if self.advantage is not None and self.win_probability is not None:
             raise ValueError("give either advantage or win_probability, not both")
+        if self.win_probability is not None and abs(self.logits) > MAX_ADVANTAGE:
+            raise ValueError(f"win_probability is more than {MAX_ADVANTAGE:g} logits from even")
         return self
 
     @property

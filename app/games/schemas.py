@@ -4,19 +4,24 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.schemas import PlayerKey, SeatAdvantage, StrictModel
+from app.schemas import Number, PlayerKey, SeatAdvantage, StrictModel
+
+#: When a game may have been played (a sane window: later dates are typos, and they overflow time zones).
+EARLIEST, LATEST = datetime(1900, 1, 1), datetime(2200, 1, 1)
 
 
 class SideIn(SeatAdvantage):
     players: list[PlayerKey] = Field(min_length=1, max_length=32, description="One player, or an ad-hoc team.")
-    rank: float | None = Field(None, description="Finishing rank, 1 = best; equal ranks tie.")
-    score: float | None = Field(None, description="Score, higher = better (instead of rank).")
+    rank: Number | None = Field(None, description="Finishing rank, 1 = best; equal ranks tie.")
+    score: Number | None = Field(None, description="Score, higher = better (instead of rank).")
 
 
 class GameIn(StrictModel):
     sides: list[SideIn] = Field(min_length=2, max_length=64)
     played_at: datetime | None = Field(
-        None, description="When it was played (default: now); stored in UTC, a time without zone is taken as UTC."
+        None,
+        description="When it was played (default: now), between 1900 and 2200; stored in UTC, a time without zone "
+        "is taken as UTC.",
     )
     external_id: str | None = Field(None, min_length=1, max_length=200, description="Your id; also an idempotency key.")
 
@@ -40,6 +45,8 @@ class GameIn(StrictModel):
     def _utc(cls, value: datetime | None) -> datetime | None:
         if value is None:
             return None
+        if not EARLIEST <= value.replace(tzinfo=None) <= LATEST:  # before any zone shift can overflow
+            raise ValueError(f"must be between {EARLIEST.year} and {LATEST.year}")
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
     @field_validator("sides")

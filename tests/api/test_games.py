@@ -104,6 +104,7 @@ def test_batch_is_all_or_nothing_and_names_the_bad_game(client):
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
 
+PLAYED = '{"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}], "played_at": "WHEN"}'
 BAD_GAMES = [
     ('{"sides": [{"players": ["a"], "rank": NaN}, {"players": ["b"], "rank": 2}]}', "sides[0].rank"),
     (
@@ -125,6 +126,22 @@ BAD_GAMES = [
     ('{"sides": [{"players": ["a"], "rank": "first"}, {"players": ["b"], "rank": 2}]}', "sides[0].rank"),
     ('{"sides": "a beat b"}', "sides"),
     ("not json", "body"),
+    # Strict types: no booleans or strings for numbers (true would rank as 1, "1" would be taken as 1).
+    ('{"sides": [{"players": ["a"], "rank": true}, {"players": ["b"], "rank": 2}]}', "sides[0].rank"),
+    ('{"sides": [{"players": ["a"], "rank": "1"}, {"players": ["b"], "rank": 2}]}', "sides[0].rank"),
+    ('{"sides": [{"players": ["a"], "score": false}, {"players": ["b"], "score": 2}]}', "sides[0].score"),
+    # A sane window for played_at; the latest zone would overflow the date in UTC.
+    (PLAYED.replace("WHEN", "9999-12-31T23:59:59-14:00"), "played_at"),
+    (PLAYED.replace("WHEN", "1000-01-01T00:00:00Z"), "played_at"),
+    # A win probability more than 50 logits from even (5e-324 is -744 logits).
+    (
+        '{"sides": [{"players": ["a"], "rank": 1, "win_probability": 5e-324}, {"players": ["b"], "rank": 2}]}',
+        "sides[0]",
+    ),
+    (
+        '{"sides": [{"players": ["a"], "rank": 1, "advantage": true}, {"players": ["b"], "rank": 2}]}',
+        "sides[0].advantage",
+    ),
 ]
 
 
