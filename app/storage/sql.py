@@ -77,6 +77,8 @@ def bulk_update(
     SQLite: one ``executemany``; PostgreSQL: ``UPDATE … FROM (VALUES …)``, one statement per chunk.
     """
     names, values = where
+    if not len(values):
+        return
     if isinstance(names, str):
         key_names, key_columns = (names,), {names: values}
     else:

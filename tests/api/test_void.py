@@ -91,6 +91,9 @@ def test_voiding_again_changes_nothing_and_bad_requests_are_refused(client):
     r = client.request("DELETE", f"/v1/ladders/test/games/{ids[0]}", json={"reason": "x" * 501}, headers=bearer(key))
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "reason"
     assert client.get("/v1/ladders/test").json()["games"] == 4
+    # The latest game: nothing after it to replay.
+    assert client.delete(f"/v1/ladders/test/games/{ids[-1]}", headers=bearer(key)).status_code == 200
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
 
 def test_voiding_a_game_before_a_checkpoint_supersedes_it(client):

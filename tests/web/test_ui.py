@@ -155,3 +155,23 @@ def test_phone_width_screenshot(site, browser):
     page.screenshot(path=str(ARTIFACTS / "ladder-phone.png"), full_page=True)
     assert (ARTIFACTS / "ladder-phone.png").stat().st_size > 10_000
     context.close()
+
+
+def test_undo_a_game_from_the_recent_games(site, page):
+    base, key = site
+    body = {"sides": [{"players": ["dee"], "rank": 1}, {"players": ["ann"], "rank": 2}]}
+    posted = httpx.post(base + "/v1/ladders/office/games", json=body, headers={"Authorization": f"Bearer {key}"}).json()
+    page.goto(base + "/ladders/office")
+    page.fill("#write-key", key)  # kept in the browser, as when a game is recorded
+    page.wait_for_selector(f"#recent-games li[data-seq='{posted['seq']}'] button.undo")
+    dee_games = int(page.locator("#board tr[data-key=dee] td").nth(3).inner_text())
+    asked = []
+    page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
+    page.click(f"#recent-games li[data-seq='{posted['seq']}'] button.undo")
+    page.wait_for_selector(f"#recent-games li[data-seq='{posted['seq']}'].voided")
+    assert asked and f"#{posted['seq']}" in asked[0] and "dee" in asked[0]
+    assert "undone" in page.inner_text("#messages")
+    assert int(page.locator("#board tr[data-key=dee] td").nth(3).inner_text()) == dee_games - 1
+    game = httpx.get(base + f"/v1/ladders/office/games/{posted['id']}").json()
+    assert game["voided_at"] and game["voided_by"]
+    assert httpx.get(base + "/v1/ladders/office/audit").json()["consistent"]

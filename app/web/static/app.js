@@ -101,10 +101,12 @@ async function ladderView(view, slug) {
     h("p", { class: "muted" }, `${ladder.players} players · ${ladder.games} games · k = ${ladder.k}`),
     h("section", { id: "leaderboard" }),
     h("div", { class: "grid" }, h("section", { id: "record", class: "panel" }), h("section", { id: "h2h", class: "panel" })),
+    h("section", { id: "recent" }),
     h("section", { id: "discs" }),
   );
   await renderBoard(state);
   renderRecord(state);
+  await guarded(() => renderRecent(state));
   renderHeadToHead(state);
   await guarded(() => renderDiscs(state));
 }
@@ -140,6 +142,39 @@ async function renderBoard(state) {
         h("th", { class: "num" }, "Games"), h("th", { class: "num" }, "W/D/L"))),
       h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "5", class: "muted" }, "No players yet."))))),
   );
+}
+
+// The latest games, each with an undo button: undoing voids the game (it stays listed, struck through) and the
+// ratings are replayed without it.
+async function renderRecent(state) {
+  const box = document.getElementById("recent");
+  const page = await api("GET", `/v1/ladders/${state.slug}/games?limit=10`);
+  const names = (side) => side.players.map((p) => p.key).join(" & ");
+  const items = page.items.map((game) => {
+    const order = [...game.sides].sort((x, y) => x.rank - y.rank);
+    const tie = order.length > 1 && order[0].rank === order[1].rank;
+    const text = `#${game.seq} ` + (order.length === 2
+      ? `${names(order[0])} ${tie ? "drew with" : "beat"} ${names(order[1])}`
+      : order.map((side) => `${side.rank}. ${names(side)}`).join(", "));
+    if (game.voided_at) {
+      return h("li", { "data-seq": game.seq, class: "voided" }, h("s", {}, text), " (undone)");
+    }
+    const undo = h("button", { type: "button", class: "undo", "aria-label": `Undo game ${game.seq}` }, "Undo");
+    undo.addEventListener("click", async () => {
+      if (!window.confirm(`Undo game #${game.seq} (${text})? It will no longer count.`)) return;
+      clearMessages();
+      const typed = document.getElementById("write-key");
+      const key = (typed && typed.value.trim()) || localStorage.getItem(keyStore(state.slug)) || "";
+      const done = await guarded(() => api("DELETE", `/v1/ladders/${state.slug}/games/${game.id}`, undefined, key));
+      if (!done) return;
+      await guarded(() => renderBoard(state));
+      await guarded(() => renderRecent(state));
+      say(`Game #${game.seq} undone.`, "info");
+    });
+    return h("li", { "data-seq": game.seq }, text, " ", undo);
+  });
+  box.replaceChildren(h("h2", {}, "Recent games"),
+    items.length ? h("ul", { id: "recent-games" }, ...items) : h("p", { class: "muted" }, "No games yet."));
 }
 
 function renderRecord(state) {
@@ -238,6 +273,7 @@ function renderRecord(state) {
     submit.disabled = false;
     if (!posted) return;
     await guarded(() => renderBoard(state));
+    await guarded(() => renderRecent(state));
     const changes = posted.sides.flatMap((s) => s.players.map((p) => {
       const now = state.board.get(p.key);
       const was = before.get(p.key);
