@@ -175,3 +175,19 @@ def test_undo_a_game_from_the_recent_games(site, page):
     game = httpx.get(base + f"/v1/ladders/office/games/{posted['id']}").json()
     assert game["voided_at"] and game["voided_by"]
     assert httpx.get(base + "/v1/ladders/office/audit").json()["consistent"]
+
+
+def test_rename_a_player_on_their_page(site, page):
+    base, key = site
+    page.goto(base + "/ladders/office/players/cy")
+    page.wait_for_selector("#rename")
+    page.fill("#new-name", "Cyrus")
+    page.fill("#rename-key", key)
+    page.click("#rename-submit")
+    page.wait_for_function("document.querySelector('h1').textContent.startsWith('Cyrus')")
+    assert "Renamed to Cyrus" in page.inner_text("#messages")
+    assert httpx.get(base + "/v1/ladders/office/players/cy").json()["name"] == "Cyrus"
+    page.fill("#rename-key", "wrong-key")
+    page.click("#rename-submit")
+    page.wait_for_selector("#messages .error")
+    assert "write key is not this ladder's" in page.inner_text("#messages")

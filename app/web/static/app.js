@@ -362,10 +362,10 @@ async function playerView(view, slug, key) {
   const regulars = [...counts].sort((x, y) => y[1] - x[1]).slice(0, 5).map(([k]) => k);
   const odds = await Promise.all(regulars.map((o) =>
     api("GET", `/v1/ladders/${slug}/predict?a=${encodeURIComponent(key)}&b=${encodeURIComponent(o)}`).catch(() => null)));
+  const title = h("h1", {}, player.name || player.key, " ", player.provisional ? badge() : null);
   view.replaceChildren(
     h("p", {}, h("a", { href: `/ladders/${slug}` }, "← leaderboard")),
-    h("h1", {}, player.name || player.key, " ",
-      player.provisional ? badge() : null),
+    title,
     h("p", { class: "muted" }, `Elo-equivalent ${fmt(player.elo)} · ${player.games} games · ` +
       `${player.wins} won, ${player.draws} drawn, ${player.losses} lost`),
     h("h2", {}, "Strength over time"),
@@ -382,9 +382,34 @@ async function playerView(view, slug, key) {
     h("div", { class: "table-wrap" }, h("table", {},
       h("thead", {}, h("tr", {}, h("th", {}, "Game"), h("th", {}, "Against"), h("th", { class: "num" }, "Score"),
         h("th", { class: "num" }, "Expected"))),
-      h("tbody", {}, history.items.slice(0, 20).map((g) => h("tr", {}, h("td", {}, g.game_id), h("td", {}, g.opponents.join(", ")),
+      h("tbody", {}, history.items.slice(0, 20).map((g) => h("tr", {}, h("td", {}, `#${g.seq}`), h("td", {}, g.opponents.join(", ")),
         h("td", { class: "num" }, fmt(g.actual_score, 2)), h("td", { class: "num" }, fmt(g.expected_score, 2))))))),
+    renameForm(slug, player, title),
   );
+}
+
+// Rename a player (a write key, kept in this browser as on the ladder page).
+function renameForm(slug, player, title) {
+  const name = h("input", { id: "new-name", value: player.name || "", maxlength: "200", autocomplete: "off" });
+  const key = h("input", { id: "rename-key", type: "password", autocomplete: "off",
+    value: localStorage.getItem(keyStore(slug)) || "" });
+  const form = h("form", { id: "rename", class: "panel" },
+    h("h2", {}, "Rename"),
+    h("div", { class: "row" }, h("label", { for: "new-name" }, "Name"), name),
+    h("div", { class: "row" }, h("label", { for: "rename-key" }, "Write key"), key),
+    h("button", { type: "submit", id: "rename-submit" }, "Rename"));
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearMessages();
+    const body = { name: name.value.trim() || null };
+    const changed = await guarded(() =>
+      api("PATCH", `/v1/ladders/${slug}/players/${encodeURIComponent(player.key)}`, body, key.value.trim()));
+    if (!changed) return;
+    if (key.value.trim()) localStorage.setItem(keyStore(slug), key.value.trim());
+    title.replaceChildren(changed.name || changed.key, " ", changed.provisional ? badge() : null);
+    say(`Renamed to ${changed.name || changed.key}.`, "info");
+  });
+  return form;
 }
 
 async function route() {
