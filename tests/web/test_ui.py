@@ -191,3 +191,24 @@ def test_rename_a_player_on_their_page(site, page):
     page.click("#rename-submit")
     page.wait_for_selector("#messages .error")
     assert "write key is not this ladder's" in page.inner_text("#messages")
+
+
+def test_leaderboard_groups_provisional_players_and_hides_inactive_ones(site, page):
+    base, key = site
+    headers = {"Authorization": f"Bearer {key}"}
+    body = {"sides": [{"players": ["newbie"], "rank": 1}, {"players": ["dee"], "rank": 2}]}
+    assert httpx.post(base + "/v1/ladders/office/games", json=body, headers=headers).status_code == 201
+    assert httpx.patch(base + "/v1/ladders/office/players/bob", json={"active": False}, headers=headers).is_success
+    try:
+        page.goto(base + "/ladders/office")
+        page.wait_for_selector("#board tr.group")
+        keys = page.eval_on_selector_all("#board tbody tr", "rows => rows.map(r => r.dataset.key || 'GROUP')")
+        group = keys.index("GROUP")
+        assert "newbie" in keys[group + 1 :]  # one game: provisional, below the established players
+        assert page.locator("#board tr[data-key=newbie] td").first.inner_text() == "–"
+        assert "bob" not in keys
+        page.check("#show-inactive")
+        page.wait_for_selector("#board tr[data-key=bob].inactive")
+        assert "(inactive)" in page.inner_text("#board tr[data-key=bob]")
+    finally:
+        httpx.patch(base + "/v1/ladders/office/players/bob", json={"active": True}, headers=headers)

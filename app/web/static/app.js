@@ -119,24 +119,42 @@ async function renderBoard(state) {
     h("option", { value: "disc" }, "Disc strength"));
   select.value = state.order;
   select.addEventListener("change", async () => { state.order = select.value; await guarded(() => renderBoard(state)); });
+  const inactive = h("input", { type: "checkbox", id: "show-inactive" });
+  inactive.checked = Boolean(state.showInactive);
+  inactive.addEventListener("change", async () => {
+    state.showInactive = inactive.checked;
+    await guarded(() => renderBoard(state));
+  });
+  const controls = h("div", { class: "row" }, h("label", { for: "order" }, "Order by"), select,
+    h("label", { for: "show-inactive" }, inactive, " show inactive players"));
   let page;
   try {
-    page = await api("GET", `/v1/ladders/${state.slug}/leaderboard?by=${state.order}&limit=200`);
+    const query = `by=${state.order}&limit=200${state.showInactive ? "&inactive=true" : ""}`;
+    page = await api("GET", `/v1/ladders/${state.slug}/leaderboard?${query}`);
   } catch (err) {
-    box.replaceChildren(h("h2", {}, "Leaderboard"), h("div", { class: "row" }, select));
+    box.replaceChildren(h("h2", {}, "Leaderboard"), controls);
     throw err;
   }
   state.board = new Map(page.items.map((p) => [p.key, p]));
-  const rows = page.items.map((p) => h("tr", { "data-key": p.key },
-    h("td", { class: "num" }, p.rank),
+  // Established players first, numbered among themselves; provisional ones below in a group of their own.
+  const established = page.items.filter((p) => !p.provisional);
+  const provisional = page.items.filter((p) => p.provisional);
+  const row = (p, rank) => h("tr", { "data-key": p.key, class: p.active === false ? "inactive" : "" },
+    h("td", { class: "num" }, rank),
     h("td", {}, h("a", { href: `/ladders/${state.slug}/players/${encodeURIComponent(p.key)}` }, p.name || p.key), " ",
-      p.provisional ? badge() : null),
+      p.provisional ? badge() : null, p.active === false ? h("span", { class: "muted" }, " (inactive)") : null),
     h("td", { class: "num" }, fmt(p.elo)),
     h("td", { class: "num" }, p.games),
-    h("td", { class: "num" }, `${p.wins}/${p.draws}/${p.losses}`)));
+    h("td", { class: "num" }, `${p.wins}/${p.draws}/${p.losses}`));
+  const rows = established.map((p, n) => row(p, n + 1));
+  if (provisional.length) {
+    rows.push(h("tr", { class: "group" }, h("td", { colspan: "5" },
+      "Provisional: not yet comparable with the others (too few results, or results that cannot pin them down)")));
+    rows.push(...provisional.map((p) => row(p, "–")));
+  }
   box.replaceChildren(
     h("h2", {}, "Leaderboard"),
-    h("div", { class: "row" }, h("label", { for: "order" }, "Order by"), select),
+    controls,
     h("div", { class: "table-wrap" }, h("table", { id: "board" },
       h("thead", {}, h("tr", {}, h("th", { class: "num" }, "#"), h("th", {}, "Player"), h("th", { class: "num" }, "Elo"),
         h("th", { class: "num" }, "Games"), h("th", { class: "num" }, "W/D/L"))),
