@@ -212,3 +212,25 @@ def test_leaderboard_groups_provisional_players_and_hides_inactive_ones(site, pa
         assert "(inactive)" in page.inner_text("#board tr[data-key=bob]")
     finally:
         httpx.patch(base + "/v1/ladders/office/players/bob", json={"active": True}, headers=headers)
+
+
+def test_create_a_ladder_on_the_home_page(site, page):
+    base, _ = site
+    page.goto(base + "/")
+    page.wait_for_selector("#create-ladder")
+    page.fill("#new-slug", "darts")
+    page.fill("#new-ladder-name", "Office darts")
+    page.fill("#admin-key", "wrong")
+    page.click("#create-submit")
+    page.wait_for_selector("#messages .error")
+    assert "server admin key" in page.inner_text("#messages")
+    page.fill("#admin-key", ADMIN_KEY)
+    page.click("#create-submit")
+    page.wait_for_selector("#new-key")
+    shown = page.inner_text("#new-key")
+    assert shown.startswith("mk_")
+    keys = httpx.get(base + "/v1/ladders/darts/keys", headers={"Authorization": f"Bearer {shown}"})
+    assert keys.status_code == 200 and keys.json()[0]["role"] == "admin"
+    page.click("text=Office darts")
+    page.wait_for_selector("#write-key")
+    assert page.input_value("#write-key") == shown  # kept in the browser for the new ladder

@@ -47,7 +47,9 @@ async function api(method, path, body, key) {
     const problem = await response.json();
     message = problem.detail || problem.title || message;
     if (response.status === 401) message = "This needs the ladder's write key: enter it under “Record a game”.";
-    if (response.status === 403) message = "That write key is not this ladder's. Check it and save it again.";
+    if (response.status === 403 && /not a key of this ladder/.test(message)) {
+      message = "That write key is not this ladder's. Check it and save it again.";
+    }
   } catch (err) { /* not JSON: keep the status line */ }
   const error = new ApiError(message);
   error.status = response.status;
@@ -89,8 +91,37 @@ async function home(view) {
     ladders.length
       ? h("ul", {}, ladders.map((l) => h("li", {}, h("a", { href: `/ladders/${l.slug}` }, l.name || l.slug),
           ` · ${l.players} players, ${l.games} games`)))
-      : h("p", { class: "muted" }, "No ladders yet. Create one with POST /v1/ladders (see the API docs)."),
+      : h("p", { class: "muted" }, "No ladders yet."),
+    createForm(),
   );
+}
+
+// Create a ladder with the server's admin key; its first admin key is shown once, and kept in this browser.
+function createForm() {
+  const slug = h("input", { id: "new-slug", required: "", pattern: "[a-z0-9][a-z0-9_-]{0,63}", autocomplete: "off",
+    placeholder: "office-pingpong" });
+  const name = h("input", { id: "new-ladder-name", maxlength: "200", autocomplete: "off", placeholder: "Office ping-pong" });
+  const admin = h("input", { id: "admin-key", type: "password", autocomplete: "off" });
+  const result = h("div", { id: "created" });
+  const form = h("form", { id: "create-ladder", class: "panel" },
+    h("h2", {}, "New ladder"),
+    h("div", { class: "row" }, h("label", { for: "new-slug" }, "Address"), slug),
+    h("div", { class: "row" }, h("label", { for: "new-ladder-name" }, "Name"), name),
+    h("div", { class: "row" }, h("label", { for: "admin-key" }, "Server admin key"), admin),
+    h("button", { type: "submit", id: "create-submit" }, "Create"),
+    result);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearMessages();
+    const body = { slug: slug.value.trim(), name: name.value.trim() || null };
+    const created = await guarded(() => api("POST", "/v1/ladders", body, admin.value.trim()));
+    if (!created) return;
+    localStorage.setItem(keyStore(created.slug), created.write_key);
+    result.replaceChildren(
+      h("p", {}, "Created ", h("a", { href: `/ladders/${created.slug}` }, created.name || created.slug), "."),
+      h("p", {}, "Its admin key, shown only now (this browser keeps it): ", h("code", { id: "new-key" }, created.write_key)));
+  });
+  return form;
 }
 
 async function ladderView(view, slug) {
