@@ -21,3 +21,4 @@ def page() -> FileResponse:
 router.add_api_route("/", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}/players/{key}", page, methods=["GET"])
+router.add_api_route("/ladders/{slug}/settings", page, methods=["GET"])

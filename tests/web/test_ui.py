@@ -234,3 +234,26 @@ def test_create_a_ladder_on_the_home_page(site, page):
     page.click("text=Office darts")
     page.wait_for_selector("#write-key")
     assert page.input_value("#write-key") == shown  # kept in the browser for the new ladder
+
+
+def test_an_admin_creates_and_revokes_keys_on_the_settings_page(site, page):
+    base, key = site
+    page.goto(base + "/ladders/office/settings")
+    page.fill("#settings-key", key)
+    page.click("#load-keys")
+    page.wait_for_selector("#key-table tbody tr")
+    page.fill("#key-name", "front desk")
+    page.select_option("#key-role", "write")
+    page.click("#create-key")
+    page.wait_for_selector("#created-key")
+    secret = page.inner_text("#created-key")
+    game = {"sides": [{"players": ["ann"], "rank": 1}, {"players": ["bob"], "rank": 2}]}
+    post = httpx.post(base + "/v1/ladders/office/games", json=game, headers={"Authorization": f"Bearer {secret}"})
+    assert post.status_code == 201
+    httpx.delete(base + f"/v1/ladders/office/games/{post.json()['id']}", headers={"Authorization": f"Bearer {secret}"})
+    row = page.locator("#key-table tbody tr", has_text="front desk")
+    page.once("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Revoke front desk").click()
+    page.wait_for_selector("#key-table tr.revoked")
+    post = httpx.post(base + "/v1/ladders/office/games", json=game, headers={"Authorization": f"Bearer {secret}"})
+    assert post.status_code == 403

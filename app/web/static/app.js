@@ -129,7 +129,8 @@ async function ladderView(view, slug) {
   const state = { slug, ladder, board: new Map(), order: "hodge" };
   view.replaceChildren(
     h("h1", {}, ladder.name || ladder.slug),
-    h("p", { class: "muted" }, `${ladder.players} players · ${ladder.games} games · k = ${ladder.k}`),
+    h("p", { class: "muted" }, `${ladder.players} players · ${ladder.games} games · k = ${ladder.k} · `,
+      h("a", { href: `/ladders/${slug}/settings` }, "keys")),
     h("section", { id: "leaderboard" }),
     h("div", { class: "grid" }, h("section", { id: "record", class: "panel" }), h("section", { id: "h2h", class: "panel" })),
     h("section", { id: "recent" }),
@@ -461,6 +462,58 @@ function renameForm(slug, player, title) {
   return form;
 }
 
+// The ladder's keys, for its admins: create write or admin keys (each shown once) and revoke them.
+async function settingsView(view, slug) {
+  const adminKey = h("input", { id: "settings-key", type: "password", autocomplete: "off",
+    value: localStorage.getItem(keyStore(slug)) || "" });
+  const list = h("div", { id: "keys" });
+  const name = h("input", { id: "key-name", required: "", maxlength: "200", autocomplete: "off", placeholder: "front desk" });
+  const role = h("select", { id: "key-role" }, h("option", { value: "write" }, "write: records and undoes games"),
+    h("option", { value: "admin" }, "admin: also manages keys and settings"));
+  const shown = h("div", { id: "new-key-box" });
+  const load = async () => {
+    const keys = await api("GET", `/v1/ladders/${slug}/keys`, undefined, adminKey.value.trim());
+    list.replaceChildren(h("div", { class: "table-wrap" }, h("table", { id: "key-table" },
+      h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Role"), h("th", {}, "Created"), h("th", {}, ""))),
+      h("tbody", {}, keys.map((k) => {
+        const revoke = h("button", { type: "button", class: "secondary", "aria-label": `Revoke ${k.name}` }, "Revoke");
+        revoke.addEventListener("click", async () => {
+          if (!window.confirm(`Revoke the key “${k.name}”? Its next request will be refused.`)) return;
+          clearMessages();
+          const done = await guarded(() => api("DELETE", `/v1/ladders/${slug}/keys/${k.id}`, undefined, adminKey.value.trim()));
+          if (done) await guarded(load);
+        });
+        return h("tr", { "data-id": k.id, class: k.revoked_at ? "revoked" : "" }, h("td", {}, k.name), h("td", {}, k.role),
+          h("td", {}, k.created_at.slice(0, 10)), h("td", {}, k.revoked_at ? "revoked" : revoke));
+      })))));
+    return true;
+  };
+  const open = h("button", { type: "button", id: "load-keys" }, "Show keys");
+  open.addEventListener("click", async () => {
+    clearMessages();
+    if (await guarded(load)) localStorage.setItem(keyStore(slug), adminKey.value.trim());
+  });
+  const form = h("form", { id: "new-key", class: "panel" }, h("h2", {}, "New key"),
+    h("div", { class: "row" }, h("label", { for: "key-name" }, "Name"), name),
+    h("div", { class: "row" }, h("label", { for: "key-role" }, "Role"), role),
+    h("button", { type: "submit", id: "create-key" }, "Create"), shown);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearMessages();
+    const body = { name: name.value.trim(), role: role.value };
+    const created = await guarded(() => api("POST", `/v1/ladders/${slug}/keys`, body, adminKey.value.trim()));
+    if (!created) return;
+    shown.replaceChildren(h("p", {}, `Key “${created.name}” (${created.role}), shown only now: `,
+      h("code", { id: "created-key" }, created.key)));
+    await guarded(load);
+  });
+  view.replaceChildren(
+    h("p", {}, h("a", { href: `/ladders/${slug}` }, "← leaderboard")),
+    h("h1", {}, "Keys"),
+    h("div", { class: "row" }, h("label", { for: "settings-key" }, "Your admin key"), adminKey, open),
+    list, form);
+}
+
 async function route() {
   const view = document.getElementById("view");
   const parts = location.pathname.split("/").filter(Boolean).map(decodeURIComponent);
@@ -468,6 +521,7 @@ async function route() {
     if (parts.length === 0) return home(view);
     if (parts[0] === "ladders" && parts.length === 2) return ladderView(view, parts[1]);
     if (parts[0] === "ladders" && parts[2] === "players" && parts.length === 4) return playerView(view, parts[1], parts[3]);
+    if (parts[0] === "ladders" && parts[2] === "settings" && parts.length === 3) return settingsView(view, parts[1]);
     view.replaceChildren(h("p", {}, "Nothing here. ", h("a", { href: "/" }, "All ladders")));
   });
   if (view.textContent === "Loading…") view.replaceChildren(h("p", {}, h("a", { href: "/" }, "All ladders")));
