@@ -113,11 +113,6 @@ def version(session: Session, ladder_id: int) -> int:
     return session.scalar(select(Ladder.version).where(Ladder.id == ladder_id)) or 0
 
 
-async def version_now(fetch: Fetch, ladder_id: int) -> int:
-    rows = await fetch("SELECT version FROM ladders WHERE id = ?", (ladder_id,))
-    return rows[0][0] if rows else 0
-
-
 def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:
     """The next ``n`` game numbers of the ladder (1, 2, 3, …).
 
