@@ -18,8 +18,7 @@ from app.storage.ladders import LadderRow
 def replay_from(session: Session, ladder: LadderRow, first_game_id: int) -> None:
     """Replay the ladder's log and rewrite the history of the games from ``first_game_id`` on."""
     state = storage.log.read(session, ladder)
-    rate = rating.LearningRate(ladder.eta, ladder.eta_tau)
-    history = rating.replay_history(state.start, state.log, rate, games0=state.start_games)
+    history = rating.replay_history(state.start, state.log, ladder.learning_rate(), games0=state.start_games)
     storage.players.save_vectors(session, state.player_ids, history.C)
     member_game = np.repeat(state.game_ids, np.diff(state.log.member_ptr))
     changed = member_game >= first_game_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Generic, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
@@ -17,6 +18,11 @@ Number = Annotated[float, Strict()]
 MAX_ADVANTAGE = 50.0
 #: The largest id or cursor the databases store (a signed 64-bit integer); larger ones are a 422, not a 500.
 MAX_ID = 2**63 - 1
+
+
+def iso(moment: datetime | None) -> str | None:
+    """A time as the API writes it: ISO 8601 in UTC with a ``Z``, as pydantic does."""
+    return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 class StrictModel(BaseModel):

@@ -165,7 +165,7 @@ def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: Refit
     window = guard_window(n, recent.log.n_games)
     if not 0 < window < n:
         return {"better": False, "window_games": window, "reason": "no games to compare on"}
-    rate = rating.LearningRate(ladder.eta, ladder.eta_tau)
+    rate = ladder.learning_rate()
     served = rating.replay_history(recent.start, recent.log, rate, games0=recent.start_games).pair_p
     in_window = len(served) - (len(state.log.pair_a) - int(state.log.pair_ptr[n - window]))
     verdict = guard(
@@ -246,7 +246,7 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOu
         raise Conflict("Players the refit fitted were merged since; run the refit again.")
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
     state = storage.log.read(session, ladder)  # now from this checkpoint: the games after the refit
-    rate = rating.LearningRate(ladder.eta, ladder.eta_tau)
+    rate = ladder.learning_rate()
     current = rating.replay(state.start, state.log, rate, games0=state.start_games)
     storage.players.save_vectors(session, state.player_ids, current)
     storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})

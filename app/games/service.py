@@ -32,7 +32,7 @@ from app.access import Caller, authorize, ladder_for_read
 from app.errors import Conflict, InvalidInput, NotFound, Problem
 from app.games.schemas import BatchIn, GameIn
 from app.replays import replay_from
-from app.schemas import Page
+from app.schemas import Page, iso
 from app.storage.ladders import LadderRow
 
 Progress = Callable[[str, int, int], None] | None
@@ -276,7 +276,7 @@ def game_body(
     return {
         "id": game_id,
         "seq": seq,
-        "played_at": _iso(played_at),
+        "played_at": iso(played_at),
         "external_id": external_id,
         "sides": [
             {"players": players, "rank": rank, "actual_score": actual, "expected_score": expected}
@@ -286,11 +286,6 @@ def game_body(
         "voided_by": None,
         "reason": None,
     }
-
-
-def _iso(moment: datetime) -> str:
-    """ISO 8601 in UTC with a ``Z``, as pydantic writes it."""
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def _ranks(game: GameIn) -> list[float]:
@@ -314,11 +309,6 @@ def payloads(games: Sequence[GameIn]) -> list[dict]:
     return out
 
 
-def learning_rate(ladder: LadderRow) -> rating.LearningRate:
-    """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
-    return rating.LearningRate(ladder.eta, ladder.eta_tau)
-
-
 def _apply(
     session: Session, ladder: LadderRow, locked: storage.players.Locked, games: list[GameIn], progress: Progress
 ) -> Applied:
@@ -326,7 +316,7 @@ def _apply(
     stored = payloads(games)
     log = storage.log.encode(stored, locked.index)
     history = rating.replay_history(
-        locked.C, log, learning_rate(ladder), _stage(progress, "rating"), games0=locked.counts[:, 0]
+        locked.C, log, ladder.learning_rate(), _stage(progress, "rating"), games0=locked.counts[:, 0]
     )
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
@@ -436,7 +426,7 @@ def stored_body(record: storage.games.GameRecord) -> dict:
         sides.append((players, parts[0].actual_score, parts[0].expected_score))
     body = game_body(record.id, record.seq, record.played_at, record.external_id, record.payload["ranks"], sides)
     if record.voided_at is not None:
-        body |= {"voided_at": _iso(record.voided_at), "voided_by": record.voided_by, "reason": record.void_reason}
+        body |= {"voided_at": iso(record.voided_at), "voided_by": record.voided_by, "reason": record.void_reason}
     return body
 
 

@@ -93,7 +93,7 @@ def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:
 def audit(session: Session, ladder: LadderRow) -> AuditOut:
     """Replay the event log from the latest checkpoint (or the initial vectors) and compare (SPEC §9, §13)."""
     state = storage.log.read(session, ladder)
-    rate = rating.LearningRate(ladder.eta, ladder.eta_tau)
+    rate = ladder.learning_rate()
     replayed = rating.replay(state.start, state.log, rate, games0=state.start_games) if len(state.keys) else state.start
     diff = float(np.abs(replayed - state.stored).max()) if len(state.keys) else 0.0
     return AuditOut(

@@ -13,7 +13,6 @@ import binascii
 import json
 import secrets
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
 from app.replays import replay_from
-from app.schemas import MAX_ID
+from app.schemas import MAX_ID, iso
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
@@ -42,10 +41,6 @@ def decode_cursor(cursor: str, valid: Callable[[Any], bool]) -> Any:
     if value is None or not valid(value):
         raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
     return value
-
-
-def _iso(moment: datetime | None) -> str | None:
-    return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> dict:
@@ -97,21 +92,27 @@ def get_player(session: Session, ladder: LadderRow, key: str) -> dict:
 def profile(table: Table, ladder: LadderRow, key: str) -> dict:
     """A player's vector, strength, record and provisional flag (``PlayerOut``)."""
     n = _row(table, ladder, key)
-    strength = float(_hodge(table)[n])
-    games, wins, draws, losses, _ = table.counts[n].tolist()
     return {
         "key": key,
-        "name": table.names[n],
+        **_record(table, ladder, n),
         "vector": table.C[n].tolist(),
-        "strength": strength,
-        "elo": float(rating.elo_equivalent(strength)),
+        "strength": float(_hodge(table)[n]),
+        "created_at": iso(table.created[n]),
+    }
+
+
+def _record(table: Table, ladder: LadderRow, n: int) -> dict:
+    """What a profile and a leaderboard row both show of player ``n``: name, Elo, W/D/L, flags."""
+    games, wins, draws, losses, _ = table.counts[n].tolist()
+    return {
+        "name": table.names[n],
+        "elo": float(rating.elo_equivalent(_hodge(table)[n])),
         "games": games,
         "wins": wins,
         "draws": draws,
         "losses": losses,
         "provisional": _provisional(table, n, ladder.k),
-        "last_played_at": _iso(table.last_played[n]),
-        "created_at": _iso(table.created[n]),
+        "last_played_at": iso(table.last_played[n]),
         "active": bool(table.active[n]),
     }
 
@@ -227,7 +228,6 @@ def rendered_page(table: Table, by: str, limit: int, cursor: str | None, inactiv
 
 def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> dict:
     score, order, sorted_score, sorted_keys = _ranking(table, by, inactive)
-    hodge = _hodge(table)
     start = 0
     if cursor is not None:
         after = decode_cursor(
@@ -247,23 +247,7 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
     page = order[start : start + limit]
     items = []
     for rank, i in enumerate(page.tolist(), start=start + 1):
-        games, wins, draws, losses, _ = table.counts[i].tolist()
-        items.append(
-            {
-                "rank": rank,
-                "key": table.keys[i],
-                "name": table.names[i],
-                "strength": float(score[i]),
-                "elo": float(rating.elo_equivalent(hodge[i])),
-                "games": games,
-                "wins": wins,
-                "draws": draws,
-                "losses": losses,
-                "provisional": _provisional(table, i, ladder.k),
-                "last_played_at": _iso(table.last_played[i]),
-                "active": bool(table.active[i]),
-            }
-        )
+        items.append({"rank": rank, "key": table.keys[i], **_record(table, ladder, i), "strength": float(score[i])})
     more = start + limit < len(order)
     next_cursor = encode_cursor([float(score[page[-1]]), str(table.keys[page[-1]])]) if more and len(page) else None
     return {"items": items, "next_cursor": next_cursor}
@@ -290,7 +274,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
             {
                 "game_id": record.id,
                 "seq": record.seq,
-                "played_at": _iso(record.played_at),
+                "played_at": iso(record.played_at),
                 "side": me.side,
                 "opponents": [m.key for m in record.members if m.side != me.side],
                 "before": me.before,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from app import rating
 from app.errors import InvalidInput
@@ -16,7 +15,7 @@ def pair(a: str, b: str, C: np.ndarray) -> dict:
     return {
         "a": a,
         "b": b,
-        "probability": float(expit(x)),
+        "probability": float(rating.win_probability(C[0], C[1])),
         "advantage_logits": x,
         "advantage_elo": float(rating.logits_to_elo(x)),
     }

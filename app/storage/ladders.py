@@ -9,6 +9,7 @@ from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app import rating
 from app.models import Game, Ladder, Player
 from app.storage import cache
 from app.storage.sql import Fetch, driver_sql, fetch_typed
@@ -33,6 +34,10 @@ class LadderRow:
     created_at: datetime
     version: int
     private: bool
+
+    def learning_rate(self) -> rating.LearningRate:
+        """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
+        return rating.LearningRate(self.eta, self.eta_tau)
 
 
 _COLUMNS = [Ladder.__table__.c[f.name] for f in fields(LadderRow)]
