@@ -1,10 +1,11 @@
-"""The ``melo`` command line: serve, migrate, create-ladder, import, refit, identifiability, analyse."""
+"""The ``melo`` command line: serve, migrate, create-ladder, import, export, backup, refit, identifiability, analyse."""
 
 from __future__ import annotations
 
 import argparse
 import gc
 import json
+import sqlite3
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -13,11 +14,13 @@ from pathlib import Path
 from typing import TextIO
 
 from pydantic import TypeAdapter, ValidationError
+from sqlalchemy import make_url
 
 from app import storage
 from app.access import ladder_for_read
 from app.analysis import refits, reports
 from app.analysis.schemas import RefitIn
+from app.backups import service as backups
 from app.config import get_settings
 from app.db import Database
 from app.errors import Problem
@@ -120,7 +123,72 @@ def no_cyclic_gc() -> Iterator[None]:
         gc.enable()
 
 
+def is_export(path: Path) -> bool:
+    """Whether the file starts with the header line of a ladder export."""
+    with path.open("rb") as lines:
+        first = next((line for line in lines if line.strip()), b"")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(head, dict) and "melo_export" in head
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    db = Database.from_settings(get_settings())
+    with no_cyclic_gc(), Path(args.file).open("rb") as lines, db.writing() as session:
+        created = backups.restore(session, lines, args.ladder, ProgressBar())
+    db.dispose()
+    seconds = time.perf_counter() - start
+    print(f"restored {args.file} as ladder {created.slug!r} in {seconds:.1f} s", file=sys.stderr)
+    print(json.dumps(created.model_dump(mode="json"), indent=2))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    db = Database.from_settings(get_settings())
+    out = sys.stdout.buffer if args.output == "-" else Path(args.output).open("wb")  # noqa: SIM115
+    games = 0
+    try:
+        with db.snapshot() as session:
+            for chunk in backups.export_lines(session, ladder_for_read(session, args.ladder, fresh=True)):
+                out.write(chunk)
+                games += chunk.count(b'{"game":')
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    db.dispose()
+    seconds = time.perf_counter() - start
+    print(f"exported {games:,} games of {args.ladder!r} in {seconds:.1f} s ({games / seconds:,.0f} games/s)",
+          file=sys.stderr)  # fmt: skip
+
+
+def cmd_backup(args: argparse.Namespace) -> None:
+    """A consistent copy of the SQLite database while the server runs (SQLite's online backup)."""
+    settings = get_settings()
+    if not settings.is_sqlite:
+        raise SystemExit("melo backup: the database is PostgreSQL; back it up with pg_dump (see the README)")
+    target = Path(args.file)
+    if target.exists():
+        raise SystemExit(f"melo backup: {target} exists already; give a new file")
+    start = time.perf_counter()
+    source = sqlite3.connect(make_url(settings.sqlalchemy_url).database)
+    copy = sqlite3.connect(target)
+    try:
+        with copy:
+            source.backup(copy, pages=1024)
+    finally:
+        copy.close()
+        source.close()
+    size = target.stat().st_size
+    print(f"backed up to {target} ({size / 1e6:,.1f} MB) in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+
+
 def cmd_import(args: argparse.Namespace) -> None:
+    if args.format == "jsonl" and is_export(Path(args.file)):
+        cmd_restore(args)
+        return
     start = time.perf_counter()
     progress = ProgressBar()
     with no_cyclic_gc():
@@ -244,10 +312,19 @@ def main(argv: list[str] | None = None) -> None:
     create.add_argument(
         "--no-auto-refit", dest="auto_refit", action="store_false", help="never refit in the background by itself"
     )
-    imp = sub.add_parser("import", help="import games into a ladder, in order, all or nothing")
+    imp = sub.add_parser(
+        "import",
+        help="import games into a ladder, in order, all or nothing; or restore an export (from `melo export` or "
+        "GET …/export) as a new ladder LADDER",
+    )
     imp.add_argument("ladder")
     imp.add_argument("file")
     imp.add_argument("--format", choices=["jsonl", "chess", "football", "teams"], default="jsonl")
+    export = sub.add_parser("export", help="write a ladder's export (NDJSON), to restore with `melo import`")
+    export.add_argument("ladder")
+    export.add_argument("--output", "-o", default="-", help="file to write (default: standard output)")
+    backup = sub.add_parser("backup", help="copy the SQLite database to FILE while the server runs")
+    backup.add_argument("file")
     refit = sub.add_parser("refit", help="maximum-likelihood refit of a ladder's log, with a report")
     refit.add_argument("ladder")
     refit.add_argument("--select-k", type=int, nargs="+", help="choose k among these by held-out loss (0 = Elo)")
@@ -273,10 +350,14 @@ def main(argv: list[str] | None = None) -> None:
 
         uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers)
         return
+    if args.command == "backup":  # a copy as it is, whatever its schema
+        cmd_backup(args)
+        return
     upgrade(settings.sqlalchemy_url)  # every other command first brings the schema up to date: `migrate` is only that
     commands = {
         "create-ladder": cmd_create_ladder,
         "import": cmd_import,
+        "export": cmd_export,
         "refit": cmd_refit,
         "identifiability": cmd_identifiability,
         "analyse": cmd_analyse,

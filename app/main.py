@@ -14,6 +14,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from app import errors, handlers
 from app.analysis import auto, jobs
 from app.analysis.router import router as analysis_router
+from app.backups.router import router as backups_router
 from app.config import Settings, get_settings
 from app.db import Database
 from app.games.committer import GroupCommitter
@@ -105,7 +106,15 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     handlers.install(app)
     # Hot routes first: routes are matched in order.
-    for router in (predictions_router, games_router, players_router, ladders_router, analysis_router, web_router):
+    for router in (
+        predictions_router,
+        games_router,
+        players_router,
+        ladders_router,
+        backups_router,
+        analysis_router,
+        web_router,
+    ):
         app.include_router(router)
 
     @app.get("/healthz", tags=["health"])

@@ -27,6 +27,7 @@ from app.models import Refit
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
+from app.replays import replay_log
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
 
@@ -236,7 +237,8 @@ def refit_out(job: Refit) -> RefitOut:
 
 
 def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOut:
-    """Checkpoint the refit's vectors after its last game and replay the later games on top (SPEC §9)."""
+    """Checkpoint the refit's vectors after its last game and replay the later games on top (SPEC §9); their
+    history shows the replayed vectors."""
     if job.status != "done":
         raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.")
     storage.players.lock_all(session, ladder.id)
@@ -245,10 +247,7 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOu
     if not storage.players.all_exist(session, ladder.id, storage.codec.unpack_ids(job.player_ids)):
         raise Conflict("Players the refit fitted were merged since; run the refit again.")
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
-    state = storage.log.read(session, ladder)  # now from this checkpoint: the games after the refit
-    rate = ladder.learning_rate()
-    current = rating.replay(state.start, state.log, rate, games0=state.start_games)
-    storage.players.save_vectors(session, state.player_ids, current)
+    replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})
     storage.ladders.bump(session, [ladder.id])
-    return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=job.after_game_id, replayed_games=state.log.n_games)
+    return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=job.after_game_id, replayed_games=replayed)

@@ -212,22 +212,39 @@ def _initial(ladder: LadderRow) -> Callable[[list[str]], np.ndarray] | None:
     return lambda keys: rating.initial_vectors(keys, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
 
 
-def import_games(session: Session, ladder: LadderRow, games: list[GameIn], progress: Progress = None) -> int:
-    """Apply ``games`` in order, all or nothing, without building responses (``melo import``).
+def import_games(
+    session: Session, ladder: LadderRow, games: list[GameIn], progress: Progress = None, voided: Voided | None = None
+) -> list[int]:
+    """Apply ``games`` in order, all or nothing, without building responses (``melo import``); their ids.
 
-    ``progress(stage, done, total)`` reports the replay and the writes.
+    ``progress(stage, done, total)`` reports the replay and the writes.  With
+    ``voided`` (restoring an export), the games are stored voided: in the log
+    as an audit trail, with the history they would have had at their place,
+    counting nowhere.
     """
     if not games:
-        return 0
+        return []
     post = Post(ladder.slug, Caller(None), games, None, "", batch=True)
     _check_external_ids(session, ladder, post, set())
     if not ladder.auto_create_players:
         _check_players_exist(session, ladder, post)
     keys = [k for g in games for side in g.sides for k in side.players]
     locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder))
-    _apply(session, ladder, locked, games, progress)
+    ids = _apply(session, ladder, locked, games, progress, count=voided is None).ids
+    if voided is not None:
+        for game_id in ids:
+            storage.games.void(session, ladder.id, game_id, voided.by, voided.reason, voided.at)
     storage.ladders.bump(session, [ladder.id])
-    return len(games)
+    return ids
+
+
+@dataclass(frozen=True)
+class Voided:
+    """When a game was voided, by which key (its id), and why."""
+
+    at: datetime
+    by: str | None
+    reason: str | None
 
 
 @dataclass
@@ -310,9 +327,15 @@ def payloads(games: Sequence[GameIn]) -> list[dict]:
 
 
 def _apply(
-    session: Session, ladder: LadderRow, locked: storage.players.Locked, games: list[GameIn], progress: Progress
+    session: Session,
+    ladder: LadderRow,
+    locked: storage.players.Locked,
+    games: list[GameIn],
+    progress: Progress,
+    count: bool = True,
 ) -> Applied:
-    """Apply the validated games to the locked rows (SPEC §3-§6) and write the log, history and ratings."""
+    """Apply the validated games to the locked rows (SPEC §3-§6) and write the log, history and (if they
+    ``count``) ratings."""
     stored = payloads(games)
     log = storage.log.encode(stored, locked.index)
     history = rating.replay_history(
@@ -343,8 +366,9 @@ def _apply(
         expected=history.expected[log.member_side],
     )
     storage.games.insert(session, new, _stage(progress, "games"), _stage(progress, "history"))
-    counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
-    storage.players.save(session, locked, history.C, counts, last_played)
+    if count:
+        counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
+        storage.players.save(session, locked, history.C, counts, last_played)
     return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now)
 
 
@@ -386,11 +410,11 @@ def _stage(progress: Progress, stage: str) -> Callable[[int, int], None] | None:
 def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason: str | None) -> dict:
     """Void a game: it stays in the log as an audit trail and counts nowhere; the games after it are replayed.
 
-    The ratings are replayed exactly from the latest checkpoint before the
-    game (checkpoints that saw it are superseded), so they equal those of a
-    ladder that never received it, and ``/audit`` stays consistent.  Every
-    membership of a later game gets its new vectors and expected score.
-    Voiding a voided game changes nothing.
+    The later games its players reach are replayed exactly from their state
+    before it (checkpoints that saw it are superseded), so the ratings equal
+    those of a ladder that never received it, and ``/audit`` stays consistent.
+    Every membership of a replayed game gets its new vectors and expected
+    score.  Voiding a voided game changes nothing.
     """
     record = storage.games.get(session, ladder.id, game_id)
     if record is None:
@@ -411,7 +435,7 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
     )
     storage.players.uncount(session, members, counts.T.astype(np.int64))
     storage.players.refresh_last_played(session, members)
-    replay_from(session, ladder, game_id + 1)
+    replay_from(session, ladder, game_id + 1, [m.key for m in record.members])
     storage.ladders.bump(session, [ladder.id])
     return stored_body(storage.games.get(session, ladder.id, game_id))
 

@@ -128,8 +128,8 @@ def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPa
 
 
 def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> dict:
-    """Every game of ``key`` becomes a game of ``into``, and ``key`` is gone; the ratings are replayed exactly
-    from the latest checkpoint before its first game, as for a void (they equal those of a ladder that had
+    """Every game of ``key`` becomes a game of ``into``, and ``key`` is gone; the games it reaches are
+    replayed exactly from its first game on, as for a void (they equal those of a ladder that had
     received these games with ``into``)."""
     if key == into:
         raise InvalidInput("into: a player cannot be merged into itself", errors=[{"field": "into"}])
@@ -153,7 +153,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     counting = [g for g, _, voided in games if not voided]
     if counting:
         storage.refits.supersede_checkpoints(session, ladder.id, counting[0])
-        replay_from(session, ladder, counting[0])
+        replay_from(session, ladder, counting[0], [into])
     storage.ladders.bump(session, [ladder.id])
     return profile(storage.players.table(session, ladder, cached=False), ladder, into)
 

@@ -204,6 +204,20 @@ def of_player(session: Session, ladder_id: int, key: str, limit: int, before_id:
     return _records(session, list(session.scalars(query.order_by(Game.id.desc()).limit(limit))))
 
 
+_EXPORT_COLUMNS = [
+    Game.__table__.c[name]
+    for name in ("id", "seq", "external_id", "played_at", "payload", "voided_at", "voided_by", "void_reason")
+]
+
+
+def export_page(session: Session, ladder_id: int, after_id: int, limit: int) -> list[tuple]:
+    """(id, seq, external_id, played_at, payload, voided_at, voided_by, void_reason) of up to ``limit`` games
+    with id > ``after_id``, voided ones too, in log order."""
+    columns = ", ".join(c.name for c in _EXPORT_COLUMNS)
+    sql = f"SELECT {columns} FROM games WHERE ladder_id = ? AND id > ? ORDER BY id LIMIT ?"
+    return fetch_typed(session, sql, (ladder_id, after_id, limit), _EXPORT_COLUMNS)
+
+
 def void(session: Session, ladder_id: int, game_id: int, by: str, reason: str | None, now: datetime) -> None:
     """Mark a game voided: it stays in the log as an audit trail and counts nowhere."""
     session.execute(

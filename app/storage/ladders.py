@@ -105,12 +105,11 @@ async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool] 
     return (rows[0][0], bool(rows[0][1])) if rows else None
 
 
-def sizes(session: Session, ladder_id: int) -> tuple[int, int]:
-    """(players, games that count) of a ladder."""
+def sizes(session: Session, ladder_id: int, voided: bool = False) -> tuple[int, int]:
+    """(players, games that count, or with ``voided`` all games) of a ladder."""
     players = session.scalar(select(func.count()).select_from(Player).where(Player.ladder_id == ladder_id))
-    games = session.scalar(
-        select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id, Game.voided_at.is_(None))
-    )
+    counted = [] if voided else [Game.voided_at.is_(None)]
+    games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id, *counted))
     return players or 0, games or 0
 
 

@@ -77,12 +77,54 @@ def _select_for_update(session: Session, ladder_id: int, keys: list[str]) -> lis
 
 
 def _create(session: Session, ladder_id: int, keys: list[str], C0: np.ndarray) -> None:
+    create(session, ladder_id, keys, C0, [None] * len(keys), [True] * len(keys), [datetime.now(UTC)] * len(keys))
+
+
+def create(
+    session: Session,
+    ladder_id: int,
+    keys: list[str],
+    C0: np.ndarray,
+    names: list[str | None],
+    active: list[bool],
+    created_at: list[datetime],
+) -> None:
+    """New players with initial vectors ``C0``, in one insert; keys taken already are skipped."""
     blobs = codec.pack_rows(C0)
     n, zeros = len(keys), [0] * len(keys)
-    columns = {"ladder_id": [ladder_id] * n, "key": keys, "initial": blobs, "vector": blobs}
-    columns |= {c: zeros for c in COUNTERS}
-    columns["created_at"] = [datetime.now(UTC)] * n
+    columns = {"ladder_id": [ladder_id] * n, "key": keys, "name": names, "active": active, "initial": blobs}
+    columns |= {"vector": blobs, "created_at": created_at} | {c: zeros for c in COUNTERS}
     bulk_insert(session.connection(), Player.__table__, columns, on_conflict_do_nothing="ladder_id, key")
+
+
+_EXPORT_COLUMNS = [Player.__table__.c[name] for name in ("id", "key", "name", "active", "initial", "created_at")]
+
+
+def export_page(session: Session, ladder_id: int, after_id: int, limit: int) -> list[tuple]:
+    """(id, key, name, active, initial, created_at) of up to ``limit`` players with id > ``after_id``, in id order."""
+    columns = ", ".join(c.name for c in _EXPORT_COLUMNS)
+    sql = f"SELECT {columns} FROM players WHERE ladder_id = ? AND id > ? ORDER BY id LIMIT ?"
+    return fetch_typed(session, sql, (ladder_id, after_id, limit), _EXPORT_COLUMNS)
+
+
+def keys_of(session: Session, player_ids: list[int]) -> dict[int, str]:
+    """The keys of players by id."""
+    found: dict[int, str] = {}
+    for lo in range(0, len(player_ids), MAX_KEYS_IN_QUERY):
+        part = player_ids[lo : lo + MAX_KEYS_IN_QUERY]
+        found.update(
+            (row[0], row[1]) for row in session.execute(select(Player.id, Player.key).where(Player.id.in_(part)))
+        )
+    return found
+
+
+def initial_rows(session: Session, ladder_id: int, dim: int) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Ids, keys and initial vectors of every player of the ladder, in id order."""
+    rows = driver_fetchall(
+        session.connection(), "SELECT id, key, initial FROM players WHERE ladder_id = ? ORDER BY id", (ladder_id,)
+    )
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    return ids, [r[1] for r in rows], codec.unpack_rows((r[2] for r in rows), dim)
 
 
 def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:

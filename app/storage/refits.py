@@ -86,16 +86,34 @@ def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> Non
 
 
 def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:
+    return insert_checkpoint(session, ladder_id, job.after_game_id, job.player_ids, job.vectors, job.id)
+
+
+def insert_checkpoint(
+    session: Session, ladder_id: int, after_game_id: int, player_ids: bytes, vectors: bytes, refit_id: int | None
+) -> Checkpoint:
+    """Vectors (packed by :mod:`app.storage.codec`) that replace the ratings of ``player_ids`` after a game."""
     checkpoint = Checkpoint(
-        ladder_id=ladder_id,
-        after_game_id=job.after_game_id,
-        refit_id=job.id,
-        player_ids=job.player_ids,
-        vectors=job.vectors,
+        ladder_id=ladder_id, after_game_id=after_game_id, refit_id=refit_id, player_ids=player_ids, vectors=vectors
     )
     session.add(checkpoint)
     session.flush()
     return checkpoint
+
+
+def replayed_checkpoints(session: Session, ladder_id: int) -> list[Checkpoint]:
+    """The checkpoints the ratings went through, in log order: the latest one not superseded and those before
+    it in the log that were applied before it (later in the log and applied earlier: replaced by it)."""
+    live = session.scalars(
+        select(Checkpoint)
+        .where(Checkpoint.ladder_id == ladder_id, Checkpoint.superseded_at.is_(None))
+        .order_by(Checkpoint.id.desc())
+    ).all()
+    kept: list[Checkpoint] = []
+    for checkpoint in live:
+        if not kept or checkpoint.after_game_id < kept[-1].after_game_id:
+            kept.append(checkpoint)
+    return kept[::-1]
 
 
 def games_up_to(session: Session, ladder_id: int, game_id: int) -> int:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
 
+from app import storage
+from app.access import ladder_for_read
+from app.db import Database
 from tests.api.test_analysis import wait
 from tests.conftest import ADMIN_KEY, bearer, make_ladder
 
@@ -74,6 +78,25 @@ def test_a_voided_game_counts_nowhere_and_the_ratings_are_those_without_it(clien
     assert ids[17] not in [item["game_id"] for item in history]
 
 
+def test_a_void_replays_only_the_games_its_players_reach(client, settings):
+    key = make_ladder(client, "reach", k=1, seed=3)
+    clean = make_ladder(client, "clean", k=1, seed=3)
+    pairs = [("a", "b"), ("c", "d"), ("c", "d"), ("b", "c"), ("e", "f"), ("d", "a"), ("e", "f"), ("c", "d")]
+    games = [{"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]} for a, b in pairs]
+    ids = post_all(client, "reach", key, games)
+    db = Database.from_settings(settings)
+    with db.reading() as session:
+        tail = storage.log.read_tail(session, ladder_for_read(session, "reach"), ids[0], ["a", "b"])
+    db.dispose()
+    # c and d are reached by game 3 (b beat c), with their state after games 1 and 2; e and f never are.
+    assert tail.game_ids.tolist() == [ids[0], ids[3], ids[5], ids[7]] and tail.keys == ["a", "b", "c", "d"]
+    assert tail.start_games.tolist() == [0, 0, 2, 2]
+    assert client.delete(f"/v1/ladders/reach/games/{ids[0]}", headers=bearer(key)).status_code == 200
+    post_all(client, "clean", clean, games[1:])
+    assert players(client, "reach") == players(client, "clean")
+    assert client.get("/v1/ladders/reach/audit").json()["consistent"]
+
+
 def test_voiding_again_changes_nothing_and_bad_requests_are_refused(client):
     key = make_ladder(client)
     other = make_ladder(client, "other")
@@ -113,6 +136,28 @@ def test_voiding_a_game_before_a_checkpoint_supersedes_it(client):
     assert players(client, "voided") == players(client, "clean")
     # A refit that saw the voided game can no longer be applied: the log changed below its last game.
     assert client.post(f"/v1/ladders/voided/refits/{job['id']}/apply", headers=bearer(key)).status_code == 409
+
+
+def test_a_void_after_an_applied_refit_replays_from_the_refit(client):
+    key = make_ladder(client, k=1, seed=6)
+    games = random_games(70, seed=3)
+    ids = post_all(client, "test", key, games[:50])
+    r = client.post("/v1/ladders/test/refits", json={"restarts": 1, "holdout": 0}, headers=bearer(key))
+    job = wait(client, r.headers["Location"])
+    ids += post_all(client, "test", key, games[50:])
+    applied = client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=bearer(key)).json()
+    assert applied["replayed_games"] == 20
+    assert client.delete(f"/v1/ladders/test/games/{ids[60]}", headers=bearer(key)).status_code == 200
+    audit = client.get("/v1/ladders/test/audit").json()
+    assert audit["consistent"] and audit["checkpoint_after_game"] == ids[49] and audit["replayed_games"] == 19
+    # Every game after the checkpoint shows the vectors the ratings went through: each player's games chain up.
+    for key_ in players(client, "test"):
+        items = client.get(f"/v1/ladders/test/players/{key_}/history?limit=500").json()["items"][::-1]
+        later = [item for item in items if item["game_id"] > ids[49]]
+        for previous, item in itertools.pairwise(later):
+            assert item["before"] == previous["after"]
+        if later:
+            assert later[-1]["after"] == client.get(f"/v1/ladders/test/players/{key_}").json()["vector"]
 
 
 def test_concurrent_voids_and_posts_lose_nothing(server):
