@@ -13,8 +13,9 @@ restore), then times, each as its own process:
   ``sqlite3``, no JSON: no export can beat it;
 * ``melo import`` of the export into a new ladder, checked bit for bit.
 
-Peak memory is each process's maximum resident set: flat across sizes means
-bounded.  Prints a table and writes bench/results/bench_export.json.
+Peak memory is each process's maximum resident set, which includes SQLite's
+page cache (capped per connection); the Python heap peak of an in-process
+export is measured too: flat across sizes means bounded.  Prints a table and writes bench/results/bench_export.json.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tracemalloc
 from pathlib import Path
 
 import httpx
@@ -51,6 +53,25 @@ def run(args: list[str], env: dict) -> tuple[float, float]:
     if status != 0:
         raise SystemExit(f"{' '.join(args)} failed: {process.stderr.read().decode()}")
     return seconds, usage.ru_maxrss / 1024
+
+
+def python_heap_mb(url: str) -> float:
+    """Peak Python heap (tracemalloc) of an in-process export to nowhere: SQLite's page cache, which the process's
+    resident peak includes and which is capped per connection (app.db.SQLITE_CACHE_KIB), is not in it."""
+    from app.access import ladder_for_read
+    from app.backups.service import export_lines
+    from app.config import Settings
+    from app.db import Database
+
+    db = Database.from_settings(Settings(database_url=url))
+    tracemalloc.start()
+    with db.snapshot() as session:
+        for _ in export_lines(session, ladder_for_read(session, "bench", fresh=True)):
+            pass
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    db.dispose()
+    return peak / 1e6
 
 
 def read_floor(db: Path) -> float:
@@ -92,6 +113,7 @@ def one_size(games: int, players: int, tmp: Path) -> dict:
     exported = run([*MELO, "export", "bench", "-o", str(tmp / "cli.ndjson")], env)
     http = http_export(env["MELO_DATABASE_URL"], tmp / "http.ndjson")
     floor = read_floor(db)
+    heap = python_heap_mb(env["MELO_DATABASE_URL"])
     restored = run([*MELO, "import", "copy", str(tmp / "cli.ndjson")], env)
     same_file = (tmp / "cli.ndjson").read_bytes() == (tmp / "http.ndjson").read_bytes()
     with sqlite3.connect(db) as conn:
@@ -111,6 +133,7 @@ def one_size(games: int, players: int, tmp: Path) -> dict:
         "read floor (sqlite3)": {"seconds": floor},
         "melo import of the export": {"seconds": restored[0], "peak_mb": restored[1]},
         "http_equals_cli": same_file,
+        "export_python_heap_peak_mb": heap,
         "players_bit_for_bit": vectors,
     }
 
@@ -134,7 +157,8 @@ def main() -> None:
     for r in results:
         print(f"\n{r['games']:,} games: export {r['export_mb']:,.0f} MB; HTTP and CLI exports identical: "
               f"{r['http_equals_cli']}; restored players equal bit for bit: {r['players_bit_for_bit']:,}; "
-              f"server peak {r['GET …/export']['server_peak_mb_before']:,.0f} MB before the export")  # fmt: skip
+              f"server peak {r['GET …/export']['server_peak_mb_before']:,.0f} MB before the export; Python heap "
+              f"peak of an export {r['export_python_heap_peak_mb']:,.1f} MB")  # fmt: skip
     RESULTS.mkdir(exist_ok=True)
     out = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
