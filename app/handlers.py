@@ -24,7 +24,9 @@ def problem_response(problem: Problem, headers: dict[str, str] | None = None) ->
 
 
 def _field(loc: tuple[Any, ...] | list[Any]) -> str:
-    """("body", "sides", 1, "players") -> "sides[1].players"."""
+    """("body", "sides", 1, "players") -> "sides[1].players"; ("header", "idempotency-key") -> "Idempotency-Key"."""
+    if len(loc) == 2 and loc[0] == "header":
+        return "-".join(word.capitalize() for word in str(loc[1]).replace("_", "-").split("-"))
     out = ""
     for part in loc:
         if part == "body" and not out:

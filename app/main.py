@@ -23,6 +23,7 @@ from app.ladders.router import router as ladders_router
 from app.migrate import upgrade
 from app.players.router import router as players_router
 from app.predictions.router import router as predictions_router
+from app.predictions.router import teams_router
 from app.web.router import router as web_router
 from app.web.router import static
 
@@ -54,17 +55,24 @@ class BodyLimit:
         if length is not None and length.isdigit() and int(length) > self.limit:
             await self._reject(scope, receive, send)
             return
-        seen = 0
+        seen, refused = 0, False
 
         async def limited() -> dict:
-            nonlocal seen
+            # A body without a length (chunked) is counted as it arrives: past the limit, the 413 is sent here and
+            # the app sees a disconnect, so it stops reading and whatever it answers is dropped.
+            nonlocal seen, refused
             message = await receive()
             seen += len(message.get("body", b""))
-            if seen > self.limit:
-                raise errors.PayloadTooLarge(f"Request bodies are limited to {self.limit} bytes.")
-            return message
+            if seen > self.limit and not refused:
+                refused = True
+                await self._reject(scope, receive, send)
+            return {"type": "http.disconnect"} if refused else message
 
-        await self.app(scope, limited, send)
+        async def unless_refused(message: dict) -> None:
+            if not refused:
+                await send(message)
+
+        await self.app(scope, limited, unless_refused)
 
     async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
         problem = errors.PayloadTooLarge(f"Request bodies are limited to {self.limit} bytes (MELO_MAX_BODY_BYTES).")
@@ -108,6 +116,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Hot routes first: routes are matched in order.
     for router in (
         predictions_router,
+        teams_router,
         games_router,
         players_router,
         ladders_router,

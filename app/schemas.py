@@ -5,13 +5,36 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Annotated, Generic, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
 
 from app.rating import advantage_from_probability
 
+
+def printable(value: str) -> str:
+    """``value`` if every character is printable: no control, format (bidi controls, zero-width), private-use,
+    unassigned or separator characters other than the plain space.  They are invisible or garble what shows
+    the text (PostgreSQL refuses NUL outright), so no identifier or name may hold them."""
+    if not value.isprintable():
+        bad = next(ch for ch in value if not ch.isprintable())
+        raise ValueError(f"must be printable: U+{ord(bad):04X} is a control, format or invisible character")
+    return value
+
+
 Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
-PlayerKey = Annotated[str, StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/]+(?: [^\s/]+)*$")]
-Vector = Annotated[list[float], Field(min_length=2, max_length=64)]
+#: A player's key: printable, no ``/``, single spaces between words, 1-128 characters.
+PlayerKey = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/]+(?: [^\s/]+)*$"),
+    AfterValidator(printable),
+]
+#: A name, reason or client-chosen id: printable text of at most ``n`` characters.
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(printable)]
+ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(printable)]
+Reason = Annotated[str, StringConstraints(max_length=500), AfterValidator(printable)]
+#: The largest vector component accepted (either way): real ratings are tens of logits at most.
+MAX_COMPONENT = 1000.0
+Component = Annotated[float, Strict(), Field(ge=-MAX_COMPONENT, le=MAX_COMPONENT)]
+Vector = Annotated[list[Component], Field(min_length=2, max_length=16)]
 #: A number in a request: JSON numbers only (no `true`, no `"1"`).
 Number = Annotated[float, Strict()]
 #: The largest seat advantage accepted, in logits (either way).

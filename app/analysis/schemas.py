@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
@@ -25,7 +25,7 @@ class RefitIn(StrictModel):
         3, ge=1, le=20, description="Seeded random starts; the best is kept, their agreement reported."
     )
     holdout: float = Field(0.2, ge=0, lt=0.9, description="Fraction of games held out for the report (0: none).")
-    select_k: list[int] | None = Field(
+    select_k: list[Annotated[int, Field(ge=0, le=8)]] | None = Field(
         None, description="Choose k among these (0 = Elo, at most the ladder's k) by held-out log loss."
     )
     eta: float | None = Field(

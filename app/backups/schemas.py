@@ -9,7 +9,7 @@ from pydantic import Field, StrictBool
 
 from app.games.schemas import GameIn
 from app.ladders.schemas import LadderCreate
-from app.schemas import MAX_ID, PlayerKey, StrictModel, Vector
+from app.schemas import MAX_ID, Name, PlayerKey, Reason, StrictModel, Vector
 
 #: The export format's version, in the header line.
 FORMAT = 1
@@ -31,7 +31,7 @@ class Header(StrictModel):
 
 class ExportedPlayer(StrictModel):
     key: PlayerKey
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     active: StrictBool = True
     initial: Vector | None = Field(None, description="The player's explicit initial vector; default: the seeded one.")
     created_at: datetime | None = None
@@ -40,7 +40,7 @@ class ExportedPlayer(StrictModel):
 class VoidMark(StrictModel):
     at: datetime
     by: str | None = Field(None, max_length=64)
-    reason: str | None = Field(None, max_length=500)
+    reason: Reason | None = None
 
 
 class ExportedGame(GameIn):

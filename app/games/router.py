@@ -4,18 +4,19 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Header, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import AfterValidator
 
 from app.access import ladder_and_key, readable
 from app.deps import CallerDep, DatabaseDep, IdPath, SettingsDep
 from app.errors import InvalidInput, problems
 from app.games import service
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
-from app.schemas import MAX_ID, Page
+from app.schemas import MAX_ID, Page, printable
 
 router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"])
 
 IdempotencyKey = Annotated[
-    str | None,
+    Annotated[str, AfterValidator(printable)] | None,
     Header(
         max_length=200,
         description="Any unique string per logical request: a retry with the same key and body is applied once "

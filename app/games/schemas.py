@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.schemas import Number, PlayerKey, SeatAdvantage, StrictModel
+from app.schemas import ExternalId, Number, PlayerKey, Reason, SeatAdvantage, StrictModel
 
 #: When a game may have been played (a sane window: later dates are typos, and they overflow time zones).
 EARLIEST, LATEST = datetime(1900, 1, 1), datetime(2200, 1, 1)
@@ -23,7 +23,9 @@ class GameIn(StrictModel):
         description="When it was played (default: now), between 1900 and 2200; stored in UTC, a time without zone "
         "is taken as UTC.",
     )
-    external_id: str | None = Field(None, min_length=1, max_length=200, description="Your id; also an idempotency key.")
+    external_id: ExternalId | None = Field(
+        None, description="Your id (up to 200 printable characters); also an idempotency key."
+    )
 
     model_config = StrictModel.model_config | {
         "json_schema_extra": {
@@ -95,7 +97,7 @@ class GameOut(BaseModel):
 
 
 class VoidIn(StrictModel):
-    reason: str | None = Field(None, max_length=500, description="Why, for the audit trail (e.g. `wrong winner`).")
+    reason: Reason | None = Field(None, description="Why, for the audit trail (e.g. `wrong winner`).")
 
 
 class BatchOut(BaseModel):

@@ -58,7 +58,7 @@ class Post:
     def record_key(self) -> str | None:
         """The key its response is recorded under: the Idempotency-Key, else a single game's external_id."""
         if self.idempotency_key is None and not self.batch and self.games[0].external_id is not None:
-            return "external_id:" + self.games[0].external_id
+            return EXTERNAL + self.games[0].external_id
         return self.idempotency_key
 
     def field(self, index: int, rest: str) -> str:
@@ -165,7 +165,16 @@ def _stored(session: Session, ladder: LadderRow, key: str, digest: str) -> dict 
     return found[1]
 
 
+EXTERNAL = "external_id:"
+
+
 def _reused(key: str) -> Conflict:
+    if key.startswith(EXTERNAL):  # a single game's external_id, recorded as its idempotency key
+        external_id = key[len(EXTERNAL) :]
+        return Conflict(
+            f"external_id: a game with external_id {external_id!r} exists already (with other content).",
+            errors=[{"field": "external_id", "message": "taken by another game"}],
+        )
     return Conflict(
         f"Idempotency key {key!r} was already used with a different request body.",
         errors=[{"field": "Idempotency-Key", "message": "already used with a different body"}],

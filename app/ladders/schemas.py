@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
-from app.schemas import Slug, StrictModel
+from app.schemas import Name, Slug, StrictModel, Vector
 
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (README).
 DEFAULT_K = 2
@@ -18,7 +18,7 @@ DEFAULT_AUTO_REFIT = True
 
 class LadderCreate(StrictModel):
     slug: Slug = Field(description="URL name of the ladder: lower-case letters, digits, `-`, `_`.")
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     k: int = Field(DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (SPEC §1).")
     eta: float = Field(DEFAULT_ETA, ge=0, le=10, description="Learning rate η of the normalised update (SPEC §3).")
     eta_tau: float | None = Field(
@@ -29,7 +29,7 @@ class LadderCreate(StrictModel):
         "null: η is constant (seed 000).",
     )
     init_scale: float = Field(DEFAULT_INIT_SCALE, gt=0, le=100, description="Std. dev. of initial vectors (SPEC §2).")
-    init_offset: list[float] | None = Field(
+    init_offset: Vector | None = Field(
         None,
         description=f"Mean of initial vectors (2k numbers). Default (0, {DEFAULT_INIT_V0}, 0, …): players start near "
         "the Elo manifold c = (r, 1), so a new ladder behaves like Elo until its results show cycles (SPEC §2).",
@@ -51,7 +51,7 @@ class LadderCreate(StrictModel):
 class LadderPatch(StrictModel):
     """Settings an admin key may change; those left out stay as they are."""
 
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     auto_create_players: StrictBool | None = None
     auto_refit: StrictBool | None = None
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
@@ -60,7 +60,7 @@ class LadderPatch(StrictModel):
 
 
 class KeyCreate(StrictModel):
-    name: str = Field(min_length=1, max_length=200, description="Who or what uses it, e.g. `game-server-3`.")
+    name: Name = Field(description="Who or what uses it, e.g. `game-server-3`.")
     role: Literal["write", "admin"] = Field(
         description="`write` posts players and games; `admin` also manages keys and settings."
     )

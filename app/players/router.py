@@ -79,11 +79,20 @@ def history(
 
 @router.get("/players/{key}/opponents", response_model=list[OpponentItem], responses=problems(404))
 def opponents(
-    slug: str, key: str, db: DatabaseDep, caller: CallerDep, limit: Annotated[int, Query(ge=1, le=100)] = 10
+    slug: str,
+    key: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    purpose: Literal["balanced", "comparable"] = "balanced",
 ) -> JSONResponse:
-    """Balanced opponents: the players against whom the win probability is closest to 1/2 (SPEC §7)."""
+    """Who to play next. `purpose=balanced`: the players against whom the win probability is closest to 1/2.
+    `purpose=comparable`: for a player whose results do not yet pin their rating down (provisional), the
+    opponents whose games would best do so: the identifiability check finds a direction in which every result so
+    far lets the rating drift, and a game helps when its likely result pushes back along it (ranked by `gain`).
+    A player who is comparable already gets the balanced list."""
     with db.reading() as session:
-        return JSONResponse(service.opponents(session, readable(session, slug, caller), key, limit))
+        return JSONResponse(service.opponents(session, readable(session, slug, caller), key, limit, purpose))
 
 
 @router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 409, 422))

@@ -4,12 +4,12 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field, StrictBool
 
-from app.schemas import PlayerKey, StrictModel, Vector
+from app.schemas import Name, PlayerKey, StrictModel, Vector
 
 
 class PlayerCreate(StrictModel):
     key: PlayerKey
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     vector: Vector | None = Field(
         None, description="Explicit initial vector (2k numbers), e.g. migrated ratings; default: seeded draw (SPEC §2)."
     )
@@ -43,7 +43,7 @@ class MergeIn(StrictModel):
 class PlayerPatch(StrictModel):
     """What a write key may change about a player; fields left out stay as they are."""
 
-    name: str | None = Field(None, max_length=200)
+    name: Name | None = None
     active: StrictBool | None = Field(None, description="false: leave the default leaderboard, keep the ratings.")
 
     model_config = StrictModel.model_config | {
@@ -88,3 +88,9 @@ class OpponentItem(BaseModel):
     key: str
     name: str | None
     probability: float = Field(description="P(player beats this opponent).")
+    gain: float | None = Field(
+        None,
+        description="purpose=comparable: how much a game against them would help pin the player down (0-1): the "
+        "cosine between the direction the player's results leave open and the one this game's likely result adds, "
+        "times that result's probability.",
+    )

@@ -22,6 +22,8 @@ from app import rating, storage
 from app.errors import Conflict, InvalidInput, NotFound
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
+from app.rating.identifiability import Results, comparing_opponents
+from app.rating.model import omega_apply
 from app.replays import replay_from
 from app.schemas import MAX_ID, iso
 from app.storage.ladders import LadderRow
@@ -291,13 +293,36 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
     return {"items": items, "next_cursor": next_cursor}
 
 
-def opponents(session: Session, ladder: LadderRow, key: str, limit: int) -> list[dict]:
-    """The players against whom ``key`` has the most even chances (SPEC §7)."""
+def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose: str = "balanced") -> list[dict]:
+    """The players against whom ``key`` has the most even chances (SPEC §7), or, for ``purpose="comparable"``,
+    those whose games would best make a player who is not yet comparable comparable (SPEC §10)."""
     table = _table(session, ladder)
     i = _row(table, ladder, key)
+    if purpose == "comparable":
+        found = _comparing(session, table, i, limit)
+        if found is not None:
+            return found
     best = rating.balanced_opponents(table.C, i, limit=limit) if len(table.keys) > 1 else []
     probs = rating.pair_probability(table.C, np.full(len(best), i), np.asarray(best, dtype=int))
     return [
-        {"key": table.keys[j], "name": table.names[j], "probability": float(p)}
+        {"key": table.keys[j], "name": table.names[j], "probability": float(p), "gain": None}
         for j, p in zip(np.asarray(best, dtype=int).tolist(), probs.tolist(), strict=True)
+    ]
+
+
+def _comparing(session: Session, table: Table, i: int, limit: int) -> list[dict] | None:
+    """Opponents along the witness direction of player ``i``'s results; None if they are comparable already."""
+    games = [payload for _, payload, voided in storage.games.of_player_all(session, int(table.ids[i])) if not voided]
+    W = np.zeros((table.C.shape[1], 0))
+    if games:
+        log = storage.log.encode(games, {key: n for n, key in enumerate(table.keys.tolist())})
+        W = Results.of(log).directions(omega_apply(table.C), i)
+    found = comparing_opponents(table.C, i, W, limit)
+    if found is None:
+        return None
+    best, gain = found
+    probs = rating.pair_probability(table.C, np.full(len(best), i), best)
+    return [
+        {"key": table.keys[j], "name": table.names[j], "probability": float(p), "gain": float(g)}
+        for j, p, g in zip(best.tolist(), probs.tolist(), gain.tolist(), strict=True)
     ]

@@ -9,7 +9,7 @@ from app import reads
 from app.deps import CallerDep, DatabaseDep
 from app.errors import problems
 from app.predictions import service
-from app.predictions.schemas import MatchIn, MatchPrediction, PairPrediction
+from app.predictions.schemas import MatchIn, MatchPrediction, PairPrediction, TeamsIn, TeamsOut
 from app.schemas import PlayerKey
 
 router = APIRouter(prefix="/v1/ladders/{slug}/predict", tags=["predictions"])
@@ -34,3 +34,18 @@ async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: Calle
     ladder = await reads.ladder(db, slug, caller)
     keys = service.match_keys(data)
     return JSONResponse(service.match(data, await reads.vectors(db, ladder, keys)))
+
+
+teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"])
+
+
+@teams_router.post("", response_model=TeamsOut, responses=problems(404, 422))
+async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Split the players into teams whose match is closest to even (each team plays as its members' mean vector).
+
+    Every split is scored up to 12 players (10 players into two teams: 126 splits); beyond, a local search from a
+    snake draft by strength and random starts swaps players between teams while that evens the match (`exact`
+    says which). Nothing is written."""
+    ladder = await reads.ladder(db, slug, caller)
+    keys = service.team_keys(data)
+    return JSONResponse(service.fair_teams(data, await reads.vectors(db, ladder, keys)))

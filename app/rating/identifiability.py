@@ -29,6 +29,7 @@ from scipy.linalg import null_space
 from scipy.optimize import nnls
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
+from scipy.special import expit
 
 from app.rating.games import GameLog
 from app.rating.model import Array, omega_apply
@@ -46,6 +47,8 @@ class Comparability:
     comparable: bool
     reason: str
     direction: Array | None = None
+    #: The directions span R^dim (if not, -direction is an escape too).
+    spans: bool = True
 
 
 def comparable(W: ArrayLike, dim: int) -> Comparability:
@@ -53,13 +56,13 @@ def comparable(W: ArrayLike, dim: int) -> Comparability:
     W = np.asarray(W, dtype=np.float64).reshape(dim, -1)
     t = W.shape[1]
     if t == 0:
-        return Comparability(False, "no results against the comparison set", _unit(dim))
+        return Comparability(False, "no results against the comparison set", _unit(dim), False)
     s = np.linalg.svd(W, compute_uv=False)
     if s[0] == 0 or np.sum(s > RANK_TOL * s[0]) < dim:
         v = null_space(W.T, rcond=RANK_TOL)
         direction = v[:, 0] if v.shape[1] else _unit(dim)
         return Comparability(
-            False, f"results span only {int(np.sum(s > RANK_TOL * s[0]))} of {dim} dimensions", direction
+            False, f"results span only {int(np.sum(s > RANK_TOL * s[0]))} of {dim} dimensions", direction, False
         )
     # Wλ = 0 with λ ≥ 1: write λ = 1 + μ, μ ≥ 0, and minimise |Wμ + W1| (non-negative least squares).
     # It is 0 exactly when the cone covers R^dim.  Otherwise the residual r = Wλ* is a Farkas witness:
@@ -216,3 +219,30 @@ def identifiability(C: ArrayLike, log: GameLog, n_players: int) -> Identifiabili
         not_comparable=failing,
         components=strongly_connected(results, n_players),
     )
+
+
+def comparing_opponents(C: ArrayLike, player: int, W: ArrayLike, limit: int = 10) -> tuple[Array, Array] | None:
+    """The opponents whose games would best make ``player`` comparable, and how much each would help.
+
+    ``W`` are the player's directions (columns, :meth:`Results.directions`).  If
+    their cone does not cover R^{2k}, the check returns a witness v with wᵀv ≥ 0
+    for every direction w: the rating can run off along v.  A game against j
+    adds the direction +Ωc_j if the player wins and -Ωc_j if they lose, so it
+    closes that escape when the outcome's direction points against v.  Each
+    opponent's gain is the |cosine| between v and Ωc_j times the probability of
+    the closing outcome (when the directions do not even span R^{2k}, -v is an
+    escape too and either outcome helps); the largest first.  None if the
+    player is comparable already.
+    """
+    C = np.asarray(C, dtype=np.float64)
+    check = comparable(W, C.shape[1])
+    if check.comparable:
+        return None
+    OC = omega_apply(C)
+    lengths = np.linalg.norm(OC, axis=1)
+    cosine = np.divide(OC @ check.direction, lengths, out=np.zeros(len(C)), where=lengths > 0)
+    p_win = expit(OC @ C[player])  # P(player beats j) = σ(c_iᵀ Ω c_j)
+    gain = np.abs(cosine) * (1.0 if not check.spans else np.where(cosine < 0, p_win, 1.0 - p_win))
+    gain[player] = -np.inf
+    order = np.lexsort((np.arange(len(C)), -gain))[: min(limit, len(C) - 1)]
+    return order, gain[order]

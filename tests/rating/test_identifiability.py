@@ -3,9 +3,18 @@
 import numpy as np
 import pytest
 from scipy.optimize import linprog
+from scipy.special import expit
 
 from app.rating import GameLog, omega
-from app.rating.identifiability import Results, both_ways, comparable, find_clique, identifiability
+from app.rating.identifiability import (
+    Results,
+    both_ways,
+    comparable,
+    comparing_opponents,
+    find_clique,
+    identifiability,
+)
+from app.rating.model import omega_apply
 
 C_SEED = np.array([[-1.0, 2.0], [0.0, 2.0], [1.0, 2.0]])  # seed 000 §7.2: P1, P2, P3
 W = omega(1)
@@ -99,3 +108,27 @@ def test_comparable_agrees_with_the_linear_program_and_its_witness_holds(dim):
             assert np.all(W.T @ check.direction >= -1e-9) and np.sum(W.T @ check.direction) > 0
         verdicts.append(check.comparable)
     assert 30 < sum(verdicts) < 270  # both outcomes were exercised
+
+
+def test_comparing_opponents_point_against_the_witness_direction():
+    # k = 1. Player 0 has only beaten player 1: one direction, +Ωc_1 = (1, 1); the rating can drift along ±(1, -1).
+    C = np.array([[0.0, 1.0], [-1.0, 1.0], [1.0, 1.0], [-1.0, 1.0], [2.0, 2.5]])
+    W = omega_apply(C[[1, 1, 1]]).T
+    order, gain = comparing_opponents(C, 0, W, limit=4)
+    # Player 2 (Ωc = (1, -1)) opens the missing direction whichever way the game goes; player 4 nearly so;
+    # player 3 sits where player 1 does and adds nothing.
+    assert order.tolist() == [2, 4, 1, 3] and gain[0] == pytest.approx(1.0) and gain[-1] == pytest.approx(0.0)
+    cosine = abs(omega_apply(C[[4]])[0] @ np.array([1.0, -1.0])) / np.sqrt(2) / np.linalg.norm(C[4])
+    assert gain[1] == pytest.approx(cosine)
+    # Directions that span R^2 but all lean one way: only the result that pushes back helps, weighted by its odds.
+    W = omega_apply(C[[1, 2]]).T  # beat 1 and beat 2
+    order, gain = comparing_opponents(C, 0, W, limit=4)
+    v = (W[:, 0] + W[:, 1]) / np.linalg.norm(W[:, 0] + W[:, 1])  # the escape: further along both wins
+    OC = omega_apply(C)
+    expected = np.abs(OC @ v) / np.linalg.norm(OC, axis=1)
+    p_win = expit(OC @ C[0])
+    expected *= np.where(OC @ v < 0, p_win, 1 - p_win)
+    expected[0] = -np.inf
+    assert order[0] == int(np.argmax(expected)) and gain[0] == pytest.approx(expected.max(), rel=0.05)
+    # Once the directions surround the origin, nothing is needed.
+    assert comparing_opponents(C, 0, np.hstack([W, -W]), limit=4) is None

@@ -1,0 +1,134 @@
+"""Strange input gets a 4xx problem naming the field, the same on both databases, and changes nothing."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from tests.api.test_analysis import wait
+from tests.conftest import ADMIN_KEY, admin, bearer, make_ladder
+
+
+def duel(a: str, b: str, **extra) -> dict:
+    return {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}], **extra}
+
+
+def problem(r: httpx.Response, status: int, field: str | None = None) -> dict:
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/problem+json")
+    body = r.json()
+    if field is not None:
+        assert field in {e.get("field") for e in body.get("errors", [])}, body
+    return body
+
+
+BAD_TEXT = {
+    "NUL": "a\x00b",
+    "control": "a\x07b",
+    "bidi override": "ann\u202egnp.exe",
+    "bidi isolate": "\u2066bob",
+    "zero width": "a\u200bb",
+    "line separator": "a\u2028b",
+    "surrogate-free private use": "a\ue000b",
+}
+
+
+@pytest.mark.parametrize("text", BAD_TEXT.values(), ids=BAD_TEXT.keys())
+def test_identifiers_with_invisible_or_control_characters_are_refused(client, text):
+    key = make_ladder(client)
+    h = bearer(key)
+    problem(client.post("/v1/ladders/test/games", json=duel(text, "b"), headers=h), 422, "sides[0].players[0]")
+    problem(client.post("/v1/ladders/test/games", json=duel("a", "b", external_id=text), headers=h), 422, "external_id")
+    problem(client.post("/v1/ladders/test/players", json={"key": text}, headers=h), 422, "key")
+    problem(client.post("/v1/ladders/test/players", json={"key": "c", "name": text}, headers=h), 422, "name")
+    problem(client.post("/v1/ladders", json={"slug": "x", "name": text}, headers=admin()), 422, "name")
+    problem(client.post("/v1/ladders/test/keys", json={"name": text, "role": "write"}, headers=h), 422, "name")
+    r = client.post("/v1/ladders/test/games", json=duel("a", "b"), headers=h | {"Idempotency-Key": text.encode()})
+    problem(r, 422, "Idempotency-Key")
+    assert client.get("/v1/ladders/test/predict", params={"a": text, "b": "b"}).status_code in (404, 422)
+    assert client.get("/v1/ladders/test").json()["games"] == 0
+    assert client.get("/v1/ladders/test/leaderboard").json()["items"] == []
+
+
+def test_printable_unicode_keys_and_the_longest_external_id_work(client):
+    key = make_ladder(client)
+    for name in ("Zoë", "李小龙", "Ана Мария", "o'brien", "émile-2"):
+        r = client.post("/v1/ladders/test/games", json=duel(name, "bob", external_id="x" * 200), headers=bearer(key))
+        if name == "Zoë":
+            assert r.status_code == 201, r.text
+        else:
+            problem(r, 409, "external_id")  # the same external id: taken by the first
+    r = client.post("/v1/ladders/test/games", json=duel("李小龙", "bob", external_id="y" * 200), headers=bearer(key))
+    assert r.status_code == 201, r.text
+    assert client.get("/v1/ladders/test/players/李小龙").status_code == 200
+
+
+def test_vectors_and_offsets_are_bounded(client):
+    key = make_ladder(client, k=1)
+    h = bearer(key)
+    problem(client.post("/v1/ladders/test/players", json={"key": "a", "vector": [1e308, 1e308]}, headers=h), 422)
+    problem(client.post("/v1/ladders/test/players", json={"key": "a", "vector": [0.0, 1001.0]}, headers=h), 422)
+    body = {"slug": "big", "k": 1, "init_offset": [1e308, 1e308]}
+    problem(client.post("/v1/ladders", json=body, headers=admin()), 422, "init_offset[0]")
+    assert (
+        client.post("/v1/ladders/test/players", json={"key": "a", "vector": [3.0, -1000.0]}, headers=h).status_code
+        == 201
+    )
+    assert client.get("/v1/ladders/test/leaderboard?by=disc").status_code in (200, 409)  # 409: no dominant disc
+
+
+def test_bad_refit_parameters_and_a_one_game_ladder(client):
+    key = make_ladder(client, k=2)
+    h = bearer(key)
+    problem(client.post("/v1/ladders/test/refits", json={"select_k": [-1]}, headers=h), 422, "select_k[0]")
+    assert client.post("/v1/ladders/test/games", json=duel("a", "b"), headers=h).status_code == 201
+    r = client.post("/v1/ladders/test/refits", json={}, headers=h)
+    if r.status_code == 202:
+        job = wait(client, r.headers["Location"])
+        assert job["status"] in ("done", "failed") and (job["status"] == "done" or job["error"]), job
+    else:
+        problem(r, 422)
+
+
+def test_duplicate_external_id_inside_a_batch_is_named_as_such(client):
+    key = make_ladder(client)
+    games = [duel("a", "b", external_id="m-1"), duel("b", "a", external_id="m-1")]
+    body = problem(client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=bearer(key)), 409)
+    assert "twice" in body["detail"] and body["errors"][0]["field"] == "games[1].external_id"
+    assert client.get("/v1/ladders/test").json()["games"] == 0
+
+
+def test_a_chunked_body_over_the_limit_is_413(client):
+    key = make_ladder(client)
+
+    def chunks():
+        yield b'{"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}], "external_id": "'
+        for _ in range(10 * 1024):
+            yield b"x" * 1024
+        yield b'"}'
+
+    r = client.post(
+        "/v1/ladders/test/games", content=chunks(), headers=bearer(key) | {"Content-Type": "application/json"}
+    )
+    problem(r, 413)
+    assert client.get("/v1/ladders/test").json()["games"] == 0
+
+
+def test_concurrent_posts_with_one_idempotency_key_and_different_bodies_apply_one(server):
+    r = httpx.post(server + "/v1/ladders", json={"slug": "race"}, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    headers = {"Authorization": f"Bearer {r.json()['write_key']}"}
+
+    def post(n: int) -> int:
+        body = duel(f"p{n}", f"q{n}", external_id=None if n % 2 else f"ext-{n // 4}")
+        with httpx.Client(base_url=server, timeout=60) as c:
+            key = {"Idempotency-Key": f"key-{n // 4}"} if n % 2 else {}
+            return c.post("/v1/ladders/race/games", json=body, headers=headers | key).status_code
+
+    with ThreadPoolExecutor(16) as pool:
+        statuses = list(pool.map(post, range(160)))
+    assert set(statuses) <= {201, 409}, statuses
+    games = httpx.get(server + "/v1/ladders/race").json()["games"]
+    assert games == statuses.count(201) == 80  # one per Idempotency-Key, one per external_id
+    assert httpx.get(server + "/v1/ladders/race/audit").json()["consistent"]
