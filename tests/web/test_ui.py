@@ -257,3 +257,19 @@ def test_an_admin_creates_and_revokes_keys_on_the_settings_page(site, page):
     page.wait_for_selector("#key-table tr.revoked")
     post = httpx.post(base + "/v1/ladders/office/games", json=game, headers={"Authorization": f"Bearer {secret}"})
     assert post.status_code == 403
+
+
+def test_make_fair_teams_for_doubles(site, page):
+    base, _ = site
+    page.goto(base + "/ladders/office")
+    page.fill("#teams-players", "ann, bob, cy, dee")
+    page.get_by_role("button", name="Make fair teams").click()
+    page.wait_for_selector("#teams-result li")
+    teams = page.locator("#teams-result li").all_inner_texts()
+    assert len(teams) == 2 and all(" & " in t and "wins" in t for t in teams)
+    # The strongest player (ann won all her games) is paired with the weakest (dee lost all of his).
+    assert any("ann" in t and "dee" in t for t in teams), teams
+    assert "Match quality" in page.inner_text("#teams-result")
+    page.fill("#teams-count", "5")  # five teams of four players: the server's words, not a crash
+    page.get_by_role("button", name="Make fair teams").click()
+    assert "teams" in page.locator("#messages .error").inner_text()

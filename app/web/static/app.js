@@ -132,7 +132,8 @@ async function ladderView(view, slug) {
     h("p", { class: "muted" }, `${ladder.players} players · ${ladder.games} games · k = ${ladder.k} · `,
       h("a", { href: `/ladders/${slug}/settings` }, "keys")),
     h("section", { id: "leaderboard" }),
-    h("div", { class: "grid" }, h("section", { id: "record", class: "panel" }), h("section", { id: "h2h", class: "panel" })),
+    h("div", { class: "grid" }, h("section", { id: "record", class: "panel" }), h("section", { id: "h2h", class: "panel" }),
+      h("section", { id: "teams", class: "panel" })),
     h("section", { id: "recent" }),
     h("section", { id: "discs" }),
   );
@@ -140,6 +141,7 @@ async function ladderView(view, slug) {
   renderRecord(state);
   await guarded(() => renderRecent(state));
   renderHeadToHead(state);
+  renderTeams(state);
   await guarded(() => renderDiscs(state));
 }
 
@@ -352,6 +354,28 @@ function renderHeadToHead(state) {
   } }, h("label", { for: "h2h-a" }, "Player or team"), a, h("label", { for: "h2h-b" }, "against"), b,
   h("p", {}, h("button", { type: "submit" }, "Compare")), out);
   box.replaceChildren(h("h2", {}, "Head to head"), form);
+}
+
+function renderTeams(state) {
+  const box = document.getElementById("teams");
+  const who = h("input", { id: "teams-players", placeholder: "ann, bob, cy, dee" });
+  const count = h("input", { id: "teams-count", type: "number", min: "2", value: "2" });
+  const out = h("div", { id: "teams-result", class: "result" });
+  const form = h("form", { onsubmit: async (event) => {
+    event.preventDefault();
+    clearMessages();
+    const split = await guarded(() => api("POST", `/v1/ladders/${state.slug}/teams`,
+      { players: names(who.value), teams: Number(count.value) }));
+    if (!split) return;
+    out.replaceChildren(
+      h("ol", {}, ...split.teams.map((team, n) =>
+        h("li", {}, `${team.join(" & ")}: wins ${pct(split.win_probabilities[n])}`))),
+      h("p", { class: "muted" }, `Match quality ${pct(split.match_quality)} (100% = dead even)` +
+        (split.exact ? ", the best of every possible split." : ", the best split a search found.")));
+  } }, h("label", { for: "teams-players" }, "Who is playing"), who,
+  h("label", { for: "teams-count" }, "Teams"), count,
+  h("p", {}, h("button", { type: "submit" }, "Make fair teams")), out);
+  box.replaceChildren(h("h2", {}, "Make teams"), form);
 }
 
 async function renderDiscs(state) {
