@@ -248,8 +248,12 @@ def cmd_refit(args: argparse.Namespace) -> None:
           f"{result['seconds']:.1f} s, restarts agree on P to {result['restart_max_abs_dp']:.2g}")  # fmt: skip
     if result["k_selection"]:
         print(
-            "\nheld-out log loss by k (0 = Elo)\n"
-            + table(["k", "log loss"], [[r["k"], r["heldout_log_loss"]] for r in result["k_selection"]])
+            "\nheld-out log loss by k (0 = Elo; matchups held out; the smallest k within one standard error of the "
+            "best is chosen)\n"
+            + table(
+                ["k", "log loss", "std. error vs best"],
+                [[r["k"], r["heldout_log_loss"], r.get("standard_error", 0.0)] for r in result["k_selection"]],
+            )
         )
     if result["l2_selection"]:
         rows = [[r["l2"], r["heldout_log_loss"]] for r in result["l2_selection"]]

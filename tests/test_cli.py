@@ -78,7 +78,7 @@ def test_refit_identifiability_and_analyse_on_the_chess_data(tmp_path, monkeypat
         capsys.readouterr()
         main(["refit", "chess", "--select-k", "0", "1", "2", "--restarts", "2", "--choose-l2", "--apply"])
         out = capsys.readouterr().out
-        assert "held-out log loss by k (0 = Elo)" in out and "applied: checkpoint" in out
+        assert "held-out log loss by k (0 = Elo; matchups held out" in out and "applied: checkpoint" in out
         for rater in ("elo", "current", "replay"):
             assert f"\n{rater} " in out
         main(["identifiability", "chess", "--ratings", "refit"])

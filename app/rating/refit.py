@@ -220,12 +220,51 @@ class Metrics:
         s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
         p = np.clip(p, 1e-15, 1 - 1e-15)
         total = float(np.sum(w))
-        loss = -float(np.dot(w, s * np.log(p) + (1 - s) * np.log1p(-p))) / total
+        loss = float(np.dot(w, term_losses(p, log, pairs))) / total
         brier = float(np.dot(w, (p - s) ** 2)) / total
         decided = s != 0.5
         hits = (p[decided] > 0.5) == (s[decided] > 0.5)
         accuracy = float(np.dot(w[decided], hits)) / max(float(np.sum(w[decided])), 1e-300)
         return cls(loss, brier, accuracy, len(pairs))
+
+
+def term_losses(p: Array, log: GameLog, pairs: IntArray) -> Array:
+    """The log loss of each selected pair term, from its predicted probability ``p``."""
+    s = log.pair_outcome[pairs]
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    return -(s * np.log(p) + (1 - s) * np.log1p(-p))
+
+
+def elo_probabilities(ratings: ArrayLike, log: GameLog, pairs: IntArray) -> Array:
+    """P of the selected pair terms from scalar Elo ratings (logits); teams use the mean rating."""
+    r = np.asarray(ratings, dtype=np.float64)[:, None]
+    side = _side_vectors(r, log)[:, 0]
+    return expit(side[log.pair_a[pairs]] - side[log.pair_b[pairs]] + log.pair_shift[pairs])
+
+
+def simplest_within_one_se(losses: dict[int, Array], log: GameLog, pairs: IntArray) -> tuple[int, dict[int, float]]:
+    """The smallest candidate whose held-out loss is within one standard error of the best one's.
+
+    ``losses[c]`` are the per-term losses of candidate ``c`` on the same held-out
+    pair terms.  The difference to the best candidate is averaged per held-out
+    matchup (its games share one prediction, so they are not independent) and
+    its standard error taken over matchups.  A held-out split is one noisy
+    draw: a richer model must beat a simpler one by more than that noise.
+    Returns the choice and each candidate's standard error.
+    """
+    w = log.pair_weight[pairs]
+    means = {c: float(np.dot(w, v) / w.sum()) for c, v in losses.items()}
+    best = min(means, key=means.get)
+    a, b = _lineups(log)
+    _, matchup = np.unique(np.stack([np.minimum(a, b)[pairs], np.maximum(a, b)[pairs]]), axis=1, return_inverse=True)
+    matchup = matchup.reshape(-1)
+    n = int(matchup.max(initial=-1)) + 1
+    errors = {}
+    for c, v in losses.items():
+        per = np.bincount(matchup, weights=w * (v - losses[best]), minlength=n) / np.bincount(matchup, w, n)
+        errors[c] = float(per.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+    chosen = min(c for c in losses if means[c] - means[best] <= errors[c])
+    return chosen, errors
 
 
 def evaluate(C: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
@@ -235,19 +274,40 @@ def evaluate(C: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
 
 def evaluate_elo(ratings: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
     """Metrics of scalar Elo ratings (logits) on the selected pair terms; teams use the mean rating."""
-    r = np.asarray(ratings, dtype=np.float64)[:, None]
-    side = _side_vectors(r, log)[:, 0]
-    x = side[log.pair_a[pairs]] - side[log.pair_b[pairs]] + log.pair_shift[pairs]
-    return Metrics.of(expit(x), log, pairs)
+    return Metrics.of(elo_probabilities(ratings, log, pairs), log, pairs)
 
 
 def split_games(log: GameLog, holdout: float, seed: int) -> tuple[IntArray, IntArray]:
-    """Pair terms of a random ``holdout`` fraction of the games (test) and of the rest (train)."""
+    """Pair terms of a random ``holdout`` fraction of the matchups (test) and of the rest (train).
+
+    A matchup is an unordered pair of lineups (the players of each side), and
+    every meeting of one matchup falls on the same side of the split.  Held-out
+    loss then measures predictions for pairs never seen together, which is what
+    matchmaking asks.  Holding out random games instead leaves a rematch of
+    nearly every test pair in training, and rewards a larger k for memorising
+    pairs: chosen that way, k was the largest offered even where Elo predicts
+    unseen pairs better (bench/bench_select_k.py).
+    """
     if not 0.0 <= holdout < 1.0:
         raise RatingInputError("holdout", "must be in [0, 1)")
-    test_game = np.random.default_rng(seed).random(log.n_games) < holdout
-    pair_game = np.repeat(np.arange(log.n_games), np.diff(log.pair_ptr))
-    return np.flatnonzero(~test_game[pair_game]), np.flatnonzero(test_game[pair_game])
+    a, b = _lineups(log)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    _, matchup = np.unique(np.stack([lo, hi]), axis=1, return_inverse=True)
+    test_matchup = np.random.default_rng(seed).random(int(matchup.max(initial=-1)) + 1) < holdout
+    test = test_matchup[matchup.reshape(-1)]
+    return np.flatnonzero(~test), np.flatnonzero(test)
+
+
+def _lineups(log: GameLog) -> tuple[IntArray, IntArray]:
+    """A number for the lineup of each pair term's two sides (equal numbers: the same players)."""
+    singles = log.single_players()
+    if singles is not None:
+        return singles
+    lineup = {}
+    numbers = np.array(
+        [lineup.setdefault(tuple(sorted(players)), len(lineup)) for players in log.side_players()], dtype=np.int64
+    )
+    return numbers[log.pair_a], numbers[log.pair_b]
 
 
 def observed_pair_probability(C: ArrayLike, log: GameLog) -> Array:
@@ -319,7 +379,9 @@ def refit(
     Held-out log loss, Brier and accuracy are reported for the refit, the
     ``current`` (online) vectors if given, and the Elo baseline (SPEC §11).
     With ``select_k``, each k there (0 = Elo) is fitted on the training games
-    and the one with the lowest held-out log loss is used; the vectors keep
+    and the smallest whose held-out log loss is within one standard error of
+    the lowest is used (:func:`simplest_within_one_se`; whole matchups are held
+    out, :func:`split_games`); the vectors keep
     the 2k columns of ``k`` (k = 0 gives (r, 1), then small random discs, see
     :func:`_pad`).  ``l2`` is λ of the cyclic discs (:func:`penalty_weights`);
     with ``l2=None`` it is chosen the same way among :data:`L2_CHOICES` (k is
@@ -357,16 +419,19 @@ def refit(
         if current is not None:
             heldout["current"] = vars(evaluate(current, log, test))
     if candidates:
+
+        def predicted(kk: int) -> Array:
+            if kk == 0:
+                return elo_probabilities(elo.ratings, log, test)
+            return expit(pair_logits(run(kk, train, seed).C, log, test))
+
+        losses = {kk: term_losses(predicted(kk), log, test) for kk in candidates}
+        chosen, errors = simplest_within_one_se(losses, log, test)
+        w = log.pair_weight[test]
         selection = [
-            {
-                "k": kk,
-                "heldout_log_loss": heldout["elo"]["log_loss"]
-                if kk == 0
-                else evaluate(run(kk, train, seed).C, log, test).log_loss,
-            }
-            for kk in candidates
+            {"k": kk, "heldout_log_loss": float(np.dot(w, v) / w.sum()), "standard_error": errors[kk]}
+            for kk, v in losses.items()
         ]
-        chosen = min(selection, key=lambda row: row["heldout_log_loss"])["k"]
     if chosen == 0:
         full = fit_elo(pair_counts(log, n_players))
         if progress is not None:

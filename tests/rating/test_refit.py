@@ -80,7 +80,9 @@ def test_recovers_a_known_low_rank_advantage_matrix(k):
     report = refit(log, 60, k, restarts=3, holdout=0.2, seed=1)
     _, test = split_games(log, 0.2, 1)
     truth = evaluate(C_true, log, test)
-    assert report.heldout["refit"]["log_loss"] - truth.log_loss < 0.01
+    # Within 0.025 nats of the truth on matchups never seen in training (0.018 for k = 2: 4 numbers per player
+    # from ~22 games per pair).
+    assert report.heldout["refit"]["log_loss"] - truth.log_loss < 0.025
     assert report.restart_max_abs_dp < 0.02
     assert report.heldout["refit"]["log_loss"] < report.heldout["elo"]["log_loss"]
     # Two independent fits of all the games give the same canonical coordinates.
@@ -125,8 +127,10 @@ def test_chess_data_choose_k_by_heldout_loss():
     current = np.random.default_rng(0).normal(scale=0.1, size=(len(names), 4))
     report = refit(log, len(names), 2, restarts=2, holdout=0.2, seed=0, current=current, select_k=[0, 1, 2])
     losses = {row["k"]: row["heldout_log_loss"] for row in report.k_selection}
+    errors = {row["k"]: row["standard_error"] for row in report.k_selection}
     assert sorted(losses) == [0, 1, 2]
-    assert report.k == min(losses, key=losses.get)
+    best = min(losses.values())
+    assert report.k == min(k for k in losses if losses[k] - best <= errors[k])  # the simplest within one SE
     assert report.C.shape == (len(names), 4)
     assert set(report.heldout) >= {"elo", "current"}
     _, test = split_games(log, 0.2, 0)
@@ -163,3 +167,25 @@ def test_guard_compares_the_refit_continued_online_with_the_served_forecasts():
     assert truth.refit_log_loss == pytest.approx(coin.refit_log_loss)
     with pytest.raises(RatingInputError):
         guard(log, start, 3_000, np.full(3_000, 0.5), frozen, 1)
+
+
+def test_held_out_matchups_choose_elo_where_elo_predicts_unseen_pairs_best():
+    # Elo ratings with a faint cyclic disc; half of all pairs played ten times each.  A larger k fits the played
+    # pairs better but predicts the unplayed ones worse: holding out whole matchups sees that (holding out random
+    # games chose k = 1 here).
+    rng = np.random.default_rng(0)
+    n = 40
+    C_true = np.column_stack([rng.normal(0, 1, n), np.ones(n), rng.normal(0, 0.15, (n, 2))])
+    i, j = np.triu_indices(n, k=1)
+    seen = rng.random(len(i)) < 0.5
+    pairs = np.repeat(np.column_stack([i[seen], j[seen]]), 10, axis=0)
+    log = sampled_games(C_true, len(pairs), rng, pairs=pairs[rng.permutation(len(pairs))])
+    train, test = split_games(log, 0.2, 0)
+    a, b = log.single_players()
+    matchups = {(min(x, y), max(x, y)) for x, y in zip(a.tolist(), b.tolist(), strict=True)}
+    held = {(min(x, y), max(x, y)) for x, y in zip(a[test].tolist(), b[test].tolist(), strict=True)}
+    kept = {(min(x, y), max(x, y)) for x, y in zip(a[train].tolist(), b[train].tolist(), strict=True)}
+    assert held and not held & kept and held | kept == matchups  # no matchup on both sides of the split
+    assert 0.1 < len(test) / log.n_games < 0.3
+    report = refit(log, n, 3, restarts=1, select_k=[0, 1, 2, 3])
+    assert report.k == 0, report.k_selection
