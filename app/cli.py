@@ -34,7 +34,7 @@ CHESS_RESULT = {"1-0": (1, 2), "0-1": (2, 1), "1/2-1/2": (1, 1)}
 
 
 def read_games(path: Path, fmt: str) -> list[dict]:
-    """Games in the API's JSON shape from one of the sample formats in ../shared/data."""
+    """Games in the API's JSON shape from one of the sample formats in tests/data."""
     data = json.loads(path.read_text())
     if fmt == "chess":  # [white, black, "1-0" | "0-1" | "1/2-1/2"]; white moves first
         return [
@@ -340,10 +340,10 @@ def main(argv: list[str] | None = None) -> None:
     refit.add_argument("--replay-k", type=int, help="k of the online rule replayed in the report")
     refit.add_argument("--seed", type=int, default=0)
     refit.add_argument("--apply", action="store_true", help="apply the refit as a checkpoint")
-    ident = sub.add_parser("identifiability", help="can the results pin down the ratings? (SPEC §10)")
+    ident = sub.add_parser("identifiability", help="can the results pin down the ratings? (mathematics §10)")
     ident.add_argument("ladder")
     ident.add_argument("--ratings", choices=["current", "refit"], default="current")
-    analyse = sub.add_parser("analyse", help="intransitivity and the canonical discs of a ladder (SPEC §12)")
+    analyse = sub.add_parser("analyse", help="intransitivity and the canonical discs of a ladder (mathematics §12)")
     analyse.add_argument("ladder")
     analyse.add_argument("--top", type=int, default=10)
     args = parser.parse_args(argv)

@@ -2,7 +2,7 @@
 
 The game log (``games`` with their full input, ``participants`` with every
 member's vector before and after) is the source of truth; ``players.vector``
-is a materialised view of it (SPEC §13).  Vectors are stored as raw float64
+is a materialised view of it (mathematics §13).  Vectors are stored as raw float64
 bytes so that they round-trip bit for bit.
 """
 
@@ -80,7 +80,7 @@ class Ladder(Base):
     name: Mapped[str | None] = mapped_column(String(200))
     k: Mapped[int]
     eta: Mapped[float]
-    #: η of a player after n games is eta / sqrt(1 + n / eta_tau); null: η is constant (seed 000).
+    #: η of a player after n games is eta / sqrt(1 + n / eta_tau); null: η is constant ([Guide]).
     eta_tau: Mapped[float | None]
     init_scale: Mapped[float]
     init_offset: Mapped[list[float] | None] = mapped_column(JSON)
@@ -189,7 +189,7 @@ class IdempotencyKey(Base):
 
 
 class Refit(Base):
-    """A background maximum-likelihood refit of a ladder's log (SPEC §9) and its result."""
+    """A background maximum-likelihood refit of a ladder's log (mathematics §9) and its result."""
 
     __tablename__ = "refits"
 
@@ -214,7 +214,7 @@ class Refit(Base):
 
 
 class Checkpoint(Base):
-    """Vectors that replace the ladder's ratings after game ``after_game_id`` (SPEC §9).
+    """Vectors that replace the ladder's ratings after game ``after_game_id`` (mathematics §9).
 
     Current ratings = checkpoint + the online rule over the games after it; players
     not in the checkpoint start from their initial vectors.

@@ -58,10 +58,10 @@ T = TypeVar("T")
 
 
 class SeatAdvantage(StrictModel):
-    """A side's seat advantage, in logits or as a win probability against an equal opponent (SPEC §5)."""
+    """A side's seat advantage, in logits or as a win probability against an equal opponent (mathematics §5)."""
 
     advantage: Number | None = Field(
-        None, ge=-MAX_ADVANTAGE, le=MAX_ADVANTAGE, description="Seat advantage in logits (SPEC §5), within ±50."
+        None, ge=-MAX_ADVANTAGE, le=MAX_ADVANTAGE, description="Seat advantage in logits (mathematics §5), within ±50."
     )
     win_probability: Number | None = Field(
         None,

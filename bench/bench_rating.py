@@ -4,7 +4,7 @@
 
 Replays two-player games (random pairs, wins/draws/losses, a small seat
 advantage) with :func:`app.rating.replay` at k = 1, 2, 3, and measures in the
-same run a plain Python/NumPy loop of the same maths (seed 000 eqs. 4-5, one
+same run a plain Python/NumPy loop of the same maths ([Guide] eqs. 4-5, one
 game at a time) and the library's per-game :func:`app.rating.apply_game`, on a
 prefix of the same games.  Prints a table and writes bench/results/bench_rating.json.
 Throughput ratios are what to compare: the machines are shared and noisy.
@@ -27,7 +27,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def plain_loop(C: np.ndarray, i, j, s, h, eta: float) -> np.ndarray:
-    """Seed 000 eqs. 4-5 written the obvious way: one game per iteration."""
+    """[Guide] eqs. 4-5 written the obvious way: one game per iteration."""
     W = omega(C.shape[1] // 2)
     for a, b, out, adv in zip(i, j, s, h, strict=True):
         ci, cj = C[a], C[b]

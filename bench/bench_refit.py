@@ -1,4 +1,4 @@
-"""Offline refit and Elo baseline speed (SPEC §9, §11), against references measured in the same run.
+"""Offline refit and Elo baseline speed (mathematics §9, §11), against references measured in the same run.
 
     python bench/bench_refit.py [--quick]
 
@@ -6,7 +6,7 @@
    100k and 1M games over 1k and 10k players, k = 1 and 2.  One L-BFGS fit on
    80% of the games; wall time, iterations, convergence, and held-out log loss
    next to the true model's (the floor) on the other 20%.
-2. Elo baseline: seed 001's iteration (``fit_elo``) on 1M Bradley-Terry games
+2. Elo baseline: [Stable Elo]'s iteration (``fit_elo``) on 1M Bradley-Terry games
    over 10k players against ``choix.ilsr_pairwise`` (a bench-only dependency) on
    the same games; time and the mean log-likelihood per game of both.
 
@@ -124,7 +124,7 @@ def main() -> None:
     print(f"\nElo baseline, {elo['games']:,} games over {elo['players']:,} players\n")
     print("| method | seconds | mean log-likelihood per game |")
     print("|---|---|---|")
-    print(f"| fit_elo (seed 001) | {elo['fit_elo_seconds']:.2f} | {elo['fit_elo_mean_ll']:.9f} |")
+    print(f"| fit_elo ([Stable Elo]) | {elo['fit_elo_seconds']:.2f} | {elo['fit_elo_mean_ll']:.9f} |")
     print(f"| choix.ilsr_pairwise | {elo['choix_seconds']:.2f} | {elo['choix_mean_ll']:.9f} |")
     gap = elo["mean_ll_difference"]
     print(f"\nspeed-up {elo['speedup']:.1f}x (target {TARGET_SPEEDUP:.0f}x); |Δ mean ll| = {gap:.2e}")

@@ -1,25 +1,25 @@
-"""Prequential rating quality: predict each game, then learn from it (issue 6).
+"""Prequential rating quality: predict each game, then learn from it.
 
     python bench/quality.py
 
 Streams, in time order: the computer-chess games, both football seasons and
 the multiplayer team tournament of tests/data (teams and multiplayer games
 count through their pair terms, weight 1/(N-1)), and synthetic streams drawn
-from a known advantage matrix: a pure Elo game, a pure disc game (seed 004
+from a known advantage matrix: a pure Elo game, a pure disc game ([Limitations]
 Example 2) and Elo + disc mixtures with Elo shares 0.75 / 0.5 / 0.25.
 
 Raters:
-- the normalised rule with the seed's defaults (k = 1, η = 0.1, N(0, 0.5²) starts);
+- the normalised rule with the Guide's defaults (k = 1, η = 0.1, N(0, 0.5²) starts);
 - the same rule with one configuration (k, η, per-player rates shrinking with
   games, initial offset and scale) chosen on the first half of every stream:
   the one whose worst margin over tuned Elo (also tuned on the first halves)
   is smallest, where the disc and mixture streams must win by 0.03.  It is
   scored on the second halves, which the choice never saw;
 - that configuration with the service's auto-refit policy (app.analysis.auto): a
-  background refit (SPEC §9) every time the log has grown by 20% from 1,000
+  background refit (mathematics §9) every time the log has grown by 20% from 1,000
   games on, applied only when it would have predicted the latest games better
   than the online rule did;
-- online Elo and the un-normalised mElo step of seed 000 eq. 2, each with its
+- online Elo and the un-normalised mElo step of [Guide] eq. 2, each with its
   rate tuned on the half it is scored on (optimistic baselines);
 - Glicko-2 and openskill's Plackett-Luce model with their usual defaults;
 - the offline refit's held-out log loss with, for synthetic streams, the true model's.
@@ -118,12 +118,12 @@ def halves(log: GameLog) -> tuple[slice, slice]:
     return slice(0, log.n_games // 2), slice(log.n_games // 2, None)
 
 
-#: The seed's defaults (the ladder defaults before this benchmark): k = 1, η = 0.1, zero-mean N(0, 0.5²) starts.
+#: the Guide's defaults (the ladder defaults before this benchmark): k = 1, η = 0.1, zero-mean N(0, 0.5²) starts.
 SEED_DEFAULT = {"k": 1, "eta": 0.1, "tau": None, "offset": 0.0, "scale": 0.5}
 
 
 def start_vectors(m: int, k: int, scale: float, offset: float) -> np.ndarray:
-    """Seeded initial vectors of m players with mean (0, v₀, 0, …) (SPEC §2)."""
+    """Seeded initial vectors of m players with mean (0, v₀, 0, …) (mathematics §2)."""
     mean = np.zeros(2 * k)
     mean[1] = offset
     return initial_vectors([str(n) for n in range(m)], k, seed=0, scale=scale, offset=mean)
@@ -138,10 +138,10 @@ def melo(
     tau: float | None = None,
     offset: float = 0.0,
 ) -> np.ndarray:
-    """Pre-game forecasts of the normalised rule (SPEC §3-§6) with its options: one exact replay.
+    """Pre-game forecasts of the normalised rule (mathematics §3-§6) with its options: one exact replay.
 
     ``tau`` shrinks each player's η with games played (LearningRate); ``offset`` is v₀ of the
-    initial mean (0, v₀, 0, …), which starts players near the Elo manifold c = (r, 1) (SPEC §2).
+    initial mean (0, v₀, 0, …), which starts players near the Elo manifold c = (r, 1) (mathematics §2).
     """
     return replay_history(start_vectors(m, k, scale, offset), log, LearningRate(eta, tau)).pair_p
 
@@ -151,7 +151,7 @@ def with_refits(log: GameLog, m: int, k: int, eta: float, scale: float, tau: flo
 
     The same policy and guard as ``app.analysis.auto`` and ``service._guard``:
     a refit is due at FIRST_GAMES games and whenever the log has grown by GROWTH
-    since the last one.  It is fitted (k chosen among 0..k, SPEC §9) on the games
+    since the last one.  It is fitted (k chosen among 0..k, mathematics §9) on the games
     before the latest games of the log (``guard_window``: never reaching back past
     the last applied refit), and the online rule replayed from it over those games; only
     if that predicts them better than the online rule did is the refit of the
@@ -192,7 +192,7 @@ def _games(log: GameLog):
 
 
 def online_elo(log: GameLog, m: int, rate: float) -> np.ndarray:
-    """Elo in logits, teams as mean ratings, every member moved by the side's step (seed 002)."""
+    """Elo in logits, teams as mean ratings, every member moved by the side's step ([Expanding])."""
     r = np.zeros(m)
     p_out = np.empty(len(log.pair_a))
     for members, member_side, pairs in _games(log):
@@ -211,7 +211,7 @@ def online_elo(log: GameLog, m: int, rate: float) -> np.ndarray:
 
 
 def unnormalised(log: GameLog, m: int, eta: float) -> np.ndarray:
-    """Seed 000 eq. 2 (k = 1) generalised like SPEC §4/§6, without the 1/n normalisation."""
+    """[Guide] eq. 2 (k = 1) generalised like mathematics §4/§6, without the 1/n normalisation."""
     C = initial_vectors([str(n) for n in range(m)], 1, seed=0, scale=0.5)
     p_out = np.empty(len(log.pair_a))
     for members, member_side, pairs in _games(log):
@@ -313,7 +313,7 @@ GRID = [
     for offset in (1.0, 1.5)
     for scale in (0.05, 0.1)
 ]
-#: Streams with cycles, where the defaults must beat tuned Elo by this much (issue 6); elsewhere by 0.
+#: Streams with cycles, where the defaults must beat tuned Elo by this much; elsewhere by 0.
 CYCLIC = {"Elo 0.75 + disc", "Elo 0.5 + disc", "Elo 0.25 + disc", "pure disc"}
 MARGIN = 0.03
 
@@ -364,7 +364,7 @@ def main() -> None:
         seed_defaults = melo(log, m, **SEED_DEFAULT)
         glicko, openskill = glicko2_rater(log, m), openskill_rater(log, m)
         curves[name] = {
-            "seed defaults": seed_defaults,
+            "Guide defaults": seed_defaults,
             "defaults": forecasts[name][GRID.index(chosen)],
             "defaults + auto-refit": auto,
             "Elo, tuned": elo_runs[name][elo_rate],
@@ -376,7 +376,7 @@ def main() -> None:
                 "stream": name,
                 "games": log.n_games,
                 "players": m,
-                "seed defaults": log_loss(seed_defaults, log, second),
+                "Guide defaults": log_loss(seed_defaults, log, second),
                 "chosen": log_loss(forecasts[name][GRID.index(chosen)], log, second),
                 "chosen + auto-refit": log_loss(auto, log, second),
                 "refits applied (k)": refits,
@@ -392,7 +392,7 @@ def main() -> None:
         )
         print(f"  raters on {name}: {time.perf_counter() - start:.1f} s", flush=True)
     columns = [
-        "seed defaults",
+        "Guide defaults",
         "chosen",
         "chosen + auto-refit",
         "Elo, tuned",

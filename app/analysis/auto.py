@@ -1,4 +1,4 @@
-"""A ladder's auto-refit policy: a guarded background refit as the log grows (issue 6, SPEC §9).
+"""A ladder's auto-refit policy: a guarded background refit as the log grows (mathematics §9).
 
 When a ladder with ``auto_refit`` has at least :data:`FIRST_GAMES` games and
 its log has grown by :data:`GROWTH` since the last auto refit started, the

@@ -1,4 +1,4 @@
-"""The refit lifecycle (SPEC §9): queue a job, fit in a child process, report, apply as a checkpoint.
+"""The refit lifecycle (mathematics §9): queue a job, fit in a child process, report, apply as a checkpoint.
 
 A refit reads the log in one snapshot, fits outside any transaction (games
 keep flowing) and writes its progress and result in short transactions.
@@ -185,7 +185,7 @@ def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: Refit
 
 
 def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, params: RefitIn) -> dict:
-    """Held-out quality of the online rule (SPEC §3-§6, §9 "Replay") over the training games, with η and k.
+    """Held-out quality of the online rule (mathematics §3-§6, §9 "Replay") over the training games, with η and k.
 
     It starts from the ladder's seeded initial vectors, drawn at ``k`` (the
     ladder's offset only applies at its own k).
@@ -237,7 +237,7 @@ def refit_out(job: Refit) -> RefitOut:
 
 
 def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOut:
-    """Checkpoint the refit's vectors after its last game and replay the later games on top (SPEC §9); their
+    """Checkpoint the refit's vectors after its last game and replay the later games on top (mathematics §9); their
     history shows the replayed vectors."""
     if job.status != "done":
         raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.")

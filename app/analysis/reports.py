@@ -1,4 +1,5 @@
-"""Ladder-wide analyses of the current ratings: identifiability, intransitivity, canonical form (SPEC §10, §12)."""
+"""Ladder-wide analyses of the current ratings: identifiability, intransitivity, canonical form
+(mathematics §10, §12)."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def identifiability_out(found: Identifiability, keys: list[str]) -> Identifiabil
 
 
 def identifiability(session: Session, ladder: LadderRow, ratings: str) -> IdentifiabilityOut:
-    """SPEC §10 on the current ratings, or on the latest finished refit's vectors."""
+    """mathematics §10 on the current ratings, or on the latest finished refit's vectors."""
     state = storage.log.read(session, ladder, from_start=True)
     C = state.stored.copy()
     if ratings == "refit":
@@ -50,7 +51,7 @@ def identifiability(session: Session, ladder: LadderRow, ratings: str) -> Identi
 
 
 def intransitivity(session: Session, ladder: LadderRow) -> IntransitivityOut:
-    """I of the current A (SPEC §12) and of the empirical win rates on the observed pairs."""
+    """I of the current A (mathematics §12) and of the empirical win rates on the observed pairs."""
     state = storage.log.read(session, ladder, from_start=True)
     fitted = hodge_norms(state.stored)
     empirical, pairs = empirical_hodge_of(pair_counts(state.log, len(state.keys)))
@@ -70,7 +71,7 @@ def intransitivity(session: Session, ladder: LadderRow) -> IntransitivityOut:
 
 
 def canonical(session: Session, ladder: LadderRow) -> CanonicalOut:
-    """Per-player canonical disc coordinates and per-block summary (SPEC §12)."""
+    """Per-player canonical disc coordinates and per-block summary (mathematics §12)."""
     table = storage.players.table(session, ladder)
     form = canonical_form(table.C)
     dominant = form.blocks[0] if form.blocks else None

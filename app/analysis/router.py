@@ -22,7 +22,7 @@ router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"])
 
 @router.post("/refits", status_code=202, response_model=RefitOut, responses=problems(401, 403, 404, 422))
 def start_refit(slug: str, params: RefitIn, db: DatabaseDep, caller: CallerDep, response: Response) -> RefitOut:
-    """Start a maximum-likelihood refit of the whole log in the background (SPEC §9); poll its `Location`."""
+    """Start a maximum-likelihood refit of the whole log in the background (mathematics §9); poll its `Location`."""
     with db.writing() as session:
         job = refits.start_refit(session, ladder_for(session, slug, caller, "write"), params)
         out = refits.refit_out(job)
@@ -49,7 +49,7 @@ def get_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -
 
 @router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
 def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> CheckpointOut:
-    """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (SPEC §9)."""
+    """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (mathematics §9)."""
 
     def work(session):
         ladder = ladder_for(session, slug, caller, "write")
@@ -62,20 +62,21 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep)
 def identifiability(
     slug: str, db: DatabaseDep, caller: CallerDep, ratings: Literal["current", "refit"] = "current"
 ) -> IdentifiabilityOut:
-    """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (SPEC §10)."""
+    """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (mathematics §10)."""
     with db.snapshot() as session:
         return reports.identifiability(session, readable(session, slug, caller), ratings)
 
 
 @router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404))
 def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep) -> IntransitivityOut:
-    """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate (SPEC §12)."""
+    """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate
+    (mathematics §12)."""
     with db.snapshot() as session:
         return reports.intransitivity(session, readable(session, slug, caller))
 
 
 @router.get("/canonical", response_model=CanonicalOut, responses=problems(404))
 def canonical(slug: str, db: DatabaseDep, caller: CallerDep) -> CanonicalOut:
-    """Canonical disc coordinates of every player and a summary of each disc (SPEC §12, seed 004)."""
+    """Canonical disc coordinates of every player and a summary of each disc (mathematics §12, [Limitations])."""
     with db.reading() as session:
         return reports.canonical(session, readable(session, slug, caller))

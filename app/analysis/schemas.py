@@ -10,7 +10,7 @@ from app.schemas import StrictModel
 
 
 class RefitIn(StrictModel):
-    """Options of a maximum-likelihood refit of the whole log (SPEC §9)."""
+    """Options of a maximum-likelihood refit of the whole log (mathematics §9)."""
 
     l2: float | None = Field(
         L2,
@@ -79,11 +79,13 @@ class NotComparable(BaseModel):
 
 
 class IdentifiabilityOut(BaseModel):
-    unique: bool = Field(description="Algorithm 1 (seed 000) reached every player: the advantage matrix is unique.")
+    unique: bool = Field(description="Algorithm 1 ([Guide]) reached every player: the advantage matrix is unique.")
     comparable: list[str]
     not_comparable: list[NotComparable]
     clique: list[str] = Field(description="The 2k+1 players with results both ways that Algorithm 1 started from.")
-    components: list[list[str]] = Field(description="Strongly connected components of the 'beat' graph (seed 003).")
+    components: list[list[str]] = Field(
+        description="Strongly connected components of the 'beat' graph ([Intransitivity])."
+    )
 
 
 class IntransitivityOut(BaseModel):
@@ -102,7 +104,7 @@ class BlockOut(BaseModel):
 class CanonicalPlayer(BaseModel):
     key: str
     coordinates: list[float] = Field(description="(u, v) of each disc, largest disc first.")
-    strength: float | None = Field(description="u/v in the dominant disc when it is transitive (seed 004).")
+    strength: float | None = Field(description="u/v in the dominant disc when it is transitive ([Limitations]).")
     consistency: float | None = Field(description="v in the dominant disc when it is transitive.")
 
 

@@ -29,7 +29,7 @@ IdempotencyKey = Annotated[
 async def post_game(
     slug: str, game: GameIn, caller: CallerDep, request: Request, idempotency_key: IdempotencyKey = None
 ) -> JSONResponse:
-    """Record a game and apply the normalised mElo update to its participants (SPEC §3-§6).
+    """Record a game and apply the normalised mElo update to its participants (mathematics §3-§6).
 
     Posts that arrive together are applied in one transaction (group commit); each gets its own response or
     error, and is answered only once its game is committed.

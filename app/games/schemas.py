@@ -81,7 +81,7 @@ class PlayerChange(BaseModel):
 class SideOut(BaseModel):
     players: list[PlayerChange]
     rank: float
-    actual_score: float = Field(description="Rank-share score achieved (SPEC §4); sums to 1 over sides.")
+    actual_score: float = Field(description="Rank-share score achieved (mathematics §4); sums to 1 over sides.")
     expected_score: float = Field(description="Rank-share score expected before the game.")
 
 

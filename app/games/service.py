@@ -215,7 +215,7 @@ def _check_players_exist(session: Session, ladder: LadderRow, post: Post) -> Non
 
 
 def _initial(ladder: LadderRow) -> Callable[[list[str]], np.ndarray] | None:
-    """New players' seeded initial vectors (SPEC §2), if the ladder creates players."""
+    """New players' seeded initial vectors (mathematics §2), if the ladder creates players."""
     if not ladder.auto_create_players:
         return None
     return lambda keys: rating.initial_vectors(keys, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
@@ -321,7 +321,7 @@ def _ranks(game: GameIn) -> list[float]:
 
 
 def payloads(games: Sequence[GameIn]) -> list[dict]:
-    """Each game's stored input (SPEC §13): sides of player keys, ranks, advantages in logits or None."""
+    """Each game's stored input (mathematics §13): sides of player keys, ranks, advantages in logits or None."""
     out = []
     for game in games:
         advantages = [side.logits for side in game.sides]
@@ -343,7 +343,7 @@ def _apply(
     progress: Progress,
     count: bool = True,
 ) -> Applied:
-    """Apply the validated games to the locked rows (SPEC §3-§6) and write the log, history and (if they
+    """Apply the validated games to the locked rows (mathematics §3-§6) and write the log, history and (if they
     ``count``) ratings."""
     stored = payloads(games)
     log = storage.log.encode(stored, locked.index)

@@ -19,20 +19,26 @@ DEFAULT_AUTO_REFIT = True
 class LadderCreate(StrictModel):
     slug: Slug = Field(description="URL name of the ladder: lower-case letters, digits, `-`, `_`.")
     name: Name | None = None
-    k: int = Field(DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (SPEC §1).")
-    eta: float = Field(DEFAULT_ETA, ge=0, le=10, description="Learning rate η of the normalised update (SPEC §3).")
+    k: int = Field(
+        DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (mathematics §1)."
+    )
+    eta: float = Field(
+        DEFAULT_ETA, ge=0, le=10, description="Learning rate η of the normalised update (mathematics §3)."
+    )
     eta_tau: float | None = Field(
         DEFAULT_ETA_TAU,
         gt=0,
         le=1e6,
         description="A player's η after n games is η / sqrt(1 + n / eta_tau): newcomers move fast, regulars settle. "
-        "null: η is constant (seed 000).",
+        "null: η is constant ([Guide]).",
     )
-    init_scale: float = Field(DEFAULT_INIT_SCALE, gt=0, le=100, description="Std. dev. of initial vectors (SPEC §2).")
+    init_scale: float = Field(
+        DEFAULT_INIT_SCALE, gt=0, le=100, description="Std. dev. of initial vectors (mathematics §2)."
+    )
     init_offset: Vector | None = Field(
         None,
         description=f"Mean of initial vectors (2k numbers). Default (0, {DEFAULT_INIT_V0}, 0, …): players start near "
-        "the Elo manifold c = (r, 1), so a new ladder behaves like Elo until its results show cycles (SPEC §2).",
+        "the Elo manifold c = (r, 1), so a new ladder behaves like Elo until its results show cycles (mathematics §2).",
     )
     seed: int | None = Field(None, ge=0, lt=2**63, description="Seed of initial vectors; random when omitted.")
     auto_create_players: bool = Field(True, description="Create unknown players when a game names them.")

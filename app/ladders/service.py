@@ -91,7 +91,7 @@ def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:
 
 
 def audit(session: Session, ladder: LadderRow) -> AuditOut:
-    """Replay the event log from the latest checkpoint (or the initial vectors) and compare (SPEC §9, §13)."""
+    """Replay the event log from the latest checkpoint (or the initial vectors) and compare (mathematics §9, §13)."""
     state = storage.log.read(session, ladder)
     rate = ladder.learning_rate()
     replayed = rating.replay(state.start, state.log, rate, games0=state.start_games) if len(state.keys) else state.start

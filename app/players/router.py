@@ -105,9 +105,9 @@ async def leaderboard(
     cursor: str | None = None,
     inactive: Annotated[bool, Query(description="Include inactive players too.")] = False,
 ) -> Response:
-    """Players ranked by Hodge strength (default), expected score against the field, or disc strength (SPEC §8).
+    """Players ranked by Hodge strength (default), expected score against the field, or disc strength (mathematics §8).
 
-    `by=disc` ranks by u/v in the dominant disc of the canonical form (seed 004) and answers 409 when that disc
+    `by=disc` ranks by u/v in the dominant disc of the canonical form ([Limitations]) and answers 409 when that disc
     is cyclic (no ordering exists).
     """
     ladder = await reads.ladder(db, slug, caller)

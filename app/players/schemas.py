@@ -11,7 +11,9 @@ class PlayerCreate(StrictModel):
     key: PlayerKey
     name: Name | None = None
     vector: Vector | None = Field(
-        None, description="Explicit initial vector (2k numbers), e.g. migrated ratings; default: seeded draw (SPEC §2)."
+        None,
+        description="Explicit initial vector (2k numbers), e.g. migrated ratings; default: seeded draw "
+        "(mathematics §2).",
     )
 
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"key": "ann", "name": "Ann"}]}}
@@ -21,7 +23,7 @@ class PlayerOut(BaseModel):
     key: str
     name: str | None
     vector: list[float]
-    strength: float = Field(description="Hodge strength in logits (SPEC §8).")
+    strength: float = Field(description="Hodge strength in logits (mathematics §8).")
     elo: float = Field(description="Elo-equivalent points: 1500 + 400·strength/ln 10.")
     games: int
     wins: int
@@ -29,7 +31,7 @@ class PlayerOut(BaseModel):
     losses: int
     provisional: bool = Field(
         description="Not yet comparable: fewer than 2k+1 pairwise results, or not comparable in the latest refit "
-        "(SPEC §10)."
+        "(mathematics §10)."
     )
     last_played_at: datetime | None
     created_at: datetime
@@ -56,7 +58,8 @@ class LeaderboardItem(BaseModel):
     key: str
     name: str | None
     strength: float = Field(
-        description="by=hodge: Hodge strength (logits); by=field: expected score vs the field; by=disc: u/v (seed 004)."
+        description="by=hodge: Hodge strength (logits); by=field: expected score vs the field; by=disc: u/v "
+        "(mathematics §8).",
     )
     elo: float = Field(description="Elo-equivalent of the Hodge strength.")
     games: int
@@ -80,7 +83,7 @@ class HistoryItem(BaseModel):
     expected_score: float = Field(description="Expected rank-share score before the game (P(win) for 2 sides).")
     expected_after: float = Field(description="The same expectation recomputed with everyone's post-game vectors.")
     elo_after: float = Field(
-        description="Elo-equivalent Hodge strength after the game against today's field: c_afterᵀ Ω c̄ (SPEC §8)."
+        description="Elo-equivalent Hodge strength after the game against today's field: c_afterᵀ Ω c̄ (mathematics §8)."
     )
 
 

@@ -1,4 +1,4 @@
-"""Players: creation, profiles, leaderboards, history and matchmaking (SPEC §7, §8).
+"""Players: creation, profiles, leaderboards, history and matchmaking (mathematics §7, §8).
 
 Everything that ranks players reads the ladder's player table through
 :func:`app.storage.players.table`, a per-process copy kept until the ladder's
@@ -71,7 +71,7 @@ def _hodge(table: Table) -> np.ndarray:
 
 
 def _provisional(table: Table, row: int, k: int) -> bool:
-    """Not yet comparable to the others (SPEC §10).
+    """Not yet comparable to the others (mathematics §10).
 
     Fewer than 2k+1 pairwise results (the directions cannot span R^{2k}: a
     necessary condition checked on every read), or found not comparable by the
@@ -176,7 +176,7 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> dict:
 
 
 def _disc_strength(C: np.ndarray) -> np.ndarray:
-    """ũ = u/v of the dominant disc, or a 409 saying why there is none (SPEC §8)."""
+    """ũ = u/v of the dominant disc, or a 409 saying why there is none (mathematics §8)."""
     form = canonical(C)
     if not form.blocks or not form.blocks[0].transitive:
         share = form.blocks[0].share if form.blocks else 0.0
@@ -211,7 +211,7 @@ def _ranking(table: Table, by: str, inactive: bool) -> tuple[np.ndarray, np.ndar
 
 
 def leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> bytes:
-    """Players ordered by an invariant of A (SPEC §8), keyset-paginated on (score, key), as a JSON body.
+    """Players ordered by an invariant of A (mathematics §8), keyset-paginated on (score, key), as a JSON body.
 
     The first page of each order and size is rendered once per table (it is
     what nearly every request asks for).
@@ -294,8 +294,8 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
 
 
 def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose: str = "balanced") -> list[dict]:
-    """The players against whom ``key`` has the most even chances (SPEC §7), or, for ``purpose="comparable"``,
-    those whose games would best make a player who is not yet comparable comparable (SPEC §10)."""
+    """The players against whom ``key`` has the most even chances (mathematics §7), or, for ``purpose="comparable"``,
+    those whose games would best make a player who is not yet comparable comparable (mathematics §10)."""
     table = _table(session, ladder)
     i = _row(table, ladder, key)
     if purpose == "comparable":

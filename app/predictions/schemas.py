@@ -30,7 +30,7 @@ class MatchIn(StrictModel):
 
 class MatchPrediction(BaseModel):
     matrix: list[list[float]] = Field(description="matrix[a][b] = P(side a beats side b).")
-    expected_scores: list[float] = Field(description="Expected rank-share score of each side (SPEC §4).")
+    expected_scores: list[float] = Field(description="Expected rank-share score of each side (mathematics §4).")
     match_quality: float = Field(
         description="How close to even: 1 - max |E_a - 1/N| / (1 - 1/N) over the N sides' expected scores E_a "
         "(1 even, 0 one side certain to beat all)."

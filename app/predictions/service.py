@@ -1,4 +1,5 @@
-"""Win probabilities for a pair of players or a match of sides (SPEC §7), and fair teams, from the players' vectors."""
+"""Win probabilities for a pair of players or a match of sides, and fair teams, from the players' vectors
+(mathematics §7)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,11 @@
-"""Analysis of the advantage matrix A = C Ω Cᵀ (SPEC §12; seed 003 §7, seed 004 §3).
+"""Analysis of the advantage matrix A = C Ω Cᵀ (mathematics §12; [Intransitivity] §7, [Limitations] §3).
 
 * Hodge decomposition A = T + cyclic, T_ij = s_i - s_j with s the Hodge strength
-  (SPEC §8); the norms come from G = CᵀC (2k × 2k) without forming A.
-* The intransitivity measure of seed 003 eq. 8, read as in SPEC §12:
+  (mathematics §8); the norms come from G = CᵀC (2k × 2k) without forming A.
+* The intransitivity measure of [Intransitivity] eq. 8, read as in mathematics §12:
   I = (1 + ‖cyclic‖_F) / (1 + ‖T‖_F): 1 for A = 0, below 1 when the transitive
   part dominates, above 1 when cycles do.
-* The canonical disc form D (seed 004's disc decomposition): D Ω Dᵀ = A, the same
+* The canonical disc form D ([Limitations]'s disc decomposition): D Ω Dᵀ = A, the same
   D for every C related by a symplectic map, one 2-D disc game per block.
 """
 
@@ -29,7 +29,7 @@ CENTRED = 1e-6
 
 @dataclass(frozen=True)
 class Hodge:
-    """Frobenius norms of A and of its transitive and cyclic parts, and I (SPEC §12)."""
+    """Frobenius norms of A and of its transitive and cyclic parts, and I (mathematics §12)."""
 
     norm: float
     transitive_norm: float
@@ -63,7 +63,7 @@ def hodge_norms_of_matrix(A: ArrayLike) -> Hodge:
 
 
 def empirical_hodge(i: ArrayLike, j: ArrayLike, wins_i: ArrayLike, games: ArrayLike, n_players: int) -> Hodge | None:
-    """Hodge norms of the empirical logit win-rate matrix on the observed pairs (SPEC §12).
+    """Hodge norms of the empirical logit win-rate matrix on the observed pairs (mathematics §12).
 
     ``wins_i[t]`` of ``games[t]`` between ``i[t]`` < ``j[t]`` (draws count half).
     Rates are smoothed by half a win each way (finite logits).  On a partial
@@ -100,7 +100,7 @@ def empirical_hodge_of(counts: PairCounts) -> tuple[Hodge | None, int]:
 
 @dataclass(frozen=True)
 class Block:
-    """One disc game of the canonical form (SPEC §12, seed 004 Theorem 2)."""
+    """One disc game of the canonical form (mathematics §12, [Limitations] Theorem 2)."""
 
     sigma: float
     share: float
@@ -115,19 +115,19 @@ class Canonical:
     blocks: list[Block]
 
     def disc_strength(self) -> Array:
-        """ũ_i = u_i / v_i of the dominant block, when it is transitive (seed 004 §3.2)."""
+        """ũ_i = u_i / v_i of the dominant block, when it is transitive ([Limitations] §3.2)."""
         if not self.blocks or not self.blocks[0].transitive:
             raise ValueError("the dominant disc is cyclic: there is no ordering of the players")
         return self.D[:, 0] / self.D[:, 1]
 
 
 def canonical(C: ArrayLike) -> Canonical:
-    """The canonical disc form of C (SPEC §12).
+    """The canonical disc form of C (mathematics §12).
 
     C = QR, M = R Ω Rᵀ, real Schur M = U T Uᵀ, D = QU; each 2-column block is
     scaled by sqrt(σ_l) (columns swapped when T's entry is negative), rotated so
     that its mean point lies on the +v axis, and blocks are ordered by σ_l.
-    Deviation from SPEC §12: a centred block (cyclic disc) puts its longest point
+    Deviation from mathematics §12: a centred block (cyclic disc) puts its longest point
     on +v, and a transitive block whose mean direction leaves a point at v ≤ 0
     is turned to the bisector of its points' angular span instead, so that every
     v_i > 0 and the strengths u_i / v_i are defined.  Both rules depend on the

@@ -1,15 +1,15 @@
-"""The Elo baseline: the Bradley-Terry maximum-likelihood ratings by seed 001's stable iteration (SPEC §11).
+"""The Elo baseline: the Bradley-Terry maximum-likelihood ratings by [Stable Elo]'s stable iteration (mathematics §11).
 
-With e the Elo ratings in logits and w_ij the (fractional) wins of i over j, seed 001 iterates
+With e the Elo ratings in logits and w_ij the (fractional) wins of i over j, [Stable Elo] iterates
 
     e_i ← e_i + ln Σ_j w_ij σ(e_j - e_i) - ln Σ_j w_ji σ(e_i - e_j)
 
 (the MM / Zermelo iteration of Hunter (2004) in log space, so that no p_i = e^{e_i}
 under- or overflows), on sparse pair counts in O(pairs) per step.
 
-Seed 001's fix "w_ii = 1/2" only keeps the iteration defined: a self-pair adds the
+[Stable Elo]'s fix "w_ii = 1/2" only keeps the iteration defined: a self-pair adds the
 same 1/4 to both sums and leaves the fixed point, and so the ratings of players
-who won (or lost) every game, infinite.  As SPEC §11 allows, the prior here is
+who won (or lost) every game, infinite.  As mathematics §11 allows, the prior here is
 ``prior`` virtual games, drawn, against a fixed average player of rating 0: every
 player gets ``prior``/2 of a win and of a loss against it.  That is the penalised
 likelihood
@@ -46,7 +46,7 @@ class PairCounts:
 
 
 def pair_counts(log: GameLog, n_players: int, pairs: IntArray | None = None) -> PairCounts:
-    """Win counts between players from every pair term of a log, or the ``pairs`` selected (SPEC §4, §11).
+    """Win counts between players from every pair term of a log, or the ``pairs`` selected (mathematics §4, §11).
 
     A pair of sides (a, b) with outcome S and weight 1/(N-1) gives S/(N-1) of a
     win to a over b and (1-S)/(N-1) to b over a (a draw is half a win each).  A
@@ -95,7 +95,7 @@ def penalised_log_likelihood(counts: PairCounts, e: ArrayLike, prior: float = 1.
 
 
 def fit_elo(counts: PairCounts, prior: float = 1.0, tol: float = 1e-12, max_iter: int = 1000) -> EloFit:
-    """Maximise ℓ(e) with seed 001's log-space iteration; stop when ℓ changes by less than ``tol``."""
+    """Maximise ℓ(e) with [Stable Elo]'s log-space iteration; stop when ℓ changes by less than ``tol``."""
     if prior <= 0:
         raise RatingInputError("prior", "must be > 0 (it keeps unbeaten players finite)")
     m, i, j, w = counts.n_players, counts.winner, counts.loser, counts.wins
@@ -117,7 +117,7 @@ def _best_shift(e: Array) -> Array:
     """e + c with the c that maximises ℓ(e + c): only the prior depends on a common shift.
 
     The data fix rating differences only, so without this the iteration crawls
-    along the nearly flat shift direction (seed 001 subtracts the mean for the
+    along the nearly flat shift direction ([Stable Elo] subtracts the mean for the
     same reason; with a prior the best shift is not exactly the mean).  Newton
     on Σ_i tanh((e_i + c)/2) = 0, which is monotone in c.
     """

@@ -1,9 +1,9 @@
-"""Games and their encoding as flat index arrays (SPEC §4, §5, §6).
+"""Games and their encoding as flat index arrays (mathematics §4, §5, §6).
 
 A game has N ≥ 2 sides; a side is one player or an ad-hoc team, finishes with
 a rank (1 = best, equal ranks tie) and may carry a seat advantage in logits.
 For the update and the likelihood a game is its N(N-1)/2 pairs of sides
-(seed 002, "Simple Multiplayer Elo" generalised in SPEC §4).
+([Expanding], "Simple Multiplayer Elo" generalised in mathematics §4).
 
 :class:`GameLog` stores any number of games as flat NumPy arrays (members,
 sides, pairs), so that the update kernel, replay and (later) the refit work on
@@ -34,7 +34,7 @@ def ranks_from_scores(scores: ArrayLike) -> Array:
 
 
 def pair_outcomes(ranks: ArrayLike) -> tuple[IntArray, IntArray, Array]:
-    """The pairs (a, b), a < b, of an N-side game and S_ab (SPEC §4).
+    """The pairs (a, b), a < b, of an N-side game and S_ab (mathematics §4).
 
     S_ab = 1 if side a finished ahead of b (lower rank), 0.5 on a tie, else 0.
     """
@@ -45,7 +45,7 @@ def pair_outcomes(ranks: ArrayLike) -> tuple[IntArray, IntArray, Array]:
 
 
 def rank_share(ranks: ArrayLike) -> Array:
-    """Each side's actual score A_a = Σ_b S_ab / (N(N-1)/2) (SPEC §4, seed 002).
+    """Each side's actual score A_a = Σ_b S_ab / (N(N-1)/2) (mathematics §4, [Expanding]).
 
     Without ties the side at position q of N gets 2(N-q)/(N(N-1)); tied sides
     split their summed shares evenly.  The scores sum to 1.
@@ -81,10 +81,10 @@ class Game:
     Parameters
     ----------
     sides : for each side, the indices of its players (an ad-hoc team if more
-        than one, SPEC §6).  A player may appear only once in a game.
+        than one, mathematics §6).  A player may appear only once in a game.
     ranks : finishing rank of each side, 1 = best, equal ranks tie.  Use
         :meth:`from_scores` for scores (higher = better).
-    advantages : seat advantage of each side in logits (SPEC §5), or None.
+    advantages : seat advantage of each side in logits (mathematics §5), or None.
     """
 
     sides: tuple[tuple[int, ...], ...]
@@ -161,7 +161,7 @@ class GameLog:
         return int(self.member_player.max()) + 1 if len(self.member_player) else 0
 
     def side_share(self, pair_values: Array) -> Array:
-        """Σ_b v_ab / (N(N-1)/2) for every side of every game: rank-share scores (SPEC §4).
+        """Σ_b v_ab / (N(N-1)/2) for every side of every game: rank-share scores (mathematics §4).
 
         ``pair_values`` are per pair from side a's point of view (v_ba = 1 - v_ab):
         the outcomes S_ab give the actual scores, the probabilities p_ab the expected ones.

@@ -1,6 +1,6 @@
-"""Identifiability: can the data pin down the advantage matrix? (SPEC §10; seed 000 §7, seed 003 §5)
+"""Identifiability: can the data pin down the advantage matrix? (mathematics §10; [Guide] §7, [Intransitivity] §5)
 
-* Directions of player i (seed 000 Theorem 2): for every pair term between i's
+* Directions of player i ([Guide] Theorem 2): for every pair term between i's
   side and a side b, +ΩC_b if i's side finished ahead, -ΩC_b if behind, both on
   a tie.  Moving c_i along a direction raises that term's likelihood.
 * Comparable (Theorem 2): the cone of the directions is all of R^{2k}, i.e. the
@@ -10,11 +10,11 @@
   falls: the witness reported for the player.
 * Algorithm 1 (sufficient for a unique maximum-likelihood A): a clique of 2k+1
   players with results both ways between every two of them, grown by any
-  player comparable to it.  The seed refits after every addition; here one set
+  player comparable to it.  The paper refits after every addition; here one set
   of vectors (a refit of the whole log, or the current ratings) is used
-  throughout, the approximation SPEC §10 accepts.
+  throughout, the approximation mathematics §10 accepts.
 * Necessary condition: every player comparable to all the others.
-* Elo side (seed 003): the Bradley-Terry MLE is unique iff the directed "beat"
+* Elo side ([Intransitivity]): the Bradley-Terry MLE is unique iff the directed "beat"
   graph is strongly connected; its strongly connected components are reported.
 """
 
@@ -92,7 +92,7 @@ class Results:
 
     @classmethod
     def of(cls, log: GameLog) -> Results:
-        """Every pair term; a team's members each meet each member of the other side (SPEC §10 directions)."""
+        """Every pair term; a team's members each meet each member of the other side (mathematics §10 directions)."""
         members = log.side_players()
         rows = [
             (x, y, s)
@@ -188,7 +188,7 @@ def strongly_connected(results: Results, n_players: int) -> list[list[int]]:
 
 
 def identifiability(C: ArrayLike, log: GameLog, n_players: int) -> Identifiability:
-    """Algorithm 1, the necessary condition with witnesses, and the SCCs (SPEC §10)."""
+    """Algorithm 1, the necessary condition with witnesses, and the SCCs (mathematics §10)."""
     C = np.asarray(C, dtype=np.float64)
     dim = C.shape[1]
     results = Results.of(log)

@@ -1,7 +1,7 @@
-"""Seeded, reproducible initial rating vectors (SPEC §2, seed 000 §4 and §9).
+"""Seeded, reproducible initial rating vectors (mathematics §2, [Guide] §4 and §9).
 
 Every player's vector is an independent draw from N(μ, s²·I_{2k}).  A
-continuous distribution keeps C full rank with probability one (seed 000
+continuous distribution keeps C full rank with probability one ([Guide]
 Theorem 1: equal initial vectors would pin C to rank ≤ 2 forever).  The draw is
 a pure function of (ladder seed, player key), so any server, and the audit
 replay, regenerate it exactly.
@@ -47,7 +47,7 @@ def initial_vectors(
     seed : the ladder's seed, an integer ≥ 0.
     scale : standard deviation s > 0 of every coordinate.
     offset : mean μ (length 2k), default 0.  For example (0, v₀, 0, …) starts
-        players near the Elo manifold c = (r, 1) of SPEC §1.
+        players near the Elo manifold c = (r, 1) of mathematics §1.
     """
     k = check_k(k)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

@@ -1,6 +1,6 @@
-"""Leaderboard invariants and matchmaking (SPEC §7, §8).
+"""Leaderboard invariants and matchmaking (mathematics §7, §8).
 
-Rating vectors are unique only up to a symplectic map (seed 000 §5), so only
+Rating vectors are unique only up to a symplectic map ([Guide] §5), so only
 functions of the advantage matrix A = C Ω Cᵀ may be ranked or shown.
 """
 
@@ -18,7 +18,7 @@ ELO_BASE = 1500.0
 
 
 def hodge_strength(C: ArrayLike) -> Array:
-    """s_i = (1/m) Σ_j a_ij = c_iᵀ Ω c̄ for every player, in O(mk) (SPEC §8, seed 003).
+    """s_i = (1/m) Σ_j a_ij = c_iᵀ Ω c̄ for every player, in O(mk) (mathematics §8, [Intransitivity]).
 
     The gradient (transitive) part of the Hodge decomposition of A: the
     least-squares Elo rating that best explains A.
@@ -30,7 +30,7 @@ def hodge_strength(C: ArrayLike) -> Array:
 
 
 def hodge_strength_against(c: ArrayLike, field_mean: ArrayLike) -> Array:
-    """s = cᵀ Ω c̄ for a vector (or rows of vectors) c against a field of mean vector c̄ (SPEC §8).
+    """s = cᵀ Ω c̄ for a vector (or rows of vectors) c against a field of mean vector c̄ (mathematics §8).
 
     For the field's own members this is :func:`hodge_strength`; for a past rating
     it says how strong that rating would be against today's field.
@@ -44,7 +44,7 @@ def elo_equivalent(strength: ArrayLike) -> Array:
 
 
 def field_score(C: ArrayLike, max_exact: int = 4000, sample: int = 2000, seed: int = 0) -> Array:
-    """f_i = mean over j ≠ i of σ(a_ij): expected score against the field (SPEC §8).
+    """f_i = mean over j ≠ i of σ(a_ij): expected score against the field (mathematics §8).
 
     Exact (O(m²k), computed in row blocks) for m ≤ ``max_exact``; beyond, the
     mean over a seeded random reference sample of ``sample`` players.
@@ -68,7 +68,7 @@ def field_score(C: ArrayLike, max_exact: int = 4000, sample: int = 2000, seed: i
 
 
 def balanced_opponents(C: ArrayLike, i: int, limit: int = 10, candidates: ArrayLike | None = None) -> Array:
-    """Indices of the players j ≠ i with P(i beats j) closest to 1/2 (SPEC §7).
+    """Indices of the players j ≠ i with P(i beats j) closest to 1/2 (mathematics §7).
 
     Minimises |c_iᵀ Ω c_j| in one O(mk) vectorised scan; ``candidates`` (index
     array) restricts the search, e.g. to active players.  Closest first.

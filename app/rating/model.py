@@ -1,12 +1,12 @@
-"""The mElo model: Ω, advantages and win probabilities (SPEC §1, §5, §7).
+"""The mElo model: Ω, advantages and win probabilities (mathematics §1, §5, §7).
 
 A player's rating is a row vector ``c`` of length 2k.  Ω is block diagonal with
-k blocks ``[[0, 1], [-1, 0]]`` (seed 000 §2), so for row vectors
+k blocks ``[[0, 1], [-1, 0]]`` ([Guide] §2), so for row vectors
 
     (Ω c)[2l] = c[2l+1],   (Ω c)[2l+1] = -c[2l],
 
-and the advantage of i over j is ``a_ij = c_iᵀ Ω c_j`` (seed 000 eq. 1); the
-win probability is ``σ(a_ij + h_i - h_j)`` with seat advantages h (SPEC §5).
+and the advantage of i over j is ``a_ij = c_iᵀ Ω c_j`` ([Guide] eq. 1); the
+win probability is ``σ(a_ij + h_i - h_j)`` with seat advantages h (mathematics §5).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from scipy.special import expit, logit
 
 from app.rating.errors import RatingInputError
 
-#: Elo points per logit: a logit difference x is 400·x/ln 10 Elo points (SPEC §1).
+#: Elo points per logit: a logit difference x is 400·x/ln 10 Elo points (mathematics §1).
 ELO_PER_LOGIT = 400.0 / math.log(10.0)
 
 sigmoid = expit
@@ -48,7 +48,7 @@ def as_vectors(C: ArrayLike, field: str = "vectors") -> Array:
 
 
 def omega(k: int) -> Array:
-    """The 2k × 2k matrix Ω of seed 000 §2: k blocks [[0, 1], [-1, 0]]."""
+    """The 2k × 2k matrix Ω of [Guide] §2: k blocks [[0, 1], [-1, 0]]."""
     k = check_k(k)
     return np.kron(np.eye(k), np.array([[0.0, 1.0], [-1.0, 0.0]]))
 
@@ -65,7 +65,7 @@ def rowdot(X: Array, Y: Array) -> Array:
     """Row-wise dot product summed column by column in a fixed order.
 
     A fixed summation order makes the result bit-identical whether a row is
-    processed alone or inside a large batch (needed for exact replay, SPEC §9).
+    processed alone or inside a large batch (needed for exact replay, mathematics §9).
     """
     out = X[..., 0] * Y[..., 0]
     for col in range(1, X.shape[-1]):
@@ -74,13 +74,13 @@ def rowdot(X: Array, Y: Array) -> Array:
 
 
 def advantage(ci: ArrayLike, cj: ArrayLike) -> Array:
-    """a_ij = c_iᵀ Ω c_j for rows (or stacks of rows) ``ci`` and ``cj`` (seed 000 eq. 1)."""
+    """a_ij = c_iᵀ Ω c_j for rows (or stacks of rows) ``ci`` and ``cj`` ([Guide] eq. 1)."""
     ci, cj = as_vectors(ci, "ci"), as_vectors(cj, "cj")
     return rowdot(ci, omega_apply(cj))
 
 
 def win_probability(ci: ArrayLike, cj: ArrayLike, h_i: ArrayLike = 0.0, h_j: ArrayLike = 0.0) -> Array:
-    """P(i beats j) = σ(c_iᵀ Ω c_j + h_i - h_j) (SPEC §1, §5)."""
+    """P(i beats j) = σ(c_iᵀ Ω c_j + h_i - h_j) (mathematics §1, §5)."""
     return expit(advantage(ci, cj) + np.asarray(h_i, dtype=float) - np.asarray(h_j, dtype=float))
 
 
@@ -102,12 +102,12 @@ def advantage_matrix(C: ArrayLike) -> Array:
 
 
 def probability_matrix(C: ArrayLike) -> Array:
-    """P̂ = σ(C Ω Cᵀ), the matrix of win probabilities (seed 000 §8)."""
+    """P̂ = σ(C Ω Cᵀ), the matrix of win probabilities ([Guide] §8)."""
     return expit(advantage_matrix(C))
 
 
 def advantage_from_probability(q: ArrayLike, field: str = "win_probability") -> Array:
-    """Seat advantage h = logit(q) for a seat that beats an equal opponent with probability q (SPEC §5).
+    """Seat advantage h = logit(q) for a seat that beats an equal opponent with probability q (mathematics §5).
 
     q = 0.5 gives 0; q = 0.9 gives 2.197 logits (382 Elo points).  q must lie in
     the open interval (0, 1): 0 and 1 would be infinite advantages.
@@ -119,7 +119,7 @@ def advantage_from_probability(q: ArrayLike, field: str = "win_probability") -> 
 
 
 def logits_to_elo(x: ArrayLike) -> Array:
-    """A logit difference in Elo points: 400·x/ln 10 (SPEC §1)."""
+    """A logit difference in Elo points: 400·x/ln 10 (mathematics §1)."""
     return np.asarray(x, dtype=np.float64) * ELO_PER_LOGIT
 
 

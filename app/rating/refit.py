@@ -1,21 +1,21 @@
-"""Offline refit: maximum likelihood over the whole event log (SPEC §9; seed 000 §7).
+"""Offline refit: maximum likelihood over the whole event log (mathematics §9; [Guide] §7).
 
 mElo as low-rank skew-symmetric matrix completion.  Every pair of sides (a, b)
-of every game is one term (SPEC §4, §6):
+of every game is one term (mathematics §4, §6):
 
     x_ab = C_aᵀ Ω C_b + h_a - h_b,      C_a = mean of side a's member vectors
     ℓ(C) = Σ_pairs w [S ln σ(x_ab) + (1 - S) ln σ(-x_ab)] - Σ_i Σ_d λ_d (c_id - μ_d)²
 
 with μ = (0, 1, 0, …, 0): the prior is centred on the Elo manifold
-c = (r, 1) of SPEC §1 (a ladder's default initial offset, SPEC §2), so players
+c = (r, 1) of mathematics §1 (a ladder's default initial offset, mathematics §2), so players
 are Elo-like until the results show cycles; with k ≥ 2 the first disc is held
 near that manifold and the others carry the cycles (:func:`penalty_weights`).
 w = 1/(N-1) and fractional S allowed (draws, or probabilities: the binary
-cross-entropy of seed 004).  ∂ℓ/∂x = w (S - σ(x)); ∂x/∂C_a = Ω C_b and
+cross-entropy of [Limitations]).  ∂ℓ/∂x = w (S - σ(x)); ∂x/∂C_a = Ω C_b and
 ∂x/∂C_b = -Ω C_a; a member of side a gets 1/|T_a| of the side's gradient.
 Gathers use index arrays, scatters ``np.bincount``: O(pairs · k) per
 evaluation, no Python loop over games.  Maximised with L-BFGS (scipy) from
-several seeded random full-rank starts (SPEC §2); the vectors of two restarts
+several seeded random full-rank starts (mathematics §2); the vectors of two restarts
 differ by a symplectic map, so restarts are compared on P, not on C.
 """
 
@@ -313,7 +313,7 @@ def _lineups(log: GameLog) -> tuple[IntArray, IntArray]:
 def observed_pair_probability(C: ArrayLike, log: GameLog) -> Array:
     """P(a beats b) for every distinct pair of sides' players observed in the log, without advantages.
 
-    Used to compare restarts: they should agree on P wherever the data speak (SPEC §9).
+    Used to compare restarts: they should agree on P wherever the data speak (mathematics §9).
     """
     x = pair_logits(C, log) - log.pair_shift
     return expit(x)
@@ -321,7 +321,7 @@ def observed_pair_probability(C: ArrayLike, log: GameLog) -> Array:
 
 @dataclass
 class Report:
-    """What a refit job returns (SPEC §9)."""
+    """What a refit job returns (mathematics §9)."""
 
     k: int
     C: Array
@@ -354,7 +354,7 @@ def elo_manifold(k: int) -> Array:
 
 
 def elo_vectors(ratings: ArrayLike, k: int) -> Array:
-    """Elo ratings r as mElo vectors (r, 1, 0, …, 0): then c_iᵀ Ω c_j = r_i - r_j exactly (SPEC §1)."""
+    """Elo ratings r as mElo vectors (r, 1, 0, …, 0): then c_iᵀ Ω c_j = r_i - r_j exactly (mathematics §1)."""
     r = np.asarray(ratings, dtype=np.float64)
     C = np.zeros((len(r), 2 * k))
     C[:, 0], C[:, 1] = r, 1.0
@@ -377,7 +377,7 @@ def refit(
     """Fit on the training games from ``restarts`` starts, report held-out metrics, then refit on all games.
 
     Held-out log loss, Brier and accuracy are reported for the refit, the
-    ``current`` (online) vectors if given, and the Elo baseline (SPEC §11).
+    ``current`` (online) vectors if given, and the Elo baseline (mathematics §11).
     With ``select_k``, each k there (0 = Elo) is fitted on the training games
     and the smallest whose held-out log loss is within one standard error of
     the lowest is used (:func:`simplest_within_one_se`; whole matchups are held
@@ -470,7 +470,7 @@ def _pad(C: Array, k: int, seed: int) -> Array:
 
     The extra discs get a small seeded random start rather than zeros: with
     every player's disc at zero the online rule could never grow it (Ω c has no
-    component there; Theorem 1 of seed 000), and the ladder would be stuck at
+    component there; Theorem 1 of [Guide]), and the ladder would be stuck at
     the smaller k.  They change the advantages by O(PAD_SCALE²).
     """
     if C.shape[1] > 2 * k:

@@ -1,4 +1,4 @@
-"""Exact, batched replay of an ordered game log (SPEC §9 "Replay").
+"""Exact, batched replay of an ordered game log (mathematics §9 "Replay").
 
 Games that share no player commute.  Give each game the level
 ``1 + max(level of the previous game of each of its players)``: games on one
@@ -47,11 +47,11 @@ def dependency_levels(log: GameLog, n_players: int) -> IntArray:
 
 @dataclass(frozen=True)
 class History:
-    """What every game of a replayed log did, in log order (SPEC §13 rating history).
+    """What every game of a replayed log did, in log order (mathematics §13 rating history).
 
     ``before[t]`` and ``after[t]`` are the vectors of membership ``t`` (the
     log's ``member_player[t]``) around its game; ``expected[a]`` and
-    ``actual[a]`` are side ``a``'s rank-share scores (SPEC §4); ``pair_p[q]`` is the
+    ``actual[a]`` are side ``a``'s rank-share scores (mathematics §4); ``pair_p[q]`` is the
     pre-game P(side a beats side b) of pair term q, a prequential forecast.
     """
 

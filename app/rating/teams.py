@@ -1,7 +1,7 @@
-"""Fair teams: split players into teams whose match is closest to even (SPEC §6, §7).
+"""Fair teams: split players into teams whose match is closest to even (mathematics §6, §7).
 
 A team plays as the mean of its members' vectors (the ad-hoc team model of
-seed 002, generalised to mElo), so a split's match is predicted like any
+[Expanding], generalised to mElo), so a split's match is predicted like any
 other: P(team a beats team b) = σ(C̄_aᵀ Ω C̄_b), and each team's expected
 rank-share score E_a.  A match is even when every E_a = 1/t; its *quality* is
 1 - max_a |E_a - 1/t| / (1 - 1/t), 1 for an even match and 0 when one team is

@@ -1,7 +1,7 @@
-"""The normalised, distributed mElo update (SPEC §3-§6, seed 000 eqs. 4-5).
+"""The normalised, distributed mElo update (mathematics §3-§6, [Guide] eqs. 4-5).
 
 For a pair of sides (a, b) of an N-side game, with pre-game side vectors C_a, C_b
-(team means, SPEC §6) and seat advantages h:
+(team means, mathematics §6) and seat advantages h:
 
     p_ab = σ(C_aᵀ Ω C_b + h_a - h_b)
     n_ab = sqrt(|C_a|² + |C_b|²)
@@ -9,7 +9,7 @@ For a pair of sides (a, b) of an N-side game, with pre-game side vectors C_a, C_
     ΔC_a += δ_ab Ω C_b,   ΔC_b -= δ_ab Ω C_a
 
 and every member of side a moves by the whole ΔC_a.  For N = 2 and single
-players this is exactly seed 000 eqs. 4-5.  Only the game's participants change
+players this is exactly [Guide] eqs. 4-5.  Only the game's participants change
 (the distributed property); η = 0 changes nothing.
 
 :func:`step_disjoint` applies any set of games that share no player at once.
@@ -46,7 +46,7 @@ def check_eta(eta: float) -> float:
 class LearningRate:
     """A player's learning rate after n games: η(n) = eta / sqrt(1 + n / tau); with tau None, η(n) = eta.
 
-    The constant rate is seed 000's.  A shrinking one moves newcomers fast and
+    The constant rate is [Guide]'s.  A shrinking one moves newcomers fast and
     settles regulars, while every step stays normalised and distributed: each
     side of a game steps with its own η, at its members' mean number of games.
     """
@@ -76,7 +76,7 @@ def side_games(games: Array, member_side: IntArray, side_size: Array) -> Array:
 
 
 def side_means(C: Array, member_player: IntArray, member_side: IntArray, side_size: Array) -> Array:
-    """Team vectors C_a = mean of the members' vectors (SPEC §6), summed in member order."""
+    """Team vectors C_a = mean of the members' vectors (mathematics §6), summed in member order."""
     n_sides = len(side_size)
     cm = C[member_player]
     out = np.empty((n_sides, C.shape[1]))
@@ -101,7 +101,7 @@ def step_disjoint(
     """Apply games that share no player, in place on the rows of ``C``; return p_ab per pair.
 
     Side indices are local to the arguments (0 … len(side_size)-1).  All terms
-    use pre-game vectors (simultaneous update, SPEC §3).  ``eta`` is one rate,
+    use pre-game vectors (simultaneous update, mathematics §3).  ``eta`` is one rate,
     or one per side (:class:`LearningRate`).
     """
     n_sides = len(side_size)
@@ -129,7 +129,7 @@ class GameResult:
 
     ``players[t]`` (a row index of the rating matrix) is on side ``member_side[t]``
     and moved from ``before[t]`` to ``after[t]``.  ``actual`` and ``expected`` are
-    each side's rank-share score (SPEC §4); both sum to 1.  ``probability[a, b]``
+    each side's rank-share score (mathematics §4); both sum to 1.  ``probability[a, b]``
     is P(side a beats side b) before the game.
     """
 
@@ -152,8 +152,8 @@ def apply_game(C: ArrayLike, game: Game, eta: float | LearningRate, games: Array
     eta : learning rate η ≥ 0 (η = 0 freezes the ladder), or a :class:`LearningRate`.
     games : games each member (in ``game.players`` order) played before this one; 0 by default.
 
-    Implements SPEC §3-§6: seed 000 eqs. 4-5 for two players, the rank-share
-    generalisation of seed 002 for N sides, team means for ad-hoc teams.
+    Implements mathematics §3-§6: [Guide] eqs. 4-5 for two players, the rank-share
+    generalisation of [Expanding] for N sides, team means for ad-hoc teams.
     """
     C = as_vectors(C, "C")
     if C.ndim != 2:
@@ -193,7 +193,7 @@ def apply_game(C: ArrayLike, game: Game, eta: float | LearningRate, games: Array
 
 
 def predict_match(C: ArrayLike, game: Game) -> tuple[Array, Array]:
-    """Win-probability matrix P[a, b] and expected scores E_a of a match (SPEC §7).
+    """Win-probability matrix P[a, b] and expected scores E_a of a match (mathematics §7).
 
     ``game.ranks`` is ignored (pass any N ranks); advantages are used.
     """
@@ -214,10 +214,10 @@ def _pair_matrix(a: IntArray, b: IntArray, p: Array, n: int) -> Array:
 
 
 def unnormalised_update(ci: ArrayLike, cj: ArrayLike, outcome: float, eta: float) -> tuple[Array, Array]:
-    """The original, un-normalised mElo step of seed 000 eq. 2 (Balduzzi et al.).
+    """The original, un-normalised mElo step of [Guide] eq. 2 (Balduzzi et al.).
 
     Kept only as a named baseline: it suffers the exponential-shrinkage feedback
-    loop of seed 000 §3.1-3.2 that the normalised rule cures.
+    loop of [Guide] §3.1-3.2 that the normalised rule cures.
     """
     ci, cj = as_vectors(ci, "ci"), as_vectors(cj, "cj")
     eta = check_eta(eta)

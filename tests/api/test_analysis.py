@@ -1,4 +1,5 @@
-"""Refits and checkpoints, identifiability, intransitivity and the canonical view through the API (SPEC §9-§12)."""
+"""Refits and checkpoints, identifiability, intransitivity and the canonical view through the API
+(mathematics §9-§12)."""
 
 import time
 from datetime import UTC, datetime, timedelta
@@ -10,7 +11,7 @@ from app.analysis import auto
 from app.models import Ladder, Refit
 from tests.conftest import bearer, make_ladder
 
-SEED_7_2 = {"p1": [-1.0, 2.0], "p2": [0.0, 2.0], "p3": [1.0, 2.0], "p4": [0.3, -0.4]}  # seed 000 §7.2
+SEED_7_2 = {"p1": [-1.0, 2.0], "p2": [0.0, 2.0], "p3": [1.0, 2.0], "p4": [0.3, -0.4]}  # [Guide] §7.2
 
 
 def game(winner, loser):
@@ -147,7 +148,8 @@ def test_a_refit_lost_with_its_process_shows_as_failed(client):
 
 
 def disc_games(n: int, seed: int = 0) -> list[dict]:
-    """Games of a pure disc game (seed 004 Example 2): 12 players on a circle, P(i beats j) = σ(4 sin(θ_j - θ_i))."""
+    """Games of a pure disc game ([Limitations] Example 2): 12 players on a circle,
+    P(i beats j) = σ(4 sin(θ_j - θ_i))."""
     rng = np.random.default_rng(seed)
     theta = rng.uniform(0, 2 * np.pi, 12)
     games = []

@@ -1,4 +1,4 @@
-"""Hodge decomposition, intransitivity and the canonical disc form (SPEC §12)."""
+"""Hodge decomposition, intransitivity and the canonical disc form (mathematics §12)."""
 
 import numpy as np
 import pytest
@@ -9,7 +9,7 @@ from app.rating.analysis import canonical, empirical_hodge, hodge_norms, hodge_n
 
 from .helpers import random_symplectic
 
-P_SEED000 = np.array([[0.5, 0.2, 0.8], [0.8, 0.5, 0.2], [0.2, 0.8, 0.5]])  # seed 000 §8, rock-paper-scissors
+P_SEED000 = np.array([[0.5, 0.2, 0.8], [0.8, 0.5, 0.2], [0.2, 0.8, 0.5]])  # [Guide] §8, rock-paper-scissors
 
 
 def test_intransitivity_reference_points():

@@ -1,4 +1,4 @@
-"""The Elo baseline (SPEC §11, seed 001) on the shared computer-chess data."""
+"""The Elo baseline (mathematics §11, [Stable Elo]) on the shared computer-chess data."""
 
 import json
 from pathlib import Path

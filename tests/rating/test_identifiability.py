@@ -1,4 +1,4 @@
-"""Seed 000 §7 (Theorem 2, Algorithm 1, Fig. 2) and the strongly connected components of seed 003."""
+"""[Guide] §7 (Theorem 2, Algorithm 1, Fig. 2) and the strongly connected components of [Intransitivity]."""
 
 import numpy as np
 import pytest
@@ -16,7 +16,7 @@ from app.rating.identifiability import (
 )
 from app.rating.model import omega_apply
 
-C_SEED = np.array([[-1.0, 2.0], [0.0, 2.0], [1.0, 2.0]])  # seed 000 §7.2: P1, P2, P3
+C_SEED = np.array([[-1.0, 2.0], [0.0, 2.0], [1.0, 2.0]])  # [Guide] §7.2: P1, P2, P3
 W = omega(1)
 
 

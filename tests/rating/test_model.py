@@ -15,7 +15,7 @@ from app.rating import (
 )
 from app.rating.model import check_k
 
-# Seed 000 §8: c_1 = (3, 0), c_2 = (1, 2), c_3 = (-1, -1).
+# [Guide] §8: c_1 = (3, 0), c_2 = (1, 2), c_3 = (-1, -1).
 C_SEED = np.array([[3.0, 0.0], [1.0, 2.0], [-1.0, -1.0]])
 
 
@@ -44,7 +44,7 @@ def test_pair_and_matrix_forms_agree_with_explicit_omega():
 
 
 def test_elo_is_the_k1_special_case():
-    # c_i = (r_i, 1) gives a_ij = r_i - r_j (SPEC §1).
+    # c_i = (r_i, 1) gives a_ij = r_i - r_j (mathematics §1).
     r = np.array([0.3, -1.2, 2.0])
     C = np.stack([r, np.ones(3)], axis=1)
     np.testing.assert_allclose(advantage_matrix(C), r[:, None] - r[None, :], atol=1e-12)
@@ -54,7 +54,7 @@ def test_seat_advantage_conversions():
     assert advantage_from_probability(0.5) == 0.0
     assert advantage_from_probability(0.9) == pytest.approx(2.1972246, abs=1e-6)
     assert logits_to_elo(advantage_from_probability(0.9)) == pytest.approx(382, abs=0.5)
-    # Seed 002's table: 0.75 -> 191, 0.99 -> 798 Elo points.
+    # [Expanding]'s table: 0.75 -> 191, 0.99 -> 798 Elo points.
     assert logits_to_elo(advantage_from_probability(0.75)) == pytest.approx(191, abs=0.5)
     assert logits_to_elo(advantage_from_probability(0.99)) == pytest.approx(798, abs=0.5)
     assert elo_to_logits(logits_to_elo(1.234)) == pytest.approx(1.234)

@@ -1,4 +1,4 @@
-"""Offline refit (SPEC §9): gradient, recovery of a known A, restarts, held-out evaluation, choice of k."""
+"""Offline refit (mathematics §9): gradient, recovery of a known A, restarts, held-out evaluation, choice of k."""
 
 import json
 from pathlib import Path
@@ -92,7 +92,7 @@ def test_recovers_a_known_low_rank_advantage_matrix(k):
 
 
 def test_pure_disc_game_is_learnt_where_elo_fails():
-    # Seed 004 Example 2: A = 2(uvᵀ - vuᵀ), players on the unit circle; half of the pairs observed, 100 games each.
+    # [Limitations] Example 2: A = 2(uvᵀ - vuᵀ), players on the unit circle; half of the pairs observed, 100 games each.
     rng = np.random.default_rng(3)
     m = 50
     theta = rng.uniform(0, 2 * np.pi, m)

@@ -131,7 +131,7 @@ def test_two_side_multiplayer_game_equals_two_player_rule():
 
 
 def test_multiplayer_step_is_the_mean_of_its_pair_steps():
-    # SPEC §4: ΔC_a = Σ_b η (S_ab - p_ab) / (n_ab (N-1)) Ω C_b, all from pre-game vectors.
+    # mathematics §4: ΔC_a = Σ_b η (S_ab - p_ab) / (n_ab (N-1)) Ω C_b, all from pre-game vectors.
     rng = np.random.default_rng(8)
     C = rng.normal(size=(3, 2))
     result = apply_game(C, Game(((0,), (1,), (2,)), (1, 2, 3)), eta=0.1)

@@ -3,7 +3,7 @@
 
 const PROVISIONAL_WHY =
   "Not yet comparable: this player's results do not pin their rating down yet " +
-  "(too few results against enough different opponents, SPEC §10).";
+  "(too few results against enough different opponents, mathematics §10).";
 
 // ---------- small helpers ----------
 
