@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 import anyio.to_thread
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import errors, handlers
 from app.analysis import auto, jobs
@@ -20,12 +19,13 @@ from app.db import Database
 from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
 from app.ladders.router import router as ladders_router
+from app.middleware import BodyLimit, SecurityHeaders
 from app.migrate import upgrade
 from app.players.router import router as players_router
 from app.predictions.router import router as predictions_router
 from app.predictions.router import teams_router
+from app.web.router import docs_assets, static
 from app.web.router import router as web_router
-from app.web.router import static
 
 DESCRIPTION = """
 Rates players with the **multi-dimensional Elo (mElo)** system: every player has a vector of 2k numbers and
@@ -39,44 +39,6 @@ P(i beats j) = σ(c_iᵀ Ω c_j), which can express rock-paper-scissors cycles.
 * `POST .../games` accepts an `Idempotency-Key` header (or the game's `external_id`): a retried game counts once.
 * Every error is an RFC 9457 `application/problem+json` body whose `errors` list names the offending fields.
 """
-
-
-class BodyLimit:
-    """Refuse request bodies above ``limit`` bytes with a 413 problem, before they are parsed."""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app, self.limit = app, limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        length = dict(scope["headers"]).get(b"content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            await self._reject(scope, receive, send)
-            return
-        seen, refused = 0, False
-
-        async def limited() -> dict:
-            # A body without a length (chunked) is counted as it arrives: past the limit, the 413 is sent here and
-            # the app sees a disconnect, so it stops reading and whatever it answers is dropped.
-            nonlocal seen, refused
-            message = await receive()
-            seen += len(message.get("body", b""))
-            if seen > self.limit and not refused:
-                refused = True
-                await self._reject(scope, receive, send)
-            return {"type": "http.disconnect"} if refused else message
-
-        async def unless_refused(message: dict) -> None:
-            if not refused:
-                await send(message)
-
-        await self.app(scope, limited, unless_refused)
-
-    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
-        problem = errors.PayloadTooLarge(f"Request bodies are limited to {self.limit} bytes (MELO_MAX_BODY_BYTES).")
-        await handlers.problem_response(problem)(scope, receive, send)
 
 
 def _tune_garbage_collector() -> None:
@@ -110,7 +72,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         jobs.stop()
         await db.close()
 
-    app = FastAPI(title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    # The API docs are served from assets installed with the app (web.router), not from a CDN: they work offline.
+    app = FastAPI(
+        title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan, docs_url=None, redoc_url=None
+    )
     app.state.settings = settings
     handlers.install(app)
     # Hot routes first: routes are matched in order.
@@ -142,7 +107,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         return JSONResponse({"status": "ready"})
 
     app.mount("/static", static, name="static")
+    app.mount("/docs-assets", docs_assets, name="docs-assets")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(SecurityHeaders)
     return app
 
 

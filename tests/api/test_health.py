@@ -67,3 +67,15 @@ def test_liveness_does_not_wait_for_the_thread_pool(client):
             assert answer.result(timeout=2).status_code == 200  # a sync endpoint would wait for a free thread
         finally:
             client.portal.call(release.set)
+
+
+def test_security_headers(client):
+    page = client.get("/")
+    assert page.headers["x-content-type-options"] == "nosniff" and page.headers["x-frame-options"] == "DENY"
+    assert "script-src 'self';" in page.headers["content-security-policy"]
+    assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+    docs = client.get("/docs")
+    assert docs.status_code == 200 and "/docs-assets/swagger-ui-bundle.js" in docs.text and "cdn" not in docs.text
+    assert client.get("/docs-assets/swagger-ui-bundle.js").status_code == 200
+    api = client.get("/v1/ladders")
+    assert api.headers["x-content-type-options"] == "nosniff" and "content-security-policy" not in api.headers

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from tests.conftest import ADMIN_KEY, live_server
 
@@ -82,7 +84,7 @@ def test_record_a_doubles_game_and_see_the_leaderboard_change(site, page):
     page.fill("#b-0", "ann")
     page.fill("#b-1", "cy")
     page.select_option("#result", "a")
-    page.wait_for_function("document.querySelector('#preview').textContent.startsWith('Chances:')")
+    expect(page.locator("#preview")).to_have_text(re.compile("^Chances:"))
     assert "bob & dee" in page.inner_text("#preview")
     page.click("#submit-game")
     page.wait_for_selector("#changes li")
@@ -150,7 +152,7 @@ def test_phone_width_screenshot(site, browser):
     page.wait_for_selector("#disc-plot circle")
     assert "1 = no cycles" in page.inner_text("#intransitivity")
     # Nothing is wider than the phone: tables scroll inside their own box.
-    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    assert page.locator("html").evaluate("html => html.scrollWidth") <= 375
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "ladder-phone.png"), full_page=True)
     assert (ARTIFACTS / "ladder-phone.png").stat().st_size > 10_000
@@ -184,7 +186,7 @@ def test_rename_a_player_on_their_page(site, page):
     page.fill("#new-name", "Cyrus")
     page.fill("#rename-key", key)
     page.click("#rename-submit")
-    page.wait_for_function("document.querySelector('h1').textContent.startsWith('Cyrus')")
+    expect(page.locator("h1")).to_have_text(re.compile("^Cyrus"))
     assert "Renamed to Cyrus" in page.inner_text("#messages")
     assert httpx.get(base + "/v1/ladders/office/players/cy").json()["name"] == "Cyrus"
     page.fill("#rename-key", "wrong-key")
@@ -273,3 +275,15 @@ def test_make_fair_teams_for_doubles(site, page):
     page.fill("#teams-count", "5")  # five teams of four players: the server's words, not a crash
     page.get_by_role("button", name="Make fair teams").click()
     assert "teams" in page.locator("#messages .error").inner_text()
+
+
+def test_the_api_docs_render_from_local_assets(site, page):
+    base, _ = site
+    requested = []
+    page.on("request", lambda request: requested.append(request.url))
+    page.goto(base + "/docs")
+    page.wait_for_selector(".swagger-ui .info .title")
+    assert "melo" in page.inner_text(".swagger-ui .info .title")
+    # The operations are listed: the OpenAPI 3.1 schema rendered.
+    page.wait_for_selector('.opblock-summary-path[data-path="/v1/ladders/{slug}/teams"]')
+    assert requested and all(url.startswith(base) for url in requested), requested
