@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import Literal
 
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -23,6 +25,14 @@ class Settings(BaseSettings):
     threads: int = 4
     #: Run migrations when the app starts (default for the embedded SQLite database).
     migrate_on_start: bool | None = None
+    #: SQLite's durability. NORMAL (default, with WAL): a commit survives a crash of the process, but the last
+    #: commits before a power loss or an operating-system crash may be lost. FULL: they survive that too, at the
+    #: cost of a disk sync per commit (group commit shares it between the games applied together).
+    sqlite_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    #: PostgreSQL: the longest a statement may run (seconds) before it is cancelled and the request gets a 503,
+    #: and the longest to wait for a connection from the pool or to the server.
+    database_timeout: float = Field(30.0, gt=0)
+    connect_timeout: float = Field(5.0, gt=0)
 
     @property
     def sqlalchemy_url(self) -> str:

@@ -43,7 +43,7 @@ def ensure_sqlite_dir(url: str) -> None:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _sqlite_engine(url: str, immediate: bool) -> Engine:
+def _sqlite_engine(url: str, immediate: bool, synchronous: str = "NORMAL") -> Engine:
     ensure_sqlite_dir(url)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -55,7 +55,7 @@ def _sqlite_engine(url: str, immediate: bool) -> Engine:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         cursor.close()
 
@@ -89,9 +89,21 @@ class Database:
     def from_settings(cls, settings: Settings) -> Database:
         url = settings.sqlalchemy_url
         if settings.is_sqlite:
-            read, write = _sqlite_engine(url, immediate=False), _sqlite_engine(url, immediate=True)
+            sync = settings.sqlite_synchronous
+            read, write = _sqlite_engine(url, False, sync), _sqlite_engine(url, True, sync)
             return cls(read, write, "sqlite", threading.Lock())
-        engine = create_engine(url, pool_size=10, max_overflow=20, pool_pre_ping=True)
+        timeout_ms = int(settings.database_timeout * 1000)
+        engine = create_engine(
+            url,
+            pool_size=10,
+            max_overflow=20,
+            pool_pre_ping=True,
+            pool_timeout=settings.connect_timeout,
+            connect_args={
+                "connect_timeout": max(1, round(settings.connect_timeout)),
+                "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            },
+        )
         return cls(engine, engine, "postgresql", async_reads=AsyncReads(engine.url))
 
     @contextmanager

@@ -15,9 +15,10 @@ if [ ! -f data/demo-write-key.txt ]; then
   $MELO import chess-demo tests/data/chess_engines.json --format chess
 fi
 PORT=${PORT:-8000}
+HOST=${HOST:-127.0.0.1}
 cat <<EOT
 
-  melo is starting on  http://127.0.0.1:$PORT
+  melo is starting on  http://$HOST:$PORT
   API docs:            http://127.0.0.1:$PORT/docs
   demo ladder:         http://127.0.0.1:$PORT/ladders/chess-demo
   demo leaderboard API: http://127.0.0.1:$PORT/v1/ladders/chess-demo/leaderboard
@@ -25,4 +26,4 @@ cat <<EOT
   chess-demo write key: $(cat data/demo-write-key.txt)
 
 EOT
-exec $MELO serve --port "$PORT"
+exec $MELO serve --host "$HOST" --port "$PORT"

@@ -11,6 +11,7 @@ import psycopg
 from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.db import Database
 from app.main import create_app
 from app.migrate import upgrade
 from tests.postgres import PostgresServer
@@ -79,3 +80,12 @@ def test_security_headers(client):
     assert client.get("/docs-assets/swagger-ui-bundle.js").status_code == 200
     api = client.get("/v1/ladders")
     assert api.headers["x-content-type-options"] == "nosniff" and "content-security-policy" not in api.headers
+
+
+def test_sqlite_durability_is_configurable(tmp_path):
+    for level, code in (("NORMAL", 1), ("FULL", 2)):
+        settings = Settings(database_url=f"sqlite:///{tmp_path / 'd.db'}", sqlite_synchronous=level)
+        db = Database.from_settings(settings)
+        with db.writing() as session:
+            assert session.connection().exec_driver_sql("PRAGMA synchronous").scalar() == code
+        db.dispose()
