@@ -32,6 +32,8 @@ class Settings(BaseSettings):
     #: PostgreSQL: the longest a statement may run (seconds) before it is cancelled and the request gets a 503,
     #: and the longest to wait for a connection from the pool or to the server.
     database_timeout: float = Field(30.0, gt=0)
+    #: A request that has not begun its answer after this many seconds gets a 503 (a frozen database, say).
+    request_timeout: float = Field(30.0, gt=0)
     connect_timeout: float = Field(5.0, gt=0)
 
     @property

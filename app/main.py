@@ -19,7 +19,7 @@ from app.db import Database
 from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
 from app.ladders.router import router as ladders_router
-from app.middleware import BodyLimit, SecurityHeaders
+from app.middleware import BodyLimit, Deadline, SecurityHeaders
 from app.migrate import upgrade
 from app.players.router import router as players_router
 from app.predictions.router import router as predictions_router
@@ -66,6 +66,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         db = app.state.db = Database.from_settings(settings)
         app.state.committer = GroupCommitter(db, on_commit=lambda applied: auto.games_posted(db, applied))
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
+        app.state.ping = anyio.CapacityLimiter(1)
         _tune_garbage_collector()
         yield
         app.state.committer.close()
@@ -99,16 +100,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/readyz", tags=["health"], responses=errors.problems(503))
     async def readyz() -> JSONResponse:
         """Readiness: the database answers a query (503 problem+json when it does not)."""
+        reason = "it did not answer within 2 s"
         try:
-            await anyio.to_thread.run_sync(app.state.db.ping)
+            # Its own thread, abandoned after 2 s: a frozen database must not hold a request thread or this probe.
+            with anyio.move_on_after(2):
+                await anyio.to_thread.run_sync(app.state.db.ping, abandon_on_cancel=True, limiter=app.state.ping)
+                return JSONResponse({"status": "ready"})
         except Exception as exc:
-            problem = errors.Unavailable(f"The database cannot be reached: {type(exc).__name__}.")
-            return handlers.problem_response(problem, {"Retry-After": "1"})
-        return JSONResponse({"status": "ready"})
+            reason = type(exc).__name__
+        problem = errors.Unavailable(f"The database cannot be reached: {reason}.")
+        return handlers.problem_response(problem, {"Retry-After": "1"})
 
     app.mount("/static", static, name="static")
     app.mount("/docs-assets", docs_assets, name="docs-assets")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(Deadline, seconds=settings.request_timeout)
     app.add_middleware(SecurityHeaders)
     return app
 

@@ -1,6 +1,9 @@
-"""ASGI middleware: request body limits and security headers."""
+"""ASGI middleware: request deadlines, body limits and security headers."""
 
 from __future__ import annotations
+
+import asyncio
+import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -82,3 +85,48 @@ class SecurityHeaders:
             await send(message)
 
         await self.app(scope, receive, with_headers)
+
+
+logger = logging.getLogger("melo")
+
+
+class Deadline:
+    """A request that has not started its answer after ``seconds`` gets a 503 problem.
+
+    A worker thread blocked on a database that stopped answering (a frozen
+    server, a network partition) cannot be interrupted, and no client-side
+    timeout of the driver covers it.  The request's task is left to finish in
+    the background (whatever it sends then is dropped) and the client gets
+    a prompt 503 with ``Retry-After`` instead of hanging; liveness and
+    readiness never reach the database, so they are not delayed.
+    """
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app, self.seconds = app, seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in ("/healthz", "/readyz"):
+            await self.app(scope, receive, send)
+            return
+        started, late = False, False
+
+        async def until_late(message: Message) -> None:
+            nonlocal started
+            if not late:
+                started = True
+                await send(message)
+
+        task = asyncio.ensure_future(self.app(scope, receive, until_late))
+        done, _ = await asyncio.wait({task}, timeout=self.seconds)
+        if done or started:
+            await task  # finished, or answering already (a long export stream): let it run
+            return
+        late = True
+        task.add_done_callback(_log_late)
+        problem = errors.Unavailable(f"The request took longer than {self.seconds:g} s; try again.")
+        await handlers.problem_response(problem, {"Retry-After": "5"})(scope, receive, send)
+
+
+def _log_late(task: asyncio.Future) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        logger.warning("a request answered 503 (too slow) then failed: %r", task.exception())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -55,6 +56,13 @@ class PostgresServer:
             capture_output=True,
         )
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def freeze(self, frozen: bool = True) -> None:
+        """SIGSTOP (or SIGCONT) the server and every one of its processes: a database that stops answering."""
+        postmaster = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
+        children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
+        for pid in [postmaster, *map(int, children)]:
+            os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

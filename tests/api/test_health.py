@@ -14,6 +14,7 @@ from app.config import Settings
 from app.db import Database
 from app.main import create_app
 from app.migrate import upgrade
+from tests.conftest import ADMIN_KEY, bearer, make_ladder
 from tests.postgres import PostgresServer
 
 
@@ -89,3 +90,47 @@ def test_sqlite_durability_is_configurable(tmp_path):
         with db.writing() as session:
             assert session.connection().exec_driver_sql("PRAGMA synchronous").scalar() == code
         db.dispose()
+
+
+def test_a_frozen_database_gives_prompt_503s_and_the_server_recovers_by_itself():
+    server = PostgresServer()
+    server.start()
+    try:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            conn.execute("CREATE DATABASE frozen")
+        settings = Settings(
+            database_url=server.url("frozen"), migrate_on_start=False, admin_key=ADMIN_KEY, request_timeout=2
+        )
+        upgrade(settings.sqlalchemy_url)
+        game = {"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}
+        with TestClient(create_app(settings)) as client:
+            key = make_ladder(client)
+            assert client.post("/v1/ladders/test/games", json=game, headers=bearer(key)).status_code == 201
+            server.freeze()
+            try:
+                for method, path in [
+                    ("GET", "/v1/ladders/test/leaderboard"),
+                    ("GET", "/v1/ladders/test"),
+                    ("GET", "/v1/ladders/test/predict?a=a&b=b"),
+                    ("POST", "/v1/ladders/test/games"),
+                ]:
+                    start = time.monotonic()
+                    r = client.request(method, path, json=game, headers=bearer(key) | {"Idempotency-Key": "late"})
+                    assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json", r.text
+                    assert time.monotonic() - start < 5, path
+                start = time.monotonic()
+                assert client.get("/healthz").status_code == 200 and time.monotonic() - start < 1
+                assert client.get("/readyz").status_code == 503 and time.monotonic() - start < 4
+            finally:
+                server.freeze(False)
+            deadline = time.monotonic() + 30
+            while client.get("/readyz").status_code != 200:  # no restart: the pools reconnect by themselves
+                assert time.monotonic() < deadline
+                time.sleep(0.2)
+            # The post that got a 503 may still have been applied: its retry with the same key answers once.
+            retry = client.post("/v1/ladders/test/games", json=game, headers=bearer(key) | {"Idempotency-Key": "late"})
+            assert retry.status_code == 201
+            assert client.get("/v1/ladders/test").json()["games"] == 2
+            assert client.get("/v1/ladders/test/audit").json()["consistent"]
+    finally:
+        server.stop()
