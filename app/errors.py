@@ -50,6 +50,10 @@ class PayloadTooLarge(Problem):
     status, title, slug = 413, "Payload too large", "payload-too-large"
 
 
+class TooManyRequests(Problem):
+    status, title, slug = 429, "Too many requests", "too-many-requests"
+
+
 class Unavailable(Problem):
     status, title, slug = 503, "Service unavailable", "unavailable"
 
@@ -62,6 +66,7 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "Unknown ladder, player or game",
         409: "Conflict (idempotency key reused with another body, duplicate)",
         413: "Body too large",
+        429: "Too many jobs queued; retry after `Retry-After` seconds",
         503: "The database cannot be reached",
         422: "Invalid input; `errors` names each field",
     }

@@ -40,7 +40,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Problem)
     async def _problem(_: Request, exc: Problem) -> JSONResponse:
-        headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+        headers = {401: {"WWW-Authenticate": "Bearer"}, 429: {"Retry-After": "60"}}.get(exc.status)
         return problem_response(exc, headers)
 
     @app.exception_handler(RatingInputError)

@@ -27,6 +27,7 @@ from app import storage
 from app.analysis import refits
 from app.analysis.schemas import RefitIn
 from app.db import Database
+from app.errors import TooManyRequests
 from app.storage.ladders import LadderRow
 
 logger = logging.getLogger("melo")
@@ -82,7 +83,10 @@ def start_if_due(db: Database, ladder_id: int) -> int | None:
             return None
         ladder, games = due
         params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True)
-        job_id = refits.start_refit(session, ladder, params, log_games=games).id
+        try:
+            job_id = refits.start_refit(session, ladder, params, log_games=games).id
+        except TooManyRequests:  # the queue is full: the policy asks again as the log grows
+            return None
     refits.submit(db, job_id)
     return job_id
 

@@ -3,14 +3,17 @@
 In a thread, a refit's fit and its identifiability linear programs held the
 interpreter lock the request threads need (bench_api: predict p50 3.4 -> 9.6
 ms, POST /games 142 -> 70 req/s); a child process at a lower CPU priority does
-not.  A child that dies marks its job failed; server shutdown stops it.
+not.  A child that dies marks its job failed; server shutdown stops it, and so does the server's death.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
+import signal
+import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
@@ -30,7 +33,10 @@ def submit(
 
 
 def stop() -> None:
-    """Stop the running child (server shutdown); its job shows as failed."""
+    """Server shutdown: queued jobs do not start, and the running child is stopped (its job shows as failed)."""
+    global _jobs
+    old, _jobs = _jobs, ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-refit")
+    old.shutdown(wait=False, cancel_futures=True)
     for child in list(_children):
         child.terminate()
 
@@ -47,6 +53,7 @@ def _run_child(db: Database, job_id: int, run, fail) -> None:
 
 
 def _child_main(url: str, job_id: int, run, fail) -> None:
+    _die_with_parent()
     os.nice(10)
     db = Database.from_settings(Settings(database_url=url))
     try:
@@ -56,3 +63,16 @@ def _child_main(url: str, job_id: int, run, fail) -> None:
         fail(db, job_id, f"{type(exc).__name__}: {exc}")
     finally:
         db.dispose()
+
+
+def _die_with_parent() -> None:
+    """Linux: a SIGTERM when the server's job thread dies, even by kill -9, so no refit outlives its server."""
+    if sys.platform != "linux":
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() == 1:  # the server died before the line above
+        os._exit(1)
+
+
+PR_SET_PDEATHSIG = 1

@@ -22,7 +22,7 @@ from app.analysis import jobs
 from app.analysis.reports import identifiability_out
 from app.analysis.schemas import CheckpointOut, RefitIn, RefitOut
 from app.db import Database
-from app.errors import Conflict, InvalidInput, NotFound
+from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from app.models import Refit
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
@@ -36,6 +36,11 @@ logger = logging.getLogger("melo")
 PROGRESS_EVERY = 0.5
 #: A queued or running refit silent for this long was lost with its process (a restart): it shows as failed.
 STALE = timedelta(minutes=10)
+#: A queued job waits for the jobs before it; one still queued after this long lost its server before it ran.
+STALE_QUEUED = timedelta(hours=2)
+#: Refits queued or running at once, per ladder and per server (all worker processes): 429 beyond.
+MAX_ACTIVE_PER_LADDER = 2
+MAX_ACTIVE = 8
 
 
 def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games: int | None = None) -> Refit:
@@ -45,6 +50,14 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
             f"select_k: at most the ladder's k = {ladder.k}",
             errors=[{"field": "select_k", "message": f"values must be <= {ladder.k}"}],
         )
+    now = datetime.now(UTC)
+    since = (now - STALE_QUEUED, now - STALE)
+    if storage.refits.active(session, ladder.id, *since) >= MAX_ACTIVE_PER_LADDER:
+        raise TooManyRequests(
+            f"Ladder {ladder.slug!r} has {MAX_ACTIVE_PER_LADDER} refits queued or running; wait for one to finish."
+        )
+    if storage.refits.active(session, None, *since) >= MAX_ACTIVE:
+        raise TooManyRequests(f"The server has {MAX_ACTIVE} refits queued or running; wait for one to finish.")
     return storage.refits.insert(session, ladder.id, params.model_dump(mode="json"), log_games)
 
 
@@ -217,11 +230,16 @@ def list_refits(session: Session, ladder: LadderRow, limit: int) -> list[RefitOu
 
 
 def refit_out(job: Refit) -> RefitOut:
-    """The job as the API shows it; one whose process stopped (no progress for :data:`STALE`) shows as failed."""
+    """The job as the API shows it: a running one whose process stopped (no progress for :data:`STALE`), or a
+    queued one whose server stopped before it ran (:data:`STALE_QUEUED`), shows as failed."""
     status, error = job.status, job.error
-    if status in ("queued", "running") and datetime.now(UTC) - job.updated_at > STALE:
+    idle = datetime.now(UTC) - job.updated_at
+    if status == "running" and idle > STALE:
         minutes = int(STALE.total_seconds() // 60)
         status, error = "failed", f"no progress for {minutes} minutes: its server process stopped; start a new refit"
+    elif status == "queued" and idle > STALE_QUEUED:
+        hours = int(STALE_QUEUED.total_seconds() // 3600)
+        status, error = "failed", f"still queued after {hours} hours: its server stopped before it ran; start a new one"
     return RefitOut(
         id=job.id,
         status=status,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session, defer
 
 from app.models import Checkpoint, Game, Refit
@@ -40,6 +40,19 @@ def recent(session: Session, ladder_id: int, limit: int, reports: bool = True) -
     query = select(Refit).where(Refit.ladder_id == ladder_id).order_by(Refit.id.desc()).limit(limit)
     heavy = [defer(Refit.player_ids), defer(Refit.vectors)] + ([] if reports else [defer(Refit.result)])
     return list(session.scalars(query.options(*heavy)))
+
+
+def active(session: Session, ladder_id: int | None, queued_since: datetime, running_since: datetime) -> int:
+    """Jobs (of one ladder, or of all) queued since ``queued_since`` or running with progress since
+    ``running_since``: the others lost their server."""
+    alive = or_(
+        and_(Refit.status == "queued", Refit.updated_at >= queued_since),
+        and_(Refit.status == "running", Refit.updated_at >= running_since),
+    )
+    query = select(func.count()).select_from(Refit).where(alive)
+    if ladder_id is not None:
+        query = query.where(Refit.ladder_id == ladder_id)
+    return session.scalar(query) or 0
 
 
 def latest_done(session: Session, ladder_id: int) -> Refit | None:

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from app.analysis import auto
+from app.db import Database
 from app.models import Ladder, Refit
 from tests.conftest import bearer, make_ladder
 
@@ -254,3 +255,31 @@ def test_a_player_the_latest_refit_cannot_pin_down_is_provisional(client):
     job = wait(client, client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=h).headers["location"])
     assert "p5" in {row["key"] for row in job["result"]["identifiability"]["not_comparable"]}
     assert provisional()["p5"] is True
+
+
+def test_refits_are_bounded_per_ladder_and_a_waiting_one_is_not_failed(client, settings):
+    key = make_ladder(client, k=2)
+    rng = np.random.default_rng(2)
+    games = [
+        {"sides": [{"players": [f"p{a}"], "rank": 1}, {"players": [f"p{b}"], "rank": 2}]}
+        for a, b in (rng.choice(30, 2, replace=False) for _ in range(600))
+    ]
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=bearer(key)).status_code == 201
+    body = {"restarts": 3, "select_k": [0, 1, 2]}
+    answers = [client.post("/v1/ladders/test/refits", json=body, headers=bearer(key)) for _ in range(4)]
+    assert [r.status_code for r in answers[:2]] == [202, 202]
+    refused = [r for r in answers[2:] if r.status_code == 429]
+    assert refused and refused[0].headers["retry-after"] and refused[0].json()["status"] == 429
+    # The second job waits behind the first: a quarter of an hour without news is not a failure.
+    second = answers[1].json()["id"]
+    db = Database.from_settings(settings)
+    with db.writing() as session:
+        job = session.get(Refit, second)
+        if job.status == "queued":
+            job.updated_at = datetime.now(UTC) - timedelta(minutes=15)
+    db.dispose()
+    shown = client.get(f"/v1/ladders/test/refits/{second}").json()
+    assert shown["status"] in ("queued", "running", "done"), shown
+    for r in answers[:2]:
+        assert wait(client, r.headers["Location"])["status"] == "done"
+    assert client.post("/v1/ladders/test/refits", json=body, headers=bearer(key)).status_code == 202

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
 
 import httpx
+import numpy as np
 
 from tests.conftest import ADMIN_KEY, free_port
 
@@ -111,3 +113,47 @@ def _all_games(http: httpx.Client) -> list[dict]:
         cursor = page["next_cursor"]
         if cursor is None:
             return games
+
+
+def test_a_refit_does_not_outlive_its_server(tmp_path):
+    proc, base = start(f"sqlite:///{tmp_path / 'melo.db'}", workers=1)
+    try:
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        r = httpx.post(base + "/v1/ladders", json={"slug": "busy", "k": 3, "auto_refit": False}, headers=admin)
+        headers = {"Authorization": f"Bearer {r.json()['write_key']}"}
+        rng = np.random.default_rng(0)
+        for _ in range(5):  # 5,000 games over 200 players: a refit of a minute or more
+            pairs = [rng.choice(200, 2, replace=False).tolist() for _ in range(1000)]
+            games = [
+                {"sides": [{"players": [f"p{a}"], "rank": 1}, {"players": [f"p{b}"], "rank": 2}]} for a, b in pairs
+            ]
+            r = httpx.post(base + "/v1/ladders/busy/games/batch", json={"games": games}, headers=headers)
+            assert r.status_code == 201, r.text
+        body = {"restarts": 20, "l2": None, "select_k": [0, 1, 2, 3]}
+        r = httpx.post(base + "/v1/ladders/busy/refits", json=body, headers=headers)
+        assert r.status_code == 202, r.text
+        job = r.headers["Location"]
+        deadline = time.time() + 60
+        while httpx.get(base + job).json()["status"] != "running":
+            assert time.time() < deadline
+            time.sleep(0.1)
+        children = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "spawn_main"], capture_output=True, text=True)
+        refit = int(children.stdout.split()[0])
+        os.kill(proc.pid, signal.SIGKILL)  # the server alone, not its process group
+        deadline = time.time() + 10
+        while _alive(refit):
+            assert time.time() < deadline, "the refit outlived its server"
+            time.sleep(0.1)
+        with sqlite3.connect(tmp_path / "melo.db") as conn:  # it was stopped, not finished
+            assert conn.execute("SELECT status FROM refits").fetchall() == [("running",)]
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            state = stat.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
