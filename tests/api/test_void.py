@@ -145,8 +145,9 @@ def test_a_void_after_an_applied_refit_replays_from_the_refit(client):
     r = client.post("/v1/ladders/test/refits", json={"restarts": 1, "holdout": 0}, headers=bearer(key))
     job = wait(client, r.headers["Location"])
     ids += post_all(client, "test", key, games[50:])
-    applied = client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=bearer(key)).json()
-    assert applied["replayed_games"] == 20
+    r = client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=bearer(key))
+    assert r.status_code == 200, (job, r.text)
+    assert r.json()["replayed_games"] == 20
     assert client.delete(f"/v1/ladders/test/games/{ids[60]}", headers=bearer(key)).status_code == 200
     audit = client.get("/v1/ladders/test/audit").json()
     assert audit["consistent"] and audit["checkpoint_after_game"] == ids[49] and audit["replayed_games"] == 19
