@@ -61,10 +61,12 @@ class Unavailable(Problem):
 #: OpenAPI ``responses=`` entries for routes.
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     described = {
+        400: "Malformed request",
         401: "No bearer key",
         403: "Wrong key",
         404: "Unknown ladder, player or game",
         409: "Conflict (idempotency key reused with another body, duplicate)",
+        405: "Method not allowed here; `Allow` lists those that are",
         413: "Body too large",
         429: "Too many jobs queued; retry after `Retry-After` seconds",
         503: "The database cannot be reached",

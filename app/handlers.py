@@ -12,6 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from app.errors import PROBLEM_JSON, InvalidInput, Problem, Unavailable
 from app.rating import RatingInputError
@@ -57,10 +58,13 @@ def install(app: FastAPI) -> None:
         return problem_response(InvalidInput(detail, errors=errors))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         problem = Problem(str(exc.detail))
         problem.status, problem.title, problem.slug = exc.status_code, str(exc.detail), f"http-{exc.status_code}"
-        return problem_response(problem)
+        headers = exc.headers
+        if exc.status_code == 405:  # every method some route takes at this path, not only the first route's
+            headers = {"Allow": ", ".join(_allowed(request))}
+        return problem_response(problem, headers)
 
     @app.exception_handler(OperationalError)
     @app.exception_handler(InterfaceError)
@@ -77,3 +81,10 @@ def install(app: FastAPI) -> None:
         problem = Problem("The server failed to process the request; it has been logged.")
         problem.status, problem.title, problem.slug = 500, "Internal server error", "internal"
         return problem_response(problem)
+
+
+def _allowed(request: Request) -> list[str]:
+    """The methods that some route of the app takes at the request's path."""
+    methods = ("DELETE", "GET", "HEAD", "PATCH", "POST", "PUT")
+    routes = request.app.routes
+    return [m for m in methods if any(r.matches({**request.scope, "method": m})[0] == Match.FULL for r in routes)]

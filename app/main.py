@@ -75,7 +75,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     # The API docs are served from assets installed with the app (web.router), not from a CDN: they work offline.
     app = FastAPI(
-        title="melo", version="0.1.0", description=DESCRIPTION, lifespan=lifespan, docs_url=None, redoc_url=None
+        title="melo",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        # What any operation may answer: a malformed or oversized request, a wrong method, a database that is down.
+        responses=errors.problems(400, 405, 413, 422, 503),
     )
     app.state.settings = settings
     handlers.install(app)

@@ -134,3 +134,11 @@ def test_a_frozen_database_gives_prompt_503s_and_the_server_recovers_by_itself()
             assert client.get("/v1/ladders/test/audit").json()["consistent"]
     finally:
         server.stop()
+
+
+def test_a_wrong_method_is_405_with_the_allowed_ones(client):
+    r = client.put("/v1/ladders")
+    assert r.status_code == 405 and r.headers["content-type"] == "application/problem+json"
+    assert set(r.headers["allow"].split(", ")) >= {"GET", "POST"}
+    r = client.post("/v1/ladders/test/games/1")
+    assert r.status_code == 405 and set(r.headers["allow"].split(", ")) >= {"GET", "DELETE"}

@@ -1,0 +1,86 @@
+"""Fuzzing: Schemathesis sends generated requests, valid and invalid, to every operation of a live server.
+
+Bounded (a fixed number of examples per operation), seeded (derandomised, so a
+failure reproduces) and run on SQLite and on PostgreSQL with two workers.  Every
+answer must be below 500, carry a documented status code and content type, and
+match the documented schema.  Requests go to a real ladder with real players
+(``fuzz``), with the server admin key, so they reach the code behind the checks.
+"""
+
+from __future__ import annotations
+
+import itertools
+import zlib
+
+import httpx
+import psycopg
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, given, settings
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+    unsupported_method,
+)
+
+from app.config import Settings
+from app.migrate import upgrade
+from tests.conftest import ADMIN_KEY, live_server
+
+EXAMPLES = 25
+PLAYERS = ["ann", "bob", "cy", "dee"]
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def fuzz_server(request, tmp_path_factory):
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'melo.db'}"
+    else:
+        server = request.getfixturevalue("postgres")
+        name = f"melo_fuzz_{next(_names)}"
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        url = server.url(name)
+    upgrade(Settings(database_url=url).sqlalchemy_url)
+    with live_server(url, workers=2 if request.param == "postgresql" else 1) as base:
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        assert httpx.post(base + "/v1/ladders", json={"slug": "fuzz", "k": 2}, headers=admin).status_code == 201
+        for a, b in itertools.combinations(PLAYERS, 2):
+            game = {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]}
+            assert httpx.post(base + "/v1/ladders/fuzz/games", json=game, headers=admin).status_code == 201
+        yield base
+
+
+def test_no_input_gets_a_server_error_or_an_undocumented_answer(fuzz_server):
+    schema = schemathesis.openapi.from_url(fuzz_server + "/openapi.json")
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+        unsupported_method,
+    ]
+    headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    ran = 0
+    for result in schema.get_all_operations():
+        operation = result.ok()
+
+        @given(case=operation.as_strategy())
+        @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
+                  suppress_health_check=list(HealthCheck))  # fmt: skip
+        def fuzz(case):
+            nonlocal ran
+            # Most generated slugs and keys name nothing (404): half of the cases go to the real ladder and players.
+            if "slug" in (case.path_parameters or {}) and zlib.crc32(repr(case.body).encode()) % 2 == 0:
+                case.path_parameters["slug"] = "fuzz"
+                if "key" in case.path_parameters:
+                    case.path_parameters["key"] = PLAYERS[len(repr(case.query)) % len(PLAYERS)]
+            case.call_and_validate(base_url=fuzz_server, headers=headers, checks=checks, timeout=60)
+            ran += 1
+
+        fuzz()
+    print(f"{ran} generated requests")
+    assert ran > 500
