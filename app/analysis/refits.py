@@ -50,6 +50,8 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
             f"select_k: at most the ladder's k = {ladder.k}",
             errors=[{"field": "select_k", "message": f"values must be <= {ladder.k}"}],
         )
+    if storage.ladders.sizes(session, ladder.id)[1] == 0:
+        raise Conflict(f"Ladder {ladder.slug!r} has no games to fit yet.")
     now = datetime.now(UTC)
     since = (now - STALE_QUEUED, now - STALE)
     if storage.refits.active(session, ladder.id, *since) >= MAX_ACTIVE_PER_LADDER:

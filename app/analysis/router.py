@@ -20,7 +20,7 @@ from app.errors import problems
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"])
 
 
-@router.post("/refits", status_code=202, response_model=RefitOut, responses=problems(401, 403, 404, 422, 429))
+@router.post("/refits", status_code=202, response_model=RefitOut, responses=problems(401, 403, 404, 409, 422, 429))
 def start_refit(slug: str, params: RefitIn, db: DatabaseDep, caller: CallerDep, response: Response) -> RefitOut:
     """Start a maximum-likelihood refit of the whole log in the background (mathematics §9); poll its `Location`.
     At most 2 refits per ladder and 8 per server are queued or running at once: 429 with `Retry-After` beyond."""

@@ -99,11 +99,15 @@ def test_refit_errors(client):
     key = make_ladder(client, k=1)
     h = bearer(key)
     assert client.post("/v1/ladders/test/refits", json={"select_k": [0, 3]}, headers=h).status_code == 422
-    job = wait(client, client.post("/v1/ladders/test/refits", json={}, headers=h).headers["location"])
-    assert job["status"] == "failed" and "no games" in job["error"]
-    assert client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h).status_code == 409
+    r = client.post("/v1/ladders/test/refits", json={}, headers=h)
+    assert r.status_code == 409 and "no games" in r.json()["detail"]
+    assert client.get("/v1/ladders/test/identifiability?ratings=refit").status_code == 409  # no refit yet
+    game = {"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}
+    assert client.post("/v1/ladders/test/games", json=game, headers=h).status_code == 201
+    job = wait(client, client.post("/v1/ladders/test/refits", json={"holdout": 0}, headers=h).headers["location"])
+    assert job["status"] == "done"
+    assert client.post("/v1/ladders/test/refits/99/apply", headers=h).status_code == 404
     assert client.get("/v1/ladders/test/refits/999").status_code == 404
-    assert client.get("/v1/ladders/test/identifiability?ratings=refit").status_code == 409
 
 
 def test_intransitivity_canonical_and_disc_leaderboard(client):
