@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -56,3 +58,39 @@ def test_the_same_request_sent_concurrently_is_applied_once(server):
     assert len({r.text for r in responses}) == 1
     assert httpx.get(server + "/v1/ladders/load/players/a").json()["games"] == 1
     assert httpx.get(server + "/v1/ladders/load").json()["games"] == 1
+
+
+def test_audit_and_exports_read_one_snapshot_while_games_are_written(server):
+    key = _ladder(server)
+    rng = np.random.default_rng(1)
+    pairs = [rng.choice(20, size=2, replace=False) for _ in range(1200)]
+    done = threading.Event()
+
+    def post(chunk: list) -> None:
+        with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
+            for i, j in chunk:
+                body = {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}]}
+                assert client.post("/v1/ladders/load/games", json=body).status_code == 201
+
+    def poll() -> tuple[list[dict], list[int]]:
+        audits, exported = [], []
+        with httpx.Client(base_url=server, timeout=60) as client:
+            while not done.is_set():
+                r = client.get("/v1/ladders/load/audit")
+                assert r.status_code == 200, r.text
+                audits.append(r.json())
+                lines = client.get("/v1/ladders/load/export").text.splitlines()
+                header, games = json.loads(lines[0]), [line for line in lines if line.startswith('{"game"')]
+                assert header["games"] == len(games)  # the header's count and the games: one snapshot
+                exported.append(len(games))
+        return audits, exported
+
+    with ThreadPoolExecutor(9) as pool:
+        polling = pool.submit(poll)
+        writers = [pool.submit(post, pairs[c::8]) for c in range(8)]
+        for w in writers:
+            w.result()
+        done.set()
+        audits, exported = polling.result()
+    assert len(audits) >= 5 and all(a["consistent"] for a in audits), [a for a in audits if not a["consistent"]]
+    assert len({a["games"] for a in audits}) > 1 and len(set(exported)) > 1  # polled while the log grew
