@@ -5,8 +5,10 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import sqlite3
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -300,6 +302,35 @@ def cmd_analyse(args: argparse.Namespace) -> None:
         print(f"\ntop {len(top)} by disc strength\n" + table(["player", "u/v", "v"], top))
 
 
+#: The server's logs: one JSON line per request on standard output (``melo.access``), the rest on standard error.
+LOG_CONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "line": {"format": "%(message)s"},
+        "default": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {
+        "access": {"class": "logging.StreamHandler", "formatter": "line", "stream": "ext://sys.stdout"},
+        "default": {"class": "logging.StreamHandler", "formatter": "default", "stream": "ext://sys.stderr"},
+    },
+    "loggers": {
+        "melo.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        "melo": {"handlers": ["default"], "level": "INFO", "propagate": False},
+        "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
+    },
+}
+
+
+def run_server(host: str, port: int, workers: int) -> None:
+    """uvicorn with the service's logs; several workers share their metrics through a fresh directory."""
+    import uvicorn
+
+    if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="melo-metrics-")
+    uvicorn.run("app.main:app", host=host, port=port, workers=workers, access_log=False, log_config=LOG_CONFIG)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="melo", description="mElo rating service")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -350,9 +381,7 @@ def main(argv: list[str] | None = None) -> None:
 
     settings = get_settings()
     if args.command == "serve":
-        import uvicorn
-
-        uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers)
+        run_server(args.host, args.port, args.workers)
         return
     if args.command == "backup":  # a copy as it is, whatever its schema
         cmd_backup(args)

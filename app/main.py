@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 
 import anyio.to_thread
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app import errors, handlers
 from app.analysis import auto, jobs
@@ -19,7 +19,8 @@ from app.db import Database
 from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
 from app.ladders.router import router as ladders_router
-from app.middleware import BodyLimit, Deadline, SecurityHeaders
+from app.metrics import exposition
+from app.middleware import BodyLimit, Deadline, Observe, SecurityHeaders
 from app.migrate import upgrade
 from app.players.router import router as players_router
 from app.predictions.router import router as predictions_router
@@ -118,11 +119,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         problem = errors.Unavailable(f"The database cannot be reached: {reason}.")
         return handlers.problem_response(problem, {"Retry-After": "1"})
 
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    def metrics() -> Response:
+        """Prometheus metrics: requests and latency per route and status, games applied, group-commit sizes,
+        refits by outcome (every worker's, summed)."""
+        body, media_type = exposition()
+        return Response(body, media_type=media_type)
+
     app.mount("/static", static, name="static")
     app.mount("/docs-assets", docs_assets, name="docs-assets")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(Deadline, seconds=settings.request_timeout)
     app.add_middleware(SecurityHeaders)
+    app.add_middleware(Observe)
     return app
 
 

@@ -1,13 +1,17 @@
-"""ASGI middleware: request deadlines, body limits and security headers."""
+"""ASGI middleware: request metrics and access log, deadlines, body limits and security headers."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import time
+from datetime import UTC, datetime
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import errors, handlers
+from app.metrics import LATENCY, REQUESTS
 
 
 class BodyLimit:
@@ -130,3 +134,40 @@ class Deadline:
 def _log_late(task: asyncio.Future) -> None:
     if not task.cancelled() and task.exception() is not None:
         logger.warning("a request answered 503 (too slow) then failed: %r", task.exception())
+
+
+access = logging.getLogger("melo.access")
+
+
+class Observe:
+    """Counts and times every HTTP request under its route template (``/v1/ladders/{slug}/games``), and logs it
+    as one JSON object on the ``melo.access`` logger: method, route, path, status, milliseconds.  Headers (so
+    keys) and bodies are never logged."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500
+
+        async def seen(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, seen)
+        finally:
+            seconds = time.perf_counter() - start
+            route = getattr(scope.get("route"), "path", None) or "(unmatched)"
+            method = scope["method"]
+            REQUESTS.labels(method, route, str(status)).inc()
+            LATENCY.labels(method, route).observe(seconds)
+            if access.isEnabledFor(logging.INFO):
+                line = {"time": datetime.now(UTC).isoformat(), "method": method, "route": route, "path": scope["path"]}
+                access.info(json.dumps(line | {"status": status, "ms": round(seconds * 1000, 3)}))

@@ -26,10 +26,15 @@ _children: set[multiprocessing.process.BaseProcess] = set()
 
 
 def submit(
-    db: Database, job_id: int, run: Callable[[Database, int], None], fail: Callable[[Database, int, str], None]
+    db: Database,
+    job_id: int,
+    run: Callable[[Database, int], None],
+    fail: Callable[[Database, int, str], None],
+    finished: Callable[[Database, int], None] | None = None,
 ) -> None:
-    """Queue ``run(db, job_id)`` for a child process; ``fail(db, job_id, why)`` records a child that died."""
-    _jobs.submit(_run_child, db, job_id, run, fail)
+    """Queue ``run(db, job_id)`` for a child process; ``fail(db, job_id, why)`` records a child that died, and
+    ``finished(db, job_id)`` is called in this process once the child is gone."""
+    _jobs.submit(_run_child, db, job_id, run, fail, finished)
 
 
 def stop() -> None:
@@ -41,7 +46,7 @@ def stop() -> None:
         child.terminate()
 
 
-def _run_child(db: Database, job_id: int, run, fail) -> None:
+def _run_child(db: Database, job_id: int, run, fail, finished) -> None:
     url = db.write_engine.url.render_as_string(hide_password=False)
     child = multiprocessing.get_context("spawn").Process(target=_child_main, args=(url, job_id, run, fail), daemon=True)
     child.start()
@@ -50,6 +55,11 @@ def _run_child(db: Database, job_id: int, run, fail) -> None:
     _children.discard(child)
     if child.exitcode != 0:
         fail(db, job_id, f"the refit process exited with code {child.exitcode}")
+    if finished is not None:
+        try:
+            finished(db, job_id)
+        except Exception:
+            logger.exception("after job %s", job_id)
 
 
 def _child_main(url: str, job_id: int, run, fail) -> None:

@@ -23,6 +23,7 @@ from app.analysis.reports import identifiability_out
 from app.analysis.schemas import CheckpointOut, RefitIn, RefitOut
 from app.db import Database
 from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests
+from app.metrics import REFITS
 from app.models import Refit
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
@@ -65,7 +66,15 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
 
 def submit(db: Database, refit_id: int) -> None:
     """Queue the refit; it runs in a child process (:mod:`app.analysis.jobs`)."""
-    jobs.submit(db, refit_id, run_refit, fail)
+    jobs.submit(db, refit_id, run_refit, fail, _count)
+
+
+def _count(db: Database, refit_id: int) -> None:
+    """The finished job's outcome in the metrics: done, rejected, failed, or applied (an auto refit)."""
+    with db.reading() as session:
+        job = storage.refits.get(session, refit_id)
+    if job is not None:
+        REFITS.labels("applied" if job.applied_at is not None else job.status).inc()
 
 
 def fail(db: Database, refit_id: int, error: str) -> None:

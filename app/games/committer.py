@@ -28,6 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from app.db import Database
 from app.games import service
 from app.games.service import Post
+from app.metrics import GAMES, GROUPS
 
 logger = logging.getLogger("melo")
 #: Most games applied in one transaction (a batch request larger than this forms a group of its own).
@@ -102,6 +103,8 @@ class GroupCommitter:
             else:
                 return [exc]
         self.group_sizes[len(posts)] += 1
+        GROUPS.observe(len(posts))
+        GAMES.inc(sum(group.applied.values()))
         if self.on_commit is not None and group.applied:
             try:
                 self.on_commit(group.applied)

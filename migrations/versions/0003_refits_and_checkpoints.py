@@ -1,4 +1,4 @@
-"""Refit jobs and rating checkpoints (SPEC §9).
+"""Refit jobs and rating checkpoints (mathematics §9).
 
 Revision ID: 0003
 Revises: 0002
