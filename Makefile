@@ -37,6 +37,9 @@ bench: $(VENV)/.installed
 	$(PY) bench/bench_api.py
 	$(PY) bench/bench_import.py
 	$(PY) bench/bench_void.py
+	$(PY) bench/bench_export.py
+	$(PY) bench/bench_select_k.py
+	$(PY) bench/bench_teams.py
 	$(PY) bench/bench_refit.py
 	$(PY) bench/quality.py
 
