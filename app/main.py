@@ -20,7 +20,7 @@ from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
 from app.ladders.router import router as ladders_router
 from app.metrics import exposition
-from app.middleware import BodyLimit, Deadline, Observe, SecurityHeaders
+from app.middleware import BodyLimit, Edge
 from app.migrate import upgrade
 from app.players.router import router as players_router
 from app.predictions.router import router as predictions_router
@@ -129,9 +129,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", static, name="static")
     app.mount("/docs-assets", docs_assets, name="docs-assets")
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    app.add_middleware(Deadline, seconds=settings.request_timeout)
-    app.add_middleware(SecurityHeaders)
-    app.add_middleware(Observe)
+    app.add_middleware(Edge, seconds=settings.request_timeout)
     return app
 
 

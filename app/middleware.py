@@ -1,4 +1,5 @@
-"""ASGI middleware: request metrics and access log, deadlines, body limits and security headers."""
+"""ASGI middleware: what every request gets at the edge (a deadline, security headers, metrics, a log line),
+and body limits."""
 
 from __future__ import annotations
 
@@ -68,101 +69,62 @@ DOCS_POLICY = PAGE_POLICY.replace(b"script-src 'self'", b"script-src 'self' 'uns
 )
 
 
-class SecurityHeaders:
-    """Security headers on every response, and a Content-Security-Policy on HTML pages."""
+class Edge:
+    """What every HTTP request gets, in one layer (each layer costs every request):
 
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        policy = DOCS_POLICY if scope["path"] == "/docs" else PAGE_POLICY
-
-        async def with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                headers = list(message.get("headers", [])) + COMMON
-                if any(k == b"content-type" and v.startswith(b"text/html") for k, v in headers):
-                    headers.append((b"content-security-policy", policy))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
-
-
-logger = logging.getLogger("melo")
-
-
-class Deadline:
-    """A request that has not started its answer after ``seconds`` gets a 503 problem.
-
-    A worker thread blocked on a database that stopped answering (a frozen
-    server, a network partition) cannot be interrupted, and no client-side
-    timeout of the driver covers it.  The request's task is left to finish in
-    the background (whatever it sends then is dropped) and the client gets
-    a prompt 503 with ``Retry-After`` instead of hanging; liveness and
-    readiness never reach the database, so they are not delayed.
+    * a deadline: a request that has not begun its answer after ``seconds`` gets a 503 problem with
+      ``Retry-After``.  A worker thread blocked on a database that stopped answering (a frozen server, a network
+      partition) cannot be interrupted, and no client-side timeout of the drivers covers it, so the client is
+      answered and whatever the request sends later is dropped.  Liveness and readiness never wait for it;
+    * security headers on every response, and a Content-Security-Policy on HTML pages;
+    * metrics per route template (``/v1/ladders/{slug}/games``) and status, and one JSON line on the
+      ``melo.access`` logger: time, method, route, path, status, milliseconds.  Headers (so keys) and bodies
+      are never logged.
     """
 
     def __init__(self, app: ASGIApp, seconds: float) -> None:
         self.app, self.seconds = app, seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in ("/healthz", "/readyz"):
-            await self.app(scope, receive, send)
-            return
-        started, late = False, False
-
-        async def until_late(message: Message) -> None:
-            nonlocal started
-            if not late:
-                started = True
-                await send(message)
-
-        task = asyncio.ensure_future(self.app(scope, receive, until_late))
-        done, _ = await asyncio.wait({task}, timeout=self.seconds)
-        if done or started:
-            await task  # finished, or answering already (a long export stream): let it run
-            return
-        late = True
-        task.add_done_callback(_log_late)
-        problem = errors.Unavailable(f"The request took longer than {self.seconds:g} s; try again.")
-        await handlers.problem_response(problem, {"Retry-After": "5"})(scope, receive, send)
-
-
-def _log_late(task: asyncio.Future) -> None:
-    if not task.cancelled() and task.exception() is not None:
-        logger.warning("a request answered 503 (too slow) then failed: %r", task.exception())
-
-
-access = logging.getLogger("melo.access")
-
-
-class Observe:
-    """Counts and times every HTTP request under its route template (``/v1/ladders/{slug}/games``), and logs it
-    as one JSON object on the ``melo.access`` logger: method, route, path, status, milliseconds.  Headers (so
-    keys) and bodies are never logged."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
-        status = 500
+        policy = DOCS_POLICY if scope["path"] == "/docs" else PAGE_POLICY
+        status, started, late = 500, False, False
 
-        async def seen(message: Message) -> None:
-            nonlocal status
+        async def answer(message: Message) -> None:
+            nonlocal status, started
+            if late:
+                return
             if message["type"] == "http.response.start":
-                status = message["status"]
+                started, status = True, message["status"]
+                headers = list(message.get("headers", [])) + COMMON
+                if any(k == b"content-type" and v.startswith(b"text/html") for k, v in headers):
+                    headers.append((b"content-security-policy", policy))
+                message = {**message, "headers": headers}
             await send(message)
 
+        def expire() -> None:
+            nonlocal late, status
+            if not started:
+                late, status = True, 503
+                problem = errors.Unavailable(f"The request took longer than {self.seconds:g} s; try again.")
+                response = handlers.problem_response(problem, {"Retry-After": "5"})
+                _background(response(scope, receive, send))
+
+        timer = None
+        if scope["path"] not in ("/healthz", "/readyz"):
+            timer = asyncio.get_running_loop().call_later(self.seconds, expire)
         try:
-            await self.app(scope, receive, seen)
+            await self.app(scope, receive, answer)
+        except Exception:
+            if not late:
+                raise
+            logger.warning("a request answered 503 (too slow) then failed", exc_info=True)
         finally:
+            if timer is not None:
+                timer.cancel()
             seconds = time.perf_counter() - start
             route = getattr(scope.get("route"), "path", None) or "(unmatched)"
             method = scope["method"]
@@ -171,3 +133,16 @@ class Observe:
             if access.isEnabledFor(logging.INFO):
                 line = {"time": datetime.now(UTC).isoformat(), "method": method, "route": route, "path": scope["path"]}
                 access.info(json.dumps(line | {"status": status, "ms": round(seconds * 1000, 3)}))
+
+
+_pending: set[asyncio.Task] = set()
+
+
+def _background(work) -> None:
+    task = asyncio.ensure_future(work)
+    _pending.add(task)  # held until done: the loop keeps only weak references to tasks
+    task.add_done_callback(_pending.discard)
+
+
+logger = logging.getLogger("melo")
+access = logging.getLogger("melo.access")

@@ -81,10 +81,10 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_server(database_url: str, workers: int = 1) -> Iterator[str]:
+def live_server(database_url: str, workers: int = 1, env: dict[str, str] | None = None) -> Iterator[str]:
     """A real server: ``uvicorn app.main:app`` in a subprocess on a free loopback port; yields its base URL."""
     port = free_port()
-    env = os.environ | {"MELO_DATABASE_URL": database_url, "MELO_ADMIN_KEY": ADMIN_KEY}
+    env = os.environ | {"MELO_DATABASE_URL": database_url, "MELO_ADMIN_KEY": ADMIN_KEY} | (env or {})
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--workers", str(workers)]
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env)
     base = f"http://127.0.0.1:{port}"
