@@ -32,6 +32,9 @@ class Settings(BaseSettings):
     #: PostgreSQL: the longest a statement may run (seconds) before it is cancelled and the request gets a 503,
     #: and the longest to wait for a connection from the pool or to the server.
     database_timeout: float = Field(30.0, gt=0)
+    #: How long a game post's response is kept for retries with the same Idempotency-Key or external_id (hours).
+    #: Later, the same key with the same body is a new request (an external_id stays taken: a 409).
+    idempotency_ttl_hours: float = Field(168.0, gt=0)
     #: A request that has not begun its answer after this many seconds gets a 503 (a frozen database, say).
     request_timeout: float = Field(30.0, gt=0)
     connect_timeout: float = Field(5.0, gt=0)

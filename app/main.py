@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 import anyio.to_thread
 from fastapi import FastAPI
@@ -65,7 +66,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.should_migrate_on_start:
             upgrade(settings.sqlalchemy_url)
         db = app.state.db = Database.from_settings(settings)
-        app.state.committer = GroupCommitter(db, on_commit=lambda applied: auto.games_posted(db, applied))
+        app.state.committer = GroupCommitter(
+            db,
+            on_commit=lambda applied: auto.games_posted(db, applied),
+            keep_responses=timedelta(hours=settings.idempotency_ttl_hours),
+        )
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         app.state.ping = anyio.CapacityLimiter(1)
         _tune_garbage_collector()

@@ -176,9 +176,10 @@ class Participant(Base):
 
 
 class IdempotencyKey(Base):
-    """A client's idempotency key and the response it received."""
+    """A client's idempotency key and the response it received, kept for ``MELO_IDEMPOTENCY_TTL_HOURS``."""
 
     __tablename__ = "idempotency_keys"
+    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
 
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
     key: Mapped[str] = mapped_column(String(200), primary_key=True)

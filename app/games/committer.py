@@ -19,12 +19,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
 
+from app import storage
 from app.db import Database
 from app.games import service
 from app.games.service import Post
@@ -33,6 +36,8 @@ from app.metrics import GAMES, GROUPS
 logger = logging.getLogger("melo")
 #: Most games applied in one transaction (a batch request larger than this forms a group of its own).
 MAX_GAMES = 500
+#: How often (seconds) the writer deletes expired idempotency records.
+EXPIRY_EVERY = 600.0
 #: Under load, how long the writer may wait for the next group to fill up (seconds), and how often it looks.
 LINGER, LINGER_STEP = 0.002, 0.0005
 
@@ -40,9 +45,17 @@ LINGER, LINGER_STEP = 0.002, 0.0005
 class GroupCommitter:
     """The writer of one worker process; :meth:`submit` answers a post once its group has committed."""
 
-    def __init__(self, db: Database, on_commit: Callable[[dict[int, int]], None] | None = None) -> None:
+    def __init__(
+        self,
+        db: Database,
+        on_commit: Callable[[dict[int, int]], None] | None = None,
+        keep_responses: timedelta = timedelta(days=7),
+    ) -> None:
         self.db = db
         self.on_commit = on_commit
+        #: Idempotency records older than this are deleted by the writer, at most every EXPIRY_EVERY seconds.
+        self.keep_responses = keep_responses
+        self.next_expiry = 0.0
         self.queue: asyncio.Queue[tuple[Post, asyncio.Future]] = asyncio.Queue()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-writer")
         self.task: asyncio.Task | None = None
@@ -105,12 +118,24 @@ class GroupCommitter:
         self.group_sizes[len(posts)] += 1
         GROUPS.observe(len(posts))
         GAMES.inc(sum(group.applied.values()))
+        if time.monotonic() >= self.next_expiry:
+            self.expire_responses()
         if self.on_commit is not None and group.applied:
             try:
                 self.on_commit(group.applied)
             except Exception:  # never fail a committed post for a follower's sake
                 logger.exception("after-commit hook failed")
         return list(group.outcomes)
+
+    def expire_responses(self) -> int:
+        """Delete the idempotency records past their time (in the writer's thread, between groups)."""
+        self.next_expiry = time.monotonic() + EXPIRY_EVERY
+        before = datetime.now(UTC) - self.keep_responses
+        try:
+            return self.db.write(lambda session: storage.games.forget_responses(session, before))
+        except Exception:  # never fail a committed post for the housekeeping's sake
+            logger.exception("expiring idempotency records failed")
+            return 0
 
     def close(self) -> None:
         if self.task is not None:

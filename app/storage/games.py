@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import select, text
+from sqlalchemy import delete, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from app.models import Game, IdempotencyKey, Participant, Player
@@ -114,6 +114,14 @@ def remember(session: Session, records: list[tuple[int, str, str, dict]], now: d
         "created_at": [now] * len(records),
     }
     bulk_insert(session.connection(), _IDEMPOTENCY, columns)
+
+
+def forget_responses(session: Session, before: datetime, limit: int = 10_000) -> int:
+    """Delete up to ``limit`` idempotency records made before ``before``, oldest first; how many went."""
+    table = _IDEMPOTENCY
+    oldest = select(table.c.ladder_id, table.c.key).where(table.c.created_at < before)
+    oldest = oldest.order_by(table.c.created_at).limit(limit)
+    return session.execute(delete(table).where(tuple_(table.c.ladder_id, table.c.key).in_(oldest))).rowcount
 
 
 @dataclass

@@ -7,14 +7,17 @@ test sends concurrent requests to a real server, where the groups form by themse
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import numpy as np
 
 from app.access import Caller
+from app.db import Database
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.games.schemas import GameIn
 from app.games.service import Post, request_hash
+from app.models import IdempotencyKey
 from app.rating import RatingInputError
 from tests.conftest import ADMIN_KEY, bearer, make_ladder
 
@@ -145,3 +148,26 @@ def test_concurrent_posts_with_retries_and_bad_ones_over_http(server):
     assert audit["consistent"] and audit["games"] == len(pairs) and audit["max_abs_diff"] == 0.0
     board = httpx.get(server + "/v1/ladders/load/leaderboard").json()["items"]
     assert sum(row["games"] for row in board) == 2 * len(pairs)
+
+
+def test_idempotency_records_expire_after_their_time(client, settings):
+    key = make_ladder(client)
+    h = bearer(key)
+    first = {"sides": [{"players": ["ann"], "rank": 1}, {"players": ["bob"], "rank": 2}]}
+    other = {"sides": [{"players": ["bob"], "rank": 1}, {"players": ["ann"], "rank": 2}]}
+    assert client.post("/v1/ladders/test/games", json=first, headers=h | {"Idempotency-Key": "old"}).status_code == 201
+    assert client.post("/v1/ladders/test/games", json=first, headers=h | {"Idempotency-Key": "new"}).status_code == 201
+    db = Database.from_settings(settings)
+    with db.writing() as session:  # "old" was recorded eight days ago
+        session.execute(
+            IdempotencyKey.__table__.update()
+            .where(IdempotencyKey.key == "old")
+            .values(created_at=datetime.now(UTC) - timedelta(days=8))
+        )
+    db.dispose()
+    committer = client.app.state.committer
+    assert committer.expire_responses() == 1  # the writer does this every ten minutes
+    # Within the week a key is bound to its body; after it, the same key is a new request.
+    assert client.post("/v1/ladders/test/games", json=other, headers=h | {"Idempotency-Key": "new"}).status_code == 409
+    assert client.post("/v1/ladders/test/games", json=other, headers=h | {"Idempotency-Key": "old"}).status_code == 201
+    assert client.get("/v1/ladders/test").json()["games"] == 3
