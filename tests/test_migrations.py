@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import itertools
+import subprocess
+import sys
+
 import psycopg
 import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.script import ScriptDirectory
 
 from app.config import Settings
 from app.migrate import MIGRATIONS
+
+_names = itertools.count()
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -17,9 +24,10 @@ def fresh_url(request, tmp_path) -> str:
     if request.param == "sqlite":
         return Settings(database_url=f"sqlite:///{tmp_path / 'old.db'}").sqlalchemy_url
     server = request.getfixturevalue("postgres")
+    name = f"migrations_{next(_names)}"
     with psycopg.connect(server.url(), autocommit=True) as conn:
-        conn.execute('CREATE DATABASE "migrations"')
-    return Settings(database_url=server.url("migrations")).sqlalchemy_url
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return Settings(database_url=server.url(name)).sqlalchemy_url
 
 
 def test_games_of_existing_ladders_are_numbered_and_their_keys_become_admin_keys(fresh_url):
@@ -56,3 +64,25 @@ def test_games_of_existing_ladders_are_numbered_and_their_keys_become_admin_keys
     assert [tuple(row) for row in seqs] == [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3)]
     assert last == {"a": 3, "b": 2}
     assert [tuple(row) for row in keys] == [(ladder["a"], "admin", "hash-a"), (ladder["b"], "admin", "hash-b")]
+
+
+def test_processes_starting_together_migrate_a_fresh_database_once(fresh_url):
+    # Workers or replicas starting at once each run the migrations; the lock makes one do it and the others wait.
+    script = f"from app.migrate import upgrade; upgrade({fresh_url!r})"
+    procs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE) for _ in range(6)]
+    errors = [proc.communicate(timeout=120)[1].decode() for proc in procs]
+    assert [proc.returncode for proc in procs] == [0] * 6, errors
+    engine = sa.create_engine(fresh_url)
+    with engine.connect() as conn:
+        version = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalars().all()
+        tables = sa.inspect(conn).get_table_names()
+    engine.dispose()
+    head = ScriptDirectory.from_config(_config(fresh_url)).get_current_head()
+    assert version == [head] and not [t for t in tables if t.startswith("_alembic_tmp")]
+
+
+def _config(url: str) -> Config:
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return config
