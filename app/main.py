@@ -73,6 +73,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         app.state.ping = anyio.CapacityLimiter(1)
+        app.state.reports = anyio.CapacityLimiter(1)  # ladder-wide reports: one at a time, in a thread of their own
         _tune_garbage_collector()
         yield
         app.state.committer.close()

@@ -1,18 +1,23 @@
-"""The hot reads of request handlers: a ladder, its player table, some players' vectors.
+"""The reads of request handlers: a ladder, its player table, some players' vectors, and the expensive reports.
 
-Each is one statement through :meth:`app.db.Database.fetch` when this
-process's caches are current, and falls back to the thread pool for the rare
-full read (a ladder seen for the first time, a player table whose ladder
-version has moved).
+The hot reads are one statement through :meth:`app.db.Database.fetch` when
+this process's caches are current, and fall back to the thread pool for the
+rare full read (a ladder seen for the first time, a player table whose ladder
+version has moved).  Ladder-wide reports (audit, identifiability, the
+canonical form) are computed once per ladder version, one at a time per
+process in a thread of their own (:func:`report`).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TypeVar
 
 import anyio.to_thread
 import numpy as np
+from sqlalchemy.orm import Session
 
 from app import storage
 from app.access import Caller, check, ladder_for_read
@@ -21,6 +26,10 @@ from app.errors import NotFound, Unauthorized
 from app.security import hash_key
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
+
+T = TypeVar("T")
+#: Reports kept per process (the most recent).
+MAX_REPORTS = 256
 
 
 async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
@@ -78,3 +87,38 @@ async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> np.ndarra
     if missing:
         raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
     return np.array([found[k] for k in keys])
+
+
+async def report(
+    db: Database,
+    limiter: anyio.CapacityLimiter,
+    slug: str,
+    caller: Caller,
+    name: str,
+    compute: Callable[[Session, LadderRow], T],
+) -> T:
+    """An expensive report of a whole ladder (``compute`` in one snapshot), computed once per ladder version.
+
+    Computations run one at a time per process, each in a thread of its own
+    (``limiter``), so however many are asked for at once they never take the
+    threads other requests need, and liveness never waits for them.
+    """
+    found = await ladder(db, slug, caller)
+    reports = storage.cache.of(db.read_engine, "reports")
+    held = reports.get((found.id, name))
+    if held is not None and held[0] == found.version:
+        return held[1]
+
+    def work() -> tuple[int, T]:
+        with db.snapshot() as session:
+            version = storage.ladders.version(session, found.id)
+            kept = reports.get((found.id, name))  # a request that waited for the limiter may find it done
+            if kept is not None and kept[0] == version:
+                return kept
+            return version, compute(session, storage.ladders.by_id(session, found.id))
+
+    version, result = await anyio.to_thread.run_sync(work, limiter=limiter)
+    if len(reports) >= MAX_REPORTS:
+        reports.clear()
+    reports[(found.id, name)] = (version, result)
+    return result

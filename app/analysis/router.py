@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 
+from app import reads
 from app.access import ladder_for, readable
 from app.analysis import refits, reports
 from app.analysis.schemas import (
@@ -60,24 +61,29 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep)
 
 
 @router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409))
-def identifiability(
-    slug: str, db: DatabaseDep, caller: CallerDep, ratings: Literal["current", "refit"] = "current"
+async def identifiability(
+    slug: str, db: DatabaseDep, caller: CallerDep, request: Request, ratings: Literal["current", "refit"] = "current"
 ) -> IdentifiabilityOut:
-    """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (mathematics §10)."""
-    with db.snapshot() as session:
-        return reports.identifiability(session, readable(session, slug, caller), ratings)
+    """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (mathematics §10).
+    Computed once per ladder version."""
+    limiter = request.app.state.reports
+
+    def compute(session, ladder):
+        return reports.identifiability(session, ladder, ratings)
+
+    return await reads.report(db, limiter, slug, caller, f"identifiability:{ratings}", compute)
 
 
 @router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404))
-def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep) -> IntransitivityOut:
+async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> IntransitivityOut:
     """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate
-    (mathematics §12)."""
-    with db.snapshot() as session:
-        return reports.intransitivity(session, readable(session, slug, caller))
+    (mathematics §12). Computed once per ladder version."""
+    limiter = request.app.state.reports
+    return await reads.report(db, limiter, slug, caller, "intransitivity", reports.intransitivity)
 
 
 @router.get("/canonical", response_model=CanonicalOut, responses=problems(404))
-def canonical(slug: str, db: DatabaseDep, caller: CallerDep) -> CanonicalOut:
-    """Canonical disc coordinates of every player and a summary of each disc (mathematics §12, [Limitations])."""
-    with db.reading() as session:
-        return reports.canonical(session, readable(session, slug, caller))
+async def canonical(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> CanonicalOut:
+    """Canonical disc coordinates of every player and a summary of each disc (mathematics §12, [Limitations]).
+    Computed once per ladder version."""
+    return await reads.report(db, request.app.state.reports, slug, caller, "canonical", reports.canonical)

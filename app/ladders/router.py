@@ -1,7 +1,8 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 
+from app import reads
 from app.access import ladder_for, readable
 from app.deps import CallerDep, DatabaseDep, IdPath
 from app.errors import Forbidden, Unauthorized, problems
@@ -53,10 +54,10 @@ def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: Caller
 
 
 @router.get("/{slug}/audit", response_model=AuditOut, responses=problems(401, 403, 404))
-def audit(slug: str, db: DatabaseDep, caller: CallerDep) -> AuditOut:
-    """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings."""
-    with db.snapshot() as session:
-        return service.audit(session, readable(session, slug, caller))
+async def audit(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> AuditOut:
+    """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings.
+    Computed once per ladder version."""
+    return await reads.report(db, request.app.state.reports, slug, caller, "audit", service.audit)
 
 
 @router.post("/{slug}/keys", status_code=201, response_model=KeyCreated, responses=problems(401, 403, 404, 422))
