@@ -18,8 +18,10 @@ class Settings(BaseSettings):
     admin_key: str | None = None
     #: Largest accepted request body in bytes (413 beyond).
     max_body_bytes: int = 1_000_000
-    #: Most games in one batch request.
+    #: Most games in one batch request, and most player appearances in all its games together: the writer
+    #: applies a batch in one transaction, and every other post waits for it.
     max_batch_games: int = 1000
+    max_batch_players: int = 20_000
     #: Requests served at once per worker process (its thread pool).  More threads
     #: than this only queue for the interpreter lock and raise every request's latency.
     threads: int = 4

@@ -47,11 +47,20 @@ async def post_batch(
     request: Request,
     idempotency_key: IdempotencyKey = None,
 ) -> JSONResponse:
-    """Record games in order in one transaction: all are applied, or none (errors name `games[i]`)."""
+    """Record games in order in one transaction: all are applied, or none (errors name `games[i]`). A batch holds
+    at most `MELO_MAX_BATCH_GAMES` games (1,000) and `MELO_MAX_BATCH_PLAYERS` player appearances (20,000), so no
+    batch holds up the other posts for long."""
     if len(batch.games) > settings.max_batch_games:
         raise InvalidInput(
             f"games: at most {settings.max_batch_games} games per batch",
             errors=[{"field": "games", "message": f"at most {settings.max_batch_games} games"}],
+        )
+    appearances = sum(len(side.players) for game in batch.games for side in game.sides)
+    if appearances > settings.max_batch_players:
+        limit = settings.max_batch_players
+        raise InvalidInput(
+            f"games: at most {limit:,} player appearances per batch ({appearances:,} here); split it",
+            errors=[{"field": "games", "message": f"at most {limit} player appearances in all games together"}],
         )
     post = service.Post(slug, caller, batch.games, idempotency_key, service.request_hash(batch), batch=True)
     return JSONResponse(await request.app.state.committer.submit(post), status_code=201)

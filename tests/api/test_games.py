@@ -1,6 +1,8 @@
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
 
+from app.main import create_app
 from tests.conftest import admin, bearer, make_ladder
 
 
@@ -204,6 +206,20 @@ def test_oversize_payload_is_refused(client, settings):
     batch = {"games": [game(["a"], ["b"])] * (settings.max_batch_games + 1)}
     assert client.post("/v1/ladders/test/games/batch", json=batch, headers=bearer(key)).status_code == 422
     assert client.get("/v1/ladders/test").json()["games"] == 0
+
+
+def test_a_batch_is_bounded_by_its_player_appearances(settings):
+    with TestClient(create_app(settings.model_copy(update={"max_batch_players": 50}))) as client:
+        key = make_ladder(client)
+        team = {"sides": [{"players": [f"a{i}" for i in range(8)], "rank": 1},
+                          {"players": [f"b{i}" for i in range(8)], "rank": 2}]}  # fmt: skip
+        r = client.post("/v1/ladders/test/games/batch", json={"games": [team] * 4}, headers=bearer(key))
+        assert r.status_code == 422 and "64 here" in r.json()["detail"] and r.json()["errors"][0]["field"] == "games"
+        assert (
+            client.post("/v1/ladders/test/games/batch", json={"games": [team] * 3}, headers=bearer(key)).status_code
+            == 201
+        )
+        assert client.get("/v1/ladders/test").json()["games"] == 3
 
 
 def test_a_game_reads_back_as_posted_with_times_in_utc(client):
