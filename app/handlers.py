@@ -78,9 +78,14 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error", exc_info=exc)
-        problem = Problem("The server failed to process the request; it has been logged.")
-        problem.status, problem.title, problem.slug = 500, "Internal server error", "internal"
-        return problem_response(problem)
+        return problem_response(internal_error())
+
+
+def internal_error() -> Problem:
+    """What a client is told of a bug: a 500 problem (the error itself goes to the log)."""
+    problem = Problem("The server failed to process the request; it has been logged.")
+    problem.status, problem.title, problem.slug = 500, "Internal server error", "internal"
+    return problem
 
 
 def _allowed(request: Request) -> list[str]:

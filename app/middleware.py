@@ -77,6 +77,7 @@ class Edge:
       partition) cannot be interrupted, and no client-side timeout of the drivers covers it, so the client is
       answered and whatever the request sends later is dropped.  Liveness and readiness never wait for it;
     * security headers on every response, and a Content-Security-Policy on HTML pages;
+    * a bug's 500 problem is answered here, not by the server, which would close the client's connection;
     * metrics per route template (``/v1/ladders/{slug}/games``) and status, and one JSON line on the
       ``melo.access`` logger: time, method, route, path, status, milliseconds.  Headers (so keys) and bodies
       are never logged.
@@ -119,9 +120,13 @@ class Edge:
         try:
             await self.app(scope, receive, answer)
         except Exception:
-            if not late:
+            if late:
+                logger.warning("a request answered 503 (too slow) then failed", exc_info=True)
+            elif started:  # a streamed answer broke off: nothing better can be said
                 raise
-            logger.warning("a request answered 503 (too slow) then failed", exc_info=True)
+            else:  # answered here, so the server keeps the client's connection open
+                logger.exception("unhandled error")
+                await handlers.problem_response(handlers.internal_error())(scope, receive, answer)
         finally:
             if timer is not None:
                 timer.cancel()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import http.client
+import json
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
@@ -9,13 +12,14 @@ import anyio
 import anyio.to_thread
 import httpx
 import psycopg
+import uvicorn
 from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
 from app.migrate import upgrade
-from tests.conftest import ADMIN_KEY, bearer, live_server
+from tests.conftest import ADMIN_KEY, bearer, free_port, live_server
 from tests.postgres import PostgresServer
 
 
@@ -145,3 +149,35 @@ def test_a_wrong_method_is_405_with_the_allowed_ones(client):
     assert set(r.headers["allow"].split(", ")) >= {"GET", "POST"}
     r = client.post("/v1/ladders/test/games/1")
     assert r.status_code == 405 and set(r.headers["allow"].split(", ")) >= {"GET", "DELETE"}
+
+
+def test_a_bug_answers_500_problem_and_keeps_the_connection(tmp_path):
+    settings = Settings(database_url=f"sqlite:///{tmp_path / 'm.db'}")
+    app = create_app(settings)
+
+    def boom() -> None:  # a bug in some route
+        raise RuntimeError("a bug")
+
+    app.add_api_route("/boom", boom)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="critical"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        for path, status in [("/boom", 500), ("/healthz", 200), ("/boom", 500)]:  # one connection throughout
+            connection.request("GET", path)
+            response = connection.getresponse()
+            body = response.read()
+            assert response.status == status, body
+            if status == 500:
+                assert response.getheader("content-type") == "application/problem+json"
+                assert json.loads(body)["title"] == "Internal server error" and b"a bug" not in body
+        connection.close()
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
