@@ -9,13 +9,16 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     MELO_WORKERS=2
 
 WORKDIR /app
+# The locked dependencies first (a layer that changes only with requirements.lock), then the app without resolving.
+COPY requirements.lock ./
+RUN pip install -r requirements.lock
 COPY pyproject.toml README.md alembic.ini ./
 COPY app ./app
 COPY migrations ./migrations
 # Editable, so that the migrations stay next to the package that runs them.
-RUN pip install -e . \
+RUN pip install --no-deps -e . \
  && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin melo \
- && mkdir -p /app/data && chown melo /app/data
+ && mkdir -p /app/data && chown melo /app/data && chmod 1777 /app/data
 
 USER melo
 VOLUME ["/app/data"]

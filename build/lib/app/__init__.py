@@ -1,0 +1,1 @@
+"""mElo rating service."""

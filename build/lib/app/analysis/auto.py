@@ -1,0 +1,108 @@
+"""A ladder's auto-refit policy: a guarded background refit as the log grows (mathematics §9).
+
+When a ladder with ``auto_refit`` has at least :data:`FIRST_GAMES` games and
+its log has grown by :data:`GROWTH` since the last auto refit started, the
+service starts an ``auto`` refit (k chosen among 0..k).  The job applies
+itself as a checkpoint only if it would have predicted the latest games
+better than the online ratings did (``refits._guard``); the per-game update
+stays the normalised, distributed rule.  ``bench/quality.py`` measured the
+policy and chose these numbers.
+
+Every worker process counts the games it posts per ladder and looks at the
+database only every :data:`CHECK_EVERY` games, in a thread of its own after
+the commit, so posting stays cheap.  Two
+workers may rarely start a refit each; both are guarded, and applying one
+after the other is still exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.analysis import refits
+from app.analysis.schemas import RefitIn
+from app.db import Database
+from app.errors import TooManyRequests
+from app.storage.ladders import LadderRow
+
+logger = logging.getLogger("melo")
+FIRST_GAMES = 1_000
+GROWTH = 0.2
+CHECK_EVERY = 100
+
+_posted: dict[int, int] = {}
+_lock = threading.Lock()
+_checks: set[threading.Thread] = set()
+
+
+def games_posted(db: Database, applied: dict[int, int]) -> None:
+    """Count the games just committed per ladder; every :data:`CHECK_EVERY`, check the policy in a thread."""
+    for ladder_id, games in applied.items():
+        with _lock:
+            count = _posted.get(ladder_id, 0) + games
+            _posted[ladder_id] = 0 if count >= CHECK_EVERY else count
+        if count >= CHECK_EVERY:
+            check = threading.Thread(target=_check, args=(db, ladder_id), name="melo-auto-refit", daemon=True)
+            _checks.add(check)
+            check.start()
+
+
+def wait_for_checks(timeout: float = 30.0) -> None:
+    """Wait until the policy checks started so far have finished (the tests use it)."""
+    for check in list(_checks):
+        check.join(timeout)
+
+
+def _check(db: Database, ladder_id: int) -> None:
+    try:
+        start_if_due(db, ladder_id)
+    except Exception:  # never fail a game post for the policy's sake
+        logger.exception("auto refit check of ladder %s failed", ladder_id)
+    finally:
+        _checks.discard(threading.current_thread())
+
+
+def start_if_due(db: Database, ladder_id: int) -> int | None:
+    """Start an auto refit if the policy says so; return its id.
+
+    The policy is read in a read transaction: the write transaction that
+    records a job (and, on SQLite, holds the writer's lock) happens only when
+    one is due, and checks again.
+    """
+    with db.reading() as session:
+        if _due(session, ladder_id) is None:
+            return None
+    with db.writing() as session:
+        due = _due(session, ladder_id)
+        if due is None:
+            return None
+        ladder, games = due
+        params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True)
+        try:
+            job_id = refits.start_refit(session, ladder, params, log_games=games).id
+        except TooManyRequests:  # the queue is full: the policy asks again as the log grows
+            return None
+    refits.submit(db, job_id)
+    return job_id
+
+
+def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int] | None:
+    """(the ladder, its games) if an auto refit is due, else None."""
+    ladder = storage.ladders.by_id(session, ladder_id)
+    if ladder is None or not ladder.auto_refit:
+        return None
+    _, games = storage.ladders.sizes(session, ladder_id)
+    recent = storage.refits.recent(session, ladder_id, 20, reports=False)
+    last = next((job for job in recent if job.params.get("auto")), None)
+    running = last is not None and last.status in ("queued", "running")
+    if running and datetime.now(UTC) - last.updated_at <= refits.STALE:
+        return None
+    seen = 0 if last is None else last.log_games or 0
+    if games < max(FIRST_GAMES, (1 + GROWTH) * seen):
+        return None
+    return ladder, games

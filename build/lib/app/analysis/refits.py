@@ -1,0 +1,282 @@
+"""The refit lifecycle (mathematics §9): queue a job, fit in a child process, report, apply as a checkpoint.
+
+A refit reads the log in one snapshot, fits outside any transaction (games
+keep flowing) and writes its progress and result in short transactions.
+Applying it is a checkpoint: the refit's vectors replace the ratings as of the
+last game it saw, and the games posted since are replayed on top with the
+online rule, so ``/audit`` (which replays from the latest checkpoint) stays
+exact.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import rating, storage
+from app.analysis import jobs
+from app.analysis.reports import identifiability_out
+from app.analysis.schemas import CheckpointOut, RefitIn, RefitOut
+from app.db import Database
+from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests
+from app.metrics import REFITS
+from app.models import Refit
+from app.rating.identifiability import identifiability as identify
+from app.rating.refit import evaluate, guard, guard_window, split_games
+from app.rating.refit import refit as fit_log
+from app.replays import replay_log
+from app.storage.ladders import LadderRow
+from app.storage.log import LadderLog
+
+logger = logging.getLogger("melo")
+#: Seconds between progress writes.
+PROGRESS_EVERY = 0.5
+#: A queued or running refit silent for this long was lost with its process (a restart): it shows as failed.
+STALE = timedelta(minutes=10)
+#: A queued job waits for the jobs before it; one still queued after this long lost its server before it ran.
+STALE_QUEUED = timedelta(hours=2)
+#: Refits queued or running at once, per ladder and per server (all worker processes): 429 beyond.
+MAX_ACTIVE_PER_LADDER = 2
+MAX_ACTIVE = 8
+
+
+def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games: int | None = None) -> Refit:
+    """Record a queued refit; the caller commits, then :func:`submit` runs it."""
+    if params.select_k and max(params.select_k) > ladder.k:
+        raise InvalidInput(
+            f"select_k: at most the ladder's k = {ladder.k}",
+            errors=[{"field": "select_k", "message": f"values must be <= {ladder.k}"}],
+        )
+    if storage.ladders.sizes(session, ladder.id)[1] == 0:
+        raise Conflict(f"Ladder {ladder.slug!r} has no games to fit yet.")
+    now = datetime.now(UTC)
+    since = (now - STALE_QUEUED, now - STALE)
+    if storage.refits.active(session, ladder.id, *since) >= MAX_ACTIVE_PER_LADDER:
+        raise TooManyRequests(
+            f"Ladder {ladder.slug!r} has {MAX_ACTIVE_PER_LADDER} refits queued or running; wait for one to finish."
+        )
+    if storage.refits.active(session, None, *since) >= MAX_ACTIVE:
+        raise TooManyRequests(f"The server has {MAX_ACTIVE} refits queued or running; wait for one to finish.")
+    return storage.refits.insert(session, ladder.id, params.model_dump(mode="json"), log_games)
+
+
+def submit(db: Database, refit_id: int) -> None:
+    """Queue the refit; it runs in a child process (:mod:`app.analysis.jobs`)."""
+    jobs.submit(db, refit_id, run_refit, fail, _count)
+
+
+def _count(db: Database, refit_id: int) -> None:
+    """The finished job's outcome in the metrics: done, rejected, failed, or applied (an auto refit)."""
+    with db.reading() as session:
+        job = storage.refits.get(session, refit_id)
+    if job is not None:
+        REFITS.labels("applied" if job.applied_at is not None else job.status).inc()
+
+
+def fail(db: Database, refit_id: int, error: str) -> None:
+    with db.writing() as session:
+        job = storage.refits.get(session, refit_id)
+        if job is not None and job.status in ("queued", "running"):
+            now = datetime.now(UTC)
+            storage.refits.update(session, refit_id, {"status": "failed", "error": error[:2000], "finished_at": now})
+
+
+def run_refit(db: Database, refit_id: int, progress=None) -> None:
+    """Fit, check identifiability of the fit, store the result (also used by ``melo refit``).
+
+    An ``auto`` refit is guarded first (:func:`_guard`) and applied when it passes.
+    """
+    with db.snapshot() as session:
+        job = storage.refits.get(session, refit_id)
+        ladder = storage.ladders.by_id(session, job.ladder_id)
+        params = RefitIn.model_validate(job.params)
+        state = storage.log.read(session, ladder, from_start=True)  # every game up to state.last_game_id
+        recent = storage.log.read(session, ladder) if params.auto else None  # from the latest checkpoint
+    _update(db, refit_id, status="running", after_game_id=state.last_game_id)
+    last_write = [0.0]
+
+    def report(done: int, total: int) -> None:
+        if progress is not None:
+            progress(done, total)
+        now = time.monotonic()
+        if now - last_write[0] >= PROGRESS_EVERY:
+            last_write[0] = now
+            _update(db, refit_id, progress=0.95 * done / total)
+
+    m = len(state.keys)
+    if state.log.n_games == 0 or m < 2:
+        raise ValueError("the ladder has no games to fit")
+    verdict, select_k, fit_progress = None, params.select_k, report
+    if params.auto:  # the guard's fit takes the first half of the progress bar, the whole log's the second
+        verdict = _guard(ladder, state, recent, params, lambda done, total: report(done, 2 * total))
+        if not verdict["better"]:
+            summary = {"games": state.log.n_games, "players": m, "guard": verdict}
+            _update(db, refit_id, status="rejected", progress=1.0, result=summary, finished_at=datetime.now(UTC))
+            return
+        select_k = [verdict["k"]]
+
+        def fit_progress(done: int, total: int) -> None:
+            report(total + done, 2 * total)
+
+    result = fit_log(
+        state.log,
+        m,
+        ladder.k,
+        l2=params.l2,
+        restarts=params.restarts,
+        holdout=params.holdout,
+        seed=params.seed,
+        current=state.stored,
+        select_k=select_k,
+        progress=fit_progress,
+    )
+    heldout = dict(result.heldout)
+    if params.holdout > 0:
+        eta = ladder.eta if params.eta is None else params.eta
+        replay_k = ladder.k if params.replay_k is None else params.replay_k
+        heldout["replay"] = _replay_metrics(ladder, state, eta, replay_k, params) | {"eta": eta, "k": replay_k}
+    # Identifiability of the model chosen: its 2k' coordinates (Elo: (r, 1)), not the padding.
+    found = identify(result.C[:, : 2 * max(result.k, 1)], state.log, m)
+    summary = {
+        "k": result.k,
+        "log_likelihood": result.log_likelihood,
+        "heldout": heldout,
+        "restarts": result.restarts,
+        "restart_max_abs_dp": result.restart_max_abs_dp,
+        "k_selection": result.k_selection,
+        "l2": result.l2,
+        "l2_selection": result.l2_selection,
+        "games": state.log.n_games,
+        "players": m,
+        "seconds": result.seconds,
+        "identifiability": identifiability_out(found, state.keys).model_dump(),
+    } | ({"guard": verdict} if verdict else {})
+    # Players without a game have nothing fitted (only the prior): they keep their initial vectors.
+    played = np.bincount(state.log.member_player, minlength=m) > 0
+    finished = {
+        "status": "done",
+        "progress": 1.0,
+        "result": summary,
+        "player_ids": storage.codec.pack_ids(state.player_ids[played]),
+        "vectors": storage.codec.pack(result.C[played]),
+        "finished_at": datetime.now(UTC),
+    }
+    if params.auto:  # done and applied in one transaction: never seen done but not applied
+        try:
+            db.write(lambda session: _finish_and_apply(session, ladder, refit_id, finished))
+            return
+        except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
+            logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
+    _update(db, refit_id, **finished)
+
+
+def _finish_and_apply(session: Session, ladder: LadderRow, refit_id: int, finished: dict) -> None:
+    apply_refit(session, ladder, storage.refits.update(session, refit_id, finished))
+
+
+def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
+    """:func:`app.rating.refit.guard` on the latest games of the log.
+
+    The window (:func:`app.rating.refit.guard_window`) never reaches back past
+    the latest checkpoint, so the online forecasts it compares with
+    are exactly those the ladder served (replayed from that checkpoint, as
+    ``/audit`` does).
+    """
+    n = state.log.n_games
+    window = guard_window(n, recent.log.n_games)
+    if not 0 < window < n:
+        return {"better": False, "window_games": window, "reason": "no games to compare on"}
+    rate = ladder.learning_rate()
+    served = rating.replay_history(recent.start, recent.log, rate, games0=recent.start_games).pair_p
+    in_window = len(served) - (len(state.log.pair_a) - int(state.log.pair_ptr[n - window]))
+    verdict = guard(
+        state.log,
+        state.start,  # from_start: the initial vectors
+        window,
+        served[in_window:],
+        rate,
+        ladder.k,
+        params.select_k,
+        params.l2,
+        params.seed,
+        progress,
+    )
+    return vars(verdict)
+
+
+def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, params: RefitIn) -> dict:
+    """Held-out quality of the online rule (mathematics §3-§6, §9 "Replay") over the training games, with η and k.
+
+    It starts from the ladder's seeded initial vectors, drawn at ``k`` (the
+    ladder's offset only applies at its own k).
+    """
+    train, test = split_games(state.log, params.holdout, params.seed)
+    train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
+    offset = ladder.init_offset if k == ladder.k else None
+    start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale, offset)
+    C = rating.replay(start, state.log.take(train_games), rating.LearningRate(eta, ladder.eta_tau))
+    return vars(evaluate(C, state.log, test))
+
+
+def _update(db: Database, refit_id: int, **values) -> None:
+    with db.writing() as session:
+        job = storage.refits.update(session, refit_id, values)
+        if values.get("status") == "done":  # a finished refit changes who is provisional
+            storage.ladders.bump(session, [job.ladder_id])
+
+
+def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:
+    job = storage.refits.get(session, refit_id, ladder.id)
+    if job is None:
+        raise NotFound(f"There is no refit {refit_id} in ladder {ladder.slug!r}.")
+    return job
+
+
+def list_refits(session: Session, ladder: LadderRow, limit: int) -> list[RefitOut]:
+    return [refit_out(job) for job in storage.refits.recent(session, ladder.id, limit)]
+
+
+def refit_out(job: Refit) -> RefitOut:
+    """The job as the API shows it: a running one whose process stopped (no progress for :data:`STALE`), or a
+    queued one whose server stopped before it ran (:data:`STALE_QUEUED`), shows as failed."""
+    status, error = job.status, job.error
+    idle = datetime.now(UTC) - job.updated_at
+    if status == "running" and idle > STALE:
+        minutes = int(STALE.total_seconds() // 60)
+        status, error = "failed", f"no progress for {minutes} minutes: its server process stopped; start a new refit"
+    elif status == "queued" and idle > STALE_QUEUED:
+        hours = int(STALE_QUEUED.total_seconds() // 3600)
+        status, error = "failed", f"still queued after {hours} hours: its server stopped before it ran; start a new one"
+    return RefitOut(
+        id=job.id,
+        status=status,
+        progress=job.progress,
+        params=job.params,
+        result=job.result,
+        error=error,
+        after_game=job.after_game_id,
+        created_at=job.created_at,
+        finished_at=job.finished_at,
+        applied_at=job.applied_at,
+    )
+
+
+def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOut:
+    """Checkpoint the refit's vectors after its last game and replay the later games on top (mathematics §9); their
+    history shows the replayed vectors."""
+    if job.status != "done":
+        raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.")
+    storage.players.lock_all(session, ladder.id)
+    if storage.refits.games_up_to(session, ladder.id, job.after_game_id) != job.result["games"]:
+        raise Conflict("The log changed below the refit's last game (a late commit or a void); run the refit again.")
+    if not storage.players.all_exist(session, ladder.id, storage.codec.unpack_ids(job.player_ids)):
+        raise Conflict("Players the refit fitted were merged since; run the refit again.")
+    checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
+    replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
+    storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})
+    storage.ladders.bump(session, [ladder.id])
+    return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=job.after_game_id, replayed_games=replayed)

@@ -1,0 +1,92 @@
+"""Ladder-wide analyses of the current ratings: identifiability, intransitivity, canonical form
+(mathematics §10, §12)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.analysis.schemas import (
+    BlockOut,
+    CanonicalOut,
+    CanonicalPlayer,
+    IdentifiabilityOut,
+    IntransitivityOut,
+    NotComparable,
+)
+from app.errors import Conflict
+from app.rating.analysis import canonical as canonical_form
+from app.rating.analysis import empirical_hodge_of, hodge_norms
+from app.rating.elo import pair_counts
+from app.rating.identifiability import Identifiability
+from app.rating.identifiability import identifiability as identify
+from app.storage.ladders import LadderRow
+
+
+def identifiability_out(found: Identifiability, keys: list[str]) -> IdentifiabilityOut:
+    return IdentifiabilityOut(
+        unique=found.unique,
+        comparable=[keys[i] for i in found.comparable],
+        not_comparable=[
+            NotComparable(key=keys[row["player"]], reason=row["reason"], direction=row["direction"])
+            for row in found.not_comparable
+        ],
+        clique=[keys[i] for i in found.clique],
+        components=[[keys[i] for i in group] for group in found.components],
+    )
+
+
+def identifiability(session: Session, ladder: LadderRow, ratings: str) -> IdentifiabilityOut:
+    """mathematics §10 on the current ratings, or on the latest finished refit's vectors."""
+    state = storage.log.read(session, ladder, from_start=True)
+    C = state.stored.copy()
+    if ratings == "refit":
+        job = storage.refits.latest_done(session, ladder.id)
+        if job is None:
+            raise Conflict("This ladder has no finished refit yet: POST …/refits first, or use ratings=current.")
+        ids = storage.codec.unpack_ids(job.player_ids)
+        C[np.searchsorted(state.player_ids, ids)] = storage.codec.unpack_rows([job.vectors], 2 * ladder.k)
+    return identifiability_out(identify(C, state.log, len(state.keys)), state.keys)
+
+
+def intransitivity(session: Session, ladder: LadderRow) -> IntransitivityOut:
+    """I of the current A (mathematics §12) and of the empirical win rates on the observed pairs."""
+    state = storage.log.read(session, ladder, from_start=True)
+    fitted = hodge_norms(state.stored)
+    empirical, pairs = empirical_hodge_of(pair_counts(state.log, len(state.keys)))
+    return IntransitivityOut(
+        measure=fitted.intransitivity,
+        transitive_norm=fitted.transitive_norm,
+        cyclic_norm=fitted.cyclic_norm,
+        empirical=None
+        if empirical is None
+        else {
+            "measure": empirical.intransitivity,
+            "transitive_norm": empirical.transitive_norm,
+            "cyclic_norm": empirical.cyclic_norm,
+            "pairs": pairs,
+        },
+    )
+
+
+def canonical(session: Session, ladder: LadderRow) -> CanonicalOut:
+    """Per-player canonical disc coordinates and per-block summary (mathematics §12)."""
+    table = storage.players.table(session, ladder)
+    form = canonical_form(table.C)
+    dominant = form.blocks[0] if form.blocks else None
+    strength = form.disc_strength() if dominant is not None and dominant.transitive else None
+    return CanonicalOut(
+        blocks=[
+            BlockOut(sigma=b.sigma, share=b.share, kind="transitive" if b.transitive else "cyclic") for b in form.blocks
+        ],
+        players=[
+            CanonicalPlayer(
+                key=key,
+                coordinates=form.D[n].tolist(),
+                strength=None if strength is None else float(strength[n]),
+                consistency=None if strength is None else float(form.D[n, 1]),
+            )
+            for n, key in enumerate(table.keys.tolist())
+        ],
+    )

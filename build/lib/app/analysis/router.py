@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+
+from app import reads
+from app.access import ladder_for, readable
+from app.analysis import refits, reports
+from app.analysis.schemas import (
+    CanonicalOut,
+    CheckpointOut,
+    IdentifiabilityOut,
+    IntransitivityOut,
+    RefitIn,
+    RefitOut,
+)
+from app.deps import CallerDep, DatabaseDep, IdPath
+from app.errors import problems
+
+router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"])
+
+
+@router.post("/refits", status_code=202, response_model=RefitOut, responses=problems(401, 403, 404, 409, 422, 429))
+def start_refit(slug: str, params: RefitIn, db: DatabaseDep, caller: CallerDep, response: Response) -> RefitOut:
+    """Start a maximum-likelihood refit of the whole log in the background (mathematics §9); poll its `Location`.
+    At most 2 refits per ladder and 8 per server are queued or running at once: 429 with `Retry-After` beyond."""
+    with db.writing() as session:
+        job = refits.start_refit(session, ladder_for(session, slug, caller, "write"), params)
+        out = refits.refit_out(job)
+    refits.submit(db, job.id)
+    response.headers["Location"] = f"/v1/ladders/{slug}/refits/{job.id}"
+    return out
+
+
+@router.get("/refits", response_model=list[RefitOut], responses=problems(404, 422))
+def list_refits(
+    slug: str, db: DatabaseDep, caller: CallerDep, limit: Annotated[int, Query(ge=1, le=100)] = 20
+) -> list[RefitOut]:
+    """The ladder's refits, newest first: those posted, and those its auto-refit policy started (`params.auto`)."""
+    with db.reading() as session:
+        return refits.list_refits(session, readable(session, slug, caller), limit)
+
+
+@router.get("/refits/{refit_id}", response_model=RefitOut, responses=problems(404))
+def get_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> RefitOut:
+    """A refit's status, progress (0-1) and, when done, its report."""
+    with db.reading() as session:
+        return refits.refit_out(refits.get_refit(session, readable(session, slug, caller), refit_id))
+
+
+@router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
+def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> CheckpointOut:
+    """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (mathematics §9)."""
+
+    def work(session):
+        ladder = ladder_for(session, slug, caller, "write")
+        return refits.apply_refit(session, ladder, refits.get_refit(session, ladder, refit_id))
+
+    return db.write(work)
+
+
+@router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409))
+async def identifiability(
+    slug: str, db: DatabaseDep, caller: CallerDep, request: Request, ratings: Literal["current", "refit"] = "current"
+) -> IdentifiabilityOut:
+    """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (mathematics §10).
+    Computed once per ladder version."""
+    limiter = request.app.state.reports
+
+    def compute(session, ladder):
+        return reports.identifiability(session, ladder, ratings)
+
+    return await reads.report(db, limiter, slug, caller, f"identifiability:{ratings}", compute)
+
+
+@router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404))
+async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> IntransitivityOut:
+    """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate
+    (mathematics §12). Computed once per ladder version."""
+    limiter = request.app.state.reports
+    return await reads.report(db, limiter, slug, caller, "intransitivity", reports.intransitivity)
+
+
+@router.get("/canonical", response_model=CanonicalOut, responses=problems(404))
+async def canonical(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> CanonicalOut:
+    """Canonical disc coordinates of every player and a summary of each disc (mathematics §12, [Limitations]).
+    Computed once per ladder version."""
+    return await reads.report(db, request.app.state.reports, slug, caller, "canonical", reports.canonical)

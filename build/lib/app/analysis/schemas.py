@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+from app.rating.refit import L2, L2_CHOICES
+from app.schemas import StrictModel
+
+
+class RefitIn(StrictModel):
+    """Options of a maximum-likelihood refit of the whole log (mathematics §9)."""
+
+    l2: float | None = Field(
+        L2,
+        ge=0,
+        le=1000,
+        description="L2 penalty λ of the prior N(μ, 1/(2λ)) on the vectors, centred on the Elo manifold "
+        "μ = (0, 1, 0, …). With k ≥ 2 it applies to the cyclic discs, and the first disc keeps a weak prior on r "
+        f"and a tight one on v = 1. null: choose among {', '.join(map(str, L2_CHOICES))} by held-out loss "
+        "(sparse ladders need a firmer prior).",
+    )
+    restarts: int = Field(
+        3, ge=1, le=20, description="Seeded random starts; the best is kept, their agreement reported."
+    )
+    holdout: float = Field(0.2, ge=0, lt=0.9, description="Fraction of games held out for the report (0: none).")
+    select_k: list[Annotated[int, Field(ge=0, le=8)]] | None = Field(
+        None, description="Choose k among these (0 = Elo, at most the ladder's k) by held-out log loss."
+    )
+    eta: float | None = Field(
+        None, ge=0, le=10, description="η of the replayed online rule in the report (default: the ladder's)."
+    )
+    replay_k: int | None = Field(
+        None, ge=1, le=8, description="k of the replayed online rule in the report (default: the ladder's)."
+    )
+    seed: int = Field(0, ge=0, lt=2**32, description="Seed of the split and of the starts.")
+    auto: bool = Field(
+        False,
+        description="Guarded, applied by the service (what a ladder's auto-refit posts): first fit all but the "
+        "latest games and replay the online rule from that fit over them; only if that predicts them better than "
+        "the online ratings did is the refit of the whole log applied as a checkpoint, otherwise it is rejected.",
+    )
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"restarts": 3, "holdout": 0.2}, {"select_k": [0, 1, 2], "eta": 0.05}]}
+    }
+
+
+class RefitOut(BaseModel):
+    id: int
+    status: Literal["queued", "running", "done", "rejected", "failed"] = Field(
+        description="rejected: an auto refit that would not have predicted the latest games better (see result)."
+    )
+    progress: float = Field(description="0 to 1.")
+    params: dict
+    result: dict | None = Field(
+        description="When done: k, log-likelihood, held-out log loss / Brier / accuracy of the refit, the current "
+        "ratings, the Elo baseline and the replayed online rule; restart agreement; identifiability of the fit."
+    )
+    error: str | None
+    after_game: int | None = Field(description="The refit saw the games up to this id.")
+    created_at: datetime
+    finished_at: datetime | None
+    applied_at: datetime | None
+
+
+class CheckpointOut(BaseModel):
+    id: int
+    refit: int
+    after_game: int
+    replayed_games: int = Field(description="Games posted after the refit's last game, replayed on its vectors.")
+
+
+class NotComparable(BaseModel):
+    key: str
+    reason: str
+    direction: list[float] | None = Field(description="A direction in which the data do not pin the vector down.")
+
+
+class IdentifiabilityOut(BaseModel):
+    unique: bool = Field(description="Algorithm 1 ([Guide]) reached every player: the advantage matrix is unique.")
+    comparable: list[str]
+    not_comparable: list[NotComparable]
+    clique: list[str] = Field(description="The 2k+1 players with results both ways that Algorithm 1 started from.")
+    components: list[list[str]] = Field(
+        description="Strongly connected components of the 'beat' graph ([Intransitivity])."
+    )
+
+
+class IntransitivityOut(BaseModel):
+    measure: float = Field(description="(1 + ‖cyclic‖) / (1 + ‖transitive‖): 1 = no cycles, above 1 = cycles dominate.")
+    transitive_norm: float
+    cyclic_norm: float
+    empirical: dict | None = Field(description="The same from the observed win rates (null below 3 observed pairs).")
+
+
+class BlockOut(BaseModel):
+    sigma: float
+    share: float = Field(description="Share of ‖A‖² in this disc: 2σ²/‖A‖².")
+    kind: Literal["transitive", "cyclic"]
+
+
+class CanonicalPlayer(BaseModel):
+    key: str
+    coordinates: list[float] = Field(description="(u, v) of each disc, largest disc first.")
+    strength: float | None = Field(description="u/v in the dominant disc when it is transitive ([Limitations]).")
+    consistency: float | None = Field(description="v in the dominant disc when it is transitive.")
+
+
+class CanonicalOut(BaseModel):
+    blocks: list[BlockOut]
+    players: list[CanonicalPlayer]

@@ -1,0 +1,68 @@
+"""The lines of a ladder export (NDJSON): a header, then players, then games in log order with checkpoints."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import Field, StrictBool
+
+from app.games.schemas import GameIn
+from app.ladders.schemas import LadderCreate
+from app.schemas import MAX_ID, Name, PlayerKey, Reason, StrictModel, Vector
+
+#: The export format's version, in the header line.
+FORMAT = 1
+
+
+class ExportedLadder(LadderCreate):
+    seed: int = Field(ge=0, lt=2**63, description="Seed of the seeded initial vectors.")
+    private: StrictBool = False
+
+
+class Header(StrictModel):
+    """The first line: ``{"melo_export": 1, "ladder": {…settings and seed…}}``."""
+
+    melo_export: Literal[1]
+    ladder: ExportedLadder
+    players: int | None = Field(None, ge=0, le=MAX_ID)
+    games: int | None = Field(None, ge=0, le=MAX_ID, description="Games in the log, voided ones too.")
+
+
+class ExportedPlayer(StrictModel):
+    key: PlayerKey
+    name: Name | None = None
+    active: StrictBool = True
+    initial: Vector | None = Field(None, description="The player's explicit initial vector; default: the seeded one.")
+    created_at: datetime | None = None
+
+
+class VoidMark(StrictModel):
+    at: datetime
+    by: str | None = Field(None, max_length=64)
+    reason: Reason | None = None
+
+
+class ExportedGame(GameIn):
+    seq: int | None = Field(None, ge=1, le=MAX_ID, description="Its number in the ladder: 1, 2, 3, … in log order.")
+    voided: VoidMark | None = None
+
+
+class ExportedCheckpoint(StrictModel):
+    after_seq: int = Field(ge=0, le=MAX_ID, description="The seq of the game it follows (0: before the first).")
+    vectors: dict[PlayerKey, Vector]
+
+
+class PlayerLine(StrictModel):
+    player: ExportedPlayer
+
+
+class GameLine(StrictModel):
+    game: ExportedGame
+
+
+class CheckpointLine(StrictModel):
+    checkpoint: ExportedCheckpoint
+
+
+LINES: dict[str, type[StrictModel]] = {"player": PlayerLine, "game": GameLine, "checkpoint": CheckpointLine}

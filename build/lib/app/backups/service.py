@@ -1,0 +1,275 @@
+"""Export a ladder as NDJSON, and restore such an export into a new ladder.
+
+An export is everything the ratings are made of: the ladder's settings and
+seed, its players (with their initial vector when it is not the seeded one),
+its games in log order, voided ones with their void marks, and the
+checkpoints of applied refits at their place in the log.  Restoring it
+replays the same log from the same start, so every vector comes back bit for
+bit.  Keys, idempotency records and refit reports are not exported.
+
+It is written page by page from one snapshot, so memory stays bounded
+however long the log is.  Restoring is one transaction: a bad line stops it
+with its number, and nothing is changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import TypeVar
+
+import numpy as np
+from pydantic import ValidationError
+from sqlalchemy.orm import Session
+
+from app import rating, storage
+from app.access import ladder_for_read
+from app.backups.schemas import FORMAT, LINES, ExportedCheckpoint, ExportedGame, ExportedPlayer, Header
+from app.errors import InvalidInput
+from app.games.service import Voided, import_games
+from app.ladders.schemas import LadderCreate, LadderCreated
+from app.ladders.service import create_ladder
+from app.schemas import StrictModel, iso
+from app.storage.ladders import LadderRow
+
+#: Rows read per query while exporting, and games applied per step while restoring.
+PAGE = 5_000
+CHUNK = 50_000
+
+Progress = Callable[[str, int, int], None] | None
+T = TypeVar("T", bound=StrictModel)
+
+
+def _line(value: dict) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode() + b"\n"
+
+
+def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
+    """The export, a page of lines at a time (read in the caller's snapshot)."""
+    settings = {name: getattr(ladder, name) for name in LadderCreate.model_fields} | {"private": ladder.private}
+    players, games = storage.ladders.sizes(session, ladder.id, voided=True)
+    yield _line({"melo_export": FORMAT, "ladder": settings, "players": players, "games": games})
+    after = 0
+    while page := storage.players.export_page(session, ladder.id, after, PAGE):
+        keys = [row[1] for row in page]
+        seeded = rating.initial_vectors(keys, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
+        lines = []
+        for (_, key, name, active, initial, created), own in zip(page, storage.codec.pack_rows(seeded), strict=True):
+            player = {"key": key, "name": name, "active": active, "created_at": iso(created)}
+            if initial != own:
+                player["initial"] = storage.codec.unpack(initial).tolist()
+            lines.append(_line({"player": player}))
+        yield b"".join(lines)
+        after = page[-1][0]
+    checkpoints = storage.refits.replayed_checkpoints(session, ladder.id)
+    dim = 2 * ladder.k
+    after, seq = 0, 0
+    while True:
+        page = storage.games.export_page(session, ladder.id, after, PAGE)
+        lines = []
+        for game_id, game_seq, external_id, played_at, payload, voided_at, voided_by, reason in page:
+            while checkpoints and checkpoints[0].after_game_id < game_id:
+                lines.append(_checkpoint_line(session, checkpoints.pop(0), seq, dim))
+            game = {"seq": game_seq, "played_at": iso(played_at), "sides": _sides(payload)}
+            if external_id is not None:
+                game["external_id"] = external_id
+            if voided_at is not None:
+                game["voided"] = {"at": iso(voided_at), "by": voided_by, "reason": reason}
+            lines.append(_line({"game": game}))
+            seq = game_seq
+        if not page:
+            lines += [_checkpoint_line(session, checkpoint, seq, dim) for checkpoint in checkpoints]
+        yield b"".join(lines)
+        if not page:
+            return
+        after = page[-1][0]
+
+
+def _sides(payload: dict) -> list[dict]:
+    """A stored game's sides as a game is posted: players, rank, and the seat advantage in logits if any."""
+    sides = [
+        {"players": players, "rank": rank} for players, rank in zip(payload["sides"], payload["ranks"], strict=True)
+    ]
+    if payload["advantages"] is not None:
+        for side, advantage in zip(sides, payload["advantages"], strict=True):
+            side["advantage"] = advantage
+    return sides
+
+
+def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int) -> bytes:
+    ids = storage.codec.unpack_ids(checkpoint.player_ids)
+    vectors = storage.codec.unpack_rows([checkpoint.vectors], dim)
+    keys = storage.players.keys_of(session, ids.tolist())
+    held = {
+        keys[player_id]: vector
+        for player_id, vector in zip(ids.tolist(), vectors.tolist(), strict=True)
+        if player_id in keys
+    }
+    return _line({"checkpoint": {"after_seq": seq, "vectors": held}})
+
+
+def restore(
+    session: Session, lines: Iterable[bytes], slug: str | None = None, progress: Progress = None
+) -> LadderCreated:
+    """Create a ladder from an export (as ``slug``, or the slug it was exported with) and replay its log.
+
+    Every line is checked before it is used; the first bad one raises
+    :class:`InvalidInput` naming its number and field, and the caller rolls the
+    transaction back.  ``progress(stage, done, total)`` follows the games.
+    """
+    numbered = ((n, line) for n, line in enumerate(lines, start=1) if line.strip())
+    first = next(numbered, None)
+    if first is None:
+        raise InvalidInput("the export is empty", errors=[{"field": "line 1"}])
+    header = _parse(first[0], _decode(*first), Header)
+    settings = header.ladder.model_dump(exclude={"private"}) | ({"slug": slug} if slug else {})
+    created = create_ladder(session, LadderCreate(**settings))
+    ladder = ladder_for_read(session, created.slug, fresh=True)
+    if header.ladder.private:
+        storage.ladders.change(session, ladder.id, {"private": True})
+    Restore(session, ladder, header.games, progress).run(numbered)
+    return created.model_copy(update={"private": header.ladder.private})
+
+
+def _decode(n: int, raw: bytes) -> object:
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise _bad(n, "line", f"not JSON ({exc})") from None
+
+
+def _parse(n: int, value: object, model: type[T]) -> T:
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in first["loc"]).lstrip(".")
+        raise _bad(n, where or "line", first["msg"]) from None
+
+
+def _bad(n: int, field: str, message: str) -> InvalidInput:
+    return InvalidInput(
+        f"line {n}: {field}: {message}; nothing was restored",
+        errors=[{"field": f"line {n}: {field}", "message": message}],
+    )
+
+
+class Restore:
+    """The state of a restore as it reads the export's lines after the header."""
+
+    def __init__(self, session: Session, ladder: LadderRow, total: int | None, progress: Progress) -> None:
+        self.session, self.ladder, self.total, self.progress = session, ladder, total, progress
+        self.players: list[ExportedPlayer] = []
+        self.known: set[str] = set()
+        self.external_ids: set[str] = set()
+        self.pending: list[ExportedGame] = []
+        self.seq = 0
+        self.last_game_id = 0
+        self.games_done = 0
+
+    def run(self, numbered: Iterator[tuple[int, bytes]]) -> None:
+        if self.progress is not None:
+            self.progress("games", 0, self.total or 0)
+        for n, raw in numbered:
+            value = _decode(n, raw)
+            kind = next(iter(value), None) if isinstance(value, dict) and len(value) == 1 else None
+            if kind not in LINES:
+                raise _bad(n, "line", f"expected one of {', '.join(map(repr, LINES))} as the only key")
+            line = _parse(n, value, LINES[kind])
+            if kind == "player":
+                self.player(n, line.player)
+            elif kind == "game":
+                self.game(n, line.game)
+            else:
+                self.checkpoint(n, line.checkpoint)
+        self.flush()
+
+    def player(self, n: int, player: ExportedPlayer) -> None:
+        if self.seq:
+            raise _bad(n, "player", "players come before the games")
+        if player.key in self.known:
+            raise _bad(n, "player.key", f"player {player.key!r} appears twice")
+        if player.initial is not None and len(player.initial) != 2 * self.ladder.k:
+            raise _bad(n, "player.initial", f"expected 2k = {2 * self.ladder.k} numbers")
+        self.known.add(player.key)
+        self.players.append(player)
+
+    def game(self, n: int, game: ExportedGame) -> None:
+        self._create_players()
+        if game.seq is not None and game.seq != self.seq + 1:
+            raise _bad(n, "game.seq", f"expected {self.seq + 1}: games come in log order")
+        if game.external_id is not None:
+            if game.external_id in self.external_ids:
+                raise _bad(n, "game.external_id", f"external_id {game.external_id!r} appears twice")
+            self.external_ids.add(game.external_id)
+        for s, side in enumerate(game.sides):
+            for m, key in enumerate(side.players):
+                if key not in self.known:
+                    if not self.ladder.auto_create_players:
+                        raise _bad(n, f"game.sides[{s}].players[{m}]", f"unknown player {key!r}")
+                    self.known.add(key)
+        self.seq += 1
+        if game.voided is not None:
+            self.flush()
+            mark = game.voided
+            self._import([game], Voided(mark.at, mark.by, mark.reason))
+        else:
+            self.pending.append(game)
+            if len(self.pending) >= CHUNK:
+                self.flush()
+
+    def checkpoint(self, n: int, checkpoint: ExportedCheckpoint) -> None:
+        self._create_players()
+        if checkpoint.after_seq != self.seq:
+            raise _bad(n, "checkpoint.after_seq", f"expected {self.seq}: the seq of the game before it")
+        dim = 2 * self.ladder.k
+        for key, vector in checkpoint.vectors.items():
+            if key not in self.known:
+                raise _bad(n, "checkpoint.vectors", f"unknown player {key!r}")
+            if len(vector) != dim:
+                raise _bad(n, f"checkpoint.vectors.{key}", f"expected 2k = {dim} numbers")
+        self.flush()
+        # As a replay from it starts: its vectors for the players it holds, the initial ones for the others.
+        ids, keys, C = storage.players.initial_rows(self.session, self.ladder.id, dim)
+        row = {key: r for r, key in enumerate(keys)}
+        held = [row[key] for key in checkpoint.vectors]
+        C[held] = np.array(list(checkpoint.vectors.values()), dtype=np.float64).reshape(-1, dim)
+        storage.players.save_vectors(self.session, ids, C)
+        order = np.argsort(ids[held], kind="stable")
+        player_ids = storage.codec.pack_ids(ids[held][order])
+        vectors = storage.codec.pack_rows(C[held][order].reshape(1, -1))[0] if held else b""
+        storage.refits.insert_checkpoint(self.session, self.ladder.id, self.last_game_id, player_ids, vectors, None)
+
+    def flush(self) -> None:
+        self._create_players()
+        if self.pending:
+            games, self.pending = self.pending, []
+            self._import(games, None)
+
+    def _import(self, games: list[ExportedGame], voided: Voided | None) -> None:
+        self.last_game_id = import_games(self.session, self.ladder, games, voided=voided)[-1]
+        self.games_done += len(games)
+        if self.progress is not None:
+            self.progress("games", self.games_done, max(self.total or 0, self.games_done))
+
+    def _create_players(self) -> None:
+        if not self.players:
+            return
+        players, self.players = self.players, []
+        ladder = self.ladder
+        keys = [p.key for p in players]
+        C0 = rating.initial_vectors(keys, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
+        for row, player in enumerate(players):
+            if player.initial is not None:
+                C0[row] = player.initial
+        now = datetime.now(UTC)
+        storage.players.create(
+            self.session,
+            ladder.id,
+            keys,
+            C0,
+            [p.name for p in players],
+            [p.active for p in players],
+            [p.created_at or now for p in players],
+        )

@@ -1,0 +1,411 @@
+"""The ``melo`` command line: serve, migrate, create-ladder, import, export, backup, refit, identifiability, analyse."""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import sqlite3
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+from pydantic import TypeAdapter, ValidationError
+from sqlalchemy import make_url
+
+from app import storage
+from app.access import ladder_for_read
+from app.analysis import refits, reports
+from app.analysis.schemas import RefitIn
+from app.backups import service as backups
+from app.config import get_settings
+from app.db import Database
+from app.errors import Problem
+from app.games.schemas import GameIn
+from app.games.service import import_games
+from app.ladders.schemas import LadderCreate
+from app.ladders.service import create_ladder
+from app.migrate import upgrade
+
+CHESS_RESULT = {"1-0": (1, 2), "0-1": (2, 1), "1/2-1/2": (1, 1)}
+
+
+def read_games(path: Path, fmt: str) -> list[dict]:
+    """Games in the API's JSON shape from one of the sample formats in tests/data."""
+    data = json.loads(path.read_text())
+    if fmt == "chess":  # [white, black, "1-0" | "0-1" | "1/2-1/2"]; white moves first
+        return [
+            {"sides": [{"players": [w], "rank": CHESS_RESULT[r][0]}, {"players": [b], "rank": CHESS_RESULT[r][1]}]}
+            for w, b, r in data
+        ]
+    if fmt == "football":  # team1 plays at home
+        return [
+            {
+                "sides": [
+                    {"players": [m["team1"].replace("/", "-")], "score": m["score"]["ft"][0]},
+                    {"players": [m["team2"].replace("/", "-")], "score": m["score"]["ft"][1]},
+                ],
+                "played_at": m["date"] + "T00:00:00Z",
+            }
+            for m in data["matches"]
+            if "score" in m
+        ]
+    if fmt == "teams":  # free-for-all of ad-hoc teams; higher outcome = better finish
+        return [
+            {
+                "sides": [
+                    {"players": team, "score": score} for team, score in zip(g["players"], g["outcomes"], strict=True)
+                ]
+            }
+            for g in data["interactions"]
+        ]
+    raise SystemExit(f"unknown format {fmt!r}")
+
+
+def parse_games(path: Path, fmt: str, progress: Callable[[str, int, int], None]) -> list[GameIn]:
+    """Validated games; the first invalid one stops the import with its line (or index) and field."""
+    adapter = TypeAdapter(GameIn)
+    if fmt == "jsonl":
+        items = path.read_bytes().splitlines()
+        validate, where = adapter.validate_json, "line"
+    else:
+        items = read_games(path, fmt)
+        validate, where = adapter.validate_python, "game"
+    games = []
+    for n, item in enumerate(items, start=1):
+        if fmt == "jsonl" and not item.strip():
+            continue
+        try:
+            games.append(validate(item))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(part) for part in first["loc"]) or "game"
+            raise SystemExit(f"{path}: {where} {n}: {field}: {first['msg']}; nothing was imported") from None
+        if n % 10_000 == 0 or n == len(items):
+            progress("reading", n, len(items))
+    return games
+
+
+class ProgressBar:
+    """One line per stage on stderr: a bar, counts and rate (redrawn on a terminal, written once when done in a
+    log or a pipe)."""
+
+    def __init__(self, out: TextIO = sys.stderr, width: int = 30) -> None:
+        self.out, self.width = out, width
+        self.stage, self.start = "", 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        if stage != self.stage:
+            self.stage, self.start = stage, time.perf_counter()
+        if done < total and not self.out.isatty():  # in a log, one line per finished stage
+            return
+        filled = self.width * done // max(total, 1)
+        rate = done / max(time.perf_counter() - self.start, 1e-9)
+        bar = "#" * filled + "." * (self.width - filled)
+        start = "\r" if self.out.isatty() else ""
+        self.out.write(f"{start}{stage:<8} [{bar}] {done:,}/{total:,}  {rate:,.0f}/s")
+        if done >= total:
+            self.out.write("\n")
+        self.out.flush()
+
+
+@contextmanager
+def no_cyclic_gc() -> Iterator[None]:
+    """Millions of small, long-lived objects make the cyclic collector rescan them again and
+    again (it doubled the import time); they hold no cycles, so it can pause."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def is_export(path: Path) -> bool:
+    """Whether the file starts with the header line of a ladder export."""
+    with path.open("rb") as lines:
+        first = next((line for line in lines if line.strip()), b"")
+    try:
+        head = json.loads(first)
+    except ValueError:
+        return False
+    return isinstance(head, dict) and "melo_export" in head
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    db = Database.from_settings(get_settings())
+    with no_cyclic_gc(), Path(args.file).open("rb") as lines, db.writing() as session:
+        created = backups.restore(session, lines, args.ladder, ProgressBar())
+    db.dispose()
+    seconds = time.perf_counter() - start
+    print(f"restored {args.file} as ladder {created.slug!r} in {seconds:.1f} s", file=sys.stderr)
+    print(json.dumps(created.model_dump(mode="json"), indent=2))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    db = Database.from_settings(get_settings())
+    out = sys.stdout.buffer if args.output == "-" else Path(args.output).open("wb")  # noqa: SIM115
+    games = 0
+    try:
+        with db.snapshot() as session:
+            for chunk in backups.export_lines(session, ladder_for_read(session, args.ladder, fresh=True)):
+                out.write(chunk)
+                games += chunk.count(b'{"game":')
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    db.dispose()
+    seconds = time.perf_counter() - start
+    print(f"exported {games:,} games of {args.ladder!r} in {seconds:.1f} s ({games / seconds:,.0f} games/s)",
+          file=sys.stderr)  # fmt: skip
+
+
+def cmd_backup(args: argparse.Namespace) -> None:
+    """A consistent copy of the SQLite database while the server runs (SQLite's online backup)."""
+    settings = get_settings()
+    if not settings.is_sqlite:
+        raise SystemExit("melo backup: the database is PostgreSQL; back it up with pg_dump (see the README)")
+    target = Path(args.file)
+    if target.exists():
+        raise SystemExit(f"melo backup: {target} exists already; give a new file")
+    start = time.perf_counter()
+    source = sqlite3.connect(make_url(settings.sqlalchemy_url).database)
+    copy = sqlite3.connect(target)
+    try:
+        with copy:
+            source.backup(copy, pages=1024)
+    finally:
+        copy.close()
+        source.close()
+    size = target.stat().st_size
+    print(f"backed up to {target} ({size / 1e6:,.1f} MB) in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    if args.format == "jsonl" and is_export(Path(args.file)):
+        cmd_restore(args)
+        return
+    start = time.perf_counter()
+    progress = ProgressBar()
+    with no_cyclic_gc():
+        games = parse_games(Path(args.file), args.format, progress)
+        db = Database.from_settings(get_settings())
+        with db.writing() as session:
+            import_games(session, ladder_for_read(session, args.ladder, fresh=True), games, progress)
+        db.dispose()
+    seconds = time.perf_counter() - start
+    print(
+        f"imported {len(games):,} games into {args.ladder!r} in {seconds:.1f} s ({len(games) / seconds:,.0f} games/s)"
+    )
+
+
+def cmd_create_ladder(args: argparse.Namespace) -> None:
+    data = LadderCreate(slug=args.slug, k=args.k, eta=args.eta, auto_create_players=True, auto_refit=args.auto_refit)
+    if args.constant_eta:
+        data = data.model_copy(update={"eta_tau": None})
+    db = Database.from_settings(get_settings())
+    with db.writing() as session:
+        created = create_ladder(session, data)
+    print(json.dumps(created.model_dump(mode="json"), indent=2))
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    """A plain text table, numbers to 4 decimals."""
+    cells = [[f"{v:.4f}" if isinstance(v, float) else str(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[n]) for r in cells)) for n, h in enumerate(headers)]
+
+    def line(values):
+        return "  ".join(v.rjust(w) if n else v.ljust(w) for n, (v, w) in enumerate(zip(values, widths, strict=True)))
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in cells)])
+
+
+def cmd_refit(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    params = RefitIn(
+        l2=None if args.choose_l2 else args.l2,
+        restarts=args.restarts,
+        holdout=args.holdout,
+        select_k=args.select_k,
+        eta=args.eta,
+        replay_k=args.replay_k,
+        seed=args.seed,
+    )
+    with db.writing() as session:
+        job = refits.start_refit(session, ladder_for_read(session, args.ladder, fresh=True), params)
+    bar = ProgressBar()
+    try:
+        refits.run_refit(db, job.id, progress=lambda done, total: bar("fitting", done, total))
+    except ValueError as exc:
+        raise SystemExit(f"refit {job.id}: {exc}") from None
+    with db.reading() as session:
+        result = storage.refits.get(session, job.id).result
+    print(f"refit {job.id}: k = {result['k']}, {result['games']:,} games, {result['players']:,} players, "
+          f"{result['seconds']:.1f} s, restarts agree on P to {result['restart_max_abs_dp']:.2g}")  # fmt: skip
+    if result["k_selection"]:
+        print(
+            "\nheld-out log loss by k (0 = Elo; matchups held out; the smallest k within one standard error of the "
+            "best is chosen)\n"
+            + table(
+                ["k", "log loss", "std. error vs best"],
+                [[r["k"], r["heldout_log_loss"], r.get("standard_error", 0.0)] for r in result["k_selection"]],
+            )
+        )
+    if result["l2_selection"]:
+        rows = [[r["l2"], r["heldout_log_loss"]] for r in result["l2_selection"]]
+        print(f"\nheld-out log loss by λ (chosen {result['l2']})\n" + table(["λ", "log loss"], rows))
+    if result["heldout"]:
+        rows = [[name, m["log_loss"], m["brier"], m["accuracy"]] for name, m in result["heldout"].items()]
+        print("\nheld-out games\n" + table(["ratings", "log loss", "brier", "accuracy"], rows))
+    found = result["identifiability"]
+    print(f"\nidentifiable: {'yes' if found['unique'] else 'no'}; not comparable: {len(found['not_comparable'])}")
+    if args.apply:
+        with db.writing() as session:
+            ladder = ladder_for_read(session, args.ladder, fresh=True)
+            checkpoint = refits.apply_refit(session, ladder, storage.refits.get(session, job.id))
+        print(f"applied: checkpoint {checkpoint.id} after game {checkpoint.after_game}, "
+              f"{checkpoint.replayed_games} later games replayed")  # fmt: skip
+
+
+def cmd_identifiability(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    with db.snapshot() as session:
+        report = reports.identifiability(session, ladder_for_read(session, args.ladder), args.ratings)
+    print(f"unique maximum-likelihood advantage matrix: {'yes' if report.unique else 'no'}")
+    print(f"clique: {', '.join(report.clique) or 'none'}")
+    print(f"comparable: {len(report.comparable)}; strongly connected components: {len(report.components)}")
+    if report.not_comparable:
+        print("\n" + table(["player", "why not"], [[row.key, row.reason] for row in report.not_comparable]))
+
+
+def cmd_analyse(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    with db.snapshot() as session:
+        ladder = ladder_for_read(session, args.ladder)
+        intrans = reports.intransitivity(session, ladder)
+        form = reports.canonical(session, ladder)
+    print(f"intransitivity {intrans.measure:.3f} (1 = no cycles; above 1 = cycles dominate): "
+          f"transitive {intrans.transitive_norm:.3f}, cyclic {intrans.cyclic_norm:.3f}")  # fmt: skip
+    if intrans.empirical:
+        print(f"from the win rates of {intrans.empirical['pairs']} pairs: {intrans.empirical['measure']:.3f}")
+    rows = [[n + 1, b.kind, b.sigma, b.share] for n, b in enumerate(form.blocks)]
+    print("\ndiscs\n" + table(["disc", "kind", "sigma", "share"], rows))
+    ranked = sorted((p for p in form.players if p.strength is not None), key=lambda p: -p.strength)
+    if ranked:
+        top = [[p.key, p.strength, p.consistency] for p in ranked[: args.top]]
+        print(f"\ntop {len(top)} by disc strength\n" + table(["player", "u/v", "v"], top))
+
+
+#: The server's logs: one JSON line per request on standard output (``melo.access``), the rest on standard error.
+LOG_CONFIG = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {
+        "line": {"format": "%(message)s"},
+        "default": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+    },
+    "handlers": {
+        "access": {"class": "logging.StreamHandler", "formatter": "line", "stream": "ext://sys.stdout"},
+        "default": {"class": "logging.StreamHandler", "formatter": "default", "stream": "ext://sys.stderr"},
+    },
+    "loggers": {
+        "melo.access": {"handlers": ["access"], "level": "INFO", "propagate": False},
+        "melo": {"handlers": ["default"], "level": "INFO", "propagate": False},
+        "uvicorn": {"handlers": ["default"], "level": "INFO", "propagate": False},
+    },
+}
+
+
+def run_server(host: str, port: int, workers: int) -> None:
+    """uvicorn with the service's logs; several workers share their metrics through a fresh directory."""
+    import uvicorn
+
+    if workers > 1 and "PROMETHEUS_MULTIPROC_DIR" not in os.environ:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="melo-metrics-")
+    uvicorn.run("app.main:app", host=host, port=port, workers=workers, access_log=False, log_config=LOG_CONFIG)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="melo", description="mElo rating service")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the HTTP server")
+    serve.add_argument("--host", default="127.0.0.1", help="0.0.0.0: every interface (the office network)")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.add_argument("--workers", type=int, default=1)
+    sub.add_parser("migrate", help="bring the database schema up to date")
+    create = sub.add_parser("create-ladder", help="create a ladder and print its write key")
+    create.add_argument("slug")
+    create.add_argument("--k", type=int, default=LadderCreate.model_fields["k"].default)
+    create.add_argument("--eta", type=float, default=LadderCreate.model_fields["eta"].default)
+    create.add_argument("--constant-eta", action="store_true", help="do not shrink η with games played")
+    create.add_argument(
+        "--no-auto-refit", dest="auto_refit", action="store_false", help="never refit in the background by itself"
+    )
+    imp = sub.add_parser(
+        "import",
+        help="import games into a ladder, in order, all or nothing; or restore an export (from `melo export` or "
+        "GET …/export) as a new ladder LADDER",
+    )
+    imp.add_argument("ladder")
+    imp.add_argument("file")
+    imp.add_argument("--format", choices=["jsonl", "chess", "football", "teams"], default="jsonl")
+    export = sub.add_parser("export", help="write a ladder's export (NDJSON), to restore with `melo import`")
+    export.add_argument("ladder")
+    export.add_argument("--output", "-o", default="-", help="file to write (default: standard output)")
+    backup = sub.add_parser("backup", help="copy the SQLite database to FILE while the server runs")
+    backup.add_argument("file")
+    refit = sub.add_parser("refit", help="maximum-likelihood refit of a ladder's log, with a report")
+    refit.add_argument("ladder")
+    refit.add_argument("--select-k", type=int, nargs="+", help="choose k among these by held-out loss (0 = Elo)")
+    refit.add_argument("--restarts", type=int, default=3)
+    refit.add_argument("--holdout", type=float, default=0.2)
+    refit.add_argument("--l2", type=float, default=RefitIn.model_fields["l2"].default)
+    refit.add_argument("--choose-l2", action="store_true", help="choose λ by held-out loss")
+    refit.add_argument("--eta", type=float, help="η of the online rule replayed in the report")
+    refit.add_argument("--replay-k", type=int, help="k of the online rule replayed in the report")
+    refit.add_argument("--seed", type=int, default=0)
+    refit.add_argument("--apply", action="store_true", help="apply the refit as a checkpoint")
+    ident = sub.add_parser("identifiability", help="can the results pin down the ratings? (mathematics §10)")
+    ident.add_argument("ladder")
+    ident.add_argument("--ratings", choices=["current", "refit"], default="current")
+    analyse = sub.add_parser("analyse", help="intransitivity and the canonical discs of a ladder (mathematics §12)")
+    analyse.add_argument("ladder")
+    analyse.add_argument("--top", type=int, default=10)
+    args = parser.parse_args(argv)
+
+    settings = get_settings()
+    if args.command == "serve":
+        run_server(args.host, args.port, args.workers)
+        return
+    if args.command == "backup":  # a copy as it is, whatever its schema
+        cmd_backup(args)
+        return
+    upgrade(settings.sqlalchemy_url)  # every other command first brings the schema up to date: `migrate` is only that
+    commands = {
+        "create-ladder": cmd_create_ladder,
+        "import": cmd_import,
+        "export": cmd_export,
+        "refit": cmd_refit,
+        "identifiability": cmd_identifiability,
+        "analyse": cmd_analyse,
+    }
+    if args.command not in commands:  # migrate: done above
+        return
+    try:
+        commands[args.command](args)
+    except Problem as exc:  # a refused request: its message, not a traceback
+        raise SystemExit(f"melo {args.command}: {exc.detail}") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise SystemExit(f"melo {args.command}: {field}: {first['msg']}") from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,64 @@
+"""Settings read from the environment (MELO_* variables)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MELO_", env_file=".env", extra="ignore")
+
+    #: SQLAlchemy URL. SQLite (embedded, the default) or PostgreSQL (``postgresql://…``).
+    database_url: str = "sqlite:///./data/melo.db"
+    #: Bearer key that may create ladders. Unset: creating ladders is refused.
+    admin_key: str | None = None
+    #: Largest accepted request body in bytes (413 beyond).
+    max_body_bytes: int = 1_000_000
+    #: Most games in one batch request, and most player appearances in all its games together: the writer
+    #: applies a batch in one transaction, and every other post waits for it.
+    max_batch_games: int = 1000
+    max_batch_players: int = 20_000
+    #: Requests served at once per worker process (its thread pool).  More threads
+    #: than this only queue for the interpreter lock and raise every request's latency.
+    threads: int = 4
+    #: Run migrations when the app starts (default for the embedded SQLite database).
+    migrate_on_start: bool | None = None
+    #: SQLite's durability. NORMAL (default, with WAL): a commit survives a crash of the process, but the last
+    #: commits before a power loss or an operating-system crash may be lost. FULL: they survive that too, at the
+    #: cost of a disk sync per commit (group commit shares it between the games applied together).
+    sqlite_synchronous: Literal["NORMAL", "FULL"] = "NORMAL"
+    #: PostgreSQL: the longest a statement may run (seconds) before it is cancelled and the request gets a 503,
+    #: and the longest to wait for a connection from the pool or to the server.
+    database_timeout: float = Field(30.0, gt=0)
+    #: How long a game post's response is kept for retries with the same Idempotency-Key or external_id (hours).
+    #: Later, the same key with the same body is a new request (an external_id stays taken: a 409).
+    idempotency_ttl_hours: float = Field(168.0, gt=0)
+    #: A request that has not begun its answer after this many seconds gets a 503 (a frozen database, say).
+    request_timeout: float = Field(30.0, gt=0)
+    connect_timeout: float = Field(5.0, gt=0)
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The URL with the psycopg 3 driver selected for PostgreSQL."""
+        url = self.database_url
+        for prefix in ("postgres://", "postgresql://"):
+            if url.startswith(prefix):
+                return "postgresql+psycopg://" + url[len(prefix) :]
+        return url
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.sqlalchemy_url.startswith("sqlite")
+
+    @property
+    def should_migrate_on_start(self) -> bool:
+        return self.is_sqlite if self.migrate_on_start is None else self.migrate_on_start
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,249 @@
+"""Engines and sessions.
+
+SQLite: WAL (readers never wait for the writer), a busy timeout, and
+``BEGIN IMMEDIATE`` for write transactions so that two games are never
+applied from the same stale vectors (SQLite ignores ``SELECT … FOR UPDATE``).
+Reads use a second engine with ordinary deferred transactions.
+
+PostgreSQL: one engine; writers lock the participants' rows in id order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+import psycopg
+from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import URL, make_url
+from sqlalchemy.exc import OperationalError
+from sqlalchemy.orm import Session, sessionmaker
+
+from app.config import Settings
+
+T = TypeVar("T")
+#: PostgreSQL's deadlock_detected and serialization_failure: the transaction may simply be run again.
+RETRYABLE = {"40P01", "40001"}
+#: SQLite page cache per connection (KiB), allocated only as used: large writes
+#: (bulk imports) that outgrow it spill to the WAL mid-transaction and slow down.
+SQLITE_CACHE_KIB = 256 * 1024
+
+
+def ensure_sqlite_dir(url: str) -> None:
+    """Create the directory of a SQLite database file (the default lives under ./data/)."""
+    if url.startswith("sqlite"):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+
+
+def _sqlite_engine(url: str, immediate: bool, synchronous: str = "NORMAL") -> Engine:
+    ensure_sqlite_dir(url)
+    engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection, _record) -> None:
+        # Let SQLAlchemy, not pysqlite, decide when transactions begin.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
+        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+@dataclass
+class Database:
+    """The read and write session factories of one database."""
+
+    read_engine: Engine
+    write_engine: Engine
+    dialect: str
+    #: SQLite admits one writer; this process's writers queue here instead of in
+    #: SQLite's busy handler, whose sleeps grow to 100 ms and made p99 latency seconds.
+    _write_lock: threading.Lock | None = None
+    #: PostgreSQL: the asynchronous connections of :meth:`fetch`.
+    async_reads: AsyncReads | None = None
+    _read_sessions: sessionmaker = field(init=False)
+    _write_sessions: sessionmaker = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._read_sessions = sessionmaker(self.read_engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(self.write_engine, expire_on_commit=False)
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Database:
+        url = settings.sqlalchemy_url
+        if settings.is_sqlite:
+            sync = settings.sqlite_synchronous
+            read, write = _sqlite_engine(url, False, sync), _sqlite_engine(url, True, sync)
+            return cls(read, write, "sqlite", threading.Lock())
+        timeout_ms = int(settings.database_timeout * 1000)
+        engine = create_engine(
+            url,
+            pool_size=10,
+            max_overflow=20,
+            pool_pre_ping=True,
+            pool_timeout=settings.connect_timeout,
+            connect_args={
+                "connect_timeout": max(1, round(settings.connect_timeout)),
+                "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            },
+        )
+        return cls(engine, engine, "postgresql", async_reads=AsyncReads(engine.url))
+
+    @contextmanager
+    def reading(self) -> Iterator[Session]:
+        with self._read_sessions() as session:
+            yield session
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Session]:
+        """A read transaction whose statements all see one snapshot (REPEATABLE READ on PostgreSQL;
+        SQLite's read transactions are snapshots already): for reads of several statements."""
+        with self._read_sessions() as session:
+            if self.dialect == "postgresql":
+                session.connection(execution_options={"isolation_level": "REPEATABLE READ"})
+            yield session
+
+    @contextmanager
+    def writing(self) -> Iterator[Session]:
+        """A write transaction, committed on success, rolled back on error."""
+        with (
+            self._write_lock or nullcontext(),
+            self._write_sessions() as session,
+            session.begin(),
+        ):
+            yield session
+
+    def write(self, work: Callable[[Session], T], attempts: int = 5) -> T:
+        """``work(session)`` in a write transaction, retried when PostgreSQL aborts it as a deadlock victim.
+
+        Locks are taken in one order, but a game that creates a player holds the
+        new row before it locks the existing ones, so two such games can still
+        deadlock; PostgreSQL then aborts one, which is rolled back and run again.
+        """
+        for attempt in range(attempts):
+            try:
+                with self.writing() as session:
+                    return work(session)
+            except OperationalError as exc:
+                code = getattr(exc.orig, "sqlstate", None)
+                if code not in RETRYABLE or attempt == attempts - 1:
+                    raise
+                time.sleep(0.005 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
+        """The rows of one read statement (``?`` placeholders) for a request handler, without a thread.
+
+        On SQLite it runs right here on the event loop, through a pooled driver
+        connection in autocommit mode: a point read is microseconds of local
+        work, readers never wait for the writer (WAL), and a hop to the thread
+        pool would cost more than the read.  On PostgreSQL it goes through a
+        few asynchronous psycopg connections (:class:`AsyncReads`), so a slow
+        or stopped server holds up only the requests that need it, never the
+        event loop or the thread pool.
+        """
+        if self.async_reads is not None:
+            return await self.async_reads.fetch(sql.replace("?", "%s"), parameters)
+        connection = self.read_engine.raw_connection()
+        try:
+            cursor = connection.cursor()
+            cursor.execute(sql, parameters)
+            return cursor.fetchall()
+        finally:
+            connection.close()
+
+    def ping(self) -> None:
+        """One round trip to the database (readiness); raises if it cannot be reached."""
+        with self.read_engine.connect() as connection:
+            connection.execute(text("SELECT 1"))
+
+    def dispose(self) -> None:
+        self.read_engine.dispose()
+        self.write_engine.dispose()
+
+    async def close(self) -> None:
+        """Close the asynchronous connections too (the app's shutdown)."""
+        if self.async_reads is not None:
+            await self.async_reads.close()
+        self.dispose()
+
+
+class AsyncReads:
+    """A few autocommit psycopg connections for the point reads of request handlers on PostgreSQL.
+
+    Opened as needed, up to ``size``; a connection that fails is dropped (the
+    next read opens another).  Each statement has a time limit.
+    """
+
+    def __init__(self, url: URL, size: int = 4, timeout: float = 5.0) -> None:
+        self.conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self.size, self.timeout = size, timeout
+        self.idle: list[psycopg.AsyncConnection] = []
+        self.opened = 0
+        self.available: asyncio.Condition | None = None
+
+    async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
+        connection = await self._take()
+        try:
+            cursor = await connection.execute(sql, parameters)
+            rows = await cursor.fetchall()
+        except BaseException:
+            await self._drop(connection)
+            raise
+        await self._give_back(connection)
+        return rows
+
+    async def _take(self) -> psycopg.AsyncConnection:
+        if self.available is None:
+            self.available = asyncio.Condition()
+        async with self.available:
+            while not self.idle and self.opened >= self.size:
+                await self.available.wait()
+            if self.idle:
+                return self.idle.pop()
+            self.opened += 1
+        try:
+            options = f"-c statement_timeout={int(self.timeout * 1000)}"
+            return await psycopg.AsyncConnection.connect(
+                self.conninfo, autocommit=True, connect_timeout=max(1, int(self.timeout)), options=options
+            )
+        except BaseException:
+            await self._forget()
+            raise
+
+    async def _give_back(self, connection: psycopg.AsyncConnection) -> None:
+        async with self.available:
+            self.idle.append(connection)
+            self.available.notify()
+
+    async def _drop(self, connection: psycopg.AsyncConnection) -> None:
+        await connection.close()
+        await self._forget()
+
+    async def _forget(self) -> None:
+        async with self.available:
+            self.opened -= 1
+            self.available.notify()
+
+    async def close(self) -> None:
+        for connection in self.idle:
+            await connection.close()
+        self.idle.clear()
+        self.opened = 0

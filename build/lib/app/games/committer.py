@@ -1,0 +1,143 @@
+"""Group commit: the game posts that arrive together are applied in one write transaction by one writer.
+
+Each worker process has one writer thread.  Requests queue in the event loop;
+the writer takes every request waiting (up to :data:`MAX_GAMES` games) and
+applies them in one transaction (:func:`app.games.service.apply_posts`), then
+answers each with its own response or its own problem.  A request on an idle
+server is taken at once, without waiting for company; under load the requests
+that queue while a group commits form the next group, and the writer waits at
+most :data:`LINGER` for the clients just answered to send their next posts, so
+the commit cost is shared.  A response is sent only after its group commits.
+
+If the group's transaction fails as a whole (an error no single request's
+checks foresaw, say a unique-key race with another worker), it is rolled back
+and the requests are retried one transaction each, so one bad request cannot
+fail the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+
+from sqlalchemy.exc import IntegrityError
+
+from app import storage
+from app.db import Database
+from app.games import service
+from app.games.service import Post
+from app.metrics import GAMES, GROUPS
+
+logger = logging.getLogger("melo")
+#: Most games applied in one transaction (a batch request larger than this forms a group of its own).
+MAX_GAMES = 500
+#: How often (seconds) the writer deletes expired idempotency records.
+EXPIRY_EVERY = 600.0
+#: Under load, how long the writer may wait for the next group to fill up (seconds), and how often it looks.
+LINGER, LINGER_STEP = 0.002, 0.0005
+
+
+class GroupCommitter:
+    """The writer of one worker process; :meth:`submit` answers a post once its group has committed."""
+
+    def __init__(
+        self,
+        db: Database,
+        on_commit: Callable[[dict[int, int]], None] | None = None,
+        keep_responses: timedelta = timedelta(days=7),
+    ) -> None:
+        self.db = db
+        self.on_commit = on_commit
+        #: Idempotency records older than this are deleted by the writer, at most every EXPIRY_EVERY seconds.
+        self.keep_responses = keep_responses
+        self.next_expiry = 0.0
+        self.queue: asyncio.Queue[tuple[Post, asyncio.Future]] = asyncio.Queue()
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-writer")
+        self.task: asyncio.Task | None = None
+        #: How many groups of each size (requests) committed: the metrics and the tests read it.
+        self.group_sizes: Counter[int] = Counter()
+
+    async def submit(self, post: Post) -> dict:
+        """The post's response body; raises its problem."""
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._run())
+        future = asyncio.get_running_loop().create_future()
+        await self.queue.put((post, future))
+        return await future
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_size = 0
+        while True:
+            group = [await self.queue.get()]
+            # Under load (the last group had company), the clients it answered are sending their next posts:
+            # waiting a moment for them makes one commit of the next group instead of one for its first post.
+            waited = 0.0
+            while last_size > 1 and self.queue.qsize() + 1 < last_size // 2 and waited < LINGER:
+                await asyncio.sleep(LINGER_STEP)
+                waited += LINGER_STEP
+            games = len(group[0][0].games)
+            while not self.queue.empty() and games < MAX_GAMES:
+                item = self.queue.get_nowait()
+                group.append(item)
+                games += len(item[0].games)
+            posts = [post for post, _ in group]
+            last_size = len(posts)
+            try:
+                outcomes = await loop.run_in_executor(self.executor, self.commit, posts)
+            except BaseException as exc:  # the loop must survive whatever happens to one group
+                outcomes = [exc] * len(group)
+            for (_, future), outcome in zip(group, outcomes, strict=True):
+                if future.done():  # the client went away
+                    continue
+                if isinstance(outcome, BaseException):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+
+    def commit(self, posts: list[Post]) -> list[dict | BaseException]:
+        """Apply the posts in one transaction, or, if that fails, one transaction each."""
+        try:
+            group = self.db.write(lambda session: service.apply_posts(session, posts))
+        except Exception as exc:
+            if len(posts) > 1:
+                logger.info("a group of %d posts failed (%s); retrying them one by one", len(posts), exc)
+                return [self.commit([post])[0] for post in posts]
+            if isinstance(exc, IntegrityError):  # a concurrent identical request committed first: it is found now
+                try:
+                    group = self.db.write(lambda session: service.apply_posts(session, posts))
+                except Exception as again:
+                    return [again]
+            else:
+                return [exc]
+        self.group_sizes[len(posts)] += 1
+        GROUPS.observe(len(posts))
+        GAMES.inc(sum(group.applied.values()))
+        if time.monotonic() >= self.next_expiry:
+            self.expire_responses()
+        if self.on_commit is not None and group.applied:
+            try:
+                self.on_commit(group.applied)
+            except Exception:  # never fail a committed post for a follower's sake
+                logger.exception("after-commit hook failed")
+        return list(group.outcomes)
+
+    def expire_responses(self) -> int:
+        """Delete the idempotency records past their time (in the writer's thread, between groups)."""
+        self.next_expiry = time.monotonic() + EXPIRY_EVERY
+        before = datetime.now(UTC) - self.keep_responses
+        try:
+            return self.db.write(lambda session: storage.games.forget_responses(session, before))
+        except Exception:  # never fail a committed post for the housekeeping's sake
+            logger.exception("expiring idempotency records failed")
+            return 0
+
+    def close(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        self.executor.shutdown(wait=True)

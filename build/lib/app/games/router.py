@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import AfterValidator
+
+from app.access import ladder_and_key, readable
+from app.deps import CallerDep, DatabaseDep, IdPath, SettingsDep
+from app.errors import InvalidInput, problems
+from app.games import service
+from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
+from app.schemas import MAX_ID, Page, printable
+
+router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"])
+
+IdempotencyKey = Annotated[
+    Annotated[str, AfterValidator(printable)] | None,
+    Header(
+        max_length=200,
+        description="Any unique string per logical request: a retry with the same key and body is applied once "
+        "and gets the first response; the same key with another body is a 409.",
+    ),
+]
+
+
+@router.post("", status_code=201, response_model=GameOut, responses=problems(401, 403, 404, 409, 413, 422))
+async def post_game(
+    slug: str, game: GameIn, caller: CallerDep, request: Request, idempotency_key: IdempotencyKey = None
+) -> JSONResponse:
+    """Record a game and apply the normalised mElo update to its participants (mathematics §3-§6).
+
+    Posts that arrive together are applied in one transaction (group commit); each gets its own response or
+    error, and is answered only once its game is committed.
+    """
+    post = service.Post(slug, caller, [game], idempotency_key, service.request_hash(game), batch=False)
+    return JSONResponse(await request.app.state.committer.submit(post), status_code=201)
+
+
+@router.post("/batch", status_code=201, response_model=BatchOut, responses=problems(401, 403, 404, 409, 413, 422))
+async def post_batch(
+    slug: str,
+    batch: BatchIn,
+    settings: SettingsDep,
+    caller: CallerDep,
+    request: Request,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    """Record games in order in one transaction: all are applied, or none (errors name `games[i]`). A batch holds
+    at most `MELO_MAX_BATCH_GAMES` games (1,000) and `MELO_MAX_BATCH_PLAYERS` player appearances (20,000), so no
+    batch holds up the other posts for long."""
+    if len(batch.games) > settings.max_batch_games:
+        raise InvalidInput(
+            f"games: at most {settings.max_batch_games} games per batch",
+            errors=[{"field": "games", "message": f"at most {settings.max_batch_games} games"}],
+        )
+    appearances = sum(len(side.players) for game in batch.games for side in game.sides)
+    if appearances > settings.max_batch_players:
+        limit = settings.max_batch_players
+        raise InvalidInput(
+            f"games: at most {limit:,} player appearances per batch ({appearances:,} here); split it",
+            errors=[{"field": "games", "message": f"at most {limit} player appearances in all games together"}],
+        )
+    post = service.Post(slug, caller, batch.games, idempotency_key, service.request_hash(batch), batch=True)
+    return JSONResponse(await request.app.state.committer.submit(post), status_code=201)
+
+
+@router.get("", response_model=Page[GameOut], responses=problems(404, 422))
+def list_games(
+    slug: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")] = None,
+) -> Page[dict]:
+    """The ladder's games, newest first."""
+    with db.reading() as session:
+        return service.list_games(session, readable(session, slug, caller), limit, cursor)
+
+
+@router.get("/{game_id}", response_model=GameOut, responses=problems(404))
+def get_game(slug: str, game_id: IdPath, db: DatabaseDep, caller: CallerDep) -> dict:
+    """One game with every participant's vector before and after."""
+    with db.reading() as session:
+        return service.get_game(session, readable(session, slug, caller), game_id)
+
+
+@router.delete("/{game_id}", response_model=GameOut, responses=problems(401, 403, 404, 422))
+def void_game(
+    slug: str,
+    game_id: IdPath,
+    db: DatabaseDep,
+    caller: CallerDep,
+    void: Annotated[VoidIn | None, Body()] = None,
+) -> dict:
+    """Void a game (a write key): it stays in the log, marked, and counts nowhere any more.
+
+    The games after it are replayed exactly from the latest checkpoint before it, so the ratings become those of
+    a ladder that never had it; checkpoints after it are superseded. Voiding it again changes nothing.
+    """
+
+    def work(session) -> dict:
+        ladder, key_id = ladder_and_key(session, slug, caller, "write")
+        return service.void_game(session, ladder, game_id, key_id, void.reason if void else None)
+
+    return db.write(work)

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from pydantic import BaseModel, Field, field_validator
+
+from app.schemas import ExternalId, Number, PlayerKey, Reason, SeatAdvantage, StrictModel
+
+#: When a game may have been played (a sane window: later dates are typos, and they overflow time zones).
+EARLIEST, LATEST = datetime(1900, 1, 1), datetime(2200, 1, 1)
+
+
+class SideIn(SeatAdvantage):
+    players: list[PlayerKey] = Field(min_length=1, max_length=32, description="One player, or an ad-hoc team.")
+    rank: Number | None = Field(None, description="Finishing rank, 1 = best; equal ranks tie.")
+    score: Number | None = Field(None, description="Score, higher = better (instead of rank).")
+
+
+class GameIn(StrictModel):
+    sides: list[SideIn] = Field(min_length=2, max_length=64)
+    played_at: datetime | None = Field(
+        None,
+        description="When it was played (default: now), between 1900 and 2200; stored in UTC, a time without zone "
+        "is taken as UTC.",
+    )
+    external_id: ExternalId | None = Field(
+        None, description="Your id (up to 200 printable characters); also an idempotency key."
+    )
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {
+            "examples": [
+                {"sides": [{"players": ["ann"], "rank": 1}, {"players": ["bob"], "rank": 2}]},
+                {
+                    "sides": [
+                        {"players": ["ann", "cy"], "score": 21, "win_probability": 0.55},
+                        {"players": ["bob", "dee"], "score": 17},
+                    ],
+                    "external_id": "match-8812",
+                },
+            ]
+        }
+    }
+
+    @field_validator("played_at")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        if value is None:
+            return None
+        if not EARLIEST <= value.replace(tzinfo=None) <= LATEST:  # before any zone shift can overflow
+            raise ValueError(f"must be between {EARLIEST.year} and {LATEST.year}")
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+    @field_validator("sides")
+    @classmethod
+    def _consistent(cls, sides: list[SideIn]) -> list[SideIn]:
+        ranked = sum(side.rank is not None for side in sides)
+        scored = sum(side.score is not None for side in sides)
+        if ranked + scored > len(sides) and any(side.rank is not None and side.score is not None for side in sides):
+            raise ValueError("a side has both rank and score")
+        if ranked != len(sides) and scored != len(sides):
+            raise ValueError("every side needs a rank, or every side a score (not mixed)")
+        keys = [key for side in sides for key in side.players]
+        if len(set(keys)) < len(keys):
+            seen: set[str] = set()
+            twice = next(key for key in keys if key in seen or seen.add(key))
+            raise ValueError(f"player {twice!r} appears more than once in the game")
+        return sides
+
+
+class BatchIn(StrictModel):
+    games: list[GameIn] = Field(min_length=1)
+
+
+class PlayerChange(BaseModel):
+    key: str
+    before: list[float]
+    after: list[float]
+
+
+class SideOut(BaseModel):
+    players: list[PlayerChange]
+    rank: float
+    actual_score: float = Field(description="Rank-share score achieved (mathematics §4); sums to 1 over sides.")
+    expected_score: float = Field(description="Rank-share score expected before the game.")
+
+
+class GameOut(BaseModel):
+    id: int
+    seq: int = Field(description="The game's number within its ladder: 1, 2, 3, … in log order.")
+    played_at: datetime
+    external_id: str | None
+    sides: list[SideOut]
+    voided_at: datetime | None = Field(None, description="When the game was voided: it counts nowhere since.")
+    voided_by: str | None = Field(None, description="The id of the key that voided it.")
+    reason: str | None = Field(None, description="Why it was voided, as given.")
+
+
+class VoidIn(StrictModel):
+    reason: Reason | None = Field(None, description="Why, for the audit trail (e.g. `wrong winner`).")
+
+
+class BatchOut(BaseModel):
+    games: list[GameOut]

@@ -1,0 +1,475 @@
+"""Where a game is applied: lock the participants, call app.rating, write the rows.
+
+One path serves a group of posted requests, a batch and a bulk import: the
+games become one :class:`~app.rating.GameLog`, :func:`~app.rating.replay_history`
+applies them (exactly the per-game rule, batched where games share no player)
+and :mod:`app.storage` writes each table with one multi-row insert.
+
+Exactly-once: an ``Idempotency-Key`` header (or the game's ``external_id``) is
+recorded with the response in the same transaction as the game; a retry finds
+it and gets the stored response.  The check is repeated after the
+participants are locked, so concurrent identical requests apply once.
+
+No lost updates: on PostgreSQL the participants' rows are locked
+``ORDER BY id … FOR UPDATE`` (one order, no deadlocks); on SQLite the write
+transaction is ``BEGIN IMMEDIATE``.  Game ids (the log order) are allocated
+after the locks are taken, so games sharing a player are numbered in the order
+they were applied; disjoint games commute.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import rating, storage
+from app.access import Caller, authorize, ladder_for_read
+from app.errors import Conflict, InvalidInput, NotFound, Problem
+from app.games.schemas import BatchIn, GameIn
+from app.replays import replay_from
+from app.schemas import Page, iso
+from app.storage.ladders import LadderRow
+
+Progress = Callable[[str, int, int], None] | None
+
+
+def request_hash(body: GameIn | BatchIn) -> str:
+    """A digest of the validated request: the same game sent again, however its JSON is spaced, hashes the same."""
+    return hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+
+
+@dataclass
+class Post:
+    """One posted request: a game, or a batch applied all or nothing."""
+
+    slug: str
+    caller: Caller
+    games: list[GameIn]
+    idempotency_key: str | None
+    digest: str
+    batch: bool
+
+    @property
+    def record_key(self) -> str | None:
+        """The key its response is recorded under: the Idempotency-Key, else a single game's external_id."""
+        if self.idempotency_key is None and not self.batch and self.games[0].external_id is not None:
+            return EXTERNAL + self.games[0].external_id
+        return self.idempotency_key
+
+    def field(self, index: int, rest: str) -> str:
+        return f"games[{index}].{rest}" if self.batch else rest
+
+
+@dataclass
+class Group:
+    """What a group of posts came to: one outcome per post, and the games applied per ladder."""
+
+    outcomes: list[dict | Problem]
+    applied: dict[int, int] = field(default_factory=dict)
+
+
+def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
+    """Apply every valid post, in order, inside the caller's transaction.
+
+    Each post is checked on its own (ladder, key, idempotency record,
+    external ids, unknown players): a post that fails gets its own problem
+    and changes nothing, and the others are applied.  Then each ladder's
+    posts are applied together: one lock of all their participants, one
+    replay, one insert per table.  An unexpected error raises, and the caller
+    retries the posts one by one.
+    """
+    outcomes: list[dict | Problem | None] = [None] * len(posts)
+    ladders: dict[str, LadderRow] = {}
+    keys_checked: dict[tuple[int, Caller], str] = {}
+    live: dict[int, list[int]] = {}
+    claimed: dict[tuple[int, str], int] = {}
+    same_as: dict[int, int] = {}
+    external: dict[int, set[str]] = {}
+    for n, post in enumerate(posts):
+        try:
+            if post.slug not in ladders:
+                ladders[post.slug] = ladder_for_read(session, post.slug, fresh=True)
+            ladder = ladders[post.slug]
+            allowed = (ladder.id, post.caller)
+            if allowed not in keys_checked:  # every post's own key, looked up once per group
+                keys_checked[allowed] = authorize(session, ladder, post.caller, "write")
+            key = post.record_key
+            if key is not None:
+                found = _stored(session, ladder, key, post.digest)
+                if found is not None:
+                    outcomes[n] = found
+                    continue
+                first = claimed.setdefault((ladder.id, key), n)
+                if first != n:
+                    if posts[first].digest != post.digest:
+                        raise _reused(key)
+                    same_as[n] = first
+                    continue
+            seen = external.setdefault(ladder.id, set())
+            _check_external_ids(session, ladder, post, seen)
+            if not ladder.auto_create_players:
+                _check_players_exist(session, ladder, post)
+            seen.update(g.external_id for g in post.games if g.external_id is not None)
+            live.setdefault(ladder.id, []).append(n)
+        except Problem as exc:
+            outcomes[n] = exc
+
+    group = Group(outcomes)  # type: ignore[arg-type]
+    by_id = {ladder.id: ladder for ladder in ladders.values()}
+    for ladder_id in sorted(live):
+        ladder = by_id[ladder_id]
+        members = live[ladder_id]
+        keys = [k for n in members for g in posts[n].games for side in g.sides for k in side.players]
+        locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder))
+        if len(locked.index) < len(set(keys)):
+            raise Conflict("a player disappeared while the game was applied")  # retried one by one
+        # A concurrent identical request (another worker) may have committed while we waited for the locks.
+        for n in list(members):
+            key = posts[n].record_key
+            if key is not None and (found := _stored(session, ladder, key, posts[n].digest)) is not None:
+                outcomes[n] = found
+                members.remove(n)
+        games = [g for n in members for g in posts[n].games]
+        if not games:
+            continue
+        applied = _apply(session, ladder, locked, games, None)
+        bodies = applied.responses()
+        records, start = [], 0
+        for n in members:
+            post = posts[n]
+            out = bodies[start : start + len(post.games)]
+            start += len(post.games)
+            outcomes[n] = {"games": out} if post.batch else out[0]
+            if post.record_key is not None:
+                records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
+        storage.games.remember(session, records, applied.now)
+        group.applied[ladder.id] = len(games)
+    for n, first in same_as.items():
+        outcomes[n] = outcomes[first]
+    storage.ladders.bump(session, list(group.applied))
+    return group
+
+
+def _stored(session: Session, ladder: LadderRow, key: str, digest: str) -> dict | None:
+    """The response recorded for ``key``, or None; 409 if the key came with another body."""
+    found = storage.games.stored_response(session, ladder.id, key)
+    if found is None:
+        return None
+    if found[0] != digest:
+        raise _reused(key)
+    return found[1]
+
+
+EXTERNAL = "external_id:"
+
+
+def _reused(key: str) -> Conflict:
+    if key.startswith(EXTERNAL):  # a single game's external_id, recorded as its idempotency key
+        external_id = key[len(EXTERNAL) :]
+        return Conflict(
+            f"external_id: a game with external_id {external_id!r} exists already (with other content).",
+            errors=[{"field": "external_id", "message": "taken by another game"}],
+        )
+    return Conflict(
+        f"Idempotency key {key!r} was already used with a different request body.",
+        errors=[{"field": "Idempotency-Key", "message": "already used with a different body"}],
+    )
+
+
+def _check_external_ids(session: Session, ladder: LadderRow, post: Post, seen: set[str]) -> None:
+    ids = [g.external_id for g in post.games if g.external_id is not None]
+    if not ids:
+        return
+    taken = storage.games.taken_external_ids(session, ladder.id, ids) | seen
+    mine: set[str] = set()
+    for n, game in enumerate(post.games):
+        ext = game.external_id
+        if ext is None:
+            continue
+        if ext in taken:
+            name = post.field(n, "external_id")
+            raise Conflict(f"{name}: a game with external_id {ext!r} exists already.", errors=[{"field": name}])
+        if ext in mine:
+            name = post.field(n, "external_id")
+            raise Conflict(f"{name}: external_id {ext!r} appears twice in this batch.", errors=[{"field": name}])
+        mine.add(ext)
+
+
+def _check_players_exist(session: Session, ladder: LadderRow, post: Post) -> None:
+    keys = sorted({k for g in post.games for side in g.sides for k in side.players})
+    known = storage.players.existing(session, ladder.id, keys)
+    for g, game in enumerate(post.games):
+        for s, side in enumerate(game.sides):
+            for n, key in enumerate(side.players):
+                if key not in known:
+                    name = post.field(g, f"sides[{s}].players[{n}]")
+                    raise InvalidInput(
+                        f"{name}: unknown player {key!r} (this ladder does not create players automatically)",
+                        errors=[{"field": name, "message": f"unknown player {key!r}"}],
+                    )
+
+
+def _initial(ladder: LadderRow) -> Callable[[list[str]], np.ndarray] | None:
+    """New players' seeded initial vectors (mathematics §2), if the ladder creates players."""
+    if not ladder.auto_create_players:
+        return None
+    return lambda keys: rating.initial_vectors(keys, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
+
+
+def import_games(
+    session: Session, ladder: LadderRow, games: list[GameIn], progress: Progress = None, voided: Voided | None = None
+) -> list[int]:
+    """Apply ``games`` in order, all or nothing, without building responses (``melo import``); their ids.
+
+    ``progress(stage, done, total)`` reports the replay and the writes.  With
+    ``voided`` (restoring an export), the games are stored voided: in the log
+    as an audit trail, with the history they would have had at their place,
+    counting nowhere.
+    """
+    if not games:
+        return []
+    post = Post(ladder.slug, Caller(None), games, None, "", batch=True)
+    _check_external_ids(session, ladder, post, set())
+    if not ladder.auto_create_players:
+        _check_players_exist(session, ladder, post)
+    keys = [k for g in games for side in g.sides for k in side.players]
+    locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder))
+    ids = _apply(session, ladder, locked, games, progress, count=voided is None).ids
+    if voided is not None:
+        for game_id in ids:
+            storage.games.void(session, ladder.id, game_id, voided.by, voided.reason, voided.at)
+    storage.ladders.bump(session, [ladder.id])
+    return ids
+
+
+@dataclass(frozen=True)
+class Voided:
+    """When a game was voided, by which key (its id), and why."""
+
+    at: datetime
+    by: str | None
+    reason: str | None
+
+
+@dataclass
+class Applied:
+    """The games as applied: ids, log, history, and what a response needs."""
+
+    ids: list[int]
+    seqs: list[int]
+    games: list[GameIn]
+    payloads: list[dict]
+    played_at: list[datetime]
+    keys: list[str]
+    log: rating.GameLog
+    history: rating.History
+    now: datetime
+
+    def responses(self) -> list[dict]:
+        """The API body of every game: the shape :func:`game_body` gives a stored game."""
+        log, history = self.log, self.history
+        before, after = history.before.tolist(), history.after.tolist()
+        member_side, member_player = log.member_side.tolist(), log.member_player.tolist()
+        actual, expected = history.actual.tolist(), history.expected.tolist()
+        side_ptr, member_ptr = log.side_ptr.tolist(), log.member_ptr.tolist()
+        out = []
+        for g in range(log.n_games):
+            players: dict[int, list[dict]] = {s: [] for s in range(side_ptr[g], side_ptr[g + 1])}
+            for t in range(member_ptr[g], member_ptr[g + 1]):
+                member = {"key": self.keys[member_player[t]], "before": before[t], "after": after[t]}
+                players[member_side[t]].append(member)
+            sides = [(members, actual[s], expected[s]) for s, members in players.items()]
+            game = self.games[g]
+            ranks = self.payloads[g]["ranks"]
+            out.append(game_body(self.ids[g], self.seqs[g], self.played_at[g], game.external_id, ranks, sides))
+        return out
+
+
+def game_body(
+    game_id: int,
+    seq: int,
+    played_at: datetime,
+    external_id: str | None,
+    ranks: list[float],
+    sides: list[tuple[list[dict], float, float]],
+) -> dict:
+    """A game as the API shows it (``GameOut``), as JSON-ready values."""
+    return {
+        "id": game_id,
+        "seq": seq,
+        "played_at": iso(played_at),
+        "external_id": external_id,
+        "sides": [
+            {"players": players, "rank": rank, "actual_score": actual, "expected_score": expected}
+            for (players, actual, expected), rank in zip(sides, ranks, strict=True)
+        ],
+        "voided_at": None,
+        "voided_by": None,
+        "reason": None,
+    }
+
+
+def _ranks(game: GameIn) -> list[float]:
+    if game.sides[0].rank is not None:
+        return [float(side.rank) for side in game.sides]
+    return rating.ranks_from_scores([side.score for side in game.sides]).tolist()
+
+
+def payloads(games: Sequence[GameIn]) -> list[dict]:
+    """Each game's stored input (mathematics §13): sides of player keys, ranks, advantages in logits or None."""
+    out = []
+    for game in games:
+        advantages = [side.logits for side in game.sides]
+        out.append(
+            {
+                "sides": [side.players for side in game.sides],
+                "ranks": _ranks(game),
+                "advantages": advantages if any(a != 0.0 for a in advantages) else None,
+            }
+        )
+    return out
+
+
+def _apply(
+    session: Session,
+    ladder: LadderRow,
+    locked: storage.players.Locked,
+    games: list[GameIn],
+    progress: Progress,
+    count: bool = True,
+) -> Applied:
+    """Apply the validated games to the locked rows (mathematics §3-§6) and write the log, history and (if they
+    ``count``) ratings."""
+    stored = payloads(games)
+    log = storage.log.encode(stored, locked.index)
+    history = rating.replay_history(
+        locked.C, log, ladder.learning_rate(), _stage(progress, "rating"), games0=locked.counts[:, 0]
+    )
+    now = datetime.now(UTC)
+    played_at = [game.played_at or now for game in games]
+    seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
+    ids = storage.games.allocate_ids(session, len(games))
+    members_per_game = np.diff(log.member_ptr)
+    member_game = np.repeat(np.arange(len(games)), members_per_game)
+    member_n_sides = np.diff(log.side_ptr)[member_game]
+    actual = history.actual[log.member_side]
+    new = storage.games.NewGames(
+        ids=ids,
+        seqs=seqs,
+        ladder_id=ladder.id,
+        external_ids=[game.external_id for game in games],
+        played_at=played_at,
+        created_at=now,
+        payloads=stored,
+        member_game=member_game,
+        member_player=locked.ids[log.member_player],
+        member_side=log.member_side - np.repeat(log.side_ptr[:-1], members_per_game),
+        before=history.before,
+        after=history.after,
+        actual=actual,
+        expected=history.expected[log.member_side],
+    )
+    storage.games.insert(session, new, _stage(progress, "games"), _stage(progress, "history"))
+    if count:
+        counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
+        storage.players.save(session, locked, history.C, counts, last_played)
+    return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now)
+
+
+def _counters(
+    locked: storage.players.Locked,
+    player: np.ndarray,
+    member_game: np.ndarray,
+    member_n_sides: np.ndarray,
+    actual: np.ndarray,
+    played_at: list[datetime],
+) -> tuple[np.ndarray, list[datetime | None]]:
+    """W/D/L counters and last-played times: a side above the average share 1/N won, at it drew, below it lost."""
+    n = len(locked.ids)
+    counts = locked.counts.copy()
+    rows = _record(actual, member_n_sides)
+    for column in range(rows.shape[1]):
+        counts[:, column] += np.bincount(player, weights=rows[:, column], minlength=n).astype(np.int64)
+    stamps = np.array([t.timestamp() for t in played_at])
+    latest = np.full(n, -np.inf)
+    np.maximum.at(latest, player, stamps[member_game])
+    last_played = []
+    for last, stamp in zip(locked.last_played, latest.tolist(), strict=True):
+        new = datetime.fromtimestamp(stamp, UTC) if np.isfinite(stamp) else None
+        last_played.append(new if last is None or (new is not None and new > last) else last)
+    return counts, last_played
+
+
+def _record(actual: np.ndarray, n_sides: np.ndarray) -> np.ndarray:
+    """Each membership's contribution to COUNTERS: a game; a win, draw or loss as its side's rank-share score is
+    above, at or below the average share 1/N; and N - 1 pairwise comparisons."""
+    par = 1.0 / n_sides
+    return np.stack([np.ones(len(actual)), actual > par, actual == par, actual < par, n_sides - 1]).T.astype(np.int64)
+
+
+def _stage(progress: Progress, stage: str) -> Callable[[int, int], None] | None:
+    return None if progress is None else lambda done, total: progress(stage, done, total)
+
+
+def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason: str | None) -> dict:
+    """Void a game: it stays in the log as an audit trail and counts nowhere; the games after it are replayed.
+
+    The later games its players reach are replayed exactly from their state
+    before it (checkpoints that saw it are superseded), so the ratings equal
+    those of a ladder that never received it, and ``/audit`` stays consistent.
+    Every membership of a replayed game gets its new vectors and expected
+    score.  Voiding a voided game changes nothing.
+    """
+    record = storage.games.get(session, ladder.id, game_id)
+    if record is None:
+        raise NotFound(f"There is no game {game_id} in ladder {ladder.slug!r}.")
+    if record.voided_at is not None:
+        return stored_body(record)
+    storage.players.lock_all(session, ladder.id)
+    now = datetime.now(UTC)
+    storage.games.void(session, ladder.id, game_id, by, reason, now)
+    storage.refits.supersede_checkpoints(session, ladder.id, game_id)
+    # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
+    n_sides = len(record.payload["sides"])
+    par = 1.0 / n_sides
+    members = [m.player_id for m in record.members]
+    shares = np.array([m.actual_score for m in record.members])
+    counts = np.stack(
+        [np.ones(len(shares)), shares > par, shares == par, shares < par, np.full(len(shares), n_sides - 1)]
+    )
+    storage.players.uncount(session, members, counts.T.astype(np.int64))
+    storage.players.refresh_last_played(session, members)
+    replay_from(session, ladder, game_id + 1, [m.key for m in record.members])
+    storage.ladders.bump(session, [ladder.id])
+    return stored_body(storage.games.get(session, ladder.id, game_id))
+
+
+def stored_body(record: storage.games.GameRecord) -> dict:
+    """A stored game as the API shows it (the same shape as the response to its post)."""
+    by_key = {m.key: m for m in record.members}
+    sides = []
+    for keys in record.payload["sides"]:
+        parts = [by_key[key] for key in keys]
+        players = [{"key": p.key, "before": p.before, "after": p.after} for p in parts]
+        sides.append((players, parts[0].actual_score, parts[0].expected_score))
+    body = game_body(record.id, record.seq, record.played_at, record.external_id, record.payload["ranks"], sides)
+    if record.voided_at is not None:
+        body |= {"voided_at": iso(record.voided_at), "voided_by": record.voided_by, "reason": record.void_reason}
+    return body
+
+
+def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[dict]:
+    items = [stored_body(r) for r in storage.games.page(session, ladder.id, limit, cursor)]
+    return Page[dict](items=items, next_cursor=str(items[-1]["id"]) if len(items) == limit else None)
+
+
+def get_game(session: Session, ladder: LadderRow, game_id: int) -> dict:
+    record = storage.games.get(session, ladder.id, game_id)
+    if record is None:
+        raise NotFound(f"There is no game {game_id} in ladder {ladder.slug!r}.")
+    return stored_body(record)

@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from app import reads
+from app.access import ladder_for, readable
+from app.deps import CallerDep, DatabaseDep, IdPath
+from app.errors import Forbidden, Unauthorized, problems
+from app.ladders import service
+from app.ladders.schemas import (
+    AuditOut,
+    KeyCreate,
+    KeyCreated,
+    KeyOut,
+    LadderCreate,
+    LadderCreated,
+    LadderOut,
+    LadderPatch,
+)
+
+router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
+
+
+@router.post("", status_code=201, response_model=LadderCreated, responses=problems(401, 403, 409, 422))
+def create_ladder(data: LadderCreate, db: DatabaseDep, caller: CallerDep) -> LadderCreated:
+    """Create a ladder (server admin key). The response carries the ladder's first admin key, shown only once."""
+    if not caller.bearer:
+        raise Unauthorized("Creating ladders needs `Authorization: Bearer <MELO_ADMIN_KEY>`.")
+    if not caller.server_admin:
+        raise Forbidden("Creating ladders needs the server admin key (MELO_ADMIN_KEY).")
+    with db.writing() as session:
+        return service.create_ladder(session, data)
+
+
+@router.get("", response_model=list[LadderOut])
+def list_ladders(db: DatabaseDep, caller: CallerDep) -> list[LadderOut]:
+    """Every public ladder, by slug (with the server admin key, the private ones too)."""
+    with db.reading() as session:
+        return service.list_ladders(session, caller)
+
+
+@router.get("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404))
+def get_ladder(slug: str, db: DatabaseDep, caller: CallerDep) -> LadderOut:
+    """A ladder's configuration and size."""
+    with db.reading() as session:
+        return service.ladder_out(session, readable(session, slug, caller))
+
+
+@router.patch("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404, 422))
+def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: CallerDep) -> LadderOut:
+    """Change the ladder's name, `auto_create_players`, `auto_refit` or `private` (an admin key of the ladder)."""
+    with db.writing() as session:
+        return service.change_settings(session, ladder_for(session, slug, caller, "admin"), patch)
+
+
+@router.get("/{slug}/audit", response_model=AuditOut, responses=problems(401, 403, 404))
+async def audit(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> AuditOut:
+    """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings.
+    Computed once per ladder version."""
+    return await reads.report(db, request.app.state.reports, slug, caller, "audit", service.audit)
+
+
+@router.post("/{slug}/keys", status_code=201, response_model=KeyCreated, responses=problems(401, 403, 404, 422))
+def create_key(slug: str, data: KeyCreate, db: DatabaseDep, caller: CallerDep) -> KeyCreated:
+    """A new key for the ladder (an admin key of the ladder); the key itself is shown only in this response."""
+    with db.writing() as session:
+        return service.create_key(session, ladder_for(session, slug, caller, "admin"), data)
+
+
+@router.get("/{slug}/keys", response_model=list[KeyOut], responses=problems(401, 403, 404))
+def list_keys(slug: str, db: DatabaseDep, caller: CallerDep) -> list[KeyOut]:
+    """The ladder's keys, without their secrets (an admin key of the ladder)."""
+    with db.reading() as session:
+        return service.list_keys(session, ladder_for(session, slug, caller, "admin"))
+
+
+@router.delete("/{slug}/keys/{key_id}", response_model=KeyOut, responses=problems(401, 403, 404, 422))
+def revoke_key(slug: str, key_id: IdPath, db: DatabaseDep, caller: CallerDep) -> KeyOut:
+    """Revoke a key at once: its next request gets 403 (an admin key of the ladder). Revoking again changes nothing."""
+    with db.writing() as session:
+        return service.revoke_key(session, ladder_for(session, slug, caller, "admin"), key_id)

@@ -1,0 +1,120 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, StrictBool
+
+from app.schemas import Name, Slug, StrictModel, Vector
+
+# Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (README).
+DEFAULT_K = 2
+DEFAULT_ETA = 0.7
+DEFAULT_ETA_TAU = 3.0
+DEFAULT_INIT_SCALE = 0.05
+DEFAULT_INIT_V0 = 1.0
+DEFAULT_AUTO_REFIT = True
+
+
+class LadderCreate(StrictModel):
+    slug: Slug = Field(description="URL name of the ladder: lower-case letters, digits, `-`, `_`.")
+    name: Name | None = None
+    k: int = Field(
+        DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (mathematics §1)."
+    )
+    eta: float = Field(
+        DEFAULT_ETA, ge=0, le=10, description="Learning rate η of the normalised update (mathematics §3)."
+    )
+    eta_tau: float | None = Field(
+        DEFAULT_ETA_TAU,
+        gt=0,
+        le=1e6,
+        description="A player's η after n games is η / sqrt(1 + n / eta_tau): newcomers move fast, regulars settle. "
+        "null: η is constant ([Guide]).",
+    )
+    init_scale: float = Field(
+        DEFAULT_INIT_SCALE, gt=0, le=100, description="Std. dev. of initial vectors (mathematics §2)."
+    )
+    init_offset: Vector | None = Field(
+        None,
+        description=f"Mean of initial vectors (2k numbers). Default (0, {DEFAULT_INIT_V0}, 0, …): players start near "
+        "the Elo manifold c = (r, 1), so a new ladder behaves like Elo until its results show cycles (mathematics §2).",
+    )
+    seed: int | None = Field(None, ge=0, lt=2**63, description="Seed of initial vectors; random when omitted.")
+    auto_create_players: bool = Field(True, description="Create unknown players when a game names them.")
+    auto_refit: bool = Field(
+        DEFAULT_AUTO_REFIT,
+        description="From 1,000 games on, refit the whole log in the background each time it has grown by 20%, and "
+        "apply the refit as a checkpoint only if it would have predicted the latest games better than the online "
+        "ratings did (GET …/refits shows each one).",
+    )
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"slug": "office-pingpong", "name": "Office ping-pong", "k": 1}]}
+    }
+
+
+class LadderPatch(StrictModel):
+    """Settings an admin key may change; those left out stay as they are."""
+
+    name: Name | None = None
+    auto_create_players: StrictBool | None = None
+    auto_refit: StrictBool | None = None
+    private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
+
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"private": True}]}}
+
+
+class KeyCreate(StrictModel):
+    name: Name = Field(description="Who or what uses it, e.g. `game-server-3`.")
+    role: Literal["write", "admin"] = Field(
+        description="`write` posts players and games; `admin` also manages keys and settings."
+    )
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"name": "front desk", "role": "write"}]}
+    }
+
+
+class KeyOut(BaseModel):
+    id: int
+    name: str
+    role: Literal["write", "admin"]
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class KeyCreated(KeyOut):
+    key: str = Field(description="The bearer key. Shown only this once; the service keeps its hash.")
+
+
+class LadderOut(BaseModel):
+    slug: str
+    name: str | None
+    k: int
+    eta: float
+    eta_tau: float | None
+    init_scale: float
+    init_offset: list[float] | None
+    seed: int
+    auto_create_players: bool
+    auto_refit: bool
+    private: bool
+    created_at: datetime
+    players: int
+    games: int
+
+
+class LadderCreated(LadderOut):
+    write_key: str = Field(
+        description="The ladder's first admin key: it posts games and manages keys and settings. Shown only once."
+    )
+
+
+class AuditOut(BaseModel):
+    consistent: bool = Field(description="Replaying the event log reproduces every stored vector exactly.")
+    games: int
+    players: int
+    max_abs_diff: float
+    replayed_games: int = Field(description="Games replayed: those after the latest checkpoint, or all.")
+    checkpoint_after_game: int | None = Field(description="The checkpoint replayed from (an applied refit), if any.")

@@ -1,0 +1,106 @@
+"""Ladders: creation, settings, keys, their configuration and size, and the audit replay."""
+
+from __future__ import annotations
+
+import secrets
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import rating, storage
+from app.access import Caller
+from app.errors import Conflict, InvalidInput, NotFound
+from app.ladders.schemas import (
+    DEFAULT_INIT_V0,
+    AuditOut,
+    KeyCreate,
+    KeyCreated,
+    KeyOut,
+    LadderCreate,
+    LadderCreated,
+    LadderOut,
+    LadderPatch,
+)
+from app.security import hash_key, new_key
+from app.storage.keys import KeyRow
+from app.storage.ladders import LadderRow
+
+
+def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
+    if data.init_offset is not None and len(data.init_offset) != 2 * data.k:
+        raise InvalidInput(
+            f"init_offset needs {2 * data.k} numbers for k = {data.k}",
+            errors=[{"field": "init_offset", "message": f"expected {2 * data.k} numbers"}],
+        )
+    key = new_key()
+    if data.init_offset is None:
+        data = data.model_copy(update={"init_offset": [0.0, DEFAULT_INIT_V0] + [0.0] * (2 * data.k - 2)})
+    values = data.model_dump(exclude={"seed"}) | {
+        "seed": data.seed if data.seed is not None else secrets.randbits(62),
+        "write_key_hash": hash_key(key),
+    }
+    ladder = storage.ladders.insert(session, values)
+    if ladder is None:
+        raise Conflict(f"A ladder {data.slug!r} exists already.")
+    storage.keys.insert(session, ladder.id, "created with the ladder", "admin", hash_key(key))
+    return LadderCreated(**ladder_out(session, ladder).model_dump(), write_key=key)
+
+
+def list_ladders(session: Session, caller: Caller) -> list[LadderOut]:
+    """Every ladder, by slug; private ones only for the server admin key."""
+    ladders = storage.ladders.all_ladders(session)
+    return [ladder_out(session, ladder) for ladder in ladders if caller.server_admin or not ladder.private]
+
+
+def ladder_out(session: Session, ladder: LadderRow) -> LadderOut:
+    players, games = storage.ladders.sizes(session, ladder.id)
+    fields = {c: getattr(ladder, c) for c in LadderOut.model_fields if c not in ("players", "games")}
+    return LadderOut(**fields, players=players, games=games)
+
+
+def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
+    values = patch.model_dump(exclude_unset=True)
+    for name in ("auto_create_players", "auto_refit", "private"):
+        if name in values and values[name] is None:
+            raise InvalidInput(f"{name}: true or false", errors=[{"field": name, "message": "must be true or false"}])
+    if values:
+        storage.ladders.change(session, ladder.id, values)
+        storage.ladders.bump(session, [ladder.id])
+    return ladder_out(session, storage.ladders.by_id(session, ladder.id))
+
+
+def _key_out(key: KeyRow) -> KeyOut:
+    return KeyOut(id=key.id, name=key.name, role=key.role, created_at=key.created_at, revoked_at=key.revoked_at)
+
+
+def create_key(session: Session, ladder: LadderRow, data: KeyCreate) -> KeyCreated:
+    secret = new_key()
+    key = storage.keys.insert(session, ladder.id, data.name, data.role, hash_key(secret))
+    return KeyCreated(**_key_out(key).model_dump(), key=secret)
+
+
+def list_keys(session: Session, ladder: LadderRow) -> list[KeyOut]:
+    return [_key_out(key) for key in storage.keys.all_keys(session, ladder.id)]
+
+
+def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:
+    key = storage.keys.revoke(session, ladder.id, key_id)
+    if key is None:
+        raise NotFound(f"Ladder {ladder.slug!r} has no key {key_id}.")
+    return _key_out(key)
+
+
+def audit(session: Session, ladder: LadderRow) -> AuditOut:
+    """Replay the event log from the latest checkpoint (or the initial vectors) and compare (mathematics §9, §13)."""
+    state = storage.log.read(session, ladder)
+    rate = ladder.learning_rate()
+    replayed = rating.replay(state.start, state.log, rate, games0=state.start_games) if len(state.keys) else state.start
+    diff = float(np.abs(replayed - state.stored).max()) if len(state.keys) else 0.0
+    return AuditOut(
+        consistent=bool(np.array_equal(replayed, state.stored)),
+        games=state.games,
+        players=len(state.keys),
+        max_abs_diff=diff,
+        replayed_games=state.log.n_games,
+        checkpoint_after_game=state.after_game_id or None,
+    )

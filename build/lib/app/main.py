@@ -1,0 +1,142 @@
+"""The ASGI application: ``app.main:app``."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+
+import anyio.to_thread
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+
+from app import errors, handlers
+from app.analysis import auto, jobs
+from app.analysis.router import router as analysis_router
+from app.backups.router import router as backups_router
+from app.config import Settings, get_settings
+from app.db import Database
+from app.games.committer import GroupCommitter
+from app.games.router import router as games_router
+from app.ladders.router import router as ladders_router
+from app.metrics import exposition
+from app.middleware import BodyLimit, Edge
+from app.migrate import upgrade
+from app.players.router import router as players_router
+from app.predictions.router import router as predictions_router
+from app.predictions.router import teams_router
+from app.web.router import docs_assets, static
+from app.web.router import router as web_router
+
+DESCRIPTION = """
+Rates players with the **multi-dimensional Elo (mElo)** system: every player has a vector of 2k numbers and
+P(i beats j) = σ(c_iᵀ Ω c_j), which can express rock-paper-scissors cycles.
+
+* Writes need `Authorization: Bearer <key>`. The server admin key (`MELO_ADMIN_KEY`) creates ladders and may do
+  everything. Each ladder has keys with roles: `write` keys post players and games and void games, `admin` keys
+  also manage keys and settings; the key returned when a ladder is created is its first admin key. Reads are
+  public unless the ladder is private.
+* Game posts that arrive together are applied in one transaction (group commit), each answered on its own.
+* `POST .../games` accepts an `Idempotency-Key` header (or the game's `external_id`): a retried game counts once.
+* Every error is an RFC 9457 `application/problem+json` body whose `errors` list names the offending fields.
+"""
+
+
+def _tune_garbage_collector() -> None:
+    """Fewer, cheaper cyclic collections: they paused every request in flight.
+
+    What the app holds from start-up (modules, routes, schemas) never becomes
+    garbage, so it is moved out of the collector's way, and the youngest
+    generation is collected every 50,000 allocations instead of 700.  With
+    the defaults, full collections over the cached player tables made the p99
+    of ``POST /games`` 72-86 ms at 16 connections against a p50 of 10 ms;
+    with these, 18-22 ms (SQLite, 10,000 players).
+    """
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(50_000, 50, 100)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    settings = settings or get_settings()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if settings.should_migrate_on_start:
+            upgrade(settings.sqlalchemy_url)
+        db = app.state.db = Database.from_settings(settings)
+        app.state.committer = GroupCommitter(
+            db,
+            on_commit=lambda applied: auto.games_posted(db, applied),
+            keep_responses=timedelta(hours=settings.idempotency_ttl_hours),
+        )
+        anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
+        app.state.ping = anyio.CapacityLimiter(1)
+        app.state.reports = anyio.CapacityLimiter(1)  # ladder-wide reports: one at a time, in a thread of their own
+        _tune_garbage_collector()
+        yield
+        app.state.committer.close()
+        jobs.stop()
+        await db.close()
+
+    # The API docs are served from assets installed with the app (web.router), not from a CDN: they work offline.
+    app = FastAPI(
+        title="melo",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        # What any operation may answer: a malformed or oversized request, a wrong method, a database that is down.
+        responses=errors.problems(400, 405, 413, 422, 503),
+    )
+    app.state.settings = settings
+    handlers.install(app)
+    # Hot routes first: routes are matched in order.
+    for router in (
+        predictions_router,
+        teams_router,
+        games_router,
+        players_router,
+        ladders_router,
+        backups_router,
+        analysis_router,
+        web_router,
+    ):
+        app.include_router(router)
+
+    @app.get("/healthz", tags=["health"])
+    async def healthz() -> dict[str, str]:
+        """Liveness: the process answers. It touches nothing and never waits for the database or a thread."""
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["health"], responses=errors.problems(503))
+    async def readyz() -> JSONResponse:
+        """Readiness: the database answers a query (503 problem+json when it does not)."""
+        reason = "it did not answer within 2 s"
+        try:
+            # Its own thread, abandoned after 2 s: a frozen database must not hold a request thread or this probe.
+            with anyio.move_on_after(2):
+                await anyio.to_thread.run_sync(app.state.db.ping, abandon_on_cancel=True, limiter=app.state.ping)
+                return JSONResponse({"status": "ready"})
+        except Exception as exc:
+            reason = type(exc).__name__
+        problem = errors.Unavailable(f"The database cannot be reached: {reason}.")
+        return handlers.problem_response(problem, {"Retry-After": "1"})
+
+    @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
+    def metrics() -> Response:
+        """Prometheus metrics: requests and latency per route and status, games applied, group-commit sizes,
+        refits by outcome (every worker's, summed)."""
+        body, media_type = exposition()
+        return Response(body, media_type=media_type)
+
+    app.mount("/static", static, name="static")
+    app.mount("/docs-assets", docs_assets, name="docs-assets")
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(Edge, seconds=settings.request_timeout)
+    return app
+
+
+app = create_app()

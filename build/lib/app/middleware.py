@@ -1,0 +1,153 @@
+"""ASGI middleware: what every request gets at the edge (a deadline, security headers, metrics, a log line),
+and body limits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from datetime import UTC, datetime
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app import errors, handlers
+from app.metrics import LATENCY, REQUESTS
+
+
+class BodyLimit:
+    """Refuse request bodies above ``limit`` bytes with a 413 problem, before they are parsed."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.limit:
+            await self._reject(scope, receive, send)
+            return
+        seen, refused = 0, False
+
+        async def limited() -> dict:
+            # A body without a length (chunked) is counted as it arrives: past the limit, the 413 is sent here and
+            # the app sees a disconnect, so it stops reading and whatever it answers is dropped.
+            nonlocal seen, refused
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit and not refused:
+                refused = True
+                await self._reject(scope, receive, send)
+            return {"type": "http.disconnect"} if refused else message
+
+        async def unless_refused(message: dict) -> None:
+            if not refused:
+                await send(message)
+
+        await self.app(scope, limited, unless_refused)
+
+    async def _reject(self, scope: Scope, receive: Receive, send: Send) -> None:
+        problem = errors.PayloadTooLarge(f"Request bodies are limited to {self.limit} bytes (MELO_MAX_BODY_BYTES).")
+        await handlers.problem_response(problem)(scope, receive, send)
+
+
+#: Sent with every response: no MIME sniffing, no framing by other sites, no referrer leaking ladder addresses.
+COMMON = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+]
+#: Pages may load only the app's own scripts, styles and data; the API docs need one inline script to start.
+PAGE_POLICY = (
+    b"default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; object-src 'none'; "
+    b"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+DOCS_POLICY = PAGE_POLICY.replace(b"script-src 'self'", b"script-src 'self' 'unsafe-inline'").replace(
+    b"style-src 'self'", b"style-src 'self' 'unsafe-inline'"
+)
+
+
+class Edge:
+    """What every HTTP request gets, in one layer (each layer costs every request):
+
+    * a deadline: a request that has not begun its answer after ``seconds`` gets a 503 problem with
+      ``Retry-After``.  A worker thread blocked on a database that stopped answering (a frozen server, a network
+      partition) cannot be interrupted, and no client-side timeout of the drivers covers it, so the client is
+      answered and whatever the request sends later is dropped.  Liveness and readiness never wait for it;
+    * security headers on every response, and a Content-Security-Policy on HTML pages;
+    * a bug's 500 problem is answered here, not by the server, which would close the client's connection;
+    * metrics per route template (``/v1/ladders/{slug}/games``) and status, and one JSON line on the
+      ``melo.access`` logger: time, method, route, path, status, milliseconds.  Headers (so keys) and bodies
+      are never logged.
+    """
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app, self.seconds = app, seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        policy = DOCS_POLICY if scope["path"] == "/docs" else PAGE_POLICY
+        status, started, late = 500, False, False
+
+        async def answer(message: Message) -> None:
+            nonlocal status, started
+            if late:
+                return
+            if message["type"] == "http.response.start":
+                started, status = True, message["status"]
+                headers = list(message.get("headers", [])) + COMMON
+                if any(k == b"content-type" and v.startswith(b"text/html") for k, v in headers):
+                    headers.append((b"content-security-policy", policy))
+                message = {**message, "headers": headers}
+            await send(message)
+
+        def expire() -> None:
+            nonlocal late, status
+            if not started:
+                late, status = True, 503
+                problem = errors.Unavailable(f"The request took longer than {self.seconds:g} s; try again.")
+                response = handlers.problem_response(problem, {"Retry-After": "5"})
+                _background(response(scope, receive, send))
+
+        timer = None
+        if scope["path"] not in ("/healthz", "/readyz"):
+            timer = asyncio.get_running_loop().call_later(self.seconds, expire)
+        try:
+            await self.app(scope, receive, answer)
+        except Exception:
+            if late:
+                logger.warning("a request answered 503 (too slow) then failed", exc_info=True)
+            elif started:  # a streamed answer broke off: nothing better can be said
+                raise
+            else:  # answered here, so the server keeps the client's connection open
+                logger.exception("unhandled error")
+                await handlers.problem_response(handlers.internal_error())(scope, receive, answer)
+        finally:
+            if timer is not None:
+                timer.cancel()
+            seconds = time.perf_counter() - start
+            route = getattr(scope.get("route"), "path", None) or "(unmatched)"
+            method = scope["method"]
+            REQUESTS.labels(method, route, str(status)).inc()
+            LATENCY.labels(method, route).observe(seconds)
+            if access.isEnabledFor(logging.INFO):
+                line = {"time": datetime.now(UTC).isoformat(), "method": method, "route": route, "path": scope["path"]}
+                access.info(json.dumps(line | {"status": status, "ms": round(seconds * 1000, 3)}))
+
+
+_pending: set[asyncio.Task] = set()
+
+
+def _background(work) -> None:
+    task = asyncio.ensure_future(work)
+    _pending.add(task)  # held until done: the loop keeps only weak references to tasks
+    task.add_done_callback(_pending.discard)
+
+
+logger = logging.getLogger("melo")
+access = logging.getLogger("melo.access")

@@ -1,0 +1,234 @@
+"""The database schema (SQLAlchemy 2 ORM).
+
+The game log (``games`` with their full input, ``participants`` with every
+member's vector before and after) is the source of truth; ``players.vector``
+is a materialised view of it (mathematics §13).  Vectors are stored as raw float64
+bytes so that they round-trip bit for bit.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import ClassVar
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    TypeDecorator,
+    UniqueConstraint,
+    false,
+    true,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+# SQLite only auto-increments INTEGER PRIMARY KEY columns.
+BigId = BigInteger().with_variant(Integer(), "sqlite")
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class UTCDateTime(TypeDecorator):
+    """Timestamps stored in UTC and read back timezone-aware on every database.
+
+    SQLite has no time zone type: SQLAlchemy stores the wall-clock digits and
+    reads back naive datetimes, so values are converted to UTC first.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime: give a time zone")
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map: ClassVar = {datetime: UTCDateTime()}
+
+
+class Ladder(Base):
+    __tablename__ = "ladders"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    name: Mapped[str | None] = mapped_column(String(200))
+    k: Mapped[int]
+    eta: Mapped[float]
+    #: η of a player after n games is eta / sqrt(1 + n / eta_tau); null: η is constant ([Guide]).
+    eta_tau: Mapped[float | None]
+    init_scale: Mapped[float]
+    init_offset: Mapped[list[float] | None] = mapped_column(JSON)
+    seed: Mapped[int] = mapped_column(BigInteger)
+    auto_create_players: Mapped[bool]
+    #: Start a guarded background refit as the log grows (app.analysis.auto).
+    auto_refit: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: The hash of the key the ladder was created with (also its first admin key in api_keys).
+    write_key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Bumped by every write transaction that changes the ladder's players, ratings or log: per-process read
+    #: caches compare it (a largest game id would not do on PostgreSQL, where ids commit out of order).
+    version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: Reads need a key of the ladder too.
+    private: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: The seq of the ladder's latest game.
+    last_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+
+
+class ApiKey(Base):
+    """A ladder's bearer key: only its SHA-256 hash is kept; ``write`` posts, ``admin`` also manages."""
+
+    __tablename__ = "api_keys"
+    __table_args__ = (UniqueConstraint("ladder_id", "key_hash"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    role: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    revoked_at: Mapped[datetime | None]
+
+
+class Player(Base):
+    __tablename__ = "players"
+    __table_args__ = (UniqueConstraint("ladder_id", "key"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    key: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str | None] = mapped_column(String(200))
+    initial: Mapped[bytes] = mapped_column(LargeBinary)
+    vector: Mapped[bytes] = mapped_column(LargeBinary)
+    games: Mapped[int] = mapped_column(default=0)
+    wins: Mapped[int] = mapped_column(default=0)
+    draws: Mapped[int] = mapped_column(default=0)
+    losses: Mapped[int] = mapped_column(default=0)
+    comparisons: Mapped[int] = mapped_column(default=0)
+    last_played_at: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Inactive players leave the default leaderboard; their ratings and history stay.
+    active: Mapped[bool] = mapped_column(default=True, server_default=true())
+
+
+class Game(Base):
+    __tablename__ = "games"
+    __table_args__ = (
+        UniqueConstraint("ladder_id", "external_id"),
+        Index("ix_games_ladder_id_id", "ladder_id", "id"),
+    )
+
+    #: Also the game's position in the event log: ids are allocated after the
+    #: participants are locked, so games sharing a player are numbered in the
+    #: order they were applied (disjoint games commute).
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    #: The game's number within its ladder: 1, 2, 3, … in log order.
+    seq: Mapped[int | None] = mapped_column(BigInteger)
+    external_id: Mapped[str | None] = mapped_column(String(200))
+    played_at: Mapped[datetime]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: The normalised input: sides (player keys), ranks, advantages.  With the
+    #: participants' rows it is the whole game as the API shows it.
+    payload: Mapped[dict] = mapped_column(JSON)
+    #: A voided game stays in the log as an audit trail and counts nowhere.
+    voided_at: Mapped[datetime | None]
+    voided_by: Mapped[str | None] = mapped_column(String(64))
+    void_reason: Mapped[str | None] = mapped_column(String(500))
+
+
+class Participant(Base):
+    __tablename__ = "participants"
+    __table_args__ = (Index("ix_participants_player_id_game_id", "player_id", "game_id"),)
+
+    game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
+    player_id: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    side: Mapped[int]
+    before: Mapped[bytes] = mapped_column(LargeBinary)
+    after: Mapped[bytes] = mapped_column(LargeBinary)
+    actual_score: Mapped[float]
+    expected_score: Mapped[float]
+
+
+class IdempotencyKey(Base):
+    """A client's idempotency key and the response it received, kept for ``MELO_IDEMPOTENCY_TTL_HOURS``."""
+
+    __tablename__ = "idempotency_keys"
+    __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    status_code: Mapped[int]
+    response: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Refit(Base):
+    """A background maximum-likelihood refit of a ladder's log (mathematics §9) and its result."""
+
+    __tablename__ = "refits"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), index=True)
+    status: Mapped[str] = mapped_column(String(16))  # queued, running, done, failed
+    progress: Mapped[float] = mapped_column(default=0.0)
+    params: Mapped[dict] = mapped_column(JSON)
+    result: Mapped[dict | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(String(2000))
+    #: Games in the ladder's log when an auto refit was started (the policy's yardstick).
+    log_games: Mapped[int | None] = mapped_column(BigInteger)
+    #: The log the refit saw: games with id ≤ this.
+    after_game_id: Mapped[int | None] = mapped_column(BigInteger)
+    #: Fitted vectors: little-endian int64 player ids and float64 rows in the same order.
+    player_ids: Mapped[bytes | None] = mapped_column(LargeBinary)
+    vectors: Mapped[bytes | None] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+    finished_at: Mapped[datetime | None]
+    applied_at: Mapped[datetime | None]
+
+
+class Checkpoint(Base):
+    """Vectors that replace the ladder's ratings after game ``after_game_id`` (mathematics §9).
+
+    Current ratings = checkpoint + the online rule over the games after it; players
+    not in the checkpoint start from their initial vectors.
+    """
+
+    __tablename__ = "checkpoints"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), index=True)
+    after_game_id: Mapped[int] = mapped_column(BigInteger)
+    refit_id: Mapped[int | None] = mapped_column(ForeignKey("refits.id", ondelete="SET NULL"))
+    player_ids: Mapped[bytes] = mapped_column(LargeBinary)
+    vectors: Mapped[bytes] = mapped_column(LargeBinary)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: Set when a game at or before ``after_game_id`` was voided: never replayed from again.
+    superseded_at: Mapped[datetime | None]

@@ -1,0 +1,118 @@
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import anyio.to_thread
+from fastapi import APIRouter, Query, Response
+from fastapi.responses import JSONResponse
+
+from app import reads
+from app.access import ladder_for, readable
+from app.deps import CallerDep, DatabaseDep
+from app.errors import problems
+from app.players import service
+from app.players.schemas import (
+    HistoryItem,
+    LeaderboardItem,
+    MergeIn,
+    OpponentItem,
+    PlayerCreate,
+    PlayerOut,
+    PlayerPatch,
+)
+from app.schemas import Page
+
+router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"])
+
+Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
+
+
+@router.post("/players", status_code=201, response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
+def create_player(slug: str, data: PlayerCreate, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Add a player, optionally with an explicit initial vector (ladder write key)."""
+    with db.writing() as session:
+        out = service.create_player(session, ladder_for(session, slug, caller, "write"), data)
+    return JSONResponse(out, status_code=201)
+
+
+@router.patch("/players/{key}", response_model=PlayerOut, responses=problems(401, 403, 404, 422))
+def change_player(slug: str, key: str, patch: PlayerPatch, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Rename a player, or make them inactive (off the default leaderboard) or active again (a write key)."""
+    with db.writing() as session:
+        return JSONResponse(service.change_player(session, ladder_for(session, slug, caller, "write"), key, patch))
+
+
+@router.post("/players/{key}/merge", response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
+def merge_player(slug: str, key: str, data: MergeIn, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Merge `key` into `into` (an admin key): every game of `key` becomes a game of `into`, `key` is gone, and the
+    ratings are replayed exactly as if those games had been posted with `into`. 409 names a game both played."""
+
+    def work(session) -> dict:
+        return service.merge_players(session, ladder_for(session, slug, caller, "admin"), key, data.into)
+
+    return JSONResponse(db.write(work))
+
+
+@router.delete("/players/{key}", response_model=PlayerOut, responses=problems(401, 403, 404))
+def erase_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Erase a person (an admin key): the name is removed and the key replaced by an opaque pseudonym everywhere;
+    the games and everyone's ratings stay. Answers the player under the pseudonym."""
+    with db.writing() as session:
+        return JSONResponse(service.erase_player(session, ladder_for(session, slug, caller, "admin"), key))
+
+
+@router.get("/players/{key}", response_model=PlayerOut, responses=problems(404))
+def get_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """A player's vector, strength, record and provisional flag."""
+    with db.reading() as session:
+        return JSONResponse(service.get_player(session, readable(session, slug, caller), key))
+
+
+@router.get("/players/{key}/history", response_model=Page[HistoryItem], responses=problems(404, 422))
+def history(
+    slug: str, key: str, db: DatabaseDep, caller: CallerDep, limit: Limit = 50, cursor: str | None = None
+) -> JSONResponse:
+    """The player's games, newest first: vectors and expected scores before and after each."""
+    with db.reading() as session:
+        return JSONResponse(service.history(session, readable(session, slug, caller), key, limit, cursor))
+
+
+@router.get("/players/{key}/opponents", response_model=list[OpponentItem], responses=problems(404))
+def opponents(
+    slug: str,
+    key: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    purpose: Literal["balanced", "comparable"] = "balanced",
+) -> JSONResponse:
+    """Who to play next. `purpose=balanced`: the players against whom the win probability is closest to 1/2.
+    `purpose=comparable`: for a player whose results do not yet pin their rating down (provisional), the
+    opponents whose games would best do so: the identifiability check finds a direction in which every result so
+    far lets the rating drift, and a game helps when its likely result pushes back along it (ranked by `gain`).
+    A player who is comparable already gets the balanced list."""
+    with db.reading() as session:
+        return JSONResponse(service.opponents(session, readable(session, slug, caller), key, limit, purpose))
+
+
+@router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 409, 422))
+async def leaderboard(
+    slug: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    by: Literal["hodge", "field", "disc"] = "hodge",
+    limit: Limit = 50,
+    cursor: str | None = None,
+    inactive: Annotated[bool, Query(description="Include inactive players too.")] = False,
+) -> Response:
+    """Players ranked by Hodge strength (default), expected score against the field, or disc strength (mathematics §8).
+
+    `by=disc` ranks by u/v in the dominant disc of the canonical form ([Limitations]) and answers 409 when that disc
+    is cyclic (no ordering exists).
+    """
+    ladder = await reads.ladder(db, slug, caller)
+    table = await reads.table(db, ladder)
+    body = service.rendered_page(table, by, limit, cursor, inactive)
+    if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
+        body = await anyio.to_thread.run_sync(service.leaderboard, table, ladder, by, limit, cursor, inactive)
+    return Response(body, media_type="application/json")

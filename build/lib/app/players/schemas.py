@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, Field, StrictBool
+
+from app.schemas import Name, PlayerKey, StrictModel, Vector
+
+
+class PlayerCreate(StrictModel):
+    key: PlayerKey
+    name: Name | None = None
+    vector: Vector | None = Field(
+        None,
+        description="Explicit initial vector (2k numbers), e.g. migrated ratings; default: seeded draw "
+        "(mathematics §2).",
+    )
+
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"key": "ann", "name": "Ann"}]}}
+
+
+class PlayerOut(BaseModel):
+    key: str
+    name: str | None
+    vector: list[float]
+    strength: float = Field(description="Hodge strength in logits (mathematics §8).")
+    elo: float = Field(description="Elo-equivalent points: 1500 + 400·strength/ln 10.")
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    provisional: bool = Field(
+        description="Not yet comparable: fewer than 2k+1 pairwise results, or not comparable in the latest refit "
+        "(mathematics §10)."
+    )
+    last_played_at: datetime | None
+    created_at: datetime
+    active: bool = Field(description="Inactive players are left off the default leaderboard.")
+
+
+class MergeIn(StrictModel):
+    into: PlayerKey = Field(description="The player who keeps every game of both.")
+
+
+class PlayerPatch(StrictModel):
+    """What a write key may change about a player; fields left out stay as they are."""
+
+    name: Name | None = None
+    active: StrictBool | None = Field(None, description="false: leave the default leaderboard, keep the ratings.")
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"name": "Ann B."}, {"active": False}]}
+    }
+
+
+class LeaderboardItem(BaseModel):
+    rank: int
+    key: str
+    name: str | None
+    strength: float = Field(
+        description="by=hodge: Hodge strength (logits); by=field: expected score vs the field; by=disc: u/v "
+        "(mathematics §8).",
+    )
+    elo: float = Field(description="Elo-equivalent of the Hodge strength.")
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    provisional: bool
+    last_played_at: datetime | None
+    active: bool
+
+
+class HistoryItem(BaseModel):
+    game_id: int
+    seq: int = Field(description="The game's number within its ladder: 1, 2, 3, … in log order.")
+    played_at: datetime
+    side: int
+    opponents: list[str]
+    before: list[float]
+    after: list[float]
+    actual_score: float
+    expected_score: float = Field(description="Expected rank-share score before the game (P(win) for 2 sides).")
+    expected_after: float = Field(description="The same expectation recomputed with everyone's post-game vectors.")
+    elo_after: float = Field(
+        description="Elo-equivalent Hodge strength after the game against today's field: c_afterᵀ Ω c̄ (mathematics §8)."
+    )
+
+
+class OpponentItem(BaseModel):
+    key: str
+    name: str | None
+    probability: float = Field(description="P(player beats this opponent).")
+    gain: float | None = Field(
+        None,
+        description="purpose=comparable: how much a game against them would help pin the player down (0-1): the "
+        "cosine between the direction the player's results leave open and the one this game's likely result adds, "
+        "times that result's probability.",
+    )

@@ -1,0 +1,328 @@
+"""Players: creation, profiles, leaderboards, history and matchmaking (mathematics §7, §8).
+
+Everything that ranks players reads the ladder's player table through
+:func:`app.storage.players.table`, a per-process copy kept until the ladder's
+version moves; the strengths and orders derived from it are computed once
+per version.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import rating, storage
+from app.errors import Conflict, InvalidInput, NotFound
+from app.players.schemas import PlayerCreate, PlayerPatch
+from app.rating.analysis import canonical
+from app.rating.identifiability import Results, comparing_opponents
+from app.rating.model import omega_apply
+from app.replays import replay_from
+from app.schemas import MAX_ID, iso
+from app.storage.ladders import LadderRow
+from app.storage.players import Table
+
+
+def encode_cursor(value: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
+
+
+def decode_cursor(cursor: str, valid: Callable[[Any], bool]) -> Any:
+    """The value of a cursor made by :func:`encode_cursor`; 422 if it is not one or ``valid`` rejects it."""
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, binascii.Error):
+        value = None
+    if value is None or not valid(value):
+        raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
+    return value
+
+
+def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> dict:
+    if data.vector is not None and len(data.vector) != 2 * ladder.k:
+        raise InvalidInput(
+            f"vector needs 2k = {2 * ladder.k} numbers",
+            errors=[{"field": "vector", "message": f"expected {2 * ladder.k} numbers, got {len(data.vector)}"}],
+        )
+    if data.vector is not None:
+        vector = np.asarray(data.vector, dtype=np.float64)
+    else:
+        vector = rating.initial_vectors([data.key], ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)[0]
+    if not storage.players.insert(session, ladder.id, data.key, data.name, vector):
+        raise Conflict(f"Player {data.key!r} exists already.")
+    storage.ladders.bump(session, [ladder.id])
+    # Read without the cache: this transaction has not committed yet.
+    return profile(storage.players.table(session, ladder, cached=False), ladder, data.key)
+
+
+def _table(session: Session, ladder: LadderRow) -> Table:
+    return storage.players.table(session, ladder)
+
+
+def _hodge(table: Table) -> np.ndarray:
+    return table.derived("hodge", lambda: rating.hodge_strength(table.C))
+
+
+def _provisional(table: Table, row: int, k: int) -> bool:
+    """Not yet comparable to the others (mathematics §10).
+
+    Fewer than 2k+1 pairwise results (the directions cannot span R^{2k}: a
+    necessary condition checked on every read), or found not comparable by the
+    latest finished refit's identifiability check.
+    """
+    return bool(table.counts[row, 4] < 2 * k + 1) or table.keys[row] in table.not_comparable
+
+
+def _row(table: Table, ladder: LadderRow, key: str) -> int:
+    row = table.row(key)
+    if row is None:
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    return row
+
+
+def get_player(session: Session, ladder: LadderRow, key: str) -> dict:
+    return profile(_table(session, ladder), ladder, key)
+
+
+def profile(table: Table, ladder: LadderRow, key: str) -> dict:
+    """A player's vector, strength, record and provisional flag (``PlayerOut``)."""
+    n = _row(table, ladder, key)
+    return {
+        "key": key,
+        **_record(table, ladder, n),
+        "vector": table.C[n].tolist(),
+        "strength": float(_hodge(table)[n]),
+        "created_at": iso(table.created[n]),
+    }
+
+
+def _record(table: Table, ladder: LadderRow, n: int) -> dict:
+    """What a profile and a leaderboard row both show of player ``n``: name, Elo, W/D/L, flags."""
+    games, wins, draws, losses, _ = table.counts[n].tolist()
+    return {
+        "name": table.names[n],
+        "elo": float(rating.elo_equivalent(_hodge(table)[n])),
+        "games": games,
+        "wins": wins,
+        "draws": draws,
+        "losses": losses,
+        "provisional": _provisional(table, n, ladder.k),
+        "last_played_at": iso(table.last_played[n]),
+        "active": bool(table.active[n]),
+    }
+
+
+def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPatch) -> dict:
+    values = patch.model_dump(exclude_unset=True)
+    if "active" in values and values["active"] is None:
+        raise InvalidInput("active: true or false", errors=[{"field": "active", "message": "must be true or false"}])
+    if values and not storage.players.change(session, ladder.id, key, values):
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    storage.ladders.bump(session, [ladder.id])
+    return profile(storage.players.table(session, ladder, cached=False), ladder, key)
+
+
+def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> dict:
+    """Every game of ``key`` becomes a game of ``into``, and ``key`` is gone; the games it reaches are
+    replayed exactly from its first game on, as for a void (they equal those of a ladder that had
+    received these games with ``into``)."""
+    if key == into:
+        raise InvalidInput("into: a player cannot be merged into itself", errors=[{"field": "into"}])
+    source = storage.players.get_row(session, ladder.id, key)
+    if source is None:
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    target = storage.players.get_row(session, ladder.id, into)
+    if target is None:
+        raise InvalidInput(
+            f"into: there is no player {into!r}", errors=[{"field": "into", "message": "unknown player"}]
+        )
+    storage.players.lock_all(session, ladder.id)
+    games = storage.games.of_player_all(session, source[0])
+    shared = {g for g, _, _ in storage.games.of_player_all(session, target[0])} & {g for g, _, _ in games}
+    if shared:
+        first = min(shared)
+        raise Conflict(f"{key!r} and {into!r} both played in game {first}: they cannot be one player.", game=first)
+    storage.games.rename_player(session, games, key, into)
+    storage.games.move_memberships(session, source[0], target[0])
+    storage.players.merge_counters(session, source[0], target[0])
+    counting = [g for g, _, voided in games if not voided]
+    if counting:
+        storage.refits.supersede_checkpoints(session, ladder.id, counting[0])
+        replay_from(session, ladder, counting[0], [into])
+    storage.ladders.bump(session, [ladder.id])
+    return profile(storage.players.table(session, ladder, cached=False), ladder, into)
+
+
+def erase_player(session: Session, ladder: LadderRow, key: str) -> dict:
+    """Erase the person: their name is removed and their key replaced by an opaque pseudonym, in the players,
+    the log and the stored responses; the games and everyone's ratings stay."""
+    row = storage.players.get_row(session, ladder.id, key)
+    if row is None:
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    pseudonym = "erased-" + secrets.token_hex(8)
+    storage.players.lock_all(session, ladder.id)
+    storage.games.rename_player(session, storage.games.of_player_all(session, row[0]), key, pseudonym)
+    storage.games.scrub_responses(session, ladder.id, key, pseudonym)
+    storage.players.erase(session, row[0], pseudonym)
+    storage.ladders.bump(session, [ladder.id])
+    return profile(storage.players.table(session, ladder, cached=False), ladder, pseudonym)
+
+
+def _disc_strength(C: np.ndarray) -> np.ndarray:
+    """ũ = u/v of the dominant disc, or a 409 saying why there is none (mathematics §8)."""
+    form = canonical(C)
+    if not form.blocks or not form.blocks[0].transitive:
+        share = form.blocks[0].share if form.blocks else 0.0
+        raise Conflict(
+            "The dominant disc of this ladder is cyclic "
+            f"({share:.0%} of ‖A‖²): its players form a cycle, so no disc ordering exists. Use by=hodge or by=field."
+        )
+    return form.disc_strength()
+
+
+def _ranking(table: Table, by: str, inactive: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(score, order, sorted scores, sorted keys) for one leaderboard order, computed once per table.
+
+    The scores are over every player (inactive ones are still part of the field); the order leaves the
+    inactive ones out unless ``inactive``.
+    """
+
+    def compute():
+        if by == "disc":
+            score = _disc_strength(table.C)
+        elif by == "field":
+            score = rating.field_score(table.C)
+        else:
+            score = _hodge(table)
+        keys = table.keys.astype(str)
+        order = np.lexsort((keys, -score))
+        if not inactive:
+            order = order[table.active[order]]
+        return score, order, score[order], keys[order]
+
+    return table.derived(("ranking", by, inactive), compute)
+
+
+def leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> bytes:
+    """Players ordered by an invariant of A (mathematics §8), keyset-paginated on (score, key), as a JSON body.
+
+    The first page of each order and size is rendered once per table (it is
+    what nearly every request asks for).
+    """
+
+    def render() -> bytes:
+        return json.dumps(_leaderboard(table, ladder, by, limit, cursor, inactive)).encode()
+
+    return render() if cursor is not None else table.derived(("page", by, limit, inactive), render)
+
+
+def rendered_page(table: Table, by: str, limit: int, cursor: str | None, inactive: bool) -> bytes | None:
+    """The first page if it is rendered already (no work to do), else None."""
+    return table.memo.get(("page", by, limit, inactive)) if cursor is None else None
+
+
+def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> dict:
+    score, order, sorted_score, sorted_keys = _ranking(table, by, inactive)
+    start = 0
+    if cursor is not None:
+        after = decode_cursor(
+            cursor,
+            lambda v: (
+                isinstance(v, list)
+                and len(v) == 2
+                and isinstance(v[0], int | float)
+                and not isinstance(v[0], bool)
+                and abs(v[0]) < 1e300
+                and isinstance(v[1], str)
+            ),
+        )
+        last_score, last_key = float(after[0]), after[1]
+        ahead = (sorted_score > last_score) | ((sorted_score == last_score) & (sorted_keys <= last_key))
+        start = int(np.count_nonzero(ahead))
+    page = order[start : start + limit]
+    items = []
+    for rank, i in enumerate(page.tolist(), start=start + 1):
+        items.append({"rank": rank, "key": table.keys[i], **_record(table, ladder, i), "strength": float(score[i])})
+    more = start + limit < len(order)
+    next_cursor = encode_cursor([float(score[page[-1]]), str(table.keys[page[-1]])]) if more and len(page) else None
+    return {"items": items, "next_cursor": next_cursor}
+
+
+def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: str | None) -> dict:
+    """The player's games, newest first, with vectors and expected scores before and after."""
+    table = _table(session, ladder)
+    _row(table, ladder, key)
+    before_id = None
+    if cursor is not None:
+        before_id = decode_cursor(cursor, lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_ID)
+    records = storage.games.of_player(session, ladder.id, key, limit, before_id)
+    field_mean = table.derived("mean", lambda: table.C.mean(axis=0))
+    items = []
+    for record in records:
+        me = next(m for m in record.members if m.key == key)
+        n_sides = max(m.side for m in record.members) + 1
+        sides = [[i for i, m in enumerate(record.members) if m.side == s] for s in range(n_sides)]
+        after = np.array([m.after for m in record.members])
+        game = rating.Game(tuple(tuple(s) for s in sides), tuple(range(1, n_sides + 1)))
+        _, expected_after = rating.predict_match(after, game)
+        items.append(
+            {
+                "game_id": record.id,
+                "seq": record.seq,
+                "played_at": iso(record.played_at),
+                "side": me.side,
+                "opponents": [m.key for m in record.members if m.side != me.side],
+                "before": me.before,
+                "after": me.after,
+                "actual_score": me.actual_score,
+                "expected_score": me.expected_score,
+                "expected_after": float(expected_after[me.side]),
+                "elo_after": float(
+                    rating.elo_equivalent(rating.hodge_strength_against(np.array(me.after), field_mean))
+                ),
+            }
+        )
+    next_cursor = encode_cursor(records[-1].id) if len(records) == limit else None
+    return {"items": items, "next_cursor": next_cursor}
+
+
+def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose: str = "balanced") -> list[dict]:
+    """The players against whom ``key`` has the most even chances (mathematics §7), or, for ``purpose="comparable"``,
+    those whose games would best make a player who is not yet comparable comparable (mathematics §10)."""
+    table = _table(session, ladder)
+    i = _row(table, ladder, key)
+    if purpose == "comparable":
+        found = _comparing(session, table, i, limit)
+        if found is not None:
+            return found
+    best = rating.balanced_opponents(table.C, i, limit=limit) if len(table.keys) > 1 else []
+    probs = rating.pair_probability(table.C, np.full(len(best), i), np.asarray(best, dtype=int))
+    return [
+        {"key": table.keys[j], "name": table.names[j], "probability": float(p), "gain": None}
+        for j, p in zip(np.asarray(best, dtype=int).tolist(), probs.tolist(), strict=True)
+    ]
+
+
+def _comparing(session: Session, table: Table, i: int, limit: int) -> list[dict] | None:
+    """Opponents along the witness direction of player ``i``'s results; None if they are comparable already."""
+    games = [payload for _, payload, voided in storage.games.of_player_all(session, int(table.ids[i])) if not voided]
+    W = np.zeros((table.C.shape[1], 0))
+    if games:
+        log = storage.log.encode(games, {key: n for n, key in enumerate(table.keys.tolist())})
+        W = Results.of(log).directions(omega_apply(table.C), i)
+    found = comparing_opponents(table.C, i, W, limit)
+    if found is None:
+        return None
+    best, gain = found
+    probs = rating.pair_probability(table.C, np.full(len(best), i), best)
+    return [
+        {"key": table.keys[j], "name": table.names[j], "probability": float(p), "gain": float(g)}
+        for j, p, g in zip(best.tolist(), probs.tolist(), gain.tolist(), strict=True)
+    ]

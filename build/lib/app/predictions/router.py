@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+
+from app import reads
+from app.deps import CallerDep, DatabaseDep
+from app.errors import problems
+from app.predictions import service
+from app.predictions.schemas import MatchIn, MatchPrediction, PairPrediction, TeamsIn, TeamsOut
+from app.schemas import PlayerKey
+
+router = APIRouter(prefix="/v1/ladders/{slug}/predict", tags=["predictions"])
+
+
+@router.get("", response_model=PairPrediction, responses=problems(404, 422))
+async def predict_pair(
+    slug: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    a: Annotated[PlayerKey, Query(description="Player key.")],
+    b: Annotated[PlayerKey, Query(description="Opponent key.")],
+) -> JSONResponse:
+    """P(a beats b), and the advantage in logits and Elo points."""
+    ladder = await reads.ladder(db, slug, caller)
+    return JSONResponse(service.pair(a, b, await reads.vectors(db, ladder, [a, b])))
+
+
+@router.post("", response_model=MatchPrediction, responses=problems(404, 422))
+async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Win-probability matrix and expected scores for N sides (players or ad-hoc teams, with seat advantages)."""
+    ladder = await reads.ladder(db, slug, caller)
+    keys = service.match_keys(data)
+    return JSONResponse(service.match(data, await reads.vectors(db, ladder, keys)))
+
+
+teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"])
+
+
+@teams_router.post("", response_model=TeamsOut, responses=problems(404, 422))
+async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+    """Split the players into teams whose match is closest to even (each team plays as its members' mean vector).
+
+    Every split is scored up to 12 players (10 players into two teams: 126 splits); beyond, a local search from a
+    snake draft by strength and random starts swaps players between teams while that evens the match (`exact`
+    says which). Nothing is written."""
+    ladder = await reads.ladder(db, slug, caller)
+    keys = service.team_keys(data)
+    return JSONResponse(service.fair_teams(data, await reads.vectors(db, ladder, keys)))

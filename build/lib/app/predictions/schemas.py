@@ -1,0 +1,63 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, Field, StrictInt
+
+from app.schemas import PlayerKey, SeatAdvantage, StrictModel
+
+
+class PairPrediction(BaseModel):
+    a: str
+    b: str
+    probability: float = Field(description="P(a beats b).")
+    advantage_logits: float = Field(description="a_ab = c_aᵀ Ω c_b (+ seat advantage).")
+    advantage_elo: float = Field(description="The advantage in Elo points.")
+    match_quality: float = Field(description="How close to even: 1 - 2·|P - 1/2| (1 even, 0 a certain result).")
+
+
+class MatchSide(SeatAdvantage):
+    players: list[PlayerKey] = Field(min_length=1, max_length=32)
+
+
+class MatchIn(StrictModel):
+    sides: list[MatchSide] = Field(min_length=2, max_length=64)
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"sides": [{"players": ["ann", "cy"]}, {"players": ["bob", "dee"]}]}]}
+    }
+
+
+class MatchPrediction(BaseModel):
+    matrix: list[list[float]] = Field(description="matrix[a][b] = P(side a beats side b).")
+    expected_scores: list[float] = Field(description="Expected rank-share score of each side (mathematics §4).")
+    match_quality: float = Field(
+        description="How close to even: 1 - max |E_a - 1/N| / (1 - 1/N) over the N sides' expected scores E_a "
+        "(1 even, 0 one side certain to beat all)."
+    )
+
+
+class TeamsIn(StrictModel):
+    players: list[PlayerKey] = Field(min_length=2, max_length=64, description="Who plays, each once.")
+    teams: StrictInt = Field(2, ge=2, le=64, description="How many teams.")
+    sizes: list[Annotated[StrictInt, Field(ge=1, le=64)]] | None = Field(
+        None, description="The size of each team (they must add up to the players); default: as equal as possible."
+    )
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"players": ["ann", "bob", "cy", "dee"], "teams": 2}]}
+    }
+
+
+class TeamsOut(BaseModel):
+    teams: list[list[str]]
+    win_probabilities: list[float] = Field(
+        description="Each team's chance of beating another team drawn at random; with two teams, P(A beats B) and "
+        "P(B beats A)."
+    )
+    expected_scores: list[float] = Field(description="Expected rank-share score of each team.")
+    matrix: list[list[float]] = Field(description="matrix[a][b] = P(team a beats team b).")
+    match_quality: float = Field(description="How close to even the match is, as in the predict answers.")
+    exact: bool = Field(
+        description="Every split was scored (up to 12 players); false: the best split a local search found."
+    )

@@ -1,0 +1,69 @@
+"""Win probabilities for a pair of players or a match of sides, and fair teams, from the players' vectors
+(mathematics §7)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from app import rating
+from app.errors import InvalidInput
+from app.predictions.schemas import MatchIn, TeamsIn
+from app.rating import teams
+
+
+def pair(a: str, b: str, C: np.ndarray) -> dict:
+    """``PairPrediction``: P(a beats b) = σ(c_aᵀ Ω c_b) and the advantage, from the rows of a and b."""
+    x = float(rating.advantage(C[0], C[1]))
+    p = float(rating.win_probability(C[0], C[1]))
+    return {
+        "a": a,
+        "b": b,
+        "probability": p,
+        "advantage_logits": x,
+        "advantage_elo": float(rating.logits_to_elo(x)),
+        "match_quality": 1.0 - 2.0 * abs(p - 0.5),
+    }
+
+
+def match_keys(data: MatchIn) -> list[str]:
+    """The players of a match, side by side; 422 if one appears twice."""
+    keys = [k for side in data.sides for k in side.players]
+    if len(set(keys)) != len(keys):
+        raise InvalidInput("a player appears more than once", errors=[{"field": "sides"}])
+    return keys
+
+
+def match(data: MatchIn, C: np.ndarray) -> dict:
+    """``MatchPrediction``: the probability matrix and expected scores of N sides, from their players' rows."""
+    index = iter(range(len(C)))
+    advantages = tuple(s.logits for s in data.sides)
+    game = rating.Game(
+        tuple(tuple(next(index) for _ in s.players) for s in data.sides), (1,) * len(data.sides), advantages
+    )
+    matrix, expected = rating.predict_match(C, game)
+    return {
+        "matrix": matrix.tolist(),
+        "expected_scores": expected.tolist(),
+        "match_quality": float(teams.quality(expected)),
+    }
+
+
+def team_keys(data: TeamsIn) -> list[str]:
+    """The players to split; 422 if one appears twice."""
+    if len(set(data.players)) != len(data.players):
+        raise InvalidInput("players: a player appears more than once", errors=[{"field": "players"}])
+    return data.players
+
+
+def fair_teams(data: TeamsIn, C: np.ndarray) -> dict:
+    """``TeamsOut``: the split of the players (rows of ``C``) whose match is closest to even."""
+    split = teams.fair_split(C, data.teams, data.sizes)
+    t = len(split.teams)
+    return {
+        "teams": [[data.players[p] for p in team] for team in split.teams],
+        "win_probabilities": ((split.matrix.sum(axis=1) - 0.5) / (t - 1)).tolist(),
+        "expected_scores": split.expected.tolist(),
+        "matrix": split.matrix.tolist(),
+        "match_quality": split.quality,
+        "exact": split.exact,
+    }

@@ -1,0 +1,67 @@
+"""The mElo mathematics (mathematics §1-§8): pure, vectorised NumPy functions.
+
+This package imports NumPy and SciPy only, never the database or HTTP layers.
+"""
+
+from app.rating.errors import RatingInputError
+from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores
+from app.rating.initial import initial_vectors, stable_hash
+from app.rating.leaderboard import (
+    balanced_opponents,
+    elo_equivalent,
+    field_score,
+    hodge_strength,
+    hodge_strength_against,
+)
+from app.rating.model import (
+    ELO_PER_LOGIT,
+    advantage,
+    advantage_from_probability,
+    advantage_matrix,
+    elo_to_logits,
+    logits_to_elo,
+    omega,
+    pair_advantage,
+    pair_probability,
+    probability_matrix,
+    win_probability,
+)
+from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
+from app.rating.update import GameResult, LearningRate, apply_game, predict_match, unnormalised_update
+
+__all__ = [
+    "ELO_PER_LOGIT",
+    "Game",
+    "GameLog",
+    "GameResult",
+    "History",
+    "LearningRate",
+    "RatingInputError",
+    "advantage",
+    "advantage_from_probability",
+    "advantage_matrix",
+    "apply_game",
+    "balanced_opponents",
+    "dependency_levels",
+    "elo_equivalent",
+    "elo_to_logits",
+    "field_score",
+    "games_before",
+    "hodge_strength",
+    "hodge_strength_against",
+    "initial_vectors",
+    "logits_to_elo",
+    "omega",
+    "pair_advantage",
+    "pair_outcomes",
+    "pair_probability",
+    "predict_match",
+    "probability_matrix",
+    "rank_share",
+    "ranks_from_scores",
+    "replay",
+    "replay_history",
+    "stable_hash",
+    "unnormalised_update",
+    "win_probability",
+]

@@ -1,0 +1,248 @@
+"""Identifiability: can the data pin down the advantage matrix? (mathematics §10; [Guide] §7, [Intransitivity] §5)
+
+* Directions of player i ([Guide] Theorem 2): for every pair term between i's
+  side and a side b, +ΩC_b if i's side finished ahead, -ΩC_b if behind, both on
+  a tie.  Moving c_i along a direction raises that term's likelihood.
+* Comparable (Theorem 2): the cone of the directions is all of R^{2k}, i.e. the
+  directions W span R^{2k} and Wλ = 0 for some λ with every λ_t ≥ 1 (one
+  non-negative least-squares problem).  Otherwise there is a direction v with
+  wᵀv ≥ 0 for every direction w (Farkas), along which the likelihood never
+  falls: the witness reported for the player.
+* Algorithm 1 (sufficient for a unique maximum-likelihood A): a clique of 2k+1
+  players with results both ways between every two of them, grown by any
+  player comparable to it.  The paper refits after every addition; here one set
+  of vectors (a refit of the whole log, or the current ratings) is used
+  throughout, the approximation mathematics §10 accepts.
+* Necessary condition: every player comparable to all the others.
+* Elo side ([Intransitivity]): the Bradley-Terry MLE is unique iff the directed "beat"
+  graph is strongly connected; its strongly connected components are reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.linalg import null_space
+from scipy.optimize import nnls
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
+from scipy.special import expit
+
+from app.rating.games import GameLog
+from app.rating.model import Array, omega_apply
+
+#: Numerical rank tolerance of the directions, relative to their largest singular value.
+RANK_TOL = 1e-9
+#: A residual below this (relative to the directions' size) means the cone covers R^dim.
+NNLS_TOL = 1e-9
+#: Search effort for a (2k+1)-clique before giving up (the problem is NP-hard in general).
+CLIQUE_STEPS = 200_000
+
+
+@dataclass(frozen=True)
+class Comparability:
+    comparable: bool
+    reason: str
+    direction: Array | None = None
+    #: The directions span R^dim (if not, -direction is an escape too).
+    spans: bool = True
+
+
+def comparable(W: ArrayLike, dim: int) -> Comparability:
+    """Theorem 2 for the directions W (one per column, ``dim`` rows): does their cone cover R^dim?"""
+    W = np.asarray(W, dtype=np.float64).reshape(dim, -1)
+    t = W.shape[1]
+    if t == 0:
+        return Comparability(False, "no results against the comparison set", _unit(dim), False)
+    s = np.linalg.svd(W, compute_uv=False)
+    if s[0] == 0 or np.sum(s > RANK_TOL * s[0]) < dim:
+        v = null_space(W.T, rcond=RANK_TOL)
+        direction = v[:, 0] if v.shape[1] else _unit(dim)
+        return Comparability(
+            False, f"results span only {int(np.sum(s > RANK_TOL * s[0]))} of {dim} dimensions", direction, False
+        )
+    # Wλ = 0 with λ ≥ 1: write λ = 1 + μ, μ ≥ 0, and minimise |Wμ + W1| (non-negative least squares).
+    # It is 0 exactly when the cone covers R^dim.  Otherwise the residual r = Wλ* is a Farkas witness:
+    # the optimality conditions give Wᵀr ≥ 0, and Σ λ*_t w_tᵀr = |r|² > 0 with every λ*_t ≥ 1, so the
+    # likelihood rises along r for ever.  One small NNLS replaces two linear programs (2.3 ms each).
+    pull = W.sum(axis=1)
+    mu, residual = nnls(W, -pull)
+    if residual <= NNLS_TOL * max(1.0, float(np.abs(W).sum())):
+        return Comparability(True, "comparable")
+    r = W @ mu + pull
+    return Comparability(False, "every result pushes the rating the same way in some direction", r / np.linalg.norm(r))
+
+
+def _unit(dim: int) -> Array:
+    e = np.zeros(dim)
+    e[0] = 1.0
+    return e
+
+
+@dataclass(frozen=True)
+class Results:
+    """A log's pair terms between single players: who met whom, with which outcome (from the first's view)."""
+
+    first: Array
+    second: Array
+    outcome: Array
+
+    @classmethod
+    def of(cls, log: GameLog) -> Results:
+        """Every pair term; a team's members each meet each member of the other side (mathematics §10 directions)."""
+        members = log.side_players()
+        rows = [
+            (x, y, s)
+            for a, b, s in zip(log.pair_a.tolist(), log.pair_b.tolist(), log.pair_outcome.tolist(), strict=True)
+            for x in members[a]
+            for y in members[b]
+        ]
+        if not rows:
+            return cls(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0))
+        first, second, outcome = (np.array(col) for col in zip(*rows, strict=True))
+        return cls(first.astype(np.int64), second.astype(np.int64), outcome.astype(np.float64))
+
+    @cached_property
+    def _by_player(self) -> tuple[Array, Array, Array]:
+        """Every result seen from each side, grouped by player: (start of each player's rows, opponent, score)."""
+        me = np.concatenate([self.first, self.second])
+        order = np.argsort(me, kind="stable")
+        other = np.concatenate([self.second, self.first])[order]
+        score = np.concatenate([self.outcome, 1 - self.outcome])[order]
+        start = np.searchsorted(me[order], np.arange(int(me.max(initial=-1)) + 2))
+        return start, other, score
+
+    def directions(self, OC: Array, player: int, among: Array | None = None) -> Array:
+        """Player's directions (columns) against opponents in the boolean mask ``among`` (default: all).
+
+        ``OC`` is Ω applied to every player's vector.  Only the player's own
+        results are read, so the check of every player is linear in the log.
+        """
+        start, other, score = self._by_player
+        if player + 1 >= len(start):
+            return np.zeros((OC.shape[1], 0))
+        rows = slice(start[player], start[player + 1])
+        opponent, s = other[rows], score[rows]
+        if among is not None:
+            keep = among[opponent]
+            opponent, s = opponent[keep], s[keep]
+        o = OC[opponent]  # ΩC of each opponent, and my score against them
+        return np.vstack([o[s > 0.5], -o[s < 0.5], o[s == 0.5], -o[s == 0.5]]).T
+
+
+@dataclass
+class Identifiability:
+    unique: bool
+    clique: list[int]
+    comparable: list[int]
+    #: Players outside ``comparable``: those failing the necessary condition, with a
+    #: direction in which the data do not pin them down, then those Algorithm 1 missed.
+    not_comparable: list[dict] = field(default_factory=list)
+    components: list[list[int]] = field(default_factory=list)
+
+
+def both_ways(results: Results, n_players: int) -> Array:
+    """Boolean m × m: i and j each beat the other at least once, or drew."""
+    won = np.zeros((n_players, n_players), dtype=bool)
+    s = results.outcome
+    won[results.first[s >= 0.5], results.second[s >= 0.5]] = True
+    won[results.second[s <= 0.5], results.first[s <= 0.5]] = True
+    return won & won.T
+
+
+def find_clique(adjacent: Array, size: int, steps: int = CLIQUE_STEPS) -> list[int] | None:
+    """A clique of ``size`` players in the boolean graph, by backtracking (high degree first), or None."""
+    degree = adjacent.sum(axis=1)
+    order = [int(v) for v in np.argsort(-degree, kind="stable") if degree[v] >= size - 1]
+    budget = [steps]
+
+    def extend(clique: list[int], candidates: list[int]) -> list[int] | None:
+        if len(clique) == size:
+            return clique
+        for n, v in enumerate(candidates):
+            budget[0] -= 1
+            if budget[0] < 0 or len(clique) + len(candidates) - n < size:
+                return None
+            found = extend([*clique, v], [u for u in candidates[n + 1 :] if adjacent[v, u]])
+            if found is not None:
+                return found
+        return None
+
+    return extend([], order)
+
+
+def strongly_connected(results: Results, n_players: int) -> list[list[int]]:
+    """Strongly connected components of the directed "beat" graph (a draw is an edge both ways), largest first."""
+    s = results.outcome
+    src = np.concatenate([results.first[s >= 0.5], results.second[s <= 0.5]])
+    dst = np.concatenate([results.second[s >= 0.5], results.first[s <= 0.5]])
+    graph = coo_matrix((np.ones(len(src)), (src, dst)), shape=(n_players, n_players))
+    _, labels = connected_components(graph, directed=True, connection="strong")
+    groups: dict[int, list[int]] = {}
+    for player, label in enumerate(labels.tolist()):
+        groups.setdefault(label, []).append(player)
+    return sorted(groups.values(), key=lambda g: (-len(g), g[0]))
+
+
+def identifiability(C: ArrayLike, log: GameLog, n_players: int) -> Identifiability:
+    """Algorithm 1, the necessary condition with witnesses, and the SCCs (mathematics §10)."""
+    C = np.asarray(C, dtype=np.float64)
+    dim = C.shape[1]
+    results = Results.of(log)
+    OC = omega_apply(C)
+    clique = find_clique(both_ways(results, n_players), dim + 1) or []
+    inside = np.zeros(n_players, dtype=bool)
+    inside[clique] = True
+    grew = bool(clique)
+    while grew:
+        grew = False
+        for i in np.flatnonzero(~inside):
+            if comparable(results.directions(OC, int(i), inside), dim).comparable:
+                inside[i] = True
+                grew = True
+    failing = []
+    for i in range(n_players):
+        check = comparable(results.directions(OC, i), dim)  # a player never meets itself
+        if not check.comparable:
+            direction = None if check.direction is None else check.direction.tolist()
+            failing.append({"player": i, "reason": check.reason, "direction": direction})
+        elif not inside[i]:
+            reason = "comparable to the others, but not reachable from a clique by Algorithm 1"
+            failing.append({"player": i, "reason": reason, "direction": None})
+    return Identifiability(
+        unique=bool(clique) and bool(inside.all()),
+        clique=sorted(clique),
+        comparable=np.flatnonzero(inside).tolist(),
+        not_comparable=failing,
+        components=strongly_connected(results, n_players),
+    )
+
+
+def comparing_opponents(C: ArrayLike, player: int, W: ArrayLike, limit: int = 10) -> tuple[Array, Array] | None:
+    """The opponents whose games would best make ``player`` comparable, and how much each would help.
+
+    ``W`` are the player's directions (columns, :meth:`Results.directions`).  If
+    their cone does not cover R^{2k}, the check returns a witness v with wᵀv ≥ 0
+    for every direction w: the rating can run off along v.  A game against j
+    adds the direction +Ωc_j if the player wins and -Ωc_j if they lose, so it
+    closes that escape when the outcome's direction points against v.  Each
+    opponent's gain is the |cosine| between v and Ωc_j times the probability of
+    the closing outcome (when the directions do not even span R^{2k}, -v is an
+    escape too and either outcome helps); the largest first.  None if the
+    player is comparable already.
+    """
+    C = np.asarray(C, dtype=np.float64)
+    check = comparable(W, C.shape[1])
+    if check.comparable:
+        return None
+    OC = omega_apply(C)
+    lengths = np.linalg.norm(OC, axis=1)
+    cosine = np.divide(OC @ check.direction, lengths, out=np.zeros(len(C)), where=lengths > 0)
+    p_win = expit(OC @ C[player])  # P(player beats j) = σ(c_iᵀ Ω c_j)
+    gain = np.abs(cosine) * (1.0 if not check.spans else np.where(cosine < 0, p_win, 1.0 - p_win))
+    gain[player] = -np.inf
+    order = np.lexsort((np.arange(len(C)), -gain))[: min(limit, len(C) - 1)]
+    return order, gain[order]

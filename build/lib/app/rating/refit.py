@@ -1,0 +1,537 @@
+"""Offline refit: maximum likelihood over the whole event log (mathematics §9; [Guide] §7).
+
+mElo as low-rank skew-symmetric matrix completion.  Every pair of sides (a, b)
+of every game is one term (mathematics §4, §6):
+
+    x_ab = C_aᵀ Ω C_b + h_a - h_b,      C_a = mean of side a's member vectors
+    ℓ(C) = Σ_pairs w [S ln σ(x_ab) + (1 - S) ln σ(-x_ab)] - Σ_i Σ_d λ_d (c_id - μ_d)²
+
+with μ = (0, 1, 0, …, 0): the prior is centred on the Elo manifold
+c = (r, 1) of mathematics §1 (a ladder's default initial offset, mathematics §2), so players
+are Elo-like until the results show cycles; with k ≥ 2 the first disc is held
+near that manifold and the others carry the cycles (:func:`penalty_weights`).
+w = 1/(N-1) and fractional S allowed (draws, or probabilities: the binary
+cross-entropy of [Limitations]).  ∂ℓ/∂x = w (S - σ(x)); ∂x/∂C_a = Ω C_b and
+∂x/∂C_b = -Ω C_a; a member of side a gets 1/|T_a| of the side's gradient.
+Gathers use index arrays, scatters ``np.bincount``: O(pairs · k) per
+evaluation, no Python loop over games.  Maximised with L-BFGS (scipy) from
+several seeded random full-rank starts (mathematics §2); the vectors of two restarts
+differ by a symplectic map, so restarts are compared on P, not on C.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.optimize import minimize
+from scipy.special import expit, log_expit
+
+from app.rating.elo import fit_elo, pair_counts
+from app.rating.errors import RatingInputError
+from app.rating.games import GameLog, IntArray
+from app.rating.model import Array, omega_apply, rowdot
+from app.rating.replay import replay_history
+from app.rating.update import LearningRate, side_means
+
+Progress = Callable[[int, int], None] | None
+#: Default λ of the cyclic discs, with the prior centred on the Elo manifold (:func:`elo_manifold`).
+#: On the held-out 20% of bench/quality.py's streams at k = 2, λ = 2 beat 0.5 on football (0.647 and
+#: 0.640 against 0.675 and 0.756), chess and pure Elo, and tied on the cyclic streams.  A prior
+#: centred on 0 instead shrinks the Elo component (whose v = 1 is shared by every player) and,
+#: from λ = 2 up, collapsed small logs to P = 1/2.
+L2 = 2.0
+#: With k ≥ 2 the first disc is the Elo disc (r, v): a weak prior on r (sd √2 logits) and a tight one
+#: on v around 1 (sd 1/8), so that the cycles go to the other discs.  Against λ = 2 on every
+#: coordinate it lowered held-out log loss on chess, the Premier League, the team tournament and
+#: every synthetic stream but the pure disc (+0.0005), and raised it on La Liga (0.640 to 0.649);
+#: the auto-refit policy gained most (Elo 0.75 + disc: 0.4590 to 0.4537).
+ELO_R_L2, ELO_V_L2 = 0.25, 32.0
+#: The penalties tried when λ is chosen by held-out loss: sparse logs need a firmer prior.
+L2_CHOICES = (0.5, 2.0, 8.0, 32.0)
+
+
+def _side_vectors(C: Array, log: GameLog) -> Array:
+    return side_means(C, log.member_player, log.member_side, log.side_size)
+
+
+def pair_logits(C: ArrayLike, log: GameLog, pairs: IntArray | None = None) -> Array:
+    """x_ab for every pair term (or the ``pairs`` selected) of the log."""
+    C = np.asarray(C, dtype=np.float64)
+    side = _side_vectors(C, log)
+    a, b, shift = log.pair_a, log.pair_b, log.pair_shift
+    if pairs is not None:
+        a, b, shift = a[pairs], b[pairs], shift[pairs]
+    return rowdot(side[a], omega_apply(side[b])) + shift
+
+
+def log_likelihood(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | ArrayLike = 0.0) -> float:
+    """ℓ(C) of the module docstring over the selected pair terms (all by default)."""
+    C = np.asarray(C, dtype=np.float64)
+    value, _ = _objective(C, log, _select(log, pairs), l2, False)
+    return -value
+
+
+def log_likelihood_gradient(
+    C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | ArrayLike = 0.0
+) -> Array:
+    """∂ℓ/∂C, the same shape as C."""
+    _, grad = _objective(np.asarray(C, dtype=np.float64), log, _select(log, pairs), l2, True)
+    return -grad
+
+
+def _select(log: GameLog, pairs: IntArray | None) -> IntArray:
+    return np.arange(len(log.pair_a)) if pairs is None else np.asarray(pairs, dtype=np.int64)
+
+
+def _objective(
+    C: Array, log: GameLog, pairs: IntArray, l2: float | ArrayLike, gradient: bool
+) -> tuple[float, Array | None]:
+    """-ℓ(C) and, if asked, its gradient."""
+    singles = log.single_players()
+    if singles is not None:
+        # Every side one player (the common case): pair terms index players directly, no side layer.
+        a, b, side = singles[0][pairs], singles[1][pairs], C
+    else:
+        a, b, side = log.pair_a[pairs], log.pair_b[pairs], _side_vectors(C, log)
+    ca, cb = side[a], side[b]
+    ocb = omega_apply(cb)
+    x = rowdot(ca, ocb) + log.pair_shift[pairs]
+    s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
+    log_p = log_expit(x)  # ln σ(x); ln σ(-x) = ln σ(x) - x
+    D = C - elo_manifold(C.shape[1] // 2)
+    value = -float(np.dot(w, log_p - (1.0 - s) * x)) + float(np.sum(l2 * D * D))
+    if not gradient:
+        return value, None
+    r = w * (s - np.exp(log_p))  # ∂ℓ/∂x
+    oca = omega_apply(ca)
+    n_rows, dim = len(side), C.shape[1]
+    side_grad = np.empty((n_rows, dim))
+    for col in range(dim):
+        side_grad[:, col] = np.bincount(a, weights=r * ocb[:, col], minlength=n_rows) - np.bincount(
+            b, weights=r * oca[:, col], minlength=n_rows
+        )
+    if singles is not None:
+        return value, -side_grad + 2.0 * l2 * D
+    member_grad = side_grad[log.member_side] / log.side_size[log.member_side, None]
+    grad = np.zeros_like(C)
+    for col in range(dim):
+        grad[:, col] = np.bincount(log.member_player, weights=member_grad[:, col], minlength=len(C))
+    return value, -grad + 2.0 * l2 * D
+
+
+@dataclass(frozen=True)
+class Fit:
+    """One maximum-likelihood fit: vectors, ℓ on the training terms, optimiser report."""
+
+    C: Array
+    log_likelihood: float
+    iterations: int
+    converged: bool
+    seconds: float
+
+
+def fit(
+    log: GameLog,
+    n_players: int,
+    k: int,
+    l2: float | ArrayLike = L2,
+    pairs: IntArray | None = None,
+    C0: ArrayLike | None = None,
+    seed: int = 0,
+    init_scale: float = 0.5,
+    max_iter: int = 2000,
+    tol: float = 1e-9,
+    polish: bool = False,
+    progress: Progress = None,
+) -> Fit:
+    """Maximise ℓ over the selected pair terms with L-BFGS, from ``C0`` or a seeded random start.
+
+    The penalty is Σ_i Σ_d λ_d (c_id - μ_d)² with λ = ``l2`` (one number, or one
+    per coordinate: :func:`penalty_weights`) and μ the Elo manifold's
+    (0, 1, 0, …); the random start is drawn around μ.
+
+    Stops when ℓ improves by less than ``tol`` relative to its size over a step
+    (L-BFGS-B's ``ftol``), or when every gradient entry is below ``tol`` times the
+    games per player.  ``polish`` then takes Newton-CG steps (Hessian-vector
+    products by central differences of the exact gradient) to the optimum at
+    close to machine precision, where L-BFGS's line search gives up earlier.
+    """
+    if k < 1:
+        raise RatingInputError("k", "must be >= 1 (k = 0 is the Elo baseline, fit_elo)")
+    pairs = _select(log, pairs)
+    dim = 2 * k
+    if C0 is None:
+        C0 = elo_manifold(k) + np.random.default_rng(seed).normal(scale=init_scale, size=(n_players, dim))
+    C0 = np.asarray(C0, dtype=np.float64)
+    if C0.shape != (n_players, dim):
+        raise RatingInputError("C0", f"must be ({n_players}, {dim})")
+    calls = [0]
+    gtol = tol * max(float(np.sum(log.pair_weight[pairs])) / n_players, 1.0)
+
+    def fun(flat: Array) -> tuple[float, Array]:
+        value, grad = _objective(flat.reshape(n_players, dim), log, pairs, l2, True)
+        calls[0] += 1
+        return value, grad.ravel()
+
+    def callback(_: Array) -> None:
+        if progress is not None:
+            progress(min(calls[0], max_iter), max_iter)
+
+    start = time.perf_counter()
+    result = minimize(
+        fun,
+        C0.ravel(),
+        jac=True,
+        method="L-BFGS-B",
+        callback=callback,
+        options={"maxiter": max_iter, "gtol": gtol, "ftol": tol},
+    )
+    if polish:
+
+        def hessp(x: Array, p: Array) -> Array:
+            h = 1e-6 / max(float(np.linalg.norm(p)), 1e-300)
+            return (fun(x + h * p)[1] - fun(x - h * p)[1]) / (2 * h)
+
+        result = minimize(fun, result.x, jac=True, hessp=hessp, method="Newton-CG", options={"xtol": 1e-12})
+    return Fit(
+        C=result.x.reshape(n_players, dim),
+        log_likelihood=-float(result.fun),
+        iterations=int(result.nit),
+        converged=bool(result.success),
+        seconds=time.perf_counter() - start,
+    )
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Held-out quality of predicted pair probabilities, each term weighted by w = 1/(N-1)."""
+
+    log_loss: float
+    brier: float
+    accuracy: float
+    pairs: int
+
+    @classmethod
+    def of(cls, p: Array, log: GameLog, pairs: IntArray) -> Metrics:
+        s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
+        p = np.clip(p, 1e-15, 1 - 1e-15)
+        total = float(np.sum(w))
+        loss = float(np.dot(w, term_losses(p, log, pairs))) / total
+        brier = float(np.dot(w, (p - s) ** 2)) / total
+        decided = s != 0.5
+        hits = (p[decided] > 0.5) == (s[decided] > 0.5)
+        accuracy = float(np.dot(w[decided], hits)) / max(float(np.sum(w[decided])), 1e-300)
+        return cls(loss, brier, accuracy, len(pairs))
+
+
+def term_losses(p: Array, log: GameLog, pairs: IntArray) -> Array:
+    """The log loss of each selected pair term, from its predicted probability ``p``."""
+    s = log.pair_outcome[pairs]
+    p = np.clip(p, 1e-15, 1 - 1e-15)
+    return -(s * np.log(p) + (1 - s) * np.log1p(-p))
+
+
+def elo_probabilities(ratings: ArrayLike, log: GameLog, pairs: IntArray) -> Array:
+    """P of the selected pair terms from scalar Elo ratings (logits); teams use the mean rating."""
+    r = np.asarray(ratings, dtype=np.float64)[:, None]
+    side = _side_vectors(r, log)[:, 0]
+    return expit(side[log.pair_a[pairs]] - side[log.pair_b[pairs]] + log.pair_shift[pairs])
+
+
+def simplest_within_one_se(losses: dict[int, Array], log: GameLog, pairs: IntArray) -> tuple[int, dict[int, float]]:
+    """The smallest candidate whose held-out loss is within one standard error of the best one's.
+
+    ``losses[c]`` are the per-term losses of candidate ``c`` on the same held-out
+    pair terms.  The difference to the best candidate is averaged per held-out
+    matchup (its games share one prediction, so they are not independent) and
+    its standard error taken over matchups.  A held-out split is one noisy
+    draw: a richer model must beat a simpler one by more than that noise.
+    Returns the choice and each candidate's standard error.
+    """
+    w = log.pair_weight[pairs]
+    means = {c: float(np.dot(w, v) / w.sum()) for c, v in losses.items()}
+    best = min(means, key=means.get)
+    a, b = _lineups(log)
+    _, matchup = np.unique(np.stack([np.minimum(a, b)[pairs], np.maximum(a, b)[pairs]]), axis=1, return_inverse=True)
+    matchup = matchup.reshape(-1)
+    n = int(matchup.max(initial=-1)) + 1
+    errors = {}
+    for c, v in losses.items():
+        per = np.bincount(matchup, weights=w * (v - losses[best]), minlength=n) / np.bincount(matchup, w, n)
+        errors[c] = float(per.std(ddof=1) / np.sqrt(n)) if n > 1 else 0.0
+    chosen = min(c for c in losses if means[c] - means[best] <= errors[c])
+    return chosen, errors
+
+
+def evaluate(C: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
+    """Metrics of mElo vectors ``C`` on the selected pair terms."""
+    return Metrics.of(expit(pair_logits(C, log, pairs)), log, pairs)
+
+
+def evaluate_elo(ratings: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
+    """Metrics of scalar Elo ratings (logits) on the selected pair terms; teams use the mean rating."""
+    return Metrics.of(elo_probabilities(ratings, log, pairs), log, pairs)
+
+
+def split_games(log: GameLog, holdout: float, seed: int) -> tuple[IntArray, IntArray]:
+    """Pair terms of a random ``holdout`` fraction of the matchups (test) and of the rest (train).
+
+    A matchup is an unordered pair of lineups (the players of each side), and
+    every meeting of one matchup falls on the same side of the split.  Held-out
+    loss then measures predictions for pairs never seen together, which is what
+    matchmaking asks.  Holding out random games instead leaves a rematch of
+    nearly every test pair in training, and rewards a larger k for memorising
+    pairs: chosen that way, k was the largest offered even where Elo predicts
+    unseen pairs better (bench/bench_select_k.py).
+    """
+    if not 0.0 <= holdout < 1.0:
+        raise RatingInputError("holdout", "must be in [0, 1)")
+    a, b = _lineups(log)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    _, matchup = np.unique(np.stack([lo, hi]), axis=1, return_inverse=True)
+    test_matchup = np.random.default_rng(seed).random(int(matchup.max(initial=-1)) + 1) < holdout
+    test = test_matchup[matchup.reshape(-1)]
+    return np.flatnonzero(~test), np.flatnonzero(test)
+
+
+def _lineups(log: GameLog) -> tuple[IntArray, IntArray]:
+    """A number for the lineup of each pair term's two sides (equal numbers: the same players)."""
+    singles = log.single_players()
+    if singles is not None:
+        return singles
+    lineup = {}
+    numbers = np.array(
+        [lineup.setdefault(tuple(sorted(players)), len(lineup)) for players in log.side_players()], dtype=np.int64
+    )
+    return numbers[log.pair_a], numbers[log.pair_b]
+
+
+def observed_pair_probability(C: ArrayLike, log: GameLog) -> Array:
+    """P(a beats b) for every distinct pair of sides' players observed in the log, without advantages.
+
+    Used to compare restarts: they should agree on P wherever the data speak (mathematics §9).
+    """
+    x = pair_logits(C, log) - log.pair_shift
+    return expit(x)
+
+
+@dataclass
+class Report:
+    """What a refit job returns (mathematics §9)."""
+
+    k: int
+    C: Array
+    log_likelihood: float
+    restarts: list[dict]
+    restart_max_abs_dp: float
+    heldout: dict[str, dict] = field(default_factory=dict)
+    k_selection: list[dict] | None = None
+    seconds: float = 0.0
+    l2: float = L2
+    l2_selection: list[dict] | None = None
+
+
+def penalty_weights(k: int, l2: float) -> float | Array:
+    """λ of every coordinate: ``l2`` on each with k = 1, else (ELO_R_L2, ELO_V_L2, l2, …, l2).
+
+    One disc must stay free to be cyclic, so only with two or more is the first
+    one held to the Elo manifold.
+    """
+    if k < 2:
+        return l2
+    return np.concatenate(([ELO_R_L2, ELO_V_L2], np.full(2 * k - 2, float(l2))))
+
+
+def elo_manifold(k: int) -> Array:
+    """(0, 1, 0, …, 0) in 2k coordinates: the point c = (r, 1) with r = 0, where the prior is centred."""
+    mean = np.zeros(2 * k)
+    mean[1] = 1.0
+    return mean
+
+
+def elo_vectors(ratings: ArrayLike, k: int) -> Array:
+    """Elo ratings r as mElo vectors (r, 1, 0, …, 0): then c_iᵀ Ω c_j = r_i - r_j exactly (mathematics §1)."""
+    r = np.asarray(ratings, dtype=np.float64)
+    C = np.zeros((len(r), 2 * k))
+    C[:, 0], C[:, 1] = r, 1.0
+    return C
+
+
+def refit(
+    log: GameLog,
+    n_players: int,
+    k: int,
+    l2: float | None = L2,
+    restarts: int = 3,
+    holdout: float = 0.2,
+    seed: int = 0,
+    current: ArrayLike | None = None,
+    select_k: list[int] | None = None,
+    max_iter: int = 2000,
+    progress: Progress = None,
+) -> Report:
+    """Fit on the training games from ``restarts`` starts, report held-out metrics, then refit on all games.
+
+    Held-out log loss, Brier and accuracy are reported for the refit, the
+    ``current`` (online) vectors if given, and the Elo baseline (mathematics §11).
+    With ``select_k``, each k there (0 = Elo) is fitted on the training games
+    and the smallest whose held-out log loss is within one standard error of
+    the lowest is used (:func:`simplest_within_one_se`; whole matchups are held
+    out, :func:`split_games`); the vectors keep
+    the 2k columns of ``k`` (k = 0 gives (r, 1), then small random discs, see
+    :func:`_pad`).  ``l2`` is λ of the cyclic discs (:func:`penalty_weights`);
+    with ``l2=None`` it is chosen the same way among :data:`L2_CHOICES` (k is
+    chosen first, with :data:`L2`).  ``progress(done, total)`` counts fits, in
+    thousandths.
+    """
+    start = time.perf_counter()
+    if holdout > 0:
+        train, test = split_games(log, holdout, seed)
+    else:
+        train, test = np.arange(len(log.pair_a)), None
+    if (select_k or l2 is None) and test is None:
+        raise RatingInputError("select_k" if select_k else "l2", "choosing by held-out loss needs a holdout > 0")
+    candidates = sorted(set(select_k)) if select_k else []
+    n_fits = sum(1 for kk in candidates if kk > 0) + restarts + 1 + (len(L2_CHOICES) if l2 is None else 0)
+    fits_done = [0]
+    penalty = L2 if l2 is None else l2
+
+    def run(kk: int, pairs: IntArray | None, s: int, C0: Array | None = None, lam: float | None = None) -> Fit:
+        def each(it: int, total: int) -> None:
+            if progress is not None:
+                progress(int(1000 * (fits_done[0] + it / total) / n_fits), 1000)
+
+        lam = penalty_weights(kk, penalty if lam is None else lam)
+        result = fit(log, n_players, kk, lam, pairs, C0=C0, seed=s, max_iter=max_iter, progress=each)
+        fits_done[0] += 1
+        return result
+
+    elo = fit_elo(pair_counts(log, n_players, train))
+    heldout: dict[str, dict] = {}
+    selection = None
+    chosen = k
+    if test is not None:
+        heldout["elo"] = vars(evaluate_elo(elo.ratings, log, test))
+        if current is not None:
+            heldout["current"] = vars(evaluate(current, log, test))
+    if candidates:
+
+        def predicted(kk: int) -> Array:
+            if kk == 0:
+                return elo_probabilities(elo.ratings, log, test)
+            return expit(pair_logits(run(kk, train, seed).C, log, test))
+
+        losses = {kk: term_losses(predicted(kk), log, test) for kk in candidates}
+        chosen, errors = simplest_within_one_se(losses, log, test)
+        w = log.pair_weight[test]
+        selection = [
+            {"k": kk, "heldout_log_loss": float(np.dot(w, v) / w.sum()), "standard_error": errors[kk]}
+            for kk, v in losses.items()
+        ]
+    if chosen == 0:
+        full = fit_elo(pair_counts(log, n_players))
+        if progress is not None:
+            progress(1000, 1000)
+        C = _pad(elo_vectors(full.ratings, 1), k, seed)
+        return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, time.perf_counter() - start)
+
+    l2_selection = None
+    if l2 is None:
+        l2_selection = [
+            {"l2": lam, "heldout_log_loss": evaluate(run(chosen, train, seed, lam=lam).C, log, test).log_loss}
+            for lam in L2_CHOICES
+        ]
+        penalty = min(l2_selection, key=lambda row: row["heldout_log_loss"])["l2"]
+    fits = [run(chosen, train, seed + r) for r in range(restarts)]
+    best = max(fits, key=lambda f: f.log_likelihood)
+    if test is not None:
+        heldout["refit"] = vars(evaluate(best.C, log, test))
+    p_best = observed_pair_probability(best.C, log)
+    agreement = max(float(np.max(np.abs(observed_pair_probability(f.C, log) - p_best), initial=0.0)) for f in fits)
+    final = run(chosen, None, seed, C0=best.C)
+    if progress is not None:
+        progress(1000, 1000)
+    rows = [{"log_likelihood": f.log_likelihood, "iterations": f.iterations, "converged": f.converged} for f in fits]
+    C = final.C if chosen == k else _pad(final.C, k, seed)
+    seconds = time.perf_counter() - start
+    return Report(chosen, C, final.log_likelihood, rows, agreement, heldout, selection, seconds, penalty, l2_selection)
+
+
+#: Scale of the random start of the discs a smaller chosen k leaves empty.
+PAD_SCALE = 1e-2
+
+
+def _pad(C: Array, k: int, seed: int) -> Array:
+    """Vectors of fewer discs as 2k columns.
+
+    The extra discs get a small seeded random start rather than zeros: with
+    every player's disc at zero the online rule could never grow it (Ω c has no
+    component there; Theorem 1 of [Guide]), and the ladder would be stuck at
+    the smaller k.  They change the advantages by O(PAD_SCALE²).
+    """
+    if C.shape[1] > 2 * k:
+        raise RatingInputError("select_k", f"k = {C.shape[1] // 2} does not fit a ladder of k = {k}")
+    out = np.random.default_rng(seed).normal(scale=PAD_SCALE, size=(len(C), 2 * k))
+    out[:, : C.shape[1]] = C
+    return out
+
+
+#: Auto refits compare predictions on at most this fraction of the log, its latest games.
+GUARD_WINDOW = 0.2
+
+
+def guard_window(n_games: int, since_checkpoint: int) -> int:
+    """Games :func:`guard` compares on: the latest GUARD_WINDOW of the log, none from before the last checkpoint."""
+    return min(since_checkpoint, int(GUARD_WINDOW * n_games))
+
+
+@dataclass(frozen=True)
+class Guard:
+    """The verdict of :func:`guard`: log losses of both forecasts of the window's pair terms."""
+
+    better: bool
+    k: int
+    window_games: int
+    refit_log_loss: float
+    online_log_loss: float
+
+
+def guard(
+    log: GameLog,
+    start: ArrayLike,
+    window: int,
+    online_p: ArrayLike,
+    rate: LearningRate,
+    k: int,
+    select_k: list[int] | None = None,
+    l2: float = L2,
+    seed: int = 0,
+    progress: Progress = None,
+) -> Guard:
+    """Would a refit have predicted the latest ``window`` games better than the online forecasts ``online_p``?
+
+    The refit (k chosen among ``select_k``, one start) is fitted on the games
+    before the window; the online rule then runs on from it through the window,
+    predicting each game before it learns from it, as a ladder would have.
+    Players without a game before the window start from ``start`` (their
+    initial vectors).  ``online_p`` are the window's pair-term forecasts the
+    ladder served.  The auto-refit policy applies a refit only when it is better.
+    """
+    n = log.n_games
+    if not 0 < window < n:
+        raise RatingInputError("window", f"must be between 1 and {n - 1} games")
+    before, after = log.take(np.arange(n - window)), log.take(np.arange(n - window, n))
+    m = len(start)
+    trial = refit(before, m, k, l2=l2, restarts=1, seed=seed, select_k=select_k, progress=progress)
+    games0 = np.bincount(before.member_player, minlength=m)
+    C = np.array(start, dtype=np.float64)
+    C[games0 > 0] = trial.C[games0 > 0]
+    refit_p = replay_history(C, after, rate, games0=games0).pair_p
+    terms = np.arange(len(after.pair_a))
+    refit_loss = Metrics.of(refit_p, after, terms).log_loss
+    online_loss = Metrics.of(np.asarray(online_p, dtype=np.float64), after, terms).log_loss
+    return Guard(refit_loss < online_loss, trial.k, window, refit_loss, online_loss)

@@ -1,0 +1,236 @@
+"""Exact, batched replay of an ordered game log (mathematics §9 "Replay").
+
+Games that share no player commute.  Give each game the level
+``1 + max(level of the previous game of each of its players)``: games on one
+level share no player, and every game a game depends on is on an earlier
+level.  Applying the levels in order, each as one vectorised
+:func:`~app.rating.update.step_disjoint`, therefore gives exactly the vectors of
+applying the games one by one (same operations on the same numbers).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import expit
+
+from app.rating.errors import RatingInputError
+from app.rating.games import Game, GameLog, IntArray
+from app.rating.model import Array, as_vectors, omega_apply, rowdot
+from app.rating.update import LearningRate, as_rate, side_games, step_disjoint
+
+
+def dependency_levels(log: GameLog, n_players: int) -> IntArray:
+    """Level of every game (1-based): games on one level share no player."""
+    last = [0] * n_players
+    players = log.member_player.tolist()
+    levels = [0] * log.n_games
+    if _two_player_singles(log):
+        # Two single players per game: the common case, kept tight.
+        for g, (i, j) in enumerate(zip(players[0::2], players[1::2], strict=True)):
+            level = (last[i] if last[i] > last[j] else last[j]) + 1
+            last[i] = last[j] = levels[g] = level
+    else:
+        ptr = log.member_ptr.tolist()
+        for g in range(log.n_games):
+            game_players = players[ptr[g] : ptr[g + 1]]
+            level = max(last[p] for p in game_players) + 1
+            for p in game_players:
+                last[p] = level
+            levels[g] = level
+    return np.asarray(levels, dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class History:
+    """What every game of a replayed log did, in log order (mathematics §13 rating history).
+
+    ``before[t]`` and ``after[t]`` are the vectors of membership ``t`` (the
+    log's ``member_player[t]``) around its game; ``expected[a]`` and
+    ``actual[a]`` are side ``a``'s rank-share scores (mathematics §4); ``pair_p[q]`` is the
+    pre-game P(side a beats side b) of pair term q, a prequential forecast.
+    """
+
+    C: Array
+    before: Array
+    after: Array
+    expected: Array
+    actual: Array
+    pair_p: Array
+
+
+Progress = Callable[[int, int], None] | None
+
+
+Rate = float | LearningRate
+
+
+def replay(
+    C0: ArrayLike,
+    games: GameLog | Sequence[Game],
+    eta: Rate,
+    progress: Progress = None,
+    games0: ArrayLike | None = None,
+) -> Array:
+    """Ratings after applying ``games`` in order to the initial matrix ``C0`` (not modified).
+
+    Bit-for-bit equal to calling :func:`~app.rating.update.apply_game` game by
+    game.  ``eta`` is a rate or a :class:`~app.rating.update.LearningRate`;
+    ``games0`` are the games each player had before the log (0 by default).
+    ``progress(done, total)`` is called after each level.
+    """
+    C, log = _prepare(C0, games)
+    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, None)
+    return C
+
+
+def replay_history(
+    C0: ArrayLike,
+    games: GameLog | Sequence[Game],
+    eta: Rate,
+    progress: Progress = None,
+    games0: ArrayLike | None = None,
+) -> History:
+    """:func:`replay` that also returns every membership's vectors before and after its game.
+
+    The same floating point operations as :func:`replay`, so ``History.C`` is
+    bit-for-bit the same matrix; this is what a bulk import stores.
+    """
+    C, log = _prepare(C0, games)
+    dim = C.shape[1]
+    before = np.empty((len(log.member_player), dim))
+    after = np.empty_like(before)
+    pair_p = np.empty(len(log.pair_a))
+    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, (before, after, pair_p))
+    return History(C, before, after, log.side_share(pair_p), log.side_share(log.pair_outcome), pair_p)
+
+
+def games_before(log: GameLog, games0: ArrayLike | None, n_players: int) -> Array:
+    """For every membership, the games its player had played before that game (``games0`` + earlier ones)."""
+    start = np.zeros(n_players) if games0 is None else np.asarray(games0, dtype=np.float64)
+    player = log.member_player
+    order = np.argsort(player, kind="stable")
+    first = np.searchsorted(player[order], player[order], side="left")
+    earlier = np.empty(len(player))
+    earlier[order] = np.arange(len(player)) - first
+    return start[player] + earlier
+
+
+def _member_rates(log: GameLog, rate: LearningRate, games0: ArrayLike | None, n_players: int) -> Array:
+    """η of every side of the log, at its members' mean games played before the game."""
+    if rate.tau is None:
+        return np.full(len(log.side_size), rate.eta)
+    played = games_before(log, games0, n_players)
+    return rate.at(side_games(played, log.member_side, log.side_size))
+
+
+def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game]) -> tuple[Array, GameLog]:
+    C = as_vectors(C0, "C0").copy()
+    if C.ndim != 2:
+        raise RatingInputError("C0", "must be an (m, 2k) matrix")
+    log = games if isinstance(games, GameLog) else GameLog.from_games(games)
+    if log.n_players_needed > len(C):
+        raise RatingInputError("games", f"player index {log.n_players_needed - 1} is outside the rating matrix")
+    return C, log
+
+
+def _run(C: Array, log: GameLog, side_eta: Array, progress: Progress, record) -> None:
+    if log.n_games == 0:
+        return
+    game_level = dependency_levels(log, len(C))
+    if _two_player_singles(log):
+        _replay_pairs(C, log, game_level, side_eta, progress, record)
+    else:
+        _replay_general(C, log, game_level, side_eta, progress, record)
+
+
+def _two_player_singles(log: GameLog) -> bool:
+    return len(log.member_player) == 2 * log.n_games and np.array_equal(log.member_ptr, 2 * np.arange(log.n_games + 1))
+
+
+def _level_bounds(level_of: IntArray, n_levels: int) -> IntArray:
+    """Start of each level's rows (levels are 1-based) in an array sorted by level."""
+    return np.concatenate(([0], np.cumsum(np.bincount(level_of, minlength=n_levels + 1)[1:])))
+
+
+def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, side_eta: Array, progress: Progress, record) -> None:
+    """Two single players per game: step_disjoint without the team and scatter bookkeeping.
+
+    Same floating point operations as the general kernel (a team of one's mean is
+    its member's vector; each side receives exactly one pair term), hence the
+    same vectors.
+    """
+    order = np.argsort(game_level, kind="stable")
+    i, j = log.member_player[0::2][order], log.member_player[1::2][order]
+    eta_i, eta_j = side_eta[0::2][order], side_eta[1::2][order]
+    outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
+    bounds = _level_bounds(game_level, int(game_level.max()))
+    for lo, hi in itertools.pairwise(bounds):
+        a, b = i[lo:hi], j[lo:hi]
+        ca, cb = C[a], C[b]
+        oca, ocb = omega_apply(ca), omega_apply(cb)
+        p = expit(rowdot(ca, ocb) + shift[lo:hi])
+        norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
+        w, s = weight[lo:hi], outcome[lo:hi]
+        coef_a = np.divide(eta_i[lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
+        coef_b = np.divide(eta_j[lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
+        C[a] = ca + coef_a[:, None] * ocb
+        C[b] = cb + (-coef_b)[:, None] * oca
+        if record is not None:
+            before, after, pair_p = record
+            g = order[lo:hi]
+            before[2 * g], before[2 * g + 1] = ca, cb
+            after[2 * g], after[2 * g + 1] = C[a], C[b]
+            pair_p[g] = p
+        if progress is not None:
+            progress(int(hi), log.n_games)
+
+
+def _replay_general(C: Array, log: GameLog, game_level: IntArray, side_eta: Array, progress: Progress, record) -> None:
+    n_levels = int(game_level.max())
+    member_level = np.repeat(game_level, np.diff(log.member_ptr))
+    side_level = np.repeat(game_level, np.diff(log.side_ptr))
+    pair_level = np.repeat(game_level, np.diff(log.pair_ptr))
+    # Stable sorts keep game order within a level and member/side/pair order within a game.
+    om = np.argsort(member_level, kind="stable")
+    osd = np.argsort(side_level, kind="stable")
+    op = np.argsort(pair_level, kind="stable")
+    new_side = np.empty_like(osd)
+    new_side[osd] = np.arange(len(osd))
+
+    member_player = log.member_player[om]
+    member_side = new_side[log.member_side[om]]
+    side_size = log.side_size[osd]
+    eta_sorted = side_eta[osd]
+    pair_a = new_side[log.pair_a[op]]
+    pair_b = new_side[log.pair_b[op]]
+    outcome, shift, weight = log.pair_outcome[op], log.pair_shift[op], log.pair_weight[op]
+
+    mb, sb, pb = (_level_bounds(x, n_levels) for x in (member_level, side_level, pair_level))
+    game_count = _level_bounds(game_level, n_levels)
+    for lv in range(n_levels):
+        m, s, p = slice(mb[lv], mb[lv + 1]), slice(sb[lv], sb[lv + 1]), slice(pb[lv], pb[lv + 1])
+        s0 = sb[lv]
+        if record is not None:
+            record[0][om[m]] = C[member_player[m]]
+        p_level = step_disjoint(
+            C,
+            member_player[m],
+            member_side[m] - s0,
+            side_size[s],
+            pair_a[p] - s0,
+            pair_b[p] - s0,
+            outcome[p],
+            shift[p],
+            weight[p],
+            eta_sorted[s],
+        )
+        if record is not None:
+            record[1][om[m]] = C[member_player[m]]
+            record[2][op[p]] = p_level
+        if progress is not None:
+            progress(int(game_count[lv + 1]), log.n_games)

@@ -1,0 +1,124 @@
+"""The reads of request handlers: a ladder, its player table, some players' vectors, and the expensive reports.
+
+The hot reads are one statement through :meth:`app.db.Database.fetch` when
+this process's caches are current, and fall back to the thread pool for the
+rare full read (a ladder seen for the first time, a player table whose ladder
+version has moved).  Ladder-wide reports (audit, identifiability, the
+canonical form) are computed once per ladder version, one at a time per
+process in a thread of their own (:func:`report`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TypeVar
+
+import anyio.to_thread
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.access import Caller, check, ladder_for_read
+from app.db import Database
+from app.errors import NotFound, Unauthorized
+from app.security import hash_key
+from app.storage.ladders import LadderRow
+from app.storage.players import Table
+
+T = TypeVar("T")
+#: Reports kept per process (the most recent).
+MAX_REPORTS = 256
+
+
+async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
+    """The ladder if the caller may read it (404, 401, 403 otherwise), with its version as of now.
+
+    Its settings come from this process's cache once read; its version and
+    whether it is private are read anew (one indexed statement), so a ladder
+    made private is private at once in every worker.
+    """
+    found = storage.ladders.from_cache(db.read_engine, slug)
+    if found is None:
+
+        def load() -> LadderRow:
+            with db.reading() as session:
+                return ladder_for_read(session, slug, fresh=True)
+
+        found = await anyio.to_thread.run_sync(load)
+    now = await storage.ladders.version_and_privacy(db.fetch, found.id)
+    if now is None:
+        raise NotFound(f"There is no ladder {slug!r}.")
+    version, private = now
+    if private and not caller.server_admin:
+        if not caller.bearer:
+            raise Unauthorized("This ladder is private: reading it needs `Authorization: Bearer <key>`.")
+        check(await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer)), "read")
+    return replace(found, version=version, private=private)
+
+
+async def table(db: Database, ladder: LadderRow) -> Table:
+    """The ladder's player table as of ``ladder.version`` or later: this process's copy if it is at that
+    version, else read anew.
+
+    One request per ladder reads it anew; the others that need it meanwhile
+    wait for that read instead of repeating it.
+    """
+    held = storage.players.cached_table(db.read_engine, ladder.id, ladder.version)
+    if held is not None:
+        return held
+    async with storage.cache.of(db.read_engine, "loading").setdefault(ladder.id, asyncio.Lock()):
+        held = storage.players.cached_table(db.read_engine, ladder.id, ladder.version)
+        if held is not None:
+            return held
+
+        def load() -> Table:
+            with db.reading() as session:
+                return storage.players.table(session, ladder)
+
+        return await anyio.to_thread.run_sync(load)
+
+
+async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> np.ndarray:
+    """The rows of ``keys`` (in that order); 404 naming the unknown players."""
+    found = await storage.players.vectors(db.fetch, ladder.id, keys, 2 * ladder.k)
+    missing = [k for k in keys if k not in found]
+    if missing:
+        raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
+    return np.array([found[k] for k in keys])
+
+
+async def report(
+    db: Database,
+    limiter: anyio.CapacityLimiter,
+    slug: str,
+    caller: Caller,
+    name: str,
+    compute: Callable[[Session, LadderRow], T],
+) -> T:
+    """An expensive report of a whole ladder (``compute`` in one snapshot), computed once per ladder version.
+
+    Computations run one at a time per process, each in a thread of its own
+    (``limiter``), so however many are asked for at once they never take the
+    threads other requests need, and liveness never waits for them.
+    """
+    found = await ladder(db, slug, caller)
+    reports = storage.cache.of(db.read_engine, "reports")
+    held = reports.get((found.id, name))
+    if held is not None and held[0] == found.version:
+        return held[1]
+
+    def work() -> tuple[int, T]:
+        with db.snapshot() as session:
+            version = storage.ladders.version(session, found.id)
+            kept = reports.get((found.id, name))  # a request that waited for the limiter may find it done
+            if kept is not None and kept[0] == version:
+                return kept
+            return version, compute(session, storage.ladders.by_id(session, found.id))
+
+    version, result = await anyio.to_thread.run_sync(work, limiter=limiter)
+    if len(reports) >= MAX_REPORTS:
+        reports.clear()
+    reports[(found.id, name)] = (version, result)
+    return result

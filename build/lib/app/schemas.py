@@ -1,0 +1,91 @@
+"""Types shared by the request and response models."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Annotated, Generic, Self, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
+
+from app.rating import advantage_from_probability
+
+
+def printable(value: str) -> str:
+    """``value`` if every character is printable: no control, format (bidi controls, zero-width), private-use,
+    unassigned or separator characters other than the plain space.  They are invisible or garble what shows
+    the text (PostgreSQL refuses NUL outright), so no identifier or name may hold them."""
+    if not value.isprintable():
+        bad = next(ch for ch in value if not ch.isprintable())
+        raise ValueError(f"must be printable: U+{ord(bad):04X} is a control, format or invisible character")
+    return value
+
+
+Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+#: A player's key: printable, no ``/``, single spaces between words, 1-128 characters.
+PlayerKey = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/]+(?: [^\s/]+)*$"),
+    AfterValidator(printable),
+]
+#: A name, reason or client-chosen id: printable text of at most ``n`` characters.
+Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(printable)]
+ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(printable)]
+Reason = Annotated[str, StringConstraints(max_length=500), AfterValidator(printable)]
+#: The largest vector component accepted (either way): real ratings are tens of logits at most.
+MAX_COMPONENT = 1000.0
+Component = Annotated[float, Strict(), Field(ge=-MAX_COMPONENT, le=MAX_COMPONENT)]
+Vector = Annotated[list[Component], Field(min_length=2, max_length=16)]
+#: A number in a request: JSON numbers only (no `true`, no `"1"`).
+Number = Annotated[float, Strict()]
+#: The largest seat advantage accepted, in logits (either way).
+MAX_ADVANTAGE = 50.0
+#: The largest id or cursor the databases store (a signed 64-bit integer); larger ones are a 422, not a 500.
+MAX_ID = 2**63 - 1
+
+
+def iso(moment: datetime | None) -> str | None:
+    """A time as the API writes it: ISO 8601 in UTC with a ``Z``, as pydantic does."""
+    return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class StrictModel(BaseModel):
+    """Rejects unknown fields and NaN/Infinity (which Python's JSON parser would accept)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+
+T = TypeVar("T")
+
+
+class SeatAdvantage(StrictModel):
+    """A side's seat advantage, in logits or as a win probability against an equal opponent (mathematics §5)."""
+
+    advantage: Number | None = Field(
+        None, ge=-MAX_ADVANTAGE, le=MAX_ADVANTAGE, description="Seat advantage in logits (mathematics §5), within ±50."
+    )
+    win_probability: Number | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Seat advantage as P(this seat beats an equal opponent); it must come to within ±50 logits.",
+    )
+
+    @model_validator(mode="after")
+    def _one_advantage(self) -> Self:
+        if self.advantage is not None and self.win_probability is not None:
+            raise ValueError("give either advantage or win_probability, not both")
+        if self.win_probability is not None and abs(self.logits) > MAX_ADVANTAGE:
+            raise ValueError(f"win_probability is more than {MAX_ADVANTAGE:g} logits from even")
+        return self
+
+    @property
+    def logits(self) -> float:
+        """h in logits; 0 when neither is given."""
+        if self.win_probability is not None:
+            return float(advantage_from_probability(self.win_probability))
+        return self.advantage or 0.0
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    next_cursor: str | None = Field(None, description="Pass as `cursor` to get the next page; null on the last page.")

@@ -1,0 +1,45 @@
+"""The one row codec: rating vectors and id lists as raw little-endian bytes.
+
+Vectors are stored as float64 bytes, not as text or JSON numbers, so that
+they round-trip bit for bit: the event log replays to exactly the stored
+ratings (``/audit`` compares with ``==``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+FLOAT = "<f8"
+INT = "<i8"
+
+
+def pack(vector: np.ndarray) -> bytes:
+    """One vector as bytes."""
+    return np.ascontiguousarray(vector, dtype=FLOAT).tobytes()
+
+
+def unpack(blob: bytes) -> np.ndarray:
+    """One vector from bytes (a writable copy)."""
+    return np.frombuffer(blob, dtype=FLOAT).astype(np.float64)
+
+
+def pack_rows(C: np.ndarray) -> list[bytes]:
+    """Each row of a matrix as bytes."""
+    raw = np.ascontiguousarray(C, dtype=FLOAT).tobytes()
+    width = 8 * C.shape[1] if C.ndim == 2 and C.shape[1] else 0
+    return [raw[lo : lo + width] for lo in range(0, len(raw), width)] if width else []
+
+
+def unpack_rows(blobs: Iterable[bytes], dim: int) -> np.ndarray:
+    """A matrix whose rows are the given vectors (a writable copy)."""
+    return np.frombuffer(b"".join(blobs), dtype=FLOAT).astype(np.float64).reshape(-1, dim)
+
+
+def pack_ids(ids: np.ndarray) -> bytes:
+    return np.ascontiguousarray(ids, dtype=INT).tobytes()
+
+
+def unpack_ids(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype=INT).astype(np.int64)

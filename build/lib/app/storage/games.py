@@ -1,0 +1,303 @@
+"""The game log's rows: games, participants (every member's vector before and after) and idempotency records."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import delete, select, text, tuple_
+from sqlalchemy.orm import Session
+
+from app.models import Game, IdempotencyKey, Participant, Player
+from app.storage import codec
+from app.storage.players import MAX_KEYS_IN_QUERY
+from app.storage.sql import bulk_insert, bulk_update, driver_sql, fetch_typed
+
+Progress = Callable[[int, int], None] | None
+
+
+def allocate_ids(session: Session, n: int) -> list[int]:
+    """``n`` increasing game ids, to be taken while the participants are locked (they order the log)."""
+    if session.get_bind().dialect.name == "postgresql":
+        return list(
+            session.scalars(
+                text("SELECT nextval(pg_get_serial_sequence('games', 'id')) FROM generate_series(1, :n) ORDER BY 1"),
+                {"n": n},
+            )
+        )
+    # SQLite: the write transaction (BEGIN IMMEDIATE) excludes every other writer.
+    start = (driver_sql(session.connection(), "SELECT max(id) FROM games", ()).scalar() or 0) + 1
+    return list(range(start, start + n))
+
+
+@dataclass
+class NewGames:
+    """Games to write, column by column, with one row per membership in ``members``."""
+
+    ids: list[int]
+    seqs: list[int]
+    ladder_id: int
+    external_ids: list[str | None]
+    played_at: list[datetime]
+    created_at: datetime
+    payloads: list[dict]
+    member_game: np.ndarray  # (M,) position of each membership's game
+    member_player: np.ndarray  # (M,) player id
+    member_side: np.ndarray  # (M,) side within its game
+    before: np.ndarray  # (M, 2k)
+    after: np.ndarray  # (M, 2k)
+    actual: np.ndarray  # (M,)
+    expected: np.ndarray  # (M,)
+
+
+def insert(session: Session, new: NewGames, games_progress: Progress = None, rows_progress: Progress = None) -> None:
+    """The games and their participants, one ``executemany`` per table."""
+    connection = session.connection()
+    n = len(new.ids)
+    columns = {
+        "id": new.ids,
+        "seq": new.seqs,
+        "ladder_id": [new.ladder_id] * n,
+        "external_id": new.external_ids,
+        "played_at": new.played_at,
+        "created_at": [new.created_at] * n,
+        "payload": new.payloads,
+    }
+    bulk_insert(connection, Game.__table__, columns, progress=games_progress)
+    columns = {
+        "game_id": np.asarray(new.ids, dtype=np.int64)[new.member_game].tolist(),
+        "player_id": new.member_player.tolist(),
+        "side": new.member_side.tolist(),
+        "before": codec.pack_rows(new.before),
+        "after": codec.pack_rows(new.after),
+        "actual_score": new.actual.tolist(),
+        "expected_score": new.expected.tolist(),
+    }
+    bulk_insert(connection, Participant.__table__, columns, progress=rows_progress)
+
+
+def taken_external_ids(session: Session, ladder_id: int, external_ids: list[str]) -> set[str]:
+    """Which of ``external_ids`` the ladder's log holds already."""
+    taken: set[str] = set()
+    for lo in range(0, len(external_ids), MAX_KEYS_IN_QUERY):
+        part = external_ids[lo : lo + MAX_KEYS_IN_QUERY]
+        taken.update(
+            session.scalars(select(Game.external_id).where(Game.ladder_id == ladder_id, Game.external_id.in_(part)))
+        )
+    return taken
+
+
+_IDEMPOTENCY = IdempotencyKey.__table__
+
+
+def stored_response(session: Session, ladder_id: int, key: str) -> tuple[str, dict] | None:
+    """(request hash, response) recorded for an idempotency key, or None."""
+    sql = "SELECT request_hash, response FROM idempotency_keys WHERE ladder_id = ? AND key = ?"
+    rows = fetch_typed(session, sql, (ladder_id, key), [_IDEMPOTENCY.c.request_hash, _IDEMPOTENCY.c.response])
+    return rows[0] if rows else None
+
+
+def remember(session: Session, records: list[tuple[int, str, str, dict]], now: datetime) -> None:
+    """Idempotency records (ladder id, key, request hash, response), written with the games they answer."""
+    if not records:
+        return
+    ladder_ids, keys, hashes, responses = (list(column) for column in zip(*records, strict=True))
+    columns = {
+        "ladder_id": ladder_ids,
+        "key": keys,
+        "request_hash": hashes,
+        "status_code": [201] * len(records),
+        "response": responses,
+        "created_at": [now] * len(records),
+    }
+    bulk_insert(session.connection(), _IDEMPOTENCY, columns)
+
+
+def forget_responses(session: Session, before: datetime, limit: int = 10_000) -> int:
+    """Delete up to ``limit`` idempotency records made before ``before``, oldest first; how many went."""
+    table = _IDEMPOTENCY
+    oldest = select(table.c.ladder_id, table.c.key).where(table.c.created_at < before)
+    oldest = oldest.order_by(table.c.created_at).limit(limit)
+    return session.execute(delete(table).where(tuple_(table.c.ladder_id, table.c.key).in_(oldest))).rowcount
+
+
+@dataclass
+class Member:
+    key: str
+    player_id: int
+    side: int
+    before: list[float]
+    after: list[float]
+    actual_score: float
+    expected_score: float
+
+
+@dataclass
+class GameRecord:
+    """A game as stored: its log row and its members (in side, then player-id order)."""
+
+    id: int
+    seq: int
+    played_at: datetime
+    external_id: str | None
+    payload: dict
+    members: list[Member]
+    voided_at: datetime | None = None
+    voided_by: str | None = None
+    void_reason: str | None = None
+
+
+def _records(session: Session, games: list[Game]) -> list[GameRecord]:
+    by_game: dict[int, list[Member]] = {g.id: [] for g in games}
+    rows = session.execute(
+        select(Participant, Player.key)
+        .join(Player, Player.id == Participant.player_id)
+        .where(Participant.game_id.in_(list(by_game)))
+        .order_by(Participant.game_id, Participant.side, Participant.player_id)
+    ).all()
+    for part, key in rows:
+        by_game[part.game_id].append(
+            Member(
+                key,
+                part.player_id,
+                part.side,
+                codec.unpack(part.before).tolist(),
+                codec.unpack(part.after).tolist(),
+                part.actual_score,
+                part.expected_score,
+            )
+        )
+    return [
+        GameRecord(
+            g.id,
+            g.seq or g.id,
+            g.played_at,
+            g.external_id,
+            g.payload,
+            by_game[g.id],
+            g.voided_at,
+            g.voided_by,
+            g.void_reason,
+        )
+        for g in games
+    ]
+
+
+def page(session: Session, ladder_id: int, limit: int, before_id: int | None) -> list[GameRecord]:
+    """The ladder's games newest first, below ``before_id`` if given."""
+    query = select(Game).where(Game.ladder_id == ladder_id)
+    if before_id is not None:
+        query = query.where(Game.id < before_id)
+    return _records(session, list(session.scalars(query.order_by(Game.id.desc()).limit(limit))))
+
+
+def get(session: Session, ladder_id: int, game_id: int) -> GameRecord | None:
+    game = session.scalar(select(Game).where(Game.ladder_id == ladder_id, Game.id == game_id))
+    return None if game is None else _records(session, [game])[0]
+
+
+def of_player(session: Session, ladder_id: int, key: str, limit: int, before_id: int | None) -> list[GameRecord]:
+    """The games of one player that count (not voided), newest first, below ``before_id`` if given."""
+    query = (
+        select(Game)
+        .join(Participant, Participant.game_id == Game.id)
+        .join(Player, Player.id == Participant.player_id)
+        .where(Player.ladder_id == ladder_id, Player.key == key, Game.voided_at.is_(None))
+    )
+    if before_id is not None:
+        query = query.where(Game.id < before_id)
+    return _records(session, list(session.scalars(query.order_by(Game.id.desc()).limit(limit))))
+
+
+_EXPORT_COLUMNS = [
+    Game.__table__.c[name]
+    for name in ("id", "seq", "external_id", "played_at", "payload", "voided_at", "voided_by", "void_reason")
+]
+
+
+def export_page(session: Session, ladder_id: int, after_id: int, limit: int) -> list[tuple]:
+    """(id, seq, external_id, played_at, payload, voided_at, voided_by, void_reason) of up to ``limit`` games
+    with id > ``after_id``, voided ones too, in log order."""
+    columns = ", ".join(c.name for c in _EXPORT_COLUMNS)
+    sql = f"SELECT {columns} FROM games WHERE ladder_id = ? AND id > ? ORDER BY id LIMIT ?"
+    return fetch_typed(session, sql, (ladder_id, after_id, limit), _EXPORT_COLUMNS)
+
+
+def void(session: Session, ladder_id: int, game_id: int, by: str, reason: str | None, now: datetime) -> None:
+    """Mark a game voided: it stays in the log as an audit trail and counts nowhere."""
+    session.execute(
+        Game.__table__.update()
+        .where(Game.ladder_id == ladder_id, Game.id == game_id, Game.voided_at.is_(None))
+        .values(voided_at=now, voided_by=by, void_reason=reason)
+    )
+
+
+def rewrite_history(
+    session: Session,
+    game_ids: np.ndarray,
+    player_ids: np.ndarray,
+    before: np.ndarray,
+    after: np.ndarray,
+    actual: np.ndarray,
+    expected: np.ndarray,
+) -> None:
+    """New vectors and expected scores of memberships (game id, player id) after a replay."""
+    columns = {
+        "before": codec.pack_rows(before),
+        "after": codec.pack_rows(after),
+        "actual_score": actual.tolist(),
+        "expected_score": expected.tolist(),
+    }
+    keys = list(zip(game_ids.tolist(), player_ids.tolist(), strict=True))
+    bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
+
+
+def of_player_all(session: Session, player_id: int) -> list[tuple[int, dict, bool]]:
+    """(game id, payload, voided) of every game of a player, voided ones too, in log order."""
+    query = (
+        select(Game.id, Game.payload, Game.voided_at.is_not(None))
+        .join(Participant, Participant.game_id == Game.id)
+        .where(Participant.player_id == player_id)
+        .order_by(Game.id)
+    )
+    return [(row[0], row[1], bool(row[2])) for row in session.execute(query)]
+
+
+def rename_player(session: Session, games: list[tuple[int, dict, bool]], old: str, new: str) -> None:
+    """Write ``new`` for the player key ``old`` in the payloads of ``games`` (as :func:`of_player_all` lists them)."""
+    if not games:
+        return
+    payloads = [
+        payload | {"sides": [[new if key == old else key for key in side] for side in payload["sides"]]}
+        for _, payload, _ in games
+    ]
+    bulk_update(session.connection(), Game.__table__, ("id", [g[0] for g in games]), {"payload": payloads})
+
+
+def move_memberships(session: Session, source_id: int, target_id: int) -> None:
+    """Every game of player ``source_id`` becomes a game of ``target_id``."""
+    driver_sql(
+        session.connection(), "UPDATE participants SET player_id = ? WHERE player_id = ?", (target_id, source_id)
+    )
+
+
+def scrub_responses(session: Session, ladder_id: int, old: str, new: str) -> None:
+    """Replace a player key in the stored responses of idempotent requests (an erased player's key)."""
+    table = _IDEMPOTENCY
+    rows = session.execute(select(table.c.key, table.c.response).where(table.c.ladder_id == ladder_id)).all()
+
+    def scrub(value):
+        if isinstance(value, dict):
+            return {k: (new if k == "key" and v == old else scrub(v)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [scrub(v) for v in value]
+        return value
+
+    changed = [(row.key, scrub(row.response)) for row in rows if old in json.dumps(row.response)]
+    for key, response in changed:
+        session.execute(
+            table.update().where(table.c.ladder_id == ladder_id, table.c.key == key).values(response=response)
+        )

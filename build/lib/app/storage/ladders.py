@@ -1,0 +1,139 @@
+"""Ladder rows: settings, sizes, and the version that keys every per-process read cache."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+
+from sqlalchemy import Engine, func, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from app import rating
+from app.models import Game, Ladder, Player
+from app.storage import cache
+from app.storage.sql import Fetch, driver_sql, fetch_typed
+
+
+@dataclass(frozen=True)
+class LadderRow:
+    """A ladder's settings as read in one statement."""
+
+    id: int
+    slug: str
+    name: str | None
+    k: int
+    eta: float
+    eta_tau: float | None
+    init_scale: float
+    init_offset: list[float] | None
+    seed: int
+    auto_create_players: bool
+    auto_refit: bool
+    write_key_hash: str
+    created_at: datetime
+    version: int
+    private: bool
+
+    def learning_rate(self) -> rating.LearningRate:
+        """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
+        return rating.LearningRate(self.eta, self.eta_tau)
+
+
+_COLUMNS = [Ladder.__table__.c[f.name] for f in fields(LadderRow)]
+
+
+def _row(row) -> LadderRow:
+    return LadderRow(*row)
+
+
+_BY_SLUG = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE slug = ?"
+
+
+def by_slug(session: Session, slug: str) -> LadderRow | None:
+    """The ladder as it is now (write transactions read it here: its settings may change)."""
+    rows = fetch_typed(session, _BY_SLUG, (slug,), _COLUMNS)
+    if not rows:
+        return None
+    ladder = _row(rows[0])
+    cache.of(session, "ladders")[slug] = ladder
+    return ladder
+
+
+def cached(session: Session, slug: str) -> LadderRow | None:
+    """The ladder from this process's cache, read once.
+
+    For reads that need only what never changes after creation (id, k, seed,
+    initial-vector settings); ``version`` and the other fields may be stale.
+    """
+    ladder = cache.of(session, "ladders").get(slug)
+    return ladder if ladder is not None else by_slug(session, slug)
+
+
+def from_cache(engine: Engine, slug: str) -> LadderRow | None:
+    """The ladder if this process has read it before through this database engine, else None."""
+    return cache.of(engine, "ladders").get(slug)
+
+
+def by_id(session: Session, ladder_id: int) -> LadderRow | None:
+    row = session.execute(select(*_COLUMNS).where(Ladder.id == ladder_id)).first()
+    return None if row is None else _row(row)
+
+
+def all_ladders(session: Session) -> list[LadderRow]:
+    return [_row(row) for row in session.execute(select(*_COLUMNS).order_by(Ladder.slug))]
+
+
+def insert(session: Session, values: dict) -> LadderRow | None:
+    """A new ladder; None if its slug is taken."""
+    try:
+        with session.begin_nested():
+            session.execute(Ladder.__table__.insert().values(**values))
+    except IntegrityError:
+        return None
+    return by_slug(session, values["slug"])
+
+
+def change(session: Session, ladder_id: int, values: dict) -> None:
+    """Change settings of a ladder (the caller bumps its version)."""
+    session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
+
+
+async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool] | None:
+    """The ladder's version and whether it is private, as of now (None: it is gone)."""
+    rows = await fetch("SELECT version, private FROM ladders WHERE id = ?", (ladder_id,))
+    return (rows[0][0], bool(rows[0][1])) if rows else None
+
+
+def sizes(session: Session, ladder_id: int, voided: bool = False) -> tuple[int, int]:
+    """(players, games that count, or with ``voided`` all games) of a ladder."""
+    players = session.scalar(select(func.count()).select_from(Player).where(Player.ladder_id == ladder_id))
+    counted = [] if voided else [Game.voided_at.is_(None)]
+    games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id, *counted))
+    return players or 0, games or 0
+
+
+def version(session: Session, ladder_id: int) -> int:
+    return session.scalar(select(Ladder.version).where(Ladder.id == ladder_id)) or 0
+
+
+def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:
+    """The next ``n`` game numbers of the ladder (1, 2, 3, …).
+
+    This locks the ladder's row until the commit (on PostgreSQL other writers
+    of the ladder wait here), so take them after the players' rows, just
+    before the games are written, for numbers in the order the games commit.
+    """
+    sql = "UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq"
+    last = driver_sql(session.connection(), sql, (n, ladder_id)).scalar()
+    return list(range(last - n + 1, last + 1))
+
+
+def bump(session: Session, ladder_ids: list[int]) -> None:
+    """Mark the ladders changed by this transaction; call it last, just before the commit.
+
+    On PostgreSQL this locks the ladder's row until the commit, so it comes
+    after every other lock (one order: no deadlocks) and is held briefly.
+    """
+    for ladder_id in sorted(set(ladder_ids)):
+        driver_sql(session.connection(), "UPDATE ladders SET version = version + 1 WHERE id = ?", (ladder_id,))

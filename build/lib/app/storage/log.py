@@ -1,0 +1,178 @@
+"""The event log read back for replays, audits and refits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from app import rating
+from app.models import Game, Participant
+from app.storage import codec, refits
+from app.storage.ladders import LadderRow
+from app.storage.players import MAX_KEYS_IN_QUERY
+from app.storage.sql import driver_fetchall
+
+
+def encode(payloads: Sequence[dict], index: dict[str, int]) -> rating.GameLog:
+    """Stored game payloads (sides of player keys, ranks, advantages) as a GameLog; ``index`` maps key → row."""
+    if all(len(p["sides"]) == 2 and len(p["sides"][0]) == len(p["sides"][1]) == 1 for p in payloads):
+        # Two single players per game, the common case: encoded without a Python object per game.
+        i = np.array([index[p["sides"][0][0]] for p in payloads], dtype=np.int64)
+        j = np.array([index[p["sides"][1][0]] for p in payloads], dtype=np.int64)
+        ranks = np.array([p["ranks"] for p in payloads], dtype=np.float64).reshape(-1, 2)
+        outcome = np.where(ranks[:, 0] < ranks[:, 1], 1.0, np.where(ranks[:, 0] == ranks[:, 1], 0.5, 0.0))
+        h = np.array([p["advantages"] or (0.0, 0.0) for p in payloads], dtype=np.float64).reshape(-1, 2)
+        return rating.GameLog.from_pairs(i, j, outcome, h[:, 0] - h[:, 1])
+    encoded = [
+        rating.Game(tuple(tuple(index[k] for k in side) for side in p["sides"]), p["ranks"], p["advantages"])
+        for p in payloads
+    ]
+    return rating.GameLog.from_games(encoded)
+
+
+@dataclass
+class LadderLog:
+    """A ladder's players (id order) and event log, ready for replay or a refit.
+
+    ``start`` are the vectors the log replays from: the latest checkpoint's (for
+    players it holds) and the initial vectors otherwise, or all initial vectors
+    when read ``from_start``; ``start_games`` the games each player had played by
+    then; ``log`` holds the games after that point, in order (``game_ids``);
+    ``stored`` the current vectors.  Voided games are left out everywhere.
+    """
+
+    player_ids: np.ndarray
+    keys: list[str]
+    start: np.ndarray
+    start_games: np.ndarray
+    stored: np.ndarray
+    log: rating.GameLog
+    game_ids: np.ndarray
+    after_game_id: int
+    last_game_id: int
+    games: int
+
+
+def read(session: Session, ladder: LadderRow, from_start: bool = False) -> LadderLog:
+    """Players and log from the latest checkpoint (or from the initial vectors)."""
+    rows = driver_fetchall(
+        session.connection(),
+        "SELECT id, key, initial, vector FROM players WHERE ladder_id = ? ORDER BY id",
+        (ladder.id,),
+    )
+    dim = 2 * ladder.k
+    ids = np.array([r[0] for r in rows], dtype=np.int64)
+    keys = [r[1] for r in rows]
+    start, after = codec.unpack_rows((r[2] for r in rows), dim), 0
+    start_games = np.zeros(len(ids))
+    checkpoint = None if from_start else refits.latest_checkpoint(session, ladder.id)
+    if checkpoint is not None:
+        held = codec.unpack_ids(checkpoint.player_ids)
+        start[np.searchsorted(ids, held)] = codec.unpack_rows([checkpoint.vectors], dim)
+        after = checkpoint.after_game_id
+        counts = session.execute(
+            select(Participant.player_id, func.count())
+            .join(Game, Game.id == Participant.game_id)
+            .where(Game.ladder_id == ladder.id, Game.id <= after, Game.voided_at.is_(None))
+            .group_by(Participant.player_id)
+        ).all()
+        for player_id, n in counts:
+            start_games[np.searchsorted(ids, player_id)] = n
+    counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None))
+    logged = session.execute(select(Game.id, Game.payload).where(*counted, Game.id > after).order_by(Game.id)).all()
+    last, games = session.execute(select(func.max(Game.id), func.count()).select_from(Game).where(*counted)).one()
+    index = {key: n for n, key in enumerate(keys)}
+    stored = codec.unpack_rows((r[3] for r in rows), dim)
+    log = encode([row[1] for row in logged], index)
+    game_ids = np.array([row[0] for row in logged], dtype=np.int64)
+    return LadderLog(ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games)
+
+
+@dataclass
+class Tail:
+    """The part of a ladder's log that a change at game ``first_game_id`` reaches, ready for replay.
+
+    ``log`` holds, in order, the games from ``first_game_id`` on that share a
+    player with the changed players, directly or through earlier such games;
+    ``player_ids``/``keys`` are every player they reach, with ``start`` their
+    vectors and ``start_games`` their games just before the first game of the
+    tail they play (their earlier games are untouched by the change).  No other
+    game or player can change.  Voided games are left out.
+    """
+
+    player_ids: np.ndarray
+    keys: list[str]
+    start: np.ndarray
+    start_games: np.ndarray
+    log: rating.GameLog
+    game_ids: np.ndarray
+
+
+def read_tail(session: Session, ladder: LadderRow, first_game_id: int, changed: Sequence[str]) -> Tail:
+    """The games from ``first_game_id`` on that the players ``changed`` reach, and the reached players' state."""
+    counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None), Game.id >= first_game_id)
+    reached = dict.fromkeys(changed, first_game_id)  # key -> the first game of the tail it plays
+    game_ids, payloads = [], []
+    for game_id, payload in session.execute(select(Game.id, Game.payload).where(*counted).order_by(Game.id)):
+        keys = [key for side in payload["sides"] for key in side]
+        if not reached.keys().isdisjoint(keys):
+            for key in keys:
+                reached.setdefault(key, game_id)
+            game_ids.append(game_id)
+            payloads.append(payload)
+    rows = []
+    wanted = sorted(reached)
+    for lo in range(0, len(wanted), MAX_KEYS_IN_QUERY):
+        part = wanted[lo : lo + MAX_KEYS_IN_QUERY]
+        marks = ", ".join("?" * len(part))
+        sql = f"SELECT id, key, initial FROM players WHERE ladder_id = ? AND key IN ({marks}) ORDER BY id"
+        rows += driver_fetchall(session.connection(), sql, (ladder.id, *part))
+    rows.sort()
+    player_ids = np.array([row[0] for row in rows], dtype=np.int64)
+    keys = [row[1] for row in rows]
+    cutoffs = [reached[key] for key in keys]
+    start, start_games = _state_before(session, ladder, player_ids, [row[2] for row in rows], cutoffs)
+    log = encode(payloads, {key: n for n, key in enumerate(keys)})
+    return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64))
+
+
+def _state_before(
+    session: Session, ladder: LadderRow, player_ids: np.ndarray, initial: list[bytes], cutoffs: list[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors and games played of ``player_ids`` (sorted) just before their game ``cutoffs``, as a replay
+    of the log from the latest checkpoint gives them: the vector after a player's latest counted game since
+    the checkpoint, else the checkpoint's, else the initial one."""
+    dim = 2 * ladder.k
+    start = codec.unpack_rows(initial, dim)
+    games = np.zeros(len(player_ids))
+    checkpoint = refits.latest_checkpoint(session, ladder.id)
+    after = 0
+    if checkpoint is not None:
+        held = codec.unpack_ids(checkpoint.player_ids)
+        vectors = codec.unpack_rows([checkpoint.vectors], dim)
+        mine = np.isin(held, player_ids)
+        start[np.searchsorted(player_ids, held[mine])] = vectors[mine]
+        after = checkpoint.after_game_id
+    latest = (
+        "WITH c(player_id, cutoff) AS (VALUES {}) "
+        "SELECT player_id, game_id, n, after FROM ("
+        " SELECT p.player_id, p.game_id, p.after, count(*) OVER (PARTITION BY p.player_id) AS n,"
+        "  row_number() OVER (PARTITION BY p.player_id ORDER BY p.game_id DESC) AS r"
+        " FROM c JOIN participants p ON p.player_id = c.player_id AND p.game_id < c.cutoff"
+        " JOIN games g ON g.id = p.game_id WHERE g.voided_at IS NULL) AS t WHERE r = 1"
+    )
+    pairs = list(zip(player_ids.tolist(), cutoffs, strict=True))
+    for lo in range(0, len(pairs), MAX_KEYS_IN_QUERY):
+        part = pairs[lo : lo + MAX_KEYS_IN_QUERY]
+        sql = latest.format(", ".join(["(?, ?)"] * len(part)))
+        params = tuple(v for pair in part for v in pair)
+        for player_id, last_game, n, vector in driver_fetchall(session.connection(), sql, params):
+            row = np.searchsorted(player_ids, player_id)
+            games[row] = n
+            if last_game > after:
+                start[row] = codec.unpack(vector)
+    return start, games

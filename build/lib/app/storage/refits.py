@@ -1,0 +1,135 @@
+"""Refit jobs and the checkpoints that apply them."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import and_, func, or_, select
+from sqlalchemy.orm import Session, defer
+
+from app.models import Checkpoint, Game, Refit
+from app.storage import cache
+
+
+def insert(session: Session, ladder_id: int, params: dict, log_games: int | None = None) -> Refit:
+    job = Refit(ladder_id=ladder_id, status="queued", progress=0.0, params=params, log_games=log_games)
+    session.add(job)
+    session.flush()
+    return job
+
+
+def get(session: Session, refit_id: int, ladder_id: int | None = None) -> Refit | None:
+    query = select(Refit).where(Refit.id == refit_id)
+    if ladder_id is not None:
+        query = query.where(Refit.ladder_id == ladder_id)
+    return session.scalar(query)
+
+
+def update(session: Session, refit_id: int, values: dict) -> Refit:
+    """Set fields of a job (and its ``updated_at``)."""
+    job = session.get(Refit, refit_id)
+    for name, value in values.items():
+        setattr(job, name, value)
+    job.updated_at = datetime.now(UTC)
+    session.flush()
+    return job
+
+
+def recent(session: Session, ladder_id: int, limit: int, reports: bool = True) -> list[Refit]:
+    """The latest jobs, newest first, without their vectors (and without their reports unless asked)."""
+    query = select(Refit).where(Refit.ladder_id == ladder_id).order_by(Refit.id.desc()).limit(limit)
+    heavy = [defer(Refit.player_ids), defer(Refit.vectors)] + ([] if reports else [defer(Refit.result)])
+    return list(session.scalars(query.options(*heavy)))
+
+
+def active(session: Session, ladder_id: int | None, queued_since: datetime, running_since: datetime) -> int:
+    """Jobs (of one ladder, or of all) queued since ``queued_since`` or running with progress since
+    ``running_since``: the others lost their server."""
+    alive = or_(
+        and_(Refit.status == "queued", Refit.updated_at >= queued_since),
+        and_(Refit.status == "running", Refit.updated_at >= running_since),
+    )
+    query = select(func.count()).select_from(Refit).where(alive)
+    if ladder_id is not None:
+        query = query.where(Refit.ladder_id == ladder_id)
+    return session.scalar(query) or 0
+
+
+def latest_done(session: Session, ladder_id: int) -> Refit | None:
+    return session.scalar(
+        select(Refit).where(Refit.ladder_id == ladder_id, Refit.status == "done").order_by(Refit.id.desc()).limit(1)
+    )
+
+
+def not_comparable_keys(session: Session, ladder_id: int) -> frozenset[str]:
+    """Players the latest finished refit found not comparable; each report is parsed once per process."""
+    latest = session.execute(
+        select(Refit.id, Refit.finished_at)
+        .where(Refit.ladder_id == ladder_id, Refit.status == "done")
+        .order_by(Refit.id.desc())
+        .limit(1)
+    ).first()
+    if latest is None:
+        return frozenset()
+    parsed = cache.of(session, "not_comparable")  # by (refit id, finish time): a finished report never changes
+    keys = parsed.get(tuple(latest))
+    if keys is None:
+        result = session.scalar(select(Refit.result).where(Refit.id == latest.id))
+        keys = frozenset(row["key"] for row in result["identifiability"]["not_comparable"])
+        if len(parsed) >= 1024:
+            parsed.clear()
+        parsed[tuple(latest)] = keys
+    return keys
+
+
+def latest_checkpoint(session: Session, ladder_id: int) -> Checkpoint | None:
+    """The checkpoint the ratings replay from: the latest one not superseded by a void."""
+    query = select(Checkpoint).where(Checkpoint.ladder_id == ladder_id, Checkpoint.superseded_at.is_(None))
+    return session.scalar(query.order_by(Checkpoint.id.desc()).limit(1))
+
+
+def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> None:
+    """Checkpoints that saw game ``game_id`` (now voided) are never replayed from again."""
+    saw_it = (
+        Checkpoint.ladder_id == ladder_id,
+        Checkpoint.after_game_id >= game_id,
+        Checkpoint.superseded_at.is_(None),
+    )
+    session.execute(Checkpoint.__table__.update().where(*saw_it).values(superseded_at=datetime.now(UTC)))
+
+
+def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:
+    return insert_checkpoint(session, ladder_id, job.after_game_id, job.player_ids, job.vectors, job.id)
+
+
+def insert_checkpoint(
+    session: Session, ladder_id: int, after_game_id: int, player_ids: bytes, vectors: bytes, refit_id: int | None
+) -> Checkpoint:
+    """Vectors (packed by :mod:`app.storage.codec`) that replace the ratings of ``player_ids`` after a game."""
+    checkpoint = Checkpoint(
+        ladder_id=ladder_id, after_game_id=after_game_id, refit_id=refit_id, player_ids=player_ids, vectors=vectors
+    )
+    session.add(checkpoint)
+    session.flush()
+    return checkpoint
+
+
+def replayed_checkpoints(session: Session, ladder_id: int) -> list[Checkpoint]:
+    """The checkpoints the ratings went through, in log order: the latest one not superseded and those before
+    it in the log that were applied before it (later in the log and applied earlier: replaced by it)."""
+    live = session.scalars(
+        select(Checkpoint)
+        .where(Checkpoint.ladder_id == ladder_id, Checkpoint.superseded_at.is_(None))
+        .order_by(Checkpoint.id.desc())
+    ).all()
+    kept: list[Checkpoint] = []
+    for checkpoint in live:
+        if not kept or checkpoint.after_game_id < kept[-1].after_game_id:
+            kept.append(checkpoint)
+    return kept[::-1]
+
+
+def games_up_to(session: Session, ladder_id: int, game_id: int) -> int:
+    """Games that count (not voided) of the ladder with id ≤ ``game_id`` (a late commit or a void changes this)."""
+    counted = (Game.ladder_id == ladder_id, Game.id <= game_id, Game.voided_at.is_(None))
+    return session.scalar(select(func.count()).select_from(Game).where(*counted)) or 0

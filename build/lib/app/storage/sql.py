@@ -1,0 +1,207 @@
+"""Statements straight through the driver, for the hot and the bulk paths.
+
+SQLAlchemy's per-row machinery (result objects, per-row type processing)
+costs more than the database itself when a request or an import writes many
+rows; these helpers keep each column's own bind processor (values are stored
+exactly as the ORM would store them) and skip the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from sqlalchemy import Column, Connection, CursorResult, DateTime, Dialect, Float, Integer, LargeBinary, String, Table
+from sqlalchemy.orm import Session
+
+from app.models import UTCDateTime
+
+#: Rows per ``executemany`` call of :func:`bulk_insert`.
+BULK_ROWS = 50_000
+
+
+def bulk_insert(
+    connection: Connection,
+    table: Table,
+    columns: dict[str, Sequence],
+    on_conflict_do_nothing: str = "",
+    progress: Callable[[int, int], None] | None = None,
+) -> None:
+    """INSERT many rows given column by column: SQLite's ``executemany``, PostgreSQL's multi-row VALUES.
+
+    ``on_conflict_do_nothing`` names the unique columns whose duplicates are
+    skipped (SQLite and PostgreSQL share the syntax).  ``progress(done, total)``
+    follows the rows written.  See :func:`_driver_rows` for what is skipped.
+    """
+    head = f"INSERT INTO {table.name} ({', '.join(columns)}) VALUES "
+    tail = f" ON CONFLICT ({on_conflict_do_nothing}) DO NOTHING" if on_conflict_do_nothing else ""
+    if connection.dialect.name == "postgresql":
+        rows = _driver_rows(connection, table, columns)
+        _multirow(connection, table, list(columns), rows, lambda values: head + values + tail, progress)
+        return
+    sql = head + f"({', '.join('?' * len(columns))})" + tail
+    total = len(next(iter(columns.values())))
+    if total <= BULK_ROWS:
+        driver_sql(connection, sql, _driver_rows(connection, table, columns))
+        if progress is not None:
+            progress(total, total)
+        return
+    # A large insert: the rows of one chunk are made while SQLite writes the previous one (in a thread: it lets
+    # go of the interpreter lock while it works), and the connection is used by one thread at a time.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-bulk") as writer:
+        pending = None
+        for lo in range(0, total, BULK_ROWS):
+            rows = _driver_rows(
+                connection, table, {name: values[lo : lo + BULK_ROWS] for name, values in columns.items()}
+            )
+            if pending is not None:
+                pending.result()
+                if progress is not None:
+                    progress(lo, total)
+            pending = writer.submit(driver_sql, connection, sql, rows)
+        pending.result()
+    if progress is not None:
+        progress(total, total)
+
+
+def bulk_update(
+    connection: Connection,
+    table: Table,
+    where: tuple[str | tuple[str, ...], Sequence],
+    columns: dict[str, Sequence],
+) -> None:
+    """UPDATE row n of ``where = (key column(s), values)`` with value n of each of ``columns``.
+
+    A composite key is given as a tuple of column names and a tuple of values per row.
+    SQLite: one ``executemany``; PostgreSQL: ``UPDATE … FROM (VALUES …)``, one statement per chunk.
+    """
+    names, values = where
+    if not len(values):
+        return
+    if isinstance(names, str):
+        key_names, key_columns = (names,), {names: values}
+    else:
+        key_names = names
+        key_columns = {name: [row[n] for row in values] for n, name in enumerate(names)}
+    rows = _driver_rows(connection, table, {**columns, **key_columns})
+    if connection.dialect.name == "postgresql":
+        assignments = ", ".join(f"{name} = v.{name}" for name in columns)
+        match = " AND ".join(f"{table.name}.{name} = v.{name}" for name in key_names)
+
+        def statement(values: str) -> str:
+            alias = ", ".join([*columns, *key_names])
+            return f"UPDATE {table.name} SET {assignments} FROM (VALUES {values}) AS v({alias}) WHERE {match}"
+
+        _multirow(connection, table, [*columns, *key_names], rows, statement, None)
+        return
+    assignments = ", ".join(f"{name} = ?" for name in columns)
+    match = " AND ".join(f"{name} = ?" for name in key_names)
+    driver_sql(connection, f"UPDATE {table.name} SET {assignments} WHERE {match}", rows)
+
+
+#: PostgreSQL takes at most 65,535 parameters per statement.
+PG_PARAMETERS = 65_535
+
+
+def _multirow(
+    connection: Connection,
+    table: Table,
+    names: list[str],
+    rows: list[tuple],
+    statement: Callable[[str], str],
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    """Rows as one multi-row ``VALUES`` list per statement: PostgreSQL runs each row of an ``executemany``
+    as a statement of its own, which cost a group of 16 games 80 round trips.  Every value is cast to its
+    column's type, so a column of NULLs in ``UPDATE … FROM (VALUES …)`` keeps its type."""
+    dialect = connection.dialect
+    row_sql = "(" + ", ".join(f"?::{table.c[name].type.compile(dialect=dialect)}" for name in names) + ")"
+    per = max(1, PG_PARAMETERS // len(names))
+    for lo in range(0, len(rows), per):
+        chunk = rows[lo : lo + per]
+        values = ", ".join([row_sql] * len(chunk))
+        driver_sql(connection, statement(values), tuple(v for row in chunk for v in row))
+        if progress is not None:
+            progress(min(lo + per, len(rows)), len(rows))
+
+
+def _driver_rows(connection: Connection, table: Table, columns: dict[str, Sequence]) -> list[tuple]:
+    """Rows for the driver, each column converted by its own bind processor.
+
+    Values are stored exactly as the ORM stores them, but SQLAlchemy's per-row
+    machinery, which cost more than the database itself in bulk imports, is
+    skipped.  Timestamps are converted once per distinct value (an import often
+    stamps every row the same).
+    """
+    dialect = connection.dialect
+    processed = []
+    for name, values in columns.items():
+        column_type = table.c[name].type
+        process = column_type.dialect_impl(dialect).bind_processor(dialect)
+        if process is None or isinstance(column_type, LargeBinary):  # both drivers take bytes as they are
+            processed.append(values)
+        elif isinstance(column_type, DateTime | UTCDateTime):
+            memo = {value: process(value) for value in set(values)}
+            processed.append([memo[value] for value in values])
+        else:
+            processed.append([process(value) for value in values])
+    return list(zip(*processed, strict=True))
+
+
+def result_converter(column: Column, dialect: Dialect) -> Callable[[Any], Any]:
+    """What the ORM does to a value of ``column`` read through the driver (e.g. text to an aware datetime).
+
+    Numbers, strings and bytes come from both drivers as they are.
+    """
+    if isinstance(column.type, Float | Integer | String | LargeBinary):
+        return _same
+    process = column.type.dialect_impl(dialect).result_processor(dialect, None)
+    return process or _same
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def fetch_typed(session: Session, sql: str, parameters: tuple, columns: Sequence[Column]) -> list[tuple]:
+    """Rows of ``sql`` (``?`` placeholders) through the driver, each value converted as the ORM would.
+
+    ``columns`` are the table columns the statement selects, in order; a
+    trailing `` FOR UPDATE`` is dropped on SQLite (whose writers hold the
+    database lock already).
+    """
+    connection = session.connection()
+    dialect = connection.dialect
+    if dialect.name == "sqlite" and sql.endswith(" FOR UPDATE"):
+        sql = sql[: -len(" FOR UPDATE")]
+    convert = [result_converter(column, dialect) for column in columns]
+    rows = driver_fetchall(connection, sql, parameters)
+    return [tuple(f(v) for f, v in zip(convert, row, strict=True)) for row in rows]
+
+
+def driver_sql(connection: Connection, sql: str, parameters: tuple | list[tuple]) -> CursorResult:
+    """Run ``sql`` written with ``?`` placeholders straight through the driver (no per-row type processing).
+
+    For the few hot statements whose SQLAlchemy overhead outweighs the database's work.
+    """
+    if connection.dialect.paramstyle != "qmark":
+        sql = sql.replace("?", "%s")
+    return connection.exec_driver_sql(sql, parameters)
+
+
+def driver_fetchall(connection: Connection, sql: str, parameters: tuple) -> list[tuple]:
+    """:func:`driver_sql` for a large read: plain tuples from the driver's cursor, no result objects per row."""
+    if connection.dialect.paramstyle != "qmark":
+        sql = sql.replace("?", "%s")
+    cursor = connection.connection.dbapi_connection.cursor()
+    try:
+        cursor.execute(sql, parameters)
+        return cursor.fetchall()
+    finally:
+        cursor.close()
+
+
+#: ``await fetch(sql, parameters)``: the rows of one statement written with ``?`` placeholders, read the
+#: fastest way the database allows (:meth:`app.db.Database.fetch`): the hot reads of request handlers.
+Fetch = Callable[[str, tuple], Awaitable[list[tuple]]]
