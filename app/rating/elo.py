@@ -55,26 +55,29 @@ def pair_counts(log: GameLog, n_players: int, pairs: IntArray | None = None) -> 
     Seat advantages are not part of the baseline.
     """
     pairs = np.arange(len(log.pair_a)) if pairs is None else np.asarray(pairs, dtype=np.int64)
-    pair_a, pair_b = log.pair_a[pairs], log.pair_b[pairs]
-    weight, outcome = log.pair_weight[pairs], log.pair_outcome[pairs]
     singles = log.single_players()
     if singles is not None:
         a, b = singles[0][pairs], singles[1][pairs]
-    else:
-        members = log.side_players()
-        rows = [
-            (x, y, w / (len(members[sa]) * len(members[sb])), s)
-            for sa, sb, w, s in zip(pair_a.tolist(), pair_b.tolist(), weight, outcome, strict=True)
-            for x in members[sa]
-            for y in members[sb]
-        ]
-        a, b, weight, outcome = (np.array(column) for column in zip(*rows, strict=True))
+        code, wins = _wins(a, b, log.pair_weight[pairs], log.pair_outcome[pairs], n_players)
+    else:  # member pairs a chunk at a time, each chunk summed by ordered pair before the next is built
+        parts = []
+        for term, a, b in log.member_pairs(pairs):
+            weight = log.pair_weight[term] / (log.side_size[log.pair_a[term]] * log.side_size[log.pair_b[term]])
+            parts.append(_wins(a, b, weight, log.pair_outcome[term], n_players))
+        code = np.concatenate([c for c, _ in parts]) if parts else np.zeros(0, np.int64)
+        wins = np.concatenate([w for _, w in parts]) if parts else np.zeros(0)
+        code, inverse = np.unique(code, return_inverse=True)
+        wins = np.bincount(inverse, weights=wins, minlength=len(code))
+    return PairCounts(code // n_players, code % n_players, wins, n_players)
+
+
+def _wins(a: IntArray, b: IntArray, weight: Array, outcome: Array, n_players: int) -> tuple[IntArray, Array]:
+    """Summed wins per ordered pair (winner · n_players + loser) of results a vs b with outcomes from a's side."""
     winner, loser = np.concatenate([a, b]).astype(np.int64), np.concatenate([b, a]).astype(np.int64)
     wins = np.concatenate([weight * outcome, weight * (1.0 - outcome)])
     keep = wins > 0
-    code = winner[keep] * n_players + loser[keep]
-    unique, inverse = np.unique(code, return_inverse=True)
-    return PairCounts(unique // n_players, unique % n_players, np.bincount(inverse, weights=wins[keep]), n_players)
+    code, inverse = np.unique(winner[keep] * n_players + loser[keep], return_inverse=True)
+    return code, np.bincount(inverse, weights=wins[keep], minlength=len(code))
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ whole batches without Python loops.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,6 +173,31 @@ class GameLog:
         sides_per_game = np.diff(self.side_ptr)
         pairs = np.repeat(sides_per_game * (sides_per_game - 1) / 2, sides_per_game)
         return total / pairs
+
+    def member_pairs(
+        self, pairs: IntArray | None = None, chunk: int = 1 << 20
+    ) -> Iterator[tuple[IntArray, IntArray, IntArray]]:
+        """The member pairs of the pair terms ``pairs`` (default: all): a team's members each meet each member of
+        the other side.  In chunks of about ``chunk`` rows, each (pair term, player of side a, player of side b),
+        in pair-term order: a game of 64 teams of 32 players is two million member pairs, so they are never all
+        built at once."""
+        order = np.argsort(self.member_side, kind="stable")
+        members = self.member_player[order]
+        side_start = np.searchsorted(self.member_side[order], np.arange(len(self.side_size) + 1))
+        size = np.diff(side_start)
+        pairs = np.arange(len(self.pair_a)) if pairs is None else np.asarray(pairs, dtype=np.int64)
+        a, b = self.pair_a[pairs], self.pair_b[pairs]
+        per = size[a] * size[b]
+        ends = np.cumsum(per)
+        total = int(ends[-1]) if len(ends) else 0
+        cuts = np.unique(np.concatenate([[0], np.searchsorted(ends, np.arange(chunk, total, chunk)), [len(per)]]))
+        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
+            if hi <= lo:
+                continue
+            term = np.repeat(np.arange(lo, hi), per[lo:hi])
+            k = np.arange(int(ends[lo] - per[lo]), int(ends[hi - 1])) - (ends[term] - per[term])
+            across = size[b[term]]
+            yield pairs[term], members[side_start[a[term]] + k // across], members[side_start[b[term]] + k % across]
 
     def side_players(self) -> list[list[int]]:
         """The players of every side, in member order."""

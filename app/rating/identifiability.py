@@ -38,8 +38,6 @@ from app.rating.model import Array, omega_apply
 RANK_TOL = 1e-9
 #: A residual below this (relative to the directions' size) means the cone covers R^dim.
 NNLS_TOL = 1e-9
-#: Member pairs built at once by :meth:`Results.of`.
-CHUNK = 1 << 20
 #: Search effort for a (2k+1)-clique before giving up (the problem is NP-hard in general).
 CLIQUE_STEPS = 200_000
 
@@ -96,29 +94,15 @@ class Results:
     def of(cls, log: GameLog) -> Results:
         """Every pair term; a team's members each meet each member of the other side (mathematics §10 directions).
 
-        Built with numpy, a bounded chunk of pair terms at a time, as 4-byte player indices and outcomes: a game
-        of 64 teams of 32 players is two million member pairs.
+        Kept as 4-byte player indices and outcomes, filled a chunk of member pairs at a time.
         """
-        order = np.argsort(log.member_side, kind="stable")
-        members = log.member_player[order].astype(np.int32)
-        side_start = np.searchsorted(log.member_side[order], np.arange(len(log.side_size) + 1))
-        size = np.diff(side_start)
-        a, b = log.pair_a, log.pair_b
-        per = size[a] * size[b]  # member pairs of each pair term
-        ends = np.cumsum(per)
-        total = int(ends[-1]) if len(ends) else 0
-        first, second = np.empty(total, np.int32), np.empty(total, np.int32)
-        outcome = np.empty(total, np.float32)
-        cuts = np.unique(np.concatenate([[0], np.searchsorted(ends, np.arange(CHUNK, total, CHUNK)), [len(per)]]))
-        for lo, hi in zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True):
-            start, stop = int(ends[lo] - per[lo]), int(ends[hi - 1]) if hi > lo else 0
-            pair = np.repeat(np.arange(lo, hi), per[lo:hi])
-            k = np.arange(start, stop) - (ends[pair] - per[pair])  # position within its pair term
-            across = size[b[pair]]
-            first[start:stop] = members[side_start[a[pair]] + k // across]
-            second[start:stop] = members[side_start[b[pair]] + k % across]
-            outcome[start:stop] = log.pair_outcome[pair]
-        return cls(first, second, outcome)
+        chunks = [
+            (x.astype(np.int32), y.astype(np.int32), log.pair_outcome[term].astype(np.float32))
+            for term, x, y in log.member_pairs()
+        ]
+        if not chunks:
+            return cls(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
+        return cls(*(np.concatenate(column) for column in zip(*chunks, strict=True)))
 
     @cached_property
     def _by_player(self) -> tuple[Array, Array, Array]:

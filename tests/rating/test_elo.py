@@ -67,3 +67,34 @@ def test_counts_of_a_subset_of_pair_terms_keep_only_those():
     log = GameLog.from_games([Game(((0, 1), (2,)), (1, 2)), Game(((2,), (0,)), (1, 2))])
     counts = pair_counts(log, 3, pairs=[1])
     assert list(zip(counts.winner.tolist(), counts.loser.tolist(), counts.wins.tolist(), strict=True)) == [(2, 0, 1.0)]
+
+
+def test_team_pair_counts_split_each_share_over_the_member_pairs_in_chunks():
+    rng = np.random.default_rng(5)
+    games = []
+    for _ in range(30):
+        players = rng.permutation(12)[: int(rng.integers(4, 10))].tolist()
+        cut = sorted(rng.choice(np.arange(1, len(players)), size=2, replace=False).tolist())
+        sides = (tuple(players[: cut[0]]), tuple(players[cut[0] : cut[1]]), tuple(players[cut[1] :]))
+        games.append(Game(sides, tuple(float(r) for r in rng.integers(1, 3, 3))))
+    log = GameLog.from_games(games)
+    # By hand: every member pair of every pair of sides, a share w / (|A| |B|) of the pair's result.
+    expected: dict[tuple[int, int], float] = {}
+    members = log.side_players()
+    for sa, sb, w, s in zip(log.pair_a, log.pair_b, log.pair_weight, log.pair_outcome, strict=True):
+        share = w / (len(members[sa]) * len(members[sb]))
+        for x in members[sa]:
+            for y in members[sb]:
+                expected[(x, y)] = expected.get((x, y), 0.0) + share * s
+                expected[(y, x)] = expected.get((y, x), 0.0) + share * (1 - s)
+    counts = pair_counts(log, 12)
+    found = dict(
+        zip(zip(counts.winner.tolist(), counts.loser.tolist(), strict=True), counts.wins.tolist(), strict=True)
+    )
+    assert found == pytest.approx({pair: v for pair, v in expected.items() if v > 0})
+    # The member pairs come out the same however small the chunks.
+    whole = [np.concatenate(c) for c in zip(*log.member_pairs(), strict=True)]
+    small = [np.concatenate(c) for c in zip(*log.member_pairs(chunk=3), strict=True)]
+    assert all(np.array_equal(x, y) for x, y in zip(whole, small, strict=True)) and len(whole[0]) == sum(
+        len(members[a]) * len(members[b]) for a, b in zip(log.pair_a, log.pair_b, strict=True)
+    )
