@@ -41,6 +41,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/bench_select_k.py
 	$(PY) bench/bench_teams.py
 	$(PY) bench/bench_batch.py
+	$(PY) bench/bench_refit_memory.py
 	$(PY) bench/bench_refit.py
 	$(PY) bench/quality.py
 
