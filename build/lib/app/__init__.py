@@ -1,1 +1,0 @@
-"""mElo rating service."""
