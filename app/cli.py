@@ -151,12 +151,13 @@ def cmd_export(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     db = Database.from_settings(get_settings())
     out = sys.stdout.buffer if args.output == "-" else Path(args.output).open("wb")  # noqa: SIM115
-    games = 0
+    games = None
     try:
         with db.snapshot() as session:
             for chunk in backups.export_lines(session, ladder_for_read(session, args.ladder, fresh=True)):
                 out.write(chunk)
-                games += chunk.count(b'{"game":')
+                if games is None:  # the first chunk is the header line, which counts the games
+                    games = json.loads(chunk)["games"]
     finally:
         if out is not sys.stdout.buffer:
             out.close()

@@ -435,14 +435,9 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
     storage.games.void(session, ladder.id, game_id, by, reason, now)
     storage.refits.supersede_checkpoints(session, ladder.id, game_id)
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
-    n_sides = len(record.payload["sides"])
-    par = 1.0 / n_sides
     members = [m.player_id for m in record.members]
     shares = np.array([m.actual_score for m in record.members])
-    counts = np.stack(
-        [np.ones(len(shares)), shares > par, shares == par, shares < par, np.full(len(shares), n_sides - 1)]
-    )
-    storage.players.uncount(session, members, counts.T.astype(np.int64))
+    storage.players.uncount(session, members, _record(shares, np.full(len(shares), len(record.payload["sides"]))))
     storage.players.refresh_last_played(session, members)
     replay_from(session, ladder, game_id + 1, [m.key for m in record.members])
     storage.ladders.bump(session, [ladder.id])

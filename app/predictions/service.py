@@ -21,7 +21,7 @@ def pair(a: str, b: str, C: np.ndarray) -> dict:
         "probability": p,
         "advantage_logits": x,
         "advantage_elo": float(rating.logits_to_elo(x)),
-        "match_quality": 1.0 - 2.0 * abs(p - 0.5),
+        "match_quality": teams.pair_quality(p),
     }
 
 
@@ -58,10 +58,9 @@ def team_keys(data: TeamsIn) -> list[str]:
 def fair_teams(data: TeamsIn, C: np.ndarray) -> dict:
     """``TeamsOut``: the split of the players (rows of ``C``) whose match is closest to even."""
     split = teams.fair_split(C, data.teams, data.sizes)
-    t = len(split.teams)
     return {
         "teams": [[data.players[p] for p in team] for team in split.teams],
-        "win_probabilities": ((split.matrix.sum(axis=1) - 0.5) / (t - 1)).tolist(),
+        "win_probabilities": split.win_probabilities.tolist(),
         "expected_scores": split.expected.tolist(),
         "matrix": split.matrix.tolist(),
         "match_quality": split.quality,

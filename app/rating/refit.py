@@ -255,9 +255,7 @@ def simplest_within_one_se(losses: dict[int, Array], log: GameLog, pairs: IntArr
     w = log.pair_weight[pairs]
     means = {c: float(np.dot(w, v) / w.sum()) for c, v in losses.items()}
     best = min(means, key=means.get)
-    a, b = _lineups(log)
-    _, matchup = np.unique(np.stack([np.minimum(a, b)[pairs], np.maximum(a, b)[pairs]]), axis=1, return_inverse=True)
-    matchup = matchup.reshape(-1)
+    matchup = matchups(log, pairs)
     n = int(matchup.max(initial=-1)) + 1
     errors = {}
     for c, v in losses.items():
@@ -290,12 +288,20 @@ def split_games(log: GameLog, holdout: float, seed: int) -> tuple[IntArray, IntA
     """
     if not 0.0 <= holdout < 1.0:
         raise RatingInputError("holdout", "must be in [0, 1)")
-    a, b = _lineups(log)
-    lo, hi = np.minimum(a, b), np.maximum(a, b)
-    _, matchup = np.unique(np.stack([lo, hi]), axis=1, return_inverse=True)
+    matchup = matchups(log)
     test_matchup = np.random.default_rng(seed).random(int(matchup.max(initial=-1)) + 1) < holdout
-    test = test_matchup[matchup.reshape(-1)]
+    test = test_matchup[matchup]
     return np.flatnonzero(~test), np.flatnonzero(test)
+
+
+def matchups(log: GameLog, pairs: IntArray | None = None) -> IntArray:
+    """For each pair term (of ``pairs``, default all), the number 0, 1, 2, … of its matchup: an unordered pair of
+    lineups, the same for every meeting of the same players on the same sides."""
+    a, b = _lineups(log)
+    if pairs is not None:
+        a, b = a[pairs], b[pairs]
+    _, matchup = np.unique(np.stack([np.minimum(a, b), np.maximum(a, b)]), axis=1, return_inverse=True)
+    return matchup.reshape(-1)
 
 
 def _lineups(log: GameLog) -> tuple[IntArray, IntArray]:

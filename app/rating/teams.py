@@ -51,6 +51,11 @@ class Split:
     quality: float
     exact: bool
 
+    @property
+    def win_probabilities(self) -> Array:
+        """Each team's chance of beating another team drawn at random (with two teams, P(A beats B), P(B beats A))."""
+        return (self.matrix.sum(axis=1) - 0.5) / (len(self.teams) - 1)
+
 
 def team_sizes(n_players: int, n_teams: int, sizes: Sequence[int] | None = None) -> list[int]:
     """The sizes of the teams: as given (they must add up to the players), or as equal as possible."""
@@ -73,9 +78,18 @@ def quality(expected: ArrayLike) -> Array:
     return 1.0 - np.abs(E - 1.0 / t).max(axis=-1) / (1.0 - 1.0 / t)
 
 
+def pair_quality(p: float) -> float:
+    """:func:`quality` of a two-sided match where the first side wins with probability ``p``: 1 - 2|p - 1/2|."""
+    return 1.0 - 2.0 * abs(p - 0.5)
+
+
 def match(C: ArrayLike, teams: Sequence[Sequence[int]]) -> tuple[Array, Array]:
     """The probability matrix and expected scores of teams (lists of row indices of ``C``)."""
-    matrix, expected = _score(as_vectors(C, "C"), _membership(teams, len(np.asarray(C)))[None])
+    C = as_vectors(C, "C")
+    assign = np.full(len(C), -1, dtype=np.int64)  # rows in no team stay -1
+    for t, members in enumerate(teams):
+        assign[list(members)] = t
+    matrix, expected = _score(C, _assignments_to_membership(assign[None], len(teams)))
     return matrix[0], expected[0]
 
 
@@ -131,14 +145,6 @@ def count_splits(sizes: Sequence[int]) -> int:
     for repeats in Counter(sizes).values():
         count //= math.factorial(repeats)
     return count
-
-
-def _membership(teams: Sequence[Sequence[int]], n: int) -> Array:
-    """(t, n) weights: 1/|team| for each member, so weights @ C are the team means."""
-    M = np.zeros((len(teams), n))
-    for t, members in enumerate(teams):
-        M[t, list(members)] = 1.0 / len(members)
-    return M
 
 
 def _score(C: Array, M: Array) -> tuple[Array, Array]:

@@ -71,9 +71,7 @@ def read(session: Session, ladder: LadderRow, from_start: bool = False) -> Ladde
     start_games = np.zeros(len(ids))
     checkpoint = None if from_start else refits.latest_checkpoint(session, ladder.id)
     if checkpoint is not None:
-        held = codec.unpack_ids(checkpoint.player_ids)
-        start[np.searchsorted(ids, held)] = codec.unpack_rows([checkpoint.vectors], dim)
-        after = checkpoint.after_game_id
+        after = _from_checkpoint(start, ids, checkpoint, dim)
         counts = session.execute(
             select(Participant.player_id, func.count())
             .join(Game, Game.id == Participant.game_id)
@@ -150,13 +148,7 @@ def _state_before(
     start = codec.unpack_rows(initial, dim)
     games = np.zeros(len(player_ids))
     checkpoint = refits.latest_checkpoint(session, ladder.id)
-    after = 0
-    if checkpoint is not None:
-        held = codec.unpack_ids(checkpoint.player_ids)
-        vectors = codec.unpack_rows([checkpoint.vectors], dim)
-        mine = np.isin(held, player_ids)
-        start[np.searchsorted(player_ids, held[mine])] = vectors[mine]
-        after = checkpoint.after_game_id
+    after = 0 if checkpoint is None else _from_checkpoint(start, player_ids, checkpoint, dim)
     latest = (
         "WITH c(player_id, cutoff) AS (VALUES {}) "
         "SELECT player_id, game_id, n, after FROM ("
@@ -176,3 +168,13 @@ def _state_before(
             if last_game > after:
                 start[row] = codec.unpack(vector)
     return start, games
+
+
+def _from_checkpoint(start: np.ndarray, player_ids: np.ndarray, checkpoint, dim: int) -> int:
+    """Put the checkpoint's vectors in the rows of ``start`` of the players (sorted ``player_ids``) it holds;
+    players it holds that are gone (merged away) are skipped.  The game it follows."""
+    held = codec.unpack_ids(checkpoint.player_ids)
+    vectors = codec.unpack_rows([checkpoint.vectors], dim)
+    mine = np.isin(held, player_ids)
+    start[np.searchsorted(player_ids, held[mine])] = vectors[mine]
+    return checkpoint.after_game_id
