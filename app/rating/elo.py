@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
+from scipy import sparse
 from scipy.special import expit, log_expit
 
 from app.rating.errors import RatingInputError
@@ -59,16 +60,19 @@ def pair_counts(log: GameLog, n_players: int, pairs: IntArray | None = None) -> 
     if singles is not None:
         a, b = singles[0][pairs], singles[1][pairs]
         code, wins = _wins(a, b, log.pair_weight[pairs], log.pair_outcome[pairs], n_players)
-    else:  # member pairs a chunk at a time, each chunk summed by ordered pair before the next is built
-        parts = []
-        for term, a, b in log.member_pairs(pairs):
-            weight = log.pair_weight[term] / (log.side_size[log.pair_a[term]] * log.side_size[log.pair_b[term]])
-            parts.append(_wins(a, b, weight, log.pair_outcome[term], n_players))
-        code = np.concatenate([c for c, _ in parts]) if parts else np.zeros(0, np.int64)
-        wins = np.concatenate([w for _, w in parts]) if parts else np.zeros(0)
-        code, inverse = np.unique(code, return_inverse=True)
-        wins = np.bincount(inverse, weights=wins, minlength=len(code))
-    return PairCounts(code // n_players, code % n_players, wins, n_players)
+        return PairCounts(code // n_players, code % n_players, wins, n_players)
+    # Member pairs a chunk at a time, each summed into a sparse win matrix before the next is built: memory
+    # grows with the distinct pairs of players, not with the member pairs (two million in a game of 64 × 32).
+    total = sparse.csr_matrix((n_players, n_players))
+    for term, a, b in log.member_pairs(pairs):
+        weight = log.pair_weight[term] / (log.side_size[log.pair_a[term]] * log.side_size[log.pair_b[term]])
+        outcome = log.pair_outcome[term]
+        wins = np.concatenate([weight * outcome, weight * (1.0 - outcome)])
+        total = total + sparse.csr_matrix((wins, (np.concatenate([a, b]), np.concatenate([b, a]))), total.shape)
+    total.eliminate_zeros()
+    total.sort_indices()
+    won = total.tocoo()
+    return PairCounts(won.row.astype(np.int64), won.col.astype(np.int64), won.data, n_players)
 
 
 def _wins(a: IntArray, b: IntArray, weight: Array, outcome: Array, n_players: int) -> tuple[IntArray, Array]:

@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.linalg import null_space
 from scipy.optimize import nnls
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
@@ -92,17 +92,27 @@ class Results:
 
     @classmethod
     def of(cls, log: GameLog) -> Results:
-        """Every pair term; a team's members each meet each member of the other side (mathematics §10 directions).
+        """Every distinct result of the log; a team's members each meet each member of the other side.
 
-        Kept as 4-byte player indices and outcomes, filled a chunk of member pairs at a time.
+        Who beat whom and who drew with whom, each once however often it
+        happened (a repeat adds no direction, mathematics §10), summed into
+        sparse matrices a chunk of member pairs at a time: memory grows with the
+        distinct pairs of players, not with the member pairs (two million in a
+        game of 64 teams of 32).  Kept as 4-byte player indices and outcomes.
         """
-        chunks = [
-            (x.astype(np.int32), y.astype(np.int32), log.pair_outcome[term].astype(np.float32))
-            for term, x, y in log.member_pairs()
-        ]
-        if not chunks:
-            return cls(np.zeros(0, np.int32), np.zeros(0, np.int32), np.zeros(0, np.float32))
-        return cls(*(np.concatenate(column) for column in zip(*chunks, strict=True)))
+        n = log.n_players_needed
+        won = drew = csr_matrix((n, n), dtype=np.float32)
+        for term, x, y in log.member_pairs():
+            s = log.pair_outcome[term]
+            win, loss, tie = s > 0.5, s < 0.5, s == 0.5
+            won = won + _ones(np.concatenate([x[win], y[loss]]), np.concatenate([y[win], x[loss]]), n)
+            drew = drew + _ones(np.minimum(x[tie], y[tie]), np.maximum(x[tie], y[tie]), n)
+        won, drew = won.tocoo(), drew.tocoo()
+        return cls(
+            np.concatenate([won.row, drew.row]).astype(np.int32),
+            np.concatenate([won.col, drew.col]).astype(np.int32),
+            np.concatenate([np.ones(won.nnz, np.float32), np.full(drew.nnz, 0.5, np.float32)]),
+        )
 
     @cached_property
     def _by_player(self) -> tuple[Array, Array, Array]:
@@ -141,6 +151,10 @@ class Identifiability:
     #: direction in which the data do not pin them down, then those Algorithm 1 missed.
     not_comparable: list[dict] = field(default_factory=list)
     components: list[list[int]] = field(default_factory=list)
+
+
+def _ones(rows: Array, cols: Array, n: int) -> csr_matrix:
+    return csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n, n))
 
 
 def both_ways(results: Results, n_players: int) -> Array:
