@@ -37,10 +37,16 @@ class PostgresServer:
         subprocess.run([*self.as_user, *args], check=True, capture_output=True)
 
     def start(self) -> None:
-        data = str(self.dir / "data")
-        self._run(str(self.bin / "initdb"), "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8")
+        self._run(
+            str(self.bin / "initdb"), "-D", str(self.dir / "data"), "-U", "postgres", "--auth=trust", "-E", "UTF8"
+        )
+        self.restart()
+
+    def restart(self) -> None:
+        """Start the server on its data directory (after :meth:`crash`, it recovers from its write-ahead log)."""
         opts = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.dir} -c max_connections=200"
         opts += "" if self.fsync else " -c fsync=off"
+        data = str(self.dir / "data")
         self._run(str(self.bin / "pg_ctl"), "-D", data, "-o", opts, "-l", str(self.dir / "log"), "-w", "start")
         deadline = time.time() + 30
         while time.time() < deadline:
@@ -50,11 +56,15 @@ class PostgresServer:
             time.sleep(0.1)
         raise RuntimeError("PostgreSQL did not start")
 
-    def stop(self) -> None:
+    def crash(self) -> None:
+        """Stop the server at once, as a crash would (no checkpoint, connections cut), keeping its data."""
         subprocess.run(
             [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "stop"],
             capture_output=True,
         )
+
+    def stop(self) -> None:
+        self.crash()
         shutil.rmtree(self.dir, ignore_errors=True)
 
     def freeze(self, frozen: bool = True) -> None:
