@@ -30,6 +30,7 @@ writes bench/results/quality.json and a plot of cumulative log loss per stream.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -44,7 +45,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.analysis.auto import FIRST_GAMES, GROWTH  # noqa: E402
-from app.rating import Game, GameLog, LearningRate, initial_vectors, replay_history  # noqa: E402
+from app.ladders.schemas import (  # noqa: E402
+    DEFAULT_ETA,
+    DEFAULT_ETA_TAU,
+    DEFAULT_INIT_SCALE,
+    DEFAULT_INIT_V0,
+    DEFAULT_K,
+)
+from app.rating import (  # noqa: E402
+    Game,
+    GameLog,
+    LearningRate,
+    hodge_strength,
+    initial_vectors,
+    replay_history,
+    strength_se,
+)
 from app.rating.model import omega_apply, rowdot  # noqa: E402
 from app.rating.refit import L2, evaluate, fit, guard, guard_window, penalty_weights, refit, split_games  # noqa: E402
 
@@ -146,8 +162,18 @@ def melo(
     return replay_history(start_vectors(m, k, scale, offset), log, LearningRate(eta, tau)).pair_p
 
 
-def with_refits(log: GameLog, m: int, k: int, eta: float, scale: float, tau: float | None, offset: float):
-    """The normalised rule plus the service's auto-refit policy; the forecasts and each refit's outcome.
+def with_refits(
+    log: GameLog,
+    m: int,
+    k: int,
+    eta: float,
+    scale: float,
+    tau: float | None,
+    offset: float,
+    snapshots: tuple[int, ...] = (),
+    refits: bool = True,
+):
+    """The normalised rule plus the service's auto-refit policy; the forecasts, each refit's outcome, snapshots.
 
     The same policy and guard as ``app.analysis.auto`` and ``service._guard``:
     a refit is due at FIRST_GAMES games and whenever the log has grown by GROWTH
@@ -156,20 +182,25 @@ def with_refits(log: GameLog, m: int, k: int, eta: float, scale: float, tau: flo
     the last applied refit), and the online rule replayed from it over those games; only
     if that predicts them better than the online rule did is the refit of the
     whole log applied.  Players who have not played keep their initial vectors.
+    ``snapshots``: after these many games, keep (vectors, games played) in the third result.
+    ``refits=False``: the online rule alone.
     """
     C0 = start_vectors(m, k, scale, offset)
     rate = LearningRate(eta, tau)
     C, played = C0.copy(), np.zeros(m)
     p_out = np.empty(len(log.pair_a))
     outcomes: list[int | None] = []
-    done, due, applied = 0, FIRST_GAMES, 0
+    kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    done, due, applied = 0, FIRST_GAMES if refits else log.n_games, 0
     while done < log.n_games:
-        end = min(log.n_games, due)
+        end = min(log.n_games, due, *(t for t in snapshots if t > done))
         part = log.take(np.arange(done, end))
         history = replay_history(C, part, rate, games0=played)
         p_out[log.pair_ptr[done] : log.pair_ptr[end]] = history.pair_p
         C, played = history.C, played + np.bincount(part.member_player, minlength=m)
-        if end < log.n_games:
+        if end in snapshots:
+            kept[end] = (C.copy(), played.copy())
+        if end == due and end < log.n_games:
             seen = log.take(np.arange(end))
             window = guard_window(end, end - applied)
             served = p_out[log.pair_ptr[end - window] : log.pair_ptr[end]]
@@ -179,8 +210,9 @@ def with_refits(log: GameLog, m: int, k: int, eta: float, scale: float, tau: flo
                 C[played > 0] = full.C[played > 0]
                 applied = end
             outcomes.append(verdict.k if verdict.better else None)
-        done, due = end, max(FIRST_GAMES, int(np.ceil((1 + GROWTH) * end)))
-    return p_out, outcomes
+            due = max(FIRST_GAMES, int(np.ceil((1 + GROWTH) * end)))
+        done = end
+    return p_out, outcomes, kept
 
 
 def _games(log: GameLog):
@@ -323,8 +355,8 @@ def worst_margin(losses: dict[str, float], elo: dict[str, float]) -> float:
     return max(losses[s] - elo[s] + (MARGIN if s in CYCLIC else 0.0) for s in losses)
 
 
-def main() -> None:
-    streams = {
+def all_streams() -> dict[str, tuple[GameLog, int, np.ndarray | None]]:
+    return {
         "chess": (*chess(), None),
         "premier league": (*football("football_premier_league_2019.json"), None),
         "la liga": (*football("football_la_liga_2019.json"), None),
@@ -335,6 +367,61 @@ def main() -> None:
         "Elo 0.25 + disc": synthetic(0.25),
         "pure disc": synthetic(0.0),
     }
+
+
+#: The service's ladder defaults (app.ladders.schemas), in this file's terms.
+LADDER_DEFAULTS = {"k": DEFAULT_K, "eta": DEFAULT_ETA, "tau": DEFAULT_ETA_TAU, "scale": DEFAULT_INIT_SCALE}
+LADDER_DEFAULTS["offset"] = DEFAULT_INIT_V0
+#: Coverage is read when the players have played this many games each, on average.
+GAMES_EACH = (10, 30, 100)
+
+
+def coverage(streams: dict) -> list[dict]:
+    """How often the true strength lies within ±1.96 standard errors of the one shown (mathematics §8).
+
+    On the synthetic streams, whose true vectors are known: the Hodge strength
+    of the ladder defaults' vectors (with the auto-refit policy, as a ladder
+    runs, and the online rule alone) against the true one, with
+    ``strength_se`` from each player's games played, read when the players have
+    played 10, 30 and 100 games each on average.  The target is 0.90-0.98.
+    """
+    rows = []
+    for name, (log, m, C_true) in streams.items():
+        if C_true is None:
+            continue
+        truth = hodge_strength(C_true)
+        snapshots = tuple(n * m // 2 for n in GAMES_EACH)  # two players a game
+        for rater, refits in (("defaults (auto refit)", True), ("defaults, online only", False)):
+            start = time.perf_counter()
+            _, _, kept = with_refits(log, m, **LADDER_DEFAULTS, snapshots=snapshots, refits=refits)
+            row = {"stream": name, "rater": rater}
+            for n, t in zip(GAMES_EACH, snapshots, strict=True):
+                C, played = kept[t]
+                error = hodge_strength(C) - truth
+                se = strength_se(C, played, LearningRate(LADDER_DEFAULTS["eta"], LADDER_DEFAULTS["tau"]))
+                row[f"{n} games"] = float(np.mean(np.abs(error) <= 1.96 * se))
+            rows.append(row)
+            print(f"  coverage on {name}, {rater}: {time.perf_counter() - start:.1f} s", flush=True)
+    print("\nfraction of players whose true strength lies within ±1.96 standard errors (target 0.90-0.98)\n")
+    print("| stream | rater | " + " | ".join(f"{n} games each" for n in GAMES_EACH) + " |")
+    print("|---|---|" + "---|" * len(GAMES_EACH))
+    for row in rows:
+        cells = " | ".join(f"{row[f'{n} games']:.2f}" for n in GAMES_EACH)
+        print(f"| {row['stream']} | {row['rater']} | {cells} |")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=["coverage"], help="run one table only")
+    args = parser.parse_args()
+    streams = all_streams()
+    RESULTS.mkdir(exist_ok=True)
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version()}
+    covered = coverage({name: s for name, s in streams.items() if s[2] is not None})
+    (RESULTS / "quality_coverage.json").write_text(json.dumps({"machine": machine, "rows": covered}, indent=2) + "\n")
+    if args.only:
+        return
     # 1. One shared configuration of the rule, chosen on the first half of every stream only:
     #    the smallest worst margin over Elo tuned on that first half too.
     first: dict[str, dict[int, float]] = {}
@@ -360,7 +447,7 @@ def main() -> None:
         elo, elo_rate = tuned(elo_runs[name], log, second)
         unnorm, unnorm_eta = tuned({eta: unnormalised(log, m, eta) for eta in UNNORMALISED_ETAS}, log, second)
         refit_loss, true_loss = refit_heldout(log, m, C_true)
-        auto, refits = with_refits(log, m, **chosen)
+        auto, refits, _ = with_refits(log, m, **chosen)
         seed_defaults = melo(log, m, **SEED_DEFAULT)
         glicko, openskill = glicko2_rater(log, m), openskill_rater(log, m)
         curves[name] = {
@@ -419,9 +506,8 @@ def main() -> None:
             f"\n{rater}: targets missed on "
             + (", ".join(f"{s} ({d:+.4f} vs Elo)" for s, d in missed.items()) or "none")
         )
-    RESULTS.mkdir(exist_ok=True)
     out = {
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+        "machine": machine,
         "grid": GRID,
         "chosen": chosen,
         "rows": rows,

@@ -100,12 +100,17 @@ async def leaderboard(
     slug: str,
     db: DatabaseDep,
     caller: CallerDep,
-    by: Literal["hodge", "field", "disc"] = "hodge",
+    by: Literal["hodge", "field", "disc", "conservative"] = "hodge",
     limit: Limit = 50,
     cursor: str | None = None,
     inactive: Annotated[bool, Query(description="Include inactive players too.")] = False,
 ) -> Response:
-    """Players ranked by Hodge strength (default), expected score against the field, or disc strength (mathematics §8).
+    """Players ranked by Hodge strength (default), expected score against the field, disc strength, or conservative
+    strength (mathematics §8).
+
+    `by=conservative` (the front-end's order) lists the established players first, by Elo-equivalent strength
+    minus two standard errors, and the provisional players below them in their own group, ordered the same way:
+    a newcomer with one lucky win does not sit above the regulars.
 
     `by=disc` ranks by u/v in the dominant disc of the canonical form ([Limitations]) and answers 409 when that disc
     is cyclic (no ordering exists).

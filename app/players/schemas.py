@@ -25,6 +25,14 @@ class PlayerOut(BaseModel):
     vector: list[float]
     strength: float = Field(description="Hodge strength in logits (mathematics §8).")
     elo: float = Field(description="Elo-equivalent points: 1500 + 400·strength/ln 10.")
+    strength_se: float = Field(
+        description="Standard error of the strength, in Elo points: how far the results so far leave it uncertain "
+        "(mathematics §8). Large for newcomers, shrinking with every game."
+    )
+    conservative: float = Field(
+        description="Elo-equivalent strength minus two standard errors: a strength the results support with about "
+        "97.5% confidence. The default order of the front-end."
+    )
     games: int
     wins: int
     draws: int
@@ -32,6 +40,9 @@ class PlayerOut(BaseModel):
     provisional: bool = Field(
         description="Not yet comparable: fewer than 2k+1 pairwise results, or not comparable in the latest refit "
         "(mathematics §10)."
+    )
+    provisional_reason: str | None = Field(
+        None, description="Why the player is provisional, in words; null when they are not."
     )
     last_played_at: datetime | None
     created_at: datetime
@@ -58,15 +69,26 @@ class LeaderboardItem(BaseModel):
     key: str
     name: str | None
     strength: float = Field(
-        description="by=hodge: Hodge strength (logits); by=field: expected score vs the field; by=disc: u/v "
-        "(mathematics §8).",
+        description="by=hodge: Hodge strength (logits); by=field: expected score vs the field; by=disc: u/v; "
+        "by=conservative: the conservative strength (Elo points) (mathematics §8).",
     )
     elo: float = Field(description="Elo-equivalent of the Hodge strength.")
+    strength_se: float = Field(
+        description="Standard error of the strength, in Elo points: how far the results so far leave it uncertain "
+        "(mathematics §8). Large for newcomers, shrinking with every game."
+    )
+    conservative: float = Field(
+        description="Elo-equivalent strength minus two standard errors: a strength the results support with about "
+        "97.5% confidence. The default order of the front-end."
+    )
     games: int
     wins: int
     draws: int
     losses: int
     provisional: bool
+    provisional_reason: str | None = Field(
+        None, description="Why the player is provisional, in words; null when they are not."
+    )
     last_played_at: datetime | None
     active: bool
 

@@ -13,7 +13,7 @@ import binascii
 import json
 import secrets
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -70,14 +70,50 @@ def _hodge(table: Table) -> np.ndarray:
     return table.derived("hodge", lambda: rating.hodge_strength(table.C))
 
 
-def _provisional(table: Table, row: int, k: int) -> bool:
-    """Not yet comparable to the others (mathematics §10).
+def _provisional(table: Table, k: int) -> np.ndarray:
+    """Every player's flag: not yet comparable to the others (mathematics §10).
 
     Fewer than 2k+1 pairwise results (the directions cannot span R^{2k}: a
     necessary condition checked on every read), or found not comparable by the
     latest finished refit's identifiability check.
     """
-    return bool(table.counts[row, 4] < 2 * k + 1) or table.keys[row] in table.not_comparable
+
+    def compute() -> np.ndarray:
+        flags = table.counts[:, 4] < 2 * k + 1
+        if table.not_comparable:
+            flags |= np.isin(table.keys.astype(str), list(table.not_comparable))
+        return flags
+
+    return table.derived(("provisional", k), compute)
+
+
+def _provisional_reason(table: Table, k: int, n: int) -> str | None:
+    comparisons = int(table.counts[n, 4])
+    if comparisons < 2 * k + 1:
+        return f"{comparisons} of the {2 * k + 1} results against others needed to place a rating of {2 * k} numbers"
+    if table.keys[n] in table.not_comparable:
+        return "the latest refit found their results do not yet place them against the others"
+    return None
+
+
+def _strength_se(table: Table, ladder: LadderRow) -> np.ndarray:
+    """Standard error of every Hodge strength, in logits (mathematics §8)."""
+    return table.derived("se", lambda: rating.strength_se(table.C, table.counts[:, 0], ladder.learning_rate()))
+
+
+def _page_se(table: Table, ladder: LadderRow, rows: np.ndarray) -> np.ndarray:
+    """The standard errors of the players ``rows``: from the whole table's if a leaderboard computed them, else
+    for these rows alone (each against the field: cheap for a page or a profile)."""
+    if "se" in table.memo:
+        return table.memo["se"][rows]
+    return rating.strength_se(table.C, table.counts[rows, 0], ladder.learning_rate(), rows=rows)
+
+
+def _conservative(table: Table, ladder: LadderRow) -> np.ndarray:
+    """Elo-equivalent strength minus two standard errors: what a player has shown at least."""
+    return table.derived(
+        "conservative", lambda: rating.elo_equivalent(_hodge(table) - 2.0 * _strength_se(table, ladder))
+    )
 
 
 def _row(table: Table, ladder: LadderRow, key: str) -> int:
@@ -96,24 +132,28 @@ def profile(table: Table, ladder: LadderRow, key: str) -> dict:
     n = _row(table, ladder, key)
     return {
         "key": key,
-        **_record(table, ladder, n),
+        **_record(table, ladder, n, _page_se(table, ladder, np.array([n]))[0]),
         "vector": table.C[n].tolist(),
         "strength": float(_hodge(table)[n]),
         "created_at": iso(table.created[n]),
     }
 
 
-def _record(table: Table, ladder: LadderRow, n: int) -> dict:
-    """What a profile and a leaderboard row both show of player ``n``: name, Elo, W/D/L, flags."""
+def _record(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
+    """What a profile and a leaderboard row both show of player ``n``: name, Elo and its standard error ``se``
+    (logits), W/D/L, flags."""
     games, wins, draws, losses, _ = table.counts[n].tolist()
     return {
         "name": table.names[n],
         "elo": float(rating.elo_equivalent(_hodge(table)[n])),
+        "strength_se": float(se * rating.ELO_PER_LOGIT),
+        "conservative": float(rating.elo_equivalent(_hodge(table)[n] - 2.0 * se)),
         "games": games,
         "wins": wins,
         "draws": draws,
         "losses": losses,
-        "provisional": _provisional(table, n, ladder.k),
+        "provisional": bool(_provisional(table, ladder.k)[n]),
+        "provisional_reason": _provisional_reason(table, ladder.k, n),
         "last_played_at": iso(table.last_played[n]),
         "active": bool(table.active[n]),
     }
@@ -187,25 +227,36 @@ def _disc_strength(C: np.ndarray) -> np.ndarray:
     return form.disc_strength()
 
 
-def _ranking(table: Table, by: str, inactive: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(score, order, sorted scores, sorted keys) for one leaderboard order, computed once per table.
+class Ranking(NamedTuple):
+    """One leaderboard order over every player: sorted by (group, -score, key), ``order`` the rows listed."""
+
+    score: np.ndarray
+    group: np.ndarray  # 0, or 1 for the provisional players below the others (by=conservative)
+    order: np.ndarray
+
+
+def _ranking(table: Table, ladder: LadderRow, by: str, inactive: bool) -> Ranking:
+    """One leaderboard order, computed once per table.
 
     The scores are over every player (inactive ones are still part of the field); the order leaves the
-    inactive ones out unless ``inactive``.
+    inactive ones out unless ``inactive``.  ``by=conservative`` lists the established players first and the
+    provisional ones below, each group by conservative strength.
     """
 
-    def compute():
+    def compute() -> Ranking:
+        group = np.zeros(len(table.keys), dtype=np.int64)
         if by == "disc":
             score = _disc_strength(table.C)
         elif by == "field":
             score = rating.field_score(table.C)
+        elif by == "conservative":
+            score, group = _conservative(table, ladder), _provisional(table, ladder.k).astype(np.int64)
         else:
             score = _hodge(table)
-        keys = table.keys.astype(str)
-        order = np.lexsort((keys, -score))
+        order = np.lexsort((table.keys.astype(str), -score, group))
         if not inactive:
             order = order[table.active[order]]
-        return score, order, score[order], keys[order]
+        return Ranking(score, group, order)
 
     return table.derived(("ranking", by, inactive), compute)
 
@@ -229,30 +280,41 @@ def rendered_page(table: Table, by: str, limit: int, cursor: str | None, inactiv
 
 
 def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> dict:
-    score, order, sorted_score, sorted_keys = _ranking(table, by, inactive)
+    ranking = _ranking(table, ladder, by, inactive)
+    order = ranking.order
     start = 0
     if cursor is not None:
-        after = decode_cursor(
-            cursor,
-            lambda v: (
-                isinstance(v, list)
-                and len(v) == 2
-                and isinstance(v[0], int | float)
-                and not isinstance(v[0], bool)
-                and abs(v[0]) < 1e300
-                and isinstance(v[1], str)
-            ),
-        )
-        last_score, last_key = float(after[0]), after[1]
-        ahead = (sorted_score > last_score) | ((sorted_score == last_score) & (sorted_keys <= last_key))
-        start = int(np.count_nonzero(ahead))
+        # [score, key], or [group, score, key] for by=conservative.
+        *group, last_score, last_key = decode_cursor(cursor, _valid_cursor)
+        last_group = group[0] if group else 0
+        g, s, keys = ranking.group[order], ranking.score[order], table.keys[order].astype(str)
+        same = (g == last_group) & ((s > last_score) | ((s == last_score) & (keys <= last_key)))
+        start = int(np.count_nonzero((g < last_group) | same))
     page = order[start : start + limit]
     items = []
-    for rank, i in enumerate(page.tolist(), start=start + 1):
-        items.append({"rank": rank, "key": table.keys[i], **_record(table, ladder, i), "strength": float(score[i])})
-    more = start + limit < len(order)
-    next_cursor = encode_cursor([float(score[page[-1]]), str(table.keys[page[-1]])]) if more and len(page) else None
+    errors = _page_se(table, ladder, page)
+    for rank, (i, se) in enumerate(zip(page.tolist(), errors.tolist(), strict=True), start=start + 1):
+        row = {"rank": rank, "key": table.keys[i], **_record(table, ladder, i, se), "strength": float(ranking.score[i])}
+        items.append(row)
+    next_cursor = None
+    if start + limit < len(order) and len(page):
+        last = page[-1]
+        after = [float(ranking.score[last]), str(table.keys[last])]
+        next_cursor = encode_cursor([int(ranking.group[last]), *after] if by == "conservative" else after)
     return {"items": items, "next_cursor": next_cursor}
+
+
+def _valid_cursor(v: Any) -> bool:
+    def number(x: Any) -> bool:
+        return isinstance(x, int | float) and not isinstance(x, bool) and abs(x) < 1e300
+
+    return (
+        isinstance(v, list)
+        and len(v) in (2, 3)
+        and all(number(x) for x in v[:-1])
+        and isinstance(v[-1], str)
+        and (len(v) == 2 or v[0] in (0, 1))
+    )
 
 
 def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: str | None) -> dict:

@@ -9,9 +9,11 @@ from app.rating.initial import initial_vectors, stable_hash
 from app.rating.leaderboard import (
     balanced_opponents,
     elo_equivalent,
+    field_information,
     field_score,
     hodge_strength,
     hodge_strength_against,
+    strength_se,
 )
 from app.rating.model import (
     ELO_PER_LOGIT,
@@ -45,6 +47,7 @@ __all__ = [
     "dependency_levels",
     "elo_equivalent",
     "elo_to_logits",
+    "field_information",
     "field_score",
     "games_before",
     "hodge_strength",
@@ -62,6 +65,7 @@ __all__ = [
     "replay",
     "replay_history",
     "stable_hash",
+    "strength_se",
     "unnormalised_update",
     "win_probability",
 ]

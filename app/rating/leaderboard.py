@@ -12,9 +12,14 @@ from scipy.special import expit
 
 from app.rating.errors import RatingInputError
 from app.rating.model import ELO_PER_LOGIT, Array, as_vectors, omega_apply, rowdot
+from app.rating.refit import ELO_R_L2
+from app.rating.update import LearningRate
 
 #: Elo-equivalent points of a player with Hodge strength 0.
 ELO_BASE = 1500.0
+#: Precision (1/variance, logits⁻²) of a strength before any result: the refit's prior on the Elo coordinate r,
+#: a standard deviation of √2 logits (246 Elo points).
+STRENGTH_PRIOR_PRECISION = 2.0 * ELO_R_L2
 
 
 def hodge_strength(C: ArrayLike) -> Array:
@@ -49,22 +54,96 @@ def field_score(C: ArrayLike, max_exact: int = 4000, sample: int = 2000, seed: i
     Exact (O(m²k), computed in row blocks) for m ≤ ``max_exact``; beyond, the
     mean over a seeded random reference sample of ``sample`` players.
     """
+    return _field_mean(C, lambda rows, ref: expit(rows @ omega_apply(ref).T), max_exact, sample, seed)
+
+
+def field_information(
+    C: ArrayLike, max_exact: int = 4000, sample: int = 2000, seed: int = 0, rows: ArrayLike | None = None
+) -> Array:
+    """w_i = mean over j ≠ i of σ(a_ij)(1 - σ(a_ij)): what one game against a typical member of the field tells
+    about player i's strength (the Fisher information of a logistic result, mathematics §8), sampled like
+    :func:`field_score`; for the players ``rows`` only if given."""
+
+    def information(players: Array, ref: Array) -> Array:
+        p = expit(players @ omega_apply(ref).T)
+        return p - p * p
+
+    return _field_mean(C, information, max_exact, sample, seed, rows)
+
+
+def field_gain(
+    C: ArrayLike, max_exact: int = 4000, sample: int = 2000, seed: int = 0, rows: ArrayLike | None = None
+) -> Array:
+    """g_i = mean over j ≠ i of |c_j · c̄| / √(|c_i|² + |c_j|²): how far one unit of surprise (S - p) moves i's
+    Hodge strength per unit of η in a game against a typical member of the field (mathematics §3, §8)."""
+    C = as_vectors(C, "C")
+    mean = C.mean(axis=0) if len(C) else np.zeros(C.shape[1])
+
+    def gain(players: Array, ref: Array) -> Array:
+        norms = np.sum(players * players, axis=1)[:, None] + np.sum(ref * ref, axis=1)[None, :]
+        return np.abs(ref @ mean)[None, :] / np.sqrt(np.maximum(norms, 1e-300))
+
+    return _field_mean(C, gain, max_exact, sample, seed, rows)
+
+
+#: The field means behind a standard error are over at most this many players (a seeded sample beyond): an
+#: error bar needs two digits, and the leaderboard recomputes it whenever the ladder changes.
+SE_SAMPLE = 256
+
+
+def strength_se(
+    C: ArrayLike, games: ArrayLike, rate: LearningRate | None = None, rows: ArrayLike | None = None
+) -> Array:
+    """Standard error of each player's Hodge strength in logits (mathematics §8); of the players ``rows`` only
+    if given (``games`` are then theirs).
+
+    Two parts.  What the results say: a Laplace approximation, 1/(λ₀ + n_i w_i),
+    with λ₀ the refit's prior precision on the Elo coordinate
+    (:data:`STRENGTH_PRIOR_PRECISION`) and each of the n_i games adding the
+    information w_i of a game against a typical member of today's field
+    (:func:`field_information`, over at most :data:`SE_SAMPLE` players).  And,
+    given the ladder's learning ``rate``, how far the online rule's rating
+    wanders around that: its steps move the strength by κ_i (S - p), with
+    κ_i = η(n_i) g_i (:func:`field_gain`), so it fluctuates with the stationary
+    variance κ_i / (2 - κ_i w_i) of such a rule.  It assumes independent games,
+    typical opponents, and that a team game tells as much about each member as
+    a game alone would.
+    """
+    n = np.asarray(games, dtype=np.float64)
+    w = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
+    variance = 1.0 / (STRENGTH_PRIOR_PRECISION + n * w)
+    if rate is not None:
+        kappa = rate.at(n) * field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
+        variance += kappa / (2.0 - kappa * w)
+    return np.sqrt(variance)
+
+
+def _field_mean(C: ArrayLike, kernel, max_exact: int, sample: int, seed: int, rows: ArrayLike | None = None) -> Array:
+    """Mean over j ≠ i of kernel(c_i, c_j) for every player i (or the ``rows`` given): exact up to ``max_exact``
+    players, else over a seeded reference sample of ``sample``.  ``kernel(players, ref)`` gives the block of
+    values of players × ref.  With fewer than two players, each player's own value (there is no field yet)."""
     C = as_vectors(C, "C")
     m = len(C)
+    rows = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)
     if m < 2:
-        return np.full(m, 0.5)
+        return _diagonal(C[rows], kernel)
     rng = np.random.default_rng(seed)
     ref = np.arange(m) if m <= max_exact else np.sort(rng.choice(m, size=sample, replace=False))
-    oref = omega_apply(C[ref])
-    total = np.empty(m)
+    total = np.empty(len(rows))
     block = max(1, 2_000_000 // len(ref))
-    for lo in range(0, m, block):
-        total[lo : lo + block] = expit(C[lo : lo + block] @ oref.T).sum(axis=1)
-    # Each player in the reference set contributed σ(a_ii) = σ(0) = 1/2 against themself.
+    for lo in range(0, len(rows), block):
+        total[lo : lo + block] = kernel(C[rows[lo : lo + block]], C[ref]).sum(axis=1)
     in_ref = np.zeros(m, dtype=bool)
     in_ref[ref] = True
-    total -= 0.5 * in_ref
-    return total / (len(ref) - in_ref)
+    own = in_ref[rows]
+    total[own] -= _diagonal(C[rows[own]], kernel)  # a player in the reference set, taken out of their own mean
+    return total / (len(ref) - own)
+
+
+def _diagonal(C: Array, kernel, block: int = 1000) -> Array:
+    """kernel(c_i, c_i) for every row, a block at a time."""
+    parts = [kernel(C[lo : lo + block], C[lo : lo + block]).diagonal() for lo in range(0, len(C), block)]
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def balanced_opponents(C: ArrayLike, i: int, limit: int = 10, candidates: ArrayLike | None = None) -> Array:

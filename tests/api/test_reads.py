@@ -50,6 +50,39 @@ def test_leaderboard_orders_by_invariants_and_paginates(client, seeded):
     assert client.get("/v1/ladders/test/leaderboard?cursor=!!").status_code == 422
 
 
+def test_conservative_order_puts_established_players_first_and_paginates(client):
+    key = make_ladder(client, k=1)
+    results = [("a", "b"), ("b", "c"), ("c", "a"), ("a", "b"), ("a", "c"), ("b", "c")] * 2 + [("new", "c")]
+    for winner, loser in results:
+        body = {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
+        assert client.post("/v1/ladders/test/games", json=body, headers=bearer(key)).status_code == 201
+    items = client.get("/v1/ladders/test/leaderboard?by=conservative").json()["items"]
+    assert [i["key"] for i in items][-1] == "new"  # one win, provisional: below the regulars whatever its Elo
+    new = items[-1]
+    assert new["provisional"] and "1 of the 3 results" in new["provisional_reason"]
+    assert all(not i["provisional"] and i["provisional_reason"] is None for i in items[:-1])
+    established = items[:-1]
+    assert [i["conservative"] for i in established] == sorted((i["conservative"] for i in established), reverse=True)
+    for i in items:  # the conservative strength is the Elo minus two standard errors, in Elo points
+        assert i["strength"] == i["conservative"] == pytest.approx(i["elo"] - 2 * i["strength_se"])
+    assert new["strength_se"] > max(i["strength_se"] for i in established)  # one game: the widest interval
+    profile = client.get("/v1/ladders/test/players/new").json()
+    assert profile["strength_se"] == pytest.approx(new["strength_se"])
+    assert profile["conservative"] == pytest.approx(new["conservative"])
+    pages, cursor = [], None
+    while True:  # one player a page, across the group boundary
+        params = {"by": "conservative", "limit": 1} | ({"cursor": cursor} if cursor else {})
+        page = client.get("/v1/ladders/test/leaderboard", params=params).json()
+        pages += page["items"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert [i["key"] for i in pages] == [i["key"] for i in items]
+    assert [i["rank"] for i in pages] == [1, 2, 3, 4]
+    bad = base64.urlsafe_b64encode(json.dumps([2, 0.0, "a"]).encode()).decode()
+    assert client.get("/v1/ladders/test/leaderboard", params={"by": "conservative", "cursor": bad}).status_code == 422
+
+
 def test_history_opponents_and_game_pages(client):
     key = make_ladder(client, k=1, eta=0.1)
     h = bearer(key)

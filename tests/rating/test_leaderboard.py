@@ -1,18 +1,24 @@
 import numpy as np
 import pytest
+from scipy.special import expit
 
 from app.rating import (
+    LearningRate,
     advantage_matrix,
     balanced_opponents,
     elo_equivalent,
+    field_information,
     field_score,
     hodge_strength,
     hodge_strength_against,
     initial_vectors,
     probability_matrix,
     replay,
+    strength_se,
 )
 from app.rating.games import GameLog
+from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION, field_gain
+from app.rating.refit import refit
 
 from .helpers import random_symplectic
 
@@ -68,3 +74,43 @@ def test_strength_against_a_field_is_the_hodge_strength_for_its_members():
     C = np.random.default_rng(9).normal(size=(7, 4))
     np.testing.assert_allclose(hodge_strength_against(C, C.mean(axis=0)), hodge_strength(C), rtol=1e-12)
     assert hodge_strength_against(C[2], C.mean(axis=0)) == pytest.approx(hodge_strength(C)[2])
+
+
+def test_strength_se_by_hand():
+    # Elo ratings 0, 1, -1 as vectors (r, 1): a_ij = r_i - r_j.  Player 0 meets advantages -1 and +1, each
+    # carrying σ(1)σ(-1) = 0.196612 of information per game.
+    C = np.stack([[0.0, 1.0, -1.0], np.ones(3)], axis=1)
+    w = 1 / (1 + np.e) * (1 - 1 / (1 + np.e))
+    np.testing.assert_allclose(field_information(C)[0], w, rtol=1e-12)
+    se = strength_se(C, [0, 10, 10])
+    assert se[0] == pytest.approx(1 / np.sqrt(STRENGTH_PRIOR_PRECISION))  # no game: the prior's √2 logits
+    assert se[1] == pytest.approx(1 / np.sqrt(STRENGTH_PRIOR_PRECISION + 10 * np.mean(field_information(C)[1])))
+    assert strength_se(C, [100, 100, 100])[0] < se[1] < se[0]  # more games, less uncertainty
+    # The online rule's wander: c̄ = (0, 1), so c_j · c̄ = 1 for everyone, and |c_0|² + |c_j|² = 1 + 2.
+    np.testing.assert_allclose(field_gain(C)[0], 1 / np.sqrt(3), rtol=1e-12)
+    kappa = 0.5 / np.sqrt(1 + 10 / 3) / np.sqrt(3)  # η(10) = 0.5 / √(1 + 10/τ) with τ = 3
+    wandering = strength_se(C, [10, 10, 10], LearningRate(0.5, 3.0))[0]
+    assert wandering == pytest.approx(np.sqrt(1 / (STRENGTH_PRIOR_PRECISION + 10 * w) + kappa / (2 - kappa * w)))
+
+
+def test_field_means_from_a_sample_of_a_large_field():
+    C = np.random.default_rng(1).normal(size=(300, 4))
+    for mean in (field_score, field_information, field_gain):
+        exact, sampled = mean(C), mean(C, max_exact=100, sample=150)
+        assert np.max(np.abs(sampled - exact)) < 0.1 * np.max(np.abs(exact)), mean.__name__
+
+
+def test_strength_se_covers_the_true_strengths_after_a_refit():
+    """A synthetic Elo ladder refitted as the service's auto refit would: ±1.96 se covers the truth about 95%."""
+    rng = np.random.default_rng(3)
+    m, per_player = 150, 60
+    r = rng.normal(scale=1.0, size=m)
+    i = rng.integers(0, m, m * per_player // 2)
+    j = (i + rng.integers(1, m, len(i))) % m
+    won = (rng.random(len(i)) < expit(r[i] - r[j])).astype(float)
+    log = GameLog.from_pairs(i, j, won)
+    C = refit(log, m, 2, restarts=1, holdout=0).C
+    games = np.bincount(log.member_player, minlength=m)
+    error = hodge_strength(C) - (r - r.mean())
+    covered = np.mean(np.abs(error) <= 1.96 * strength_se(C, games))
+    assert 0.85 <= covered <= 0.995, covered

@@ -76,8 +76,15 @@ async function guarded(work) {
 
 const fmt = (x, digits = 0) => Number(x).toFixed(digits);
 // The reason is the tooltip for the mouse and the accessible name for keyboard and screen-reader users.
-const badge = () => h("span", { class: "badge", title: PROVISIONAL_WHY, "aria-label": `provisional: ${PROVISIONAL_WHY}`,
-  tabindex: "0" }, "provisional");
+const badge = (player) => {
+  const why = player.provisional_reason ? `${PROVISIONAL_WHY} Here: ${player.provisional_reason}.` : PROVISIONAL_WHY;
+  return h("span", { class: "badge", title: why, "aria-label": `provisional: ${why}`, tabindex: "0" }, "provisional");
+};
+// Elo ± two standard errors, the interval the results support (about 95%).
+const interval = (p) => h("span", { class: "interval", title: `between ${fmt(p.elo - 2 * p.strength_se)} and ` +
+  `${fmt(p.elo + 2 * p.strength_se)} with about 95% confidence` }, fmt(p.elo), h("small", {}, ` ± ${fmt(2 * p.strength_se)}`));
+const FIELD_MOVES = "Ratings are measured against the whole field, so a rating can move when its player did not " +
+  "play: the players it is compared with did.";
 const pct = (p) => `${Math.round(100 * p)}%`;
 const names = (text) => text.split(",").map((s) => s.trim()).filter(Boolean);
 const keyStore = (slug) => `melo-write-key:${slug}`;
@@ -126,7 +133,7 @@ function createForm() {
 
 async function ladderView(view, slug) {
   const ladder = await api("GET", `/v1/ladders/${slug}`);
-  const state = { slug, ladder, board: new Map(), order: "hodge" };
+  const state = { slug, ladder, board: new Map(), order: "conservative" };
   view.replaceChildren(
     h("h1", {}, ladder.name || ladder.slug),
     h("p", { class: "muted" }, `${ladder.players} players · ${ladder.games} games · k = ${ladder.k} · `,
@@ -148,6 +155,7 @@ async function ladderView(view, slug) {
 async function renderBoard(state) {
   const box = document.getElementById("leaderboard");
   const select = h("select", { id: "order", "aria-label": "Order by" },
+    h("option", { value: "conservative" }, "Shown strength (Elo − 2 SE)"),
     h("option", { value: "hodge" }, "Strength (Hodge)"),
     h("option", { value: "field" }, "Expected score vs the field"),
     h("option", { value: "disc" }, "Disc strength"));
@@ -176,13 +184,14 @@ async function renderBoard(state) {
   const row = (p, rank) => h("tr", { "data-key": p.key, class: p.active === false ? "inactive" : "" },
     h("td", { class: "num" }, rank),
     h("td", {}, h("a", { href: `/ladders/${state.slug}/players/${encodeURIComponent(p.key)}` }, p.name || p.key), " ",
-      p.provisional ? badge() : null, p.active === false ? h("span", { class: "muted" }, " (inactive)") : null),
-    h("td", { class: "num" }, fmt(p.elo)),
+      p.provisional ? badge(p) : null, p.active === false ? h("span", { class: "muted" }, " (inactive)") : null),
+    h("td", { class: "num" }, fmt(p.conservative)),
+    h("td", { class: "num" }, interval(p)),
     h("td", { class: "num" }, p.games),
     h("td", { class: "num" }, `${p.wins}/${p.draws}/${p.losses}`));
   const rows = established.map((p, n) => row(p, n + 1));
   if (provisional.length) {
-    rows.push(h("tr", { class: "group" }, h("td", { colspan: "5" },
+    rows.push(h("tr", { class: "group" }, h("td", { colspan: "6" },
       "Provisional: not yet comparable with the others (too few results, or results that cannot pin them down)")));
     rows.push(...provisional.map((p) => row(p, "–")));
   }
@@ -190,9 +199,12 @@ async function renderBoard(state) {
     h("h2", {}, "Leaderboard"),
     controls,
     h("div", { class: "table-wrap" }, h("table", { id: "board" },
-      h("thead", {}, h("tr", {}, h("th", { class: "num" }, "#"), h("th", {}, "Player"), h("th", { class: "num" }, "Elo"),
+      h("thead", {}, h("tr", {}, h("th", { class: "num" }, "#"), h("th", {}, "Player"),
+        h("th", { class: "num", title: "Elo − 2 standard errors: the strength the results support at least" }, "Shown"),
+        h("th", { class: "num", title: "Elo-equivalent strength ± 2 standard errors" }, "Elo"),
         h("th", { class: "num" }, "Games"), h("th", { class: "num" }, "W/D/L"))),
-      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "5", class: "muted" }, "No players yet."))))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "6", class: "muted" }, "No players yet."))))),
+    h("p", { class: "muted", id: "field-moves" }, FIELD_MOVES),
   );
 }
 
@@ -436,12 +448,14 @@ async function playerView(view, slug, key) {
   const regulars = [...counts].sort((x, y) => y[1] - x[1]).slice(0, 5).map(([k]) => k);
   const odds = await Promise.all(regulars.map((o) =>
     api("GET", `/v1/ladders/${slug}/predict?a=${encodeURIComponent(key)}&b=${encodeURIComponent(o)}`).catch(() => null)));
-  const title = h("h1", {}, player.name || player.key, " ", player.provisional ? badge() : null);
+  const title = h("h1", {}, player.name || player.key, " ", player.provisional ? badge(player) : null);
   view.replaceChildren(
     h("p", {}, h("a", { href: `/ladders/${slug}` }, "← leaderboard")),
     title,
-    h("p", { class: "muted" }, `Elo-equivalent ${fmt(player.elo)} · ${player.games} games · ` +
+    h("p", { class: "muted", id: "summary" }, "Elo-equivalent ", interval(player), ` · ${player.games} games · ` +
       `${player.wins} won, ${player.draws} drawn, ${player.losses} lost`),
+    player.provisional_reason ? h("p", { class: "muted", id: "why-provisional" },
+      `Provisional: ${player.provisional_reason}.`) : null,
     h("h2", {}, "Strength over time"),
     games.length ? linePlot(games.map((g) => g.elo_after)) : h("p", { class: "muted" }, "No games yet."),
     h("div", { class: "grid" },
@@ -480,7 +494,7 @@ function renameForm(slug, player, title) {
       api("PATCH", `/v1/ladders/${slug}/players/${encodeURIComponent(player.key)}`, body, key.value.trim()));
     if (!changed) return;
     if (key.value.trim()) localStorage.setItem(keyStore(slug), key.value.trim());
-    title.replaceChildren(changed.name || changed.key, " ", changed.provisional ? badge() : null);
+    title.replaceChildren(changed.name || changed.key, " ", changed.provisional ? badge(changed) : null);
     say(`Renamed to ${changed.name || changed.key}.`, "info");
   });
   return form;
