@@ -224,7 +224,8 @@ def _games(log: GameLog):
 
 
 def online_elo(log: GameLog, m: int, rate: float) -> np.ndarray:
-    """Elo in logits, teams as mean ratings, every member moved by the side's step ([Expanding])."""
+    """Elo in logits, teams as mean ratings, every member moved by the side's step ([Expanding]); with the
+    log's explicit seat advantages (e.g. a home advantage) added to each pair's logit."""
     r = np.zeros(m)
     p_out = np.empty(len(log.pair_a))
     for members, member_side, pairs in _games(log):
@@ -232,7 +233,7 @@ def online_elo(log: GameLog, m: int, rate: float) -> np.ndarray:
         step = dict.fromkeys(side_rating, 0.0)
         for q in pairs:
             a, b = int(log.pair_a[q]), int(log.pair_b[q])
-            p = 1.0 / (1.0 + np.exp(side_rating[b] - side_rating[a]))
+            p = 1.0 / (1.0 + np.exp(side_rating[b] - side_rating[a] - log.pair_shift[q]))
             p_out[q] = p
             d = rate * log.pair_weight[q] * (log.pair_outcome[q] - p)
             step[a] += d
@@ -372,6 +373,7 @@ def all_streams() -> dict[str, tuple[GameLog, int, np.ndarray | None]]:
 #: The service's ladder defaults (app.ladders.schemas), in this file's terms.
 LADDER_DEFAULTS = {"k": DEFAULT_K, "eta": DEFAULT_ETA, "tau": DEFAULT_ETA_TAU, "scale": DEFAULT_INIT_SCALE}
 LADDER_DEFAULTS["offset"] = DEFAULT_INIT_V0
+RATE = LearningRate(DEFAULT_ETA, DEFAULT_ETA_TAU)
 #: Coverage is read when the players have played this many games each, on average.
 GAMES_EACH = (10, 30, 100)
 
@@ -398,7 +400,7 @@ def coverage(streams: dict) -> list[dict]:
             for n, t in zip(GAMES_EACH, snapshots, strict=True):
                 C, played = kept[t]
                 error = hodge_strength(C) - truth
-                se = strength_se(C, played, LearningRate(LADDER_DEFAULTS["eta"], LADDER_DEFAULTS["tau"]))
+                se = strength_se(C, played, RATE)
                 row[f"{n} games"] = float(np.mean(np.abs(error) <= 1.96 * se))
             rows.append(row)
             print(f"  coverage on {name}, {rater}: {time.perf_counter() - start:.1f} s", flush=True)
@@ -411,15 +413,70 @@ def coverage(streams: dict) -> list[dict]:
     return rows
 
 
+#: Streams whose first side has a seat of its own: white moves first, the home side plays at home.
+SEATED = {"chess": ("white", "black"), "premier league": ("home", "away"), "la liga": ("home", "away")}
+HOME_ADVANTAGES = [round(0.05 * n, 2) for n in range(17)]  # 0 to 0.8 logits
+
+
+def seat_table(streams: dict) -> list[dict]:
+    """Learned seats (mathematics §5) against Elo given the same information: a home/white advantage.
+
+    The defaults with the first side's and second side's seats learned online,
+    against online Elo with its rate and a fixed advantage of the first side
+    both tuned on the half it is scored on (optimistic), and both without seats.
+    Prequential log loss on the second halves.
+    """
+    rows = []
+    for name, (first, second_seat) in SEATED.items():
+        log, m, _ = streams[name]
+        i, j = log.member_player[0::2], log.member_player[1::2]
+        seated = GameLog.from_pairs(i, j, log.pair_outcome, seats=(0, 1))
+        scored = halves(log)[1]
+        history = replay_history(start_vectors(m, DEFAULT_K, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0), seated, RATE)
+        elo_home, rate, advantage = min(
+            (log_loss(online_elo(GameLog.from_pairs(i, j, log.pair_outcome, h), m, r), log, scored), r, h)
+            for r in ELO_RATES
+            for h in HOME_ADVANTAGES
+        )
+        row = {
+            "stream": name,
+            "seats": [first, second_seat],
+            "defaults": log_loss(melo(log, m, **LADDER_DEFAULTS), log, scored),
+            "defaults + seats": log_loss(history.pair_p, log, scored),
+            "learned advantage (logits)": float(history.seats.advantage[0] - history.seats.advantage[1]),
+            "Elo, tuned": tuned({r: online_elo(log, m, r) for r in ELO_RATES}, log, scored)[0],
+            "Elo + advantage, tuned": elo_home,
+            "Elo rate, advantage": [rate, advantage],
+        }
+        rows.append(row)
+    print("\nprequential log loss on the second halves, with the first side's seat learned (lower is better);")
+    print("Elo's rate and advantage tuned on that half itself (optimistic)\n")
+    print("| stream | defaults | defaults + seats | learned h₁ - h₂ | Elo, tuned | Elo + advantage, tuned | target |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        reached = "reached" if r["defaults + seats"] <= r["Elo + advantage, tuned"] else "not reached"
+        print(
+            f"| {r['stream']} | {r['defaults']:.4f} | {r['defaults + seats']:.4f} | "
+            f"{r['learned advantage (logits)']:.3f} | {r['Elo, tuned']:.4f} | {r['Elo + advantage, tuned']:.4f} "
+            f"(rate {r['Elo rate, advantage'][0]}, advantage {r['Elo rate, advantage'][1]}) | {reached} |"
+        )
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["coverage"], help="run one table only")
+    parser.add_argument("--only", choices=["coverage", "seats"], help="run one table only")
     args = parser.parse_args()
     streams = all_streams()
     RESULTS.mkdir(exist_ok=True)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version()}
-    covered = coverage({name: s for name, s in streams.items() if s[2] is not None})
-    (RESULTS / "quality_coverage.json").write_text(json.dumps({"machine": machine, "rows": covered}, indent=2) + "\n")
+    if args.only in (None, "seats"):
+        seats = seat_table(streams)
+        (RESULTS / "quality_seats.json").write_text(json.dumps({"machine": machine, "rows": seats}, indent=2) + "\n")
+    if args.only in (None, "coverage"):
+        covered = coverage({name: s for name, s in streams.items() if s[2] is not None})
+        out = {"machine": machine, "rows": covered}
+        (RESULTS / "quality_coverage.json").write_text(json.dumps(out, indent=2) + "\n")
     if args.only:
         return
     # 1. One shared configuration of the rule, chosen on the first half of every stream only:

@@ -85,11 +85,14 @@ class Game:
     ranks : finishing rank of each side, 1 = best, equal ranks tie.  Use
         :meth:`from_scores` for scores (higher = better).
     advantages : seat advantage of each side in logits (mathematics §5), or None.
+    seats : each side's learned seat (an index into the ladder's seats) or None, or None for no seats
+        (mathematics §5).  A seat may be taken by one side of a game only.
     """
 
     sides: tuple[tuple[int, ...], ...]
     ranks: tuple[float, ...]
     advantages: tuple[float, ...] | None = None
+    seats: tuple[int | None, ...] | None = None
 
     def __post_init__(self) -> None:
         sides = tuple(tuple(int(p) for p in side) for side in self.sides)
@@ -114,9 +117,21 @@ class Game:
             if len(adv) != len(sides):
                 raise RatingInputError("advantages", f"expected {len(sides)} advantages, got {len(adv)}")
             advantages = tuple(float(x) for x in adv)
+        seats = None
+        if self.seats is not None:
+            if len(self.seats) != len(sides):
+                raise RatingInputError("seats", f"expected {len(sides)} seats, got {len(self.seats)}")
+            seats = tuple(None if x is None else int(x) for x in self.seats)
+            taken = [x for x in seats if x is not None]
+            if any(x < 0 for x in taken):
+                raise RatingInputError("seats", "seat indices must be >= 0")
+            if len(set(taken)) != len(taken):
+                raise RatingInputError("seats", "a seat can be taken by one side of a game only")
+            seats = seats if taken else None
         object.__setattr__(self, "sides", sides)
         object.__setattr__(self, "ranks", tuple(float(r) for r in ranks))
         object.__setattr__(self, "advantages", advantages)
+        object.__setattr__(self, "seats", seats)
 
     @classmethod
     def from_scores(
@@ -150,6 +165,7 @@ class GameLog:
     member_ptr: IntArray  # (G+1,)
     side_ptr: IntArray  # (G+1,)
     pair_ptr: IntArray  # (G+1,)
+    side_seat: IntArray | None = None  # (S,) the learned seat of each side, -1 for none; None: no seats at all
 
     @property
     def n_games(self) -> int:
@@ -234,7 +250,13 @@ class GameLog:
             member_ptr=member_ptr,
             side_ptr=side_ptr,
             pair_ptr=pair_ptr,
+            side_seat=None if self.side_seat is None else self.side_seat[sides],
         )
+
+    @property
+    def n_seats_needed(self) -> int:
+        """One more than the largest seat index (0 without seats)."""
+        return 0 if self.side_seat is None or len(self.side_seat) == 0 else int(self.side_seat.max()) + 1
 
     @classmethod
     def from_games(cls, games: Sequence[Game]) -> GameLog:
@@ -248,7 +270,9 @@ class GameLog:
         ph: list[np.ndarray] = []
         pw: list[np.ndarray] = []
         member_ptr, side_ptr, pair_ptr = [0], [0], [0]
+        side_seat: list[int] = []
         for game in games:
+            side_seat.extend(-1 if x is None else x for x in (game.seats or (None,) * len(game.sides)))
             base = len(side_size)
             for side in game.sides:
                 members.extend(side)
@@ -281,13 +305,22 @@ class GameLog:
             member_ptr=np.asarray(member_ptr, dtype=np.int64),
             side_ptr=np.asarray(side_ptr, dtype=np.int64),
             pair_ptr=np.asarray(pair_ptr, dtype=np.int64),
+            side_seat=np.asarray(side_seat, dtype=np.int64) if any(x >= 0 for x in side_seat) else None,
         )
 
     @classmethod
-    def from_pairs(cls, i: ArrayLike, j: ArrayLike, outcome: ArrayLike, advantage: ArrayLike | None = None) -> GameLog:
+    def from_pairs(
+        cls,
+        i: ArrayLike,
+        j: ArrayLike,
+        outcome: ArrayLike,
+        advantage: ArrayLike | None = None,
+        seats: tuple[ArrayLike, ArrayLike] | None = None,
+    ) -> GameLog:
         """Encode two-player games vectorised: i meets j, ``outcome`` is S from i's side (1, 0.5, 0).
 
-        ``advantage`` is h_i - h_j in logits (e.g. white's first-move advantage).
+        ``advantage`` is h_i - h_j in logits (e.g. white's first-move advantage);
+        ``seats`` the learned seats of i and of j (-1 for none), e.g. (0, 1) for white and black.
         """
         i = np.asarray(i, dtype=np.int64)
         j = np.asarray(j, dtype=np.int64)
@@ -305,6 +338,13 @@ class GameLog:
         members = np.empty(2 * g, dtype=np.int64)
         members[0::2], members[1::2] = i, j
         ar = np.arange(g + 1, dtype=np.int64)
+        side_seat = None
+        if seats is not None:
+            side_seat = np.empty(2 * g, dtype=np.int64)
+            side_seat[0::2], side_seat[1::2] = np.broadcast_to(seats[0], (g,)), np.broadcast_to(seats[1], (g,))
+            if np.any(side_seat < -1) or np.any((side_seat[0::2] == side_seat[1::2]) & (side_seat[0::2] >= 0)):
+                raise RatingInputError("seats", "a seat is an index >= 0 (or -1), taken by one side of a game")
+            side_seat = side_seat if np.any(side_seat >= 0) else None
         return cls(
             member_player=members,
             member_side=np.arange(2 * g, dtype=np.int64),
@@ -317,6 +357,7 @@ class GameLog:
             member_ptr=2 * ar,
             side_ptr=2 * ar,
             pair_ptr=ar.copy(),
+            side_seat=side_seat,
         )
 
 

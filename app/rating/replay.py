@@ -21,15 +21,26 @@ from scipy.special import expit
 from app.rating.errors import RatingInputError
 from app.rating.games import Game, GameLog, IntArray
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
+from app.rating.seats import Seats, seat_shift, seat_step
 from app.rating.update import LearningRate, as_rate, side_games, step_disjoint
 
 
 def dependency_levels(log: GameLog, n_players: int) -> IntArray:
-    """Level of every game (1-based): games on one level share no player."""
+    """Level of every game (1-based): games on one level share no player and no seat (a seat is shared state)."""
     last = [0] * n_players
     players = log.member_player.tolist()
     levels = [0] * log.n_games
-    if _two_player_singles(log):
+    if log.side_seat is not None:
+        last += [0] * log.n_seats_needed
+        seat_of = log.side_seat.tolist()
+        ptr, sptr = log.member_ptr.tolist(), log.side_ptr.tolist()
+        for g in range(log.n_games):
+            keys = players[ptr[g] : ptr[g + 1]] + [n_players + x for x in seat_of[sptr[g] : sptr[g + 1]] if x >= 0]
+            level = max(last[p] for p in keys) + 1
+            for p in keys:
+                last[p] = level
+            levels[g] = level
+    elif _two_player_singles(log):
         # Two single players per game: the common case, kept tight.
         for g, (i, j) in enumerate(zip(players[0::2], players[1::2], strict=True)):
             level = (last[i] if last[i] > last[j] else last[j]) + 1
@@ -52,7 +63,9 @@ class History:
     ``before[t]`` and ``after[t]`` are the vectors of membership ``t`` (the
     log's ``member_player[t]``) around its game; ``expected[a]`` and
     ``actual[a]`` are side ``a``'s rank-share scores (mathematics §4); ``pair_p[q]`` is the
-    pre-game P(side a beats side b) of pair term q, a prequential forecast.
+    pre-game P(side a beats side b) of pair term q, a prequential forecast.  With seats,
+    ``seats`` is their state after the log and ``seat_before[a]`` side a's seat's
+    (advantage, information) before its game (NaN for a side without a seat).
     """
 
     C: Array
@@ -61,6 +74,8 @@ class History:
     expected: Array
     actual: Array
     pair_p: Array
+    seats: Seats | None = None
+    seat_before: Array | None = None
 
 
 Progress = Callable[[int, int], None] | None
@@ -75,16 +90,18 @@ def replay(
     eta: Rate,
     progress: Progress = None,
     games0: ArrayLike | None = None,
+    seats: Seats | None = None,
 ) -> Array:
     """Ratings after applying ``games`` in order to the initial matrix ``C0`` (not modified).
 
     Bit-for-bit equal to calling :func:`~app.rating.update.apply_game` game by
     game.  ``eta`` is a rate or a :class:`~app.rating.update.LearningRate`;
-    ``games0`` are the games each player had before the log (0 by default).
+    ``games0`` are the games each player had before the log (0 by default);
+    ``seats`` the learned seats' state before it (fresh by default; not modified).
     ``progress(done, total)`` is called after each level.
     """
     C, log = _prepare(C0, games)
-    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, None)
+    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, None, _seats(log, seats))
     return C
 
 
@@ -94,6 +111,7 @@ def replay_history(
     eta: Rate,
     progress: Progress = None,
     games0: ArrayLike | None = None,
+    seats: Seats | None = None,
 ) -> History:
     """:func:`replay` that also returns every membership's vectors before and after its game.
 
@@ -105,8 +123,21 @@ def replay_history(
     before = np.empty((len(log.member_player), dim))
     after = np.empty_like(before)
     pair_p = np.empty(len(log.pair_a))
-    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, (before, after, pair_p))
-    return History(C, before, after, log.side_share(pair_p), log.side_share(log.pair_outcome), pair_p)
+    state = _seats(log, seats)
+    seat_before = None if state is None else np.full((len(log.side_size), 2), np.nan)
+    record = (before, after, pair_p, seat_before)
+    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, record, state)
+    expected, actual = log.side_share(pair_p), log.side_share(log.pair_outcome)
+    return History(C, before, after, expected, actual, pair_p, state, seat_before)
+
+
+def _seats(log: GameLog, seats: Seats | None) -> Seats | None:
+    """The seat state a replay works on (a copy), or None when the log names no seat and none was given."""
+    if seats is None:
+        return None if log.side_seat is None else Seats.fresh(log.n_seats_needed)
+    if log.n_seats_needed > len(seats.advantage):
+        raise RatingInputError("games", f"seat index {log.n_seats_needed - 1} is outside the seats given")
+    return seats.copy()
 
 
 def games_before(log: GameLog, games0: ArrayLike | None, n_players: int) -> Array:
@@ -138,14 +169,15 @@ def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game]) -> tuple[Array, Gam
     return C, log
 
 
-def _run(C: Array, log: GameLog, side_eta: Array, progress: Progress, record) -> None:
+def _run(C: Array, log: GameLog, side_eta: Array, progress: Progress, record, seats: Seats | None) -> None:
     if log.n_games == 0:
         return
     game_level = dependency_levels(log, len(C))
+    side_seat = log.side_seat if log.side_seat is not None else np.full(len(log.side_size), -1, dtype=np.int64)
     if _two_player_singles(log):
-        _replay_pairs(C, log, game_level, side_eta, progress, record)
+        _replay_pairs(C, log, game_level, side_eta, progress, record, seats, side_seat)
     else:
-        _replay_general(C, log, game_level, side_eta, progress, record)
+        _replay_general(C, log, game_level, side_eta, progress, record, seats, side_seat)
 
 
 def _two_player_singles(log: GameLog) -> bool:
@@ -157,7 +189,16 @@ def _level_bounds(level_of: IntArray, n_levels: int) -> IntArray:
     return np.concatenate(([0], np.cumsum(np.bincount(level_of, minlength=n_levels + 1)[1:])))
 
 
-def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, side_eta: Array, progress: Progress, record) -> None:
+def _replay_pairs(
+    C: Array,
+    log: GameLog,
+    game_level: IntArray,
+    side_eta: Array,
+    progress: Progress,
+    record,
+    seats: Seats | None,
+    side_seat: IntArray,
+) -> None:
     """Two single players per game: step_disjoint without the team and scatter bookkeeping.
 
     Same floating point operations as the general kernel (a team of one's mean is
@@ -168,20 +209,30 @@ def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, side_eta: Array,
     i, j = log.member_player[0::2][order], log.member_player[1::2][order]
     eta_i, eta_j = side_eta[0::2][order], side_eta[1::2][order]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
+    seat_i, seat_j = side_seat[0::2][order], side_seat[1::2][order]
     bounds = _level_bounds(game_level, int(game_level.max()))
     for lo, hi in itertools.pairwise(bounds):
         a, b = i[lo:hi], j[lo:hi]
         ca, cb = C[a], C[b]
         oca, ocb = omega_apply(ca), omega_apply(cb)
-        p = expit(rowdot(ca, ocb) + shift[lo:hi])
+        level_shift = shift[lo:hi]
+        if seats is not None:
+            sa, sb = seat_i[lo:hi], seat_j[lo:hi]
+            if record is not None:
+                _keep_seats(record[3], seats, 2 * order[lo:hi], sa)
+                _keep_seats(record[3], seats, 2 * order[lo:hi] + 1, sb)
+            level_shift = level_shift + seat_shift(seats.advantage, sa, sb)
+        p = expit(rowdot(ca, ocb) + level_shift)
         norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
         w, s = weight[lo:hi], outcome[lo:hi]
         coef_a = np.divide(eta_i[lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
         coef_b = np.divide(eta_j[lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
         C[a] = ca + coef_a[:, None] * ocb
         C[b] = cb + (-coef_b)[:, None] * oca
+        if seats is not None:
+            seat_step(seats, sa, sb, w, s, p)
         if record is not None:
-            before, after, pair_p = record
+            before, after, pair_p, _ = record
             g = order[lo:hi]
             before[2 * g], before[2 * g + 1] = ca, cb
             after[2 * g], after[2 * g + 1] = C[a], C[b]
@@ -190,7 +241,23 @@ def _replay_pairs(C: Array, log: GameLog, game_level: IntArray, side_eta: Array,
             progress(int(hi), log.n_games)
 
 
-def _replay_general(C: Array, log: GameLog, game_level: IntArray, side_eta: Array, progress: Progress, record) -> None:
+def _keep_seats(seat_before: Array, seats: Seats, sides: IntArray, seat: IntArray) -> None:
+    """Record the state of the seats ``seat`` (-1: none) of ``sides`` before their game."""
+    has = seat >= 0
+    seat_before[sides[has], 0] = seats.advantage[seat[has]]
+    seat_before[sides[has], 1] = seats.information[seat[has]]
+
+
+def _replay_general(
+    C: Array,
+    log: GameLog,
+    game_level: IntArray,
+    side_eta: Array,
+    progress: Progress,
+    record,
+    seats: Seats | None,
+    side_seat: IntArray,
+) -> None:
     n_levels = int(game_level.max())
     member_level = np.repeat(game_level, np.diff(log.member_ptr))
     side_level = np.repeat(game_level, np.diff(log.side_ptr))
@@ -209,6 +276,7 @@ def _replay_general(C: Array, log: GameLog, game_level: IntArray, side_eta: Arra
     pair_a = new_side[log.pair_a[op]]
     pair_b = new_side[log.pair_b[op]]
     outcome, shift, weight = log.pair_outcome[op], log.pair_shift[op], log.pair_weight[op]
+    pair_seat_a, pair_seat_b = side_seat[log.pair_a[op]], side_seat[log.pair_b[op]]
 
     mb, sb, pb = (_level_bounds(x, n_levels) for x in (member_level, side_level, pair_level))
     game_count = _level_bounds(game_level, n_levels)
@@ -217,6 +285,11 @@ def _replay_general(C: Array, log: GameLog, game_level: IntArray, side_eta: Arra
         s0 = sb[lv]
         if record is not None:
             record[0][om[m]] = C[member_player[m]]
+        level_shift = shift[p]
+        if seats is not None:
+            if record is not None:
+                _keep_seats(record[3], seats, osd[s], side_seat[osd[s]])
+            level_shift = level_shift + seat_shift(seats.advantage, pair_seat_a[p], pair_seat_b[p])
         p_level = step_disjoint(
             C,
             member_player[m],
@@ -225,10 +298,12 @@ def _replay_general(C: Array, log: GameLog, game_level: IntArray, side_eta: Arra
             pair_a[p] - s0,
             pair_b[p] - s0,
             outcome[p],
-            shift[p],
+            level_shift,
             weight[p],
             eta_sorted[s],
         )
+        if seats is not None:
+            seat_step(seats, pair_seat_a[p], pair_seat_b[p], weight[p], outcome[p], p_level)
         if record is not None:
             record[1][om[m]] = C[member_player[m]]
             record[2][op[p]] = p_level
