@@ -98,6 +98,10 @@ class Ladder(Base):
     private: Mapped[bool] = mapped_column(default=False, server_default=false())
     #: The seq of the ladder's latest game.
     last_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: The names of the seats whose advantages the ladder learns (mathematics §5), or null.
+    seats: Mapped[list[str] | None] = mapped_column(JSON)
+    #: Each seat's advantage (logits) and information now: {"advantage": [...], "information": [...]}.
+    seat_state: Mapped[dict | None] = mapped_column(JSON)
 
 
 class ApiKey(Base):
@@ -160,6 +164,8 @@ class Game(Base):
     voided_at: Mapped[datetime | None]
     voided_by: Mapped[str | None] = mapped_column(String(64))
     void_reason: Mapped[str | None] = mapped_column(String(500))
+    #: The game's seats just before it: {seat name: [advantage, information]}, or null if it takes none.
+    seat_state: Mapped[dict | None] = mapped_column(JSON)
 
 
 class Participant(Base):
@@ -229,6 +235,8 @@ class Checkpoint(Base):
     refit_id: Mapped[int | None] = mapped_column(ForeignKey("refits.id", ondelete="SET NULL"))
     player_ids: Mapped[bytes] = mapped_column(LargeBinary)
     vectors: Mapped[bytes] = mapped_column(LargeBinary)
+    #: The seats' state the refit set: {"advantage": [...], "information": [...]}, or null.
+    seat_state: Mapped[dict | None] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: Set when a game at or before ``after_game_id`` was voided: never replayed from again.
     superseded_at: Mapped[datetime | None]

@@ -11,6 +11,7 @@ process in a thread of their own (:func:`report`).
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TypeVar
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.access import Caller, check, ladder_for_read
 from app.db import Database
-from app.errors import NotFound, Unauthorized
+from app.errors import InvalidInput, NotFound, Unauthorized
 from app.security import hash_key
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
@@ -87,6 +88,25 @@ async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> np.ndarra
     if missing:
         raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
     return np.array([found[k] for k in keys])
+
+
+async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str]) -> dict[str, float]:
+    """The learned advantage (logits) of each seat named in ``wanted`` (field -> seat); 422 naming the field of
+    a seat the ladder does not have."""
+    for name, seat in wanted.items():
+        if seat not in (ladder.seats or []):
+            known = ", ".join(repr(x) for x in ladder.seats or []) or "none"
+            raise InvalidInput(
+                f"{name}: this ladder has no seat {seat!r} (its seats: {known})",
+                errors=[{"field": name, "message": f"unknown seat {seat!r}"}],
+            )
+    if not wanted:
+        return {}
+    rows = await db.fetch("SELECT seat_state FROM ladders WHERE id = ?", (ladder.id,))
+    state = rows[0][0] if rows else None
+    state = json.loads(state) if isinstance(state, str | bytes) else state
+    seats = storage.ladders.seats_from_json(state, len(ladder.seats or []))
+    return dict(zip(ladder.seats or [], seats.advantage.tolist(), strict=True))
 
 
 async def report(

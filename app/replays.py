@@ -24,10 +24,18 @@ from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog, Tail
 
 
-def replay_from(session: Session, ladder: LadderRow, first_game_id: int, changed: Sequence[str]) -> int:
-    """Replay the games from ``first_game_id`` on that the players ``changed`` reach, rewrite their history and
-    the reached players' vectors; the number of games replayed."""
-    return _replay(session, ladder, storage.log.read_tail(session, ladder, first_game_id, changed))
+def replay_from(
+    session: Session,
+    ladder: LadderRow,
+    first_game_id: int,
+    changed: Sequence[str],
+    changed_seats: dict[str, list[float]] | None = None,
+) -> int:
+    """Replay the games from ``first_game_id`` on that the players ``changed`` (and the seats ``changed_seats``,
+    from the state given) reach, rewrite their history and the reached players' vectors and seats; the number of
+    games replayed."""
+    tail = storage.log.read_tail(session, ladder, first_game_id, changed, changed_seats)
+    return _replay(session, ladder, tail)
 
 
 def replay_log(session: Session, ladder: LadderRow) -> int:
@@ -37,8 +45,13 @@ def replay_log(session: Session, ladder: LadderRow) -> int:
 
 
 def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
-    history = rating.replay_history(part.start, part.log, ladder.learning_rate(), games0=part.start_games)
+    seats = part.start_seats
+    history = rating.replay_history(part.start, part.log, ladder.learning_rate(), games0=part.start_games, seats=seats)
     storage.players.save_vectors(session, part.player_ids, history.C)
+    if seats is not None:
+        storage.ladders.save_seat_state(session, ladder.id, history.seats)
+        states = storage.games.seat_states(part.log, history, ladder.seats or [])
+        storage.games.rewrite_seat_states(session, part.game_ids.tolist(), states)
     member_game = np.repeat(part.game_ids, np.diff(part.log.member_ptr))
     storage.games.rewrite_history(
         session,

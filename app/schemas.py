@@ -29,6 +29,7 @@ PlayerKey = Annotated[
 ]
 #: A name, reason or client-chosen id: printable text of at most ``n`` characters.
 Name = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(printable)]
+SeatName = Annotated[str, StringConstraints(min_length=1, max_length=64), AfterValidator(printable)]
 ExternalId = Annotated[str, StringConstraints(min_length=1, max_length=200), AfterValidator(printable)]
 Reason = Annotated[str, StringConstraints(max_length=500), AfterValidator(printable)]
 #: The largest vector component accepted (either way): real ratings are tens of logits at most.
@@ -58,7 +59,14 @@ T = TypeVar("T")
 
 
 class SeatAdvantage(StrictModel):
-    """A side's seat advantage, in logits or as a win probability against an equal opponent (mathematics §5)."""
+    """A side's seat advantage, in logits or as a win probability against an equal opponent, and its learned
+    seat (mathematics §5)."""
+
+    seat: SeatName | None = Field(
+        None,
+        description='One of the ladder\'s seats (e.g. "home", "white"), whose learned advantage is added to '
+        "any advantage given here; one side per seat in a game.",
+    )
 
     advantage: Number | None = Field(
         None, ge=-MAX_ADVANTAGE, le=MAX_ADVANTAGE, description="Seat advantage in logits (mathematics §5), within ±50."

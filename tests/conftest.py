@@ -16,7 +16,8 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
+from app.cli import main
+from app.config import Settings, get_settings
 from app.main import create_app
 from app.migrate import upgrade
 from tests.postgres import PostgresServer
@@ -110,3 +111,12 @@ def server(database_url) -> Iterator[str]:
     """A real server over a fresh database: two workers on PostgreSQL (they share it), one on SQLite (one writer)."""
     with live_server(database_url, workers=2 if database_url.startswith("postgres") else 1) as base:
         yield base
+
+
+@pytest.fixture
+def cli(settings, monkeypatch):
+    """``melo …`` against the test's database."""
+    monkeypatch.setenv("MELO_DATABASE_URL", settings.database_url)
+    get_settings.cache_clear()
+    yield main
+    get_settings.cache_clear()

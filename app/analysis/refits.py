@@ -133,6 +133,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         current=state.stored,
         select_k=select_k,
         progress=fit_progress,
+        current_seats=state.stored_seats,
     )
     heldout = dict(result.heldout)
     if params.holdout > 0:
@@ -155,6 +156,12 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "seconds": result.seconds,
         "identifiability": identifiability_out(found, state.keys).model_dump(),
     } | ({"guard": verdict} if verdict else {})
+    if ladder.seats:  # seats the log never names keep the prior
+        seats = rating.Seats.fresh(len(ladder.seats))
+        if result.seats is not None:
+            n = len(result.seats.advantage)
+            seats.advantage[:n], seats.information[:n] = result.seats.advantage, result.seats.information
+        summary["seats"] = storage.ladders.seats_to_json(seats)
     # Players without a game have nothing fitted (only the prior): they keep their initial vectors.
     played = np.bincount(state.log.member_player, minlength=m) > 0
     finished = {
@@ -191,7 +198,9 @@ def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: Refit
     if not 0 < window < n:
         return {"better": False, "window_games": window, "reason": "no games to compare on"}
     rate = ladder.learning_rate()
-    served = rating.replay_history(recent.start, recent.log, rate, games0=recent.start_games).pair_p
+    served = rating.replay_history(
+        recent.start, recent.log, rate, games0=recent.start_games, seats=recent.start_seats
+    ).pair_p
     in_window = len(served) - (len(state.log.pair_a) - int(state.log.pair_ptr[n - window]))
     verdict = guard(
         state.log,
@@ -218,8 +227,11 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
     offset = ladder.init_offset if k == ladder.k else None
     start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale, offset)
-    C = rating.replay(start, state.log.take(train_games), rating.LearningRate(eta, ladder.eta_tau))
-    return vars(evaluate(C, state.log, test))
+    fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
+    rate = rating.LearningRate(eta, ladder.eta_tau)
+    history = rating.replay_history(start, state.log.take(train_games), rate, seats=fresh)
+    seats = None if history.seats is None else history.seats.advantage
+    return vars(evaluate(history.C, state.log, test, seats))
 
 
 def _update(db: Database, refit_id: int, **values) -> None:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool
 
 from app.games.schemas import GameIn
 from app.ladders.schemas import LadderCreate
-from app.schemas import MAX_ID, Name, PlayerKey, Reason, StrictModel, Vector
+from app.schemas import MAX_ID, Component, Name, PlayerKey, Reason, StrictModel, Vector
 
 #: The export format's version, in the header line.
 FORMAT = 1
@@ -48,9 +48,15 @@ class ExportedGame(GameIn):
     voided: VoidMark | None = None
 
 
+class ExportedSeats(StrictModel):
+    advantage: list[Component] = Field(description="Each seat's advantage in logits, in the ladder's seat order.")
+    information: list[Annotated[float, Field(gt=0, le=1e12)]] = Field(description="Each seat's information.")
+
+
 class ExportedCheckpoint(StrictModel):
     after_seq: int = Field(ge=0, le=MAX_ID, description="The seq of the game it follows (0: before the first).")
     vectors: dict[PlayerKey, Vector]
+    seats: ExportedSeats | None = Field(None, description="The learned seats the refit set, for a ladder with seats.")
 
 
 class PlayerLine(StrictModel):

@@ -87,13 +87,17 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
 
 
 def _sides(payload: dict) -> list[dict]:
-    """A stored game's sides as a game is posted: players, rank, and the seat advantage in logits if any."""
+    """A stored game's sides as a game is posted: players, rank, and the seat advantage in logits and the
+    learned seat if any."""
     sides = [
         {"players": players, "rank": rank} for players, rank in zip(payload["sides"], payload["ranks"], strict=True)
     ]
     if payload["advantages"] is not None:
         for side, advantage in zip(sides, payload["advantages"], strict=True):
             side["advantage"] = advantage
+    for side, seat in zip(sides, payload.get("seats") or [], strict=False):
+        if seat is not None:
+            side["seat"] = seat
     return sides
 
 
@@ -106,7 +110,10 @@ def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int) -> bytes:
         for player_id, vector in zip(ids.tolist(), vectors.tolist(), strict=True)
         if player_id in keys
     }
-    return _line({"checkpoint": {"after_seq": seq, "vectors": held}})
+    line = {"after_seq": seq, "vectors": held}
+    if checkpoint.seat_state is not None:
+        line["seats"] = checkpoint.seat_state
+    return _line({"checkpoint": line})
 
 
 def restore(
@@ -239,7 +246,17 @@ class Restore:
         order = np.argsort(ids[held], kind="stable")
         player_ids = storage.codec.pack_ids(ids[held][order])
         vectors = storage.codec.pack_rows(C[held][order].reshape(1, -1))[0] if held else b""
-        storage.refits.insert_checkpoint(self.session, self.ladder.id, self.last_game_id, player_ids, vectors, None)
+        seats = None
+        if self.ladder.seats:
+            count = len(self.ladder.seats)
+            given = checkpoint.seats
+            if given is None or len(given.advantage) != count or len(given.information) != count:
+                raise _bad(n, "checkpoint.seats", f"expected the state of the ladder's {count} seats")
+            seats = given.model_dump()
+            storage.ladders.save_seat_state(self.session, self.ladder.id, rating.Seats.of(**seats))
+        storage.refits.insert_checkpoint(
+            self.session, self.ladder.id, self.last_game_id, player_ids, vectors, None, seats
+        )
 
     def flush(self) -> None:
         self._create_players()

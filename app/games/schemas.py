@@ -65,6 +65,10 @@ class GameIn(StrictModel):
             seen: set[str] = set()
             twice = next(key for key in keys if key in seen or seen.add(key))
             raise ValueError(f"player {twice!r} appears more than once in the game")
+        seats = [side.seat for side in sides if side.seat is not None]
+        if len(set(seats)) < len(seats):
+            twice = next(seat for n, seat in enumerate(seats) if seat in seats[:n])
+            raise ValueError(f"seat {twice!r} is taken by more than one side")
         return sides
 
 
@@ -83,6 +87,7 @@ class SideOut(BaseModel):
     rank: float
     actual_score: float = Field(description="Rank-share score achieved (mathematics §4); sums to 1 over sides.")
     expected_score: float = Field(description="Rank-share score expected before the game.")
+    seat: str | None = Field(None, description="The learned seat the side took, if any (mathematics §5).")
 
 
 class GameOut(BaseModel):

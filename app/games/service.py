@@ -114,6 +114,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             _check_external_ids(session, ladder, post, seen)
             if not ladder.auto_create_players:
                 _check_players_exist(session, ladder, post)
+            check_seats(ladder, post.games, post.field)
             seen.update(g.external_id for g in post.games if g.external_id is not None)
             live.setdefault(ladder.id, []).append(n)
         except Problem as exc:
@@ -214,6 +215,20 @@ def _check_players_exist(session: Session, ladder: LadderRow, post: Post) -> Non
                     )
 
 
+def check_seats(ladder: LadderRow, games: Sequence, field: Callable[[int, str], str]) -> None:
+    """Every seat a side takes is one the ladder names (422 naming the field otherwise)."""
+    named = ladder.seat_index()
+    for g, game in enumerate(games):
+        for s, side in enumerate(game.sides):
+            if side.seat is not None and side.seat not in named:
+                name = field(g, f"sides[{s}].seat")
+                known = ", ".join(repr(x) for x in named) or "none"
+                raise InvalidInput(
+                    f"{name}: this ladder has no seat {side.seat!r} (its seats: {known})",
+                    errors=[{"field": name, "message": f"unknown seat {side.seat!r}"}],
+                )
+
+
 def _initial(ladder: LadderRow) -> Callable[[list[str]], np.ndarray] | None:
     """New players' seeded initial vectors (mathematics §2), if the ladder creates players."""
     if not ladder.auto_create_players:
@@ -237,6 +252,7 @@ def import_games(
     _check_external_ids(session, ladder, post, set())
     if not ladder.auto_create_players:
         _check_players_exist(session, ladder, post)
+    check_seats(ladder, games, post.field)
     keys = [k for g in games for side in g.sides for k in side.players]
     locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder))
     ids = _apply(session, ladder, locked, games, progress, count=voided is None).ids
@@ -285,8 +301,8 @@ class Applied:
                 players[member_side[t]].append(member)
             sides = [(members, actual[s], expected[s]) for s, members in players.items()]
             game = self.games[g]
-            ranks = self.payloads[g]["ranks"]
-            out.append(game_body(self.ids[g], self.seqs[g], self.played_at[g], game.external_id, ranks, sides))
+            payload = self.payloads[g]
+            out.append(game_body(self.ids[g], self.seqs[g], self.played_at[g], game.external_id, payload, sides))
         return out
 
 
@@ -295,19 +311,21 @@ def game_body(
     seq: int,
     played_at: datetime,
     external_id: str | None,
-    ranks: list[float],
+    payload: dict,
     sides: list[tuple[list[dict], float, float]],
 ) -> dict:
-    """A game as the API shows it (``GameOut``), as JSON-ready values."""
+    """A game as the API shows it (``GameOut``), as JSON-ready values; ``payload`` is its stored input."""
+    seats = payload.get("seats") or [None] * len(sides)
+    out = [
+        {"players": players, "rank": rank, "actual_score": actual, "expected_score": expected, "seat": seat}
+        for (players, actual, expected), rank, seat in zip(sides, payload["ranks"], seats, strict=True)
+    ]
     return {
         "id": game_id,
         "seq": seq,
         "played_at": iso(played_at),
         "external_id": external_id,
-        "sides": [
-            {"players": players, "rank": rank, "actual_score": actual, "expected_score": expected}
-            for (players, actual, expected), rank in zip(sides, ranks, strict=True)
-        ],
+        "sides": out,
         "voided_at": None,
         "voided_by": None,
         "reason": None,
@@ -321,17 +339,19 @@ def _ranks(game: GameIn) -> list[float]:
 
 
 def payloads(games: Sequence[GameIn]) -> list[dict]:
-    """Each game's stored input (mathematics §13): sides of player keys, ranks, advantages in logits or None."""
+    """Each game's stored input (mathematics §13): sides of player keys, ranks, advantages in logits or None,
+    and the seats taken (only when a side takes one)."""
     out = []
     for game in games:
         advantages = [side.logits for side in game.sides]
-        out.append(
-            {
-                "sides": [side.players for side in game.sides],
-                "ranks": _ranks(game),
-                "advantages": advantages if any(a != 0.0 for a in advantages) else None,
-            }
-        )
+        payload = {
+            "sides": [side.players for side in game.sides],
+            "ranks": _ranks(game),
+            "advantages": advantages if any(a != 0.0 for a in advantages) else None,
+        }
+        if any(side.seat is not None for side in game.sides):
+            payload["seats"] = [side.seat for side in game.sides]
+        out.append(payload)
     return out
 
 
@@ -346,13 +366,18 @@ def _apply(
     """Apply the validated games to the locked rows (mathematics §3-§6) and write the log, history and (if they
     ``count``) ratings."""
     stored = payloads(games)
-    log = storage.log.encode(stored, locked.index)
+    log = storage.log.encode(stored, locked.index, ladder.seat_index())
+    seats = seqs = None
+    if log.side_seat is not None:  # the seats are shared: read them under the ladder row's lock (take_seqs)
+        seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
+        seats = storage.ladders.seat_state(session, ladder)
     history = rating.replay_history(
-        locked.C, log, ladder.learning_rate(), _stage(progress, "rating"), games0=locked.counts[:, 0]
+        locked.C, log, ladder.learning_rate(), _stage(progress, "rating"), games0=locked.counts[:, 0], seats=seats
     )
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
-    seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
+    if seqs is None:
+        seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
     ids = storage.games.allocate_ids(session, len(games))
     members_per_game = np.diff(log.member_ptr)
     member_game = np.repeat(np.arange(len(games)), members_per_game)
@@ -373,8 +398,11 @@ def _apply(
         after=history.after,
         actual=actual,
         expected=history.expected[log.member_side],
+        seat_states=storage.games.seat_states(log, history, ladder.seats or []),
     )
     storage.games.insert(session, new, _stage(progress, "games"), _stage(progress, "history"))
+    if count and seats is not None:
+        storage.ladders.save_seat_state(session, ladder.id, history.seats)
     if count:
         counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
         storage.players.save(session, locked, history.C, counts, last_played)
@@ -439,7 +467,7 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
     shares = np.array([m.actual_score for m in record.members])
     storage.players.uncount(session, members, _record(shares, np.full(len(shares), len(record.payload["sides"]))))
     storage.players.refresh_last_played(session, members)
-    replay_from(session, ladder, game_id + 1, [m.key for m in record.members])
+    replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
     storage.ladders.bump(session, [ladder.id])
     return stored_body(storage.games.get(session, ladder.id, game_id))
 
@@ -452,7 +480,7 @@ def stored_body(record: storage.games.GameRecord) -> dict:
         parts = [by_key[key] for key in keys]
         players = [{"key": p.key, "before": p.before, "after": p.after} for p in parts]
         sides.append((players, parts[0].actual_score, parts[0].expected_score))
-    body = game_body(record.id, record.seq, record.played_at, record.external_id, record.payload["ranks"], sides)
+    body = game_body(record.id, record.seq, record.played_at, record.external_id, record.payload, sides)
     if record.voided_at is not None:
         body |= {"voided_at": iso(record.voided_at), "voided_by": record.voided_by, "reason": record.void_reason}
     return body

@@ -3,9 +3,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Field, StrictBool, field_validator
 
-from app.schemas import Name, Slug, StrictModel, Vector
+from app.schemas import Name, SeatName, Slug, StrictModel, Vector
 
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (README).
 DEFAULT_K = 2
@@ -48,10 +48,29 @@ class LadderCreate(StrictModel):
         "apply the refit as a checkpoint only if it would have predicted the latest games better than the online "
         "ratings did (GET …/refits shows each one).",
     )
+    seats: list[SeatName] | None = Field(
+        None,
+        min_length=1,
+        max_length=16,
+        description='Seats whose advantages the ladder learns from the results, e.g. ["white", "black"], '
+        '["home", "away"], ["server", "receiver"]; a game\'s side takes one with `seat` (mathematics §5).',
+    )
 
     model_config = StrictModel.model_config | {
-        "json_schema_extra": {"examples": [{"slug": "office-pingpong", "name": "Office ping-pong", "k": 1}]}
+        "json_schema_extra": {
+            "examples": [
+                {"slug": "office-pingpong", "name": "Office ping-pong", "k": 1},
+                {"slug": "league", "seats": ["home", "away"]},
+            ]
+        }
     }
+
+    @field_validator("seats")
+    @classmethod
+    def _distinct(cls, seats: list[str] | None) -> list[str] | None:
+        if seats is not None and len(set(seats)) < len(seats):
+            raise ValueError("each seat is named once")
+        return seats
 
 
 class LadderPatch(StrictModel):
@@ -88,6 +107,12 @@ class KeyCreated(KeyOut):
     key: str = Field(description="The bearer key. Shown only this once; the service keeps its hash.")
 
 
+class SeatOut(BaseModel):
+    name: str
+    advantage_elo: float = Field(description="The learned advantage in Elo points (400/ln 10 per logit).")
+    advantage_elo_se: float = Field(description="Its standard error in Elo points.")
+
+
 class LadderOut(BaseModel):
     slug: str
     name: str | None
@@ -103,6 +128,9 @@ class LadderOut(BaseModel):
     created_at: datetime
     players: int
     games: int
+    seats: list[SeatOut] | None = Field(
+        None, description="The learned seats, as the results so far set them (mathematics §5); null without seats."
+    )
 
 
 class LadderCreated(LadderOut):

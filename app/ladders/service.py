@@ -20,6 +20,7 @@ from app.ladders.schemas import (
     LadderCreated,
     LadderOut,
     LadderPatch,
+    SeatOut,
 )
 from app.security import hash_key, new_key
 from app.storage.keys import KeyRow
@@ -54,8 +55,19 @@ def list_ladders(session: Session, caller: Caller) -> list[LadderOut]:
 
 def ladder_out(session: Session, ladder: LadderRow) -> LadderOut:
     players, games = storage.ladders.sizes(session, ladder.id)
-    fields = {c: getattr(ladder, c) for c in LadderOut.model_fields if c not in ("players", "games")}
-    return LadderOut(**fields, players=players, games=games)
+    fields = {c: getattr(ladder, c) for c in LadderOut.model_fields if c not in ("players", "games", "seats")}
+    return LadderOut(**fields, players=players, games=games, seats=_seats_out(session, ladder))
+
+
+def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
+    seats = storage.ladders.seat_state(session, ladder)
+    if seats is None:
+        return None
+    elo = rating.ELO_PER_LOGIT
+    return [
+        SeatOut(name=name, advantage_elo=float(h * elo), advantage_elo_se=float(se * elo))
+        for name, h, se in zip(ladder.seats or [], seats.advantage, seats.standard_error, strict=True)
+    ]
 
 
 def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
@@ -94,10 +106,19 @@ def audit(session: Session, ladder: LadderRow) -> AuditOut:
     """Replay the event log from the latest checkpoint (or the initial vectors) and compare (mathematics §9, §13)."""
     state = storage.log.read(session, ladder)
     rate = ladder.learning_rate()
-    replayed = rating.replay(state.start, state.log, rate, games0=state.start_games) if len(state.keys) else state.start
+    replayed, seats = state.start, state.start_seats
+    if len(state.keys):
+        history = rating.replay_history(state.start, state.log, rate, games0=state.start_games, seats=seats)
+        replayed, seats = history.C, history.seats
     diff = float(np.abs(replayed - state.stored).max()) if len(state.keys) else 0.0
+    consistent = bool(np.array_equal(replayed, state.stored))
+    if seats is not None:  # the learned seats too
+        stored = state.stored_seats
+        diff = max(diff, float(np.abs(seats.advantage - stored.advantage).max()))
+        consistent &= np.array_equal(seats.advantage, stored.advantage)
+        consistent &= np.array_equal(seats.information, stored.information)
     return AuditOut(
-        consistent=bool(np.array_equal(replayed, state.stored)),
+        consistent=consistent,
         games=state.games,
         players=len(state.keys),
         max_abs_diff=diff,

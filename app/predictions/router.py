@@ -7,10 +7,10 @@ from fastapi.responses import JSONResponse
 
 from app import reads
 from app.deps import CallerDep, DatabaseDep
-from app.errors import problems
+from app.errors import InvalidInput, problems
 from app.predictions import service
 from app.predictions.schemas import MatchIn, MatchPrediction, PairPrediction, TeamsIn, TeamsOut
-from app.schemas import PlayerKey
+from app.schemas import PlayerKey, SeatName
 
 router = APIRouter(prefix="/v1/ladders/{slug}/predict", tags=["predictions"])
 
@@ -22,10 +22,17 @@ async def predict_pair(
     caller: CallerDep,
     a: Annotated[PlayerKey, Query(description="Player key.")],
     b: Annotated[PlayerKey, Query(description="Opponent key.")],
+    a_seat: Annotated[SeatName | None, Query(description="The seat a takes, one of the ladder's.")] = None,
+    b_seat: Annotated[SeatName | None, Query(description="The seat b takes, one of the ladder's.")] = None,
 ) -> JSONResponse:
-    """P(a beats b), and the advantage in logits and Elo points."""
+    """P(a beats b), and the advantage in logits and Elo points (with the seats' learned advantages, if given)."""
     ladder = await reads.ladder(db, slug, caller)
-    return JSONResponse(service.pair(a, b, await reads.vectors(db, ladder, [a, b])))
+    seats = {name: seat for name, seat in (("a_seat", a_seat), ("b_seat", b_seat)) if seat is not None}
+    if a_seat is not None and a_seat == b_seat:
+        raise InvalidInput("b_seat: a seat is taken by one side only", errors=[{"field": "b_seat"}])
+    learned = await reads.seat_advantages(db, ladder, seats)
+    shift = learned.get(a_seat, 0.0) - learned.get(b_seat, 0.0)
+    return JSONResponse(service.pair(a, b, await reads.vectors(db, ladder, [a, b]), shift))
 
 
 @router.post("", response_model=MatchPrediction, responses=problems(404, 422))
@@ -33,7 +40,9 @@ async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: Calle
     """Win-probability matrix and expected scores for N sides (players or ad-hoc teams, with seat advantages)."""
     ladder = await reads.ladder(db, slug, caller)
     keys = service.match_keys(data)
-    return JSONResponse(service.match(data, await reads.vectors(db, ladder, keys)))
+    wanted = {f"sides[{n}].seat": side.seat for n, side in enumerate(data.sides) if side.seat is not None}
+    learned = await reads.seat_advantages(db, ladder, wanted)
+    return JSONResponse(service.match(data, await reads.vectors(db, ladder, keys), learned))
 
 
 teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"])

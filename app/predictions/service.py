@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from app import rating
 from app.errors import InvalidInput
@@ -11,10 +12,11 @@ from app.predictions.schemas import MatchIn, TeamsIn
 from app.rating import teams
 
 
-def pair(a: str, b: str, C: np.ndarray) -> dict:
-    """``PairPrediction``: P(a beats b) = σ(c_aᵀ Ω c_b) and the advantage, from the rows of a and b."""
-    x = float(rating.advantage(C[0], C[1]))
-    p = float(rating.win_probability(C[0], C[1]))
+def pair(a: str, b: str, C: np.ndarray, shift: float = 0.0) -> dict:
+    """``PairPrediction``: P(a beats b) = σ(c_aᵀ Ω c_b + h_a - h_b) and the advantage, from the rows of a and b
+    and the seats' ``shift`` h_a - h_b."""
+    x = float(rating.advantage(C[0], C[1])) + shift
+    p = float(expit(x))
     return {
         "a": a,
         "b": b,
@@ -26,17 +28,22 @@ def pair(a: str, b: str, C: np.ndarray) -> dict:
 
 
 def match_keys(data: MatchIn) -> list[str]:
-    """The players of a match, side by side; 422 if one appears twice."""
+    """The players of a match, side by side; 422 if one appears twice, or a seat is taken twice."""
     keys = [k for side in data.sides for k in side.players]
     if len(set(keys)) != len(keys):
         raise InvalidInput("a player appears more than once", errors=[{"field": "sides"}])
+    seats = [side.seat for side in data.sides if side.seat is not None]
+    if len(set(seats)) != len(seats):
+        raise InvalidInput("a seat is taken by more than one side", errors=[{"field": "sides"}])
     return keys
 
 
-def match(data: MatchIn, C: np.ndarray) -> dict:
-    """``MatchPrediction``: the probability matrix and expected scores of N sides, from their players' rows."""
+def match(data: MatchIn, C: np.ndarray, seats: dict[str, float] | None = None) -> dict:
+    """``MatchPrediction``: the probability matrix and expected scores of N sides, from their players' rows and
+    the learned ``seats`` (name -> advantage in logits) the sides take."""
     index = iter(range(len(C)))
-    advantages = tuple(s.logits for s in data.sides)
+    seats = seats or {}
+    advantages = tuple(s.logits + (seats[s.seat] if s.seat is not None else 0.0) for s in data.sides)
     game = rating.Game(
         tuple(tuple(next(index) for _ in s.players) for s in data.sides), (1,) * len(data.sides), advantages
     )

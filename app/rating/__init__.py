@@ -29,6 +29,7 @@ from app.rating.model import (
     win_probability,
 )
 from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
+from app.rating.seats import Seats
 from app.rating.update import GameResult, LearningRate, apply_game, predict_match, unnormalised_update
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "History",
     "LearningRate",
     "RatingInputError",
+    "Seats",
     "advantage",
     "advantage_from_probability",
     "advantage_matrix",

@@ -105,7 +105,8 @@ def strength_se(
     given the ladder's learning ``rate``, how far the online rule's rating
     wanders around that: its steps move the strength by κ_i (S - p), with
     κ_i = η(n_i) g_i (:func:`field_gain`), so it fluctuates with the stationary
-    variance κ_i / (2 - κ_i w_i) of such a rule.  It assumes independent games,
+    variance κ_i / (2 - κ_i w_i) of such a rule (κ_i w_i capped at 1, where a
+    rule overshoots).  It assumes independent games,
     typical opponents, and that a team game tells as much about each member as
     a game alone would.
     """
@@ -114,7 +115,8 @@ def strength_se(
     variance = 1.0 / (STRENGTH_PRIOR_PRECISION + n * w)
     if rate is not None:
         kappa = rate.at(n) * field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
-        variance += kappa / (2.0 - kappa * w)
+        # κw ≥ 1 (huge vectors, where the rule overshoots) would make the formula blow up: cap it there.
+        variance += kappa / (2.0 - np.minimum(kappa * w, 1.0))
     return np.sqrt(variance)
 
 

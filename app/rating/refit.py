@@ -35,6 +35,7 @@ from app.rating.errors import RatingInputError
 from app.rating.games import GameLog, IntArray
 from app.rating.model import Array, omega_apply, rowdot
 from app.rating.replay import replay_history
+from app.rating.seats import SEAT_PRIOR_PRECISION, Seats, seat_shift
 from app.rating.update import LearningRate, side_means
 
 Progress = Callable[[int, int], None] | None
@@ -58,14 +59,21 @@ def _side_vectors(C: Array, log: GameLog) -> Array:
     return side_means(C, log.member_player, log.member_side, log.side_size)
 
 
-def pair_logits(C: ArrayLike, log: GameLog, pairs: IntArray | None = None) -> Array:
-    """x_ab for every pair term (or the ``pairs`` selected) of the log."""
+def pair_logits(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, seats: Array | None = None) -> Array:
+    """x_ab for every pair term (or the ``pairs`` selected) of the log, with the learned ``seats``' advantages."""
     C = np.asarray(C, dtype=np.float64)
     side = _side_vectors(C, log)
-    a, b, shift = log.pair_a, log.pair_b, log.pair_shift
-    if pairs is not None:
-        a, b, shift = a[pairs], b[pairs], shift[pairs]
-    return rowdot(side[a], omega_apply(side[b])) + shift
+    pairs = _select(log, pairs)
+    a, b = log.pair_a[pairs], log.pair_b[pairs]
+    return rowdot(side[a], omega_apply(side[b])) + _shift(log, pairs, seats)
+
+
+def _shift(log: GameLog, pairs: IntArray, seats: Array | None) -> Array:
+    """Each selected pair term's advantage h_a - h_b: the explicit one plus the learned seats' (if given)."""
+    if seats is None or log.side_seat is None:
+        return log.pair_shift[pairs]
+    a, b = log.side_seat[log.pair_a[pairs]], log.side_seat[log.pair_b[pairs]]
+    return log.pair_shift[pairs] + seat_shift(np.asarray(seats, dtype=np.float64), a, b)
 
 
 def log_likelihood(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | ArrayLike = 0.0) -> float:
@@ -88,9 +96,10 @@ def _select(log: GameLog, pairs: IntArray | None) -> IntArray:
 
 
 def _objective(
-    C: Array, log: GameLog, pairs: IntArray, l2: float | ArrayLike, gradient: bool
-) -> tuple[float, Array | None]:
-    """-ℓ(C) and, if asked, its gradient."""
+    C: Array, log: GameLog, pairs: IntArray, l2: float | ArrayLike, gradient: bool, seats: Array | None = None
+) -> tuple[float, Array | tuple[Array, Array] | None]:
+    """-ℓ(C) and, if asked, its gradient; with ``seats`` (advantages of the learned seats) their terms too,
+    the prior's ½ λ_seat h² included, and the gradient is then the pair (∂/∂C, ∂/∂h)."""
     singles = log.single_players()
     if singles is not None:
         # Every side one player (the common case): pair terms index players directly, no side layer.
@@ -99,11 +108,13 @@ def _objective(
         a, b, side = log.pair_a[pairs], log.pair_b[pairs], _side_vectors(C, log)
     ca, cb = side[a], side[b]
     ocb = omega_apply(cb)
-    x = rowdot(ca, ocb) + log.pair_shift[pairs]
+    x = rowdot(ca, ocb) + _shift(log, pairs, seats)
     s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
     log_p = log_expit(x)  # ln σ(x); ln σ(-x) = ln σ(x) - x
     D = C - elo_manifold(C.shape[1] // 2)
     value = -float(np.dot(w, log_p - (1.0 - s) * x)) + float(np.sum(l2 * D * D))
+    if seats is not None:
+        value += 0.5 * SEAT_PRIOR_PRECISION * float(np.dot(seats, seats))
     if not gradient:
         return value, None
     r = w * (s - np.exp(log_p))  # ∂ℓ/∂x
@@ -115,23 +126,66 @@ def _objective(
             b, weights=r * oca[:, col], minlength=n_rows
         )
     if singles is not None:
-        return value, -side_grad + 2.0 * l2 * D
-    member_grad = side_grad[log.member_side] / log.side_size[log.member_side, None]
-    grad = np.zeros_like(C)
-    for col in range(dim):
-        grad[:, col] = np.bincount(log.member_player, weights=member_grad[:, col], minlength=len(C))
-    return value, -grad + 2.0 * l2 * D
+        grad = -side_grad + 2.0 * l2 * D
+    else:
+        member_grad = side_grad[log.member_side] / log.side_size[log.member_side, None]
+        grad = np.zeros_like(C)
+        for col in range(dim):
+            grad[:, col] = np.bincount(log.member_player, weights=member_grad[:, col], minlength=len(C))
+        grad = -grad + 2.0 * l2 * D
+    if seats is None:
+        return value, grad
+    seat_a, seat_b = log.side_seat[log.pair_a[pairs]], log.side_seat[log.pair_b[pairs]]
+    n = len(seats)
+    on_a, on_b = seat_a >= 0, seat_b >= 0
+    seat_grad = np.bincount(seat_a[on_a], weights=r[on_a], minlength=n) - np.bincount(
+        seat_b[on_b], weights=r[on_b], minlength=n
+    )
+    return value, (grad, -seat_grad + SEAT_PRIOR_PRECISION * seats)
+
+
+def seat_information(C: ArrayLike, log: GameLog, seats: ArrayLike) -> Seats:
+    """The learned seats at ``seats`` (advantages) with their information there (mathematics §5): the prior's
+    precision plus Σ w p(1 - p) over the pair terms naming each, counted twice when both sides take seats, as
+    the online step counts it."""
+    h = np.asarray(seats, dtype=np.float64)
+    pairs = np.arange(len(log.pair_a))
+    p = expit(pair_logits(C, log, pairs, h))
+    seat_a, seat_b = log.side_seat[log.pair_a], log.side_seat[log.pair_b]
+    info = log.pair_weight * p * (1.0 - p) * np.where((seat_a >= 0) & (seat_b >= 0), 2.0, 1.0)
+    n = len(h)
+    total = np.full(n, SEAT_PRIOR_PRECISION)
+    total += np.bincount(seat_a[seat_a >= 0], weights=info[seat_a >= 0], minlength=n)
+    total += np.bincount(seat_b[seat_b >= 0], weights=info[seat_b >= 0], minlength=n)
+    return Seats(h.copy(), total)
+
+
+def fit_seats(C: ArrayLike, log: GameLog, n_seats: int, iterations: int = 25) -> Array:
+    """The seats' penalised maximum-likelihood advantages with the vectors ``C`` held fixed (Newton steps on
+    the diagonal of the Hessian, which is exact for one seat per side)."""
+    C = np.asarray(C, dtype=np.float64)
+    h = np.zeros(n_seats)
+    pairs = np.arange(len(log.pair_a))
+    for _ in range(iterations):
+        _, (_, grad) = _objective(C, log, pairs, 0.0, True, h)
+        step = grad / seat_information(C, log, h).information
+        h -= step
+        if np.max(np.abs(step), initial=0.0) < 1e-10:
+            break
+    return h
 
 
 @dataclass(frozen=True)
 class Fit:
-    """One maximum-likelihood fit: vectors, ℓ on the training terms, optimiser report."""
+    """One maximum-likelihood fit: vectors (and the learned seats' advantages), ℓ on the training terms,
+    optimiser report."""
 
     C: Array
     log_likelihood: float
     iterations: int
     converged: bool
     seconds: float
+    seats: Array | None = None
 
 
 def fit(
@@ -171,11 +225,18 @@ def fit(
         raise RatingInputError("C0", f"must be ({n_players}, {dim})")
     calls = [0]
     gtol = tol * max(float(np.sum(log.pair_weight[pairs])) / n_players, 1.0)
+    n_seats = log.n_seats_needed
+    size = n_players * dim
 
     def fun(flat: Array) -> tuple[float, Array]:
-        value, grad = _objective(flat.reshape(n_players, dim), log, pairs, l2, True)
+        C = flat[:size].reshape(n_players, dim)
+        if not n_seats:
+            value, grad = _objective(C, log, pairs, l2, True)
+            calls[0] += 1
+            return value, grad.ravel()
+        value, (grad, seat_grad) = _objective(C, log, pairs, l2, True, flat[size:])
         calls[0] += 1
-        return value, grad.ravel()
+        return value, np.concatenate([grad.ravel(), seat_grad])
 
     def callback(_: Array) -> None:
         if progress is not None:
@@ -184,7 +245,7 @@ def fit(
     start = time.perf_counter()
     result = minimize(
         fun,
-        C0.ravel(),
+        np.concatenate([C0.ravel(), np.zeros(n_seats)]),
         jac=True,
         method="L-BFGS-B",
         callback=callback,
@@ -198,11 +259,12 @@ def fit(
 
         result = minimize(fun, result.x, jac=True, hessp=hessp, method="Newton-CG", options={"xtol": 1e-12})
     return Fit(
-        C=result.x.reshape(n_players, dim),
+        C=result.x[:size].reshape(n_players, dim),
         log_likelihood=-float(result.fun),
         iterations=int(result.nit),
         converged=bool(result.success),
         seconds=time.perf_counter() - start,
+        seats=result.x[size:].copy() if n_seats else None,
     )
 
 
@@ -265,9 +327,9 @@ def simplest_within_one_se(losses: dict[int, Array], log: GameLog, pairs: IntArr
     return chosen, errors
 
 
-def evaluate(C: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
-    """Metrics of mElo vectors ``C`` on the selected pair terms."""
-    return Metrics.of(expit(pair_logits(C, log, pairs)), log, pairs)
+def evaluate(C: ArrayLike, log: GameLog, pairs: IntArray, seats: Array | None = None) -> Metrics:
+    """Metrics of mElo vectors ``C`` (and the learned ``seats``' advantages) on the selected pair terms."""
+    return Metrics.of(expit(pair_logits(C, log, pairs, seats)), log, pairs)
 
 
 def evaluate_elo(ratings: ArrayLike, log: GameLog, pairs: IntArray) -> Metrics:
@@ -339,6 +401,8 @@ class Report:
     seconds: float = 0.0
     l2: float = L2
     l2_selection: list[dict] | None = None
+    #: The learned seats fitted with the vectors (mathematics §5), for a log that names seats.
+    seats: Seats | None = None
 
 
 def penalty_weights(k: int, l2: float) -> float | Array:
@@ -379,6 +443,7 @@ def refit(
     select_k: list[int] | None = None,
     max_iter: int = 2000,
     progress: Progress = None,
+    current_seats: Seats | None = None,
 ) -> Report:
     """Fit on the training games from ``restarts`` starts, report held-out metrics, then refit on all games.
 
@@ -423,13 +488,15 @@ def refit(
     if test is not None:
         heldout["elo"] = vars(evaluate_elo(elo.ratings, log, test))
         if current is not None:
-            heldout["current"] = vars(evaluate(current, log, test))
+            online = None if current_seats is None else current_seats.advantage
+            heldout["current"] = vars(evaluate(current, log, test, online))
     if candidates:
 
         def predicted(kk: int) -> Array:
             if kk == 0:
                 return elo_probabilities(elo.ratings, log, test)
-            return expit(pair_logits(run(kk, train, seed).C, log, test))
+            trial = run(kk, train, seed)
+            return expit(pair_logits(trial.C, log, test, trial.seats))
 
         losses = {kk: term_losses(predicted(kk), log, test) for kk in candidates}
         chosen, errors = simplest_within_one_se(losses, log, test)
@@ -443,7 +510,9 @@ def refit(
         if progress is not None:
             progress(1000, 1000)
         C = _pad(elo_vectors(full.ratings, 1), k, seed)
-        return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, time.perf_counter() - start)
+        seats = None if log.side_seat is None else seat_information(C, log, fit_seats(C, log, log.n_seats_needed))
+        seconds = time.perf_counter() - start
+        return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, seconds, seats=seats)
 
     l2_selection = None
     if l2 is None:
@@ -455,7 +524,7 @@ def refit(
     fits = [run(chosen, train, seed + r) for r in range(restarts)]
     best = max(fits, key=lambda f: f.log_likelihood)
     if test is not None:
-        heldout["refit"] = vars(evaluate(best.C, log, test))
+        heldout["refit"] = vars(evaluate(best.C, log, test, best.seats))
     p_best = observed_pair_probability(best.C, log)
     agreement = max(float(np.max(np.abs(observed_pair_probability(f.C, log) - p_best), initial=0.0)) for f in fits)
     final = run(chosen, None, seed, C0=best.C)
@@ -463,8 +532,11 @@ def refit(
         progress(1000, 1000)
     rows = [{"log_likelihood": f.log_likelihood, "iterations": f.iterations, "converged": f.converged} for f in fits]
     C = final.C if chosen == k else _pad(final.C, k, seed)
+    seats = None if final.seats is None else seat_information(final.C, log, final.seats)
     seconds = time.perf_counter() - start
-    return Report(chosen, C, final.log_likelihood, rows, agreement, heldout, selection, seconds, penalty, l2_selection)
+    return Report(
+        chosen, C, final.log_likelihood, rows, agreement, heldout, selection, seconds, penalty, l2_selection, seats
+    )
 
 
 #: Scale of the random start of the discs a smaller chosen k leaves empty.
@@ -536,7 +608,15 @@ def guard(
     games0 = np.bincount(before.member_player, minlength=m)
     C = np.array(start, dtype=np.float64)
     C[games0 > 0] = trial.C[games0 > 0]
-    refit_p = replay_history(C, after, rate, games0=games0).pair_p
+    seats = trial.seats
+    if seats is not None and after.n_seats_needed > len(seats.advantage):  # a seat first named in the window
+        fresh = Seats.fresh(after.n_seats_needed)
+        fresh.advantage[: len(seats.advantage)], fresh.information[: len(seats.advantage)] = (
+            seats.advantage,
+            seats.information,
+        )
+        seats = fresh
+    refit_p = replay_history(C, after, rate, games0=games0, seats=seats).pair_p
     terms = np.arange(len(after.pair_a))
     refit_loss = Metrics.of(refit_p, after, terms).log_loss
     online_loss = Metrics.of(np.asarray(online_p, dtype=np.float64), after, terms).log_loss

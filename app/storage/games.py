@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import delete, select, text, tuple_
+from sqlalchemy import bindparam, delete, select, text, tuple_
 from sqlalchemy.orm import Session
 
+from app import rating
 from app.models import Game, IdempotencyKey, Participant, Player
 from app.storage import codec
 from app.storage.players import MAX_KEYS_IN_QUERY
@@ -51,6 +52,8 @@ class NewGames:
     after: np.ndarray  # (M, 2k)
     actual: np.ndarray  # (M,)
     expected: np.ndarray  # (M,)
+    #: Each game's seats just before it ({name: [advantage, information]}), or None for a game without seats.
+    seat_states: list[dict | None] | None = None
 
 
 def insert(session: Session, new: NewGames, games_progress: Progress = None, rows_progress: Progress = None) -> None:
@@ -66,6 +69,8 @@ def insert(session: Session, new: NewGames, games_progress: Progress = None, row
         "created_at": [new.created_at] * n,
         "payload": new.payloads,
     }
+    if new.seat_states is not None:
+        columns["seat_state"] = new.seat_states
     bulk_insert(connection, Game.__table__, columns, progress=games_progress)
     columns = {
         "game_id": np.asarray(new.ids, dtype=np.int64)[new.member_game].tolist(),
@@ -148,6 +153,8 @@ class GameRecord:
     voided_at: datetime | None = None
     voided_by: str | None = None
     void_reason: str | None = None
+    #: Its seats just before it: {name: [advantage, information]}, or None.
+    seat_state: dict | None = None
 
 
 def _records(session: Session, games: list[Game]) -> list[GameRecord]:
@@ -181,6 +188,7 @@ def _records(session: Session, games: list[Game]) -> list[GameRecord]:
             g.voided_at,
             g.voided_by,
             g.void_reason,
+            g.seat_state,
         )
         for g in games
     ]
@@ -253,6 +261,30 @@ def rewrite_history(
     }
     keys = list(zip(game_ids.tolist(), player_ids.tolist(), strict=True))
     bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
+
+
+def seat_states(log: rating.GameLog, history: rating.History, names: list[str]) -> list[dict | None] | None:
+    """Each game's seats just before it, {name: [advantage, information]} (None for a game without seats),
+    from a replay's history; None for a log without seats."""
+    if log.side_seat is None or history.seat_before is None:
+        return None
+    seat, before = log.side_seat.tolist(), history.seat_before.tolist()
+    ptr = log.side_ptr.tolist()
+    out: list[dict | None] = []
+    for g in range(log.n_games):
+        state = {names[seat[a]]: before[a] for a in range(ptr[g], ptr[g + 1]) if seat[a] >= 0}
+        out.append(state or None)
+    return out
+
+
+def rewrite_seat_states(session: Session, game_ids: list[int], states: list[dict | None] | None) -> None:
+    """New seat states of replayed games (the state of their seats just before each)."""
+    pairs = zip(game_ids, states or [], strict=states is not None)
+    rows = [{"game": g, "state": state} for g, state in pairs if state is not None]
+    if rows:
+        table = Game.__table__
+        update = table.update().where(table.c.id == bindparam("game")).values(seat_state=bindparam("state"))
+        session.execute(update, rows)
 
 
 def of_player_all(session: Session, player_id: int) -> list[tuple[int, dict, bool]]:

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app import rating
 from app.models import Game, Ladder, Player
+from app.rating.seats import Seats
 from app.storage import cache
 from app.storage.sql import Fetch, driver_sql, fetch_typed
 
@@ -34,10 +35,15 @@ class LadderRow:
     created_at: datetime
     version: int
     private: bool
+    seats: list[str] | None
 
     def learning_rate(self) -> rating.LearningRate:
         """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
         return rating.LearningRate(self.eta, self.eta_tau)
+
+    def seat_index(self) -> dict[str, int]:
+        """Seat name -> index (empty without seats)."""
+        return {name: n for n, name in enumerate(self.seats or [])}
 
 
 _COLUMNS = [Ladder.__table__.c[f.name] for f in fields(LadderRow)]
@@ -115,6 +121,31 @@ def sizes(session: Session, ladder_id: int, voided: bool = False) -> tuple[int, 
 
 def version(session: Session, ladder_id: int) -> int:
     return session.scalar(select(Ladder.version).where(Ladder.id == ladder_id)) or 0
+
+
+def seat_state(session: Session, ladder: LadderRow) -> Seats | None:
+    """The ladder's learned seats now (fresh before any game names them), or None if it has none.
+
+    Read it after :func:`take_seqs` in a write: the ladder's row is then locked, so no other writer can move
+    the seats under the transaction."""
+    if not ladder.seats:
+        return None
+    state = session.scalar(select(Ladder.seat_state).where(Ladder.id == ladder.id))
+    return seats_from_json(state, len(ladder.seats))
+
+
+def save_seat_state(session: Session, ladder_id: int, seats: Seats | None) -> None:
+    if seats is not None:
+        values = {"seat_state": seats_to_json(seats)}
+        session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
+
+
+def seats_to_json(seats: Seats) -> dict:
+    return {"advantage": seats.advantage.tolist(), "information": seats.information.tolist()}
+
+
+def seats_from_json(state: dict | None, n: int) -> Seats:
+    return Seats.fresh(n) if state is None else Seats.of(state["advantage"], state["information"])
 
 
 def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:

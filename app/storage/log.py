@@ -11,14 +11,22 @@ from sqlalchemy.orm import Session
 
 from app import rating
 from app.models import Game, Participant
-from app.storage import codec, refits
+from app.rating.seats import Seats
+from app.storage import codec, ladders, refits
 from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import driver_fetchall
 
 
-def encode(payloads: Sequence[dict], index: dict[str, int]) -> rating.GameLog:
-    """Stored game payloads (sides of player keys, ranks, advantages) as a GameLog; ``index`` maps key → row."""
+def encode(payloads: Sequence[dict], index: dict[str, int], seat_index: dict[str, int] | None = None) -> rating.GameLog:
+    """Stored game payloads (sides of player keys, ranks, advantages, seats) as a GameLog; ``index`` maps
+    key → row, ``seat_index`` seat name → seat."""
+    seat_index = seat_index or {}
+
+    def seats(p: dict) -> list[int]:
+        return [-1 if name is None else seat_index[name] for name in p.get("seats") or [None] * len(p["sides"])]
+
+    seated = any(p.get("seats") for p in payloads)
     if all(len(p["sides"]) == 2 and len(p["sides"][0]) == len(p["sides"][1]) == 1 for p in payloads):
         # Two single players per game, the common case: encoded without a Python object per game.
         i = np.array([index[p["sides"][0][0]] for p in payloads], dtype=np.int64)
@@ -26,9 +34,16 @@ def encode(payloads: Sequence[dict], index: dict[str, int]) -> rating.GameLog:
         ranks = np.array([p["ranks"] for p in payloads], dtype=np.float64).reshape(-1, 2)
         outcome = np.where(ranks[:, 0] < ranks[:, 1], 1.0, np.where(ranks[:, 0] == ranks[:, 1], 0.5, 0.0))
         h = np.array([p["advantages"] or (0.0, 0.0) for p in payloads], dtype=np.float64).reshape(-1, 2)
-        return rating.GameLog.from_pairs(i, j, outcome, h[:, 0] - h[:, 1])
+        taken = np.array([seats(p) for p in payloads], dtype=np.int64).reshape(-1, 2) if seated else None
+        pair_seats = None if taken is None else (taken[:, 0], taken[:, 1])
+        return rating.GameLog.from_pairs(i, j, outcome, h[:, 0] - h[:, 1], seats=pair_seats)
     encoded = [
-        rating.Game(tuple(tuple(index[k] for k in side) for side in p["sides"]), p["ranks"], p["advantages"])
+        rating.Game(
+            tuple(tuple(index[k] for k in side) for side in p["sides"]),
+            p["ranks"],
+            p["advantages"],
+            tuple(None if x < 0 else x for x in seats(p)) if p.get("seats") else None,
+        )
         for p in payloads
     ]
     return rating.GameLog.from_games(encoded)
@@ -55,6 +70,9 @@ class LadderLog:
     after_game_id: int
     last_game_id: int
     games: int
+    #: The learned seats the log replays from (the checkpoint's, or fresh) and as stored now; None without seats.
+    start_seats: Seats | None = None
+    stored_seats: Seats | None = None
 
 
 def read(session: Session, ladder: LadderRow, from_start: bool = False) -> LadderLog:
@@ -85,9 +103,16 @@ def read(session: Session, ladder: LadderRow, from_start: bool = False) -> Ladde
     last, games = session.execute(select(func.max(Game.id), func.count()).select_from(Game).where(*counted)).one()
     index = {key: n for n, key in enumerate(keys)}
     stored = codec.unpack_rows((r[3] for r in rows), dim)
-    log = encode([row[1] for row in logged], index)
+    log = encode([row[1] for row in logged], index, ladder.seat_index())
     game_ids = np.array([row[0] for row in logged], dtype=np.int64)
-    return LadderLog(ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games)
+    start_seats = stored_seats = None
+    if ladder.seats:
+        held = None if checkpoint is None else checkpoint.seat_state
+        start_seats = ladders.seats_from_json(held, len(ladder.seats))
+        stored_seats = ladders.seat_state(session, ladder)
+    return LadderLog(
+        ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games, start_seats, stored_seats
+    )
 
 
 @dataclass
@@ -108,18 +133,36 @@ class Tail:
     start_games: np.ndarray
     log: rating.GameLog
     game_ids: np.ndarray
+    #: The learned seats just before the tail's first game naming each (None without seats).
+    start_seats: Seats | None = None
 
 
-def read_tail(session: Session, ladder: LadderRow, first_game_id: int, changed: Sequence[str]) -> Tail:
-    """The games from ``first_game_id`` on that the players ``changed`` reach, and the reached players' state."""
+def read_tail(
+    session: Session,
+    ladder: LadderRow,
+    first_game_id: int,
+    changed: Sequence[str],
+    changed_seats: dict[str, list[float]] | None = None,
+) -> Tail:
+    """The games from ``first_game_id`` on that the players ``changed`` reach, and the reached players' state.
+
+    ``changed_seats`` are seats changed too, with the state to start them from (a voided game's seats, from
+    their state before it)."""
     counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None), Game.id >= first_game_id)
     reached = dict.fromkeys(changed, first_game_id)  # key -> the first game of the tail it plays
+    # A seat is shared state, reached like a player: from the first reached game naming it, every later game
+    # naming it is reached too, and it starts from its state just before that game.
+    seat_start: dict[str, list[float]] = dict(changed_seats or {})
     game_ids, payloads = [], []
-    for game_id, payload in session.execute(select(Game.id, Game.payload).where(*counted).order_by(Game.id)):
+    query = select(Game.id, Game.payload, Game.seat_state).where(*counted).order_by(Game.id)
+    for game_id, payload, seat_state in session.execute(query):
         keys = [key for side in payload["sides"] for key in side]
-        if not reached.keys().isdisjoint(keys):
+        taken = [name for name in payload.get("seats") or [] if name is not None]
+        if not reached.keys().isdisjoint(keys) or not seat_start.keys().isdisjoint(taken):
             for key in keys:
                 reached.setdefault(key, game_id)
+            for name in taken:
+                seat_start.setdefault(name, seat_state[name])
             game_ids.append(game_id)
             payloads.append(payload)
     rows = []
@@ -134,8 +177,14 @@ def read_tail(session: Session, ladder: LadderRow, first_game_id: int, changed: 
     keys = [row[1] for row in rows]
     cutoffs = [reached[key] for key in keys]
     start, start_games = _state_before(session, ladder, player_ids, [row[2] for row in rows], cutoffs)
-    log = encode(payloads, {key: n for n, key in enumerate(keys)})
-    return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64))
+    log = encode(payloads, {key: n for n, key in enumerate(keys)}, ladder.seat_index())
+    seats = None
+    if ladder.seats:
+        seats = ladders.seat_state(session, ladder)  # seats the tail does not reach stay as they are
+        for name, (advantage, information) in seat_start.items():
+            n = ladder.seat_index()[name]
+            seats.advantage[n], seats.information[n] = advantage, information
+    return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64), seats)
 
 
 def _state_before(

@@ -99,15 +99,28 @@ def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> Non
 
 
 def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:
-    return insert_checkpoint(session, ladder_id, job.after_game_id, job.player_ids, job.vectors, job.id)
+    seats = (job.result or {}).get("seats")
+    return insert_checkpoint(session, ladder_id, job.after_game_id, job.player_ids, job.vectors, job.id, seats)
 
 
 def insert_checkpoint(
-    session: Session, ladder_id: int, after_game_id: int, player_ids: bytes, vectors: bytes, refit_id: int | None
+    session: Session,
+    ladder_id: int,
+    after_game_id: int,
+    player_ids: bytes,
+    vectors: bytes,
+    refit_id: int | None,
+    seat_state: dict | None = None,
 ) -> Checkpoint:
-    """Vectors (packed by :mod:`app.storage.codec`) that replace the ratings of ``player_ids`` after a game."""
+    """Vectors (packed by :mod:`app.storage.codec`) that replace the ratings of ``player_ids`` after a game, and
+    the learned seats' state (``{"advantage": [...], "information": [...]}``) if the ladder has seats."""
     checkpoint = Checkpoint(
-        ladder_id=ladder_id, after_game_id=after_game_id, refit_id=refit_id, player_ids=player_ids, vectors=vectors
+        ladder_id=ladder_id,
+        after_game_id=after_game_id,
+        refit_id=refit_id,
+        player_ids=player_ids,
+        vectors=vectors,
+        seat_state=seat_state,
     )
     session.add(checkpoint)
     session.flush()

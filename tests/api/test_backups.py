@@ -15,15 +15,6 @@ from tests.api.test_void import players, post_all, random_games
 from tests.conftest import ADMIN_KEY, bearer, make_ladder
 
 
-@pytest.fixture
-def cli(settings, monkeypatch):
-    """``melo …`` against the test's database."""
-    monkeypatch.setenv("MELO_DATABASE_URL", settings.database_url)
-    get_settings.cache_clear()
-    yield main
-    get_settings.cache_clear()
-
-
 def export(client, slug: str, **headers) -> bytes:
     with client.stream("GET", f"/v1/ladders/{slug}/export", headers=headers) as r:
         assert r.status_code == 200, r.read()

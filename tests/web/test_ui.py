@@ -296,3 +296,25 @@ def test_the_api_docs_render_from_local_assets(site, page):
     # The operations are listed: the OpenAPI 3.1 schema rendered.
     page.wait_for_selector('.opblock-summary-path[data-path="/v1/ladders/{slug}/teams"]')
     assert requested and all(url.startswith(base) for url in requested), requested
+
+
+def test_record_a_game_with_learned_seats(site, page):
+    base, _ = site
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    created = httpx.post(base + "/v1/ladders", json={"slug": "tt", "seats": ["server", "receiver"]}, headers=admin)
+    key = created.json()["write_key"]
+    page.goto(base + "/ladders/tt")
+    page.wait_for_selector("#learned-seats")
+    assert "server +0 ± 347 Elo" in page.inner_text("#learned-seats")  # the prior: ± 2 × 1 logit (174 points)
+    page.fill("#write-key", key)
+    page.fill("#a-0", "ann")
+    page.fill("#b-0", "bob")
+    assert page.input_value("#seat-a") == "server" and page.input_value("#seat-b") == "receiver"
+    page.select_option("#result", "a")
+    page.click("#submit-game")
+    page.wait_for_selector("#changes li")
+    game = httpx.get(base + "/v1/ladders/tt/games").json()["items"][0]
+    assert [side["seat"] for side in game["sides"]] == ["server", "receiver"]
+    page.reload()
+    page.wait_for_selector("#learned-seats")
+    assert "server +" in page.inner_text("#learned-seats") and "server +0 " not in page.inner_text("#learned-seats")

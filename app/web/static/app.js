@@ -138,6 +138,9 @@ async function ladderView(view, slug) {
     h("h1", {}, ladder.name || ladder.slug),
     h("p", { class: "muted" }, `${ladder.players} players · ${ladder.games} games · k = ${ladder.k} · `,
       h("a", { href: `/ladders/${slug}/settings` }, "keys")),
+    ladder.seats ? h("p", { class: "muted", id: "learned-seats" }, "Learned seat advantages: " + ladder.seats.map((x) =>
+      `${x.name} ${x.advantage_elo >= 0 ? "+" : "−"}${fmt(Math.abs(x.advantage_elo))} ± ${fmt(2 * x.advantage_elo_se)} Elo`)
+      .join(" · ")) : null,
     h("section", { id: "leaderboard" }),
     h("div", { class: "grid" }, h("section", { id: "record", class: "panel" }), h("section", { id: "h2h", class: "panel" }),
       h("section", { id: "teams", class: "panel" })),
@@ -282,7 +285,13 @@ function renderRecord(state) {
       const side = (label, id) => h("fieldset", {}, h("legend", {}, label),
         Array.from({ length: per }, (_, i) => h("input", { id: `${id}-${i}`, class: `side-${id}`,
           "aria-label": `${label} player ${i + 1}`, placeholder: `player ${i + 1}` })));
+      const seats = (state.ladder.seats || []).map((x) => x.name);
+      const seatPick = (id, label, pick) => h("label", { class: "inline" }, label, " ",
+        h("select", { id, "aria-label": label }, h("option", { value: "" }, "none"),
+          seats.map((name, i) => h("option", { value: name, selected: i === pick }, name))));
       sidesBox.replaceChildren(h("div", { class: "row" }, side("Side A", "a"), side("Side B", "b")),
+        seats.length ? h("div", { class: "row", id: "seats" }, seatPick("seat-a", "Side A's seat", 0),
+          seatPick("seat-b", "Side B's seat", 1)) : null,
         h("label", { for: "result" }, "Result"),
         h("select", { id: "result" }, h("option", { value: "a" }, "Side A won"), h("option", { value: "draw" }, "Draw"),
           h("option", { value: "b" }, "Side B won")));
@@ -301,7 +310,12 @@ function renderRecord(state) {
     const players = (id) => [...form.querySelectorAll(`.side-${id}`)].map((i) => i.value.trim()).filter(Boolean);
     const result = form.querySelector("#result").value;
     const ranks = { a: [1, 2], draw: [1, 1], b: [2, 1] }[result];
-    return { sides: [{ players: players("a"), rank: ranks[0], ...served }, { players: players("b"), rank: ranks[1] }] };
+    const seat = (id) => {
+      const picked = form.querySelector(`#seat-${id}`);
+      return picked && picked.value ? { seat: picked.value } : {};
+    };
+    return { sides: [{ players: players("a"), rank: ranks[0], ...served, ...seat("a") },
+      { players: players("b"), rank: ranks[1], ...seat("b") }] };
   };
 
   let timer;
@@ -310,7 +324,8 @@ function renderRecord(state) {
     timer = setTimeout(async () => {
       const body = gameBody();
       if (body.sides.length < 2 || body.sides.some((s) => !s.players.length)) return;
-      const sides = body.sides.map(({ players, win_probability }) => (win_probability ? { players, win_probability } : { players }));
+      const sides = body.sides.map(({ players, win_probability, seat }) => ({ players,
+        ...(win_probability ? { win_probability } : {}), ...(seat ? { seat } : {}) }));
       try {
         const match = await api("POST", `/v1/ladders/${state.slug}/predict`, { sides });
         preview.textContent = "Chances: " + body.sides.map((s, i) => `${s.players.join(" & ")} ${pct(match.expected_scores[i])}`).join(" · ");
