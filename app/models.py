@@ -102,6 +102,9 @@ class Ladder(Base):
     seats: Mapped[list[str] | None] = mapped_column(JSON)
     #: Each seat's advantage (logits) and information now: {"advantage": [...], "information": [...]}.
     seat_state: Mapped[dict | None] = mapped_column(JSON)
+    #: The sum of every player's vector and their number, {"sum": [...], "count": m}, kept by game commits; null:
+    #: recompute it from the players (after a replay or a new player).
+    field_sum: Mapped[dict | None] = mapped_column(JSON)
 
 
 class ApiKey(Base):
@@ -138,6 +141,9 @@ class Player(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: Inactive players leave the default leaderboard; their ratings and history stay.
     active: Mapped[bool] = mapped_column(default=True, server_default=true())
+    #: Hodge strength (logits) against the field right after the player's last game; null if unknown (never
+    #: played, or their games were replayed since).
+    strength_then: Mapped[float | None]
 
 
 class Game(Base):

@@ -243,6 +243,7 @@ class Restore:
         held = [row[key] for key in checkpoint.vectors]
         C[held] = np.array(list(checkpoint.vectors.values()), dtype=np.float64).reshape(-1, dim)
         storage.players.save_vectors(self.session, ids, C)
+        storage.ladders.forget_field(self.session, self.ladder.id)
         order = np.argsort(ids[held], kind="stable")
         player_ids = storage.codec.pack_ids(ids[held][order])
         vectors = storage.codec.pack_rows(C[held][order].reshape(1, -1))[0] if held else b""
@@ -290,3 +291,4 @@ class Restore:
             [p.active for p in players],
             [p.created_at or now for p in players],
         )
+        storage.ladders.forget_field(self.session, ladder.id)

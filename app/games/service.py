@@ -367,17 +367,15 @@ def _apply(
     ``count``) ratings."""
     stored = payloads(games)
     log = storage.log.encode(stored, locked.index, ladder.seat_index())
-    seats = seqs = None
-    if log.side_seat is not None:  # the seats are shared: read them under the ladder row's lock (take_seqs)
-        seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
-        seats = storage.ladders.seat_state(session, ladder)
+    # Shared state (the seats, the field's vector sum) is read under the ladder row's lock, which take_seqs takes.
+    seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
+    seats = storage.ladders.seat_state(session, ladder) if log.side_seat is not None else None
+    field_sum, field_count = storage.ladders.field_sum(session, ladder, recount=bool(locked.created))
     history = rating.replay_history(
         locked.C, log, ladder.learning_rate(), _stage(progress, "rating"), games0=locked.counts[:, 0], seats=seats
     )
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
-    if seqs is None:
-        seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
     ids = storage.games.allocate_ids(session, len(games))
     members_per_game = np.diff(log.member_ptr)
     member_game = np.repeat(np.arange(len(games)), members_per_game)
@@ -405,7 +403,11 @@ def _apply(
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
     if count:
         counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
-        storage.players.save(session, locked, history.C, counts, last_played)
+        field_sum = field_sum + (history.C - locked.C).sum(axis=0)
+        # Each player's strength just after this batch (their last game in it), against the field then.
+        strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
+        storage.players.save(session, locked, history.C, counts, last_played, strength_then)
+    storage.ladders.save_field(session, ladder.id, field_sum, field_count)
     return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now)
 
 

@@ -33,6 +33,11 @@ class PlayerOut(BaseModel):
         description="Elo-equivalent strength minus two standard errors: a strength the results support with about "
         "97.5% confidence. The default order of the front-end."
     )
+    change_since_last_game: float | None = Field(
+        None,
+        description="Elo points gained or lost since the player's own last game: strengths are measured against the "
+        "whole field, so they move when others play. null when unknown (no game yet, or replayed since).",
+    )
     games: int
     wins: int
     draws: int
@@ -80,6 +85,11 @@ class LeaderboardItem(BaseModel):
     conservative: float = Field(
         description="Elo-equivalent strength minus two standard errors: a strength the results support with about "
         "97.5% confidence. The default order of the front-end."
+    )
+    change_since_last_game: float | None = Field(
+        None,
+        description="Elo points gained or lost since the player's own last game: strengths are measured against the "
+        "whole field, so they move when others play. null when unknown (no game yet, or replayed since).",
     )
     games: int
     wins: int

@@ -57,6 +57,7 @@ def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> di
         vector = rating.initial_vectors([data.key], ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)[0]
     if not storage.players.insert(session, ladder.id, data.key, data.name, vector):
         raise Conflict(f"Player {data.key!r} exists already.")
+    storage.ladders.forget_field(session, ladder.id)
     storage.ladders.bump(session, [ladder.id])
     # Read without the cache: this transaction has not committed yet.
     return profile(storage.players.table(session, ladder, cached=False), ladder, data.key)
@@ -94,6 +95,12 @@ def _provisional_reason(table: Table, k: int, n: int) -> str | None:
     if table.keys[n] in table.not_comparable:
         return "the latest refit found their results do not yet place them against the others"
     return None
+
+
+def _moved(table: Table, n: int) -> float | None:
+    """How far (Elo points) the field has moved player ``n`` since their last game; None if unknown."""
+    then = table.strength_then[n]
+    return None if np.isnan(then) else float((_hodge(table)[n] - then) * rating.ELO_PER_LOGIT)
 
 
 def _strength_se(table: Table, ladder: LadderRow) -> np.ndarray:
@@ -148,6 +155,7 @@ def _record(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
         "elo": float(rating.elo_equivalent(_hodge(table)[n])),
         "strength_se": float(se * rating.ELO_PER_LOGIT),
         "conservative": float(rating.elo_equivalent(_hodge(table)[n] - 2.0 * se)),
+        "change_since_last_game": _moved(table, n),
         "games": games,
         "wins": wins,
         "draws": draws,

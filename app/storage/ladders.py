@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from datetime import datetime
 
+import numpy as np
 from sqlalchemy import Engine, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -12,8 +13,8 @@ from sqlalchemy.orm import Session
 from app import rating
 from app.models import Game, Ladder, Player
 from app.rating.seats import Seats
-from app.storage import cache
-from app.storage.sql import Fetch, driver_sql, fetch_typed
+from app.storage import cache, codec
+from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed
 
 
 @dataclass(frozen=True)
@@ -138,6 +139,28 @@ def save_seat_state(session: Session, ladder_id: int, seats: Seats | None) -> No
     if seats is not None:
         values = {"seat_state": seats_to_json(seats)}
         session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
+
+
+def field_sum(session: Session, ladder: LadderRow, recount: bool = False) -> tuple[np.ndarray, int]:
+    """The sum of every player's vector and their number, as kept by game commits, or read from the players if
+    it was forgotten (:func:`forget_field`) or ``recount``.  Read it in a write after :func:`take_seqs` (the
+    row is locked)."""
+    kept = None if recount else session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder.id))
+    if kept is not None:
+        return np.array(kept["sum"], dtype=np.float64), int(kept["count"])
+    rows = driver_fetchall(session.connection(), "SELECT vector FROM players WHERE ladder_id = ?", (ladder.id,))
+    vectors = codec.unpack_rows((row[0] for row in rows), 2 * ladder.k)
+    return vectors.sum(axis=0), len(vectors)
+
+
+def save_field(session: Session, ladder_id: int, total: np.ndarray, count: int) -> None:
+    field = {"sum": total.tolist(), "count": count}
+    session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=field))
+
+
+def forget_field(session: Session, ladder_id: int) -> None:
+    """Vectors changed outside a game commit (a replay, a new player): the next commit sums the players anew."""
+    session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=None))
 
 
 def seats_to_json(seats: Seats) -> dict:

@@ -31,6 +31,8 @@ class Locked:
     C: np.ndarray
     counts: np.ndarray  # (n, 5): COUNTERS
     last_played: list[datetime | None]
+    #: The keys this lock set out to create (a concurrent creator may have made some of them first).
+    created: list[str] = field(default_factory=list)
 
 
 def lock(
@@ -44,6 +46,7 @@ def lock(
     """
     keys = sorted(set(keys))
     rows = _select_for_update(session, ladder_id, keys)
+    missing: list[str] = []
     if len(rows) < len(keys) and initial is not None:
         found = {row[1] for row in rows}
         missing = [k for k in keys if k not in found]
@@ -55,6 +58,7 @@ def lock(
         C=codec.unpack_rows((row[2] for row in rows), dim),
         counts=np.array([tuple(row[3:8]) for row in rows], dtype=np.int64).reshape(-1, 5),
         last_played=[row[8] for row in rows],
+        created=missing,
     )
 
 
@@ -137,10 +141,20 @@ def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
 
 
 def save(
-    session: Session, locked: Locked, C: np.ndarray, counts: np.ndarray, last_played: list[datetime | None]
+    session: Session,
+    locked: Locked,
+    C: np.ndarray,
+    counts: np.ndarray,
+    last_played: list[datetime | None],
+    strength_then: np.ndarray,
 ) -> None:
-    """New vectors, counters and last-played times of the locked rows, in one ``executemany``."""
-    columns: dict[str, Any] = {"vector": codec.pack_rows(C), "last_played_at": last_played}
+    """New vectors, counters, last-played times and strengths just after the game of the locked rows, in one
+    ``executemany``."""
+    columns: dict[str, Any] = {
+        "vector": codec.pack_rows(C),
+        "last_played_at": last_played,
+        "strength_then": strength_then.tolist(),
+    }
     columns |= {name: counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
     bulk_update(session.connection(), Player.__table__, ("id", locked.ids.tolist()), columns)
 
@@ -152,7 +166,10 @@ def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:
 
 
 def save_vectors(session: Session, ids: np.ndarray, C: np.ndarray) -> None:
-    bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), {"vector": codec.pack_rows(C)})
+    """New vectors from outside a game commit (a replay, a checkpoint): the strengths just after the players'
+    last games are then unknown.  The caller forgets the ladder's field sum (:func:`ladders.forget_field`)."""
+    columns = {"vector": codec.pack_rows(C), "strength_then": [None] * len(ids)}
+    bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), columns)
 
 
 def insert(session: Session, ladder_id: int, key: str, name: str | None, vector: np.ndarray) -> bool:
@@ -196,6 +213,8 @@ class Table:
     last_played: list[datetime | None]
     created: list[datetime]
     active: np.ndarray  # of bool
+    #: Hodge strength just after each player's last game (NaN: unknown).
+    strength_then: np.ndarray
     #: Players the latest finished refit found not comparable.
     not_comparable: frozenset[str]
     memo: dict[str, Any] = field(default_factory=dict)
@@ -237,8 +256,8 @@ def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> T
         return held
     rows = driver_fetchall(
         session.connection(),
-        "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active "
-        "FROM players WHERE ladder_id = ? ORDER BY id",
+        "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active, "
+        "strength_then FROM players WHERE ladder_id = ? ORDER BY id",
         (ladder.id,),
     )
     stamp = result_converter(Player.__table__.c.last_played_at, session.get_bind().dialect)
@@ -252,6 +271,7 @@ def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> T
         last_played=[stamp(r[9]) for r in rows],
         created=[stamp(r[10]) for r in rows],
         active=np.array([bool(r[11]) for r in rows], dtype=bool),
+        strength_then=np.array([np.nan if r[12] is None else r[12] for r in rows], dtype=np.float64),
         not_comparable=refits.not_comparable_keys(session, ladder.id),
     )
     if cached:

@@ -83,6 +83,41 @@ def test_conservative_order_puts_established_players_first_and_paginates(client)
     assert client.get("/v1/ladders/test/leaderboard", params={"by": "conservative", "cursor": bad}).status_code == 422
 
 
+def test_a_rating_moves_when_the_field_does_and_the_change_is_shown(client):
+    key = make_ladder(client, k=1)
+
+    def play(winner: str, loser: str) -> int:
+        body = {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
+        r = client.post("/v1/ladders/test/games", json=body, headers=bearer(key))
+        assert r.status_code == 201, r.text
+        return r.json()["id"]
+
+    play("a", "b")
+    just_after = client.get("/v1/ladders/test/players/a").json()
+    assert just_after["change_since_last_game"] == pytest.approx(0.0, abs=1e-9)
+    for _ in range(6):  # a does not play; b loses to c and d again and again: the field moves
+        play("c", "b")
+        play("d", "b")
+    now = client.get("/v1/ladders/test/players/a").json()
+    assert now["vector"] == just_after["vector"]  # a's own rating is untouched ...
+    assert now["elo"] != just_after["elo"]  # ... but its strength against the field is not
+    assert now["change_since_last_game"] == pytest.approx(now["elo"] - just_after["elo"], abs=1e-6)
+    board = {row["key"]: row for row in client.get("/v1/ladders/test/leaderboard").json()["items"]}
+    assert board["a"]["change_since_last_game"] == now["change_since_last_game"]
+    assert board["b"]["change_since_last_game"] == pytest.approx(0.0, abs=1e-9)  # b just played
+    assert client.get("/v1/ladders/test").json()["players"] == 4
+    # A new player joins the field (no game yet: nothing to show), and games keep the sums right.
+    client.post("/v1/ladders/test/players", json={"key": "e"}, headers=bearer(key))
+    assert client.get("/v1/ladders/test/players/e").json()["change_since_last_game"] is None
+    last = play("e", "c")
+    assert client.get("/v1/ladders/test/players/e").json()["change_since_last_game"] == pytest.approx(0.0, abs=1e-9)
+    # After a replay (a void) the moment just after the replayed players' games is unknown.
+    assert client.delete(f"/v1/ladders/test/games/{last}", headers=bearer(key)).status_code == 200
+    assert client.get("/v1/ladders/test/players/c").json()["change_since_last_game"] is None
+    play("c", "a")
+    assert client.get("/v1/ladders/test/players/c").json()["change_since_last_game"] == pytest.approx(0.0, abs=1e-9)
+
+
 def test_history_opponents_and_game_pages(client):
     key = make_ladder(client, k=1, eta=0.1)
     h = bearer(key)

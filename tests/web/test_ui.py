@@ -75,7 +75,7 @@ def test_record_a_doubles_game_and_see_the_leaderboard_change(site, page):
     page.goto(base + "/")
     page.get_by_role("link", name="Office ping-pong").click()
     page.wait_for_selector("#board tbody tr[data-key=ann]")
-    games_before = int(page.locator("#board tr[data-key=bob] td").nth(4).inner_text())
+    games_before = int(page.locator("#board tr[data-key=bob] td").nth(5).inner_text())
 
     page.fill("#write-key", key)
     page.get_by_label("doubles").check()
@@ -90,7 +90,7 @@ def test_record_a_doubles_game_and_see_the_leaderboard_change(site, page):
     page.wait_for_selector("#changes li")
     changes = page.inner_text("#changes")
     assert "bob:" in changes and "(+" in changes  # the underdogs won: their Elo went up
-    assert int(page.locator("#board tr[data-key=bob] td").nth(4).inner_text()) == games_before + 1
+    assert int(page.locator("#board tr[data-key=bob] td").nth(5).inner_text()) == games_before + 1
     # The key was kept in the browser for the next visit.
     page.reload()
     page.wait_for_selector("#write-key")
@@ -112,7 +112,7 @@ def test_record_a_free_for_all_with_a_tie(site, page):
     page.wait_for_selector("#changes li")
     assert "eve: new" in page.inner_text("#changes")  # created on the fly
     page.wait_for_selector("#board tr[data-key=eve]")
-    wdl = page.locator("#board tr[data-key=eve] td").nth(5).inner_text()
+    wdl = page.locator("#board tr[data-key=eve] td").nth(6).inner_text()
     assert wdl == "0/0/1"
 
 
@@ -166,14 +166,14 @@ def test_undo_a_game_from_the_recent_games(site, page):
     page.goto(base + "/ladders/office")
     page.fill("#write-key", key)  # kept in the browser, as when a game is recorded
     page.wait_for_selector(f"#recent-games li[data-seq='{posted['seq']}'] button.undo")
-    dee_games = int(page.locator("#board tr[data-key=dee] td").nth(4).inner_text())
+    dee_games = int(page.locator("#board tr[data-key=dee] td").nth(5).inner_text())
     asked = []
     page.once("dialog", lambda dialog: (asked.append(dialog.message), dialog.accept()))
     page.click(f"#recent-games li[data-seq='{posted['seq']}'] button.undo")
     page.wait_for_selector(f"#recent-games li[data-seq='{posted['seq']}'].voided")
     assert asked and f"#{posted['seq']}" in asked[0] and "dee" in asked[0]
     assert "undone" in page.inner_text("#messages")
-    assert int(page.locator("#board tr[data-key=dee] td").nth(4).inner_text()) == dee_games - 1
+    assert int(page.locator("#board tr[data-key=dee] td").nth(5).inner_text()) == dee_games - 1
     game = httpx.get(base + f"/v1/ladders/office/games/{posted['id']}").json()
     assert game["voided_at"] and game["voided_by"]
     assert httpx.get(base + "/v1/ladders/office/audit").json()["consistent"]
@@ -216,6 +216,7 @@ def test_leaderboard_groups_provisional_players_and_hides_inactive_ones(site, pa
         cell = page.locator("#board tr[data-key=newbie] td").nth(3).inner_text()
         assert cell == f"{newbie['elo']:.0f} ± {2 * newbie['strength_se']:.0f}"
         assert page.locator("#board tr[data-key=newbie] td").nth(2).inner_text() == f"{newbie['conservative']:.0f}"
+        assert page.locator("#board tr[data-key=newbie] td").nth(4).inner_text() in ("+0", "−0")  # just played
         assert newbie["provisional_reason"] in page.get_attribute("#board tr[data-key=newbie] .badge", "title")
         assert "did not play" in page.inner_text("#field-moves")
         page.check("#show-inactive")

@@ -190,11 +190,14 @@ async function renderBoard(state) {
       p.provisional ? badge(p) : null, p.active === false ? h("span", { class: "muted" }, " (inactive)") : null),
     h("td", { class: "num" }, fmt(p.conservative)),
     h("td", { class: "num" }, interval(p)),
+    h("td", { class: "num moved", title: "Elo gained or lost since their own last game, as others played" },
+      p.change_since_last_game == null ? "–" : `${p.change_since_last_game >= 0 ? "+" : "−"}` +
+        fmt(Math.abs(p.change_since_last_game))),
     h("td", { class: "num" }, p.games),
     h("td", { class: "num" }, `${p.wins}/${p.draws}/${p.losses}`));
   const rows = established.map((p, n) => row(p, n + 1));
   if (provisional.length) {
-    rows.push(h("tr", { class: "group" }, h("td", { colspan: "6" },
+    rows.push(h("tr", { class: "group" }, h("td", { colspan: "7" },
       "Provisional: not yet comparable with the others (too few results, or results that cannot pin them down)")));
     rows.push(...provisional.map((p) => row(p, "–")));
   }
@@ -205,8 +208,10 @@ async function renderBoard(state) {
       h("thead", {}, h("tr", {}, h("th", { class: "num" }, "#"), h("th", {}, "Player"),
         h("th", { class: "num", title: "Elo − 2 standard errors: the strength the results support at least" }, "Shown"),
         h("th", { class: "num", title: "Elo-equivalent strength ± 2 standard errors" }, "Elo"),
+        h("th", { class: "num", title: "Elo gained or lost since their own last game, as others played" },
+          "Since last game"),
         h("th", { class: "num" }, "Games"), h("th", { class: "num" }, "W/D/L"))),
-      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "6", class: "muted" }, "No players yet."))))),
+      h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "7", class: "muted" }, "No players yet."))))),
     h("p", { class: "muted", id: "field-moves" }, FIELD_MOVES),
   );
 }
