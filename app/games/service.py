@@ -367,15 +367,20 @@ def _apply(
     ``count``) ratings."""
     stored = payloads(games)
     log = storage.log.encode(stored, locked.index, ladder.seat_index())
-    # Shared state (the seats, the field's vector sum) is read under the ladder row's lock, which take_seqs takes.
-    seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
-    seats = storage.ladders.seat_state(session, ladder) if log.side_seat is not None else None
-    field_sum, field_count = storage.ladders.field_sum(session, ladder, recount=bool(locked.created))
+    # Shared state (the seats, the field's vector sum) is read under the ladder row's lock, which take_seqs takes:
+    # before the replay when it needs the seats, else after it (the lock is then held only for the writes).
+    seats = seqs = None
+    if log.side_seat is not None:
+        seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
+        seats = storage.ladders.seat_state(session, ladder)
     history = rating.replay_history(
         locked.C, log, ladder.learning_rate(), _stage(progress, "rating"), games0=locked.counts[:, 0], seats=seats
     )
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
+    if seqs is None:
+        seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
+    field_sum, field_count = storage.ladders.field_sum(session, ladder, recount=bool(locked.created))
     ids = storage.games.allocate_ids(session, len(games))
     members_per_game = np.diff(log.member_ptr)
     member_game = np.repeat(np.arange(len(games)), members_per_game)
