@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 from pydantic import BaseModel, Field, StrictBool
 
@@ -19,25 +20,41 @@ class PlayerCreate(StrictModel):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"key": "ann", "name": "Ann"}]}}
 
 
+StrengthSE = Annotated[
+    float,
+    Field(
+        description="Standard error of the strength, in Elo points: how far the results so far leave it uncertain "
+        "(mathematics §8). Large for newcomers, shrinking with every game."
+    ),
+]
+Conservative = Annotated[
+    float,
+    Field(
+        description="Elo-equivalent strength minus two standard errors: a strength the results support with about "
+        "97.5% confidence. The default order of the front-end."
+    ),
+]
+Moved = Annotated[
+    float | None,
+    Field(
+        description="Elo points gained or lost since the player's own last game: strengths are measured against the "
+        "whole field, so they move when others play. null when unknown (no game yet, or replayed since)."
+    ),
+]
+ProvisionalReason = Annotated[
+    str | None, Field(description="Why the player is provisional, in words; null when they are not.")
+]
+
+
 class PlayerOut(BaseModel):
     key: str
     name: str | None
     vector: list[float]
     strength: float = Field(description="Hodge strength in logits (mathematics §8).")
     elo: float = Field(description="Elo-equivalent points: 1500 + 400·strength/ln 10.")
-    strength_se: float = Field(
-        description="Standard error of the strength, in Elo points: how far the results so far leave it uncertain "
-        "(mathematics §8). Large for newcomers, shrinking with every game."
-    )
-    conservative: float = Field(
-        description="Elo-equivalent strength minus two standard errors: a strength the results support with about "
-        "97.5% confidence. The default order of the front-end."
-    )
-    change_since_last_game: float | None = Field(
-        None,
-        description="Elo points gained or lost since the player's own last game: strengths are measured against the "
-        "whole field, so they move when others play. null when unknown (no game yet, or replayed since).",
-    )
+    strength_se: StrengthSE
+    conservative: Conservative
+    change_since_last_game: Moved = None
     games: int
     wins: int
     draws: int
@@ -46,9 +63,7 @@ class PlayerOut(BaseModel):
         description="Not yet comparable: fewer than 2k+1 pairwise results, or not comparable in the latest refit "
         "(mathematics §10)."
     )
-    provisional_reason: str | None = Field(
-        None, description="Why the player is provisional, in words; null when they are not."
-    )
+    provisional_reason: ProvisionalReason = None
     last_played_at: datetime | None
     created_at: datetime
     active: bool = Field(description="Inactive players are left off the default leaderboard.")
@@ -78,27 +93,15 @@ class LeaderboardItem(BaseModel):
         "by=conservative: the conservative strength (Elo points) (mathematics §8).",
     )
     elo: float = Field(description="Elo-equivalent of the Hodge strength.")
-    strength_se: float = Field(
-        description="Standard error of the strength, in Elo points: how far the results so far leave it uncertain "
-        "(mathematics §8). Large for newcomers, shrinking with every game."
-    )
-    conservative: float = Field(
-        description="Elo-equivalent strength minus two standard errors: a strength the results support with about "
-        "97.5% confidence. The default order of the front-end."
-    )
-    change_since_last_game: float | None = Field(
-        None,
-        description="Elo points gained or lost since the player's own last game: strengths are measured against the "
-        "whole field, so they move when others play. null when unknown (no game yet, or replayed since).",
-    )
+    strength_se: StrengthSE
+    conservative: Conservative
+    change_since_last_game: Moved = None
     games: int
     wins: int
     draws: int
     losses: int
     provisional: bool
-    provisional_reason: str | None = Field(
-        None, description="Why the player is provisional, in words; null when they are not."
-    )
+    provisional_reason: ProvisionalReason = None
     last_played_at: datetime | None
     active: bool
 
