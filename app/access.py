@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from app import storage
-from app.errors import Forbidden, NotFound, Unauthorized
+from app.errors import Forbidden, InvalidInput, NotFound, Unauthorized
 from app.security import hash_key
 from app.storage.ladders import LadderRow
 
@@ -84,3 +84,14 @@ def check(key: tuple[int, str, bool] | None, need: str) -> int:
     if RANK[role] < RANK[need]:
         raise Forbidden(f"This needs an {need} key of the ladder; key {key_id} is a {role} key.")
     return key_id
+
+
+def check_seats(ladder: LadderRow, wanted: dict[str, str]) -> None:
+    """Every seat named in ``wanted`` (field -> seat) is one the ladder has; 422 naming the field otherwise."""
+    for name, seat in wanted.items():
+        if seat not in (ladder.seats or []):
+            known = ", ".join(repr(x) for x in ladder.seats or []) or "none"
+            raise InvalidInput(
+                f"{name}: this ladder has no seat {seat!r} (its seats: {known})",
+                errors=[{"field": name, "message": f"unknown seat {seat!r}"}],
+            )

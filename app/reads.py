@@ -21,9 +21,9 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import storage
-from app.access import Caller, check, ladder_for_read
+from app.access import Caller, check, check_seats, ladder_for_read
 from app.db import Database
-from app.errors import InvalidInput, NotFound, Unauthorized
+from app.errors import NotFound, Unauthorized
 from app.security import hash_key
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
@@ -93,13 +93,7 @@ async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> np.ndarra
 async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str]) -> dict[str, float]:
     """The learned advantage (logits) of each seat named in ``wanted`` (field -> seat); 422 naming the field of
     a seat the ladder does not have."""
-    for name, seat in wanted.items():
-        if seat not in (ladder.seats or []):
-            known = ", ".join(repr(x) for x in ladder.seats or []) or "none"
-            raise InvalidInput(
-                f"{name}: this ladder has no seat {seat!r} (its seats: {known})",
-                errors=[{"field": name, "message": f"unknown seat {seat!r}"}],
-            )
+    check_seats(ladder, wanted)
     if not wanted:
         return {}
     rows = await db.fetch("SELECT seat_state FROM ladders WHERE id = ?", (ladder.id,))

@@ -94,6 +94,14 @@ class SeatAdvantage(StrictModel):
         return self.advantage or 0.0
 
 
+def distinct_seats(sides: list[SeatAdvantage]) -> None:
+    """One side per seat in a game or match (ValueError naming the seat taken twice)."""
+    seats = [side.seat for side in sides if side.seat is not None]
+    if len(set(seats)) < len(seats):
+        twice = next(seat for n, seat in enumerate(seats) if seat in seats[:n])
+        raise ValueError(f"seat {twice!r} is taken by more than one side")
+
+
 class Page(BaseModel, Generic[T]):
     items: list[T]
     next_cursor: str | None = Field(None, description="Pass as `cursor` to get the next page; null on the last page.")

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
-import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
@@ -42,9 +41,7 @@ def database_url(request, tmp_path) -> str:
     else:
         server: PostgresServer = request.getfixturevalue("postgres")
         name = f"melo_test_{next(_counter)}"
-        with psycopg.connect(server.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        url = server.url(name)
+        url = server.create_database(name)
     upgrade(Settings(database_url=url).sqlalchemy_url)
     return url
 

@@ -12,6 +12,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import psycopg
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -73,6 +75,12 @@ class PostgresServer:
         children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
         for pid in [postmaster, *map(int, children)]:
             os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+
+    def create_database(self, name: str) -> str:
+        """A new, empty database on this server; its URL."""
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
 
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

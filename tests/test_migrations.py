@@ -6,7 +6,6 @@ import itertools
 import subprocess
 import sys
 
-import psycopg
 import pytest
 import sqlalchemy as sa
 from alembic import command
@@ -25,9 +24,7 @@ def fresh_url(request, tmp_path) -> str:
         return Settings(database_url=f"sqlite:///{tmp_path / 'old.db'}").sqlalchemy_url
     server = request.getfixturevalue("postgres")
     name = f"migrations_{next(_names)}"
-    with psycopg.connect(server.url(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return Settings(database_url=server.url(name)).sqlalchemy_url
+    return Settings(database_url=server.create_database(name)).sqlalchemy_url
 
 
 def test_games_of_existing_ladders_are_numbered_and_their_keys_become_admin_keys(fresh_url):

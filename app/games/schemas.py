@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.schemas import ExternalId, Number, PlayerKey, Reason, SeatAdvantage, StrictModel
+from app.schemas import ExternalId, Number, PlayerKey, Reason, SeatAdvantage, StrictModel, distinct_seats
 
 #: When a game may have been played (a sane window: later dates are typos, and they overflow time zones).
 EARLIEST, LATEST = datetime(1900, 1, 1), datetime(2200, 1, 1)
@@ -65,10 +65,7 @@ class GameIn(StrictModel):
             seen: set[str] = set()
             twice = next(key for key in keys if key in seen or seen.add(key))
             raise ValueError(f"player {twice!r} appears more than once in the game")
-        seats = [side.seat for side in sides if side.seat is not None]
-        if len(set(seats)) < len(seats):
-            twice = next(seat for n, seat in enumerate(seats) if seat in seats[:n])
-            raise ValueError(f"seat {twice!r} is taken by more than one side")
+        distinct_seats(sides)
         return sides
 
 

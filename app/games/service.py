@@ -28,7 +28,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.access import Caller, authorize, ladder_for_read
+from app.access import Caller, authorize, check_seats, ladder_for_read
 from app.errors import Conflict, InvalidInput, NotFound, Problem
 from app.games.schemas import BatchIn, GameIn
 from app.replays import replay_from
@@ -114,7 +114,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             _check_external_ids(session, ladder, post, seen)
             if not ladder.auto_create_players:
                 _check_players_exist(session, ladder, post)
-            check_seats(ladder, post.games, post.field)
+            _check_seats(ladder, post)
             seen.update(g.external_id for g in post.games if g.external_id is not None)
             live.setdefault(ladder.id, []).append(n)
         except Problem as exc:
@@ -215,18 +215,15 @@ def _check_players_exist(session: Session, ladder: LadderRow, post: Post) -> Non
                     )
 
 
-def check_seats(ladder: LadderRow, games: Sequence, field: Callable[[int, str], str]) -> None:
+def _check_seats(ladder: LadderRow, post: Post) -> None:
     """Every seat a side takes is one the ladder names (422 naming the field otherwise)."""
-    named = ladder.seat_index()
-    for g, game in enumerate(games):
-        for s, side in enumerate(game.sides):
-            if side.seat is not None and side.seat not in named:
-                name = field(g, f"sides[{s}].seat")
-                known = ", ".join(repr(x) for x in named) or "none"
-                raise InvalidInput(
-                    f"{name}: this ladder has no seat {side.seat!r} (its seats: {known})",
-                    errors=[{"field": name, "message": f"unknown seat {side.seat!r}"}],
-                )
+    wanted = {
+        post.field(g, f"sides[{s}].seat"): side.seat
+        for g, game in enumerate(post.games)
+        for s, side in enumerate(game.sides)
+        if side.seat is not None
+    }
+    check_seats(ladder, wanted)
 
 
 def _initial(ladder: LadderRow) -> Callable[[list[str]], np.ndarray] | None:
@@ -252,7 +249,7 @@ def import_games(
     _check_external_ids(session, ladder, post, set())
     if not ladder.auto_create_players:
         _check_players_exist(session, ladder, post)
-    check_seats(ladder, games, post.field)
+    _check_seats(ladder, post)
     keys = [k for g in games for side in g.sides for k in side.players]
     locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder))
     ids = _apply(session, ladder, locked, games, progress, count=voided is None).ids

@@ -118,9 +118,7 @@ def _page_se(table: Table, ladder: LadderRow, rows: np.ndarray) -> np.ndarray:
 
 def _conservative(table: Table, ladder: LadderRow) -> np.ndarray:
     """Elo-equivalent strength minus two standard errors: what a player has shown at least."""
-    return table.derived(
-        "conservative", lambda: rating.elo_equivalent(_hodge(table) - 2.0 * _strength_se(table, ladder))
-    )
+    return table.derived("conservative", lambda: rating.conservative(_hodge(table), _strength_se(table, ladder)))
 
 
 def _row(table: Table, ladder: LadderRow, key: str) -> int:
@@ -154,7 +152,7 @@ def _record(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
         "name": table.names[n],
         "elo": float(rating.elo_equivalent(_hodge(table)[n])),
         "strength_se": float(se * rating.ELO_PER_LOGIT),
-        "conservative": float(rating.elo_equivalent(_hodge(table)[n] - 2.0 * se)),
+        "conservative": float(rating.conservative(_hodge(table)[n], se)),
         "change_since_last_game": _moved(table, n),
         "games": games,
         "wins": wins,

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StrictInt
+from pydantic import BaseModel, Field, StrictInt, field_validator
 
-from app.schemas import PlayerKey, SeatAdvantage, StrictModel
+from app.schemas import PlayerKey, SeatAdvantage, StrictModel, distinct_seats
 
 
 class PairPrediction(BaseModel):
@@ -22,6 +22,12 @@ class MatchSide(SeatAdvantage):
 
 class MatchIn(StrictModel):
     sides: list[MatchSide] = Field(min_length=2, max_length=64)
+
+    @field_validator("sides")
+    @classmethod
+    def _one_side_per_seat(cls, sides: list[MatchSide]) -> list[MatchSide]:
+        distinct_seats(sides)
+        return sides
 
     model_config = StrictModel.model_config | {
         "json_schema_extra": {"examples": [{"sides": [{"players": ["ann", "cy"]}, {"players": ["bob", "dee"]}]}]}

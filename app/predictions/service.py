@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import expit
 
 from app import rating
 from app.errors import InvalidInput
@@ -16,7 +15,7 @@ def pair(a: str, b: str, C: np.ndarray, shift: float = 0.0) -> dict:
     """``PairPrediction``: P(a beats b) = σ(c_aᵀ Ω c_b + h_a - h_b) and the advantage, from the rows of a and b
     and the seats' ``shift`` h_a - h_b."""
     x = float(rating.advantage(C[0], C[1])) + shift
-    p = float(expit(x))
+    p = float(rating.win_probability(C[0], C[1], shift))
     return {
         "a": a,
         "b": b,
@@ -28,13 +27,10 @@ def pair(a: str, b: str, C: np.ndarray, shift: float = 0.0) -> dict:
 
 
 def match_keys(data: MatchIn) -> list[str]:
-    """The players of a match, side by side; 422 if one appears twice, or a seat is taken twice."""
+    """The players of a match, side by side; 422 if one appears twice."""
     keys = [k for side in data.sides for k in side.players]
     if len(set(keys)) != len(keys):
         raise InvalidInput("a player appears more than once", errors=[{"field": "sides"}])
-    seats = [side.seat for side in data.sides if side.seat is not None]
-    if len(set(seats)) != len(seats):
-        raise InvalidInput("a seat is taken by more than one side", errors=[{"field": "sides"}])
     return keys
 
 

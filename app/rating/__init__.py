@@ -8,6 +8,7 @@ from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_fro
 from app.rating.initial import initial_vectors, stable_hash
 from app.rating.leaderboard import (
     balanced_opponents,
+    conservative,
     elo_equivalent,
     field_information,
     field_score,
@@ -46,6 +47,7 @@ __all__ = [
     "advantage_matrix",
     "apply_game",
     "balanced_opponents",
+    "conservative",
     "dependency_levels",
     "elo_equivalent",
     "elo_to_logits",

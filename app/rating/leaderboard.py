@@ -48,6 +48,11 @@ def elo_equivalent(strength: ArrayLike) -> Array:
     return ELO_BASE + np.asarray(strength, dtype=np.float64) * ELO_PER_LOGIT
 
 
+def conservative(strength: ArrayLike, se: ArrayLike) -> Array:
+    """The conservative strength in Elo-equivalent points: the strength minus two standard errors (logits)."""
+    return elo_equivalent(np.asarray(strength, dtype=np.float64) - 2.0 * np.asarray(se, dtype=np.float64))
+
+
 def field_score(C: ArrayLike, max_exact: int = 4000, sample: int = 2000, seed: int = 0) -> Array:
     """f_i = mean over j ≠ i of σ(a_ij): expected score against the field (mathematics §8).
 

@@ -35,7 +35,7 @@ from app.rating.errors import RatingInputError
 from app.rating.games import GameLog, IntArray
 from app.rating.model import Array, omega_apply, rowdot
 from app.rating.replay import replay_history
-from app.rating.seats import SEAT_PRIOR_PRECISION, Seats, seat_shift
+from app.rating.seats import SEAT_PRIOR_PRECISION, Seats, seat_shift, seat_sums
 from app.rating.update import LearningRate, side_means
 
 Progress = Callable[[int, int], None] | None
@@ -136,28 +136,26 @@ def _objective(
     if seats is None:
         return value, grad
     seat_a, seat_b = log.side_seat[log.pair_a[pairs]], log.side_seat[log.pair_b[pairs]]
-    n = len(seats)
-    on_a, on_b = seat_a >= 0, seat_b >= 0
+    n, on_a, on_b = len(seats), seat_a >= 0, seat_b >= 0
     seat_grad = np.bincount(seat_a[on_a], weights=r[on_a], minlength=n) - np.bincount(
         seat_b[on_b], weights=r[on_b], minlength=n
     )
     return value, (grad, -seat_grad + SEAT_PRIOR_PRECISION * seats)
 
 
+def _seat_sums(C: Array, log: GameLog, seats: Array) -> tuple[Array, Array]:
+    """The seats' information and gain (:func:`app.rating.seats.seat_sums`) over every pair term of the log."""
+    p = expit(pair_logits(C, log, None, seats))
+    seat_a, seat_b = log.side_seat[log.pair_a], log.side_seat[log.pair_b]
+    return seat_sums(len(seats), seat_a, seat_b, log.pair_weight, log.pair_outcome, p)
+
+
 def seat_information(C: ArrayLike, log: GameLog, seats: ArrayLike) -> Seats:
     """The learned seats at ``seats`` (advantages) with their information there (mathematics §5): the prior's
-    precision plus Σ w p(1 - p) over the pair terms naming each, counted twice when both sides take seats, as
-    the online step counts it."""
-    h = np.asarray(seats, dtype=np.float64)
-    pairs = np.arange(len(log.pair_a))
-    p = expit(pair_logits(C, log, pairs, h))
-    seat_a, seat_b = log.side_seat[log.pair_a], log.side_seat[log.pair_b]
-    info = log.pair_weight * p * (1.0 - p) * np.where((seat_a >= 0) & (seat_b >= 0), 2.0, 1.0)
-    n = len(h)
-    total = np.full(n, SEAT_PRIOR_PRECISION)
-    total += np.bincount(seat_a[seat_a >= 0], weights=info[seat_a >= 0], minlength=n)
-    total += np.bincount(seat_b[seat_b >= 0], weights=info[seat_b >= 0], minlength=n)
-    return Seats(h.copy(), total)
+    precision plus Σ w p(1 - p) over the pair terms naming each, counted as the online step counts it."""
+    h = np.array(seats, dtype=np.float64)
+    information, _ = _seat_sums(np.asarray(C, dtype=np.float64), log, h)
+    return Seats(h, SEAT_PRIOR_PRECISION + information)
 
 
 def fit_seats(C: ArrayLike, log: GameLog, n_seats: int, iterations: int = 25) -> Array:
@@ -165,11 +163,10 @@ def fit_seats(C: ArrayLike, log: GameLog, n_seats: int, iterations: int = 25) ->
     the diagonal of the Hessian, which is exact for one seat per side)."""
     C = np.asarray(C, dtype=np.float64)
     h = np.zeros(n_seats)
-    pairs = np.arange(len(log.pair_a))
     for _ in range(iterations):
-        _, (_, grad) = _objective(C, log, pairs, 0.0, True, h)
-        step = grad / seat_information(C, log, h).information
-        h -= step
+        information, gain = _seat_sums(C, log, h)
+        step = (gain - SEAT_PRIOR_PRECISION * h) / (SEAT_PRIOR_PRECISION + information)
+        h += step
         if np.max(np.abs(step), initial=0.0) < 1e-10:
             break
     return h

@@ -27,30 +27,21 @@ from app.rating.update import LearningRate, as_rate, side_games, step_disjoint
 
 def dependency_levels(log: GameLog, n_players: int) -> IntArray:
     """Level of every game (1-based): games on one level share no player and no seat (a seat is shared state)."""
-    last = [0] * n_players
+    last = [0] * (n_players + log.n_seats_needed)  # a seat s is the key n_players + s
     players = log.member_player.tolist()
     levels = [0] * log.n_games
-    if log.side_seat is not None:
-        last += [0] * log.n_seats_needed
-        seat_of = log.side_seat.tolist()
-        ptr, sptr = log.member_ptr.tolist(), log.side_ptr.tolist()
-        for g in range(log.n_games):
-            keys = players[ptr[g] : ptr[g + 1]] + [n_players + x for x in seat_of[sptr[g] : sptr[g + 1]] if x >= 0]
-            level = max(last[p] for p in keys) + 1
-            for p in keys:
-                last[p] = level
-            levels[g] = level
-    elif _two_player_singles(log):
+    if log.side_seat is None and _two_player_singles(log):
         # Two single players per game: the common case, kept tight.
         for g, (i, j) in enumerate(zip(players[0::2], players[1::2], strict=True)):
             level = (last[i] if last[i] > last[j] else last[j]) + 1
             last[i] = last[j] = levels[g] = level
     else:
-        ptr = log.member_ptr.tolist()
+        ptr, sptr = log.member_ptr.tolist(), log.side_ptr.tolist()
+        seat_of = [] if log.side_seat is None else log.side_seat.tolist()
         for g in range(log.n_games):
-            game_players = players[ptr[g] : ptr[g + 1]]
-            level = max(last[p] for p in game_players) + 1
-            for p in game_players:
+            keys = players[ptr[g] : ptr[g + 1]] + [n_players + x for x in seat_of[sptr[g] : sptr[g + 1]] if x >= 0]
+            level = max(last[p] for p in keys) + 1
+            for p in keys:
                 last[p] = level
             levels[g] = level
     return np.asarray(levels, dtype=np.int64)

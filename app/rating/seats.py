@@ -67,18 +67,27 @@ def seat_shift(advantage: Array, seat_a: IntArray, seat_b: IntArray) -> Array:
     return h[seat_a] - h[seat_b]
 
 
+def seat_sums(
+    n: int, seat_a: IntArray, seat_b: IntArray, weight: Array, outcome: Array, p: Array
+) -> tuple[Array, Array]:
+    """Per seat, over pair terms whose sides take seats ``seat_a``/``seat_b`` (-1: none): the information
+    Σ w p(1 - p) (counted twice when both sides take seats) and the gain Σ ± w (S - p) (+ for the first side)."""
+    a, b = seat_a >= 0, seat_b >= 0
+    info = weight * p * (1.0 - p) * np.where(a & b, 2.0, 1.0)
+    gain = weight * (outcome - p)
+    information = np.bincount(seat_a[a], weights=info[a], minlength=n) + np.bincount(
+        seat_b[b], weights=info[b], minlength=n
+    )
+    return information, np.bincount(seat_a[a], weights=gain[a], minlength=n) - np.bincount(
+        seat_b[b], weights=gain[b], minlength=n
+    )
+
+
 def seat_step(seats: Seats, seat_a: IntArray, seat_b: IntArray, weight: Array, outcome: Array, p: Array) -> None:
     """Learn from pair terms (each seat on one side of one game at most), in place: the module's Newton step.
 
     ``p`` are the terms' pre-game probabilities (with the seats' shift).
     """
-    n = len(seats.advantage)
-    a, b = seat_a >= 0, seat_b >= 0
-    info = weight * p * (1.0 - p) * np.where(a & b, 2.0, 1.0)
-    gain = weight * (outcome - p)
-    seats.information[:] += np.bincount(seat_a[a], weights=info[a], minlength=n) + np.bincount(
-        seat_b[b], weights=info[b], minlength=n
-    )
-    seats.advantage[:] += (
-        np.bincount(seat_a[a], weights=gain[a], minlength=n) - np.bincount(seat_b[b], weights=gain[b], minlength=n)
-    ) / seats.information
+    information, gain = seat_sums(len(seats.advantage), seat_a, seat_b, weight, outcome, p)
+    seats.information[:] += information
+    seats.advantage[:] += gain / seats.information

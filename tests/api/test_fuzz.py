@@ -13,7 +13,6 @@ import itertools
 import zlib
 
 import httpx
-import psycopg
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
@@ -41,9 +40,7 @@ def fuzz_server(request, tmp_path_factory):
     else:
         server = request.getfixturevalue("postgres")
         name = f"melo_fuzz_{next(_names)}"
-        with psycopg.connect(server.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
-        url = server.url(name)
+        url = server.create_database(name)
     upgrade(Settings(database_url=url).sqlalchemy_url)
     with live_server(url, workers=2 if request.param == "postgresql" else 1) as base:
         admin = {"Authorization": f"Bearer {ADMIN_KEY}"}

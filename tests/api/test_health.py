@@ -11,7 +11,6 @@ from concurrent.futures import ThreadPoolExecutor
 import anyio
 import anyio.to_thread
 import httpx
-import psycopg
 import uvicorn
 from fastapi.testclient import TestClient
 
@@ -32,9 +31,7 @@ def test_a_stopped_database_is_not_ready_but_the_process_is_alive():
     server = PostgresServer()
     server.start()
     try:
-        with psycopg.connect(server.url(), autocommit=True) as conn:
-            conn.execute("CREATE DATABASE health")
-        settings = Settings(database_url=server.url("health"), migrate_on_start=False)
+        settings = Settings(database_url=server.create_database("health"), migrate_on_start=False)
         upgrade(settings.sqlalchemy_url)
         with TestClient(create_app(settings)) as client:
             assert client.get("/readyz").status_code == 200
@@ -101,9 +98,7 @@ def test_a_frozen_database_gives_prompt_503s_and_the_server_recovers_by_itself()
     server = PostgresServer()
     server.start()
     try:
-        with psycopg.connect(server.url(), autocommit=True) as conn:
-            conn.execute("CREATE DATABASE frozen")
-        url = server.url("frozen")
+        url = server.create_database("frozen")
         upgrade(Settings(database_url=url).sqlalchemy_url)
         game = {"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}
         with live_server(url, env={"MELO_REQUEST_TIMEOUT": "2"}) as base:

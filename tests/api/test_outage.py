@@ -7,7 +7,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
-import psycopg
 
 from app.config import Settings
 from app.migrate import upgrade
@@ -23,9 +22,7 @@ def test_an_outage_under_load_fails_fast_and_loses_nothing():
     server = PostgresServer()
     server.start()
     try:
-        with psycopg.connect(server.url(), autocommit=True) as conn:
-            conn.execute("CREATE DATABASE outage")
-        url = server.url("outage")
+        url = server.create_database("outage")
         upgrade(Settings(database_url=url).sqlalchemy_url)
         with live_server(url, workers=2, env={"MELO_REQUEST_TIMEOUT": str(DEADLINE)}) as base:
             admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
