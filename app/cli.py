@@ -35,9 +35,35 @@ from app.migrate import upgrade
 CHESS_RESULT = {"1-0": (1, 2), "0-1": (2, 1), "1/2-1/2": (1, 1)}
 
 
+def read_json(path: Path) -> object:
+    """A whole JSON file; one that is not JSON (bad syntax or UTF-8, nested too deep) stops the import with where."""
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SystemExit(f"{path}: {exc.strerror}; nothing was imported") from None
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}: not JSON ({exc.msg}, column {exc.colno})"
+        raise SystemExit(f"{path}: {where}; nothing was imported") from None
+    except ValueError as exc:  # not UTF-8, a number too long
+        raise SystemExit(f"{path}: not JSON ({exc}); nothing was imported") from None
+    except RecursionError:
+        raise SystemExit(f"{path}: not JSON this import reads: nested too deep; nothing was imported") from None
+
+
 def read_games(path: Path, fmt: str) -> list[dict]:
     """Games in the API's JSON shape from one of the sample formats in tests/data."""
-    data = json.loads(path.read_text())
+    data = read_json(path)
+    try:
+        return _sample_games(data, fmt)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as exc:
+        raise SystemExit(
+            f"{path}: not in the {fmt} format ({type(exc).__name__}: {exc}); nothing was imported"
+        ) from None
+
+
+def _sample_games(data, fmt: str) -> list[dict]:
     if fmt == "chess":  # [white, black, "1-0" | "0-1" | "1/2-1/2"]; white moves first
         return [
             {"sides": [{"players": [w], "rank": CHESS_RESULT[r][0]}, {"players": [b], "rank": CHESS_RESULT[r][1]}]}
@@ -126,12 +152,16 @@ def no_cyclic_gc() -> Iterator[None]:
 
 
 def is_export(path: Path) -> bool:
-    """Whether the file starts with the header line of a ladder export."""
-    with path.open("rb") as lines:
-        first = next((line for line in lines if line.strip()), b"")
+    """Whether the file starts with the header line of a ladder export (a first line that is not JSON is left to
+    the import of games, which names it)."""
+    try:
+        with path.open("rb") as lines:
+            first = next((line for line in lines if line.strip()), b"")
+    except OSError as exc:
+        raise SystemExit(f"{path}: {exc.strerror}; nothing was imported") from None
     try:
         head = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return isinstance(head, dict) and "melo_export" in head
 
@@ -246,7 +276,10 @@ def cmd_refit(args: argparse.Namespace) -> None:
     except ValueError as exc:
         raise SystemExit(f"refit {job.id}: {exc}") from None
     with db.reading() as session:
-        result = storage.refits.get(session, job.id).result
+        job = storage.refits.get(session, job.id)
+    if job.status == "failed":
+        raise SystemExit(f"refit {job.id}: {job.error}")
+    result = job.result
     print(f"refit {job.id}: k = {result['k']}, {result['games']:,} games, {result['players']:,} players, "
           f"{result['seconds']:.1f} s, restarts agree on P to {result['restart_max_abs_dp']:.2g}")  # fmt: skip
     if result["k_selection"]:
@@ -264,6 +297,8 @@ def cmd_refit(args: argparse.Namespace) -> None:
     if result["heldout"]:
         rows = [[name, m["log_loss"], m["brier"], m["accuracy"]] for name, m in result["heldout"].items()]
         print("\nheld-out games\n" + table(["ratings", "log loss", "brier", "accuracy"], rows))
+    if result.get("heldout_note"):
+        print(f"\nnothing held out: {result['heldout_note']}")
     found = result["identifiability"]
     print(f"\nidentifiable: {'yes' if found['unique'] else 'no'}; not comparable: {len(found['not_comparable'])}")
     if args.apply:

@@ -62,8 +62,8 @@ class Unavailable(Problem):
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     described = {
         400: "Malformed request",
-        401: "No bearer key",
-        403: "Wrong key",
+        401: "No bearer key: writes need one, and so do reads of a private ladder",
+        403: "The key may not do this: another ladder's, revoked, or of a role below the one needed",
         404: "Unknown ladder, player or game",
         409: "Conflict (idempotency key reused with another body, duplicate)",
         405: "Method not allowed here; `Allow` lists those that are",
@@ -83,3 +83,7 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
         },
     }
     return {s: {"description": described[s], "content": {PROBLEM_JSON: {"schema": schema}}} for s in statuses}
+
+
+#: What every route of a ladder may answer about access: writes need a key, and so do reads of a private ladder.
+LADDER_ACCESS = problems(401, 403)

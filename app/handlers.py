@@ -41,7 +41,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Problem)
     async def _problem(_: Request, exc: Problem) -> JSONResponse:
-        headers = {401: {"WWW-Authenticate": "Bearer"}, 429: {"Retry-After": "60"}}.get(exc.status)
+        headers = {401: {"WWW-Authenticate": "Bearer"}, 429: {"Retry-After": "60"}, 503: {"Retry-After": "5"}}.get(
+            exc.status
+        )
         return problem_response(exc, headers)
 
     @app.exception_handler(RatingInputError)

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from datetime import timedelta
 
 import anyio.to_thread
+import fastapi.routing
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
@@ -58,6 +59,21 @@ def _tune_garbage_collector() -> None:
     gc.set_threshold(50_000, 50, 100)
 
 
+def _prime_endpoints(app: FastAPI) -> None:
+    """Read each endpoint's source location now, at start-up.
+
+    FastAPI (0.16x) looks up where each endpoint is defined, for its error
+    messages, on the endpoint's first request: it reads and tokenizes the
+    source file, 10-70 ms on the event loop, so a fresh worker's first burst
+    of requests stalled every request in flight (predictions waited 100 ms).
+    """
+    extract = getattr(fastapi.routing, "_extract_endpoint_context", None)
+    if extract is not None:
+        for route in app.routes:
+            if isinstance(route, fastapi.routing.APIRoute):
+                extract(route.dependant.call)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
@@ -74,7 +90,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         app.state.ping = anyio.CapacityLimiter(1)
         app.state.reports = anyio.CapacityLimiter(1)  # ladder-wide reports: one at a time, in a thread of their own
+        # Interactive CPU work (fair-team searches, leaderboard orders, opponents): one thread at a time, so the
+        # event loop never competes for the interpreter with more than two computing threads.
+        app.state.compute = anyio.CapacityLimiter(1)
         _tune_garbage_collector()
+        _prime_endpoints(app)
         yield
         app.state.committer.close()
         jobs.stop()

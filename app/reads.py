@@ -18,12 +18,14 @@ from typing import TypeVar
 
 import anyio.to_thread
 import numpy as np
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
+from starlette.responses import Response
 
 from app import storage
 from app.access import Caller, check, check_seats, ladder_for_read
 from app.db import Database
-from app.errors import NotFound, Unauthorized
+from app.errors import NotFound, Unauthorized, Unavailable
 from app.security import hash_key
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
@@ -103,36 +105,49 @@ async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str
     return dict(zip(ladder.seats or [], seats.advantage.tolist(), strict=True))
 
 
+async def compute(limiter: anyio.CapacityLimiter, seconds: float, work: Callable[..., T], *args: object) -> T:
+    """CPU-bound work of a request (a search, a ranking), in a thread of ``limiter``, never on the event loop.
+
+    The limiter bounds how many threads such work takes at once, so it never
+    starves the other requests or liveness; a request that cannot start within
+    ``seconds`` (the request deadline) gets a 503 instead of waiting on.
+    """
+    with anyio.move_on_after(seconds):
+        return await anyio.to_thread.run_sync(lambda: work(*args), limiter=limiter)
+    raise Unavailable(f"The server is busy with other heavy requests; none could start within {seconds:g} s.")
+
+
 async def report(
     db: Database,
     limiter: anyio.CapacityLimiter,
     slug: str,
     caller: Caller,
     name: str,
-    compute: Callable[[Session, LadderRow], T],
-) -> T:
+    compute: Callable[[Session, LadderRow], BaseModel],
+) -> Response:
     """An expensive report of a whole ladder (``compute`` in one snapshot), computed once per ladder version.
 
     Computations run one at a time per process, each in a thread of its own
     (``limiter``), so however many are asked for at once they never take the
-    threads other requests need, and liveness never waits for them.
+    threads other requests need, and liveness never waits for them.  The
+    report is rendered to JSON in that thread too: a large one would hold the
+    event loop for tens of milliseconds.
     """
     found = await ladder(db, slug, caller)
     reports = storage.cache.of(db.read_engine, "reports")
     held = reports.get((found.id, name))
-    if held is not None and held[0] == found.version:
-        return held[1]
+    if held is None or held[0] != found.version:
 
-    def work() -> tuple[int, T]:
-        with db.snapshot() as session:
-            version = storage.ladders.version(session, found.id)
-            kept = reports.get((found.id, name))  # a request that waited for the limiter may find it done
-            if kept is not None and kept[0] == version:
-                return kept
-            return version, compute(session, storage.ladders.by_id(session, found.id))
+        def work() -> tuple[int, bytes]:
+            with db.snapshot() as session:
+                version = storage.ladders.version(session, found.id)
+                kept = reports.get((found.id, name))  # a request that waited for the limiter may find it done
+                if kept is not None and kept[0] == version:
+                    return kept
+                return version, compute(session, storage.ladders.by_id(session, found.id)).model_dump_json().encode()
 
-    version, result = await anyio.to_thread.run_sync(work, limiter=limiter)
-    if len(reports) >= MAX_REPORTS:
-        reports.clear()
-    reports[(found.id, name)] = (version, result)
-    return result
+        held = await anyio.to_thread.run_sync(work, limiter=limiter)
+        if len(reports) >= MAX_REPORTS:
+            reports.clear()
+        reports[(found.id, name)] = held
+    return Response(held[1], media_type="application/json")

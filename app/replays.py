@@ -10,6 +10,11 @@ is untouched by the change, so the result equals, bit for bit, a replay of the
 whole log, and undoing the latest game costs a few rows, not the log.  Every
 membership of a replayed game gets its new vectors and expected score, so the
 history, ``/audit`` and the ratings agree again.
+
+The caller holds :func:`app.storage.players.lock_all` (every player row, then
+the ladder's row) from before it reads anything of the log: no game commits
+between what a replay reads and what it writes, not even a game between players
+new to the ladder, which waits for the ladder's row before it reads the seats.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Generic, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
@@ -42,6 +42,27 @@ Number = Annotated[float, Strict()]
 MAX_ADVANTAGE = 50.0
 #: The largest id or cursor the databases store (a signed 64-bit integer); larger ones are a 422, not a 500.
 MAX_ID = 2**63 - 1
+
+
+#: The window a date given to the service must fall in, in UTC: later dates are typos, and they overflow time zones.
+EARLIEST, LATEST = datetime(1900, 1, 1, tzinfo=UTC), datetime(2200, 1, 1, tzinfo=UTC)
+
+
+def in_window(value: datetime) -> datetime:
+    """``value`` in UTC (a time without a zone is taken as UTC) if it falls between :data:`EARLIEST` and
+    :data:`LATEST` once in UTC, the rule for every date that enters the service (games, batches, import lines):
+    whatever it accepts, an export holds and an import takes back."""
+    wall = value.replace(tzinfo=None)
+    # An offset is under a day: a wall time further out cannot come inside, and shifting it could overflow.
+    if EARLIEST.replace(tzinfo=None) - timedelta(days=1) < wall < LATEST.replace(tzinfo=None) + timedelta(days=1):
+        value = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        if EARLIEST <= value <= LATEST:
+            return value
+    raise ValueError(f"must be between {iso(EARLIEST)} and {iso(LATEST)} in UTC")
+
+
+#: A date given to the service: checked in UTC against the window, returned in UTC.
+Moment = Annotated[datetime, AfterValidator(in_window)]
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -104,4 +125,8 @@ def distinct_seats(sides: list[SeatAdvantage]) -> None:
 
 class Page(BaseModel, Generic[T]):
     items: list[T]
-    next_cursor: str | None = Field(None, description="Pass as `cursor` to get the next page; null on the last page.")
+    next_cursor: str | None = Field(
+        None,
+        description="Pass as `cursor` to get the next page; null on the last page. A leaderboard cursor holds the "
+        "order (`by`, `inactive`) it was made for: with another it is a 422.",
+    )

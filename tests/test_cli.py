@@ -1,6 +1,10 @@
 """The command line against a real SQLite file: migrate, create a ladder, import real data, audit."""
 
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +113,101 @@ def test_a_refused_command_prints_the_problem_without_a_traceback(tmp_path, monk
         assert str(invalid.value.code).startswith("melo create-ladder: slug: String should match pattern")
     finally:
         get_settings.cache_clear()
+
+
+DEEP = {
+    "array": "[" * 100_000 + "]" * 100_000,
+    "object": '{"a":' * 100_000 + "1" + "}" * 100_000,
+    "game": '{"game": {"sides": ' + "[" * 100_000 + "]" * 100_000 + "}}",
+}
+
+
+TOO_DEEP = "not JSON this restore reads: nested too deep"
+
+
+@pytest.fixture
+def office(tmp_path, monkeypatch, capsys) -> Path:
+    """A SQLite database with a ladder 'office' of three games, and its export; ``melo`` runs against it."""
+    monkeypatch.setenv("MELO_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    get_settings.cache_clear()
+    games = tmp_path / "games.jsonl"
+    games.write_text("".join(json.dumps(duel(a, b)) + "\n" for a, b in ["xy", "yz", "zx"]))
+    main(["create-ladder", "office"])
+    main(["import", "office", str(games)])
+    main(["export", "office", "-o", str(tmp_path / "office.ndjson")])
+    capsys.readouterr()
+    yield tmp_path / "office.ndjson"
+    get_settings.cache_clear()
+
+
+def duel(a: str, b: str) -> dict:
+    return {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]}
+
+
+def nothing_restored(tmp_path) -> None:
+    with TestClient(create_app(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))) as client:
+        assert client.get("/v1/ladders/copy").status_code == 404
+        assert client.get("/v1/ladders/office").json()["games"] == 3
+
+
+@pytest.mark.parametrize("deep", DEEP.values(), ids=DEEP.keys())
+def test_import_names_the_line_nested_too_deep(office, tmp_path, deep):
+    lines = office.read_text().splitlines()
+    bad = tmp_path / "bad.ndjson"
+    for at in (1, len(lines)):  # a game or player line of an export, and a line after its last game
+        bad.write_text("\n".join([*lines[:at], deep, *lines[at:]]) + "\n")
+        with pytest.raises(SystemExit) as refused:
+            main(["import", "copy", str(bad)])
+        assert refused.value.code == f"melo import: line {at + 1}: line: {TOO_DEEP}; nothing was restored"
+    games = [json.dumps(duel("x", "y")), deep, json.dumps(duel("y", "x"))]
+    for first in (False, True):  # games as JSON lines; first: before any other line (is it an export?)
+        bad.write_text("\n".join(games[1:] if first else games) + "\n")
+        with pytest.raises(SystemExit) as refused:
+            main(["import", "office", str(bad)])
+        where = f"{re.escape(str(bad))}: line {1 if first else 2}: game"
+        assert re.fullmatch(
+            rf"{where}: Invalid JSON: recursion limit exceeded.*; nothing was imported", refused.value.code
+        )
+    bad.write_text(deep)
+    with pytest.raises(SystemExit, match=r": not JSON this import reads: nested too deep; nothing was imported$"):
+        main(["import", "office", str(bad), "--format", "chess"])
+    nothing_restored(tmp_path)
+
+
+def test_import_names_the_line_of_any_json_error(office, tmp_path):
+    lines = office.read_text().splitlines()
+    bad = tmp_path / "bad.ndjson"
+    cases = {
+        b'{"game": {"sides": [}': r"not JSON \(Expecting value: line 1 column 21 \(char 20\)\)",
+        b'{"player": {"key": "\xff"}}': r"not JSON \('utf-8' codec can't decode byte 0xff .*\)",
+        b'{"game": 1' + b"0" * 5000 + b"}": r"not JSON \(Exceeds the limit \(4300 digits\) .*\)",
+        b"[]": "expected one of 'player', 'game', 'checkpoint' as the only key",
+    }
+    for line, message in cases.items():
+        bad.write_bytes("\n".join(lines[:2]).encode() + b"\n" + line + b"\n" + "\n".join(lines[2:]).encode())
+        with pytest.raises(SystemExit) as refused:
+            main(["import", "copy", str(bad)])
+        assert re.fullmatch(f"melo import: line 3: line: {message}; nothing was restored", refused.value.code)
+    bad.write_text('[["a", "b", "1-0"],\n ["b", "a" "0-1"]]')
+    with pytest.raises(SystemExit) as refused:
+        main(["import", "office", str(bad), "--format", "chess"])
+    assert refused.value.code == f"{bad}: line 2: not JSON (Expecting ',' delimiter, column 12); nothing was imported"
+    bad.write_text('[["a", "b", "2-0"]]')
+    with pytest.raises(SystemExit, match=r"not in the chess format \(KeyError: '2-0'\); nothing was imported"):
+        main(["import", "office", str(bad), "--format", "chess"])
+    with pytest.raises(SystemExit, match=r"missing\.jsonl: No such file or directory; nothing was imported"):
+        main(["import", "office", str(tmp_path / "missing.jsonl")])
+    nothing_restored(tmp_path)
+
+
+def test_a_refused_import_exits_non_zero_without_a_traceback(office, tmp_path):
+    bad = tmp_path / "deep.ndjson"
+    lines = office.read_text().splitlines()
+    bad.write_text("\n".join([lines[0], DEEP["array"], *lines[1:]]) + "\n")
+    env = os.environ | {"MELO_DATABASE_URL": f"sqlite:///{tmp_path / 'cli.db'}"}
+    done = subprocess.run(
+        [sys.executable, "-m", "app.cli", "import", "copy", str(bad)], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert done.stderr.strip() == f"melo import: line 2: line: {TOO_DEEP}; nothing was restored"
+    nothing_restored(tmp_path)

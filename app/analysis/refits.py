@@ -51,8 +51,13 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
             f"select_k: at most the ladder's k = {ladder.k}",
             errors=[{"field": "select_k", "message": f"values must be <= {ladder.k}"}],
         )
+    if params.holdout == 0 and (len(set(params.select_k or [])) > 1 or params.l2 is None):
+        message = "must be > 0 to choose by held-out loss (select_k of two or more values, or l2 null)"
+        raise InvalidInput(f"holdout: {message}", errors=[{"field": "holdout", "message": message}])
     if storage.ladders.sizes(session, ladder.id)[1] == 0:
-        raise Conflict(f"Ladder {ladder.slug!r} has no games to fit yet.")
+        voided = storage.ladders.sizes(session, ladder.id, voided=True)[1]
+        why = f" (its {voided} game{'s are' if voided > 1 else ' is'} voided)" if voided else ""
+        raise Conflict(f"Ladder {ladder.slug!r} has no games to fit yet{why}.")
     now = datetime.now(UTC)
     since = (now - STALE_QUEUED, now - STALE)
     if storage.refits.active(session, ladder.id, *since) >= MAX_ACTIVE_PER_LADDER:
@@ -108,8 +113,10 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
             _update(db, refit_id, progress=0.95 * done / total)
 
     m = len(state.keys)
-    if state.log.n_games == 0 or m < 2:
-        raise ValueError("the ladder has no games to fit")
+    if state.log.n_games == 0 or m < 2:  # its games were voided while it was queued
+        error = "nothing to fit: the ladder has no games that count (voided since this refit was started)"
+        _update(db, refit_id, status="failed", progress=1.0, error=error, finished_at=datetime.now(UTC))
+        return
     verdict, select_k, fit_progress = None, params.select_k, report
     if params.auto:  # the guard's fit takes the first half of the progress bar, the whole log's the second
         verdict = _guard(ladder, state, recent, params, lambda done, total: report(done, 2 * total))
@@ -136,7 +143,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         current_seats=state.stored_seats,
     )
     heldout = dict(result.heldout)
-    if params.holdout > 0:
+    if result.heldout_note is None:  # held-out games were drawn (the same split as the refit's)
         eta = ladder.eta if params.eta is None else params.eta
         replay_k = ladder.k if params.replay_k is None else params.replay_k
         heldout["replay"] = _replay_metrics(ladder, state, eta, replay_k, params) | {"eta": eta, "k": replay_k}
@@ -146,6 +153,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "k": result.k,
         "log_likelihood": result.log_likelihood,
         "heldout": heldout,
+        "heldout_note": result.heldout_note,
         "restarts": result.restarts,
         "restart_max_abs_dp": result.restart_max_abs_dp,
         "k_selection": result.k_selection,

@@ -16,9 +16,9 @@ from app.analysis.schemas import (
     RefitOut,
 )
 from app.deps import CallerDep, DatabaseDep, IdPath
-from app.errors import problems
+from app.errors import LADDER_ACCESS, problems
 
-router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"])
+router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)
 
 
 @router.post("/refits", status_code=202, response_model=RefitOut, responses=problems(401, 403, 404, 409, 422, 429))
@@ -63,7 +63,7 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep)
 @router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409))
 async def identifiability(
     slug: str, db: DatabaseDep, caller: CallerDep, request: Request, ratings: Literal["current", "refit"] = "current"
-) -> IdentifiabilityOut:
+) -> Response:
     """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (mathematics §10).
     Computed once per ladder version."""
     limiter = request.app.state.reports
@@ -75,7 +75,7 @@ async def identifiability(
 
 
 @router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404))
-async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> IntransitivityOut:
+async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
     """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate
     (mathematics §12). Computed once per ladder version."""
     limiter = request.app.state.reports
@@ -83,7 +83,7 @@ async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request:
 
 
 @router.get("/canonical", response_model=CanonicalOut, responses=problems(404))
-async def canonical(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> CanonicalOut:
+async def canonical(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
     """Canonical disc coordinates of every player and a summary of each disc (mathematics §12, [Limitations]).
     Computed once per ladder version."""
     return await reads.report(db, request.app.state.reports, slug, caller, "canonical", reports.canonical)

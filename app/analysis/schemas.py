@@ -3,39 +3,52 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from app.rating.refit import L2, L2_CHOICES
-from app.schemas import StrictModel
+from app.schemas import Number, StrictModel
 
 
 class RefitIn(StrictModel):
-    """Options of a maximum-likelihood refit of the whole log (mathematics §9)."""
+    """Options of a maximum-likelihood refit of the whole log (mathematics §9).
 
-    l2: float | None = Field(
+    Every option is strictly typed, as JSON writes it: a number is a JSON number (an integer is one too), an
+    integer is a JSON integer (not 2.0, not "2", not true), a boolean is true or false (not 0 or 1).
+    """
+
+    l2: Number | None = Field(
         L2,
         ge=0,
         le=1000,
         description="L2 penalty λ of the prior N(μ, 1/(2λ)) on the vectors, centred on the Elo manifold "
         "μ = (0, 1, 0, …). With k ≥ 2 it applies to the cyclic discs, and the first disc keeps a weak prior on r "
         f"and a tight one on v = 1. null: choose among {', '.join(map(str, L2_CHOICES))} by held-out loss "
-        "(sparse ladders need a firmer prior).",
+        f"(sparse ladders need a firmer prior; needs holdout > 0; when nothing could be held out, {L2:g}).",
     )
-    restarts: int = Field(
+    restarts: StrictInt = Field(
         3, ge=1, le=20, description="Seeded random starts; the best is kept, their agreement reported."
     )
-    holdout: float = Field(0.2, ge=0, lt=0.9, description="Fraction of games held out for the report (0: none).")
-    select_k: list[Annotated[int, Field(ge=0, le=8)]] | None = Field(
-        None, description="Choose k among these (0 = Elo, at most the ladder's k) by held-out log loss."
+    holdout: Number = Field(
+        0.2,
+        ge=0,
+        lt=0.9,
+        description="Fraction of the matchups (pairs of lineups that met) whose games are held out for the report "
+        "(0: none). When the draw holds out none or all of them (a ladder of one or a few matchups), nothing is held "
+        "out: the report says so in `heldout_note`.",
     )
-    eta: float | None = Field(
+    select_k: list[Annotated[StrictInt, Field(ge=0, le=8)]] | None = Field(
+        None,
+        description="Choose k among these (0 = Elo, at most the ladder's k) by held-out log loss (two or more need "
+        "holdout > 0; when nothing could be held out, the smallest).",
+    )
+    eta: Number | None = Field(
         None, ge=0, le=10, description="η of the replayed online rule in the report (default: the ladder's)."
     )
-    replay_k: int | None = Field(
+    replay_k: StrictInt | None = Field(
         None, ge=1, le=8, description="k of the replayed online rule in the report (default: the ladder's)."
     )
-    seed: int = Field(0, ge=0, lt=2**32, description="Seed of the split and of the starts.")
-    auto: bool = Field(
+    seed: StrictInt = Field(0, ge=0, lt=2**32, description="Seed of the split and of the starts.")
+    auto: StrictBool = Field(
         False,
         description="Guarded, applied by the service (what a ladder's auto-refit posts): first fit all but the "
         "latest games and replay the online rule from that fit over them; only if that predicts them better than "
@@ -56,7 +69,10 @@ class RefitOut(BaseModel):
     params: dict
     result: dict | None = Field(
         description="When done: k, log-likelihood, held-out log loss / Brier / accuracy of the refit, the current "
-        "ratings, the Elo baseline and the replayed online rule; restart agreement; identifiability of the fit."
+        "ratings, the Elo baseline and the replayed online rule (accuracy over decided games: null if every held-out "
+        "game was a draw); restart agreement; identifiability of the fit. `heldout_note`: null when held-out metrics "
+        "were computed, else why nothing was held out (`heldout` is then empty and the fit used every game: "
+        "holdout 0, or a ladder of one or a few matchups that the split could not divide)."
     )
     error: str | None
     after_game: int | None = Field(description="The refit saw the games up to this id.")

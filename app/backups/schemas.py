@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool
 
 from app.games.schemas import GameIn
 from app.ladders.schemas import LadderCreate
-from app.schemas import MAX_ID, Component, Name, PlayerKey, Reason, StrictModel, Vector
+from app.schemas import MAX_ID, Component, Moment, Name, PlayerKey, Reason, StrictModel, Vector
 
 #: The export format's version, in the header line.
 FORMAT = 1
@@ -34,11 +33,11 @@ class ExportedPlayer(StrictModel):
     name: Name | None = None
     active: StrictBool = True
     initial: Vector | None = Field(None, description="The player's explicit initial vector; default: the seeded one.")
-    created_at: datetime | None = None
+    created_at: Moment | None = None
 
 
 class VoidMark(StrictModel):
-    at: datetime
+    at: Moment
     by: str | None = Field(None, max_length=64)
     reason: Reason | None = None
 

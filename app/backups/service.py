@@ -36,6 +36,8 @@ from app.storage.ladders import LadderRow
 #: Rows read per query while exporting, and games applied per step while restoring.
 PAGE = 5_000
 CHUNK = 50_000
+#: Unknown players named in the error of a game that names them.
+MISSING_NAMED = 10
 
 Progress = Callable[[str, int, int], None] | None
 T = TypeVar("T", bound=StrictModel)
@@ -135,15 +137,19 @@ def restore(
     ladder = ladder_for_read(session, created.slug, fresh=True)
     if header.ladder.private:
         storage.ladders.change(session, ladder.id, {"private": True})
-    Restore(session, ladder, header.games, progress).run(numbered)
+    Restore(session, ladder, header, progress).run(numbered)
     return created.model_copy(update={"private": header.ladder.private})
 
 
 def _decode(n: int, raw: bytes) -> object:
+    """The JSON value of line ``n``; any line that is not one (bad syntax or UTF-8, nested past what the parser
+    can follow) stops the restore with its number."""
     try:
         return json.loads(raw)
     except ValueError as exc:
         raise _bad(n, "line", f"not JSON ({exc})") from None
+    except RecursionError:
+        raise _bad(n, "line", "not JSON this restore reads: nested too deep") from None
 
 
 def _parse(n: int, value: object, model: type[T]) -> T:
@@ -165,8 +171,9 @@ def _bad(n: int, field: str, message: str) -> InvalidInput:
 class Restore:
     """The state of a restore as it reads the export's lines after the header."""
 
-    def __init__(self, session: Session, ladder: LadderRow, total: int | None, progress: Progress) -> None:
-        self.session, self.ladder, self.total, self.progress = session, ladder, total, progress
+    def __init__(self, session: Session, ladder: LadderRow, header: Header, progress: Progress) -> None:
+        self.session, self.ladder, self.header, self.progress = session, ladder, header, progress
+        self.total = header.games
         self.players: list[ExportedPlayer] = []
         self.known: set[str] = set()
         self.external_ids: set[str] = set()
@@ -191,6 +198,17 @@ class Restore:
             else:
                 self.checkpoint(n, line.checkpoint)
         self.flush()
+        self._check_counts()
+
+    def _check_counts(self) -> None:
+        """The header's counts, when it gives them, are what the file held: an export cut short at the end of a
+        line would otherwise restore the start of the log as if it were all of it."""
+        for what, expected, found in (
+            ("players", self.header.players, len(self.known)),
+            ("games", self.total, self.seq),
+        ):
+            if expected is not None and found != expected:
+                raise _bad(1, what, f"the header counts {expected} {what}, the file holds {found} (is it cut short?)")
 
     def player(self, n: int, player: ExportedPlayer) -> None:
         if self.seq:
@@ -210,12 +228,19 @@ class Restore:
             if game.external_id in self.external_ids:
                 raise _bad(n, "game.external_id", f"external_id {game.external_id!r} appears twice")
             self.external_ids.add(game.external_id)
-        for s, side in enumerate(game.sides):
-            for m, key in enumerate(side.players):
-                if key not in self.known:
-                    if not self.ladder.auto_create_players:
-                        raise _bad(n, f"game.sides[{s}].players[{m}]", f"unknown player {key!r}")
-                    self.known.add(key)
+        # An export has a line for every player its games name (even erased ones, under their pseudonym; merged
+        # ones are gone from the games too): a game naming another is not from an export, or was edited.
+        missing = [
+            (s, m, key)
+            for s, side in enumerate(game.sides)
+            for m, key in enumerate(side.players)
+            if key not in self.known
+        ]
+        if missing:
+            s, m, _ = missing[0]
+            names = ", ".join(repr(key) for _, _, key in missing[:MISSING_NAMED])
+            more = f" and {len(missing) - MISSING_NAMED} more" if len(missing) > MISSING_NAMED else ""
+            raise _bad(n, f"game.sides[{s}].players[{m}]", f"no player line for {names}{more}")
         self.seq += 1
         if game.voided is not None:
             self.flush()

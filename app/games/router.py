@@ -8,12 +8,12 @@ from pydantic import AfterValidator
 
 from app.access import ladder_and_key, readable
 from app.deps import CallerDep, DatabaseDep, IdPath, SettingsDep
-from app.errors import InvalidInput, problems
+from app.errors import LADDER_ACCESS, InvalidInput, problems
 from app.games import service
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
 from app.schemas import MAX_ID, Page, printable
 
-router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"])
+router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"], responses=LADDER_ACCESS)
 
 IdempotencyKey = Annotated[
     Annotated[str, AfterValidator(printable)] | None,

@@ -1,13 +1,10 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.schemas import ExternalId, Number, PlayerKey, Reason, SeatAdvantage, StrictModel, distinct_seats
-
-#: When a game may have been played (a sane window: later dates are typos, and they overflow time zones).
-EARLIEST, LATEST = datetime(1900, 1, 1), datetime(2200, 1, 1)
+from app.schemas import ExternalId, Moment, Number, PlayerKey, Reason, SeatAdvantage, StrictModel, distinct_seats
 
 
 class SideIn(SeatAdvantage):
@@ -18,10 +15,10 @@ class SideIn(SeatAdvantage):
 
 class GameIn(StrictModel):
     sides: list[SideIn] = Field(min_length=2, max_length=64)
-    played_at: datetime | None = Field(
+    played_at: Moment | None = Field(
         None,
-        description="When it was played (default: now), between 1900 and 2200; stored in UTC, a time without zone "
-        "is taken as UTC.",
+        description="When it was played (default: now), from 1900-01-01T00:00:00Z to 2200-01-01T00:00:00Z once in "
+        "UTC; stored in UTC, a time without zone is taken as UTC.",
     )
     external_id: ExternalId | None = Field(
         None, description="Your id (up to 200 printable characters); also an idempotency key."
@@ -41,15 +38,6 @@ class GameIn(StrictModel):
             ]
         }
     }
-
-    @field_validator("played_at")
-    @classmethod
-    def _utc(cls, value: datetime | None) -> datetime | None:
-        if value is None:
-            return None
-        if not EARLIEST <= value.replace(tzinfo=None) <= LATEST:  # before any zone shift can overflow
-            raise ValueError(f"must be between {EARLIEST.year} and {LATEST.year}")
-        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
     @field_validator("sides")
     @classmethod

@@ -14,7 +14,10 @@ No lost updates: on PostgreSQL the participants' rows are locked
 ``ORDER BY id … FOR UPDATE`` (one order, no deadlocks); on SQLite the write
 transaction is ``BEGIN IMMEDIATE``.  Game ids (the log order) are allocated
 after the locks are taken, so games sharing a player are numbered in the order
-they were applied; disjoint games commute.
+they were applied; disjoint games commute.  A replay below the log's end (a
+void, a merge, an applied refit) locks every player row and then the ladder's
+row before it reads anything, so a game commit, even one between players new to
+the ladder, never falls between what it reads and what it writes.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from app import rating, storage
 from app.access import Caller, authorize, check_seats, ladder_for_read
 from app.errors import Conflict, InvalidInput, NotFound, Problem
 from app.games.schemas import BatchIn, GameIn
-from app.replays import replay_from
+from app.replays import replay_from, replay_log
 from app.schemas import Page, iso
 from app.storage.ladders import LadderRow
 
@@ -452,8 +455,12 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
     """Void a game: it stays in the log as an audit trail and counts nowhere; the games after it are replayed.
 
     The later games its players reach are replayed exactly from their state
-    before it (checkpoints that saw it are superseded), so the ratings equal
-    those of a ladder that never received it, and ``/audit`` stays consistent.
+    before it, so the ratings equal those of a ladder that never received it,
+    and ``/audit`` stays consistent.  Checkpoints that saw it are superseded;
+    if there were any, the ratings came through one, and the whole log is
+    replayed from the latest checkpoint left.  The game is read again once
+    every player row and the ladder's row are locked (a merge, a void or an
+    applied refit may have rewritten it meanwhile).
     Every membership of a replayed game gets its new vectors and expected
     score.  Voiding a voided game changes nothing.
     """
@@ -463,15 +470,23 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
     if record.voided_at is not None:
         return stored_body(record)
     storage.players.lock_all(session, ladder.id)
+    # Read again under the locks: a merge, void or applied refit that held them meanwhile may have rewritten
+    # the game (its members, its seats' state before it), or voided it.
+    record = storage.games.get(session, ladder.id, game_id)
+    if record.voided_at is not None:
+        return stored_body(record)
     now = datetime.now(UTC)
     storage.games.void(session, ladder.id, game_id, by, reason, now)
-    storage.refits.supersede_checkpoints(session, ladder.id, game_id)
+    superseded = storage.refits.supersede_checkpoints(session, ladder.id, game_id)
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
     members = [m.player_id for m in record.members]
     shares = np.array([m.actual_score for m in record.members])
     storage.players.uncount(session, members, _record(shares, np.full(len(shares), len(record.payload["sides"]))))
     storage.players.refresh_last_played(session, members)
-    replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
+    if superseded:  # players the tail does not reach hold that checkpoint's vectors: replay from the one before
+        replay_log(session, ladder)
+    else:
+        replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
     storage.ladders.bump(session, [ladder.id])
     return stored_body(storage.games.get(session, ladder.id, game_id))
 

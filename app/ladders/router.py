@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Request, Response
 
 from app import reads
 from app.access import ladder_for, readable
@@ -54,7 +54,7 @@ def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: Caller
 
 
 @router.get("/{slug}/audit", response_model=AuditOut, responses=problems(401, 403, 404))
-async def audit(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> AuditOut:
+async def audit(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
     """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings.
     Computed once per ladder version."""
     return await reads.report(db, request.app.state.reports, slug, caller, "audit", service.audit)

@@ -2,14 +2,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-import anyio.to_thread
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from app import reads
 from app.access import ladder_for, readable
 from app.deps import CallerDep, DatabaseDep
-from app.errors import problems
+from app.errors import LADDER_ACCESS, problems
 from app.players import service
 from app.players.schemas import (
     HistoryItem,
@@ -22,7 +21,7 @@ from app.players.schemas import (
 )
 from app.schemas import Page
 
-router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"])
+router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADDER_ACCESS)
 
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
 
@@ -77,12 +76,13 @@ def history(
         return JSONResponse(service.history(session, readable(session, slug, caller), key, limit, cursor))
 
 
-@router.get("/players/{key}/opponents", response_model=list[OpponentItem], responses=problems(404))
-def opponents(
+@router.get("/players/{key}/opponents", response_model=list[OpponentItem], responses=problems(404, 503))
+async def opponents(
     slug: str,
     key: str,
     db: DatabaseDep,
     caller: CallerDep,
+    request: Request,
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
     purpose: Literal["balanced", "comparable"] = "balanced",
 ) -> JSONResponse:
@@ -91,15 +91,20 @@ def opponents(
     opponents whose games would best do so: the identifiability check finds a direction in which every result so
     far lets the rating drift, and a game helps when its likely result pushes back along it (ranked by `gain`).
     A player who is comparable already gets the balanced list."""
-    with db.reading() as session:
-        return JSONResponse(service.opponents(session, readable(session, slug, caller), key, limit, purpose))
+
+    def work() -> list[dict]:
+        with db.reading() as session:
+            return service.opponents(session, readable(session, slug, caller), key, limit, purpose)
+
+    return JSONResponse(await reads.compute(request.app.state.compute, _deadline(request), work))
 
 
-@router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 409, 422))
+@router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 409, 422, 503))
 async def leaderboard(
     slug: str,
     db: DatabaseDep,
     caller: CallerDep,
+    request: Request,
     by: Literal["hodge", "field", "disc", "conservative"] = "hodge",
     limit: Limit = 50,
     cursor: str | None = None,
@@ -119,5 +124,12 @@ async def leaderboard(
     table = await reads.table(db, ladder)
     body = service.rendered_page(table, by, limit, cursor, inactive)
     if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
-        body = await anyio.to_thread.run_sync(service.leaderboard, table, ladder, by, limit, cursor, inactive)
+        work = service.leaderboard
+        body = await reads.compute(
+            request.app.state.compute, _deadline(request), work, table, ladder, by, limit, cursor, inactive
+        )
     return Response(body, media_type="application/json")
+
+
+def _deadline(request: Request) -> float:
+    return request.app.state.settings.request_timeout

@@ -24,7 +24,7 @@ from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
 from app.rating.identifiability import Results, comparing_opponents
 from app.rating.model import omega_apply
-from app.replays import replay_from
+from app.replays import replay_from, replay_log
 from app.schemas import MAX_ID, iso
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
@@ -43,6 +43,10 @@ def decode_cursor(cursor: str, valid: Callable[[Any], bool]) -> Any:
     if value is None or not valid(value):
         raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
     return value
+
+
+#: The leaderboard orders (``by``).
+ORDERS = ("hodge", "field", "disc", "conservative")
 
 
 def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> dict:
@@ -200,8 +204,10 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.players.merge_counters(session, source[0], target[0])
     counting = [g for g, _, voided in games if not voided]
     if counting:
-        storage.refits.supersede_checkpoints(session, ladder.id, counting[0])
-        replay_from(session, ladder, counting[0], [into])
+        if storage.refits.supersede_checkpoints(session, ladder.id, counting[0]):
+            replay_log(session, ladder)  # players the tail does not reach held that checkpoint's vectors
+        else:
+            replay_from(session, ladder, counting[0], [into])
     storage.ladders.bump(session, [ladder.id])
     return profile(storage.players.table(session, ladder, cached=False), ladder, into)
 
@@ -290,9 +296,7 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
     order = ranking.order
     start = 0
     if cursor is not None:
-        # [score, key], or [group, score, key] for by=conservative.
-        *group, last_score, last_key = decode_cursor(cursor, _valid_cursor)
-        last_group = group[0] if group else 0
+        last_group, last_score, last_key = _leaderboard_position(cursor, by, inactive)
         g, s, keys = ranking.group[order], ranking.score[order], table.keys[order].astype(str)
         same = (g == last_group) & ((s > last_score) | ((s == last_score) & (keys <= last_key)))
         start = int(np.count_nonzero((g < last_group) | same))
@@ -305,21 +309,48 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
     next_cursor = None
     if start + limit < len(order) and len(page):
         last = page[-1]
-        after = [float(ranking.score[last]), str(table.keys[last])]
-        next_cursor = encode_cursor([int(ranking.group[last]), *after] if by == "conservative" else after)
+        after = [int(ranking.group[last]), float(ranking.score[last]), str(table.keys[last])]
+        next_cursor = encode_cursor({"by": by, "inactive": inactive, "after": after})
     return {"items": items, "next_cursor": next_cursor}
 
 
+def _listing(by: str, inactive: bool) -> str:
+    return f"by={by}&inactive={str(inactive).lower()}"
+
+
+def _leaderboard_position(cursor: str, by: str, inactive: bool) -> tuple[int, float, str]:
+    """(group, score, key) of the last row of the page a leaderboard cursor came after.
+
+    A cursor names the listing it was made for (the order ``by`` and ``inactive``): its score is that order's,
+    so it cannot place a row in another order (an empty or a shifted page); there it is a 422 naming ``cursor``.
+    """
+    value = decode_cursor(cursor, _valid_cursor)
+    if (value["by"], value["inactive"]) != (by, inactive):
+        made, asked = _listing(value["by"], value["inactive"]), _listing(by, inactive)
+        message = f"made for {made}, not {asked}: a cursor continues only its own listing; start again without one"
+        raise InvalidInput(f"cursor: {message}", errors=[{"field": "cursor", "message": message}])
+    group, score, key = value["after"]
+    return group, score, key
+
+
 def _valid_cursor(v: Any) -> bool:
+    """{"by": order, "inactive": bool, "after": [group, score, key]}, the group 0 or (by=conservative) 1."""
+
     def number(x: Any) -> bool:
         return isinstance(x, int | float) and not isinstance(x, bool) and abs(x) < 1e300
 
+    if not (isinstance(v, dict) and set(v) == {"by", "inactive", "after"}):
+        return False
+    by, inactive, after = v["by"], v["inactive"], v["after"]
     return (
-        isinstance(v, list)
-        and len(v) in (2, 3)
-        and all(number(x) for x in v[:-1])
-        and isinstance(v[-1], str)
-        and (len(v) == 2 or v[0] in (0, 1))
+        by in ORDERS
+        and isinstance(inactive, bool)
+        and isinstance(after, list)
+        and len(after) == 3
+        and after[0] in ((0, 1) if by == "conservative" else (0,))
+        and not isinstance(after[0], bool | float)
+        and number(after[1])
+        and isinstance(after[2], str)
     )
 
 

@@ -2,17 +2,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from app import reads
 from app.deps import CallerDep, DatabaseDep
-from app.errors import InvalidInput, problems
+from app.errors import LADDER_ACCESS, InvalidInput, problems
 from app.predictions import service
 from app.predictions.schemas import MatchIn, MatchPrediction, PairPrediction, TeamsIn, TeamsOut
 from app.schemas import PlayerKey, SeatName
 
-router = APIRouter(prefix="/v1/ladders/{slug}/predict", tags=["predictions"])
+router = APIRouter(prefix="/v1/ladders/{slug}/predict", tags=["predictions"], responses=LADDER_ACCESS)
 
 
 @router.get("", response_model=PairPrediction, responses=problems(404, 422))
@@ -45,16 +45,19 @@ async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: Calle
     return JSONResponse(service.match(data, await reads.vectors(db, ladder, keys), learned))
 
 
-teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"])
+teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"], responses=LADDER_ACCESS)
 
 
-@teams_router.post("", response_model=TeamsOut, responses=problems(404, 422))
-async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+@teams_router.post("", response_model=TeamsOut, responses=problems(404, 422, 503))
+async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDep, request: Request) -> JSONResponse:
     """Split the players into teams whose match is closest to even (each team plays as its members' mean vector).
 
     Every split is scored up to 12 players (10 players into two teams: 126 splits); beyond, a local search from a
-    snake draft by strength and random starts swaps players between teams while that evens the match (`exact`
-    says which). Nothing is written."""
+    snake draft by strength and random starts swaps players between teams while that evens the match, within a
+    budget (500,000 scored splits or one second, whichever comes first): `exact` is false and the answer the best
+    split it found. Searches run one at a time per worker, in a thread beside the other requests; one that
+    cannot start within the request deadline gets a 503. Nothing is written."""
     ladder = await reads.ladder(db, slug, caller)
-    keys = service.team_keys(data)
-    return JSONResponse(service.fair_teams(data, await reads.vectors(db, ladder, keys)))
+    C = await reads.vectors(db, ladder, service.team_keys(data))
+    timeout = request.app.state.settings.request_timeout
+    return JSONResponse(await reads.compute(request.app.state.compute, timeout, service.fair_teams, data, C))

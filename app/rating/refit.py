@@ -267,15 +267,21 @@ def fit(
 
 @dataclass(frozen=True)
 class Metrics:
-    """Held-out quality of predicted pair probabilities, each term weighted by w = 1/(N-1)."""
+    """Held-out quality of predicted pair probabilities, each term weighted by w = 1/(N-1).
+
+    ``accuracy`` is over the decided terms (not draws): None when every term is a draw.
+    """
 
     log_loss: float
     brier: float
-    accuracy: float
+    accuracy: float | None
     pairs: int
 
     @classmethod
     def of(cls, p: Array, log: GameLog, pairs: IntArray) -> Metrics:
+        """The metrics of the forecasts ``p`` of the selected pair terms (at least one)."""
+        if len(pairs) == 0:
+            raise RatingInputError("pairs", "no pair terms to evaluate on")
         s, w = log.pair_outcome[pairs], log.pair_weight[pairs]
         p = np.clip(p, 1e-15, 1 - 1e-15)
         total = float(np.sum(w))
@@ -283,7 +289,7 @@ class Metrics:
         brier = float(np.dot(w, (p - s) ** 2)) / total
         decided = s != 0.5
         hits = (p[decided] > 0.5) == (s[decided] > 0.5)
-        accuracy = float(np.dot(w[decided], hits)) / max(float(np.sum(w[decided])), 1e-300)
+        accuracy = float(np.dot(w[decided], hits)) / float(np.sum(w[decided])) if np.any(decided) else None
         return cls(loss, brier, accuracy, len(pairs))
 
 
@@ -400,6 +406,8 @@ class Report:
     l2_selection: list[dict] | None = None
     #: The learned seats fitted with the vectors (mathematics §5), for a log that names seats.
     seats: Seats | None = None
+    #: Why nothing was held out (``heldout`` then empty), in words; None when held-out metrics were computed.
+    heldout_note: str | None = None
 
 
 def penalty_weights(k: int, l2: float) -> float | Array:
@@ -428,6 +436,35 @@ def elo_vectors(ratings: ArrayLike, k: int) -> Array:
     return C
 
 
+def heldout_split(log: GameLog, holdout: float, seed: int) -> tuple[IntArray, IntArray | None, str | None]:
+    """(train, test, None) from :func:`split_games`, or (every pair term, None, why) when nothing can be held out.
+
+    Nothing is held out with ``holdout`` 0, or when the split leaves either side
+    without a pair term: a log of one matchup (every game between the same
+    lineups) never splits, and in a log of a few matchups the random draw may
+    hold out none or all of them.  The refit then fits every game and reports
+    no held-out metrics, saying why.
+    """
+    every = np.arange(len(log.pair_a))
+    if holdout == 0:
+        return every, None, "Nothing held out: holdout is 0. Fitted on all games, no held-out metrics."
+    train, test = split_games(log, holdout, seed)
+    if len(train) and len(test):
+        return train, test, None
+    n = int(matchups(log).max(initial=-1)) + 1
+    if n == 0:
+        why = "the log has no games"
+    elif n == 1:
+        why = "the log has 1 matchup (pair of lineups that met), and a matchup's games are never split"
+    else:
+        drawn = "none" if len(test) == 0 else "all"
+        why = (
+            f"of the log's {n} matchups (pairs of lineups that met), the random {holdout:g} share drawn with seed "
+            f"{seed} held out {drawn} (another seed may split them)"
+        )
+    return every, None, f"Nothing held out: {why}. Fitted on all games, no held-out metrics."
+
+
 def refit(
     log: GameLog,
     n_players: int,
@@ -446,6 +483,11 @@ def refit(
 
     Held-out log loss, Brier and accuracy are reported for the refit, the
     ``current`` (online) vectors if given, and the Elo baseline (mathematics §11).
+    When nothing can be held out (:func:`heldout_split`: a log of one matchup,
+    or a few that the draw leaves on one side), every game is fitted, no
+    held-out metrics are reported and ``heldout_note`` says why; k is then the
+    smallest of ``select_k`` and λ the default :data:`L2`, as nothing can
+    choose them.
     With ``select_k``, each k there (0 = Elo) is fitted on the training games
     and the smallest whose held-out log loss is within one standard error of
     the lowest is used (:func:`simplest_within_one_se`; whole matchups are held
@@ -457,14 +499,24 @@ def refit(
     thousandths.
     """
     start = time.perf_counter()
-    if holdout > 0:
-        train, test = split_games(log, holdout, seed)
-    else:
-        train, test = np.arange(len(log.pair_a)), None
-    if (select_k or l2 is None) and test is None:
-        raise RatingInputError("select_k" if select_k else "l2", "choosing by held-out loss needs a holdout > 0")
     candidates = sorted(set(select_k)) if select_k else []
-    n_fits = sum(1 for kk in candidates if kk > 0) + restarts + 1 + (len(L2_CHOICES) if l2 is None else 0)
+    if holdout == 0 and (len(candidates) > 1 or l2 is None):
+        field = "select_k" if len(candidates) > 1 else "l2"
+        raise RatingInputError(field, "choosing by held-out loss needs a holdout > 0")
+    train, test, note = heldout_split(log, holdout, seed)
+    if test is None:  # nothing to choose by: the simplest k offered, the default λ
+        choices = []
+        if len(candidates) > 1:
+            choices.append(f"k = {candidates[0]} (the smallest of select_k)")
+        if l2 is None:
+            choices.append(f"λ = {L2:g} (the default)")
+        if choices:
+            note += f" Chosen without held-out loss: {' and '.join(choices)}."
+        candidates, l2 = candidates[:1], L2 if l2 is None else l2
+    choosing = test is not None
+    n_fits = restarts + 1
+    if choosing:
+        n_fits += sum(1 for kk in candidates if kk > 0) + (len(L2_CHOICES) if l2 is None else 0)
     fits_done = [0]
     penalty = L2 if l2 is None else l2
 
@@ -478,16 +530,16 @@ def refit(
         fits_done[0] += 1
         return result
 
-    elo = fit_elo(pair_counts(log, n_players, train))
     heldout: dict[str, dict] = {}
     selection = None
-    chosen = k
-    if test is not None:
+    chosen = candidates[0] if candidates and not choosing else k
+    if choosing:
+        elo = fit_elo(pair_counts(log, n_players, train))
         heldout["elo"] = vars(evaluate_elo(elo.ratings, log, test))
         if current is not None:
             online = None if current_seats is None else current_seats.advantage
             heldout["current"] = vars(evaluate(current, log, test, online))
-    if candidates:
+    if candidates and choosing:
 
         def predicted(kk: int) -> Array:
             if kk == 0:
@@ -509,14 +561,16 @@ def refit(
         C = _pad(elo_vectors(full.ratings, 1), k, seed)
         seats = None if log.side_seat is None else seat_information(C, log, fit_seats(C, log, log.n_seats_needed))
         seconds = time.perf_counter() - start
-        return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, seconds, seats=seats)
+        return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, seconds, seats=seats, heldout_note=note)
 
     l2_selection = None
     if l2 is None:
-        l2_selection = [
-            {"l2": lam, "heldout_log_loss": evaluate(run(chosen, train, seed, lam=lam).C, log, test).log_loss}
-            for lam in L2_CHOICES
-        ]
+
+        def heldout_loss(lam: float) -> float:
+            trial = run(chosen, train, seed, lam=lam)
+            return evaluate(trial.C, log, test, trial.seats).log_loss
+
+        l2_selection = [{"l2": lam, "heldout_log_loss": heldout_loss(lam)} for lam in L2_CHOICES]
         penalty = min(l2_selection, key=lambda row: row["heldout_log_loss"])["l2"]
     fits = [run(chosen, train, seed + r) for r in range(restarts)]
     best = max(fits, key=lambda f: f.log_likelihood)
@@ -532,7 +586,18 @@ def refit(
     seats = None if final.seats is None else seat_information(final.C, log, final.seats)
     seconds = time.perf_counter() - start
     return Report(
-        chosen, C, final.log_likelihood, rows, agreement, heldout, selection, seconds, penalty, l2_selection, seats
+        chosen,
+        C,
+        final.log_likelihood,
+        rows,
+        agreement,
+        heldout,
+        selection,
+        seconds,
+        penalty,
+        l2_selection,
+        seats,
+        heldout_note=note,
     )
 
 

@@ -12,13 +12,17 @@ Up to :data:`EXACT_PLAYERS` players every split is scored (at most 15,400 for
 beyond, or for unequal sizes with more than :data:`EXACT_SPLITS` splits, a
 seeded local search: a snake draft by Hodge strength, then the best swap of two
 players between teams while one improves, from the draft and from random
-splits, keeping the best.
+splits, keeping the best.  A swap changes two teams' means only, so every swap
+of a step is scored at once in O(swaps · teams · 2k) (:func:`_swap_scores`);
+the search stops when its :class:`Budget` of scored splits or seconds is spent
+and returns the best split found so far.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -39,6 +43,26 @@ EXACT_PLAYERS = 12
 EXACT_SPLITS = 20_000
 #: Random starts of the local search (besides the snake draft).
 RESTARTS = 16
+
+
+@dataclass(frozen=True)
+class Budget:
+    """How much a local search may do: split scores and seconds, whichever runs out first."""
+
+    evaluations: int = 500_000
+    seconds: float = 1.0
+
+
+class _Spending:
+    def __init__(self, budget: Budget) -> None:
+        self.left, self.until = budget.evaluations, time.perf_counter() + budget.seconds
+
+    def spend(self, evaluations: int) -> None:
+        self.left -= evaluations
+
+    @property
+    def exhausted(self) -> bool:
+        return self.left <= 0 or time.perf_counter() >= self.until
 
 
 @dataclass(frozen=True)
@@ -93,8 +117,14 @@ def match(C: ArrayLike, teams: Sequence[Sequence[int]]) -> tuple[Array, Array]:
     return matrix[0], expected[0]
 
 
-def fair_split(C: ArrayLike, n_teams: int = 2, sizes: Sequence[int] | None = None, seed: int = 0) -> Split:
-    """The split of the players (rows of ``C``) into teams of ``sizes`` whose match is closest to even."""
+def fair_split(
+    C: ArrayLike, n_teams: int = 2, sizes: Sequence[int] | None = None, seed: int = 0, budget: Budget = Budget()
+) -> Split:
+    """The split of the players (rows of ``C``) into teams of ``sizes`` whose match is closest to even.
+
+    Beyond exact enumeration the local search spends at most ``budget`` and
+    returns the best split found (``exact`` is then false).
+    """
     C = as_vectors(C, "C")
     sizes = team_sizes(len(C), n_teams, sizes)
     if len(C) <= EXACT_PLAYERS and count_splits(sizes) <= EXACT_SPLITS:
@@ -102,7 +132,7 @@ def fair_split(C: ArrayLike, n_teams: int = 2, sizes: Sequence[int] | None = Non
         best = _best(C, candidates, len(sizes))
         exact = True
     else:
-        best = _search(C, sizes, np.random.default_rng(seed))
+        best = _search(C, sizes, np.random.default_rng(seed), _Spending(budget))
         exact = False
     teams = [np.flatnonzero(best == t).tolist() for t in range(len(sizes))]
     matrix, expected = match(C, teams)
@@ -175,8 +205,9 @@ def _best(C: Array, candidates: Array, n_teams: int) -> Array:
     return best
 
 
-def _search(C: Array, sizes: list[int], rng: np.random.Generator) -> Array:
-    """Local search from a snake draft by strength and from random splits (players beyond exact enumeration)."""
+def _search(C: Array, sizes: list[int], rng: np.random.Generator, spending: _Spending) -> Array:
+    """Local search from a snake draft by strength and from random splits (players beyond exact enumeration),
+    while the budget lasts."""
     n, t = len(C), len(sizes)
     order = np.argsort(-hodge_strength(C), kind="stable")
     draft = np.empty(n, dtype=np.int64)
@@ -185,30 +216,60 @@ def _search(C: Array, sizes: list[int], rng: np.random.Generator) -> Array:
         row = [team for team in range(t) if sizes[team] > r]
         snake += row if r % 2 == 0 else row[::-1]
     draft[order] = snake
-    starts = [draft] + [rng.permutation(draft) for _ in range(RESTARTS)]
     best, best_quality = draft, -np.inf
-    for assign in starts:
-        assign, q = _improve(C, assign.copy(), t)
+    for start in range(RESTARTS + 1):
+        if start and spending.exhausted:
+            break
+        assign, q = _improve(C, draft.copy() if start == 0 else rng.permutation(draft), t, spending)
         if q > best_quality:
             best, best_quality = assign, q
     return best
 
 
-def _improve(C: Array, assign: Array, t: int) -> tuple[Array, float]:
-    """Best single swaps of two players in different teams, while one makes the match more even."""
-    _, expected = _score(C, _assignments_to_membership(assign[None], t))
-    current = float(quality(expected)[0])
+def _improve(C: Array, assign: Array, t: int, spending: _Spending) -> tuple[Array, float]:
+    """Best single swaps of two players in different teams, while one makes the match more even and the budget
+    lasts."""
     i, j = np.triu_indices(len(assign), k=1)
-    for _ in range(10 * len(assign)):
+    while True:
         movable = assign[i] != assign[j]
         a, b = i[movable], j[movable]
-        swapped = np.repeat(assign[None], len(a), axis=0)
-        rows = np.arange(len(a))
-        swapped[rows, a], swapped[rows, b] = assign[b], assign[a]
-        _, expected = _score(C, _assignments_to_membership(swapped, t))
-        q = quality(expected)
-        n = int(np.argmax(q))
-        if q[n] <= current + 1e-12:
-            break
-        assign, current = swapped[n], float(q[n])
-    return assign, current
+        current, scores = _swap_scores(C, assign, t, a, b)
+        spending.spend(len(a) + 1)
+        n = int(np.argmax(scores)) if len(a) else 0
+        if not len(a) or scores[n] <= current + 1e-12:
+            return assign, current
+        assign = assign.copy()
+        assign[a[n]], assign[b[n]] = assign[b[n]], assign[a[n]]
+        if spending.exhausted:
+            return assign, float(scores[n])
+
+
+def _swap_scores(C: Array, assign: Array, t: int, a: Array, b: Array) -> tuple[float, Array]:
+    """The quality of split ``assign`` and of each split made from it by swapping players ``a[s]`` and ``b[s]``
+    (in different teams).
+
+    A swap moves only the means of the two teams A and B involved, so only the
+    results against them change: row sums of the probability matrix are
+    updated with P(x beats A') = 1 - P(A' beats x) (Ω is antisymmetric).
+    """
+    size = np.bincount(assign, minlength=t).astype(np.float64)
+    M = np.zeros((t, C.shape[1]))
+    np.add.at(M, assign, C)
+    M /= size[:, None]
+    OM = omega_apply(M)
+    P = expit(M @ OM.T)
+    P[np.arange(t), np.arange(t)] = 0.5
+    rows = P.sum(axis=1)
+    pairs = t * (t - 1) / 2
+    current = float(quality((rows - 0.5) / pairs))
+    A, B = assign[a], assign[b]
+    delta = C[b] - C[a]
+    A_mean = M[A] + delta / size[A, None]
+    B_mean = M[B] - delta / size[B, None]
+    PA, PB = expit(A_mean @ OM.T), expit(B_mean @ OM.T)  # against the unchanged teams' means
+    p_AB = expit(np.einsum("sd,sd->s", A_mean, omega_apply(B_mean)))
+    s = np.arange(len(a))
+    new_rows = rows[None, :] - P[:, A].T - P[:, B].T + (1.0 - PA) + (1.0 - PB)
+    new_rows[s, A] = 0.5 + PA.sum(axis=1) - PA[s, A] - PA[s, B] + p_AB
+    new_rows[s, B] = 0.5 + PB.sum(axis=1) - PB[s, A] - PB[s, B] + 1.0 - p_AB
+    return current, quality((new_rows - 0.5) / pairs)

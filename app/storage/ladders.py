@@ -127,8 +127,8 @@ def version(session: Session, ladder_id: int) -> int:
 def seat_state(session: Session, ladder: LadderRow) -> Seats | None:
     """The ladder's learned seats now (fresh before any game names them), or None if it has none.
 
-    Read it after :func:`take_seqs` in a write: the ladder's row is then locked, so no other writer can move
-    the seats under the transaction."""
+    Read it after :func:`take_seqs` or :func:`lock` in a write: the ladder's row is then locked, so no other
+    writer can move the seats under the transaction."""
     if not ladder.seats:
         return None
     state = session.scalar(select(Ladder.seat_state).where(Ladder.id == ladder.id))
@@ -169,6 +169,18 @@ def seats_to_json(seats: Seats) -> dict:
 
 def seats_from_json(state: dict | None, n: int) -> Seats:
     return Seats.fresh(n) if state is None else Seats.of(state["advantage"], state["information"])
+
+
+def lock(session: Session, ladder_id: int) -> None:
+    """Lock the ladder's row until the commit (PostgreSQL; SQLite's writer holds the database already).
+
+    Game commits take this lock (:func:`take_seqs`) before they read the shared state (the learned seats,
+    the field's sum) and allocate game ids; a replay that rewrites the log below its end takes it after the
+    player rows (:func:`app.storage.players.lock_all`), before it reads anything, so no game commits between
+    what the replay reads and what it writes.  A game between players new to the ladder holds none of the
+    rows the replay locked, but it waits here."""
+    if session.get_bind().dialect.name == "postgresql":
+        driver_sql(session.connection(), "SELECT id FROM ladders WHERE id = ? FOR UPDATE", (ladder_id,))
 
 
 def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:

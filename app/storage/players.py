@@ -67,8 +67,14 @@ _LOCK = f"SELECT {', '.join(c.name for c in _LOCK_COLUMNS)} FROM players WHERE l
 
 
 def lock_all(session: Session, ladder_id: int) -> None:
-    """Lock every player row of the ladder, in id order (a checkpoint rewrites them all)."""
+    """Lock every player row of the ladder, in id order, then the ladder's row (a replay or a checkpoint rewrites
+    the players and the learned seats).
+
+    The ladder's row is what keeps out a game between players the ladder did not have yet: their rows are
+    not among those locked here, but the game waits for the ladder's row before it reads the seats (one order,
+    players then ladder, as game commits take them: no deadlocks)."""
     session.execute(select(Player.id).where(Player.ladder_id == ladder_id).order_by(Player.id).with_for_update()).all()
+    ladders.lock(session, ladder_id)
 
 
 def _select_for_update(session: Session, ladder_id: int, keys: list[str]) -> list:

@@ -88,14 +88,18 @@ def latest_checkpoint(session: Session, ladder_id: int) -> Checkpoint | None:
     return session.scalar(query.order_by(Checkpoint.id.desc()).limit(1))
 
 
-def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> None:
-    """Checkpoints that saw game ``game_id`` (now voided) are never replayed from again."""
+def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> int:
+    """Checkpoints that saw game ``game_id`` (now voided) are never replayed from again; how many there were.
+
+    When there were some, the ratings came through one of them: the caller replays the whole log from the
+    latest checkpoint left (:func:`app.replays.replay_log`), not only what the change reaches."""
     saw_it = (
         Checkpoint.ladder_id == ladder_id,
         Checkpoint.after_game_id >= game_id,
         Checkpoint.superseded_at.is_(None),
     )
-    session.execute(Checkpoint.__table__.update().where(*saw_it).values(superseded_at=datetime.now(UTC)))
+    update = Checkpoint.__table__.update().where(*saw_it).values(superseded_at=datetime.now(UTC))
+    return session.execute(update).rowcount
 
 
 def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:

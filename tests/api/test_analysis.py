@@ -287,3 +287,129 @@ def test_refits_are_bounded_per_ladder_and_a_waiting_one_is_not_failed(client, s
     for r in answers[:2]:
         assert wait(client, r.headers["Location"])["status"] == "done"
     assert client.post("/v1/ladders/test/refits", json=body, headers=bearer(key)).status_code == 202
+
+
+TINY_LADDERS = {  # slug: (games as (winner, loser), how many of the first ones are then voided, refit options)
+    "one": ([("a", "b")], 0, {}),
+    "one-of-four": ([("b", "c"), ("c", "a"), ("a", "c"), ("a", "b")], 3, {"select_k": [0, 1], "l2": None}),
+    "two": ([("a", "b"), ("b", "c")], 0, {"restarts": 2}),
+    "two-of-three": ([("c", "a"), ("a", "b"), ("b", "a")], 1, {"auto": True}),
+    "three": ([("a", "b"), ("b", "a"), ("a", "b")], 0, {"select_k": [0, 1]}),
+    "three-of-four": ([("a", "c"), ("a", "b"), ("b", "c"), ("c", "a")], 1, {"l2": None, "seed": 2}),
+    "six": ([("a", "b"), ("b", "a")] * 3, 0, {"auto": True}),  # the guard fits the first five games
+}
+
+
+def test_refits_of_tiny_ladders_finish_and_say_what_they_could_not_hold_out(client):
+    """1, 2 and 3 live games, with and without voids: every refit finishes; where nothing can be held out
+    the report says so instead of failing (a ZeroDivisionError before)."""
+    started = {}
+    for slug, (results, voided, options) in TINY_LADDERS.items():
+        h = bearer(make_ladder(client, slug=slug, k=1))
+        batch = {"games": [game(winner, loser) for winner, loser in results]}
+        posted = client.post(f"/v1/ladders/{slug}/games/batch", json=batch, headers=h)
+        assert posted.status_code == 201, posted.text
+        for item in posted.json()["games"][:voided]:
+            assert client.delete(f"/v1/ladders/{slug}/games/{item['id']}", headers=h).status_code == 200
+        r = client.post(f"/v1/ladders/{slug}/refits", json=options, headers=h)
+        assert r.status_code == 202, r.text
+        started[slug] = (r.headers["location"], len(results) - voided, h)
+    for slug, (location, live, _) in started.items():
+        job = wait(client, location)
+        result = job["result"]
+        if TINY_LADDERS[slug][2].get("auto"):  # guarded: compared with the online ratings on the latest games
+            assert job["status"] in ("done", "rejected") and job["error"] is None, (slug, job)
+            if live < 5:  # a window of int(0.2 * games) = 0 games
+                assert job["status"] == "rejected" and result["guard"]["reason"] == "no games to compare on", job
+                continue
+            assert result["guard"]["window_games"] == 1 and np.isfinite(result["guard"]["refit_log_loss"]), job
+            if job["status"] == "rejected":
+                continue
+        assert job["status"] == "done" and job["error"] is None, (slug, job)
+        assert result["games"] == live and result["identifiability"] is not None
+        assert np.isfinite(result["log_likelihood"]) and np.isfinite(result["restart_max_abs_dp"])
+        if result["heldout_note"] is None:
+            assert {"elo", "current", "replay"} <= set(result["heldout"]), (slug, result)
+        else:  # fitted on every game, and why there are no held-out metrics
+            assert result["heldout"] == {} and "matchup" in result["heldout_note"], (slug, result)
+            assert result["k_selection"] is None and result["l2_selection"] is None
+    # One matchup (a against b) cannot be split into training and held-out games, whatever the seed.
+    notes = {slug: wait(client, started[slug][0])["result"]["heldout_note"] for slug in ("one", "three")}
+    assert all(notes.values()), notes
+    assert wait(client, started["three"][0])["result"]["k"] == 0  # the simplest k offered: nothing to choose by
+    # A finished refit of a tiny ladder is a refit like any other: it can be applied.
+    location, _, h = started["one"]
+    assert client.post(f"{location}/apply", headers=h).status_code == 200
+    assert client.get("/v1/ladders/one/audit").json()["consistent"]
+
+
+def test_a_refit_of_a_ladder_whose_games_are_all_voided_is_refused_up_front(client):
+    key = make_ladder(client, k=1)
+    h = bearer(key)
+    posted = client.post("/v1/ladders/test/games/batch", json={"games": [game("a", "b"), game("b", "a")]}, headers=h)
+    for item in posted.json()["games"]:
+        assert client.delete(f"/v1/ladders/test/games/{item['id']}", headers=h).status_code == 200
+    r = client.post("/v1/ladders/test/refits", json={}, headers=h)
+    assert r.status_code == 409 and "no games" in r.json()["detail"] and "2 games are voided" in r.json()["detail"]
+    assert r.headers["content-type"] == "application/problem+json"
+    assert client.get("/v1/ladders/test/refits").json() == []
+
+
+STRICT_CASES = [  # (refit options, the field the 422 names)
+    ({"auto": 0}, "auto"),
+    ({"auto": "true"}, "auto"),
+    ({"restarts": 2.0}, "restarts"),
+    ({"restarts": "2"}, "restarts"),
+    ({"restarts": True}, "restarts"),
+    ({"holdout": "0.2"}, "holdout"),
+    ({"holdout": False}, "holdout"),
+    ({"l2": "2"}, "l2"),
+    ({"l2": True}, "l2"),
+    ({"eta": "0.1"}, "eta"),
+    ({"replay_k": 1.0}, "replay_k"),
+    ({"replay_k": "1"}, "replay_k"),
+    ({"seed": 1.0}, "seed"),
+    ({"seed": "1"}, "seed"),
+    ({"select_k": [True]}, "select_k[0]"),
+    ({"select_k": ["1"]}, "select_k[0]"),
+    ({"select_k": [0, 1.0]}, "select_k[1]"),
+    ({"holdout": 0, "select_k": [0, 1]}, "holdout"),  # choosing by held-out loss needs held-out games
+    ({"holdout": 0, "l2": None}, "holdout"),
+]
+
+
+def test_refit_options_are_strict(client):
+    key = make_ladder(client, k=1)
+    client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(key))
+    for body, field in STRICT_CASES:
+        r = client.post("/v1/ladders/test/refits", json=body, headers=bearer(key))
+        assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", (body, r.text)
+        assert [e["field"] for e in r.json()["errors"]] == [field], (body, r.json())
+        assert field.split("[")[0] in r.json()["detail"], (body, r.json())
+    assert client.get("/v1/ladders/test/refits").json() == []  # nothing was queued
+    # The same options as the right JSON types are fine: an integer is a number, and one k needs no choice.
+    ok = {"auto": False, "restarts": 2, "holdout": 0, "l2": 2, "eta": 0, "replay_k": 1, "seed": 1, "select_k": [1]}
+    r = client.post("/v1/ladders/test/refits", json=ok, headers=bearer(key))
+    assert r.status_code == 202, r.text
+    job = wait(client, r.headers["location"])
+    assert job["status"] == "done" and job["result"]["k"] == 1 and job["result"]["heldout"] == {}, job
+
+
+def test_a_refit_whose_games_were_all_voided_while_it_was_queued_fails_saying_why(client, settings):
+    from app.access import ladder_for_read
+    from app.analysis import refits
+    from app.analysis.schemas import RefitIn
+
+    key = make_ladder(client)
+    h = bearer(key)
+    for winner, loser in [("a", "b"), ("b", "a")]:
+        assert client.post("/v1/ladders/test/games", json=game(winner, loser), headers=h).status_code == 201
+    db = Database.from_settings(settings)
+    with db.writing() as session:  # queued, as the API would leave it for a worker
+        job = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), RefitIn())
+    for item in client.get("/v1/ladders/test/games").json()["items"]:
+        assert client.delete(f"/v1/ladders/test/games/{item['id']}", headers=h).status_code == 200
+    refits.run_refit(db, job.id)
+    db.dispose()
+    out = client.get(f"/v1/ladders/test/refits/{job.id}").json()
+    assert out["status"] == "failed" and out["error"].startswith("nothing to fit"), out

@@ -109,3 +109,37 @@ def test_settings_changes_take_effect_and_bad_ones_are_refused(client):
     for body in [{"name": "x", "role": "owner"}, {"name": "", "role": "write"}, {"role": "write"}]:
         assert client.post("/v1/ladders/test/keys", json=body, headers=h).status_code == 422, body
     assert client.get("/v1/ladders/test").json()["auto_create_players"] is False
+
+
+def test_every_route_of_a_ladder_documents_the_401_and_403_it_answers(client):
+    """Each operation under /v1/ladders/{slug}, called on a private ladder without a key and with a wrong one,
+    answers a status its OpenAPI entry lists."""
+    key = make_ladder(client)
+    client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(key))
+    assert client.patch("/v1/ladders/test", json={"private": True}, headers=bearer(key)).status_code == 200
+    values = {"slug": "test", "key": "a", "game_id": "1", "refit_id": "1", "key_id": "1"}
+    bodies = {
+        "/predict": {"sides": [{"players": ["a"]}, {"players": ["b"]}]},
+        "/teams": {"players": ["a", "b"]},
+        "/games": game("a", "b"),
+        "/games/batch": {"games": [game("a", "b")]},
+        "/players": {"key": "c"},
+        "/players/{key}": {"name": "Ann"},
+        "/players/{key}/merge": {"into": "b"},
+        "": {"name": "Office"},
+        "/keys": {"name": "w", "role": "write"},
+    }
+    operations = [
+        (method, path, op)
+        for path, ops in client.get("/openapi.json").json()["paths"].items()
+        if path.startswith("/v1/ladders/{slug}")
+        for method, op in ops.items()
+    ]
+    assert len(operations) >= 25
+    for method, path, op in operations:
+        url = path.format(**values) + ("?a=a&b=b" if path.endswith("/predict") else "")
+        body = bodies.get(path.removeprefix("/v1/ladders/{slug}"), {})
+        for headers, status in (({}, "401"), (bearer("wrong"), "403")):
+            r = client.request(method.upper(), url, headers=headers, json=None if method == "get" else body)
+            assert r.status_code == int(status), (method, path, r.status_code, r.text)
+            assert status in op["responses"], (method, path, sorted(op["responses"]))

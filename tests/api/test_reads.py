@@ -222,3 +222,47 @@ def test_players_can_be_renamed_and_made_inactive(client):
     for body, field in [({"active": "no"}, "active"), ({"active": None}, "active"), ({"key": "bb"}, "key")]:
         r = client.patch("/v1/ladders/test/players/b", json=body, headers=bearer(key))
         assert r.status_code == 422 and r.json()["errors"][0]["field"] == field, (body, r.text)
+
+
+def cursor_of(value) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
+
+
+def test_a_leaderboard_cursor_continues_only_the_listing_it_came_from(client):
+    key = make_ladder(client, k=1, eta=0.0)  # frozen, on the Elo manifold: every order exists (by=disc too)
+    for n, r in enumerate([0.4, -1.0, 2.0, 0.9, -0.3, 1.5]):
+        vector = [r, 1.0 + 0.1 * n]
+        client.post("/v1/ladders/test/players", json={"key": "abcdef"[n], "vector": vector}, headers=bearer(key))
+    client.patch("/v1/ladders/test/players/e", json={"active": False}, headers=bearer(key))
+
+    def walk(**query) -> list[str]:
+        keys, cursor = [], None
+        while True:
+            params = query | {"limit": 2} | ({"cursor": cursor} if cursor else {})
+            page = client.get("/v1/ladders/test/leaderboard", params=params).json()
+            keys += [row["key"] for row in page["items"]]
+            if (cursor := page["next_cursor"]) is None:
+                return keys
+
+    orders = [("hodge", False), ("field", False), ("disc", False), ("conservative", False), ("hodge", True)]
+    for by, inactive in orders:  # every listing walks page by page to its whole
+        whole = client.get("/v1/ladders/test/leaderboard", params={"by": by, "inactive": inactive}).json()["items"]
+        assert walk(by=by, inactive=inactive) == [row["key"] for row in whole], (by, inactive)
+    cursors = {}
+    for by, inactive in orders:
+        query = {"by": by, "inactive": inactive, "limit": 2}
+        cursors[by, inactive] = client.get("/v1/ladders/test/leaderboard", params=query).json()["next_cursor"]
+    for made in orders:
+        for used in orders:
+            query = {"by": used[0], "inactive": used[1], "limit": 2, "cursor": cursors[made]}
+            r = client.get("/v1/ladders/test/leaderboard", params=query)
+            if made == used:
+                assert r.status_code == 200 and r.json()["items"][0]["rank"] == 3, (made, used, r.text)
+                continue
+            # Another order or another set of players: refused, not an empty or shifted page.
+            assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", (made, used)
+            assert r.json()["errors"][0]["field"] == "cursor" and f"by={made[0]}" in r.json()["detail"], r.json()
+    # A cursor of the old form (no ordering in it) could be for any order: refused too.
+    hodge = client.get("/v1/ladders/test/leaderboard?limit=2").json()["items"]
+    legacy = cursor_of([hodge[1]["strength"], hodge[1]["key"]])
+    assert client.get("/v1/ladders/test/leaderboard", params={"cursor": legacy}).status_code == 422

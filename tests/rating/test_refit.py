@@ -13,6 +13,8 @@ from app.rating.elo import fit_elo, pair_counts
 from app.rating.errors import RatingInputError
 from app.rating.model import omega_apply, rowdot
 from app.rating.refit import (
+    L2,
+    Metrics,
     evaluate,
     evaluate_elo,
     fit,
@@ -189,3 +191,81 @@ def test_held_out_matchups_choose_elo_where_elo_predicts_unseen_pairs_best():
     assert 0.1 < len(test) / log.n_games < 0.3
     report = refit(log, n, 3, restarts=1, select_k=[0, 1, 2, 3])
     assert report.k == 0, report.k_selection
+
+
+TINY = {  # (winners, losers, scores): logs too small for a held-out split, or barely big enough
+    "one game": ([0], [1], [1.0]),
+    "two games, one matchup": ([0, 1], [1, 0], [1.0, 0.0]),
+    "two games, two matchups": ([0, 1], [1, 2], [1.0, 1.0]),
+    "three games, one matchup": ([0, 0, 1], [1, 1, 0], [1.0, 0.5, 1.0]),
+    "three games, a cycle": ([0, 1, 2], [1, 2, 0], [1.0, 1.0, 1.0]),
+}
+
+
+@pytest.mark.parametrize("games", TINY.values(), ids=list(TINY))
+def test_a_log_too_small_to_hold_out_is_fitted_on_every_game_and_says_why(games):
+    log = GameLog.from_pairs(*(np.array(x) for x in games))
+    m = log.n_players_needed
+    current = np.tile([0.0, 1.0, 0.0, 0.0], (m, 1))
+    fell_back = 0
+    for seed in range(4):
+        train, test = split_games(log, 0.2, seed)
+        for options in ({}, {"select_k": [0, 1, 2]}, {"l2": None}, {"select_k": [1, 2], "l2": None}, {"l2": 8.0}):
+            report = refit(log, m, 2, restarts=2, seed=seed, current=current, **options)
+            assert np.all(np.isfinite(report.C)) and np.isfinite(report.log_likelihood)
+            assert report.C.shape == (m, 4) and np.isfinite(report.restart_max_abs_dp)
+            if len(train) and len(test):  # a real split: held-out metrics, choices by held-out loss
+                assert report.heldout_note is None and {"elo", "current"} <= set(report.heldout)
+                assert all(np.isfinite(row["log_loss"]) for row in report.heldout.values())
+                continue
+            fell_back += 1
+            # Nothing to hold out: no held-out metrics, nothing chosen by them, and the reason in words.
+            assert report.heldout == {} and report.k_selection is None and report.l2_selection is None
+            assert "matchup" in report.heldout_note and "all games" in report.heldout_note
+            assert report.l2 == (options.get("l2") or L2)  # the λ given, or the default: none could be chosen
+            assert report.k == min(options.get("select_k", [2]))  # the simplest k offered
+    single_matchup = len({(min(a, b), max(a, b)) for a, b in zip(games[0], games[1], strict=True)}) == 1
+    assert fell_back == 20 if single_matchup else 0 < fell_back < 20  # one matchup never splits
+
+
+def test_holdout_zero_with_one_k_needs_no_choice_and_says_nothing_was_held_out():
+    log = GameLog.from_pairs(np.array([0, 1, 2]), np.array([1, 2, 0]), np.ones(3))
+    report = refit(log, 3, 2, restarts=1, holdout=0.0, select_k=[1])  # what an applied auto refit fits
+    assert report.k == 1 and report.heldout == {} and "holdout is 0" in report.heldout_note
+    with pytest.raises(RatingInputError):  # a real choice needs held-out games
+        refit(log, 3, 2, restarts=1, holdout=0.0, select_k=[0, 1])
+
+
+def test_metrics_of_no_terms_is_an_error_and_accuracy_of_draws_only_is_null():
+    log = GameLog.from_pairs(np.array([0, 1]), np.array([1, 0]), np.array([0.5, 0.5]))
+    with pytest.raises(RatingInputError):
+        Metrics.of(np.array([]), log, np.array([], dtype=np.int64))
+    draws = Metrics.of(np.array([0.6, 0.4]), log, np.arange(2))
+    assert draws.accuracy is None and draws.pairs == 2 and np.isfinite(draws.log_loss)
+
+
+def test_guard_on_a_tiny_log_compares_without_crashing():
+    # Five games of one matchup before the window: the guard's refit cannot hold any out.
+    log = GameLog.from_pairs(np.array([0, 1, 0, 0, 1, 0]), np.array([1, 0, 1, 1, 0, 1]), np.ones(6))
+    start = np.tile([0.0, 1.0], (2, 1))
+    for seed in range(3):
+        verdict = guard(log, start, 1, np.full(1, 0.5), LearningRate(0.1), 1, [0, 1], seed=seed)
+        assert np.isfinite(verdict.refit_log_loss) and verdict.online_log_loss == pytest.approx(np.log(2))
+
+
+def test_the_penalty_is_chosen_on_predictions_with_the_learned_seats():
+    # A strong home advantage: the held-out loss of each λ must count the seats the trial fit learned, as the
+    # refit's own held-out metrics do.
+    rng = np.random.default_rng(7)
+    m, n = 16, 800
+    r = rng.normal(size=m)
+    home = rng.integers(0, m, n)
+    away = (home + rng.integers(1, m, n)) % m
+    won = rng.random(n) < expit(r[home] - r[away] + 1.5)
+    log = GameLog.from_pairs(home, away, won.astype(float), seats=(np.zeros(n, int), np.ones(n, int)))
+    report = refit(log, m, 1, l2=None, restarts=1, seed=0)
+    train, test = split_games(log, 0.2, 0)
+    for row in report.l2_selection:
+        trial = fit(log, m, 1, row["l2"], train, seed=0)
+        assert trial.seats is not None and trial.seats[0] - trial.seats[1] > 1.0
+        assert row["heldout_log_loss"] == pytest.approx(evaluate(trial.C, log, test, trial.seats).log_loss)

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import itertools
 import math
+import time
 
 import numpy as np
 import pytest
 
 from app.rating import RatingInputError
-from app.rating.teams import count_splits, fair_split, match, quality, splits, team_sizes
+from app.rating.teams import Budget, _swap_scores, count_splits, fair_split, match, quality, splits, team_sizes
 
 
 def elo(ratings: list[float]) -> np.ndarray:
@@ -75,6 +76,33 @@ def test_beyond_twelve_players_a_local_search_balances_the_teams():
     strongest_first = np.argsort(-C[:, 0])
     naive = match(C, [strongest_first[:10].tolist(), strongest_first[10:].tolist()])[1]
     assert found.quality > 0.99 > quality(naive)
+
+
+def test_every_swap_of_a_step_is_scored_as_if_the_split_were_scored_whole():
+    rng = np.random.default_rng(4)
+    C = rng.normal(0, 1, (20, 4))
+    assign = rng.permutation(np.arange(20) % 3)
+    i, j = np.triu_indices(20, k=1)
+    a, b = i[assign[i] != assign[j]], j[assign[i] != assign[j]]
+    current, scores = _swap_scores(C, assign, 3, a, b)
+    teams = lambda x: [np.flatnonzero(x == t).tolist() for t in range(3)]  # noqa: E731
+    assert current == pytest.approx(float(quality(match(C, teams(assign))[1])), abs=1e-12)
+    for s in range(0, len(a), 7):
+        swapped = assign.copy()
+        swapped[a[s]], swapped[b[s]] = assign[b[s]], assign[a[s]]
+        assert scores[s] == pytest.approx(float(quality(match(C, teams(swapped))[1])), abs=1e-12)
+
+
+@pytest.mark.parametrize("budget", [Budget(evaluations=5_000), Budget(seconds=0.05)])
+def test_the_largest_search_stops_within_its_budget_with_the_best_split_found(budget):
+    C = np.random.default_rng(5).normal(0, 1, (64, 4))
+    start = time.perf_counter()
+    found = fair_split(C, 32, budget=budget)
+    assert time.perf_counter() - start < 0.5
+    assert not found.exact and sorted(map(len, found.teams)) == [2] * 32
+    assert sorted(p for team in found.teams for p in team) == list(range(64))
+    assert found.quality == pytest.approx(float(quality(match(C, found.teams)[1])))
+    assert found.quality > 0.9 and fair_split(C, 32).quality >= found.quality
 
 
 def test_impossible_splits_are_refused():

@@ -1,0 +1,171 @@
+"""Reads while games stream in: each read alone and under 16 connections posting games, at two ladder sizes.
+
+    python bench/bench_mixed.py [--db sqlite postgresql] [--players 10000 100000] [--seconds 10]
+
+For each database and ladder size: a fresh database and a ladder of
+``--players`` players (k = 1, two games each through the bulk import, no auto
+refit so every run sees the same work), one uvicorn worker on loopback, and
+wrk in other processes (``make bench`` installs it):
+
+* posts alone: 16 connections POST two-player games between random players;
+* the first leaderboard page alone (4 connections), then while 16 connections
+  post games; the same for predictions of random pairs;
+* the posts' throughput while readers run is compared with posts alone.
+
+Each ratio is taken within one run (the machines are shared and noisy).  The
+worker's resident memory is read from /proc after the runs, and ``/audit``
+must find the ratings consistent with the event log.  Prints a table and
+writes bench/results/bench_mixed.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_api import Server, seed_ladder, wrk  # noqa: E402
+from tests.postgres import PostgresServer  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results"
+#: The issue's targets: fractions of each request's throughput alone, and the leaderboard's p99 under writes.
+TARGETS = {"leaderboard_kept": 0.50, "leaderboard_p99_ms": 50.0, "predict_kept": 0.70, "posts_kept": 0.80}
+READS = {"leaderboard": ("/v1/ladders/bench/leaderboard?limit=50", "plain"), "predict": ("/", "predict")}
+
+
+def resident_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def together(base: str, read: str, seconds: int, env: dict[str, str]) -> tuple[dict, dict]:
+    """Posts (16 connections) and one kind of read (4 connections) at the same time: (posts, reads)."""
+    path, mode = READS[read]
+    out: dict[str, dict] = {}
+
+    def posting() -> None:
+        out["posts"] = wrk(base, "/", "games", 16, seconds, env)
+
+    writer = threading.Thread(target=posting)
+    writer.start()
+    time.sleep(0.5)  # the posts are flowing before the readers start, and go on after they stop
+    out["reads"] = wrk(base, path, mode, 4, seconds - 1, env)
+    writer.join()
+    return out["posts"], out["reads"]
+
+
+def run(db: str, url: str, players: int, seconds: int) -> dict:
+    t = time.perf_counter()
+    key = seed_ladder(url, players, auto_refit=False)
+    seeded = time.perf_counter() - t
+    server = Server(url, 1)
+    env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players), "MELO_LADDER": "bench"}
+    runs: dict[str, dict] = {}
+    try:
+        for path, mode in READS.values():  # warm-up: the worker has read the ladder once
+            wrk(server.base, path, mode, 4, 1, env)
+        runs["posts alone"] = wrk(server.base, "/", "games", 16, seconds, env)
+        for read, (path, mode) in READS.items():
+            runs[f"{read} alone"] = wrk(server.base, path, mode, 4, seconds, env)
+            posts, reads = together(server.base, read, seconds, env)
+            runs[f"{read} with posts"], runs[f"posts with {read}"] = reads, posts
+        memory = resident_mb(server.proc.pid)
+        audit = httpx.get(server.base + "/v1/ladders/bench/audit", timeout=600).json()
+    finally:
+        server.stop()
+    kept = {
+        "leaderboard": runs["leaderboard with posts"]["rps"] / runs["leaderboard alone"]["rps"],
+        "predict": runs["predict with posts"]["rps"] / runs["predict alone"]["rps"],
+        "posts": min(runs[f"posts with {r}"]["rps"] for r in READS) / runs["posts alone"]["rps"],
+    }
+    failed = sum(r["non_2xx"] + r["socket_errors"] for r in runs.values())
+    return {
+        "db": db,
+        "players": players,
+        "seed_seconds": seeded,
+        "runs": runs,
+        "kept": kept,
+        "resident_mb": memory,
+        "audit": audit,
+        "targets": {
+            "leaderboard_kept": kept["leaderboard"] >= TARGETS["leaderboard_kept"],
+            "leaderboard_p99_ms": runs["leaderboard with posts"]["p99_ms"] < TARGETS["leaderboard_p99_ms"],
+            "predict_kept": kept["predict"] >= TARGETS["predict_kept"],
+            "posts_kept": kept["posts"] >= TARGETS["posts_kept"],
+            "audit_consistent": bool(audit["consistent"]),
+            "no_errors": failed == 0,
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", nargs="+", choices=["sqlite", "postgresql"], default=["sqlite", "postgresql"])
+    parser.add_argument("--players", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--seconds", type=int, default=10)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk (make bench does)")
+
+    results = []
+    for db in args.db:
+        if db == "sqlite":
+            for players in args.players:
+                with tempfile.TemporaryDirectory() as tmp:
+                    results.append(run(db, f"sqlite:///{tmp}/bench.db", players, args.seconds))
+            continue
+        pg = PostgresServer(fsync=True)
+        pg.start()
+        try:
+            for players in args.players:
+                name = f"mixed_{players}"
+                with psycopg.connect(pg.url(), autocommit=True) as conn:
+                    conn.execute(f"CREATE DATABASE {name}")
+                results.append(run(db, pg.url(name), players, args.seconds))
+        finally:
+            pg.stop()
+
+    print(f"\none uvicorn worker, k = 1, wrk -t1, {args.seconds} s per row; reads 4 connections, posts 16\n")
+    print("| db | players | request | req/s | p50 ms | p99 ms | kept under the other load |")
+    print("|---|---|---|---|---|---|---|")
+    for res in results:
+        for name, r in res["runs"].items():
+            what = name.split()[0]
+            kept = f"{res['kept'][what]:.2f}" if " with " in name and name.startswith(what) else ""
+            print(
+                f"| {res['db']} | {res['players']:,} | {name} | {r['rps']:,.0f} | {r['p50_ms']:.2f} "
+                f"| {r['p99_ms']:.1f} | {kept} |"
+            )
+    print()
+    for res in results:
+        who = f"{res['db']}, {res['players']:,} players"
+        print(f"{who}: resident memory {res['resident_mb']:.0f} MB; audit consistent={res['audit']['consistent']}")
+        missed = [name for name, ok in res["targets"].items() if not ok]
+        print(f"{who}: targets missed: {', '.join(missed) or 'none'}")
+    RESULTS.mkdir(exist_ok=True)
+    out = {
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "seconds": args.seconds,
+        "targets": TARGETS,
+        "results": results,
+    }
+    (RESULTS / "bench_mixed.json").write_text(json.dumps(out, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
