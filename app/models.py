@@ -94,6 +94,9 @@ class Ladder(Base):
     #: Bumped by every write transaction that changes the ladder's players, ratings or log: per-process read
     #: caches compare it (a largest game id would not do on PostgreSQL, where ids commit out of order).
     version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: The version of the latest change a copy cannot follow row by row (a merge deletes a player): copies older
+    #: than it are read anew.
+    reset_version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: Reads need a key of the ladder too.
     private: Mapped[bool] = mapped_column(default=False, server_default=false())
     #: The seq of the ladder's latest game.
@@ -124,7 +127,10 @@ class ApiKey(Base):
 
 class Player(Base):
     __tablename__ = "players"
-    __table_args__ = (UniqueConstraint("ladder_id", "key"),)
+    __table_args__ = (
+        UniqueConstraint("ladder_id", "key"),
+        Index("ix_players_ladder_id_changed_version", "ladder_id", "changed_version"),
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
@@ -144,6 +150,9 @@ class Player(Base):
     #: Hodge strength (logits) against the field right after the player's last game; null if unknown (never
     #: played, or their games were replayed since).
     strength_then: Mapped[float | None]
+    #: The ladder version that last changed the row (-1 until its transaction's version bump stamps it): a
+    #: worker's copy of the ladder at version v catches up by reading the rows changed after v.
+    changed_version: Mapped[int] = mapped_column(BigInteger, server_default="-1")
 
 
 class Game(Base):

@@ -53,28 +53,41 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
     now = await storage.ladders.version_and_privacy(db.fetch, found.id)
     if now is None:
         raise NotFound(f"There is no ladder {slug!r}.")
-    version, private = now
+    version, private, reset_version = now
     if private and not caller.server_admin:
         if not caller.bearer:
             raise Unauthorized("This ladder is private: reading it needs `Authorization: Bearer <key>`.")
         check(await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer)), "read")
-    return replace(found, version=version, private=private)
+    return replace(found, version=version, private=private, reset_version=reset_version)
 
 
 async def table(db: Database, ladder: LadderRow) -> Table:
-    """The ladder's player table as of ``ladder.version`` or later: this process's copy if it is at that
-    version, else read anew.
+    """The ladder's player table as of ``ladder.version`` or later: this process's copy if it is current, else
+    brought up to date by reading only the players changed since (or, after a merge, read anew).
 
-    One request per ladder reads it anew; the others that need it meanwhile
-    wait for that read instead of repeating it.
+    One request per ladder updates it; the others that need it meanwhile wait
+    for that instead of repeating it.
     """
-    held = storage.players.cached_table(db.read_engine, ladder.id, ladder.version)
-    if held is not None:
+    engine = db.read_engine
+    held = storage.players.held_table(engine, ladder.id)
+    if held is not None and held.version >= ladder.version:
         return held
-    async with storage.cache.of(db.read_engine, "loading").setdefault(ladder.id, asyncio.Lock()):
-        held = storage.players.cached_table(db.read_engine, ladder.id, ladder.version)
-        if held is not None:
+    async with storage.cache.of(engine, "loading").setdefault(ladder.id, asyncio.Lock()):
+        held = storage.players.held_table(engine, ladder.id)
+        if held is not None and held.version >= ladder.version:
             return held
+        if held is not None and held.version >= ladder.reset_version:
+            rows = await db.fetch(storage.players.CHANGED, (ladder.id, held.version))
+
+            def catch_up() -> Table:
+                stamp = storage.players.time_converter(engine.dialect)
+                changed = storage.players.from_rows(rows, ladder.version, 2 * ladder.k, stamp)
+                with db.reading() as session:  # who the latest finished refit found not comparable
+                    not_comparable = storage.refits.not_comparable_keys(session, ladder.id)
+                fresh = held.caught_up(changed, changed.version, not_comparable)
+                return storage.players.keep(engine, ladder.id, fresh)
+
+            return await anyio.to_thread.run_sync(catch_up)
 
         def load() -> Table:
             with db.reading() as session:

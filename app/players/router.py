@@ -12,7 +12,7 @@ from app.errors import LADDER_ACCESS, problems
 from app.players import service
 from app.players.schemas import (
     HistoryItem,
-    LeaderboardItem,
+    LeaderboardPage,
     MergeIn,
     OpponentItem,
     PlayerCreate,
@@ -99,7 +99,11 @@ async def opponents(
     return JSONResponse(await reads.compute(request.app.state.compute, _deadline(request), work))
 
 
-@router.get("/leaderboard", response_model=Page[LeaderboardItem], responses=problems(404, 409, 422, 503))
+@router.get(
+    "/leaderboard",
+    response_model=LeaderboardPage,
+    responses=problems(404, 409, 422, 503) | {304: {"description": "Not modified: `If-None-Match` names this version"}},
+)
 async def leaderboard(
     slug: str,
     db: DatabaseDep,
@@ -117,18 +121,25 @@ async def leaderboard(
     minus two standard errors, and the provisional players below them in their own group, ordered the same way:
     a newcomer with one lucky win does not sit above the regulars.
 
+    The page names the ladder version it was computed at (`ladder_version`, and its `ETag`); `If-None-Match` with
+    that ETag answers 304 while the ladder has not changed. A worker's copy of the ladder follows its changes by
+    reading only the players written since its version.
+
     `by=disc` ranks by u/v in the dominant disc of the canonical form ([Limitations]) and answers 409 when that disc
     is cyclic (no ordering exists).
     """
     ladder = await reads.ladder(db, slug, caller)
     table = await reads.table(db, ladder)
+    etag = f'"{table.version}"'
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers={"ETag": etag})
     body = service.rendered_page(table, by, limit, cursor, inactive)
     if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
         work = service.leaderboard
         body = await reads.compute(
             request.app.state.compute, _deadline(request), work, table, ladder, by, limit, cursor, inactive
         )
-    return Response(body, media_type="application/json")
+    return Response(body, media_type="application/json", headers={"ETag": etag})
 
 
 def _deadline(request: Request) -> float:

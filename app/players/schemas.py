@@ -5,7 +5,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, StrictBool
 
-from app.schemas import Name, PlayerKey, StrictModel, Vector
+from app.schemas import Name, Page, PlayerKey, StrictModel, Vector
 
 
 class PlayerCreate(StrictModel):
@@ -104,6 +104,13 @@ class LeaderboardItem(BaseModel):
     provisional_reason: ProvisionalReason = None
     last_played_at: datetime | None
     active: bool
+
+
+class LeaderboardPage(Page[LeaderboardItem]):
+    ladder_version: int = Field(
+        description="The ladder version the page was computed at (also its `ETag`): every change to the ladder's "
+        "players, games or ratings makes a new one."
+    )
 
 
 class HistoryItem(BaseModel):

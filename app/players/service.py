@@ -208,7 +208,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
             replay_log(session, ladder)  # players the tail does not reach held that checkpoint's vectors
         else:
             replay_from(session, ladder, counting[0], [into])
-    storage.ladders.bump(session, [ladder.id])
+    storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone
     return profile(storage.players.table(session, ladder, cached=False), ladder, into)
 
 
@@ -311,7 +311,7 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
         last = page[-1]
         after = [int(ranking.group[last]), float(ranking.score[last]), str(table.keys[last])]
         next_cursor = encode_cursor({"by": by, "inactive": inactive, "after": after})
-    return {"items": items, "next_cursor": next_cursor}
+    return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version}
 
 
 def _listing(by: str, inactive: bool) -> str:

@@ -37,6 +37,8 @@ class LadderRow:
     version: int
     private: bool
     seats: list[str] | None
+    #: The version of the latest change a copy of the players cannot follow row by row (a merge).
+    reset_version: int
 
     def learning_rate(self) -> rating.LearningRate:
         """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
@@ -106,10 +108,16 @@ def change(session: Session, ladder_id: int, values: dict) -> None:
     session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
 
 
-async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool] | None:
-    """The ladder's version and whether it is private, as of now (None: it is gone)."""
-    rows = await fetch("SELECT version, private FROM ladders WHERE id = ?", (ladder_id,))
-    return (rows[0][0], bool(rows[0][1])) if rows else None
+async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool, int] | None:
+    """The ladder's version, whether it is private, and its reset version, as of now (None: it is gone)."""
+    rows = await fetch("SELECT version, private, reset_version FROM ladders WHERE id = ?", (ladder_id,))
+    return (rows[0][0], bool(rows[0][1]), rows[0][2]) if rows else None
+
+
+def version_and_reset(session: Session, ladder_id: int) -> tuple[int, int]:
+    """The ladder's version and reset version (0, 0 if it is gone)."""
+    row = session.execute(select(Ladder.version, Ladder.reset_version).where(Ladder.id == ladder_id)).first()
+    return (row[0], row[1]) if row is not None else (0, 0)
 
 
 def sizes(session: Session, ladder_id: int, voided: bool = False) -> tuple[int, int]:
@@ -195,11 +203,19 @@ def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:
     return list(range(last - n + 1, last + 1))
 
 
-def bump(session: Session, ladder_ids: list[int]) -> None:
+def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> None:
     """Mark the ladders changed by this transaction; call it last, just before the commit.
 
-    On PostgreSQL this locks the ladder's row until the commit, so it comes
-    after every other lock (one order: no deadlocks) and is held briefly.
+    The player rows the transaction wrote (``changed_version`` -1) are stamped
+    with the new version, so readers catch up by reading them alone; with
+    ``reset`` (rows were deleted) readers older than this version read the
+    players anew.  On PostgreSQL this locks the ladder's row until the commit,
+    so it comes after every other lock (one order: no deadlocks) and is held
+    briefly; versions are then given out in commit order.
     """
+    connection = session.connection()
+    also = ", reset_version = version + 1" if reset else ""
     for ladder_id in sorted(set(ladder_ids)):
-        driver_sql(session.connection(), "UPDATE ladders SET version = version + 1 WHERE id = ?", (ladder_id,))
+        driver_sql(connection, f"UPDATE ladders SET version = version + 1{also} WHERE id = ?", (ladder_id,))
+        stamp = "UPDATE players SET changed_version = (SELECT version FROM ladders WHERE id = ?) "
+        driver_sql(connection, stamp + "WHERE ladder_id = ? AND changed_version = -1", (ladder_id, ladder_id))

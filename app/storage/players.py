@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, select
+from sqlalchemy import Dialect, Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -20,6 +20,9 @@ from app.storage.sql import Fetch, bulk_insert, bulk_update, driver_fetchall, dr
 #: order, as always) instead of listing the keys, which would exceed driver limits.
 MAX_KEYS_IN_QUERY = 10_000
 COUNTERS = ("games", "wins", "draws", "losses", "comparisons")
+#: ``changed_version`` of a row written by a transaction that has not bumped its ladder's version yet
+#: (:func:`app.storage.ladders.bump` stamps it).
+PENDING = -1
 
 
 @dataclass
@@ -162,12 +165,14 @@ def save(
         "strength_then": strength_then.tolist(),
     }
     columns |= {name: counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
+    columns["changed_version"] = [PENDING] * len(locked.ids)
     bulk_update(session.connection(), Player.__table__, ("id", locked.ids.tolist()), columns)
 
 
 def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:
     """Change a player's ``name`` or ``active``; False if there is no such player."""
-    query = Player.__table__.update().where(Player.ladder_id == ladder_id, Player.key == key).values(**values)
+    where = (Player.ladder_id == ladder_id, Player.key == key)
+    query = Player.__table__.update().where(*where).values(**values, changed_version=PENDING)
     return session.execute(query).rowcount > 0
 
 
@@ -175,6 +180,7 @@ def save_vectors(session: Session, ids: np.ndarray, C: np.ndarray) -> None:
     """New vectors from outside a game commit (a replay, a checkpoint): the strengths just after the players'
     last games are then unknown.  The caller forgets the ladder's field sum (:func:`ladders.forget_field`)."""
     columns = {"vector": codec.pack_rows(C), "strength_then": [None] * len(ids)}
+    columns["changed_version"] = [PENDING] * len(ids)
     bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), columns)
 
 
@@ -204,20 +210,21 @@ async def vectors(fetch: Fetch, ladder_id: int, keys: list[str], dim: int) -> di
 
 @dataclass
 class Table:
-    """A ladder's players at one version, in id order: what leaderboards and profiles read.
+    """A ladder's players at one version, in id order, as columns: what leaderboards and profiles read.
 
     ``memo`` holds what readers derive from it (strengths, orders), computed
-    once per version and per process.
+    once per version and per process.  A table is never changed in place:
+    :meth:`caught_up` makes the next version's from the rows changed since.
     """
 
     version: int
     ids: np.ndarray
     keys: np.ndarray  # of str
-    names: list[str | None]
+    names: np.ndarray  # of str | None
     C: np.ndarray
     counts: np.ndarray  # (n, 5): COUNTERS
-    last_played: list[datetime | None]
-    created: list[datetime]
+    last_played: np.ndarray  # of datetime | None
+    created: np.ndarray  # of datetime
     active: np.ndarray  # of bool
     #: Hodge strength just after each player's last game (NaN: unknown).
     strength_then: np.ndarray
@@ -237,9 +244,75 @@ class Table:
             self.memo[name] = compute()
         return self.memo[name]
 
+    def caught_up(self, changed: Table, version: int, not_comparable: frozenset[str]) -> Table:
+        """The table at ``version``: this one with the rows of ``changed`` (the players written since, in id
+        order) in place of theirs, and new players in their place by id."""
+        at = np.searchsorted(self.ids, changed.ids)
+        known = at < len(self.ids)
+        known[known] = self.ids[at[known]] == changed.ids[known]
+        columns = {}
+        for name in _COLUMNS:
+            old, new = getattr(self, name), getattr(changed, name)
+            column = old.copy()
+            column[at[known]] = new[known]
+            if not known.all():
+                column = np.concatenate([column, new[~known]])
+            columns[name] = column
+        row_of = self._row_of
+        if not known.all():
+            order = np.argsort(columns["ids"], kind="stable")
+            columns = {name: column[order] for name, column in columns.items()}
+            row_of = None
+        elif row_of is not None and not np.array_equal(self.keys[at], changed.keys):  # an erased player's new key
+            row_of = None
+        return Table(version=version, not_comparable=not_comparable, _row_of=row_of, **columns)
+
+
+_COLUMNS = ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "strength_then")
+_SELECT = (
+    "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active, "
+    "strength_then, changed_version FROM players WHERE ladder_id = ?"
+)
+#: Every player of a ladder, and the players changed after a version.
+EVERYONE = _SELECT + " ORDER BY id"
+CHANGED = _SELECT + " AND changed_version > ? ORDER BY id"
 
 #: Ladders whose tables this process keeps (the most recently read).
 MAX_TABLES = 64
+
+
+def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], datetime | None]) -> Table:
+    """A table of the rows of :data:`EVERYONE` or :data:`CHANGED`; ``stamp`` converts the driver's times.
+
+    Its version is ``version`` (read before the rows) or the latest that changed a row read, if later: on
+    PostgreSQL each statement sees the latest commits, and versions are given out in commit order, so rows
+    of version v mean every change up to v is in.
+    """
+    version = max([version, *(r[13] for r in rows)])
+
+    def objects(values: list) -> np.ndarray:
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+
+    return Table(
+        version=version,
+        ids=np.array([r[0] for r in rows], dtype=np.int64),
+        keys=objects([r[1] for r in rows]),
+        names=objects([r[2] for r in rows]),
+        C=codec.unpack_rows((r[3] for r in rows), dim),
+        counts=np.array([r[4:9] for r in rows], dtype=np.int64).reshape(-1, 5),
+        last_played=objects([stamp(r[9]) for r in rows]),
+        created=objects([stamp(r[10]) for r in rows]),
+        active=np.array([bool(r[11]) for r in rows], dtype=bool),
+        strength_then=np.array([np.nan if r[12] is None else r[12] for r in rows], dtype=np.float64),
+        not_comparable=frozenset(),
+    )
+
+
+def time_converter(dialect: Dialect) -> Callable[[Any], datetime | None]:
+    """What the driver's times become, as the ORM would convert them."""
+    return result_converter(Player.__table__.c.last_played_at, dialect)
 
 
 def cached_table(engine: Engine, ladder_id: int, version: int) -> Table | None:
@@ -248,50 +321,53 @@ def cached_table(engine: Engine, ladder_id: int, version: int) -> Table | None:
     return held if held is not None and held.version == version else None
 
 
-def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> Table:
-    """The ladder's players as of now: this process's copy if the ladder's version has not moved, else read anew.
+def held_table(engine: Engine, ladder_id: int) -> Table | None:
+    """This process's copy of the ladder's player table, at whatever version it is."""
+    return cache.of(engine, "tables").get(ladder_id)
 
-    The version is read before the rows, so a table is never older than its
-    version says (on PostgreSQL each statement sees the latest commits).  A
-    write transaction reads with ``cached=False``: what it sees may never commit.
-    """
-    current = ladders.version(session, ladder.id)
-    tables = cache.of(session, "tables")
-    held = tables.get(ladder.id)
-    if cached and held is not None and held.version == current:
+
+def keep(engine: Engine, ladder_id: int, fresh: Table) -> Table:
+    """Keep ``fresh`` as this process's copy, unless a newer one is kept already; the copy kept."""
+    tables = cache.of(engine, "tables")
+    held = tables.get(ladder_id)
+    if held is not None and held.version >= fresh.version:
         return held
-    rows = driver_fetchall(
-        session.connection(),
-        "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active, "
-        "strength_then FROM players WHERE ladder_id = ? ORDER BY id",
-        (ladder.id,),
-    )
-    stamp = result_converter(Player.__table__.c.last_played_at, session.get_bind().dialect)
-    fresh = Table(
-        version=current,
-        ids=np.array([r[0] for r in rows], dtype=np.int64),
-        keys=np.array([r[1] for r in rows], dtype=object),
-        names=[r[2] for r in rows],
-        C=codec.unpack_rows((r[3] for r in rows), 2 * ladder.k),
-        counts=np.array([r[4:9] for r in rows], dtype=np.int64).reshape(-1, 5),
-        last_played=[stamp(r[9]) for r in rows],
-        created=[stamp(r[10]) for r in rows],
-        active=np.array([bool(r[11]) for r in rows], dtype=bool),
-        strength_then=np.array([np.nan if r[12] is None else r[12] for r in rows], dtype=np.float64),
-        not_comparable=refits.not_comparable_keys(session, ladder.id),
-    )
-    if cached:
-        if len(tables) >= MAX_TABLES:
-            tables.clear()
-        tables[ladder.id] = fresh
+    if len(tables) >= MAX_TABLES:
+        tables.clear()
+    tables[ladder_id] = fresh
     return fresh
+
+
+def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> Table:
+    """The ladder's players as of now: this process's copy brought up to date, or read anew.
+
+    The copy catches up by reading only the players changed since its version
+    (one indexed statement), unless a change since could not be followed row
+    by row (a merge).  Version and rows are read in one snapshot on
+    PostgreSQL; on SQLite a read transaction is one.  A write transaction
+    reads with ``cached=False``: what it sees may never commit.
+    """
+    current, reset = ladders.version_and_reset(session, ladder.id)
+    held = held_table(session.get_bind(), ladder.id) if cached else None
+    if held is not None and held.version == current:
+        return held
+    stamp = time_converter(session.get_bind().dialect)
+    connection, dim = session.connection(), 2 * ladder.k
+    not_comparable = refits.not_comparable_keys(session, ladder.id)
+    if held is not None and held.version >= reset:
+        changed = from_rows(driver_fetchall(connection, CHANGED, (ladder.id, held.version)), current, dim, stamp)
+        fresh = held.caught_up(changed, changed.version, not_comparable)
+    else:
+        fresh = from_rows(driver_fetchall(connection, EVERYONE, (ladder.id,)), current, dim, stamp)
+        fresh.not_comparable = not_comparable
+    return keep(session.get_bind(), ladder.id, fresh) if cached else fresh
 
 
 def uncount(session: Session, player_ids: list[int], counts: np.ndarray) -> None:
     """Take counters (rows of COUNTERS) off players: a voided game's record."""
     assignments = ", ".join(f"{name} = {name} - ?" for name in COUNTERS)
     rows = [(*row, player) for row, player in zip(counts.tolist(), player_ids, strict=True)]
-    driver_sql(session.connection(), f"UPDATE players SET {assignments} WHERE id = ?", rows)
+    driver_sql(session.connection(), f"UPDATE players SET {assignments}, changed_version = -1 WHERE id = ?", rows)
 
 
 def refresh_last_played(session: Session, player_ids: list[int]) -> None:
@@ -300,9 +376,8 @@ def refresh_last_played(session: Session, player_ids: list[int]) -> None:
         "SELECT max(g.played_at) FROM participants p JOIN games g ON g.id = p.game_id "
         "WHERE p.player_id = players.id AND g.voided_at IS NULL"
     )
-    driver_sql(
-        session.connection(), f"UPDATE players SET last_played_at = ({latest}) WHERE id = ?", [(p,) for p in player_ids]
-    )
+    update = f"UPDATE players SET last_played_at = ({latest}), changed_version = -1 WHERE id = ?"
+    driver_sql(session.connection(), update, [(p,) for p in player_ids])
 
 
 def get_row(session: Session, ladder_id: int, key: str) -> tuple[int, str | None] | None:
@@ -317,14 +392,15 @@ def merge_counters(session: Session, source_id: int, target_id: int) -> None:
     """Add the source player's counters and last-played time to the target's, then delete the source's row."""
     add = ", ".join(f"{name} = {name} + (SELECT {name} FROM players WHERE id = ?)" for name in COUNTERS)
     params = (*([source_id] * len(COUNTERS)), target_id)
-    driver_sql(session.connection(), f"UPDATE players SET {add} WHERE id = ?", params)
+    driver_sql(session.connection(), f"UPDATE players SET {add}, changed_version = -1 WHERE id = ?", params)
     refresh_last_played(session, [target_id])
     driver_sql(session.connection(), "DELETE FROM players WHERE id = ?", (source_id,))
 
 
 def erase(session: Session, player_id: int, pseudonym: str) -> None:
     """The person is gone: their name removed, their key replaced by an opaque pseudonym."""
-    driver_sql(session.connection(), "UPDATE players SET key = ?, name = NULL WHERE id = ?", (pseudonym, player_id))
+    rename = "UPDATE players SET key = ?, name = NULL, changed_version = -1 WHERE id = ?"
+    driver_sql(session.connection(), rename, (pseudonym, player_id))
 
 
 def all_exist(session: Session, ladder_id: int, player_ids: np.ndarray) -> bool:
