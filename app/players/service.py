@@ -256,21 +256,46 @@ def _ranking(table: Table, ladder: LadderRow, by: str, inactive: bool) -> Rankin
     """
 
     def compute() -> Ranking:
-        group = np.zeros(len(table.keys), dtype=np.int64)
-        if by == "disc":
-            score = _disc_strength(table.C)
-        elif by == "field":
-            score = rating.field_score(table.C)
-        elif by == "conservative":
-            score, group = _conservative(table, ladder), _provisional(table, ladder.k).astype(np.int64)
-        else:
-            score = _hodge(table)
-        order = np.lexsort((table.keys.astype(str), -score, group))
+        score, group = _scores(table, ladder, by)
+        order = np.lexsort((table.key_rank(), -score, group))
         if not inactive:
             order = order[table.active[order]]
         return Ranking(score, group, order)
 
     return table.derived(("ranking", by, inactive), compute)
+
+
+def _scores(table: Table, ladder: LadderRow, by: str) -> tuple[np.ndarray, np.ndarray]:
+    """Every player's score in the order ``by`` and their group (0, or 1 for the provisional players listed
+    below the others by=conservative), once per table."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray]:
+        group = np.zeros(len(table.keys), dtype=np.int64)
+        if by == "disc":
+            return _disc_strength(table.C), group
+        if by == "field":
+            return rating.field_score(table.C), group
+        if by == "conservative":
+            return _conservative(table, ladder), _provisional(table, ladder.k).astype(np.int64)
+        return _hodge(table), group
+
+    return table.derived(("scores", by), compute)
+
+
+def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: bool) -> tuple[np.ndarray, bool]:
+    """The rows of the first page of an order and whether more follow, without sorting everyone: the players
+    at or above the ``limit``-th (group, score) by one linear selection, then those few sorted."""
+    score, group = _scores(table, ladder, by)
+    listed = np.arange(len(score)) if inactive else np.flatnonzero(table.active)
+    if len(listed) <= limit:
+        chosen = listed
+    else:
+        span = float(np.ptp(score[listed])) + 1.0 if len(listed) else 1.0
+        sink = group[listed] * span - score[listed]  # groups apart, higher scores first within each
+        threshold = np.partition(sink, limit - 1)[limit - 1]
+        chosen = listed[sink <= threshold]  # ties at the threshold included
+    order = chosen[np.lexsort((table.key_rank()[chosen], -score[chosen], group[chosen]))]
+    return order[:limit], len(listed) > limit
 
 
 def leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> bytes:
@@ -292,6 +317,10 @@ def rendered_page(table: Table, by: str, limit: int, cursor: str | None, inactiv
 
 
 def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> dict:
+    if cursor is None:
+        page, more = _first_page(table, ladder, by, limit, inactive)
+        score, group = _scores(table, ladder, by)
+        return _page(table, ladder, by, inactive, page, 0, score, group, more)
     ranking = _ranking(table, ladder, by, inactive)
     order = ranking.order
     start = 0
@@ -301,15 +330,29 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
         same = (g == last_group) & ((s > last_score) | ((s == last_score) & (keys <= last_key)))
         start = int(np.count_nonzero((g < last_group) | same))
     page = order[start : start + limit]
+    return _page(table, ladder, by, inactive, page, start, ranking.score, ranking.group, start + limit < len(order))
+
+
+def _page(
+    table: Table,
+    ladder: LadderRow,
+    by: str,
+    inactive: bool,
+    page: np.ndarray,
+    start: int,
+    score: np.ndarray,
+    group: np.ndarray,
+    more: bool,
+) -> dict:
     items = []
     errors = _page_se(table, ladder, page)
     for rank, (i, se) in enumerate(zip(page.tolist(), errors.tolist(), strict=True), start=start + 1):
-        row = {"rank": rank, "key": table.keys[i], **_record(table, ladder, i, se), "strength": float(ranking.score[i])}
+        row = {"rank": rank, "key": table.keys[i], **_record(table, ladder, i, se), "strength": float(score[i])}
         items.append(row)
     next_cursor = None
-    if start + limit < len(order) and len(page):
+    if more and len(page):
         last = page[-1]
-        after = [int(ranking.group[last]), float(ranking.score[last]), str(table.keys[last])]
+        after = [int(group[last]), float(score[last]), str(table.keys[last])]
         next_cursor = encode_cursor({"by": by, "inactive": inactive, "after": after})
     return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version}
 

@@ -62,3 +62,27 @@ def test_two_workers_copies_equal_a_fresh_load_after_every_kind_of_change(client
         client.post("/v1/ladders/test/games", json=game("d", "a"), headers=h)
         assert other.get(EVERYONE, headers={"If-None-Match": board.headers["ETag"]}).status_code == 200
         assert client.get("/v1/ladders", headers=admin()).status_code == 200
+
+
+def test_the_first_page_found_without_sorting_everyone_is_the_full_order_s_start(client):
+    """Ties in score (broken by key), inactive players and the provisional group, at every page size."""
+    key = make_ladder(client, k=1)
+    h = bearer(key)
+    ratings = {"k": 1.0, "b": 1.0, "x": 2.0, "a": 1.0, "m": 0.5, "c": 2.0, "z": -1.0, "e": 1.0, "d": 0.5}
+    for name, r in ratings.items():
+        body = {"key": name, "vector": [r, 1.0]}
+        assert client.post("/v1/ladders/test/players", json=body, headers=h).status_code == 201
+    client.patch("/v1/ladders/test/players/e", json={"active": False}, headers=h)
+    for winner, loser in [("a", "b"), ("c", "d"), ("x", "z")]:
+        client.post("/v1/ladders/test/games", json=game(winner, loser), headers=h)
+    for by in ("hodge", "field", "conservative"):
+        for inactive in ("true", "false"):
+            url = f"/v1/ladders/test/leaderboard?by={by}&inactive={inactive}"
+            everyone = [row["key"] for row in client.get(url + "&limit=500").json()["items"]]
+            assert len(everyone) == (9 if inactive == "true" else 8)
+            for limit in range(1, 10):
+                page = client.get(url + f"&limit={limit}").json()
+                assert [row["key"] for row in page["items"]] == everyone[:limit], (by, inactive, limit)
+                assert (page["next_cursor"] is None) == (limit >= len(everyone))
+    hodge = [row["key"] for row in client.get("/v1/ladders/test/leaderboard?limit=500").json()["items"]]
+    assert hodge[:2] == ["c", "x"] and hodge[-1] == "z"  # equal strengths in key order
