@@ -144,7 +144,7 @@ def profile(table: Table, ladder: LadderRow, key: str) -> dict:
         **_record(table, ladder, n, _page_se(table, ladder, np.array([n]))[0]),
         "vector": table.C[n].tolist(),
         "strength": float(_hodge(table)[n]),
-        "created_at": iso(table.created[n]),
+        "created_at": iso(storage.players.moment(table.created[n])),
     }
 
 
@@ -164,7 +164,7 @@ def _record(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
         "losses": losses,
         "provisional": bool(_provisional(table, ladder.k)[n]),
         "provisional_reason": _provisional_reason(table, ladder.k, n),
-        "last_played_at": iso(table.last_played[n]),
+        "last_played_at": iso(storage.players.moment(table.last_played[n])),
         "active": bool(table.active[n]),
     }
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
@@ -223,8 +223,8 @@ class Table:
     names: np.ndarray  # of str | None
     C: np.ndarray
     counts: np.ndarray  # (n, 5): COUNTERS
-    last_played: np.ndarray  # of datetime | None
-    created: np.ndarray  # of datetime
+    last_played: np.ndarray  # microseconds since the epoch (int64), NO_TIME for never
+    created: np.ndarray  # microseconds since the epoch (int64)
     active: np.ndarray  # of bool
     #: Hodge strength just after each player's last game (NaN: unknown).
     strength_then: np.ndarray
@@ -263,6 +263,9 @@ class Table:
         columns = {}
         for name in _COLUMNS:
             old, new = getattr(self, name), getattr(changed, name)
+            if known.all() and np.array_equal(old[at], new):  # unchanged (keys, names): shared, never written
+                columns[name] = old
+                continue
             column = old.copy()
             column[at[known]] = new[known]
             if not known.all():
@@ -312,12 +315,30 @@ def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], 
         names=objects([r[2] for r in rows]),
         C=codec.unpack_rows((r[3] for r in rows), dim),
         counts=np.array([r[4:9] for r in rows], dtype=np.int64).reshape(-1, 5),
-        last_played=objects([stamp(r[9]) for r in rows]),
-        created=objects([stamp(r[10]) for r in rows]),
+        last_played=np.array([micros(stamp(r[9])) for r in rows], dtype=np.int64),
+        created=np.array([micros(stamp(r[10])) for r in rows], dtype=np.int64),
         active=np.array([bool(r[11]) for r in rows], dtype=bool),
         strength_then=np.array([np.nan if r[12] is None else r[12] for r in rows], dtype=np.float64),
         not_comparable=frozenset(),
     )
+
+
+#: ``last_played`` of a player who has not played.
+NO_TIME = np.iinfo(np.int64).min
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(moment: datetime | None) -> int:
+    """A time as whole microseconds since the epoch (exact, unlike seconds in a float), NO_TIME for None."""
+    if moment is None:
+        return NO_TIME
+    delta = moment.astimezone(UTC) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def moment(us: int) -> datetime | None:
+    """The time of :func:`micros`."""
+    return None if us == NO_TIME else _EPOCH + timedelta(microseconds=int(us))
 
 
 def time_converter(dialect: Dialect) -> Callable[[Any], datetime | None]:
