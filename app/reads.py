@@ -1,9 +1,10 @@
 """The reads of request handlers: a ladder, its player table, some players' vectors, and the expensive reports.
 
 The hot reads are one statement through :meth:`app.db.Database.fetch` when
-this process's caches are current, and fall back to the thread pool for the
-rare full read (a ladder seen for the first time, a player table whose ladder
-version has moved).  Ladder-wide reports (audit, identifiability, the
+this process's caches are current; a player table whose ladder version has
+moved catches up with one more (the rows changed since), and the thread pool
+does the rare full read (a ladder seen for the first time, a merge).  CPU-bound
+work runs in bounded threads (:func:`compute`).  Ladder-wide reports (audit, identifiability, the
 canonical form) are computed once per ladder version, one at a time per
 process in a thread of their own (:func:`report`).
 """

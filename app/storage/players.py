@@ -346,12 +346,6 @@ def time_converter(dialect: Dialect) -> Callable[[Any], datetime | None]:
     return result_converter(Player.__table__.c.last_played_at, dialect)
 
 
-def cached_table(engine: Engine, ladder_id: int, version: int) -> Table | None:
-    """This process's copy of the ladder's player table (read through ``engine``) if it is at ``version``."""
-    held = cache.of(engine, "tables").get(ladder_id)
-    return held if held is not None and held.version == version else None
-
-
 def held_table(engine: Engine, ladder_id: int) -> Table | None:
     """This process's copy of the ladder's player table, at whatever version it is."""
     return cache.of(engine, "tables").get(ladder_id)
