@@ -97,13 +97,14 @@ async def table(db: Database, ladder: LadderRow) -> Table:
         return await anyio.to_thread.run_sync(load)
 
 
-async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> np.ndarray:
-    """The rows of ``keys`` (in that order); 404 naming the unknown players."""
-    found = await storage.players.vectors(db.fetch, ladder.id, keys, 2 * ladder.k)
+async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> tuple[int, np.ndarray]:
+    """The ladder version they were read at and the rows of ``keys`` (in that order); 404 naming the unknown
+    players."""
+    version, found = await storage.players.vectors(db.fetch, ladder.id, keys, 2 * ladder.k)
     missing = [k for k in keys if k not in found]
     if missing:
         raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
-    return np.array([found[k] for k in keys])
+    return version, np.array([found[k] for k in keys])
 
 
 async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str]) -> dict[str, float]:

@@ -24,6 +24,7 @@ from app.schemas import Page
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADDER_ACCESS)
 
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
+NOT_MODIFIED: dict[int | str, dict] = {304: {"description": "Not modified: `If-None-Match` names this version"}}
 
 
 @router.post("/players", status_code=201, response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
@@ -60,11 +61,15 @@ def erase_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSO
         return JSONResponse(service.erase_player(session, ladder_for(session, slug, caller, "admin"), key))
 
 
-@router.get("/players/{key}", response_model=PlayerOut, responses=problems(404))
-def get_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
-    """A player's vector, strength, record and provisional flag."""
+@router.get("/players/{key}", response_model=PlayerOut, responses=problems(404) | NOT_MODIFIED)
+def get_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
+    """A player's vector, strength, record and provisional flag, at the ladder version it names."""
     with db.reading() as session:
-        return JSONResponse(service.get_player(session, readable(session, slug, caller), key))
+        out = service.get_player(session, readable(session, slug, caller), key)
+    etag = f'"{out["ladder_version"]}"'
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers={"ETag": etag})
+    return JSONResponse(out, headers={"ETag": etag})
 
 
 @router.get("/players/{key}/history", response_model=Page[HistoryItem], responses=problems(404, 422))
@@ -102,7 +107,7 @@ async def opponents(
 @router.get(
     "/leaderboard",
     response_model=LeaderboardPage,
-    responses=problems(404, 409, 422, 503) | {304: {"description": "Not modified: `If-None-Match` names this version"}},
+    responses=problems(404, 409, 422, 503) | NOT_MODIFIED,
 )
 async def leaderboard(
     slug: str,

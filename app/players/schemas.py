@@ -47,6 +47,11 @@ ProvisionalReason = Annotated[
 
 
 class PlayerOut(BaseModel):
+    ladder_version: int | None = Field(
+        None,
+        description="The ladder version the profile was read at (`GET`, also its `ETag`; `If-None-Match` gets a "
+        "304 while it holds); left out of the answers of writes.",
+    )
     key: str
     name: str | None
     vector: list[float]

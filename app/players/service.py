@@ -133,7 +133,9 @@ def _row(table: Table, ladder: LadderRow, key: str) -> int:
 
 
 def get_player(session: Session, ladder: LadderRow, key: str) -> dict:
-    return profile(_table(session, ladder), ladder, key)
+    """A player's profile with the ladder version it was read at."""
+    table = _table(session, ladder)
+    return profile(table, ladder, key) | {"ladder_version": table.version}
 
 
 def profile(table: Table, ladder: LadderRow, key: str) -> dict:

@@ -8,6 +8,7 @@ from app.schemas import PlayerKey, SeatAdvantage, StrictModel, distinct_seats
 
 
 class PairPrediction(BaseModel):
+    ladder_version: int = Field(description="The ladder version the players' vectors were read at.")
     a: str
     b: str
     probability: float = Field(description="P(a beats b).")
@@ -35,6 +36,7 @@ class MatchIn(StrictModel):
 
 
 class MatchPrediction(BaseModel):
+    ladder_version: int = Field(description="The ladder version the players' vectors were read at.")
     matrix: list[list[float]] = Field(description="matrix[a][b] = P(side a beats side b).")
     expected_scores: list[float] = Field(description="Expected rank-share score of each side (mathematics §4).")
     match_quality: float = Field(
@@ -56,6 +58,7 @@ class TeamsIn(StrictModel):
 
 
 class TeamsOut(BaseModel):
+    ladder_version: int = Field(description="The ladder version the players' vectors were read at.")
     teams: list[list[str]]
     win_probabilities: list[float] = Field(
         description="Each team's chance of beating another team drawn at random; with two teams, P(A beats B) and "

@@ -196,16 +196,21 @@ def insert(session: Session, ladder_id: int, key: str, name: str | None, vector:
     return True
 
 
-async def vectors(fetch: Fetch, ladder_id: int, keys: list[str], dim: int) -> dict[str, np.ndarray]:
-    """The vectors of ``keys`` (those that exist) in one statement: the prediction path.
+async def vectors(fetch: Fetch, ladder_id: int, keys: list[str], dim: int) -> tuple[int, dict[str, np.ndarray]]:
+    """The ladder's version and the vectors of ``keys`` (those that exist), in one statement (one snapshot):
+    the prediction path.
 
     The statement text depends only on how many keys there are, so the drivers
     keep it prepared (sqlite3's statement cache, psycopg's automatic prepare).
     """
     marks = ", ".join("?" * len(keys))
-    sql = f"SELECT key, vector FROM players WHERE ladder_id = ? AND key IN ({marks})"
-    rows = await fetch(sql, (ladder_id, *keys))
-    return {key: codec.unpack(blob) for key, blob in rows if len(blob) == 8 * dim}
+    sql = (
+        "SELECT l.version, p.key, p.vector FROM ladders l LEFT JOIN players p "
+        f"ON p.ladder_id = l.id AND p.key IN ({marks}) WHERE l.id = ?"
+    )
+    rows = await fetch(sql, (*keys, ladder_id))
+    version = rows[0][0] if rows else 0
+    return version, {key: codec.unpack(blob) for _, key, blob in rows if key is not None and len(blob) == 8 * dim}
 
 
 @dataclass

@@ -86,3 +86,22 @@ def test_the_first_page_found_without_sorting_everyone_is_the_full_order_s_start
                 assert (page["next_cursor"] is None) == (limit >= len(everyone))
     hodge = [row["key"] for row in client.get("/v1/ladders/test/leaderboard?limit=500").json()["items"]]
     assert hodge[:2] == ["c", "x"] and hodge[-1] == "z"  # equal strengths in key order
+
+
+def test_profiles_and_predictions_name_the_version_they_were_read_at(client):
+    key = make_ladder(client, k=1)
+    h = bearer(key)
+    client.post("/v1/ladders/test/games", json=game("a", "b"), headers=h)
+    version = client.get("/v1/ladders/test/leaderboard").json()["ladder_version"]
+    pair = client.get("/v1/ladders/test/predict?a=a&b=b").json()
+    match = client.post("/v1/ladders/test/predict", json={"sides": [{"players": ["a"]}, {"players": ["b"]}]}).json()
+    teams = client.post("/v1/ladders/test/teams", json={"players": ["a", "b"]}).json()
+    assert pair["ladder_version"] == match["ladder_version"] == teams["ladder_version"] == version
+    profile = client.get("/v1/ladders/test/players/a")
+    assert profile.json()["ladder_version"] == version and profile.headers["ETag"] == f'"{version}"'
+    etag = {"If-None-Match": profile.headers["ETag"]}
+    assert client.get("/v1/ladders/test/players/a", headers=etag).status_code == 304
+    client.post("/v1/ladders/test/games", json=game("b", "a"), headers=h)  # read your own write: a new version
+    again = client.get("/v1/ladders/test/players/a", headers=etag)
+    assert again.status_code == 200 and again.json()["ladder_version"] > version and again.json()["games"] == 2
+    assert client.get("/v1/ladders/test/predict?a=a&b=b").json()["ladder_version"] == again.json()["ladder_version"]
