@@ -142,6 +142,7 @@ def state(client, key: str) -> dict:
     profiles = {row["key"]: client.get(path(row["key"]), headers=h).json() for row in board}
     for row in [*board, *profiles.values()]:
         row.pop("change_since_last_game")  # depends on how the games were committed: not part of an export
+        row.pop("ladder_version", None)  # each ladder counts its own changes
     for game in games:
         if game["voided_at"] is not None:
             # A voided game's history is the one it had when it was played (a later merge or void does not replay

@@ -29,6 +29,8 @@ def everything(client, slug: str) -> dict:
         del game["id"]  # global ids differ; seq, times, external ids, sides and void marks do not
     board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500&inactive=true").json()["items"]
     profiles = {row["key"]: client.get(f"/v1/ladders/{slug}/players/{row['key']}").json() for row in board}
+    for profile in profiles.values():
+        del profile["ladder_version"]  # each ladder counts its own changes
     audit = client.get(f"/v1/ladders/{slug}/audit").json()
     return {"players": players(client, slug), "profiles": profiles, "board": board, "games": games, "audit": audit}
 
