@@ -21,6 +21,7 @@ import anyio.to_thread
 import numpy as np
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
+from starlette.requests import Request
 from starlette.responses import Response
 
 from app import storage
@@ -120,16 +121,24 @@ async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str
     return dict(zip(ladder.seats or [], seats.advantage.tolist(), strict=True))
 
 
-async def compute(limiter: anyio.CapacityLimiter, seconds: float, work: Callable[..., T], *args: object) -> T:
-    """CPU-bound work of a request (a search, a ranking), in a thread of ``limiter``, never on the event loop.
+async def compute(request: Request, work: Callable[..., T], *args: object) -> T:
+    """CPU-bound work of a request (a search, a ranking), in the app's compute thread, never on the event loop.
 
-    The limiter bounds how many threads such work takes at once, so it never
+    Its limiter bounds how many threads such work takes at once, so it never
     starves the other requests or liveness; a request that cannot start within
-    ``seconds`` (the request deadline) gets a 503 instead of waiting on.
+    the request deadline (``MELO_REQUEST_TIMEOUT``) gets a 503 instead of waiting on.
     """
+    seconds = request.app.state.settings.request_timeout
     with anyio.move_on_after(seconds):
-        return await anyio.to_thread.run_sync(lambda: work(*args), limiter=limiter)
+        return await anyio.to_thread.run_sync(lambda: work(*args), limiter=request.app.state.compute)
     raise Unavailable(f"The server is busy with other heavy requests; none could start within {seconds:g} s.")
+
+
+def not_modified(request: Request, version: int) -> tuple[str, Response | None]:
+    """The ETag of an answer computed at ladder ``version``, and a 304 if ``If-None-Match`` names it."""
+    etag = f'"{version}"'
+    unchanged = request.headers.get("if-none-match") == etag
+    return etag, Response(status_code=304, headers={"ETag": etag}) if unchanged else None
 
 
 async def report(

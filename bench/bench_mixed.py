@@ -10,7 +10,8 @@ wrk in other processes (``make bench`` installs it):
 * posts alone: 16 connections POST two-player games between random players;
 * the first leaderboard page alone (4 connections), then while 16 connections
   post games; the same for predictions of random pairs;
-* the posts' throughput while readers run is compared with posts alone.
+* the posts' throughput while readers run is compared with posts alone;
+* the baseline: ``bench/trivial.py`` (an ``async def`` that touches nothing) served the same way, 16 connections.
 
 Each ratio is taken within one run (the machines are shared and noisy).  The
 worker's resident memory is read from /proc after the runs, and ``/audit``
@@ -37,7 +38,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_api import Server, seed_ladder, wrk  # noqa: E402
+from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk  # noqa: E402
 from tests.postgres import PostgresServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -73,6 +74,7 @@ def run(db: str, url: str, players: int, seconds: int) -> dict:
     t = time.perf_counter()
     key = seed_ladder(url, players, auto_refit=False)
     seeded = time.perf_counter() - t
+    trivial = trivial_baseline(1, seconds)  # the framework's limit on this machine, in this run
     server = Server(url, 1)
     env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players), "MELO_LADDER": "bench"}
     runs: dict[str, dict] = {}
@@ -100,6 +102,8 @@ def run(db: str, url: str, players: int, seconds: int) -> dict:
         "seed_seconds": seeded,
         "runs": runs,
         "kept": kept,
+        "trivial_rps": trivial["rps"],
+        "vs_trivial": {name: r["rps"] / trivial["rps"] for name, r in runs.items()},
         "resident_mb": memory,
         "audit": audit,
         "targets": {
@@ -141,14 +145,15 @@ def main() -> None:
             pg.stop()
 
     print(f"\none uvicorn worker, k = 1, wrk -t1, {args.seconds} s per row; reads 4 connections, posts 16\n")
-    print("| db | players | request | req/s | p50 ms | p99 ms | kept under the other load |")
-    print("|---|---|---|---|---|---|---|")
+    print("| db | players | request | req/s | vs trivial | p50 ms | p99 ms | kept under the other load |")
+    print("|---|---|---|---|---|---|---|---|")
     for res in results:
         for name, r in res["runs"].items():
             what = name.split()[0]
             kept = f"{res['kept'][what]:.2f}" if " with " in name and name.startswith(what) else ""
             print(
-                f"| {res['db']} | {res['players']:,} | {name} | {r['rps']:,.0f} | {r['p50_ms']:.2f} "
+                f"| {res['db']} | {res['players']:,} | {name} | {r['rps']:,.0f} | {res['vs_trivial'][name]:.2f} "
+                f"| {r['p50_ms']:.2f} "
                 f"| {r['p99_ms']:.1f} | {kept} |"
             )
     print()

@@ -66,10 +66,8 @@ def get_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep, request:
     """A player's vector, strength, record and provisional flag, at the ladder version it names."""
     with db.reading() as session:
         out = service.get_player(session, readable(session, slug, caller), key)
-    etag = f'"{out["ladder_version"]}"'
-    if request.headers.get("if-none-match") == etag:
-        return Response(status_code=304, headers={"ETag": etag})
-    return JSONResponse(out, headers={"ETag": etag})
+    etag, unchanged = reads.not_modified(request, out["ladder_version"])
+    return unchanged or JSONResponse(out, headers={"ETag": etag})
 
 
 @router.get("/players/{key}/history", response_model=Page[HistoryItem], responses=problems(404, 422))
@@ -101,7 +99,7 @@ async def opponents(
         with db.reading() as session:
             return service.opponents(session, readable(session, slug, caller), key, limit, purpose)
 
-    return JSONResponse(await reads.compute(request.app.state.compute, _deadline(request), work))
+    return JSONResponse(await reads.compute(request, work))
 
 
 @router.get(
@@ -135,17 +133,10 @@ async def leaderboard(
     """
     ladder = await reads.ladder(db, slug, caller)
     table = await reads.table(db, ladder)
-    etag = f'"{table.version}"'
-    if request.headers.get("if-none-match") == etag:
-        return Response(status_code=304, headers={"ETag": etag})
+    etag, unchanged = reads.not_modified(request, table.version)
+    if unchanged:
+        return unchanged
     body = service.rendered_page(table, by, limit, cursor, inactive)
     if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
-        work = service.leaderboard
-        body = await reads.compute(
-            request.app.state.compute, _deadline(request), work, table, ladder, by, limit, cursor, inactive
-        )
+        body = await reads.compute(request, service.leaderboard, table, ladder, by, limit, cursor, inactive)
     return Response(body, media_type="application/json", headers={"ETag": etag})
-
-
-def _deadline(request: Request) -> float:
-    return request.app.state.settings.request_timeout

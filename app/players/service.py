@@ -292,7 +292,7 @@ def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: 
     if len(listed) <= limit:
         chosen = listed
     else:
-        span = float(np.ptp(score[listed])) + 1.0 if len(listed) else 1.0
+        span = float(np.ptp(score[listed])) + 1.0
         sink = group[listed] * span - score[listed]  # groups apart, higher scores first within each
         threshold = np.partition(sink, limit - 1)[limit - 1]
         chosen = listed[sink <= threshold]  # ties at the threshold included

@@ -61,6 +61,5 @@ async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDe
     cannot start within the request deadline gets a 503. Nothing is written."""
     ladder = await reads.ladder(db, slug, caller)
     version, C = await reads.vectors(db, ladder, service.team_keys(data))
-    timeout = request.app.state.settings.request_timeout
-    split = await reads.compute(request.app.state.compute, timeout, service.fair_teams, data, C)
+    split = await reads.compute(request, service.fair_teams, data, C)
     return JSONResponse(split | {"ladder_version": version})

@@ -6,9 +6,12 @@ from pydantic import BaseModel, Field, StrictInt, field_validator
 
 from app.schemas import PlayerKey, SeatAdvantage, StrictModel, distinct_seats
 
+#: What a prediction's answer says of when it was computed.
+LadderVersion = Annotated[int, Field(description="The ladder version the players' vectors were read at.")]
+
 
 class PairPrediction(BaseModel):
-    ladder_version: int = Field(description="The ladder version the players' vectors were read at.")
+    ladder_version: LadderVersion
     a: str
     b: str
     probability: float = Field(description="P(a beats b).")
@@ -36,7 +39,7 @@ class MatchIn(StrictModel):
 
 
 class MatchPrediction(BaseModel):
-    ladder_version: int = Field(description="The ladder version the players' vectors were read at.")
+    ladder_version: LadderVersion
     matrix: list[list[float]] = Field(description="matrix[a][b] = P(side a beats side b).")
     expected_scores: list[float] = Field(description="Expected rank-share score of each side (mathematics §4).")
     match_quality: float = Field(
@@ -58,7 +61,7 @@ class TeamsIn(StrictModel):
 
 
 class TeamsOut(BaseModel):
-    ladder_version: int = Field(description="The ladder version the players' vectors were read at.")
+    ladder_version: LadderVersion
     teams: list[list[str]]
     win_probabilities: list[float] = Field(
         description="Each team's chance of beating another team drawn at random; with two teams, P(A beats B) and "
