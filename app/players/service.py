@@ -23,6 +23,7 @@ from app.errors import Conflict, InvalidInput, NotFound
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
 from app.rating.identifiability import Results, comparing_opponents
+from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION
 from app.rating.model import omega_apply
 from app.replays import replay_from, replay_log
 from app.schemas import MAX_ID, iso
@@ -85,8 +86,8 @@ def _provisional(table: Table, k: int) -> np.ndarray:
 
     def compute() -> np.ndarray:
         flags = table.counts[:, 4] < 2 * k + 1
-        if table.not_comparable:
-            flags |= np.isin(table.keys.astype(str), list(table.not_comparable))
+        found = [table.row(key) for key in table.not_comparable]
+        flags[[row for row in found if row is not None]] = True
         return flags
 
     return table.derived(("provisional", k), compute)
@@ -284,20 +285,85 @@ def _scores(table: Table, ladder: LadderRow, by: str) -> tuple[np.ndarray, np.nd
     return table.derived(("scores", by), compute)
 
 
-def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: bool) -> tuple[np.ndarray, bool]:
-    """The rows of the first page of an order and whether more follow, without sorting everyone: the players
-    at or above the ``limit``-th (group, score) by one linear selection, then those few sorted."""
-    score, group = _scores(table, ladder, by)
-    listed = np.arange(len(score)) if inactive else np.flatnonzero(table.active)
-    if len(listed) <= limit:
-        chosen = listed
-    else:
-        span = float(np.ptp(score[listed])) + 1.0
-        sink = group[listed] * span - score[listed]  # groups apart, higher scores first within each
-        threshold = np.partition(sink, limit - 1)[limit - 1]
-        chosen = listed[sink <= threshold]  # ties at the threshold included
-    order = chosen[np.lexsort((table.key_rank()[chosen], -score[chosen], group[chosen]))]
-    return order[:limit], len(listed) > limit
+def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: bool) -> _Page:
+    """The first page of an order without sorting everyone: the rows at or above the ``limit``-th (group, score)
+    by one linear selection, then those few sorted.
+
+    ``by=conservative`` does not compute every player's standard error (a
+    sample of the field per player): each player's conservative strength is
+    at most the one a perfectly informative record would give
+    (:func:`_conservative_bound`), so the exact values of the players with the
+    highest bounds settle the page once the ``limit``-th of them is above
+    every bound left out.
+    """
+    listed = np.arange(len(table.keys)) if inactive else table.derived("listed", lambda: np.flatnonzero(table.active))
+    if by != "conservative":
+        score, group = _scores(table, ladder, by)
+        rows = _top(score, listed, limit)
+        page = _sorted(table, rows, score[rows], group[rows])[:limit]
+        return _Page(page, score[page], group[page], len(listed) > limit)
+    group = _provisional(table, ladder.k)
+    rows, values = [], []
+    for g in (0, 1):  # the established players first, then the provisional ones
+        members = listed[group[listed] == g]
+        found, exact = _top_conservative(table, ladder, members, limit - sum(map(len, rows)))
+        rows.append(found)
+        values.append(exact)
+    chosen, score = np.concatenate(rows), np.concatenate(values)
+    order = np.lexsort((table.key_rank()[chosen], -score, group[chosen]))[:limit]
+    return _Page(chosen[order], score[order], group[chosen[order]], len(listed) > limit)
+
+
+class _Page(NamedTuple):
+    rows: np.ndarray
+    score: np.ndarray  # of each row, in the order asked for
+    group: np.ndarray
+    more: bool  # whether players follow
+
+
+def _top(score: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """The ``rows`` whose scores are at or above the ``count``-th highest among them (ties included)."""
+    if len(rows) <= count:
+        return rows
+    values = score[rows]
+    threshold = -np.partition(-values, count - 1)[count - 1]
+    return rows[values >= threshold]
+
+
+def _sorted(table: Table, rows: np.ndarray, score: np.ndarray, group: np.ndarray) -> np.ndarray:
+    return rows[np.lexsort((table.key_rank()[rows], -score, group))]
+
+
+def _conservative_bound(table: Table) -> np.ndarray:
+    """An upper bound of every conservative strength: the standard error can be no smaller than with every game
+    as informative as a game can be (σ(1 - σ) ≤ 1/4) and no wandering of the online rule."""
+
+    def compute() -> np.ndarray:
+        floor = np.sqrt(1.0 / (STRENGTH_PRIOR_PRECISION + table.counts[:, 0] / 4.0))
+        return rating.conservative(_hodge(table), floor)
+
+    return table.derived("conservative bound", compute)
+
+
+def _top_conservative(table: Table, ladder: LadderRow, rows: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``rows`` at or above the ``count``-th highest conservative strength among them, with their exact
+    conservative strengths, computing those for a few more rows than the answer needs."""
+    if count <= 0 or len(rows) == 0:
+        return rows[:0], np.zeros(0)
+    bound = _conservative_bound(table)[rows]
+    take = min(len(rows), 2 * count + 64)
+    while True:
+        if take < len(rows):
+            split = np.argpartition(-bound, take - 1)
+            candidates, rest = rows[split[:take]], float(bound[split[take:]].max())
+        else:
+            candidates, rest = rows, -np.inf
+        exact = rating.conservative(_hodge(table)[candidates], _page_se(table, ladder, candidates))
+        threshold = -np.partition(-exact, min(count, len(exact)) - 1)[min(count, len(exact)) - 1]
+        if threshold > rest:  # everyone left out is below the threshold
+            keep = exact >= threshold
+            return candidates[keep], exact[keep]
+        take = min(len(rows), 4 * take)
 
 
 def leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> bytes:
@@ -320,9 +386,7 @@ def rendered_page(table: Table, by: str, limit: int, cursor: str | None, inactiv
 
 def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: str | None, inactive: bool) -> dict:
     if cursor is None:
-        page, more = _first_page(table, ladder, by, limit, inactive)
-        score, group = _scores(table, ladder, by)
-        return _page(table, ladder, by, inactive, page, 0, score, group, more)
+        return _page(table, ladder, by, inactive, _first_page(table, ladder, by, limit, inactive), 0)
     ranking = _ranking(table, ladder, by, inactive)
     order = ranking.order
     start = 0
@@ -331,30 +395,21 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
         g, s, keys = ranking.group[order], ranking.score[order], table.keys[order].astype(str)
         same = (g == last_group) & ((s > last_score) | ((s == last_score) & (keys <= last_key)))
         start = int(np.count_nonzero((g < last_group) | same))
-    page = order[start : start + limit]
-    return _page(table, ladder, by, inactive, page, start, ranking.score, ranking.group, start + limit < len(order))
+    rows = order[start : start + limit]
+    page = _Page(rows, ranking.score[rows], ranking.group[rows], start + limit < len(order))
+    return _page(table, ladder, by, inactive, page, start)
 
 
-def _page(
-    table: Table,
-    ladder: LadderRow,
-    by: str,
-    inactive: bool,
-    page: np.ndarray,
-    start: int,
-    score: np.ndarray,
-    group: np.ndarray,
-    more: bool,
-) -> dict:
+def _page(table: Table, ladder: LadderRow, by: str, inactive: bool, page: _Page, start: int) -> dict:
     items = []
-    errors = _page_se(table, ladder, page)
-    for rank, (i, se) in enumerate(zip(page.tolist(), errors.tolist(), strict=True), start=start + 1):
-        row = {"rank": rank, "key": table.keys[i], **_record(table, ladder, i, se), "strength": float(score[i])}
-        items.append(row)
+    errors = _page_se(table, ladder, page.rows)
+    rows = zip(page.rows.tolist(), errors.tolist(), page.score.tolist(), strict=True)
+    for rank, (i, se, score) in enumerate(rows, start=start + 1):
+        items.append({"rank": rank, "key": table.keys[i], **_record(table, ladder, i, se), "strength": score})
     next_cursor = None
-    if more and len(page):
-        last = page[-1]
-        after = [int(group[last]), float(score[last]), str(table.keys[last])]
+    if page.more and len(page.rows):
+        last = len(page.rows) - 1
+        after = [int(page.group[last]), page.score[last].item(), str(table.keys[page.rows[last]])]
         next_cursor = encode_cursor({"by": by, "inactive": inactive, "after": after})
     return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version}
 
@@ -407,7 +462,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
     if cursor is not None:
         before_id = decode_cursor(cursor, lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_ID)
     records = storage.games.of_player(session, ladder.id, key, limit, before_id)
-    field_mean = table.derived("mean", lambda: table.C.mean(axis=0))
+    field_mean = table.derived("mean", lambda: rating.field_mean(table.C))
     items = []
     for record in records:
         me = next(m for m in record.members if m.key == key)
