@@ -118,6 +118,12 @@ class GroupCommitter:
         self.group_sizes[len(posts)] += 1
         GROUPS.observe(len(posts))
         GAMES.inc(sum(group.applied.values()))
+        try:  # this process's copy of the players follows the commit without reading it back
+            for ladder_id, version in group.versions.items():
+                if ladder_id in group.written:
+                    storage.players.follow(self.db.read_engine, ladder_id, version, group.written[ladder_id])
+        except Exception:  # never fail a committed post for a copy's sake: readers catch up by reading
+            logger.exception("following a commit in this process's copy failed")
         if time.monotonic() >= self.next_expiry:
             self.expire_responses()
         if self.on_commit is not None and group.applied:

@@ -74,6 +74,9 @@ class Group:
 
     outcomes: list[dict | Problem]
     applied: dict[int, int] = field(default_factory=dict)
+    #: Per ladder: the version this group's commit makes, and the player rows it wrote.
+    versions: dict[int, int] = field(default_factory=dict)
+    written: dict[int, storage.players.Written] = field(default_factory=dict)
 
 
 def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
@@ -153,9 +156,11 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
                 records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
         storage.games.remember(session, records, applied.now)
         group.applied[ladder.id] = len(games)
+        if applied.written is not None:
+            group.written[ladder.id] = applied.written
     for n, first in same_as.items():
         outcomes[n] = outcomes[first]
-    storage.ladders.bump(session, list(group.applied))
+    group.versions = storage.ladders.bump(session, list(group.applied))
     return group
 
 
@@ -285,6 +290,7 @@ class Applied:
     log: rating.GameLog
     history: rating.History
     now: datetime
+    written: storage.players.Written | None = None  # the player rows, if the games count
 
     def responses(self) -> list[dict]:
         """The API body of every game: the shape :func:`game_body` gives a stored game."""
@@ -406,14 +412,16 @@ def _apply(
     storage.games.insert(session, new, _stage(progress, "games"), _stage(progress, "history"))
     if count and seats is not None:
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
+    written = None
     if count:
         counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
         field_sum = field_sum + (history.C - locked.C).sum(axis=0)
         # Each player's strength just after this batch (their last game in it), against the field then.
         strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
-        storage.players.save(session, locked, history.C, counts, last_played, strength_then)
+        written = storage.players.Written(locked, history.C, counts, last_played, strength_then)
+        storage.players.save(session, written)
     storage.ladders.save_field(session, ladder.id, field_sum, field_count)
-    return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now)
+    return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now, written)
 
 
 def _counters(

@@ -203,7 +203,7 @@ def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:
     return list(range(last - n + 1, last + 1))
 
 
-def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> None:
+def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[int, int]:
     """Mark the ladders changed by this transaction; call it last, just before the commit.
 
     The player rows the transaction wrote (``changed_version`` -1) are stamped
@@ -211,11 +211,14 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> None:
     ``reset`` (rows were deleted) readers older than this version read the
     players anew.  On PostgreSQL this locks the ladder's row until the commit,
     so it comes after every other lock (one order: no deadlocks) and is held
-    briefly; versions are then given out in commit order.
+    briefly; versions are then given out in commit order.  Returns each ladder's new version.
     """
     connection = session.connection()
     also = ", reset_version = version + 1" if reset else ""
+    versions = {}
     for ladder_id in sorted(set(ladder_ids)):
-        driver_sql(connection, f"UPDATE ladders SET version = version + 1{also} WHERE id = ?", (ladder_id,))
-        stamp = "UPDATE players SET changed_version = (SELECT version FROM ladders WHERE id = ?) "
-        driver_sql(connection, stamp + "WHERE ladder_id = ? AND changed_version = -1", (ladder_id, ladder_id))
+        sql = f"UPDATE ladders SET version = version + 1{also} WHERE id = ? RETURNING version"
+        versions[ladder_id] = driver_sql(connection, sql, (ladder_id,)).scalar_one()
+        stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
+        driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
+    return versions

@@ -34,8 +34,9 @@ class Locked:
     C: np.ndarray
     counts: np.ndarray  # (n, 5): COUNTERS
     last_played: list[datetime | None]
-    #: The keys this lock set out to create (a concurrent creator may have made some of them first).
+    #: The keys this lock set out to create (a concurrent creator may have made some of them first), and when.
     created: list[str] = field(default_factory=list)
+    created_at: datetime | None = None
 
 
 def lock(
@@ -50,10 +51,12 @@ def lock(
     keys = sorted(set(keys))
     rows = _select_for_update(session, ladder_id, keys)
     missing: list[str] = []
+    now = None
     if len(rows) < len(keys) and initial is not None:
         found = {row[1] for row in rows}
         missing = [k for k in keys if k not in found]
-        _create(session, ladder_id, missing, initial(missing))
+        n, now = len(missing), datetime.now(UTC)
+        create(session, ladder_id, missing, initial(missing), [None] * n, [True] * n, [now] * n)
         rows = _select_for_update(session, ladder_id, keys)
     return Locked(
         index={row[1]: n for n, row in enumerate(rows)},
@@ -62,6 +65,7 @@ def lock(
         counts=np.array([tuple(row[3:8]) for row in rows], dtype=np.int64).reshape(-1, 5),
         last_played=[row[8] for row in rows],
         created=missing,
+        created_at=now,
     )
 
 
@@ -87,10 +91,6 @@ def _select_for_update(session: Session, ladder_id: int, keys: list[str]) -> lis
     wanted = set(keys)
     rows = fetch_typed(session, f"{_LOCK} ORDER BY id FOR UPDATE", (ladder_id,), _LOCK_COLUMNS)
     return [row for row in rows if row[1] in wanted]
-
-
-def _create(session: Session, ladder_id: int, keys: list[str], C0: np.ndarray) -> None:
-    create(session, ladder_id, keys, C0, [None] * len(keys), [True] * len(keys), [datetime.now(UTC)] * len(keys))
 
 
 def create(
@@ -149,24 +149,17 @@ def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
     return found
 
 
-def save(
-    session: Session,
-    locked: Locked,
-    C: np.ndarray,
-    counts: np.ndarray,
-    last_played: list[datetime | None],
-    strength_then: np.ndarray,
-) -> None:
+def save(session: Session, rows: Written) -> None:
     """New vectors, counters, last-played times and strengths just after the game of the locked rows, in one
     ``executemany``."""
     columns: dict[str, Any] = {
-        "vector": codec.pack_rows(C),
-        "last_played_at": last_played,
-        "strength_then": strength_then.tolist(),
+        "vector": codec.pack_rows(rows.C),
+        "last_played_at": rows.last_played,
+        "strength_then": rows.strength_then.tolist(),
     }
-    columns |= {name: counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
-    columns["changed_version"] = [PENDING] * len(locked.ids)
-    bulk_update(session.connection(), Player.__table__, ("id", locked.ids.tolist()), columns)
+    columns |= {name: rows.counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
+    columns["changed_version"] = [PENDING] * len(rows.locked.ids)
+    bulk_update(session.connection(), Player.__table__, ("id", rows.locked.ids.tolist()), columns)
 
 
 def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:
@@ -391,6 +384,54 @@ def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> T
         fresh = from_rows(driver_fetchall(connection, EVERYONE, (ladder.id,)), current, dim, stamp)
         fresh.not_comparable = not_comparable
     return keep(session.get_bind(), ladder.id, fresh) if cached else fresh
+
+
+@dataclass
+class Written:
+    """A game commit's player rows as it wrote them, in id order: what lets its own process's copy follow it
+    without reading them back (:func:`follow`)."""
+
+    locked: Locked
+    C: np.ndarray
+    counts: np.ndarray
+    last_played: list[datetime | None]
+    strength_then: np.ndarray
+
+
+def follow(engine: Engine, ladder_id: int, version: int, written: Written) -> bool:
+    """Bring this process's copy of the ladder from ``version - 1`` to ``version``, the commit that wrote
+    ``written``: what the copy held and the rows just written are the whole of the new version.  False (the
+    readers will catch up by reading) if the copy is not at the version just before."""
+    held = held_table(engine, ladder_id)
+    if held is None or held.version != version - 1:
+        return False
+    locked = written.locked
+    at = np.minimum(np.searchsorted(held.ids, locked.ids), len(held.ids) - 1)
+    known = held.ids[at] == locked.ids if len(held.ids) else np.zeros(len(locked.ids), dtype=bool)
+    keys = list(locked.index)
+    if any(keys[n] not in locked.created for n in np.flatnonzero(~known).tolist()):
+        return False  # a row neither held nor created here: the copy cannot be right
+    names = np.full(len(keys), None, dtype=object)
+    names[known] = held.names[at[known]]
+    created = np.full(len(keys), micros(locked.created_at), dtype=np.int64)
+    created[known] = held.created[at[known]]
+    active = np.ones(len(keys), dtype=bool)
+    active[known] = held.active[at[known]]
+    changed = Table(
+        version=version,
+        ids=locked.ids,
+        keys=np.array(keys, dtype=object),
+        names=names,
+        C=written.C,
+        counts=written.counts,
+        last_played=np.array([micros(t) for t in written.last_played], dtype=np.int64),
+        created=created,
+        active=active,
+        strength_then=np.asarray(written.strength_then, dtype=np.float64),
+        not_comparable=held.not_comparable,
+    )
+    keep(engine, ladder_id, held.caught_up(changed, version, held.not_comparable))
+    return True
 
 
 def uncount(session: Session, player_ids: list[int], counts: np.ndarray) -> None:
