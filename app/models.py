@@ -105,6 +105,10 @@ class Ladder(Base):
     seats: Mapped[list[str] | None] = mapped_column(JSON)
     #: Each seat's advantage (logits) and information now: {"advantage": [...], "information": [...]}.
     seat_state: Mapped[dict | None] = mapped_column(JSON)
+    #: How many players and how many games that count (not voided) the ladder has, kept by the transactions
+    #: that change them (in the statement that bumps ``version``).
+    players_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    games_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: The sum of every player's vector and their number, {"sum": [...], "count": m}, kept by game commits; null:
     #: recompute it from the players (after a replay or a new player).
     field_sum: Mapped[dict | None] = mapped_column(JSON)

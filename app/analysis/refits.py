@@ -55,7 +55,7 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
         message = "must be > 0 to choose by held-out loss (select_k of two or more values, or l2 null)"
         raise InvalidInput(f"holdout: {message}", errors=[{"field": "holdout", "message": message}])
     if storage.ladders.sizes(session, ladder.id)[1] == 0:
-        voided = storage.ladders.sizes(session, ladder.id, voided=True)[1]
+        voided = storage.ladders.counted_sizes(session, ladder.id, voided=True)[1]
         why = f" (its {voided} game{'s are' if voided > 1 else ' is'} voided)" if voided else ""
         raise Conflict(f"Ladder {ladder.slug!r} has no games to fit yet{why}.")
     now = datetime.now(UTC)

@@ -50,7 +50,7 @@ def _line(value: dict) -> bytes:
 def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
     """The export, a page of lines at a time (read in the caller's snapshot)."""
     settings = {name: getattr(ladder, name) for name in LadderCreate.model_fields} | {"private": ladder.private}
-    players, games = storage.ladders.sizes(session, ladder.id, voided=True)
+    players, games = storage.ladders.counted_sizes(session, ladder.id, voided=True)
     yield _line({"melo_export": FORMAT, "ladder": settings, "players": players, "games": games})
     after = 0
     while page := storage.players.export_page(session, ladder.id, after, PAGE):
@@ -199,6 +199,7 @@ class Restore:
                 self.checkpoint(n, line.checkpoint)
         self.flush()
         self._check_counts()
+        storage.ladders.bump(self.session, [self.ladder.id])  # the players' count, if no game came after them
 
     def _check_counts(self) -> None:
         """The header's counts, when it gives them, are what the file held: an export cut short at the end of a

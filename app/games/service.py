@@ -386,7 +386,8 @@ def _apply(
     played_at = [game.played_at or now for game in games]
     if seqs is None:
         seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
-    field_sum, field_count = storage.ladders.field_sum(session, ladder, recount=bool(locked.created))
+    created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
+    field_sum, field_count = storage.ladders.field_sum(session, ladder, created, recount=locked.raced)
     ids = storage.games.allocate_ids(session, len(games))
     members_per_game = np.diff(log.member_ptr)
     member_game = np.repeat(np.arange(len(games)), members_per_game)
@@ -414,6 +415,7 @@ def _apply(
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
     written = None
     if count:
+        storage.ladders.count(session, ladder.id, games=len(games))
         counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
         field_sum = field_sum + (history.C - locked.C).sum(axis=0)
         # Each player's strength just after this batch (their last game in it), against the field then.
@@ -485,6 +487,7 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
         return stored_body(record)
     now = datetime.now(UTC)
     storage.games.void(session, ladder.id, game_id, by, reason, now)
+    storage.ladders.count(session, ladder.id, games=-1)
     superseded = storage.refits.supersede_checkpoints(session, ladder.id, game_id)
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
     members = [m.player_id for m in record.members]

@@ -140,7 +140,13 @@ class LadderCreated(LadderOut):
 
 
 class AuditOut(BaseModel):
-    consistent: bool = Field(description="Replaying the event log reproduces every stored vector exactly.")
+    consistent: bool = Field(
+        description="Replaying the event log reproduces every stored vector exactly, and the counts of players "
+        "and games the ladder keeps (`players`, `games` of the ladder) equal its rows."
+    )
+    counts_consistent: bool = Field(
+        description="The ladder's kept counts of players and of games that count equal a count of its rows."
+    )
     games: int
     players: int
     max_abs_diff: float

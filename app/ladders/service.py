@@ -117,8 +117,11 @@ def audit(session: Session, ladder: LadderRow) -> AuditOut:
         diff = max(diff, float(np.abs(seats.advantage - stored.advantage).max()))
         consistent &= np.array_equal(seats.advantage, stored.advantage)
         consistent &= np.array_equal(seats.information, stored.information)
+    counts = storage.ladders.sizes(session, ladder.id)
+    counted = storage.ladders.counted_sizes(session, ladder.id)
     return AuditOut(
-        consistent=consistent,
+        consistent=consistent and counts == counted,
+        counts_consistent=counts == counted,
         games=state.games,
         players=len(state.keys),
         max_abs_diff=diff,

@@ -204,7 +204,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
         raise Conflict(f"{key!r} and {into!r} both played in game {first}: they cannot be one player.", game=first)
     storage.games.rename_player(session, games, key, into)
     storage.games.move_memberships(session, source[0], target[0])
-    storage.players.merge_counters(session, source[0], target[0])
+    storage.players.merge_counters(session, ladder.id, source[0], target[0])
     counting = [g for g, _, voided in games if not voided]
     if counting:
         if storage.refits.supersede_checkpoints(session, ladder.id, counting[0]):

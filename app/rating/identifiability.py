@@ -20,6 +20,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -157,20 +158,39 @@ def _ones(rows: Array, cols: Array, n: int) -> csr_matrix:
     return csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n, n))
 
 
-def both_ways(results: Results, n_players: int) -> Array:
-    """Boolean m × m: i and j each beat the other at least once, or drew."""
-    won = np.zeros((n_players, n_players), dtype=bool)
+def both_ways(results: Results, n_players: int) -> csr_matrix:
+    """Sparse boolean m × m, symmetric: i and j each beat the other at least once, or drew (memory grows with
+    the pairs that met, not with m²)."""
     s = results.outcome
-    won[results.first[s >= 0.5], results.second[s >= 0.5]] = True
-    won[results.second[s <= 0.5], results.first[s <= 0.5]] = True
-    return won & won.T
+    rows = np.concatenate([results.first[s >= 0.5], results.second[s <= 0.5]])
+    cols = np.concatenate([results.second[s >= 0.5], results.first[s <= 0.5]])
+    won = _ones(rows, cols, n_players)
+    both = won.multiply(won.T).tocsr().astype(bool)
+    both.eliminate_zeros()
+    both.sort_indices()
+    return both
 
 
-def find_clique(adjacent: Array, size: int, steps: int = CLIQUE_STEPS) -> list[int] | None:
-    """A clique of ``size`` players in the boolean graph, by backtracking (high degree first), or None."""
-    degree = adjacent.sum(axis=1)
-    order = [int(v) for v in np.argsort(-degree, kind="stable") if degree[v] >= size - 1]
+def find_clique(adjacent: ArrayLike | csr_matrix, size: int, steps: int = CLIQUE_STEPS) -> list[int] | None:
+    """A clique of ``size`` players in the (sparse or dense) boolean graph, by backtracking from the players of
+    highest degree first, each step among the neighbours of the last one taken; None if there is none or the
+    search runs out of ``steps``."""
+    graph = csr_matrix(adjacent, dtype=bool)
+    graph.eliminate_zeros()
+    start, neighbours = graph.indptr, graph.indices
+    degree = np.diff(start)
+    order = np.argsort(-degree, kind="stable")
+    order = order[degree[order] >= size - 1]
+    place = np.full(len(degree), len(degree))
+    place[order] = np.arange(len(order))
     budget = [steps]
+
+    def later(v: int, among: set[int] | None) -> list[int]:
+        """v's neighbours after it in the order (and in ``among``), in the order."""
+        found = neighbours[start[v] : start[v + 1]]
+        found = found[place[found] > place[v]]
+        found = found[np.argsort(place[found], kind="stable")].tolist()
+        return found if among is None else [u for u in found if u in among]
 
     def extend(clique: list[int], candidates: list[int]) -> list[int] | None:
         if len(clique) == size:
@@ -179,12 +199,12 @@ def find_clique(adjacent: Array, size: int, steps: int = CLIQUE_STEPS) -> list[i
             budget[0] -= 1
             if budget[0] < 0 or len(clique) + len(candidates) - n < size:
                 return None
-            found = extend([*clique, v], [u for u in candidates[n + 1 :] if adjacent[v, u]])
+            found = extend([*clique, v], later(v, set(candidates[n + 1 :]) if clique else None))
             if found is not None:
                 return found
         return None
 
-    return extend([], order)
+    return extend([], order.tolist())
 
 
 def strongly_connected(results: Results, n_players: int) -> list[list[int]]:
@@ -207,22 +227,14 @@ def identifiability(C: ArrayLike, log: GameLog, n_players: int) -> Identifiabili
     results = Results.of(log)
     OC = omega_apply(C)
     clique = find_clique(both_ways(results, n_players), dim + 1) or []
-    inside = np.zeros(n_players, dtype=bool)
-    inside[clique] = True
-    grew = bool(clique)
-    while grew:
-        grew = False
-        for i in np.flatnonzero(~inside):
-            if comparable(results.directions(OC, int(i), inside), dim).comparable:
-                inside[i] = True
-                grew = True
+    inside = _grow(results, OC, clique, n_players)
     failing = []
-    for i in range(n_players):
+    for i in np.flatnonzero(~inside).tolist():  # a player comparable to part of the field is to all of it
         check = comparable(results.directions(OC, i), dim)  # a player never meets itself
         if not check.comparable:
             direction = None if check.direction is None else check.direction.tolist()
             failing.append({"player": i, "reason": check.reason, "direction": direction})
-        elif not inside[i]:
+        else:
             reason = "comparable to the others, but not reachable from a clique by Algorithm 1"
             failing.append({"player": i, "reason": reason, "direction": None})
     return Identifiability(
@@ -232,6 +244,43 @@ def identifiability(C: ArrayLike, log: GameLog, n_players: int) -> Identifiabili
         not_comparable=failing,
         components=strongly_connected(results, n_players),
     )
+
+
+def _grow(results: Results, OC: Array, clique: list[int], n_players: int) -> Array:
+    """Algorithm 1's comparable set: the clique, grown by every player comparable to the set so far.
+
+    Adding players only adds directions, so the set grown is the same in any
+    order; a player is checked again only when one of their opponents has
+    joined, and only if they have at least 2k + 1 directions into the set
+    (fewer cannot cover R^{2k}): the work follows the results, not players².
+    """
+    dim = OC.shape[1]
+    inside = np.zeros(n_players, dtype=bool)
+    inside[clique] = True
+    start, other, score = results._by_player
+    weight = np.where(score == 0.5, 2, 1)  # a draw gives two directions
+
+    def opponents(i: int) -> Array:
+        return other[start[i] : start[i + 1]] if i + 1 < len(start) else other[:0]
+
+    pending = deque(sorted({int(j) for i in clique for j in opponents(i)} - set(clique)))
+    queued = np.zeros(n_players, dtype=bool)
+    queued[list(pending)] = True
+    while pending:
+        i = pending.popleft()
+        queued[i] = False
+        if inside[i] or i + 1 >= len(start):
+            continue
+        rows = slice(start[i], start[i + 1])
+        if weight[rows][inside[other[rows]]].sum() < dim + 1:
+            continue
+        if comparable(results.directions(OC, i, inside), dim).comparable:
+            inside[i] = True
+            fresh = np.unique(opponents(i))
+            fresh = fresh[~inside[fresh] & ~queued[fresh]]
+            queued[fresh] = True
+            pending.extend(fresh.tolist())
+    return inside
 
 
 def comparing_opponents(C: ArrayLike, player: int, W: ArrayLike, limit: int = 10) -> tuple[Array, Array] | None:

@@ -120,12 +120,27 @@ def version_and_reset(session: Session, ladder_id: int) -> tuple[int, int]:
     return (row[0], row[1]) if row is not None else (0, 0)
 
 
-def sizes(session: Session, ladder_id: int, voided: bool = False) -> tuple[int, int]:
-    """(players, games that count, or with ``voided`` all games) of a ladder."""
+def sizes(session: Session, ladder_id: int) -> tuple[int, int]:
+    """(players, games that count) of a ladder, as kept (:func:`count`): one row read, whatever its size."""
+    row = session.execute(select(Ladder.players_count, Ladder.games_count).where(Ladder.id == ladder_id)).first()
+    return (row[0], row[1]) if row is not None else (0, 0)
+
+
+def counted_sizes(session: Session, ladder_id: int, voided: bool = False) -> tuple[int, int]:
+    """(players, games that count, or with ``voided`` all games) of a ladder, counted row by row: what
+    ``/audit`` checks :func:`sizes` against, and what an export states."""
     players = session.scalar(select(func.count()).select_from(Player).where(Player.ladder_id == ladder_id))
     counted = [] if voided else [Game.voided_at.is_(None)]
     games = session.scalar(select(func.count()).select_from(Game).where(Game.ladder_id == ladder_id, *counted))
     return players or 0, games or 0
+
+
+def count(session: Session, ladder_id: int, players: int = 0, games: int = 0) -> None:
+    """Players and games (that count) this transaction adds (or, negative, removes): :func:`bump` adds them to
+    the ladder's counts in the statement that gives out its new version."""
+    pending = session.info.setdefault("ladder_counts", {})
+    had = pending.get(ladder_id, (0, 0))
+    pending[ladder_id] = (had[0] + players, had[1] + games)
 
 
 def version(session: Session, ladder_id: int) -> int:
@@ -149,13 +164,18 @@ def save_seat_state(session: Session, ladder_id: int, seats: Seats | None) -> No
         session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
 
 
-def field_sum(session: Session, ladder: LadderRow, recount: bool = False) -> tuple[np.ndarray, int]:
-    """The sum of every player's vector and their number, as kept by game commits, or read from the players if
-    it was forgotten (:func:`forget_field`) or ``recount``.  Read it in a write after :func:`take_seqs` (the
-    row is locked)."""
+def field_sum(
+    session: Session, ladder: LadderRow, created: np.ndarray | None = None, recount: bool = False
+) -> tuple[np.ndarray, int]:
+    """The sum of every player's vector and their number, as kept by game commits with the players this
+    transaction ``created`` (their vectors) added, or read from the players if it was forgotten
+    (:func:`forget_field`) or ``recount``.  Read it in a write after :func:`take_seqs` (the row is locked)."""
     kept = None if recount else session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder.id))
     if kept is not None:
-        return np.array(kept["sum"], dtype=np.float64), int(kept["count"])
+        total, count = np.array(kept["sum"], dtype=np.float64), int(kept["count"])
+        if created is not None and len(created):
+            total, count = total + created.sum(axis=0), count + len(created)
+        return total, count
     rows = driver_fetchall(session.connection(), "SELECT vector FROM players WHERE ladder_id = ?", (ladder.id,))
     vectors = codec.unpack_rows((row[0] for row in rows), 2 * ladder.k)
     return vectors.sum(axis=0), len(vectors)
@@ -204,21 +224,27 @@ def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:
 
 
 def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[int, int]:
-    """Mark the ladders changed by this transaction; call it last, just before the commit.
+    r"""Mark the ladders changed by this transaction; call it last, just before the commit.
 
     The player rows the transaction wrote (``changed_version`` -1) are stamped
     with the new version, so readers catch up by reading them alone; with
     ``reset`` (rows were deleted) readers older than this version read the
     players anew.  On PostgreSQL this locks the ladder's row until the commit,
     so it comes after every other lock (one order: no deadlocks) and is held
-    briefly; versions are then given out in commit order.  Returns each ladder's new version.
+    briefly; versions are then given out in commit order.  The players and games the transaction
+    :func:`count`\ ed are added to the ladders' counts in the same statement.  Returns each ladder's new version.
     """
     connection = session.connection()
     also = ", reset_version = version + 1" if reset else ""
+    counts = session.info.pop("ladder_counts", {})
     versions = {}
-    for ladder_id in sorted(set(ladder_ids)):
-        sql = f"UPDATE ladders SET version = version + 1{also} WHERE id = ? RETURNING version"
-        versions[ladder_id] = driver_sql(connection, sql, (ladder_id,)).scalar_one()
+    for ladder_id in sorted(set(ladder_ids) | set(counts)):
+        players, games = counts.get(ladder_id, (0, 0))
+        sql = (
+            f"UPDATE ladders SET version = version + 1{also}, players_count = players_count + ?, "
+            "games_count = games_count + ? WHERE id = ? RETURNING version"
+        )
+        versions[ladder_id] = driver_sql(connection, sql, (players, games, ladder_id)).scalar_one()
         stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
         driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
     return versions

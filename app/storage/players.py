@@ -34,9 +34,11 @@ class Locked:
     C: np.ndarray
     counts: np.ndarray  # (n, 5): COUNTERS
     last_played: list[datetime | None]
-    #: The keys this lock set out to create (a concurrent creator may have made some of them first), and when.
+    #: The keys this lock created, and when (none if a concurrent creator made some of them first).
     created: list[str] = field(default_factory=list)
     created_at: datetime | None = None
+    #: A concurrent creator made some of the players first.
+    raced: bool = False
 
 
 def lock(
@@ -51,12 +53,13 @@ def lock(
     keys = sorted(set(keys))
     rows = _select_for_update(session, ladder_id, keys)
     missing: list[str] = []
-    now = None
+    now, raced = None, False
     if len(rows) < len(keys) and initial is not None:
         found = {row[1] for row in rows}
         missing = [k for k in keys if k not in found]
         n, now = len(missing), datetime.now(UTC)
-        create(session, ladder_id, missing, initial(missing), [None] * n, [True] * n, [now] * n)
+        if create(session, ladder_id, missing, initial(missing), [None] * n, [True] * n, [now] * n) < n:
+            missing, raced = [], True  # a concurrent creator made some first: which ones are this one's is unknown
         rows = _select_for_update(session, ladder_id, keys)
     return Locked(
         index={row[1]: n for n, row in enumerate(rows)},
@@ -66,6 +69,7 @@ def lock(
         last_played=[row[8] for row in rows],
         created=missing,
         created_at=now,
+        raced=raced,
     )
 
 
@@ -101,13 +105,16 @@ def create(
     names: list[str | None],
     active: list[bool],
     created_at: list[datetime],
-) -> None:
-    """New players with initial vectors ``C0``, in one insert; keys taken already are skipped."""
+) -> int:
+    """New players with initial vectors ``C0``, in one insert; keys taken already are skipped.  How many were
+    new."""
     blobs = codec.pack_rows(C0)
     n, zeros = len(keys), [0] * len(keys)
     columns = {"ladder_id": [ladder_id] * n, "key": keys, "name": names, "active": active, "initial": blobs}
     columns |= {"vector": blobs, "created_at": created_at} | {c: zeros for c in COUNTERS}
-    bulk_insert(session.connection(), Player.__table__, columns, on_conflict_do_nothing="ladder_id, key")
+    inserted = bulk_insert(session.connection(), Player.__table__, columns, on_conflict_do_nothing="ladder_id, key")
+    ladders.count(session, ladder_id, players=inserted)
+    return inserted
 
 
 _EXPORT_COLUMNS = [Player.__table__.c[name] for name in ("id", "key", "name", "active", "initial", "created_at")]
@@ -186,6 +193,7 @@ def insert(session: Session, ladder_id: int, key: str, name: str | None, vector:
             session.execute(Player.__table__.insert().values(**values, **dict.fromkeys(COUNTERS, 0)))
     except IntegrityError:
         return False
+    ladders.count(session, ladder_id, players=1)
     return True
 
 
@@ -459,13 +467,14 @@ def get_row(session: Session, ladder_id: int, key: str) -> tuple[int, str | None
     return None if row is None else (row[0], row[1])
 
 
-def merge_counters(session: Session, source_id: int, target_id: int) -> None:
+def merge_counters(session: Session, ladder_id: int, source_id: int, target_id: int) -> None:
     """Add the source player's counters and last-played time to the target's, then delete the source's row."""
     add = ", ".join(f"{name} = {name} + (SELECT {name} FROM players WHERE id = ?)" for name in COUNTERS)
     params = (*([source_id] * len(COUNTERS)), target_id)
     driver_sql(session.connection(), f"UPDATE players SET {add}, changed_version = -1 WHERE id = ?", params)
     refresh_last_played(session, [target_id])
     driver_sql(session.connection(), "DELETE FROM players WHERE id = ?", (source_id,))
+    ladders.count(session, ladder_id, players=-1)
 
 
 def erase(session: Session, player_id: int, pseudonym: str) -> None:

@@ -27,8 +27,9 @@ def bulk_insert(
     columns: dict[str, Sequence],
     on_conflict_do_nothing: str = "",
     progress: Callable[[int, int], None] | None = None,
-) -> None:
-    """INSERT many rows given column by column: SQLite's ``executemany``, PostgreSQL's multi-row VALUES.
+) -> int:
+    """INSERT many rows given column by column: SQLite's ``executemany``, PostgreSQL's multi-row VALUES; how
+    many rows were inserted.
 
     ``on_conflict_do_nothing`` names the unique columns whose duplicates are
     skipped (SQLite and PostgreSQL share the syntax).  ``progress(done, total)``
@@ -38,17 +39,17 @@ def bulk_insert(
     tail = f" ON CONFLICT ({on_conflict_do_nothing}) DO NOTHING" if on_conflict_do_nothing else ""
     if connection.dialect.name == "postgresql":
         rows = _driver_rows(connection, table, columns)
-        _multirow(connection, table, list(columns), rows, lambda values: head + values + tail, progress)
-        return
+        return _multirow(connection, table, list(columns), rows, lambda values: head + values + tail, progress)
     sql = head + f"({', '.join('?' * len(columns))})" + tail
     total = len(next(iter(columns.values())))
     if total <= BULK_ROWS:
-        driver_sql(connection, sql, _driver_rows(connection, table, columns))
+        inserted = driver_sql(connection, sql, _driver_rows(connection, table, columns)).rowcount
         if progress is not None:
             progress(total, total)
-        return
+        return inserted
     # A large insert: the rows of one chunk are made while SQLite writes the previous one (in a thread: it lets
     # go of the interpreter lock while it works), and the connection is used by one thread at a time.
+    inserted = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-bulk") as writer:
         pending = None
         for lo in range(0, total, BULK_ROWS):
@@ -56,13 +57,14 @@ def bulk_insert(
                 connection, table, {name: values[lo : lo + BULK_ROWS] for name, values in columns.items()}
             )
             if pending is not None:
-                pending.result()
+                inserted += pending.result().rowcount
                 if progress is not None:
                     progress(lo, total)
             pending = writer.submit(driver_sql, connection, sql, rows)
-        pending.result()
+        inserted += pending.result().rowcount
     if progress is not None:
         progress(total, total)
+    return inserted
 
 
 def bulk_update(
@@ -111,19 +113,21 @@ def _multirow(
     rows: list[tuple],
     statement: Callable[[str], str],
     progress: Callable[[int, int], None] | None,
-) -> None:
+) -> int:
     """Rows as one multi-row ``VALUES`` list per statement: PostgreSQL runs each row of an ``executemany``
     as a statement of its own, which cost a group of 16 games 80 round trips.  Every value is cast to its
     column's type, so a column of NULLs in ``UPDATE … FROM (VALUES …)`` keeps its type."""
     dialect = connection.dialect
     row_sql = "(" + ", ".join(f"?::{table.c[name].type.compile(dialect=dialect)}" for name in names) + ")"
     per = max(1, PG_PARAMETERS // len(names))
+    changed = 0
     for lo in range(0, len(rows), per):
         chunk = rows[lo : lo + per]
         values = ", ".join([row_sql] * len(chunk))
-        driver_sql(connection, statement(values), tuple(v for row in chunk for v in row))
+        changed += driver_sql(connection, statement(values), tuple(v for row in chunk for v in row)).rowcount
         if progress is not None:
             progress(min(lo + per, len(rows)), len(rows))
+    return changed
 
 
 def _driver_rows(connection: Connection, table: Table, columns: dict[str, Sequence]) -> list[tuple]:

@@ -34,6 +34,7 @@ def test_seed000_worked_example_through_the_api(client):
     assert (p2["games"], p2["wins"], p2["losses"]) == (1, 1, 0)
     assert client.get("/v1/ladders/test/audit").json() == {
         "consistent": True,
+        "counts_consistent": True,
         "games": 1,
         "players": 3,
         "max_abs_diff": 0.0,

@@ -40,6 +40,10 @@ def test_two_workers_copies_equal_a_fresh_load_after_every_kind_of_change(client
                 got = worker.get(EVERYONE)
                 assert got.status_code == 200 and got.json() == expected
                 assert got.headers["ETag"] == f'"{expected["ladder_version"]}"'
+            audit = client.get("/v1/ladders/test/audit").json()  # the kept counts follow every change
+            assert audit["consistent"] and audit["counts_consistent"], audit
+            ladder = client.get("/v1/ladders/test").json()
+            assert (ladder["players"], ladder["games"]) == (audit["players"], audit["games"])
             return expected["ladder_version"]
 
         versions = [check()]
@@ -149,7 +153,7 @@ def random_table(n: int, seed: int) -> Table:
     keys[:] = [f"p{i:05d}" for i in rng.permutation(n)]
     counts = rng.integers(0, 60, size=(n, 5))
     counts[rng.random(n) < 0.2, 4] = 0  # provisional: too few comparisons
-    C = rng.normal(size=(n, 2)) + [0.4, 0.1]
+    C = rng.normal(size=(n, 2)) + np.array([0.4, 0.1])
     C[: n // 10] = C[0]  # a block of equal ratings: ties broken by key
     counts[: n // 10] = counts[0]
     return Table(

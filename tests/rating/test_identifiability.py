@@ -85,7 +85,7 @@ def test_strongly_connected_components_and_clique_search():
     report = identifiability(np.eye(5, 2), log, 5)
     assert report.components == [[0, 1, 2], [3], [4]]
     adjacent = both_ways(Results.of(log), 5)
-    assert not adjacent.any()
+    assert adjacent.nnz == 0
     full = ~np.eye(5, dtype=bool)
     assert sorted(find_clique(full, 4)) == [0, 1, 2, 3]
     assert find_clique(full, 6) is None
@@ -132,3 +132,57 @@ def test_comparing_opponents_point_against_the_witness_direction():
     assert order[0] == int(np.argmax(expected)) and gain[0] == pytest.approx(expected.max(), rel=0.05)
     # Once the directions surround the origin, nothing is needed.
     assert comparing_opponents(C, 0, np.hstack([W, -W]), limit=4) is None
+
+
+def dense_algorithm_1(C, log, n):
+    """Algorithm 1 as first written: a dense both-ways matrix, and passes over every player until none joins."""
+    results, OC, dim = Results.of(log), omega_apply(C), C.shape[1]
+    won = np.zeros((n, n), dtype=bool)
+    s = results.outcome
+    won[results.first[s >= 0.5], results.second[s >= 0.5]] = True
+    won[results.second[s <= 0.5], results.first[s <= 0.5]] = True
+    adjacent = won & won.T
+
+    def clique_search(clique, candidates):
+        if len(clique) == dim + 1:
+            return clique
+        for n_, v in enumerate(candidates):
+            if len(clique) + len(candidates) - n_ < dim + 1:
+                return None
+            found = clique_search([*clique, v], [u for u in candidates[n_ + 1 :] if adjacent[v, u]])
+            if found is not None:
+                return found
+        return None
+
+    degree = adjacent.sum(axis=1)
+    order = [int(v) for v in np.argsort(-degree, kind="stable") if degree[v] >= dim]
+    clique = clique_search([], order) or []
+    inside = np.zeros(n, dtype=bool)
+    inside[clique] = True
+    grew = bool(clique)
+    while grew:
+        grew = False
+        for i in np.flatnonzero(~inside):
+            if comparable(results.directions(OC, int(i), inside), dim).comparable:
+                inside[i] = grew = True
+    return sorted(clique), np.flatnonzero(inside).tolist()
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_sparse_search_finds_what_the_dense_one_did(seed):
+    """Random logs from sparse to dense, with draws: the same clique, the same comparable set, and every player
+    outside it reported."""
+    rng = np.random.default_rng(seed)
+    n, k = int(rng.integers(6, 30)), int(rng.integers(1, 3))
+    m = int(rng.integers(2 * n, 8 * n))
+    core = rng.random(m) < 0.6  # a core that meets often, and others who play now and then
+    first = np.where(core, rng.integers(0, n // 3, m), rng.integers(0, n, m))
+    second = np.where(core, rng.integers(0, n // 3, m), rng.integers(0, n, m))
+    keep = first != second
+    scores = rng.choice([0.0, 0.5, 1.0], size=m, p=[0.45, 0.1, 0.45])
+    log = GameLog.from_pairs(first[keep], second[keep], scores[keep])
+    C = rng.normal(size=(n, 2 * k))
+    clique, inside = dense_algorithm_1(C, log, n)
+    report = identifiability(C, log, n)
+    assert (report.clique, report.comparable) == (clique, inside)
+    assert sorted(f["player"] for f in report.not_comparable) == sorted(set(range(n)) - set(inside))
