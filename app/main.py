@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gc
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -13,7 +14,7 @@ from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app import errors, handlers
-from app.analysis import auto, jobs
+from app.analysis import auto, jobs, refits
 from app.analysis.router import router as analysis_router
 from app.backups.router import router as backups_router
 from app.config import Settings, get_settings
@@ -95,6 +96,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.compute = anyio.CapacityLimiter(1)
         _tune_garbage_collector()
         _prime_endpoints(app)
+        try:  # the jobs of a server that stopped on this host
+            await anyio.to_thread.run_sync(refits.recover, db)
+        except Exception:  # a database that is down now: the jobs wait for the next start
+            logging.getLogger("melo").exception("taking over the refits of stopped servers failed")
         yield
         app.state.committer.close()
         jobs.stop()

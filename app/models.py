@@ -237,6 +237,8 @@ class Refit(Base):
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]
     applied_at: Mapped[datetime | None]
+    #: ``host:pid:start-time`` of the server process that queued it (its child runs it); null before 0016.
+    owner: Mapped[str | None] = mapped_column(String(200))
 
 
 class Checkpoint(Base):

@@ -18,6 +18,7 @@ after the other is still exact.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from datetime import UTC, datetime
 
@@ -28,6 +29,7 @@ from app.analysis import refits
 from app.analysis.schemas import RefitIn
 from app.db import Database
 from app.errors import TooManyRequests
+from app.models import Refit
 from app.storage.ladders import LadderRow
 
 logger = logging.getLogger("melo")
@@ -97,12 +99,30 @@ def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int] | None:
     if ladder is None or not ladder.auto_refit:
         return None
     _, games = storage.ladders.sizes(session, ladder_id)
-    recent = storage.refits.recent(session, ladder_id, 20, reports=False)
-    last = next((job for job in recent if job.params.get("auto")), None)
+    last, _, next_at = _policy(session, ladder_id)
     running = last is not None and last.status in ("queued", "running")
     if running and datetime.now(UTC) - last.updated_at <= refits.STALE:
         return None
+    return (ladder, games) if games >= next_at else None
+
+
+def _policy(session: Session, ladder_id: int) -> tuple[Refit | None, int, int]:
+    """The latest auto refit, how many in a row failed, and the games at which the next one is due: when the
+    log has grown by :data:`GROWTH` since the last one started, and twice as much more after each failure in
+    a row (a ladder too large for a refit does not start one at every check)."""
+    recent = [job for job in storage.refits.recent(session, ladder_id, 20, reports=False) if job.params.get("auto")]
+    last = recent[0] if recent else None
+    failures = next((n for n, job in enumerate(recent) if job.status != "failed"), len(recent))
     seen = 0 if last is None else last.log_games or 0
-    if games < max(FIRST_GAMES, (1 + GROWTH) * seen):
+    return last, failures, max(FIRST_GAMES, math.ceil((1 + GROWTH * 2**failures) * seen))
+
+
+def note(session: Session, ladder: LadderRow) -> str | None:
+    """What a ladder's admin should know of its auto refits: why the latest failed, and when the next starts."""
+    if not ladder.auto_refit:
         return None
-    return ladder, games
+    last, failures, next_at = _policy(session, ladder.id)
+    if last is None or failures == 0:
+        return None
+    times = "the latest auto refit" if failures == 1 else f"the latest {failures} auto refits"
+    return f"{times} failed ({last.error}); the next starts when the ladder has {next_at:,} games"

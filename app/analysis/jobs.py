@@ -13,15 +13,44 @@ import logging
 import multiprocessing
 import os
 import signal
+import socket
 import sys
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from app.config import Settings
 from app.db import Database
 
 logger = logging.getLogger("melo")
 _jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-refit")
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (clock ticks since boot: with the pid, names one process for ever); None if
+    it is gone or this is not Linux."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rsplit(")", 1)[1].split()[19]
+
+
+def owner() -> str:
+    """This server process as a job's owner: ``host:pid:start-time``."""
+    return f"{socket.gethostname()}:{os.getpid()}:{_start_time(os.getpid()) or 0}"
+
+
+def owner_gone(name: str | None) -> bool:
+    """Whether the server process ``name`` (an :func:`owner`) has stopped: only known for this host's."""
+    if name is None:
+        return False
+    host, pid, started = name.rsplit(":", 2)
+    if host != socket.gethostname() or sys.platform != "linux":
+        return False
+    return _start_time(int(pid)) != started
+
+
 _children: set[multiprocessing.process.BaseProcess] = set()
 
 

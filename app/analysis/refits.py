@@ -66,7 +66,29 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
         )
     if storage.refits.active(session, None, *since) >= MAX_ACTIVE:
         raise TooManyRequests(f"The server has {MAX_ACTIVE} refits queued or running; wait for one to finish.")
-    return storage.refits.insert(session, ladder.id, params.model_dump(mode="json"), log_games)
+    return storage.refits.insert(session, ladder.id, params.model_dump(mode="json"), jobs.owner(), log_games)
+
+
+def recover(db: Database) -> list[int]:
+    """At a server's start: the jobs whose server process stopped on this host (a restart, a crash) are taken
+    over: a queued one is queued here (its id returned), a running one is marked failed (it died with its
+    server; running it again could kill this one the same way)."""
+    me, resumed = jobs.owner(), []
+    with db.writing() as session:
+        for refit_id, status, owner in storage.refits.unfinished(session):
+            if not jobs.owner_gone(owner):
+                continue
+            if status == "queued" and storage.refits.take_over(session, refit_id, owner, me):
+                resumed.append(refit_id)
+            elif status == "running":
+                why = "its server process stopped while it ran; start a new refit"
+                values = {"status": "failed", "error": why, "owner": me, "finished_at": datetime.now(UTC)}
+                storage.refits.update(session, refit_id, values)
+    for refit_id in resumed:
+        submit(db, refit_id)
+    if resumed:
+        logger.info("resumed refits %s queued by a server that stopped", resumed)
+    return resumed
 
 
 def submit(db: Database, refit_id: int) -> None:

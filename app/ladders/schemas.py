@@ -128,6 +128,11 @@ class LadderOut(BaseModel):
     created_at: datetime
     players: int
     games: int
+    auto_refit_note: str | None = Field(
+        None,
+        description="With `auto_refit`, when the latest auto refits failed: why, and at how many games the next "
+        "starts (each failure in a row doubles the growth of the log it waits for).",
+    )
     seats: list[SeatOut] | None = Field(
         None, description="The learned seats, as the results so far set them (mathematics §5); null without seats."
     )

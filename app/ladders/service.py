@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.access import Caller
+from app.analysis import auto
 from app.errors import Conflict, InvalidInput, NotFound
 from app.ladders.schemas import (
     DEFAULT_INIT_V0,
@@ -55,8 +56,10 @@ def list_ladders(session: Session, caller: Caller) -> list[LadderOut]:
 
 def ladder_out(session: Session, ladder: LadderRow) -> LadderOut:
     players, games = storage.ladders.sizes(session, ladder.id)
-    fields = {c: getattr(ladder, c) for c in LadderOut.model_fields if c not in ("players", "games", "seats")}
-    return LadderOut(**fields, players=players, games=games, seats=_seats_out(session, ladder))
+    own = ("players", "games", "seats", "auto_refit_note")
+    fields = {c: getattr(ladder, c) for c in LadderOut.model_fields if c not in own}
+    note, seats = auto.note(session, ladder), _seats_out(session, ladder)
+    return LadderOut(**fields, players=players, games=games, auto_refit_note=note, seats=seats)
 
 
 def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:

@@ -11,11 +11,23 @@ from app.models import Checkpoint, Game, Refit
 from app.storage import cache
 
 
-def insert(session: Session, ladder_id: int, params: dict, log_games: int | None = None) -> Refit:
-    job = Refit(ladder_id=ladder_id, status="queued", progress=0.0, params=params, log_games=log_games)
+def insert(session: Session, ladder_id: int, params: dict, owner: str, log_games: int | None = None) -> Refit:
+    job = Refit(ladder_id=ladder_id, status="queued", progress=0.0, params=params, log_games=log_games, owner=owner)
     session.add(job)
     session.flush()
     return job
+
+
+def unfinished(session: Session) -> list[tuple[int, str, str | None]]:
+    """(id, status, owner) of every job queued or running."""
+    query = select(Refit.id, Refit.status, Refit.owner).where(Refit.status.in_(("queued", "running")))
+    return [tuple(row) for row in session.execute(query.order_by(Refit.id))]
+
+
+def take_over(session: Session, refit_id: int, owner: str | None, new_owner: str) -> bool:
+    """Make ``new_owner`` the job's owner if ``owner`` still is (one of several starting servers wins)."""
+    query = Refit.__table__.update().where(Refit.id == refit_id, Refit.owner == owner, Refit.status == "queued")
+    return session.execute(query.values(owner=new_owner, updated_at=datetime.now(UTC))).rowcount == 1
 
 
 def get(session: Session, refit_id: int, ladder_id: int | None = None) -> Refit | None:

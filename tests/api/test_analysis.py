@@ -1,14 +1,19 @@
 """Refits and checkpoints, identifiability, intransitivity and the canonical view through the API
 (mathematics §9-§12)."""
 
+import socket
+import subprocess
 import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import select
 
 from app.analysis import auto
 from app.db import Database
+from app.main import create_app
 from app.models import Ladder, Refit
 from tests.conftest import bearer, make_ladder
 
@@ -413,3 +418,62 @@ def test_a_refit_whose_games_were_all_voided_while_it_was_queued_fails_saying_wh
     db.dispose()
     out = client.get(f"/v1/ladders/test/refits/{job.id}").json()
     assert out["status"] == "failed" and out["error"].startswith("nothing to fit"), out
+
+
+def test_failed_auto_refits_back_off_and_the_ladder_says_why(client, settings):
+    """Two auto refits in a row failed at 900 games: the next waits for the log to grow by 20% × 2² (1,620
+    games, not 1,080), and the ladder's GET says so."""
+    auto._posted.clear()
+    key = make_ladder(client)
+    db = Database.from_settings(settings)
+    with db.writing() as session:
+        ladder_id = session.scalar(select(Ladder.id).where(Ladder.slug == "test"))
+        for _ in range(2):
+            session.add(
+                Refit(
+                    ladder_id=ladder_id,
+                    status="failed",
+                    progress=0.0,
+                    params={"auto": True},
+                    log_games=900,
+                    error="MemoryError: Unable to allocate 931 GiB",
+                )
+            )
+    db.dispose()
+    client.post("/v1/ladders/test/games/batch", json={"games": disc_games(1_100)}, headers=bearer(key))
+    auto.wait_for_checks()
+    assert len(client.get("/v1/ladders/test/refits").json()) == 2  # none started at 1,080 or 1,100
+    note = client.get("/v1/ladders/test").json()["auto_refit_note"]
+    assert note == (
+        "the latest 2 auto refits failed (MemoryError: Unable to allocate 931 GiB); "
+        "the next starts when the ladder has 1,620 games"
+    )
+
+
+def test_a_starting_server_takes_over_the_refits_of_a_server_that_stopped(client, settings):
+    """A job queued by a server process that is gone runs on the next server to start on the host; one that was
+    running is failed, saying why; a live server's queued job is left to it."""
+    from app.analysis import jobs
+
+    key = make_ladder(client)
+    client.post("/v1/ladders/test/games/batch", json={"games": disc_games(60)}, headers=bearer(key))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    dead = f"{socket.gethostname()}:{gone.pid}:1"
+    db = Database.from_settings(settings)
+    with db.writing() as session:
+        ladder_id = session.scalar(select(Ladder.id).where(Ladder.slug == "test"))
+        made = {}
+        jobs_made = [("queued", "queued", dead), ("running", "running", dead), ("alive", "queued", jobs.owner())]
+        for name, status, owner in jobs_made:
+            job = Refit(ladder_id=ladder_id, status=status, progress=0.0, params={}, owner=owner)
+            session.add(job)
+            session.flush()
+            made[name] = job.id
+    db.dispose()
+    with TestClient(create_app(settings)) as restarted:
+        resumed = wait(restarted, f"/v1/ladders/test/refits/{made['queued']}")
+        assert resumed["status"] == "done", resumed
+        failed = restarted.get(f"/v1/ladders/test/refits/{made['running']}").json()
+        assert failed["status"] == "failed" and failed["error"].startswith("its server process stopped"), failed
+        assert restarted.get(f"/v1/ladders/test/refits/{made['alive']}").json()["status"] == "queued"
