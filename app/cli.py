@@ -325,7 +325,7 @@ def cmd_analyse(args: argparse.Namespace) -> None:
     with db.snapshot() as session:
         ladder = ladder_for_read(session, args.ladder)
         intrans = reports.intransitivity(session, ladder)
-        form = reports.canonical(session, ladder)
+        form = reports.canonical(session, ladder, limit=2**62)  # every player: the top ones are ranked below
     print(f"intransitivity {intrans.measure:.3f} (1 = no cycles; above 1 = cycles dominate): "
           f"transitive {intrans.transitive_norm:.3f}, cyclic {intrans.cyclic_norm:.3f}")  # fmt: skip
     if intrans.empirical:

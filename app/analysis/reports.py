@@ -16,6 +16,7 @@ from app.analysis.schemas import (
     NotComparable,
 )
 from app.errors import Conflict
+from app.players.service import encode_cursor
 from app.rating.analysis import canonical as canonical_form
 from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts
@@ -66,27 +67,34 @@ def intransitivity(session: Session, ladder: LadderRow) -> IntransitivityOut:
             "transitive_norm": empirical.transitive_norm,
             "cyclic_norm": empirical.cyclic_norm,
             "pairs": pairs,
+            "converged": empirical.converged,
         },
     )
 
 
-def canonical(session: Session, ladder: LadderRow) -> CanonicalOut:
-    """Per-player canonical disc coordinates and per-block summary (mathematics §12)."""
+def canonical(session: Session, ladder: LadderRow, limit: int, after: int = 0) -> CanonicalOut:
+    """A page of players' canonical disc coordinates, in the order they joined (after player id ``after``), and
+    the per-block summary (mathematics §12); the form is computed once per ladder version."""
     table = storage.players.table(session, ladder)
-    form = canonical_form(table.C)
+    form = table.derived("canonical", lambda: canonical_form(table.C))
     dominant = form.blocks[0] if form.blocks else None
     strength = form.disc_strength() if dominant is not None and dominant.transitive else None
+    start = int(np.searchsorted(table.ids, after, side="right"))
+    rows = range(start, min(start + limit, len(table.ids)))
+    more = rows.stop < len(table.ids)
     return CanonicalOut(
         blocks=[
             BlockOut(sigma=b.sigma, share=b.share, kind="transitive" if b.transitive else "cyclic") for b in form.blocks
         ],
         players=[
             CanonicalPlayer(
-                key=key,
+                key=table.keys[n],
                 coordinates=form.D[n].tolist(),
                 strength=None if strength is None else float(strength[n]),
                 consistency=None if strength is None else float(form.D[n, 1]),
             )
-            for n, key in enumerate(table.keys.tolist())
+            for n in rows
         ],
+        next_cursor=encode_cursor({"after": int(table.ids[rows.stop - 1])}) if more and len(rows) else None,
+        ladder_version=table.version,
     )

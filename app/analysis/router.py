@@ -17,6 +17,8 @@ from app.analysis.schemas import (
 )
 from app.deps import CallerDep, DatabaseDep, IdPath
 from app.errors import LADDER_ACCESS, problems
+from app.players.service import decode_cursor
+from app.schemas import MAX_ID
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)
 
@@ -82,8 +84,27 @@ async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request:
     return await reads.report(db, limiter, slug, caller, "intransitivity", reports.intransitivity)
 
 
-@router.get("/canonical", response_model=CanonicalOut, responses=problems(404))
-async def canonical(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
-    """Canonical disc coordinates of every player and a summary of each disc (mathematics §12, [Limitations]).
-    Computed once per ladder version."""
-    return await reads.report(db, request.app.state.reports, slug, caller, "canonical", reports.canonical)
+@router.get("/canonical", response_model=CanonicalOut, responses=problems(404, 422))
+async def canonical(
+    slug: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Players per page.")] = 500,
+    cursor: str | None = None,
+) -> Response:
+    """Canonical disc coordinates of the players, a page at a time in the order they joined, and a summary of each
+    disc (mathematics §12, [Limitations]). The form is computed once per ladder version; `next_cursor` leads to
+    the next page (a page read at a later version may differ from a page read at an earlier one)."""
+    after = 0 if cursor is None else decode_cursor(cursor, _valid_after)["after"]
+
+    def compute(session, ladder):
+        return reports.canonical(session, ladder, limit, after)
+
+    name = f"canonical:{limit}:{after}"
+    return await reads.report(db, request.app.state.reports, slug, caller, name, compute)
+
+
+def _valid_after(value: object) -> bool:
+    after = value.get("after") if isinstance(value, dict) else None
+    return isinstance(after, int) and not isinstance(after, bool) and 0 < after <= MAX_ID

@@ -108,7 +108,12 @@ class IntransitivityOut(BaseModel):
     measure: float = Field(description="(1 + ‖cyclic‖) / (1 + ‖transitive‖): 1 = no cycles, above 1 = cycles dominate.")
     transitive_norm: float
     cyclic_norm: float
-    empirical: dict | None = Field(description="The same from the observed win rates (null below 3 observed pairs).")
+    empirical: dict | None = Field(
+        description="The same from the observed win rates (null below 3 observed pairs): `measure`, "
+        "`transitive_norm`, `cyclic_norm`, `pairs` observed, and `converged`: false when the least-squares fit of "
+        "the transitive part stopped at its iteration bound (a very large ladder whose players meet only near "
+        "neighbours), so its norms are approximate."
+    )
 
 
 class BlockOut(BaseModel):
@@ -126,4 +131,6 @@ class CanonicalPlayer(BaseModel):
 
 class CanonicalOut(BaseModel):
     blocks: list[BlockOut]
-    players: list[CanonicalPlayer]
+    players: list[CanonicalPlayer] = Field(description="A page of players, in the order they joined the ladder.")
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next page; null on the last.")
+    ladder_version: int = Field(description="The ladder version the form was computed at.")

@@ -34,6 +34,8 @@ class Hodge:
     norm: float
     transitive_norm: float
     cyclic_norm: float
+    #: False when the least-squares fit of an empirical transitive part stopped at its iteration bound.
+    converged: bool = True
 
     @property
     def intransitivity(self) -> float:
@@ -62,6 +64,12 @@ def hodge_norms_of_matrix(A: ArrayLike) -> Hodge:
     return Hodge(float(np.linalg.norm(A)), float(np.linalg.norm(T)), float(np.linalg.norm(A - T)))
 
 
+#: Iterations of the least-squares fit of the empirical transitive part: each costs O(pairs), and a ladder whose
+#: players meet only near neighbours (a long path of strengths) converges slowly; the bound keeps the report
+#: of a million-player ladder within seconds, and the report says when it was reached.
+LSQR_ITERATIONS = 1000
+
+
 def empirical_hodge(i: ArrayLike, j: ArrayLike, wins_i: ArrayLike, games: ArrayLike, n_players: int) -> Hodge | None:
     """Hodge norms of the empirical logit win-rate matrix on the observed pairs (mathematics §12).
 
@@ -69,7 +77,8 @@ def empirical_hodge(i: ArrayLike, j: ArrayLike, wins_i: ArrayLike, games: ArrayL
     Rates are smoothed by half a win each way (finite logits).  On a partial
     graph the transitive part is the least-squares fit A_ij ≈ s_i - s_j over the
     observed pairs (combinatorial Hodge theory); the norms count each pair both
-    ways, as for a full matrix.  None when fewer than 3 pairs are observed.
+    ways, as for a full matrix.  None when fewer than 3 pairs are observed.  The fit is iterative, to
+    :data:`LSQR_ITERATIONS` at most (``converged`` False then).
     """
     i, j = np.asarray(i, dtype=np.int64), np.asarray(j, dtype=np.int64)
     if len(i) < 3:
@@ -81,11 +90,10 @@ def empirical_hodge(i: ArrayLike, j: ArrayLike, wins_i: ArrayLike, games: ArrayL
         (np.concatenate([np.ones(len(i)), -np.ones(len(i))]), (np.concatenate([rows, rows]), np.concatenate([i, j]))),
         shape=(len(i), n_players),
     ).tocsr()
-    s = lsqr(D, a, atol=1e-12, btol=1e-12)[0]
+    s, stop = lsqr(D, a, atol=1e-10, btol=1e-10, iter_lim=LSQR_ITERATIONS)[:2]
     t = s[i] - s[j]
-    return Hodge(
-        float(np.sqrt(2 * np.sum(a * a))), float(np.sqrt(2 * np.sum(t * t))), float(np.sqrt(2 * np.sum((a - t) ** 2)))
-    )
+    norms = [float(np.sqrt(2 * np.sum(x * x))) for x in (a, t, a - t)]
+    return Hodge(*norms, converged=stop != 7)  # 7: the iteration bound
 
 
 def empirical_hodge_of(counts: PairCounts) -> tuple[Hodge | None, int]:

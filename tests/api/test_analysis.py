@@ -131,6 +131,18 @@ def test_intransitivity_canonical_and_disc_leaderboard(client):
     disc = client.get("/v1/ladders/test/leaderboard?by=disc")
     assert disc.status_code == 409 and "cyclic" in disc.json()["detail"]
     assert disc.headers["content-type"] == "application/problem+json"
+    # Pages of the players in the order they joined, each with the same discs, as the whole list.
+    pages, cursor = [], None
+    while True:
+        page = client.get("/v1/ladders/test/canonical?limit=4" + (f"&cursor={cursor}" if cursor else "")).json()
+        assert page["blocks"] == canonical["blocks"] and page["ladder_version"] == canonical["ladder_version"]
+        pages.append(page["players"])
+        if (cursor := page["next_cursor"]) is None:
+            break
+    assert [len(p) for p in pages] == [4, 2] and [row for p in pages for row in p] == canonical["players"]
+    assert [p["key"] for p in canonical["players"]] == [f"c{n}" for n in range(6)]
+    assert client.get("/v1/ladders/test/canonical?cursor=bm90IGEgY3Vyc29y").status_code == 422
+    assert client.get("/v1/ladders/test/canonical?limit=1001").status_code == 422
 
 
 def test_disc_leaderboard_on_a_transitive_ladder(client):

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.special import logit
 
-from app.rating import omega
+from app.rating import analysis, omega
 from app.rating.analysis import canonical, empirical_hodge, hodge_norms, hodge_norms_of_matrix
 
 from .helpers import random_symplectic
@@ -66,3 +66,13 @@ def test_empirical_intransitivity_from_win_rates():
     order = empirical_hodge([0, 1, 0], [1, 2, 2], [80, 80, 95], [100, 100, 100], 3)
     assert cycle.intransitivity > 1 > order.intransitivity
     assert empirical_hodge([0], [1], [5], [10], 2) is None
+
+
+def test_an_empirical_fit_stopped_at_its_iteration_bound_says_so(monkeypatch):
+    """A path of 300 players, each meeting the next: the fit converges, unless its bound is five iterations."""
+    i, j = np.arange(299), np.arange(1, 300)
+    wins = np.random.default_rng(0).integers(0, 11, 299)
+    full = empirical_hodge(i, j, wins, np.full(299, 10), 300)
+    assert full.converged and full.cyclic_norm == pytest.approx(0, abs=1e-6)  # a tree has no cycles
+    monkeypatch.setattr(analysis, "LSQR_ITERATIONS", 5)
+    assert not empirical_hodge(i, j, wins, np.full(299, 10), 300).converged

@@ -1,0 +1,255 @@
+"""A ladder of a million players beside one of ten thousand: what every request and job costs at that size.
+
+    python bench/bench_million.py [--players 10000 1000000] [--db sqlite postgresql] [--seconds 5]
+
+For each database and size: a fresh database, a ladder with the defaults
+(k = 1, auto refit on) and two games per player through the bulk import (one
+transaction per 200,000 games), then one uvicorn worker on loopback:
+
+* the import's games/s; a freshly started worker's first leaderboard (s) and
+  its resident memory after it;
+* the first leaderboard page and predictions (wrk, 4 connections): p50;
+* ``POST …/games`` (wrk, 16 connections) with the ladder defaults, then while
+  a refit of the ladder runs: req/s and p99;
+* the refit (``POST …/refits {}``): its time and the peak resident memory of
+  its process, and how it ended;
+* ``GET …/audit``, ``…/identifiability``, ``…/intransitivity``,
+  ``…/canonical``: seconds each;
+* the void of the first game, a merge of two players, an export: seconds each;
+* ``/healthz`` probed every 100 ms throughout: the slowest answer.
+
+Each figure at the large size is printed beside the small one's, from the
+same run.  Writes bench/results/bench_million.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import psycopg
+from sqlalchemy import text
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.access import ladder_for_read  # noqa: E402
+from app.config import Settings  # noqa: E402
+from app.db import Database  # noqa: E402
+from app.games.schemas import GameIn  # noqa: E402
+from app.games.service import import_games  # noqa: E402
+from app.ladders.schemas import LadderCreate  # noqa: E402
+from app.ladders.service import create_ladder  # noqa: E402
+from app.migrate import upgrade  # noqa: E402
+from bench.bench_api import Server, wrk  # noqa: E402
+from bench.bench_mixed import resident_mb  # noqa: E402
+from tests.postgres import PostgresServer  # noqa: E402
+
+RESULTS = Path(__file__).parent / "results"
+CHUNK = 200_000
+
+
+def seed(url: str, players: int) -> tuple[str, float]:
+    """The ``bench`` ladder with the defaults and two games per player; (write key, games imported per second)."""
+    upgrade(Settings(database_url=url).sqlalchemy_url)
+    db = Database.from_settings(Settings(database_url=url))
+    with db.writing() as session:
+        key = create_ladder(session, LadderCreate(slug="bench", k=1)).write_key
+    rng = np.random.default_rng(0)
+    i = np.tile(np.arange(players), 2)
+    j = (i + rng.integers(1, players, len(i))) % players
+    seconds = 0.0
+    for lo in range(0, len(i), CHUNK):
+        games = [
+            GameIn.model_validate({"sides": [{"players": [f"p{a}"], "rank": 1}, {"players": [f"p{b}"], "rank": 2}]})
+            for a, b in zip(i[lo : lo + CHUNK].tolist(), j[lo : lo + CHUNK].tolist(), strict=True)
+        ]
+        t = time.perf_counter()
+        with db.writing() as session:
+            import_games(session, ladder_for_read(session, "bench", fresh=True), games)
+        seconds += time.perf_counter() - t
+    if db.dialect == "postgresql":  # the planner's statistics, as autovacuum would gather them on a live server
+        with db.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            connection.exec_driver_sql("ANALYZE")
+    db.dispose()
+    return key, len(i) / seconds
+
+
+class Probe(threading.Thread):
+    """GET /healthz every 100 ms; the slowest answer (ms)."""
+
+    def __init__(self, base: str) -> None:
+        super().__init__(daemon=True)
+        self.base, self.worst, self.done = base, 0.0, threading.Event()
+
+    def run(self) -> None:
+        with httpx.Client(timeout=30) as client:
+            while not self.done.wait(0.1):
+                t = time.perf_counter()
+                client.get(self.base + "/healthz")
+                self.worst = max(self.worst, (time.perf_counter() - t) * 1e3)
+
+
+def children_peak_mb(pid: int, peak: float) -> float:
+    """The largest peak resident memory (VmHWM) among the processes whose parent is ``pid``, or ``peak``."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) != pid:
+                continue
+            for line in (stat.parent / "status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except (OSError, ValueError, IndexError):
+            continue
+    return peak
+
+
+def timed(client: httpx.Client, method: str, path: str, **kwargs) -> dict:
+    t = time.perf_counter()
+    r = client.request(method, path, **kwargs)
+    return {"seconds": time.perf_counter() - t, "status": r.status_code}
+
+
+def refit_under_posts(server: Server, client: httpx.Client, env: dict, seconds: int) -> tuple[dict, dict]:
+    """Start a refit, post games while it runs, wait for it: (the refit's figures, the posts')."""
+    h = {"Authorization": f"Bearer {env['MELO_WRITE_KEY']}"}
+    t = time.perf_counter()
+    job = client.post("/v1/ladders/bench/refits", json={}, headers=h).json()
+    peak, posts = 0.0, {}
+
+    def post() -> None:
+        posts.update(wrk(server.base, "/", "games", 16, seconds, env))
+
+    poster = threading.Thread(target=post)
+    poster.start()
+    while True:
+        peak = children_peak_mb(server.proc.pid, peak)
+        state = client.get(f"/v1/ladders/bench/refits/{job['id']}").json()
+        if state["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.5)
+    poster.join()
+    refit = {"seconds": time.perf_counter() - t, "status": state["status"], "error": state["error"]}
+    return refit | {"peak_mb": peak}, posts
+
+
+def first_game(url: str) -> int:
+    db = Database.from_settings(Settings(database_url=url))
+    with db.reading() as session:
+        found = session.execute(text("SELECT MIN(id) FROM games")).scalar_one()
+    db.dispose()
+    return found
+
+
+def run(url: str, players: int, seconds: int) -> dict:
+    key, import_rate = seed(url, players)
+    first_id = first_game(url)
+    env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players)}
+    server = Server(url)
+    probe = Probe(server.base)
+    probe.start()
+    out: dict = {"players": players, "games": 2 * players, "import_games_per_s": import_rate}
+    try:
+        with httpx.Client(base_url=server.base, timeout=600) as client:
+            out["first_leaderboard_s"] = timed(client, "GET", "/v1/ladders/bench/leaderboard")["seconds"]
+            out["resident_mb"] = resident_mb(server.proc.pid)
+            out["leaderboard"] = wrk(server.base, "/v1/ladders/bench/leaderboard?limit=50", "plain", 4, seconds, env)
+            out["predict"] = wrk(server.base, "/", "predict", 4, seconds, env)
+            out["posts"] = wrk(server.base, "/", "games", 16, seconds, env)
+            out["refit"], out["posts_during_refit"] = refit_under_posts(server, client, env, seconds)
+            for name in ("audit", "identifiability", "intransitivity", "canonical"):
+                out[name] = timed(client, "GET", f"/v1/ladders/bench/{name}")
+            h = {"Authorization": f"Bearer {key}"}
+            out["void_first_game"] = timed(client, "DELETE", f"/v1/ladders/bench/games/{first_id}", headers=h)
+            out["merge"] = timed(client, "POST", "/v1/ladders/bench/players/p1/merge", json={"into": "p2"}, headers=h)
+            out["export"] = timed(client, "GET", "/v1/ladders/bench/export", headers=h)
+            out["audit_after"] = client.get("/v1/ladders/bench/audit").json()
+            out["resident_mb_end"] = resident_mb(server.proc.pid)
+    finally:
+        probe.done.set()
+        probe.join()
+        server.stop()
+    out["healthz_worst_ms"] = probe.worst
+    return out
+
+
+ROWS = [
+    ("import (games/s)", lambda r: r["import_games_per_s"], "{:,.0f}"),
+    ("fresh worker's first leaderboard (s)", lambda r: r["first_leaderboard_s"], "{:.2f}"),
+    ("resident memory (MB)", lambda r: r["resident_mb"], "{:,.0f}"),
+    ("leaderboard p50 (ms)", lambda r: r["leaderboard"]["p50_ms"], "{:.2f}"),
+    ("predict p50 (ms)", lambda r: r["predict"]["p50_ms"], "{:.2f}"),
+    ("POST /games (req/s)", lambda r: r["posts"]["rps"], "{:,.0f}"),
+    ("POST /games p99 (ms)", lambda r: r["posts"]["p99_ms"], "{:.1f}"),
+    ("POST /games during a refit (req/s)", lambda r: r["posts_during_refit"]["rps"], "{:,.0f}"),
+    ("POST /games during a refit p99 (ms)", lambda r: r["posts_during_refit"]["p99_ms"], "{:.1f}"),
+    ("refit (s)", lambda r: r["refit"]["seconds"], "{:.1f}"),
+    ("refit peak memory (MB)", lambda r: r["refit"]["peak_mb"], "{:,.0f}"),
+    ("refit ended", lambda r: r["refit"]["status"], "{}"),
+    *[
+        (f"GET …/{name} (s)", lambda r, n=name: r[n]["seconds"], "{:.2f}")
+        for name in ("audit", "identifiability", "intransitivity", "canonical")
+    ],
+    ("void of the first game (s)", lambda r: r["void_first_game"]["seconds"], "{:.2f}"),
+    ("merge (s)", lambda r: r["merge"]["seconds"], "{:.2f}"),
+    ("export (s)", lambda r: r["export"]["seconds"], "{:.2f}"),
+    ("/healthz slowest (ms)", lambda r: r["healthz_worst_ms"], "{:.1f}"),
+    ("audit consistent", lambda r: r["audit_after"]["consistent"], "{}"),
+]
+
+
+def table(db: str, results: list[dict]) -> str:
+    head = "| " + " | ".join(["what", *(f"{r['players']:,} players" for r in results)]) + " |"
+    lines = [f"\n{db}\n", head, "|" + "---|" * (len(results) + 1)]
+    for name, value, form in ROWS:
+        lines.append("| " + " | ".join([name, *(form.format(value(r)) for r in results)]) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--db", nargs="+", choices=["sqlite", "postgresql"], default=["sqlite"])
+    parser.add_argument("--players", type=int, nargs="+", default=[10_000, 1_000_000])
+    parser.add_argument("--seconds", type=int, default=5)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is needed: make bench installs it")
+    out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}}
+    out["results"] = {}
+    for db in args.db:
+        results = []
+        pg = None
+        if db == "postgresql":
+            pg = PostgresServer(fsync=True)
+            pg.start()
+        try:
+            for players in args.players:
+                with tempfile.TemporaryDirectory() as tmp:
+                    if pg is None:
+                        results.append(run(f"sqlite:///{tmp}/bench.db", players, args.seconds))
+                        continue
+                    name = f"million_{players}"
+                    with psycopg.connect(pg.url(), autocommit=True) as conn:
+                        conn.execute(f"CREATE DATABASE {name}")
+                    results.append(run(pg.url(name), players, args.seconds))
+                print(table(db, results), flush=True)
+        finally:
+            if pg is not None:
+                pg.stop()
+        out["results"][db] = results
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench_million.json").write_text(json.dumps(out, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
