@@ -91,6 +91,11 @@ class Edge:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
+        if scope["path"] == "/healthz" and scope["method"] == "GET":  # liveness, answered here: nothing to route
+            await send(HEALTHY[0])
+            await send(HEALTHY[1])
+            _record("GET", "/healthz", scope["path"], 200, start)
+            return
         policy = DOCS_POLICY if scope["path"] == "/docs" else PAGE_POLICY
         status, started, late = 500, False, False
 
@@ -130,14 +135,30 @@ class Edge:
         finally:
             if timer is not None:
                 timer.cancel()
-            seconds = time.perf_counter() - start
             route = getattr(scope.get("route"), "path", None) or "(unmatched)"
-            method = scope["method"]
-            REQUESTS.labels(method, route, str(status)).inc()
-            LATENCY.labels(method, route).observe(seconds)
-            if access.isEnabledFor(logging.INFO):
-                line = {"time": datetime.now(UTC).isoformat(), "method": method, "route": route, "path": scope["path"]}
-                access.info(json.dumps(line | {"status": status, "ms": round(seconds * 1000, 3)}))
+            _record(scope["method"], route, scope["path"], status, start)
+
+
+def _record(method: str, route: str, path: str, status: int, start: float) -> None:
+    """A request's metrics and access log line."""
+    seconds = time.perf_counter() - start
+    REQUESTS.labels(method, route, str(status)).inc()
+    LATENCY.labels(method, route).observe(seconds)
+    if access.isEnabledFor(logging.INFO):
+        line = {"time": datetime.now(UTC).isoformat(), "method": method, "route": route, "path": path}
+        access.info(json.dumps(line | {"status": status, "ms": round(seconds * 1000, 3)}))
+
+
+#: ``GET /healthz``'s answer, the same bytes the route documented in the OpenAPI document would send.
+_BODY = b'{"status":"ok"}'
+HEALTHY = (
+    {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(_BODY)).encode()), *COMMON],
+    },
+    {"type": "http.response.body", "body": _BODY},
+)
 
 
 _pending: set[asyncio.Task] = set()

@@ -236,12 +236,12 @@ def main() -> None:
             for players in args.players:
                 with tempfile.TemporaryDirectory() as tmp:
                     if pg is None:
-                        results.append(run(f"sqlite:///{tmp}/bench.db", players, args.seconds))
-                        continue
-                    name = f"million_{players}"
-                    with psycopg.connect(pg.url(), autocommit=True) as conn:
-                        conn.execute(f"CREATE DATABASE {name}")
-                    results.append(run(pg.url(name), players, args.seconds))
+                        url = f"sqlite:///{tmp}/bench.db"
+                    else:
+                        url = pg.url(f"million_{players}")
+                        with psycopg.connect(pg.url(), autocommit=True) as conn:
+                            conn.execute(f"CREATE DATABASE million_{players}")
+                    results.append(run(url, players, args.seconds))
                 print(table(db, results), flush=True)
         finally:
             if pg is not None:

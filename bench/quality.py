@@ -44,7 +44,6 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.analysis.auto import FIRST_GAMES, GROWTH  # noqa: E402
 from app.ladders.schemas import (  # noqa: E402
     DEFAULT_ETA,
     DEFAULT_ETA_TAU,
@@ -63,6 +62,7 @@ from app.rating import (  # noqa: E402
 )
 from app.rating.model import omega_apply, rowdot  # noqa: E402
 from app.rating.refit import L2, evaluate, fit, guard, guard_window, penalty_weights, refit, split_games  # noqa: E402
+from app.refit_policy import FIRST_GAMES, GROWTH  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 RESULTS = Path(__file__).parent / "results"

@@ -1,12 +1,13 @@
 """A ladder's auto-refit policy: a guarded background refit as the log grows (mathematics §9).
 
-When a ladder with ``auto_refit`` has at least :data:`FIRST_GAMES` games and
-its log has grown by :data:`GROWTH` since the last auto refit started, the
-service starts an ``auto`` refit (k chosen among 0..k).  The job applies
-itself as a checkpoint only if it would have predicted the latest games
-better than the online ratings did (``refits._guard``); the per-game update
-stays the normalised, distributed rule.  ``bench/quality.py`` measured the
-policy and chose these numbers.
+When a ladder with ``auto_refit`` has at least :data:`~app.refit_policy.FIRST_GAMES`
+games and its log has grown by :data:`~app.refit_policy.GROWTH` since the last
+auto refit started (more after failures in a row:
+:func:`~app.refit_policy.policy`), the service starts an ``auto`` refit (k
+chosen among 0..k).  The job applies itself as a checkpoint only if it would
+have predicted the latest games better than the online ratings did
+(``refits._guard``); the per-game update stays the normalised, distributed
+rule.
 
 Every worker process counts the games it posts per ladder and looks at the
 database only every :data:`CHECK_EVERY` games, in a thread of its own after
@@ -18,7 +19,6 @@ after the other is still exact.
 from __future__ import annotations
 
 import logging
-import math
 import threading
 from datetime import UTC, datetime
 
@@ -29,12 +29,10 @@ from app.analysis import refits
 from app.analysis.schemas import RefitIn
 from app.db import Database
 from app.errors import TooManyRequests
-from app.models import Refit
+from app.refit_policy import policy
 from app.storage.ladders import LadderRow
 
 logger = logging.getLogger("melo")
-FIRST_GAMES = 1_000
-GROWTH = 0.2
 CHECK_EVERY = 100
 
 _posted: dict[int, int] = {}
@@ -99,30 +97,8 @@ def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int] | None:
     if ladder is None or not ladder.auto_refit:
         return None
     _, games = storage.ladders.sizes(session, ladder_id)
-    last, _, next_at = _policy(session, ladder_id)
+    last, _, next_at = policy(session, ladder_id)
     running = last is not None and last.status in ("queued", "running")
     if running and datetime.now(UTC) - last.updated_at <= refits.STALE:
         return None
     return (ladder, games) if games >= next_at else None
-
-
-def _policy(session: Session, ladder_id: int) -> tuple[Refit | None, int, int]:
-    """The latest auto refit, how many in a row failed, and the games at which the next one is due: when the
-    log has grown by :data:`GROWTH` since the last one started, and twice as much more after each failure in
-    a row (a ladder too large for a refit does not start one at every check)."""
-    recent = [job for job in storage.refits.recent(session, ladder_id, 20, reports=False) if job.params.get("auto")]
-    last = recent[0] if recent else None
-    failures = next((n for n, job in enumerate(recent) if job.status != "failed"), len(recent))
-    seen = 0 if last is None else last.log_games or 0
-    return last, failures, max(FIRST_GAMES, math.ceil((1 + GROWTH * 2**failures) * seen))
-
-
-def note(session: Session, ladder: LadderRow) -> str | None:
-    """What a ladder's admin should know of its auto refits: why the latest failed, and when the next starts."""
-    if not ladder.auto_refit:
-        return None
-    last, failures, next_at = _policy(session, ladder.id)
-    if last is None or failures == 0:
-        return None
-    times = "the latest auto refit" if failures == 1 else f"the latest {failures} auto refits"
-    return f"{times} failed ({last.error}); the next starts when the ladder has {next_at:,} games"

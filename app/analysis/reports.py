@@ -15,8 +15,8 @@ from app.analysis.schemas import (
     IntransitivityOut,
     NotComparable,
 )
+from app.cursors import encode_cursor
 from app.errors import Conflict
-from app.players.service import encode_cursor
 from app.rating.analysis import canonical as canonical_form
 from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts

@@ -15,9 +15,9 @@ from app.analysis.schemas import (
     RefitIn,
     RefitOut,
 )
+from app.cursors import decode_cursor
 from app.deps import CallerDep, DatabaseDep, IdPath
 from app.errors import LADDER_ACCESS, problems
-from app.players.service import decode_cursor
 from app.schemas import MAX_ID
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)

@@ -7,9 +7,8 @@ import secrets
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app import rating, storage
+from app import rating, refit_policy, storage
 from app.access import Caller
-from app.analysis import auto
 from app.errors import Conflict, InvalidInput, NotFound
 from app.ladders.schemas import (
     DEFAULT_INIT_V0,
@@ -58,7 +57,7 @@ def ladder_out(session: Session, ladder: LadderRow) -> LadderOut:
     players, games = storage.ladders.sizes(session, ladder.id)
     own = ("players", "games", "seats", "auto_refit_note")
     fields = {c: getattr(ladder, c) for c in LadderOut.model_fields if c not in own}
-    note, seats = auto.note(session, ladder), _seats_out(session, ladder)
+    note, seats = refit_policy.note(session, ladder), _seats_out(session, ladder)
     return LadderOut(**fields, players=players, games=games, auto_refit_note=note, seats=seats)
 
 

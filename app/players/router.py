@@ -7,6 +7,7 @@ from fastapi.responses import JSONResponse
 
 from app import reads
 from app.access import ladder_for, readable
+from app.db import Database
 from app.deps import CallerDep, DatabaseDep
 from app.errors import LADDER_ACCESS, problems
 from app.players import service
@@ -20,6 +21,7 @@ from app.players.schemas import (
     PlayerPatch,
 )
 from app.schemas import Page
+from app.storage.ladders import LadderRow
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADDER_ACCESS)
 
@@ -31,15 +33,18 @@ NOT_MODIFIED: dict[int | str, dict] = {304: {"description": "Not modified: `If-N
 def create_player(slug: str, data: PlayerCreate, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
     """Add a player, optionally with an explicit initial vector (ladder write key)."""
     with db.writing() as session:
-        out = service.create_player(session, ladder_for(session, slug, caller, "write"), data)
-    return JSONResponse(out, status_code=201)
+        ladder = ladder_for(session, slug, caller, "write")
+        service.create_player(session, ladder, data)
+    return JSONResponse(_profile(db, ladder, data.key), status_code=201)
 
 
 @router.patch("/players/{key}", response_model=PlayerOut, responses=problems(401, 403, 404, 422))
 def change_player(slug: str, key: str, patch: PlayerPatch, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
     """Rename a player, or make them inactive (off the default leaderboard) or active again (a write key)."""
     with db.writing() as session:
-        return JSONResponse(service.change_player(session, ladder_for(session, slug, caller, "write"), key, patch))
+        ladder = ladder_for(session, slug, caller, "write")
+        service.change_player(session, ladder, key, patch)
+    return JSONResponse(_profile(db, ladder, key))
 
 
 @router.post("/players/{key}/merge", response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
@@ -58,7 +63,15 @@ def erase_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSO
     """Erase a person (an admin key): the name is removed and the key replaced by an opaque pseudonym everywhere;
     the games and everyone's ratings stay. Answers the player under the pseudonym."""
     with db.writing() as session:
-        return JSONResponse(service.erase_player(session, ladder_for(session, slug, caller, "admin"), key))
+        ladder = ladder_for(session, slug, caller, "admin")
+        pseudonym = service.erase_player(session, ladder, key)
+    return JSONResponse(_profile(db, ladder, pseudonym))
+
+
+def _profile(db: Database, ladder: LadderRow, key: str) -> dict:
+    """A player's profile just after a change committed: this worker's copy catches up with the rows changed."""
+    with db.reading() as session:
+        return service.get_player(session, ladder, key)
 
 
 @router.get("/players/{key}", response_model=PlayerOut, responses=problems(404) | NOT_MODIFIED)

@@ -49,8 +49,8 @@ ProvisionalReason = Annotated[
 class PlayerOut(BaseModel):
     ladder_version: int | None = Field(
         None,
-        description="The ladder version the profile was read at (`GET`, also its `ETag`; `If-None-Match` gets a "
-        "304 while it holds); left out of the answers of writes.",
+        description="The ladder version the profile was read at (on `GET` also its `ETag`; `If-None-Match` gets "
+        "a 304 while it holds); a change's answer is read just after it committed.",
     )
     key: str
     name: str | None

@@ -8,17 +8,15 @@ per version.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import secrets
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.cursors import decode_cursor, encode_cursor
 from app.errors import Conflict, InvalidInput, NotFound
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
@@ -30,27 +28,12 @@ from app.schemas import MAX_ID, iso
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
-
-def encode_cursor(value: object) -> str:
-    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
-
-
-def decode_cursor(cursor: str, valid: Callable[[Any], bool]) -> Any:
-    """The value of a cursor made by :func:`encode_cursor`; 422 if it is not one or ``valid`` rejects it."""
-    try:
-        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (ValueError, binascii.Error):
-        value = None
-    if value is None or not valid(value):
-        raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
-    return value
-
-
 #: The leaderboard orders (``by``).
 ORDERS = ("hodge", "field", "disc", "conservative")
 
 
-def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> dict:
+def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> None:
+    """Add the player (the caller reads the profile once this has committed: :func:`get_player`)."""
     if data.vector is not None and len(data.vector) != 2 * ladder.k:
         raise InvalidInput(
             f"vector needs 2k = {2 * ladder.k} numbers",
@@ -62,10 +45,8 @@ def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> di
         vector = rating.initial_vectors([data.key], ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)[0]
     if not storage.players.insert(session, ladder.id, data.key, data.name, vector):
         raise Conflict(f"Player {data.key!r} exists already.")
-    storage.ladders.forget_field(session, ladder.id)
+    storage.ladders.add_to_field(session, ladder, np.asarray(vector, dtype=np.float64)[None, :])
     storage.ladders.bump(session, [ladder.id])
-    # Read without the cache: this transaction has not committed yet.
-    return profile(storage.players.table(session, ladder, cached=False), ladder, data.key)
 
 
 def _table(session: Session, ladder: LadderRow) -> Table:
@@ -172,14 +153,16 @@ def _record(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
     }
 
 
-def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPatch) -> dict:
+def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPatch) -> None:
+    """Rename the player or change whether they are active (the caller then reads the profile)."""
     values = patch.model_dump(exclude_unset=True)
     if "active" in values and values["active"] is None:
         raise InvalidInput("active: true or false", errors=[{"field": "active", "message": "must be true or false"}])
     if values and not storage.players.change(session, ladder.id, key, values):
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    if not values and storage.players.get_row(session, ladder.id, key) is None:
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
     storage.ladders.bump(session, [ladder.id])
-    return profile(storage.players.table(session, ladder, cached=False), ladder, key)
 
 
 def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> dict:
@@ -215,9 +198,9 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     return profile(storage.players.table(session, ladder, cached=False), ladder, into)
 
 
-def erase_player(session: Session, ladder: LadderRow, key: str) -> dict:
+def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     """Erase the person: their name is removed and their key replaced by an opaque pseudonym, in the players,
-    the log and the stored responses; the games and everyone's ratings stay."""
+    the log and the stored responses; the games and everyone's ratings stay.  The pseudonym."""
     row = storage.players.get_row(session, ladder.id, key)
     if row is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
@@ -227,7 +210,7 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> dict:
     storage.games.scrub_responses(session, ladder.id, key, pseudonym)
     storage.players.erase(session, row[0], pseudonym)
     storage.ladders.bump(session, [ladder.id])
-    return profile(storage.players.table(session, ladder, cached=False), ladder, pseudonym)
+    return pseudonym
 
 
 def _disc_strength(C: np.ndarray) -> np.ndarray:

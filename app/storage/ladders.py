@@ -186,6 +186,16 @@ def save_field(session: Session, ladder_id: int, total: np.ndarray, count: int) 
     session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=field))
 
 
+def add_to_field(session: Session, ladder: LadderRow, vectors: np.ndarray) -> None:
+    """New players outside a game commit: their vectors join the kept field sum (if it is kept), under the
+    ladder row's lock, so the next commit need not read every player."""
+    lock(session, ladder.id)
+    kept = session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder.id))
+    if kept is not None:
+        total = np.array(kept["sum"], dtype=np.float64) + vectors.sum(axis=0)
+        save_field(session, ladder.id, total, int(kept["count"]) + len(vectors))
+
+
 def forget_field(session: Session, ladder_id: int) -> None:
     """Vectors changed outside a game commit (a replay, a new player): the next commit sums the players anew."""
     session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=None))

@@ -176,3 +176,15 @@ def test_a_bug_answers_500_problem_and_keeps_the_connection(tmp_path):
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+def test_liveness_answered_at_the_edge_is_the_documented_answer(client):
+    """GET /healthz is answered by the outer middleware without routing; it is the answer the OpenAPI document
+    describes, with the headers every response has, and it is counted in the metrics like any request."""
+    r = client.get("/healthz")
+    assert r.status_code == 200 and r.json() == {"status": "ok"}
+    assert r.headers["content-type"] == "application/json" and r.headers["x-frame-options"] == "DENY"
+    assert "/healthz" in client.get("/openapi.json").json()["paths"]
+    assert client.post("/healthz").status_code == 405  # other methods are routed as usual
+    metrics = client.get("/metrics").text
+    assert 'melo_requests_total{method="GET",route="/healthz",status="200"}' in metrics

@@ -1,0 +1,26 @@
+"""Opaque page cursors: what a page answers as ``next_cursor`` and takes back as ``cursor``."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Callable
+from typing import Any
+
+from app.errors import InvalidInput
+
+
+def encode_cursor(value: object) -> str:
+    return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
+
+
+def decode_cursor(cursor: str, valid: Callable[[Any], bool]) -> Any:
+    """The value of a cursor made by :func:`encode_cursor`; 422 if it is not one or ``valid`` rejects it."""
+    try:
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, binascii.Error):
+        value = None
+    if value is None or not valid(value):
+        raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
+    return value

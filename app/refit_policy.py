@@ -1,0 +1,39 @@
+"""When a ladder's next auto refit is due (mathematics §9): what the policy (:mod:`app.analysis.auto`) and a
+ladder's own answer (its ``auto_refit_note``) both read."""
+
+from __future__ import annotations
+
+import math
+
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.models import Refit
+from app.storage.ladders import LadderRow
+
+#: The first auto refit starts at this many games, the next each time the log has grown by GROWTH since the last
+#: one started (``bench/quality.py`` measured the policy and chose these numbers).
+FIRST_GAMES = 1_000
+GROWTH = 0.2
+
+
+def policy(session: Session, ladder_id: int) -> tuple[Refit | None, int, int]:
+    """The latest auto refit, how many in a row failed, and the games at which the next one is due: when the
+    log has grown by :data:`GROWTH` since the last one started, and twice as much more after each failure in
+    a row (a ladder too large for a refit does not start one at every check)."""
+    recent = [job for job in storage.refits.recent(session, ladder_id, 20, reports=False) if job.params.get("auto")]
+    last = recent[0] if recent else None
+    failures = next((n for n, job in enumerate(recent) if job.status != "failed"), len(recent))
+    seen = 0 if last is None else last.log_games or 0
+    return last, failures, max(FIRST_GAMES, math.ceil((1 + GROWTH * 2**failures) * seen))
+
+
+def note(session: Session, ladder: LadderRow) -> str | None:
+    """What a ladder's admin should know of its auto refits: why the latest failed, and when the next starts."""
+    if not ladder.auto_refit:
+        return None
+    last, failures, next_at = policy(session, ladder.id)
+    if last is None or failures == 0:
+        return None
+    times = "the latest auto refit" if failures == 1 else f"the latest {failures} auto refits"
+    return f"{times} failed ({last.error}); the next starts when the ladder has {next_at:,} games"
