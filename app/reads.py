@@ -65,7 +65,8 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
 
 async def table(db: Database, ladder: LadderRow) -> Table:
     """The ladder's player table as of ``ladder.version`` or later: this process's copy if it is current, else
-    brought up to date by reading only the players changed since (or, after a merge, read anew).
+    brought up to date from the rows this worker's own commits wrote (:func:`app.storage.players.follow`), then
+    by reading only the players changed since (or, after a merge, read anew).
 
     One request per ladder updates it; the others that need it meanwhile wait
     for that instead of repeating it.
@@ -75,7 +76,8 @@ async def table(db: Database, ladder: LadderRow) -> Table:
     if held is not None and held.version >= ladder.version:
         return held
     async with storage.cache.of(engine, "loading").setdefault(ladder.id, asyncio.Lock()):
-        held = storage.players.held_table(engine, ladder.id)
+        # The commits this worker made since, applied from its notes (a copy of each column: in a thread).
+        held = await anyio.to_thread.run_sync(storage.players.settled, engine, ladder.id)
         if held is not None and held.version >= ladder.version:
             return held
         if held is not None and held.version >= ladder.reset_version:

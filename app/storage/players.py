@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -395,7 +396,7 @@ def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> T
     reads with ``cached=False``: what it sees may never commit.
     """
     current, reset = ladders.version_and_reset(session, ladder.id)
-    held = held_table(session.get_bind(), ladder.id) if cached else None
+    held = settled(session.get_bind(), ladder.id) if cached else None
     if held is not None and held.version == current:
         return held
     stamp = time_converter(session.get_bind().dialect)
@@ -423,39 +424,66 @@ class Written:
 
 
 def follow(engine: Engine, ladder_id: int, version: int, written: Written) -> bool:
-    """Bring this process's copy of the ladder from ``version - 1`` to ``version``, the commit that wrote
-    ``written``: what the copy held and the rows just written are the whole of the new version.  False (the
-    readers will catch up by reading) if the copy is not at the version just before."""
-    held = held_table(engine, ladder_id)
-    if held is None or held.version != version - 1:
-        return False
-    locked = written.locked
-    at = np.minimum(np.searchsorted(held.ids, locked.ids), len(held.ids) - 1)
-    known = held.ids[at] == locked.ids if len(held.ids) else np.zeros(len(locked.ids), dtype=bool)
-    keys = list(locked.index)
-    if any(keys[n] not in locked.created for n in np.flatnonzero(~known).tolist()):
-        return False  # a row neither held nor created here: the copy cannot be right
-    names = np.full(len(keys), None, dtype=object)
+    """Note, for this process's copy of the ladder, that the commit of ``version`` wrote the rows ``written``:
+    a reader brings the copy up to date from the notes (:func:`settled`), without reading the rows back, in one
+    step however many commits it spans.  False (readers will read the rows) if the notes and the copy do not
+    reach ``version - 1``."""
+    notes = cache.of(engine, "following")
+    with _following:
+        held = held_table(engine, ladder_id)
+        kept = notes.get(ladder_id, [])
+        last = kept[-1][0] if kept else (held.version if held is not None else None)
+        if last != version - 1:
+            notes.pop(ladder_id, None)
+            return False
+        notes[ladder_id] = [*kept, (version, written)]
+        return True
+
+
+def settled(engine: Engine, ladder_id: int) -> Table | None:
+    """This process's copy of the ladder with the commits noted since (:func:`follow`) applied: the rows they
+    wrote replace the copy's, with one copy of each column for all of them."""
+    with _following:
+        held, notes = held_table(engine, ladder_id), cache.of(engine, "following").pop(ladder_id, None)
+    if not notes or held is None or notes[0][0] != held.version + 1:
+        return held
+    rows: dict[int, tuple] = {}  # player id -> (key, vector, counts, last played, strength then, created)
+    for _, written in notes:
+        locked = written.locked
+        created = set(locked.created)
+        for n, (player, key) in enumerate(zip(locked.ids.tolist(), locked.index, strict=True)):
+            born = micros(locked.created_at) if key in created else rows.get(player, (None,) * 6)[5]
+            then = written.strength_then[n]
+            rows[player] = (key, written.C[n], written.counts[n], written.last_played[n], then, born)
+    ids = np.array(sorted(rows), dtype=np.int64)
+    at = np.minimum(np.searchsorted(held.ids, ids), max(len(held.ids) - 1, 0))
+    known = held.ids[at] == ids if len(held.ids) else np.zeros(len(ids), dtype=bool)
+    if any(rows[player][5] is None for player in ids[~known].tolist()):
+        return held  # a row neither held nor created by a noted commit: readers read the rows
+    values = [rows[player] for player in ids.tolist()]
+    names = np.full(len(ids), None, dtype=object)
     names[known] = held.names[at[known]]
-    created = np.full(len(keys), micros(locked.created_at), dtype=np.int64)
+    created = np.array([row[5] if row[5] is not None else 0 for row in values], dtype=np.int64)
     created[known] = held.created[at[known]]
-    active = np.ones(len(keys), dtype=bool)
+    active = np.ones(len(ids), dtype=bool)
     active[known] = held.active[at[known]]
     changed = Table(
-        version=version,
-        ids=locked.ids,
-        keys=np.array(keys, dtype=object),
+        version=notes[-1][0],
+        ids=ids,
+        keys=np.array([row[0] for row in values], dtype=object),
         names=names,
-        C=written.C,
-        counts=written.counts,
-        last_played=np.array([micros(t) for t in written.last_played], dtype=np.int64),
+        C=np.array([row[1] for row in values], dtype=np.float64).reshape(len(ids), held.C.shape[1]),
+        counts=np.array([row[2] for row in values], dtype=np.int64).reshape(len(ids), len(COUNTERS)),
+        last_played=np.array([micros(row[3]) for row in values], dtype=np.int64),
         created=created,
         active=active,
-        strength_then=np.asarray(written.strength_then, dtype=np.float64),
+        strength_then=np.array([row[4] for row in values], dtype=np.float64),
         not_comparable=held.not_comparable,
     )
-    keep(engine, ladder_id, held.caught_up(changed, version, held.not_comparable))
-    return True
+    return keep(engine, ladder_id, held.caught_up(changed, changed.version, held.not_comparable))
+
+
+_following = threading.Lock()
 
 
 def uncount(session: Session, player_ids: list[int], counts: np.ndarray) -> None:

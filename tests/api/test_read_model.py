@@ -121,24 +121,25 @@ def test_profiles_and_predictions_name_the_version_they_were_read_at(client):
     assert client.get("/v1/ladders/test/predict?a=a&b=b").json()["ladder_version"] == again.json()["ladder_version"]
 
 
-def test_the_worker_that_commits_a_game_follows_it_without_reading_it_back(client):
-    """After a post, the committing worker's copy is at the new version before anyone reads, and it equals a
-    fresh load: known players, new ones, and a batch."""
+def test_the_worker_that_commits_games_follows_them_without_reading_them_back(client):
+    """The committing worker notes the rows each of its commits wrote; a reader applies the notes of several
+    commits in one step, and the copy equals a fresh load: known players, new ones, and a batch."""
     h = bearer(make_ladder(client, k=1))
     client.post("/v1/ladders/test/players", json={"key": "named", "name": "Named One"}, headers=h)
     client.post("/v1/ladders/test/games", json=game("named", "b"), headers=h)
     assert client.get(EVERYONE).status_code == 200  # the worker holds the table
     db = client.app.state.db
-    posts = [game("named", "b"), game("c", "named"), game("new1", "new2")]
-    posts.append({"games": [game("b", "c"), game("c", "new3"), game("new3", "named")]})
-    for body in posts:
-        with db.reading() as session:
-            ladder = ladder_for_read(session, "test", fresh=True)
-        before = storage.players.held_table(db.read_engine, ladder.id)
-        path = "/v1/ladders/test/games/batch" if "games" in body else "/v1/ladders/test/games"
-        assert client.post(path, json=body, headers=h).status_code == 201
-        held = storage.players.held_table(db.read_engine, ladder.id)
-        assert held.version == before.version + 1
+    with db.reading() as session:
+        ladder = ladder_for_read(session, "test", fresh=True)
+    batch = {"games": [game("b", "c"), game("c", "new3"), game("new3", "named")]}
+    rounds = [[game("named", "b")], [game("c", "named"), game("new1", "new2")], [batch, game("new3", "new4")]]
+    for bodies in rounds:
+        before = storage.players.settled(db.read_engine, ladder.id)
+        for body in bodies:
+            path = "/v1/ladders/test/games/batch" if "games" in body else "/v1/ladders/test/games"
+            assert client.post(path, json=body, headers=h).status_code == 201
+        held = storage.players.settled(db.read_engine, ladder.id)  # from the notes alone: no read
+        assert held.version == before.version + len(bodies)
         with db.reading() as session:
             fresh = storage.players.table(session, ladder, cached=False)
         assert fresh.version == held.version
