@@ -121,9 +121,13 @@ def test_profiles_and_predictions_name_the_version_they_were_read_at(client):
     assert client.get("/v1/ladders/test/predict?a=a&b=b").json()["ladder_version"] == again.json()["ladder_version"]
 
 
-def test_the_worker_that_commits_games_follows_them_without_reading_them_back(client):
-    """The committing worker notes the rows each of its commits wrote; a reader applies the notes of several
-    commits in one step, and the copy equals a fresh load: known players, new ones, and a batch."""
+@pytest.mark.parametrize("at_once", [True, False], ids=["applied by the writer", "applied by the reader"])
+def test_the_worker_that_commits_games_follows_them_without_reading_them_back(client, monkeypatch, at_once):
+    """The committing worker notes the rows each of its commits wrote, and applies them at once (a small ladder)
+    or its next reader applies the notes of several commits in one step (a large one); the copy equals a fresh
+    load: known players, new ones, and a batch."""
+    if not at_once:
+        monkeypatch.setattr(storage.players, "FOLLOW_AT_ONCE", 0)
     h = bearer(make_ladder(client, k=1))
     client.post("/v1/ladders/test/players", json={"key": "named", "name": "Named One"}, headers=h)
     client.post("/v1/ladders/test/games", json=game("named", "b"), headers=h)
