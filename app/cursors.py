@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from app.errors import InvalidInput
+from app.schemas import MAX_ID
 
 
 def encode_cursor(value: object) -> str:
@@ -24,3 +25,8 @@ def decode_cursor(cursor: str, valid: Callable[[Any], bool]) -> Any:
     if value is None or not valid(value):
         raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])
     return value
+
+
+def is_id(value: Any) -> bool:
+    """Whether a cursor's value is a row id (a positive integer in range, not a boolean)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_ID

@@ -15,10 +15,9 @@ from app.analysis.schemas import (
     RefitIn,
     RefitOut,
 )
-from app.cursors import decode_cursor
+from app.cursors import decode_cursor, is_id
 from app.deps import CallerDep, DatabaseDep, IdPath
 from app.errors import LADDER_ACCESS, problems
-from app.schemas import MAX_ID
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)
 
@@ -106,5 +105,4 @@ async def canonical(
 
 
 def _valid_after(value: object) -> bool:
-    after = value.get("after") if isinstance(value, dict) else None
-    return isinstance(after, int) and not isinstance(after, bool) and 0 < after <= MAX_ID
+    return isinstance(value, dict) and is_id(value.get("after"))

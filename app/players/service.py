@@ -16,7 +16,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.cursors import decode_cursor, encode_cursor
+from app.cursors import decode_cursor, encode_cursor, is_id
 from app.errors import Conflict, InvalidInput, NotFound
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
@@ -24,7 +24,7 @@ from app.rating.identifiability import Results, comparing_opponents
 from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION
 from app.rating.model import omega_apply
 from app.replays import replay_from, replay_log
-from app.schemas import MAX_ID, iso
+from app.schemas import iso
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
@@ -443,7 +443,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
     _row(table, ladder, key)
     before_id = None
     if cursor is not None:
-        before_id = decode_cursor(cursor, lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_ID)
+        before_id = decode_cursor(cursor, is_id)
     records = storage.games.of_player(session, ladder.id, key, limit, before_id)
     field_mean = table.derived("mean", lambda: rating.field_mean(table.C))
     items = []
