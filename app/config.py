@@ -40,6 +40,10 @@ class Settings(BaseSettings):
     #: A request that has not begun its answer after this many seconds gets a 503 (a frozen database, say).
     request_timeout: float = Field(30.0, gt=0)
     connect_timeout: float = Field(5.0, gt=0)
+    #: Ladders with at least this many games have their identifiability and intransitivity reports computed in
+    #: a child process: the request waits a few seconds, then answers 202 with the progress; once one is
+    #: computed it is answered at once, naming its ladder version, while a newer one is computed.
+    report_job_games: int = Field(100_000, ge=0)
 
     @property
     def sqlalchemy_url(self) -> str:

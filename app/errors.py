@@ -69,7 +69,7 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
         405: "Method not allowed here; `Allow` lists those that are",
         413: "Body too large",
         429: "Too many jobs queued; retry after `Retry-After` seconds",
-        503: "The database cannot be reached",
+        503: "The database cannot be reached, or a report could not be computed (`detail` says which)",
         422: "Invalid input; `errors` names each field",
     }
     schema = {

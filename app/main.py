@@ -13,8 +13,8 @@ import fastapi.routing
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
-from app import errors, handlers
-from app.analysis import auto, jobs, refits
+from app import errors, handlers, jobs
+from app.analysis import auto, refits
 from app.analysis.router import router as analysis_router
 from app.backups.router import router as backups_router
 from app.config import Settings, get_settings

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Generic, Self, TypeVar
+from typing import Annotated, Generic, Literal, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
 
@@ -130,3 +130,11 @@ class Page(BaseModel, Generic[T]):
         description="Pass as `cursor` to get the next page; null on the last page. A leaderboard cursor holds the "
         "order (`by`, `inactive`) it was made for: with another it is a 422.",
     )
+
+
+class ReportPending(BaseModel):
+    """A ladder-wide report still being computed (202): poll the same URL after `Retry-After` seconds."""
+
+    status: Literal["queued", "running"]
+    progress: float = Field(ge=0, le=1, description="How far the computation has got, 0-1.")
+    ladder_version: int = Field(description="The ladder version the report is being computed at.")

@@ -17,8 +17,7 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app import rating, storage
-from app.analysis import jobs
+from app import jobs, rating, storage
 from app.analysis.reports import identifiability_out
 from app.analysis.schemas import CheckpointOut, RefitIn, RefitOut
 from app.db import Database
@@ -92,7 +91,7 @@ def recover(db: Database) -> list[int]:
 
 
 def submit(db: Database, refit_id: int) -> None:
-    """Queue the refit; it runs in a child process (:mod:`app.analysis.jobs`)."""
+    """Queue the refit; it runs in a child process (:mod:`app.jobs`)."""
     jobs.submit(db, refit_id, run_refit, fail, _count)
 
 
@@ -184,7 +183,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "games": state.log.n_games,
         "players": m,
         "seconds": result.seconds,
-        "identifiability": identifiability_out(found, state.keys).model_dump(),
+        "identifiability": identifiability_out(found, state.keys).model_dump(exclude={"ladder_version"}),
     } | ({"guard": verdict} if verdict else {})
     if ladder.seats:  # seats the log never names keep the prior
         seats = rating.Seats.fresh(len(ladder.seats))

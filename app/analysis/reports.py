@@ -17,6 +17,7 @@ from app.analysis.schemas import (
 )
 from app.cursors import encode_cursor
 from app.errors import Conflict
+from app.jobs import Progress
 from app.rating.analysis import canonical as canonical_form
 from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts
@@ -25,8 +26,13 @@ from app.rating.identifiability import identifiability as identify
 from app.storage.ladders import LadderRow
 
 
-def identifiability_out(found: Identifiability, keys: list[str]) -> IdentifiabilityOut:
+def _ignore(fraction: float) -> None:
+    pass
+
+
+def identifiability_out(found: Identifiability, keys: list[str], version: int | None = None) -> IdentifiabilityOut:
     return IdentifiabilityOut(
+        ladder_version=version,
         unique=found.unique,
         comparable=[keys[i] for i in found.comparable],
         not_comparable=[
@@ -38,9 +44,12 @@ def identifiability_out(found: Identifiability, keys: list[str]) -> Identifiabil
     )
 
 
-def identifiability(session: Session, ladder: LadderRow, ratings: str) -> IdentifiabilityOut:
+def identifiability(
+    session: Session, ladder: LadderRow, progress: Progress = _ignore, ratings: str = "current"
+) -> IdentifiabilityOut:
     """mathematics §10 on the current ratings, or on the latest finished refit's vectors."""
     state = storage.log.read(session, ladder, from_start=True)
+    progress(0.4)
     C = state.stored.copy()
     if ratings == "refit":
         job = storage.refits.latest_done(session, ladder.id)
@@ -48,15 +57,19 @@ def identifiability(session: Session, ladder: LadderRow, ratings: str) -> Identi
             raise Conflict("This ladder has no finished refit yet: POST …/refits first, or use ratings=current.")
         ids = storage.codec.unpack_ids(job.player_ids)
         C[np.searchsorted(state.player_ids, ids)] = storage.codec.unpack_rows([job.vectors], 2 * ladder.k)
-    return identifiability_out(identify(C, state.log, len(state.keys)), state.keys)
+    found = identify(C, state.log, len(state.keys))
+    progress(0.9)
+    return identifiability_out(found, state.keys, ladder.version)
 
 
-def intransitivity(session: Session, ladder: LadderRow) -> IntransitivityOut:
+def intransitivity(session: Session, ladder: LadderRow, progress: Progress = _ignore) -> IntransitivityOut:
     """I of the current A (mathematics §12) and of the empirical win rates on the observed pairs."""
     state = storage.log.read(session, ladder, from_start=True)
+    progress(0.5)
     fitted = hodge_norms(state.stored)
     empirical, pairs = empirical_hodge_of(pair_counts(state.log, len(state.keys)))
     return IntransitivityOut(
+        ladder_version=ladder.version,
         measure=fitted.intransitivity,
         transitive_norm=fitted.transitive_norm,
         cyclic_norm=fitted.cyclic_norm,

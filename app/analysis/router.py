@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
@@ -18,6 +19,7 @@ from app.analysis.schemas import (
 from app.cursors import decode_cursor, is_id
 from app.deps import CallerDep, DatabaseDep, IdPath
 from app.errors import LADDER_ACCESS, problems
+from app.schemas import ReportPending
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)
 
@@ -61,26 +63,33 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep)
     return db.write(work)
 
 
-@router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409))
+#: A large ladder's report still being computed.
+PENDING = {
+    202: {
+        "model": ReportPending,
+        "description": "Still being computed (a ladder of at least `MELO_REPORT_JOB_GAMES` games, the first time): "
+        "poll the `Location` after `Retry-After` seconds.",
+    }
+}
+
+
+@router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409, 503) | PENDING)
 async def identifiability(
     slug: str, db: DatabaseDep, caller: CallerDep, request: Request, ratings: Literal["current", "refit"] = "current"
 ) -> Response:
     """Can the results pin down the advantage matrix? Theorem 2, Algorithm 1 and the SCCs (mathematics §10).
-    Computed once per ladder version."""
-    limiter = request.app.state.reports
-
-    def compute(session, ladder):
-        return reports.identifiability(session, ladder, ratings)
-
-    return await reads.report(db, limiter, slug, caller, f"identifiability:{ratings}", compute)
+    Computed once per ladder version; on a large ladder in the background (202 with progress until the first is
+    ready, then the latest one computed, naming its `ladder_version`)."""
+    compute = partial(reports.identifiability, ratings=ratings)
+    return await reads.report(db, request, slug, caller, f"identifiability:{ratings}", compute, background=True)
 
 
-@router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404))
+@router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404, 503) | PENDING)
 async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
     """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate
-    (mathematics §12). Computed once per ladder version."""
-    limiter = request.app.state.reports
-    return await reads.report(db, limiter, slug, caller, "intransitivity", reports.intransitivity)
+    (mathematics §12). Computed once per ladder version; on a large ladder in the background, like
+    `…/identifiability`."""
+    return await reads.report(db, request, slug, caller, "intransitivity", reports.intransitivity, background=True)
 
 
 @router.get("/canonical", response_model=CanonicalOut, responses=problems(404, 422))
@@ -97,11 +106,10 @@ async def canonical(
     the next page (a page read at a later version may differ from a page read at an earlier one)."""
     after = 0 if cursor is None else decode_cursor(cursor, _valid_after)["after"]
 
-    def compute(session, ladder):
+    def compute(session, ladder, _):
         return reports.canonical(session, ladder, limit, after)
 
-    name = f"canonical:{limit}:{after}"
-    return await reads.report(db, request.app.state.reports, slug, caller, name, compute)
+    return await reads.report(db, request, slug, caller, f"canonical:{limit}:{after}", compute)
 
 
 def _valid_after(value: object) -> bool:

@@ -94,6 +94,12 @@ class NotComparable(BaseModel):
     direction: list[float] | None = Field(description="A direction in which the data do not pin the vector down.")
 
 
+REPORT_VERSION = (
+    "The ladder version the report was computed at. On a ladder of at least `MELO_REPORT_JOB_GAMES` games the "
+    "latest report computed is answered at once, and may be a few versions behind while a newer one is computed."
+)
+
+
 class IdentifiabilityOut(BaseModel):
     unique: bool = Field(description="Algorithm 1 ([Guide]) reached every player: the advantage matrix is unique.")
     comparable: list[str]
@@ -102,9 +108,11 @@ class IdentifiabilityOut(BaseModel):
     components: list[list[str]] = Field(
         description="Strongly connected components of the 'beat' graph ([Intransitivity])."
     )
+    ladder_version: int | None = Field(None, description=REPORT_VERSION)
 
 
 class IntransitivityOut(BaseModel):
+    ladder_version: int = Field(description=REPORT_VERSION)
     measure: float = Field(description="(1 + ‖cyclic‖) / (1 + ‖transitive‖): 1 = no cycles, above 1 = cycles dominate.")
     transitive_norm: float
     cyclic_norm: float

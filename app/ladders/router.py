@@ -57,7 +57,7 @@ def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: Caller
 async def audit(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
     """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings.
     Computed once per ladder version."""
-    return await reads.report(db, request.app.state.reports, slug, caller, "audit", service.audit)
+    return await reads.report(db, request, slug, caller, "audit", lambda s, ladder, _: service.audit(s, ladder))
 
 
 @router.post("/{slug}/keys", status_code=201, response_model=KeyCreated, responses=problems(401, 403, 404, 422))

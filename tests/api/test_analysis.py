@@ -465,7 +465,7 @@ def test_failed_auto_refits_back_off_and_the_ladder_says_why(client, settings):
 def test_a_starting_server_takes_over_the_refits_of_a_server_that_stopped(client, settings):
     """A job queued by a server process that is gone runs on the next server to start on the host; one that was
     running is failed, saying why; a live server's queued job is left to it."""
-    from app.analysis import jobs
+    from app import jobs
 
     key = make_ladder(client)
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(60)}, headers=bearer(key))
@@ -489,3 +489,57 @@ def test_a_starting_server_takes_over_the_refits_of_a_server_that_stopped(client
         failed = restarted.get(f"/v1/ladders/test/refits/{made['running']}").json()
         assert failed["status"] == "failed" and failed["error"].startswith("its server process stopped"), failed
         assert restarted.get(f"/v1/ladders/test/refits/{made['alive']}").json()["status"] == "queued"
+
+
+def test_a_large_ladders_reports_are_computed_in_a_child_process_and_say_how_far_they_are(settings, monkeypatch):
+    """With MELO_REPORT_JOB_GAMES reached, identifiability and intransitivity are computed in a child process:
+    a 202 with progress until the first is ready (the same report the server's own thread computes), then the
+    latest one at once, naming its version, while a newer one is computed; a refusal stays a refusal, and a
+    child that runs out of time is a 503 saying so."""
+    from app import reads
+
+    with TestClient(create_app(settings)) as small:
+        key = make_ladder(small, k=1)
+        small.post("/v1/ladders/test/games/batch", json={"games": disc_games(80)}, headers=bearer(key))
+        expected = {
+            name: small.get(f"/v1/ladders/test/{name}").json() for name in ("identifiability", "intransitivity")
+        }
+    monkeypatch.setattr(reads, "REPORT_WAIT", 0.0)
+    large = settings.model_copy(update={"report_job_games": 50})
+    with TestClient(create_app(large)) as client:
+        for name, report in expected.items():
+            r = client.get(f"/v1/ladders/test/{name}")
+            assert r.status_code == 202, r.text
+            pending = r.json()
+            assert pending["status"] in ("queued", "running") and 0 <= pending["progress"] <= 1
+            assert pending["ladder_version"] == report["ladder_version"]
+            assert r.headers["Location"] == f"/v1/ladders/test/{name}" and int(r.headers["Retry-After"]) > 0
+            assert _polled(client, r.headers["Location"]) == report
+        version = expected["intransitivity"]["ladder_version"]
+        client.post("/v1/ladders/test/games", json=game("d1", "d2"), headers=bearer(key))
+        stale = client.get("/v1/ladders/test/intransitivity")  # the latest computed, at once; a newer one starts
+        assert stale.status_code == 200 and stale.json()["ladder_version"] == version
+        deadline = time.time() + 60
+        while client.get("/v1/ladders/test/intransitivity").json()["ladder_version"] == version:
+            assert time.time() < deadline, "no newer report"
+            time.sleep(0.2)
+        assert client.get("/v1/ladders/test/identifiability?ratings=refit").status_code in (202, 409)
+        assert _polled(client, "/v1/ladders/test/identifiability?ratings=refit", status=409)["status"] == 409
+
+    monkeypatch.setattr(reads, "REPORT_SECONDS", 0.01)
+    with TestClient(create_app(large)) as client:
+        failed = _polled(client, "/v1/ladders/test/intransitivity", status=503)
+        assert "took longer than 0.01 s" in failed["detail"], failed
+        r = client.get("/v1/ladders/test/intransitivity")  # not tried again at once
+        assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json"
+
+
+def _polled(client, location, status=200, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        r = client.get(location)
+        if r.status_code != 202:
+            assert r.status_code == status, r.text
+            return r.json()
+        time.sleep(0.1)
+    pytest.fail(f"{location} still 202 after {timeout} s")

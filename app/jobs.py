@@ -1,4 +1,5 @@
-"""The job runner: each refit runs in a child process of its own, one at a time per server process.
+"""The job runner: each refit, and each ladder-wide report of a large ladder, runs in a child process of its own,
+one at a time per server process (a refit and a report may run side by side).
 
 In a thread, a refit's fit and its identifiability linear programs held the
 interpreter lock the request threads need (bench_api: predict p50 3.4 -> 9.6
@@ -15,14 +16,20 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TypeVar
 
 from app.config import Settings
 from app.db import Database
+from app.errors import Problem
 
 logger = logging.getLogger("melo")
+T = TypeVar("T")
+#: A computation's progress, 0-1, as it goes.
+Progress = Callable[[float], None]
 _jobs = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-refit")
 
 
@@ -52,6 +59,73 @@ def owner_gone(name: str | None) -> bool:
 
 
 _children: set[multiprocessing.process.BaseProcess] = set()
+
+
+class ChildFailed(Exception):
+    """A child's work raised, the child died, or it ran out of time; the message says which."""
+
+
+def run_in_child(
+    url: str,
+    work: Callable[..., T],
+    args: tuple,
+    progress: Progress,
+    seconds: float,
+) -> T:
+    """``work(db, progress, *args)`` in a child process (lower priority, dies with this server), on the
+    database at ``url``: its result.  ``progress(fraction)`` hears the child's progress as it reports it.
+    A :class:`app.errors.Problem` the work raises is raised here; anything else it raises, its death, or its
+    running longer than ``seconds`` (then it is stopped) raises :class:`ChildFailed`.  ``work`` and ``args``
+    must be picklable: a module-level function and plain values."""
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    child = context.Process(target=_work_main, args=(url, work, args, send), daemon=True)
+    child.start()
+    send.close()  # the child's end only: when the child is gone, reading says so
+    _children.add(child)
+    deadline = time.monotonic() + seconds
+    try:
+        while True:
+            if not receive.poll(max(0.0, deadline - time.monotonic())):
+                raise ChildFailed(f"it took longer than {seconds:g} s and was stopped")
+            try:
+                kind, value = receive.recv()
+            except EOFError:
+                child.join()
+                raise ChildFailed(f"its process exited with code {child.exitcode}") from None
+            if kind == "progress":
+                progress(value)
+            elif kind == "done":
+                return value
+            elif kind == "problem":  # a refusal (a 4xx), raised here as it was there
+                cls, detail, extra = value
+                raise cls(detail, **extra)
+            else:
+                raise ChildFailed(value)
+    finally:
+        receive.close()
+        if child.is_alive():
+            child.terminate()
+        child.join()
+        _children.discard(child)
+
+
+def _work_main(url: str, work, args: tuple, send) -> None:
+    _die_with_parent()
+    os.nice(10)
+    db = Database.from_settings(Settings(database_url=url))
+    try:
+        result = work(db, lambda fraction: send.send(("progress", fraction)), *args)
+    except Problem as exc:
+        send.send(("problem", (type(exc), exc.detail, exc.extra)))
+    except BaseException as exc:  # MemoryError too: the parent reports it
+        logger.exception("background work failed")
+        send.send(("failed", f"{type(exc).__name__}: {exc}"))
+    else:
+        send.send(("done", result))
+    finally:
+        db.dispose()
+        send.close()
 
 
 def submit(
