@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -99,12 +100,16 @@ def read(session: Session, ladder: LadderRow, from_start: bool = False) -> Ladde
         for player_id, n in counts:
             start_games[np.searchsorted(ids, player_id)] = n
     counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None))
-    logged = session.execute(select(Game.id, Game.payload).where(*counted, Game.id > after).order_by(Game.id)).all()
     last, games = session.execute(select(func.max(Game.id), func.count()).select_from(Game).where(*counted)).one()
     index = {key: n for n, key in enumerate(keys)}
     stored = codec.unpack_rows((r[3] for r in rows), dim)
-    log = encode([row[1] for row in logged], index, ladder.seat_index())
-    game_ids = np.array([row[0] for row in logged], dtype=np.int64)
+    found = _pair_log(session, ladder, after, index)
+    if found is None:
+        logged = session.execute(select(Game.id, Game.payload).where(*counted, Game.id > after).order_by(Game.id))
+        logged = logged.all()
+        log = encode([row[1] for row in logged], index, ladder.seat_index())
+        found = np.array([row[0] for row in logged], dtype=np.int64), log
+    game_ids, log = found
     start_seats = stored_seats = None
     if ladder.seats:
         held = None if checkpoint is None else checkpoint.seat_state
@@ -112,6 +117,62 @@ def read(session: Session, ladder: LadderRow, from_start: bool = False) -> Ladde
         stored_seats = ladders.seat_state(session, ladder)
     return LadderLog(
         ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games, start_seats, stored_seats
+    )
+
+
+#: A stored payload of a two-player game between single players, as the app writes it (``json.dumps``) without
+#: seats, with keys free of escapes: the groups are the two keys, the two ranks and the two advantages.
+_KEY, _NUMBER = r'"([^"\\\n]*)"', r"(-?[0-9][0-9.eE+-]*)"
+_PAIR = re.compile(
+    rf'^(?:\{{"sides": \[\[{_KEY}\], \[{_KEY}\]\], "ranks": \[{_NUMBER}, {_NUMBER}\], '
+    rf'"advantages": (?:null|\[{_NUMBER}, {_NUMBER}\])\}}|(.*))$',
+    re.MULTILINE,
+)
+#: Games read per chunk when the log is read as text.
+CHUNK = 100_000
+
+
+def _pair_log(
+    session: Session, ladder: LadderRow, after: int, index: dict[str, int]
+) -> tuple[np.ndarray, rating.GameLog] | None:
+    """The counted games after ``after`` as (ids, GameLog) if every one is a two-player game between single
+    players without seats, else None.
+
+    A million payloads read as objects cost seconds and gigabytes of
+    dictionaries; these are read as text a chunk at a time, and one regular
+    expression per chunk takes their keys, ranks and advantages.  Any payload
+    that does not match (teams, more sides, seats, keys with escapes) makes it
+    give up, and the caller reads the payloads the general way.
+    """
+    if ladder.seats:
+        return None
+    cursor = session.connection().connection.dbapi_connection.cursor()
+    sql = "SELECT id, CAST(payload AS TEXT) FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id > ? ORDER BY id"
+    if session.connection().dialect.paramstyle != "qmark":
+        sql = sql.replace("?", "%s")
+    ids, i, j, outcome, advantage = [], [], [], [], []
+    try:
+        cursor.execute(sql, (ladder.id, after))
+        while rows := cursor.fetchmany(CHUNK):
+            found = _PAIR.findall("\n".join(row[1] for row in rows))
+            if len(found) != len(rows) or any(row[6] for row in found):
+                return None
+            a, b, r1, r2, h1, h2, _ = zip(*found, strict=True)
+            ids.append(np.fromiter((row[0] for row in rows), np.int64, len(rows)))
+            i.append(np.fromiter(map(index.__getitem__, a), np.int64, len(rows)))
+            j.append(np.fromiter(map(index.__getitem__, b), np.int64, len(rows)))
+            first, second = np.array(r1, dtype=np.float64), np.array(r2, dtype=np.float64)
+            outcome.append(np.where(first < second, 1.0, np.where(first == second, 0.5, 0.0)))
+            h = np.array([h1, h2])
+            h[h == ""] = "0"
+            h = h.astype(np.float64)
+            advantage.append(h[0] - h[1])
+    finally:
+        cursor.close()
+    if not ids:
+        return np.zeros(0, np.int64), encode([], index)
+    return np.concatenate(ids), rating.GameLog.from_pairs(
+        np.concatenate(i), np.concatenate(j), np.concatenate(outcome), np.concatenate(advantage)
     )
 
 
