@@ -249,13 +249,16 @@ def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: Refit
 def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, params: RefitIn) -> dict:
     """Held-out quality of the online rule (mathematics §3-§6, §9 "Replay") over the training games, with η and k.
 
-    It starts from the ladder's seeded initial vectors, drawn at ``k`` (the
-    ladder's offset only applies at its own k).
+    At the ladder's k it starts from the players' initial vectors as the
+    ladder holds them (``state`` read from the start); at another k from seeded
+    ones drawn at that k (the ladder's offset only applies at its own k).
     """
     train, test = split_games(state.log, params.holdout, params.seed)
     train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
-    offset = ladder.init_offset if k == ladder.k else None
-    start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale, offset)
+    if k == ladder.k:
+        start = state.start
+    else:
+        start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale)
     fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
     rate = rating.LearningRate(eta, ladder.eta_tau)
     history = rating.replay_history(start, state.log.take(train_games), rate, seats=fresh)
