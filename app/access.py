@@ -1,16 +1,19 @@
 """Who may do what to a ladder: finding it for a request and checking the caller's key (shared by every domain).
 
-A ladder has keys with roles: ``write`` keys post players and games, ``admin``
-keys also manage keys and settings.  The server admin key (``MELO_ADMIN_KEY``)
-may do everything.  Reads are public unless the ladder is private; then they
-need one of its keys too.  Keys are kept as SHA-256 hashes and compared in
-constant time (:mod:`app.security`); a revoked key is refused at once.
+A ladder has keys with roles: ``read`` keys read a private ladder, ``write``
+keys also post players and games, ``admin`` keys also manage keys and settings.
+The server admin key (``MELO_ADMIN_KEY``) may do everything.  Reads are public
+unless the ladder is private; then they need one of its keys too.  Keys are
+kept as SHA-256 hashes and compared in constant time (:mod:`app.security`); a
+revoked or expired key is refused at once.  A key's last use is recorded at
+most once a minute per server process.
 """
 
 from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
@@ -71,19 +74,28 @@ def authorize(session: Session, ladder: LadderRow, caller: Caller, need: str) ->
     if not caller.bearer:
         raise Unauthorized("This needs `Authorization: Bearer <key>`.")
     key = storage.keys.find(session, ladder.id, hash_key(caller.bearer))
-    return str(check(key and (key.id, key.role, key.revoked_at is not None), need))
+    key_id = check(key and (key.id, key.role, key.revoked_at is not None, key.expires_at), need)
+    if session.info.get("writing") and storage.keys.due_for_use(session, key_id):
+        storage.keys.used(session, key_id)
+    return str(key_id)
 
 
-def check(key: tuple[int, str, bool] | None, need: str) -> int:
-    """The key's id if ``key`` = (id, role, revoked) may ``need``; 403 otherwise."""
+def check(key: tuple[int, str, bool, datetime | None] | None, need: str) -> int:
+    """The key's id if ``key`` = (id, role, revoked, expires at) may ``need``; 403 otherwise."""
     if not key:
         raise Forbidden("The key is not a key of this ladder.")
-    key_id, role, revoked = key
+    key_id, role, revoked, expires = key
     if revoked:
         raise Forbidden(f"Key {key_id} was revoked.")
+    if expires is not None and expires <= datetime.now(UTC):
+        raise Forbidden(f"Key {key_id} expired at {expires.isoformat()}.")
     if RANK[role] < RANK[need]:
-        raise Forbidden(f"This needs an {need} key of the ladder; key {key_id} is a {role} key.")
+        raise Forbidden(f"This needs {_a(need)} key of the ladder; key {key_id} is {_a(role)} key.")
     return key_id
+
+
+def _a(role: str) -> str:
+    return f"an {role}" if role[0] in "aeiou" else f"a {role}"
 
 
 def check_seats(ladder: LadderRow, wanted: dict[str, str]) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy import make_url
 from app import storage
 from app.access import ladder_for_read
 from app.analysis import refits, reports
-from app.analysis.schemas import RefitIn
+from app.analysis.schemas import INTRANSITIVITY_SCALE, RefitIn
 from app.backups import service as backups
 from app.config import get_settings
 from app.db import Database
@@ -312,7 +312,7 @@ def cmd_refit(args: argparse.Namespace) -> None:
 def cmd_identifiability(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
     with db.snapshot() as session:
-        report = reports.identifiability(session, ladder_for_read(session, args.ladder), args.ratings)
+        report = reports.identifiability(session, ladder_for_read(session, args.ladder), ratings=args.ratings)
     print(f"unique maximum-likelihood advantage matrix: {'yes' if report.unique else 'no'}")
     print(f"clique: {', '.join(report.clique) or 'none'}")
     print(f"comparable: {len(report.comparable)}; strongly connected components: {len(report.components)}")
@@ -326,8 +326,8 @@ def cmd_analyse(args: argparse.Namespace) -> None:
         ladder = ladder_for_read(session, args.ladder)
         intrans = reports.intransitivity(session, ladder)
         form = reports.canonical(session, ladder, limit=2**62)  # every player: the top ones are ranked below
-    print(f"intransitivity {intrans.measure:.3f} (1 = no cycles; above 1 = cycles dominate): "
-          f"transitive {intrans.transitive_norm:.3f}, cyclic {intrans.cyclic_norm:.3f}")  # fmt: skip
+    print(f"intransitivity {intrans.measure:.3f}: transitive {intrans.transitive_norm:.3f}, "
+          f"cyclic {intrans.cyclic_norm:.3f}\n({INTRANSITIVITY_SCALE})")  # fmt: skip
     if intrans.empirical:
         print(f"from the win rates of {intrans.empirical['pairs']} pairs: {intrans.empirical['measure']:.3f}")
     rows = [[n + 1, b.kind, b.sigma, b.share] for n, b in enumerate(form.blocks)]

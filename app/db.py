@@ -128,6 +128,7 @@ class Database:
             self._write_sessions() as session,
             session.begin(),
         ):
+            session.info["writing"] = True  # it may record what it checked (a key's last use)
             yield session
 
     def write(self, work: Callable[[Session], T], attempts: int = 5) -> T:

@@ -115,7 +115,8 @@ class Ladder(Base):
 
 
 class ApiKey(Base):
-    """A ladder's bearer key: only its SHA-256 hash is kept; ``write`` posts, ``admin`` also manages."""
+    """A ladder's bearer key: only its SHA-256 hash is kept; ``read`` reads a private ladder, ``write`` also posts,
+    ``admin`` also manages."""
 
     __tablename__ = "api_keys"
     __table_args__ = (UniqueConstraint("ladder_id", "key_hash"),)
@@ -127,6 +128,10 @@ class ApiKey(Base):
     key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     revoked_at: Mapped[datetime | None]
+    #: Updated at most once a minute per key and server process.
+    last_used_at: Mapped[datetime | None]
+    #: From then on the key is refused; null: it does not expire.
+    expires_at: Mapped[datetime | None]
 
 
 class Player(Base):

@@ -64,8 +64,15 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
     if private and not caller.server_admin:
         if not caller.bearer:
             raise Unauthorized("This ladder is private: reading it needs `Authorization: Bearer <key>`.")
-        check(await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer)), "read")
+        key_id = check(await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer)), "read")
+        if storage.keys.due_for_use(db.read_engine, key_id):
+            await anyio.to_thread.run_sync(_used, db, key_id)
     return replace(found, version=version, private=private, reset_version=reset_version)
+
+
+def _used(db: Database, key_id: int) -> None:
+    with db.writing() as session:
+        storage.keys.used(session, key_id)
 
 
 async def table(db: Database, ladder: LadderRow) -> Table:
@@ -91,9 +98,9 @@ async def table(db: Database, ladder: LadderRow) -> Table:
             def catch_up() -> Table:
                 stamp = storage.players.time_converter(engine.dialect)
                 changed = storage.players.from_rows(rows, ladder.version, 2 * ladder.k, stamp)
-                with db.reading() as session:  # who the latest finished refit found not comparable
-                    not_comparable = storage.refits.not_comparable_keys(session, ladder.id)
-                fresh = held.caught_up(changed, changed.version, not_comparable)
+                with db.reading() as session:  # who the latest applied refit found its results do not place
+                    placement = storage.refits.placement(session, ladder.id)
+                fresh = held.caught_up(changed, changed.version, placement)
                 return storage.players.keep(engine, ladder.id, fresh)
 
             return await anyio.to_thread.run_sync(catch_up)

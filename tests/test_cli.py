@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
+from app.analysis.schemas import INTRANSITIVITY_SCALE
 from app.cli import main
 from app.config import Settings, get_settings
 from app.main import create_app
@@ -90,6 +91,7 @@ def test_refit_identifiability_and_analyse_on_the_chess_data(tmp_path, monkeypat
         main(["analyse", "chess"])
         out = capsys.readouterr().out
         assert "intransitivity" in out and "discs" in out
+        assert INTRANSITIVITY_SCALE in " ".join(out.split())  # the scale, in the words the API and web use
     finally:
         get_settings.cache_clear()
     with TestClient(create_app(Settings(database_url=url))) as client:

@@ -255,10 +255,8 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     """
     train, test = split_games(state.log, params.holdout, params.seed)
     train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
-    if k == ladder.k:
-        start = state.start
-    else:
-        start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale)
+    seeded = k != ladder.k
+    start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale) if seeded else state.start
     fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
     rate = rating.LearningRate(eta, ladder.eta_tau)
     history = rating.replay_history(start, state.log.take(train_games), rate, seats=fresh)
@@ -268,9 +266,7 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
 
 def _update(db: Database, refit_id: int, **values) -> None:
     with db.writing() as session:
-        job = storage.refits.update(session, refit_id, values)
-        if values.get("status") == "done":  # a finished refit changes who is provisional
-            storage.ladders.bump(session, [job.ladder_id])
+        storage.refits.update(session, refit_id, values)
 
 
 def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:

@@ -9,6 +9,7 @@ from app import reads
 from app.access import ladder_for, readable
 from app.analysis import refits, reports
 from app.analysis.schemas import (
+    INTRANSITIVITY_SCALE,
     CanonicalOut,
     CheckpointOut,
     IdentifiabilityOut,
@@ -84,11 +85,15 @@ async def identifiability(
     return await reads.report(db, request, slug, caller, f"identifiability:{ratings}", compute, background=True)
 
 
-@router.get("/intransitivity", response_model=IntransitivityOut, responses=problems(404, 503) | PENDING)
+@router.get(
+    "/intransitivity",
+    response_model=IntransitivityOut,
+    responses=problems(404, 503) | PENDING,
+    description=f"How cyclic the ladder is, as (1 + ‖cyclic‖) / (1 + ‖transitive‖): {INTRANSITIVITY_SCALE} "
+    "(mathematics §12). Computed once per ladder version; on a large ladder in the background, like "
+    "`…/identifiability`.",
+)
 async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
-    """How cyclic the ladder is: 1 = no cycles, below 1 = mostly transitive, above 1 = cycles dominate
-    (mathematics §12). Computed once per ladder version; on a large ladder in the background, like
-    `…/identifiability`."""
     return await reads.report(db, request, slug, caller, "intransitivity", reports.intransitivity, background=True)
 
 

@@ -94,6 +94,11 @@ class NotComparable(BaseModel):
     direction: list[float] | None = Field(description="A direction in which the data do not pin the vector down.")
 
 
+#: How to read the intransitivity measure: the one sentence the API, the CLI, the web page and the docs all use.
+INTRANSITIVITY_SCALE = (
+    "below 1 the ranking (the transitive part) outweighs the cycles, above 1 the cycles (rock-paper-scissors) "
+    "outweigh the ranking, and 1 means they weigh the same (as when every player is equal)"
+)
 REPORT_VERSION = (
     "The ladder version the report was computed at. On a ladder of at least `MELO_REPORT_JOB_GAMES` games the "
     "latest report computed is answered at once, and may be a few versions behind while a newer one is computed."
@@ -113,7 +118,7 @@ class IdentifiabilityOut(BaseModel):
 
 class IntransitivityOut(BaseModel):
     ladder_version: int = Field(description=REPORT_VERSION)
-    measure: float = Field(description="(1 + ‖cyclic‖) / (1 + ‖transitive‖): 1 = no cycles, above 1 = cycles dominate.")
+    measure: float = Field(description=f"(1 + ‖cyclic‖) / (1 + ‖transitive‖): {INTRANSITIVITY_SCALE}.")
     transitive_norm: float
     cyclic_norm: float
     empirical: dict | None = Field(

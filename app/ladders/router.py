@@ -62,20 +62,22 @@ async def audit(slug: str, db: DatabaseDep, caller: CallerDep, request: Request)
 
 @router.post("/{slug}/keys", status_code=201, response_model=KeyCreated, responses=problems(401, 403, 404, 422))
 def create_key(slug: str, data: KeyCreate, db: DatabaseDep, caller: CallerDep) -> KeyCreated:
-    """A new key for the ladder (an admin key of the ladder); the key itself is shown only in this response."""
+    """A new key for the ladder (an admin key of the ladder): role `read`, `write` or `admin`, and optionally when
+    it expires; the key itself is shown only in this response."""
     with db.writing() as session:
         return service.create_key(session, ladder_for(session, slug, caller, "admin"), data)
 
 
 @router.get("/{slug}/keys", response_model=list[KeyOut], responses=problems(401, 403, 404))
 def list_keys(slug: str, db: DatabaseDep, caller: CallerDep) -> list[KeyOut]:
-    """The ladder's keys, without their secrets (an admin key of the ladder)."""
+    """The ladder's keys, without their secrets, with when each was last used (an admin key of the ladder)."""
     with db.reading() as session:
         return service.list_keys(session, ladder_for(session, slug, caller, "admin"))
 
 
-@router.delete("/{slug}/keys/{key_id}", response_model=KeyOut, responses=problems(401, 403, 404, 422))
+@router.delete("/{slug}/keys/{key_id}", response_model=KeyOut, responses=problems(401, 403, 404, 409, 422))
 def revoke_key(slug: str, key_id: IdPath, db: DatabaseDep, caller: CallerDep) -> KeyOut:
-    """Revoke a key at once: its next request gets 403 (an admin key of the ladder). Revoking again changes nothing."""
+    """Revoke a key at once: its next request gets 403 (an admin key of the ladder). Revoking again changes nothing.
+    The ladder's last working admin key cannot be revoked (409): create another admin key first."""
     with db.writing() as session:
         return service.revoke_key(session, ladder_for(session, slug, caller, "admin"), key_id)

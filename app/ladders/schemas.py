@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field, StrictBool, field_validator
 
-from app.schemas import Name, SeatName, Slug, StrictModel, Vector
+from app.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
 
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (README).
 DEFAULT_K = 2
@@ -84,23 +84,46 @@ class LadderPatch(StrictModel):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"private": True}]}}
 
 
+Role = Literal["read", "write", "admin"]
+
+
 class KeyCreate(StrictModel):
     name: Name = Field(description="Who or what uses it, e.g. `game-server-3`.")
-    role: Literal["write", "admin"] = Field(
-        description="`write` posts players and games; `admin` also manages keys and settings."
+    role: Role = Field(
+        description="`read` reads a private ladder; `write` also posts players and games; `admin` also manages keys "
+        "and settings."
+    )
+    expires_at: Moment | None = Field(
+        None, description="From then on the key is refused (a time in the future); null: it does not expire."
     )
 
     model_config = StrictModel.model_config | {
-        "json_schema_extra": {"examples": [{"name": "front desk", "role": "write"}]}
+        "json_schema_extra": {
+            "examples": [
+                {"name": "front desk", "role": "write"},
+                {"name": "dashboard", "role": "read", "expires_at": "2027-06-30T00:00:00Z"},
+            ]
+        }
     }
+
+    @field_validator("expires_at")
+    @classmethod
+    def _in_the_future(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value <= datetime.now(UTC):
+            raise ValueError("must be in the future")
+        return value
 
 
 class KeyOut(BaseModel):
     id: int
     name: str
-    role: Literal["write", "admin"]
+    role: Role
     created_at: datetime
     revoked_at: datetime | None
+    last_used_at: datetime | None = Field(
+        description="When a request last used it (recorded at most once a minute per server process); null: never."
+    )
+    expires_at: datetime | None = Field(description="When it stops working; null: never.")
 
 
 class KeyCreated(KeyOut):
@@ -139,8 +162,12 @@ class LadderOut(BaseModel):
 
 
 class LadderCreated(LadderOut):
-    write_key: str = Field(
+    admin_key: str = Field(
         description="The ladder's first admin key: it posts games and manages keys and settings. Shown only once."
+    )
+    write_key: str = Field(
+        description="The same admin key as `admin_key`, under the name earlier versions gave it (kept so that "
+        "existing clients keep working)."
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import secrets
+from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -44,7 +45,7 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
     if ladder is None:
         raise Conflict(f"A ladder {data.slug!r} exists already.")
     storage.keys.insert(session, ladder.id, "created with the ladder", "admin", hash_key(key))
-    return LadderCreated(**ladder_out(session, ladder).model_dump(), write_key=key)
+    return LadderCreated(**ladder_out(session, ladder).model_dump(), admin_key=key, write_key=key)
 
 
 def list_ladders(session: Session, caller: Caller) -> list[LadderOut]:
@@ -84,12 +85,13 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
 
 
 def _key_out(key: KeyRow) -> KeyOut:
-    return KeyOut(id=key.id, name=key.name, role=key.role, created_at=key.created_at, revoked_at=key.revoked_at)
+    fields = ("id", "name", "role", "created_at", "revoked_at", "last_used_at", "expires_at")
+    return KeyOut(**{name: getattr(key, name) for name in fields})
 
 
 def create_key(session: Session, ladder: LadderRow, data: KeyCreate) -> KeyCreated:
     secret = new_key()
-    key = storage.keys.insert(session, ladder.id, data.name, data.role, hash_key(secret))
+    key = storage.keys.insert(session, ladder.id, data.name, data.role, hash_key(secret), data.expires_at)
     return KeyCreated(**_key_out(key).model_dump(), key=secret)
 
 
@@ -98,10 +100,21 @@ def list_keys(session: Session, ladder: LadderRow) -> list[KeyOut]:
 
 
 def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:
-    key = storage.keys.revoke(session, ladder.id, key_id)
+    """Revoke the key, unless it is the ladder's last admin key that still works (409: the ladder would be left
+    without anyone to manage it)."""
+    storage.ladders.lock(session, ladder.id)  # two revokes at once cannot each leave the other as the last
+    key = storage.keys.get(session, ladder.id, key_id)
     if key is None:
         raise NotFound(f"Ladder {ladder.slug!r} has no key {key_id}.")
-    return _key_out(key)
+    now = datetime.now(UTC)
+    working = key.revoked_at is None and (key.expires_at is None or key.expires_at > now)
+    if key.role == "admin" and working and storage.keys.admins_left(session, ladder.id, now) <= 1:
+        raise Conflict(
+            f"Key {key_id} ({key.name!r}) is the ladder's last working admin key: create another admin key "
+            "before revoking it.",
+            errors=[{"field": "key_id", "message": "the ladder's last working admin key"}],
+        )
+    return _key_out(storage.keys.revoke(session, ladder.id, key_id))
 
 
 def audit(session: Session, ladder: LadderRow) -> AuditOut:

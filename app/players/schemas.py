@@ -42,7 +42,12 @@ Moved = Annotated[
     ),
 ]
 ProvisionalReason = Annotated[
-    str | None, Field(description="Why the player is provisional, in words; null when they are not.")
+    str | None,
+    Field(
+        description="Why the player is provisional, in words; for an established player whose place rests on the "
+        "Elo scale alone (their cyclic coordinates are not pinned down yet), that; null when every coordinate is "
+        "placed."
+    ),
 ]
 
 
@@ -65,8 +70,9 @@ class PlayerOut(BaseModel):
     draws: int
     losses: int
     provisional: bool = Field(
-        description="Not yet comparable: fewer than 2k+1 pairwise results, or not comparable in the latest refit "
-        "(mathematics §10)."
+        description="Not yet placed against the others: fewer than 3 results against others, whatever k, or "
+        "outside the connected field of the latest applied refit (never both won and lost, or drawn, against it; "
+        "mathematics §10). A refit that is not applied changes nothing here."
     )
     provisional_reason: ProvisionalReason = None
     last_played_at: datetime | None

@@ -57,17 +57,23 @@ def _hodge(table: Table) -> np.ndarray:
     return table.derived("hodge", lambda: rating.hodge_strength(table.C))
 
 
-def _provisional(table: Table, k: int) -> np.ndarray:
-    """Every player's flag: not yet comparable to the others (mathematics §10).
+#: The fewest results against others that place a rating on the Elo scale, whatever the ladder's k.
+ELO_RESULTS = 3
 
-    Fewer than 2k+1 pairwise results (the directions cannot span R^{2k}: a
-    necessary condition checked on every read), or found not comparable by the
-    latest finished refit's identifiability check.
+
+def _provisional(table: Table, k: int) -> np.ndarray:
+    """Every player's flag: not yet placed against the others (mathematics §10).
+
+    Fewer than :data:`ELO_RESULTS` results against others (checked on every
+    read), or outside the connected field of the latest applied refit.  A
+    player placed on the Elo scale whose cyclic coordinates are not pinned down
+    yet (fewer than 2k+1 results, or not comparable in that refit) is
+    established, and :func:`_provisional_reason` says what their place rests on.
     """
 
     def compute() -> np.ndarray:
-        flags = table.counts[:, 4] < 2 * k + 1
-        found = [table.row(key) for key in table.not_comparable]
+        flags = table.counts[:, 4] < ELO_RESULTS
+        found = [table.row(key) for key in table.placement.outside_field]
         flags[[row for row in found if row is not None]] = True
         return flags
 
@@ -75,12 +81,21 @@ def _provisional(table: Table, k: int) -> np.ndarray:
 
 
 def _provisional_reason(table: Table, k: int, n: int) -> str | None:
-    comparisons = int(table.counts[n, 4])
+    comparisons, key = int(table.counts[n, 4]), table.keys[n]
+    if comparisons < ELO_RESULTS:
+        return f"{comparisons} of the {ELO_RESULTS} results against others needed to place a rating"
+    if key in table.placement.outside_field:
+        return (
+            "the latest applied refit found they have not both won and lost (or drawn) against the connected "
+            "field, so no rating places them against it yet"
+        )
     if comparisons < 2 * k + 1:
-        return f"{comparisons} of the {2 * k + 1} results against others needed to place a rating of {2 * k} numbers"
-    if table.keys[n] in table.not_comparable:
-        return "the latest refit found their results do not yet place them against the others"
-    return None
+        why = f"{comparisons} of the {2 * k + 1} results against others needed to pin down all {2 * k} coordinates"
+    elif key in table.placement.not_comparable:
+        why = "the latest applied refit found their results do not pin down every coordinate"
+    else:
+        return None
+    return f"established on the Elo scale; the cyclic coordinates are not pinned down yet ({why})"
 
 
 def _moved(table: Table, n: int) -> float | None:

@@ -235,8 +235,8 @@ class Table:
     active: np.ndarray  # of bool
     #: Hodge strength just after each player's last game (NaN: unknown).
     strength_then: np.ndarray
-    #: Players the latest finished refit found not comparable.
-    not_comparable: frozenset[str]
+    #: Who the latest applied refit found its results do not place.
+    placement: refits.Placement
     memo: dict[str, Any] = field(default_factory=dict)
     _row_of: dict[str, int] | None = None
     _key_rank: np.ndarray | None = None
@@ -261,7 +261,7 @@ class Table:
             self.memo[name] = compute()
         return self.memo[name]
 
-    def caught_up(self, changed: Table, version: int, not_comparable: frozenset[str]) -> Table:
+    def caught_up(self, changed: Table, version: int, placement: refits.Placement) -> Table:
         """The table at ``version``: this one with the rows of ``changed`` (the players written since, in id
         order) in place of theirs, and new players in their place by id."""
         at = np.searchsorted(self.ids, changed.ids)
@@ -285,7 +285,7 @@ class Table:
             row_of = key_rank = None
         elif not np.array_equal(self.keys[at], changed.keys):  # an erased player's new key
             row_of = key_rank = None
-        return Table(version=version, not_comparable=not_comparable, _row_of=row_of, _key_rank=key_rank, **columns)
+        return Table(version=version, placement=placement, _row_of=row_of, _key_rank=key_rank, **columns)
 
 
 _COLUMNS = ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "strength_then")
@@ -326,7 +326,7 @@ def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], 
         created=_micros_column([r[10] for r in rows], stamp),
         active=np.array([bool(r[11]) for r in rows], dtype=bool),
         strength_then=np.array([np.nan if r[12] is None else r[12] for r in rows], dtype=np.float64),
-        not_comparable=frozenset(),
+        placement=refits.Placement(),
     )
 
 
@@ -401,13 +401,13 @@ def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> T
         return held
     stamp = time_converter(session.get_bind().dialect)
     connection, dim = session.connection(), 2 * ladder.k
-    not_comparable = refits.not_comparable_keys(session, ladder.id)
+    placement = refits.placement(session, ladder.id)
     if held is not None and held.version >= reset:
         changed = from_rows(driver_fetchall(connection, CHANGED, (ladder.id, held.version)), current, dim, stamp)
-        fresh = held.caught_up(changed, changed.version, not_comparable)
+        fresh = held.caught_up(changed, changed.version, placement)
     else:
         fresh = from_rows(driver_fetchall(connection, EVERYONE, (ladder.id,)), current, dim, stamp)
-        fresh.not_comparable = not_comparable
+        fresh.placement = placement
     return keep(session.get_bind(), ladder.id, fresh) if cached else fresh
 
 
@@ -485,9 +485,9 @@ def settled(engine: Engine, ladder_id: int) -> Table | None:
         created=created,
         active=active,
         strength_then=np.array([row[4] for row in values], dtype=np.float64),
-        not_comparable=held.not_comparable,
+        placement=held.placement,
     )
-    return keep(engine, ladder_id, held.caught_up(changed, changed.version, held.not_comparable))
+    return keep(engine, ladder_id, held.caught_up(changed, changed.version, held.placement))
 
 
 _following = threading.Lock()

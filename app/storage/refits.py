@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from sqlalchemy import and_, func, or_, select
@@ -73,25 +74,40 @@ def latest_done(session: Session, ladder_id: int) -> Refit | None:
     )
 
 
-def not_comparable_keys(session: Session, ladder_id: int) -> frozenset[str]:
-    """Players the latest finished refit found not comparable; each report is parsed once per process."""
+@dataclass(frozen=True)
+class Placement:
+    """What the latest applied refit found about who its results place (mathematics §10), by player key."""
+
+    #: Not comparable on every coordinate: their cyclic coordinates are not pinned down yet.
+    not_comparable: frozenset[str] = frozenset()
+    #: Outside the largest strongly connected component of the "beat" graph: not even an Elo-scale rating
+    #: places them against the rest (they never both beat and lost to, or drew with, that field).
+    outside_field: frozenset[str] = frozenset()
+
+
+def placement(session: Session, ladder_id: int) -> Placement:
+    """:class:`Placement` from the latest applied refit (a refit nobody applied changes nothing shown); each
+    report is parsed once per process."""
     latest = session.execute(
-        select(Refit.id, Refit.finished_at)
-        .where(Refit.ladder_id == ladder_id, Refit.status == "done")
-        .order_by(Refit.id.desc())
+        select(Refit.id, Refit.applied_at)
+        .where(Refit.ladder_id == ladder_id, Refit.status == "done", Refit.applied_at.is_not(None))
+        .order_by(Refit.applied_at.desc(), Refit.id.desc())
         .limit(1)
     ).first()
     if latest is None:
-        return frozenset()
-    parsed = cache.of(session, "not_comparable")  # by (refit id, finish time): a finished report never changes
-    keys = parsed.get(tuple(latest))
-    if keys is None:
-        result = session.scalar(select(Refit.result).where(Refit.id == latest.id))
-        keys = frozenset(row["key"] for row in result["identifiability"]["not_comparable"])
+        return Placement()
+    parsed = cache.of(session, "placement")  # by (refit id, applied at): an applied report never changes
+    found = parsed.get(tuple(latest))
+    if found is None:
+        report = session.scalar(select(Refit.result).where(Refit.id == latest.id))["identifiability"]
+        components = report["components"]
+        field = max(components, key=len) if components else []
+        outside = {key for group in components if group is not field for key in group}
+        found = Placement(frozenset(row["key"] for row in report["not_comparable"]), frozenset(outside))
         if len(parsed) >= 1024:
             parsed.clear()
-        parsed[tuple(latest)] = keys
-    return keys
+        parsed[tuple(latest)] = found
+    return found
 
 
 def latest_checkpoint(session: Session, ladder_id: int) -> Checkpoint | None:

@@ -5,6 +5,7 @@ import socket
 import subprocess
 import time
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -12,9 +13,11 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from app.analysis import auto
+from app.analysis.schemas import INTRANSITIVITY_SCALE
 from app.db import Database
 from app.main import create_app
 from app.models import Ladder, Refit
+from app.rating.analysis import hodge_norms
 from tests.conftest import bearer, make_ladder
 
 SEED_7_2 = {"p1": [-1.0, 2.0], "p2": [0.0, 2.0], "p3": [1.0, 2.0], "p4": [0.3, -0.4]}  # [Guide] §7.2
@@ -250,32 +253,75 @@ def test_auto_refit_that_would_not_predict_better_is_rejected(client):
     assert client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h).status_code == 409
 
 
-def test_a_player_the_latest_refit_cannot_pin_down_is_provisional(client):
+def test_only_an_applied_refit_changes_who_is_provisional(client):
+    """A player with enough results who never lost is outside the connected field: provisional once a refit that
+    says so is applied, not when it is merely computed; a later applied refit's report replaces the remembered one."""
     key = make_ladder(client, k=1, eta=0.0)
     h = bearer(key)
     for name, vec in SEED_7_2.items():
         client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=h)
     clique = [("p1", "p2"), ("p2", "p1"), ("p2", "p3"), ("p3", "p2"), ("p1", "p3"), ("p3", "p1")]
-    unbeaten = [("p4", "p1"), ("p4", "p2"), ("p4", "p3")]  # 3 = 2k + 1 results, but never a loss
+    unbeaten = [("p4", "p1"), ("p4", "p2"), ("p4", "p3")]  # 3 results, but never a loss
     client.post("/v1/ladders/test/games/batch", json={"games": [game(w, lo) for w, lo in clique + unbeaten]}, headers=h)
 
     def provisional():
         return {row["key"]: row["provisional"] for row in client.get("/v1/ladders/test/leaderboard").json()["items"]}
 
+    def refit():
+        job = wait(client, client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=h).headers["location"])
+        assert job["status"] == "done", job
+        return job
+
     assert provisional() == dict.fromkeys(["p1", "p2", "p3", "p4"], False)
-    job = wait(client, client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=h).headers["location"])
+    job = refit()
     assert [row["key"] for row in job["result"]["identifiability"]["not_comparable"]] == ["p4"]
+    assert ["p4"] in job["result"]["identifiability"]["components"]
+    assert provisional() == dict.fromkeys(["p1", "p2", "p3", "p4"], False)  # a report changes nothing shown
+    assert client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h).status_code == 200
     for _ in range(2):  # the report is parsed once, then remembered
         assert provisional() == {"p1": False, "p2": False, "p3": False, "p4": True}
-    assert client.get("/v1/ladders/test/players/p4").json()["provisional"]
-    # A later refit's report replaces the remembered one: p5, unbeaten too, is flagged only by the next refit.
+    p4 = client.get("/v1/ladders/test/players/p4").json()
+    assert p4["provisional"] and "not both won and lost" in p4["provisional_reason"]
     client.post(
         "/v1/ladders/test/games/batch", json={"games": [game("p5", lo) for lo in ("p1", "p2", "p3")]}, headers=h
     )
     assert provisional()["p5"] is False
-    job = wait(client, client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=h).headers["location"])
-    assert "p5" in {row["key"] for row in job["result"]["identifiability"]["not_comparable"]}
+    job = refit()
+    assert provisional()["p5"] is False
+    client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h)
     assert provisional()["p5"] is True
+
+
+@pytest.mark.parametrize("k", [1, 2, 3])
+def test_a_small_ladder_with_ordinary_play_stays_established_at_any_k(client, k):
+    """Six colleagues, fifty games: everyone has won and lost against the others, so nobody is provisional, before
+    or after a refit (applied or not); where the cyclic coordinates are not pinned down yet, the reason says the
+    place rests on the Elo scale."""
+    key = make_ladder(client, k=k)
+    rng = np.random.default_rng(k)
+    skill = np.linspace(-1, 1, 6)
+    games = []
+    for _ in range(50):
+        a, b = rng.choice(6, 2, replace=False)
+        a_wins = rng.random() < 1 / (1 + np.exp(skill[b] - skill[a]))
+        games.append(game(f"p{a}", f"p{b}") if a_wins else game(f"p{b}", f"p{a}"))
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=bearer(key)).status_code == 201
+
+    def rows():
+        return client.get("/v1/ladders/test/leaderboard").json()["items"]
+
+    before = rows()
+    assert len(before) == 6 and not any(row["provisional"] for row in before)
+    location = client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=bearer(key)).headers["location"]
+    job = wait(client, location)
+    assert job["status"] == "done", job
+    assert rows() == before  # not applied: the leaderboard is as it was
+    assert client.post(f"{location}/apply", headers=bearer(key)).status_code == 200
+    for row in rows():
+        assert not row["provisional"], row
+        reason = row["provisional_reason"]
+        assert reason is None or reason.startswith("established on the Elo scale"), reason
+        assert k > 1 or reason is None or "latest applied refit" in reason
 
 
 def test_refits_are_bounded_per_ladder_and_a_waiting_one_is_not_failed(client, settings):
@@ -543,3 +589,22 @@ def _polled(client, location, status=200, timeout=60):
             return r.json()
         time.sleep(0.1)
     pytest.fail(f"{location} still 202 after {timeout} s")
+
+
+def test_the_intransitivity_scale_is_stated_in_one_sentence_everywhere_and_fits_the_number(client):
+    """README, mathematics notes, web page, OpenAPI and (in test_cli) the CLI read the measure the same way, and
+    the number behaves as that sentence says: 1 for equal players, below 1 for a ranking, above 1 for cycles."""
+    root = Path(__file__).resolve().parents[2]
+    for path in ("README.md", "docs/mathematics.md", "app/web/static/app.js"):
+        assert INTRANSITIVITY_SCALE in " ".join((root / path).read_text().split()), path
+    api = client.get("/openapi.json").json()
+    assert INTRANSITIVITY_SCALE in api["paths"]["/v1/ladders/{slug}/intransitivity"]["get"]["description"]
+    assert (
+        INTRANSITIVITY_SCALE
+        in api["components"]["schemas"]["IntransitivityOut"]["properties"]["measure"]["description"]
+    )
+    assert hodge_norms(np.tile([0.0, 1.0], (5, 1))).intransitivity == 1.0  # everyone equal
+    ranking = np.column_stack([np.linspace(-2, 2, 5), np.ones(5)])  # c = (r, 1): a pure ranking
+    assert hodge_norms(ranking).intransitivity < 1
+    angles = np.linspace(0, 2 * np.pi, 6)[:-1]  # a disc game: each beats the next around the circle
+    assert hodge_norms(2 * np.column_stack([np.cos(angles), np.sin(angles)])).intransitivity > 1

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import time
+from datetime import UTC, datetime, timedelta
+
 from tests.conftest import admin, bearer, make_ladder
 
 
@@ -54,6 +57,64 @@ def test_a_revoked_key_is_refused_at_once(client):
     assert again.status_code == 200 and again.json() == revoked.json()  # revoking again changes nothing
     assert client.delete("/v1/ladders/test/keys/999", headers=bearer(first)).status_code == 404
     assert client.get("/v1/ladders/test").json()["games"] == 1
+
+
+def test_the_last_working_admin_key_cannot_be_revoked(client):
+    r = client.post("/v1/ladders", json={"slug": "test"}, headers=admin())
+    assert r.json()["admin_key"] == r.json()["write_key"]  # one admin key, under both names
+    first = bearer(r.json()["admin_key"])
+    (own,) = client.get("/v1/ladders/test/keys", headers=first).json()
+    refused = client.delete(f"/v1/ladders/test/keys/{own['id']}", headers=first)
+    assert refused.status_code == 409 and "last working admin key" in refused.json()["detail"], refused.text
+    assert refused.json()["errors"] == [{"field": "key_id", "message": "the ladder's last working admin key"}]
+    assert client.delete(f"/v1/ladders/test/keys/{own['id']}", headers=admin()).status_code == 409  # nobody may
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    expiring = client.post(
+        "/v1/ladders/test/keys", json={"name": "temp", "role": "admin", "expires_at": soon}, headers=first
+    )
+    assert expiring.status_code == 201, expiring.text
+    time.sleep(2.1)  # an expired admin key does not count as a working one
+    assert client.delete(f"/v1/ladders/test/keys/{own['id']}", headers=first).status_code == 409
+    second = client.post("/v1/ladders/test/keys", json={"name": "ops", "role": "admin"}, headers=first).json()
+    assert client.delete(f"/v1/ladders/test/keys/{own['id']}", headers=first).status_code == 200
+    assert client.get("/v1/ladders/test/keys", headers=bearer(second["key"])).status_code == 200
+    assert client.delete(f"/v1/ladders/test/keys/{second['id']}", headers=bearer(second["key"])).status_code == 409
+
+
+def test_read_keys_read_private_ladders_and_nothing_more(client):
+    first = bearer(make_ladder(client))
+    client.post("/v1/ladders/test/games", json=game("a", "b"), headers=first)
+    client.patch("/v1/ladders/test", json={"private": True}, headers=first)
+    reader = client.post("/v1/ladders/test/keys", json={"name": "dashboard", "role": "read"}, headers=first).json()
+    assert reader["role"] == "read" and reader["expires_at"] is None and reader["last_used_at"] is None
+    assert client.get("/v1/ladders/test/leaderboard", headers=bearer(reader["key"])).status_code == 200
+    assert client.get("/v1/ladders/test/players/a", headers=bearer(reader["key"])).status_code == 200
+    r = client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(reader["key"]))
+    assert r.status_code == 403 and r.json()["detail"].startswith("This needs a write key of the ladder; key ")
+    assert client.post("/v1/ladders/test/players", json={"key": "c"}, headers=bearer(reader["key"])).status_code == 403
+
+
+def test_keys_expire_and_show_when_they_were_last_used(client):
+    first = bearer(make_ladder(client))
+    for when in ("2020-01-01T00:00:00Z", "soon"):
+        r = client.post("/v1/ladders/test/keys", json={"name": "x", "role": "write", "expires_at": when}, headers=first)
+        assert r.status_code == 422 and r.json()["errors"][0]["field"] == "expires_at", r.text
+    soon = (datetime.now(UTC) + timedelta(seconds=2)).isoformat()
+    writer = client.post(
+        "/v1/ladders/test/keys", json={"name": "w", "role": "write", "expires_at": soon}, headers=first
+    )
+    writer = writer.json()
+    assert client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(writer["key"])).status_code == 201
+    listed = {k["id"]: k for k in client.get("/v1/ladders/test/keys", headers=first).json()}
+    used = datetime.fromisoformat(listed[writer["id"]]["last_used_at"])
+    assert abs((datetime.now(UTC) - used).total_seconds()) < 30  # the post, just now
+    assert listed[writer["id"]]["expires_at"] is not None
+    time.sleep(2.1)
+    r = client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(writer["key"]))
+    assert r.status_code == 403 and "expired" in r.json()["detail"], r.text
+    client.patch("/v1/ladders/test", json={"private": True}, headers=first)
+    assert client.get("/v1/ladders/test/leaderboard", headers=bearer(writer["key"])).status_code == 403
+    assert client.get("/v1/ladders/test").status_code == 401
 
 
 def test_keys_of_one_ladder_do_not_open_another(client):

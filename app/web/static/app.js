@@ -420,8 +420,8 @@ async function renderDiscs(state) {
   const block = canonical.blocks[0];
   box.replaceChildren(
     h("h2", {}, "Cycles in this ladder"),
-    h("p", { id: "intransitivity" }, `Intransitivity ${fmt(intrans.measure, 2)}: 1 = no cycles; ` +
-      "below 1 = mostly a clean order; above 1 = cycles (rock-paper-scissors) dominate."),
+    h("p", { id: "intransitivity" }, `Intransitivity ${fmt(intrans.measure, 2)}: ` +
+      "below 1 the ranking (the transitive part) outweighs the cycles, above 1 the cycles (rock-paper-scissors) outweigh the ranking, and 1 means they weigh the same (as when every player is equal)."),
     block ? h("p", { class: "muted" }, `Largest disc: ${block.kind}, ${pct(block.share)} of the advantages. ` +
       "A player's angle is their style and their distance from the centre their weight: in a transitive disc " +
       "players further along the arc beat those behind; in a cyclic disc each beats the next around the circle.") : null,
@@ -475,7 +475,7 @@ async function playerView(view, slug, key) {
     h("p", { class: "muted", id: "summary" }, "Elo-equivalent ", interval(player), ` · ${player.games} games · ` +
       `${player.wins} won, ${player.draws} drawn, ${player.losses} lost`),
     player.provisional_reason ? h("p", { class: "muted", id: "why-provisional" },
-      `Provisional: ${player.provisional_reason}.`) : null,
+      `${player.provisional ? "Provisional" : "Placed"}: ${player.provisional_reason}.`) : null,
     h("h2", {}, "Strength over time"),
     games.length ? linePlot(games.map((g) => g.elo_after)) : h("p", { class: "muted" }, "No games yet."),
     h("div", { class: "grid" },
