@@ -1,4 +1,10 @@
-"""The ``melo`` command line: serve, migrate, create-ladder, import, export, backup, refit, identifiability, analyse."""
+"""The ``melo`` command line: serve, migrate, ladders, create-ladder, leaderboard, keys, void, merge, rename, import,
+export, backup, refit, identifiability, analyse.
+
+Every command opens the database that ``MELO_DATABASE_URL`` (or ``--database``) names, says which on standard
+error, and only ``migrate`` and ``serve`` may create one.  A user's mistake (an unknown ladder, a missing file or
+folder, a refused change) ends in one line and a non-zero exit, never a traceback.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +18,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
 
@@ -23,14 +30,18 @@ from app.access import ladder_for_read
 from app.analysis import refits, reports
 from app.analysis.schemas import INTRANSITIVITY_SCALE, RefitIn
 from app.backups import service as backups
-from app.config import get_settings
+from app.config import Settings, get_settings
 from app.db import Database
 from app.errors import Problem
+from app.games import service as games
 from app.games.schemas import GameIn
 from app.games.service import import_games
-from app.ladders.schemas import LadderCreate
+from app.ladders import service as ladders
+from app.ladders.schemas import KeyCreate, LadderCreate
 from app.ladders.service import create_ladder
 from app.migrate import upgrade
+from app.players import service as players
+from app.players.schemas import PlayerPatch
 
 CHESS_RESULT = {"1-0": (1, 2), "0-1": (2, 1), "1/2-1/2": (1, 1)}
 
@@ -123,15 +134,18 @@ class ProgressBar:
 
     def __init__(self, out: TextIO = sys.stderr, width: int = 30) -> None:
         self.out, self.width = out, width
-        self.stage, self.start = "", 0.0
+        self.stage, self.start = "", time.perf_counter()
+        self.last = self.start
 
     def __call__(self, stage: str, done: int, total: int) -> None:
-        if stage != self.stage:
-            self.stage, self.start = stage, time.perf_counter()
+        now = time.perf_counter()
+        if stage != self.stage:  # stages follow one another: this one began when the one before last reported
+            self.stage, self.start = stage, self.last
+        self.last = now
         if done < total and not self.out.isatty():  # in a log, one line per finished stage
             return
         filled = self.width * done // max(total, 1)
-        rate = done / max(time.perf_counter() - self.start, 1e-9)
+        rate = done / max(now - self.start, 1e-6)
         bar = "#" * filled + "." * (self.width - filled)
         start = "\r" if self.out.isatty() else ""
         self.out.write(f"{start}{stage:<8} [{bar}] {done:,}/{total:,}  {rate:,.0f}/s")
@@ -173,7 +187,8 @@ def cmd_restore(args: argparse.Namespace) -> None:
         created = backups.restore(session, lines, args.ladder, ProgressBar())
     db.dispose()
     seconds = time.perf_counter() - start
-    print(f"restored {args.file} as ladder {created.slug!r} in {seconds:.1f} s", file=sys.stderr)
+    print(f"restored {args.file} as ladder {created.slug!r} in {seconds:.1f} s: {created.players:,} players, "
+          f"{created.games:,} games", file=sys.stderr)  # fmt: skip
     print(json.dumps(created.model_dump(mode="json"), indent=2))
 
 
@@ -205,6 +220,8 @@ def cmd_backup(args: argparse.Namespace) -> None:
     target = Path(args.file)
     if target.exists():
         raise SystemExit(f"melo backup: {target} exists already; give a new file")
+    if not target.parent.is_dir():
+        raise SystemExit(f"melo backup: there is no folder {target.parent}; create it first")
     start = time.perf_counter()
     source = sqlite3.connect(make_url(settings.sqlalchemy_url).database)
     copy = sqlite3.connect(target)
@@ -228,18 +245,28 @@ def cmd_import(args: argparse.Namespace) -> None:
         games = parse_games(Path(args.file), args.format, progress)
         db = Database.from_settings(get_settings())
         with db.writing() as session:
-            import_games(session, ladder_for_read(session, args.ladder, fresh=True), games, progress)
+            ladder = storage.ladders.by_slug(session, args.ladder)
+            if ladder is None:  # a new ladder, with the options create-ladder takes
+                created = create_ladder(session, _ladder_options(args, args.ladder))
+                print(f"created ladder {args.ladder!r}; its admin key, shown only now: {created.admin_key}")
+                ladder = storage.ladders.by_slug(session, args.ladder)
+            import_games(session, ladder, games, progress)
+            players, counted = storage.ladders.sizes(session, ladder.id)
         db.dispose()
     seconds = time.perf_counter() - start
     print(
-        f"imported {len(games):,} games into {args.ladder!r} in {seconds:.1f} s ({len(games) / seconds:,.0f} games/s)"
+        f"imported {len(games):,} games into {args.ladder!r} in {seconds:.1f} s ({len(games) / seconds:,.0f} games/s);"
+        f" it has {players:,} players and {counted:,} games"
     )
 
 
+def _ladder_options(args: argparse.Namespace, slug: str) -> LadderCreate:
+    data = LadderCreate(slug=slug, k=args.k, eta=args.eta, auto_create_players=True, auto_refit=args.auto_refit)
+    return data.model_copy(update={"eta_tau": None}) if args.constant_eta else data
+
+
 def cmd_create_ladder(args: argparse.Namespace) -> None:
-    data = LadderCreate(slug=args.slug, k=args.k, eta=args.eta, auto_create_players=True, auto_refit=args.auto_refit)
-    if args.constant_eta:
-        data = data.model_copy(update={"eta_tau": None})
+    data = _ladder_options(args, args.slug)
     db = Database.from_settings(get_settings())
     with db.writing() as session:
         created = create_ladder(session, data)
@@ -338,6 +365,94 @@ def cmd_analyse(args: argparse.Namespace) -> None:
         print(f"\ntop {len(top)} by disc strength\n" + table(["player", "u/v", "v"], top))
 
 
+def _ladder(session, slug: str):
+    """The ladder as it is now (one line and exit 1 if there is none)."""
+    return ladder_for_read(session, slug, fresh=True)
+
+
+def cmd_ladders(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    with db.reading() as session:
+        rows = []
+        for ladder in storage.ladders.all_ladders(session):
+            players, games = storage.ladders.sizes(session, ladder.id)
+            rows.append([ladder.slug, ladder.name or "", ladder.k, players, games, "yes" if ladder.private else "no"])
+    db.dispose()
+    print(table(["ladder", "name", "k", "players", "games", "private"], rows) if rows else "no ladders yet")
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    with db.snapshot() as session:
+        ladder = _ladder(session, args.ladder)
+        held = storage.players.table(session, ladder)
+        page = json.loads(players.leaderboard(held, ladder, args.by, max(1, min(args.limit, 1000)), None, False))
+    db.dispose()
+    rows = [
+        [row["rank"] or "–", row["key"], row["name"] or "", round(row["elo"]), row["games"],
+         f"{row['wins']}/{row['draws']}/{row['losses']}", "provisional" if row["provisional"] else ""]
+        for row in page["items"]
+    ]  # fmt: skip
+    headers = ["rank", "player", "name", "elo", "games", "W/D/L", ""]
+    print(table(headers, rows) if rows else f"no players in {args.ladder!r} yet")
+
+
+def cmd_keys(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    if args.action == "list":
+        with db.reading() as session:
+            found = ladders.list_keys(session, _ladder(session, args.ladder))
+        rows = [
+            [k.id, k.name, k.role, _when(k.created_at), _when(k.last_used_at), _when(k.expires_at),
+             "revoked" if k.revoked_at else ""]
+            for k in found
+        ]  # fmt: skip
+        print(table(["id", "name", "role", "created", "last used", "expires", ""], rows))
+    elif args.action == "create":
+        if not args.target:
+            raise SystemExit("melo keys: create needs the new key's name: melo keys LADDER create NAME --role ROLE")
+        with db.writing() as session:
+            created = ladders.create_key(
+                session, _ladder(session, args.ladder), KeyCreate(name=args.target, role=args.role)
+            )
+        print(f"key {created.id} ({created.role}), shown only now: {created.key}")
+    else:
+        if not args.target or not args.target.isdigit():
+            raise SystemExit("melo keys: revoke needs the key's id (see `melo keys LADDER`)")
+        with db.writing() as session:
+            revoked = ladders.revoke_key(session, _ladder(session, args.ladder), int(args.target))
+        print(f"key {revoked.id} ({revoked.name!r}) revoked")
+    db.dispose()
+
+
+def _when(moment) -> str:
+    return "never" if moment is None else moment.strftime("%Y-%m-%d %H:%M")
+
+
+def cmd_void(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    voided = db.write(
+        lambda session: games.void_game(session, _ladder(session, args.ladder), args.game, "cli", args.reason)
+    )
+    db.dispose()
+    print(f"game {voided['id']} of {args.ladder!r} voided; the later games it touched were replayed")
+
+
+def cmd_merge(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    db.write(lambda session: players.merge_players(session, _ladder(session, args.ladder), args.source, args.into))
+    db.dispose()
+    print(f"{args.source!r} merged into {args.into!r} in {args.ladder!r}")
+
+
+def cmd_rename(args: argparse.Namespace) -> None:
+    db = Database.from_settings(get_settings())
+    patch = PlayerPatch(name=args.name)
+    db.write(lambda session: players.change_player(session, _ladder(session, args.ladder), args.key, patch))
+    db.dispose()
+    print(f"{args.key!r} of {args.ladder!r} is now called {args.name!r}")
+
+
 #: The server's logs: one JSON line per request on standard output (``melo.access``), the rest on standard error.
 LOG_CONFIG = {
     "version": 1,
@@ -367,30 +482,43 @@ def run_server(host: str, port: int, workers: int) -> None:
     uvicorn.run("app.main:app", host=host, port=port, workers=workers, access_log=False, log_config=LOG_CONFIG)
 
 
+def _ladder_arguments(parser: argparse.ArgumentParser, note: str = "") -> None:
+    parser.add_argument("--k", type=int, default=LadderCreate.model_fields["k"].default, help="discs" + note)
+    parser.add_argument("--eta", type=float, default=LadderCreate.model_fields["eta"].default, help="η" + note)
+    parser.add_argument("--constant-eta", action="store_true", help="do not shrink η with games played" + note)
+    parser.add_argument(
+        "--no-auto-refit", dest="auto_refit", action="store_false", help="never refit in the background" + note
+    )
+
+
+#: The commands that may create the database they are pointed at.
+CREATING = ("migrate", "serve")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="melo", description="mElo rating service")
+    parser.add_argument("--version", action="version", version=f"melo {version('melo')}")
+    parser.add_argument(
+        "--database", metavar="URL", help="the database to open (default: MELO_DATABASE_URL, else ./data/melo.db)"
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the HTTP server")
     serve.add_argument("--host", default="127.0.0.1", help="0.0.0.0: every interface (the office network)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
     sub.add_parser("migrate", help="bring the database schema up to date")
-    create = sub.add_parser("create-ladder", help="create a ladder and print its write key")
+    create = sub.add_parser("create-ladder", help="create a ladder and print its admin key")
     create.add_argument("slug")
-    create.add_argument("--k", type=int, default=LadderCreate.model_fields["k"].default)
-    create.add_argument("--eta", type=float, default=LadderCreate.model_fields["eta"].default)
-    create.add_argument("--constant-eta", action="store_true", help="do not shrink η with games played")
-    create.add_argument(
-        "--no-auto-refit", dest="auto_refit", action="store_false", help="never refit in the background by itself"
-    )
+    _ladder_arguments(create)
     imp = sub.add_parser(
         "import",
-        help="import games into a ladder, in order, all or nothing; or restore an export (from `melo export` or "
-        "GET …/export) as a new ladder LADDER",
+        help="import games into a ladder (created if it does not exist), in order, all or nothing; or restore an "
+        "export (from `melo export` or GET …/export) as a new ladder LADDER",
     )
     imp.add_argument("ladder")
     imp.add_argument("file")
     imp.add_argument("--format", choices=["jsonl", "chess", "football", "teams"], default="jsonl")
+    _ladder_arguments(imp, " (a ladder the import creates)")
     export = sub.add_parser("export", help="write a ladder's export (NDJSON), to restore with `melo import`")
     export.add_argument("ladder")
     export.add_argument("--output", "-o", default="-", help="file to write (default: standard output)")
@@ -413,16 +541,42 @@ def main(argv: list[str] | None = None) -> None:
     analyse = sub.add_parser("analyse", help="intransitivity and the canonical discs of a ladder (mathematics §12)")
     analyse.add_argument("ladder")
     analyse.add_argument("--top", type=int, default=10)
+    sub.add_parser("ladders", help="list the ladders: slug, players, games")
+    board = sub.add_parser("leaderboard", help="a ladder's leaderboard")
+    board.add_argument("ladder")
+    board.add_argument("--by", choices=["hodge", "field", "conservative", "disc"], default="hodge")
+    board.add_argument("--limit", type=int, default=20)
+    keys = sub.add_parser("keys", help="a ladder's keys: list them, create one, revoke one")
+    keys.add_argument("ladder")
+    keys.add_argument("action", nargs="?", choices=["list", "create", "revoke"], default="list")
+    keys.add_argument("target", nargs="?", help="create: the new key's name; revoke: the key's id")
+    keys.add_argument("--role", choices=["read", "write", "admin"], default="write")
+    void = sub.add_parser("void", help="void game N of a ladder (its number, as the ladder shows it)")
+    void.add_argument("ladder")
+    void.add_argument("game", type=int)
+    void.add_argument("--reason")
+    merge = sub.add_parser("merge", help="merge player FROM into player INTO (their games become INTO's)")
+    merge.add_argument("ladder")
+    merge.add_argument("source", metavar="FROM")
+    merge.add_argument("into", metavar="INTO")
+    rename = sub.add_parser("rename", help="give player KEY the display name NAME")
+    rename.add_argument("ladder")
+    rename.add_argument("key")
+    rename.add_argument("name")
     args = parser.parse_args(argv)
 
+    if args.database:
+        os.environ["MELO_DATABASE_URL"] = args.database  # for this process and the server's workers
+        get_settings.cache_clear()
     settings = get_settings()
+    _open(settings, args.command)
     if args.command == "serve":
         run_server(args.host, args.port, args.workers)
         return
     if args.command == "backup":  # a copy as it is, whatever its schema
         cmd_backup(args)
         return
-    upgrade(settings.sqlalchemy_url)  # every other command first brings the schema up to date: `migrate` is only that
+    upgrade(settings.sqlalchemy_url)  # an existing database is brought up to date first: `migrate` is only that
     commands = {
         "create-ladder": cmd_create_ladder,
         "import": cmd_import,
@@ -430,6 +584,12 @@ def main(argv: list[str] | None = None) -> None:
         "refit": cmd_refit,
         "identifiability": cmd_identifiability,
         "analyse": cmd_analyse,
+        "ladders": cmd_ladders,
+        "leaderboard": cmd_leaderboard,
+        "keys": cmd_keys,
+        "void": cmd_void,
+        "merge": cmd_merge,
+        "rename": cmd_rename,
     }
     if args.command not in commands:  # migrate: done above
         return
@@ -441,6 +601,36 @@ def main(argv: list[str] | None = None) -> None:
         first = exc.errors()[0]
         field = ".".join(str(part) for part in first["loc"])
         raise SystemExit(f"melo {args.command}: {field}: {first['msg']}") from None
+    except OSError as exc:  # a file or folder that is not there, not readable or not writable
+        raise SystemExit(f"melo {args.command}: {exc.filename or ''}: {exc.strerror}") from None
+
+
+def _open(settings: Settings, command: str) -> None:
+    """Say on standard error which database the command opens; stop if it is not there (only ``migrate`` and
+    ``serve`` create one)."""
+    url = make_url(settings.sqlalchemy_url)
+    shown = url.render_as_string(hide_password=True)
+    if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
+        shown = f"{Path(url.database).resolve()} (SQLite)"
+    print(f"melo {command}: database {shown}", file=sys.stderr)
+    if command in CREATING:
+        return
+    if url.get_backend_name() == "sqlite":
+        if url.database and url.database != ":memory:" and not Path(url.database).is_file():
+            raise SystemExit(
+                f"melo {command}: there is no database at {url.database}. Set MELO_DATABASE_URL (or --database) to "
+                "yours, or create this one with `melo migrate`."
+            )
+        return
+    try:
+        db = Database.from_settings(settings)
+        try:
+            db.ping()
+        finally:
+            db.dispose()
+    except Exception as exc:
+        reason = str(getattr(exc, "orig", exc)).strip().splitlines()[0]
+        raise SystemExit(f"melo {command}: cannot open the database {shown}: {reason}") from None
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+from sqlalchemy import make_url
 
 
 class Settings(BaseSettings):
@@ -14,8 +15,13 @@ class Settings(BaseSettings):
 
     #: SQLAlchemy URL. SQLite (embedded, the default) or PostgreSQL (``postgresql://…``).
     database_url: str = "sqlite:///./data/melo.db"
-    #: Bearer key that may create ladders. Unset: creating ladders is refused.
+    #: The database password, apart from the URL: any characters (``p@ss/word#1``), encoded into the URL here.
+    database_password: str | None = None
+    #: Bearer key that may create ladders. Unset: creating ladders is refused.  A weak one (a placeholder, shorter
+    #: than 20 characters) gets a warning at start, and stops the server from starting in production.
     admin_key: str | None = None
+    #: ``production`` refuses to start with a weak admin key; ``development`` (the default) warns.
+    env: Literal["development", "production"] = "development"
     #: Largest accepted request body in bytes (413 beyond).
     max_body_bytes: int = 1_000_000
     #: Most games in one batch request, and most player appearances in all its games together: the writer
@@ -51,7 +57,9 @@ class Settings(BaseSettings):
         url = self.database_url
         for prefix in ("postgres://", "postgresql://"):
             if url.startswith(prefix):
-                return "postgresql+psycopg://" + url[len(prefix) :]
+                url = "postgresql+psycopg://" + url[len(prefix) :]
+        if self.database_password is not None:
+            url = make_url(url).set(password=self.database_password).render_as_string(hide_password=False)
         return url
 
     @property

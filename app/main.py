@@ -24,10 +24,11 @@ from app.games.router import router as games_router
 from app.ladders.router import router as ladders_router
 from app.metrics import exposition
 from app.middleware import BodyLimit, Edge
-from app.migrate import upgrade
+from app.migrate import schema_problem, upgrade
 from app.players.router import router as players_router
 from app.predictions.router import router as predictions_router
 from app.predictions.router import teams_router
+from app.security import weakness
 from app.web.router import docs_assets, static
 from app.web.router import router as web_router
 
@@ -75,14 +76,43 @@ def _prime_endpoints(app: FastAPI) -> None:
                 extract(route.dependant.call)
 
 
+def _check_admin_key(settings: Settings) -> None:
+    """A weak server admin key is refused in production and warned about otherwise."""
+    why = None if settings.admin_key is None else weakness(settings.admin_key)
+    if why is None:
+        return
+    make = "python -c 'import secrets; print(secrets.token_urlsafe(32))'"
+    message = f"MELO_ADMIN_KEY is weak ({why}): set a long random one, made with `{make}`"
+    if settings.env == "production":
+        raise RuntimeError(message + " (MELO_ENV=production refuses to start with it).")
+    logging.getLogger("melo").warning("%s.", message)
+
+
+def _schema_problem(db: Database, at_start: bool) -> str | None:
+    """Why the database's schema is not this server's (naming `melo migrate`), or None.  At start a database
+    that cannot be reached is let be (readiness reports it); later it raises."""
+    try:
+        with db.read_engine.connect() as connection:
+            return schema_problem(connection)
+    except Exception:
+        if not at_start:
+            raise
+        logging.getLogger("melo").exception("the database schema could not be checked at start")
+        return None
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        _check_admin_key(settings)
         if settings.should_migrate_on_start:
             upgrade(settings.sqlalchemy_url)
         db = app.state.db = Database.from_settings(settings)
+        if (problem := await anyio.to_thread.run_sync(_schema_problem, db, True)) is not None:
+            db.dispose()
+            raise RuntimeError(problem)
         app.state.committer = GroupCommitter(
             db,
             on_commit=lambda applied: auto.games_posted(db, applied),
@@ -117,6 +147,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         responses=errors.problems(400, 405, 413, 422, 503),
     )
     app.state.settings = settings
+    app.state.schema_checked = False
     handlers.install(app)
     # Hot routes first: routes are matched in order.
     for router in (
@@ -138,17 +169,21 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @app.get("/readyz", tags=["health"], responses=errors.problems(503))
     async def readyz() -> JSONResponse:
-        """Readiness: the database answers a query (503 problem+json when it does not)."""
-        reason = "it did not answer within 2 s"
+        """Readiness: the database answers a query, and its schema is the one this server needs (503 problem+json
+        saying which is not: a database that is down, or one to migrate with `melo migrate`)."""
+        reason = "The database cannot be reached: it did not answer within 2 s."
         try:
             # Its own thread, abandoned after 2 s: a frozen database must not hold a request thread or this probe.
             with anyio.move_on_after(2):
                 await anyio.to_thread.run_sync(app.state.db.ping, abandon_on_cancel=True, limiter=app.state.ping)
-                return JSONResponse({"status": "ready"})
+                if not app.state.schema_checked:
+                    reason = await anyio.to_thread.run_sync(_schema_problem, app.state.db, False)
+                    app.state.schema_checked = reason is None
+                if app.state.schema_checked:
+                    return JSONResponse({"status": "ready"})
         except Exception as exc:
-            reason = type(exc).__name__
-        problem = errors.Unavailable(f"The database cannot be reached: {reason}.")
-        return handlers.problem_response(problem, {"Retry-After": "1"})
+            reason = f"The database cannot be reached: {type(exc).__name__}."
+        return handlers.problem_response(errors.Unavailable(reason), {"Retry-After": "1"})
 
     @app.get("/metrics", tags=["health"], response_class=PlainTextResponse)
     def metrics() -> Response:

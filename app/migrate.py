@@ -15,7 +15,9 @@ from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import create_engine, make_url, text
+from alembic.script import ScriptDirectory
+from sqlalchemy import Connection, create_engine, make_url, text
+from sqlalchemy.exc import ProgrammingError
 
 from app.db import ensure_sqlite_dir
 
@@ -24,13 +26,42 @@ MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 ADVISORY_KEY = 0x6D656C6F  # "melo"
 
 
-def upgrade(sqlalchemy_url: str) -> None:
-    ensure_sqlite_dir(sqlalchemy_url)
+def _config(sqlalchemy_url: str | None = None) -> Config:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
-    config.set_main_option("sqlalchemy.url", sqlalchemy_url.replace("%", "%%"))
+    if sqlalchemy_url is not None:
+        config.set_main_option("sqlalchemy.url", sqlalchemy_url.replace("%", "%%"))
+    return config
+
+
+def upgrade(sqlalchemy_url: str) -> None:
+    ensure_sqlite_dir(sqlalchemy_url)
     with _exclusive(sqlalchemy_url):
-        command.upgrade(config, "head")
+        command.upgrade(_config(sqlalchemy_url), "head")
+
+
+def head() -> str:
+    """The migration this server's code needs."""
+    return ScriptDirectory.from_config(_config()).get_current_head()
+
+
+def schema_problem(connection: Connection) -> str | None:
+    """Why the database's schema is not the one this server needs, naming the fix; None if it is.  Raises if
+    the database cannot be reached."""
+    try:
+        found = connection.execute(text("SELECT version_num FROM alembic_version")).scalars().all()
+    except ProgrammingError:  # PostgreSQL: no such table
+        connection.rollback()
+        found = []
+    except Exception as exc:  # SQLite: no such table (an OperationalError, as a database that is down)
+        if "no such table" not in str(exc):
+            raise
+        found = []
+    needed = head()
+    if found == [needed]:
+        return None
+    where = f"at migration {found[0]}" if found else "without the service's tables"
+    return f"The database is {where}; this server needs migration {needed}: run `melo migrate` first."
 
 
 @contextmanager

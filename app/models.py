@@ -97,6 +97,9 @@ class Ladder(Base):
     #: The version of the latest change a copy cannot follow row by row (a merge deletes a player): copies older
     #: than it are read anew.
     reset_version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: A deleted ladder's row stays as a tombstone (slug ``~deleted~{id}``, nothing in it), so its id is never
+    #: reused: caches kept by ladder id in every process can never be mistaken for another ladder's.
+    deleted_at: Mapped[datetime | None]
     #: Reads need a key of the ladder too.
     private: Mapped[bool] = mapped_column(default=False, server_default=false())
     #: The seq of the ladder's latest game.
@@ -169,6 +172,7 @@ class Game(Base):
     __table_args__ = (
         UniqueConstraint("ladder_id", "external_id"),
         Index("ix_games_ladder_id_id", "ladder_id", "id"),
+        Index("ix_games_ladder_id_seq", "ladder_id", "seq", unique=True),
     )
 
     #: Also the game's position in the event log: ids are allocated after the
@@ -176,7 +180,7 @@ class Game(Base):
     #: order they were applied (disjoint games commute).
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
-    #: The game's number within its ladder: 1, 2, 3, … in log order.
+    #: The game's number within its ladder: 1, 2, 3, … in log order; the id the API shows and takes.
     seq: Mapped[int | None] = mapped_column(BigInteger)
     external_id: Mapped[str | None] = mapped_column(String(200))
     played_at: Mapped[datetime]

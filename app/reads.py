@@ -49,15 +49,19 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
     whether it is private are read anew (one indexed statement), so a ladder
     made private is private at once in every worker.
     """
+
+    def load() -> LadderRow:
+        with db.reading() as session:
+            return ladder_for_read(session, slug, fresh=True)
+
     found = storage.ladders.from_cache(db.read_engine, slug)
     if found is None:
-
-        def load() -> LadderRow:
-            with db.reading() as session:
-                return ladder_for_read(session, slug, fresh=True)
-
         found = await anyio.to_thread.run_sync(load)
     now = await storage.ladders.version_and_privacy(db.fetch, found.id)
+    if now is None:  # deleted since this process read it, and perhaps created anew under the same slug
+        storage.ladders.forget(db.read_engine, slug)
+        found = await anyio.to_thread.run_sync(load)
+        now = await storage.ladders.version_and_privacy(db.fetch, found.id)
     if now is None:
         raise NotFound(f"There is no ladder {slug!r}.")
     version, private, reset_version = now

@@ -21,6 +21,22 @@ def key_matches(presented: str, stored_hash: str) -> bool:
     return hmac.compare_digest(hash_key(presented), stored_hash)
 
 
+#: The shortest server admin key not called weak, and words of the placeholders in the docs and .env.example.
+MIN_ADMIN_KEY = 20
+PLACEHOLDERS = ("change-me", "changeme", "password", "secret", "admin")
+
+
+def weakness(key: str) -> str | None:
+    """Why ``key`` is too weak for the server admin key (a placeholder, short, one repeated character), or None."""
+    if any(word in key.lower() for word in PLACEHOLDERS):
+        return "it looks like a placeholder"
+    if len(key) < MIN_ADMIN_KEY:
+        return f"it is shorter than {MIN_ADMIN_KEY} characters"
+    if len(set(key)) < 5:
+        return "it repeats a few characters"
+    return None
+
+
 def require(presented: str, stored_hash: str | None, what: str) -> None:
     if stored_hash is None or not key_matches(presented, stored_hash):
         raise Forbidden(f"The key is not the {what}.")

@@ -48,6 +48,7 @@ def test_import_jsonl_is_all_or_nothing_and_names_the_bad_line(tmp_path, monkeyp
     bad = {"sides": [{"players": ["x"], "rank": 1}, {"players": ["y"], "rank": "first"}]}
     path = tmp_path / "games.jsonl"
     try:
+        main(["migrate"])
         main(["create-ladder", "office"])
         main(["create-ladder", "quiet", "--no-auto-refit"])
         path.write_text("\n".join(json.dumps(g) for g in [*good, bad]) + "\n")
@@ -78,6 +79,7 @@ def test_refit_identifiability_and_analyse_on_the_chess_data(tmp_path, monkeypat
     monkeypatch.setenv("MELO_DATABASE_URL", url)
     get_settings.cache_clear()
     try:
+        main(["migrate"])
         main(["create-ladder", "chess", "--k", "2"])
         main(["import", "chess", str(DATA / "chess_engines.json"), "--format", "chess"])
         capsys.readouterr()
@@ -103,6 +105,7 @@ def test_a_refused_command_prints_the_problem_without_a_traceback(tmp_path, monk
     monkeypatch.setenv("MELO_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
     get_settings.cache_clear()
     try:
+        main(["migrate"])
         main(["create-ladder", "office", "--k", "2"])
         with pytest.raises(SystemExit) as refused:
             main(["refit", "office", "--select-k", "0", "1", "2", "3"])
@@ -134,6 +137,7 @@ def office(tmp_path, monkeypatch, capsys) -> Path:
     get_settings.cache_clear()
     games = tmp_path / "games.jsonl"
     games.write_text("".join(json.dumps(duel(a, b)) + "\n" for a, b in ["xy", "yz", "zx"]))
+    main(["migrate"])
     main(["create-ladder", "office"])
     main(["import", "office", str(games)])
     main(["export", "office", "-o", str(tmp_path / "office.ndjson")])
@@ -211,5 +215,91 @@ def test_a_refused_import_exits_non_zero_without_a_traceback(office, tmp_path):
         [sys.executable, "-m", "app.cli", "import", "copy", str(bad)], env=env, capture_output=True, text=True
     )
     assert done.returncode == 1
-    assert done.stderr.strip() == f"melo import: line 2: line: {TOO_DEEP}; nothing was restored"
+    opened, refused = done.stderr.strip().splitlines()  # which database, then one line: no traceback
+    assert opened == f"melo import: database {tmp_path / 'cli.db'} (SQLite)"
+    assert refused == f"melo import: line 2: line: {TOO_DEEP}; nothing was restored"
     nothing_restored(tmp_path)
+
+
+def test_the_cli_says_which_database_it_opens_and_creates_none_but_by_migrate(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MELO_DATABASE_URL", raising=False)
+    get_settings.cache_clear()
+    try:
+        for argv in (["ladders"], ["backup", "b.db"], ["create-ladder", "office"]):
+            with pytest.raises(SystemExit) as refused:
+                main(argv)
+            assert "there is no database at ./data/melo.db" in str(refused.value.code), argv
+            assert "melo migrate" in str(refused.value.code)
+        assert not (tmp_path / "data").exists() and not (tmp_path / "b.db").exists()
+        url = f"sqlite:///{tmp_path / 'elsewhere.db'}"
+        main(["--database", url, "migrate"])
+        assert f"database {tmp_path / 'elsewhere.db'} (SQLite)" in capsys.readouterr().err
+        with pytest.raises(SystemExit, match="there is no folder nope; create it first"):
+            main(["--database", url, "backup", "nope/b.db"])
+        with pytest.raises(SystemExit) as version:
+            main(["--version"])
+        assert version.value.code == 0 and capsys.readouterr().out.startswith("melo ")
+    finally:
+        get_settings.cache_clear()
+
+
+def test_the_admin_commands_of_the_cli(tmp_path, monkeypatch, capsys):
+    """import creates the ladder it names; ladders, leaderboard, keys, void, merge and rename do what they say; a
+    restored export is summed up with what it holds."""
+    monkeypatch.setenv("MELO_DATABASE_URL", f"sqlite:///{tmp_path / 'cli.db'}")
+    get_settings.cache_clear()
+    games = tmp_path / "games.jsonl"
+    games.write_text("".join(json.dumps(duel(a, b)) + "\n" for a, b in ["ab", "bc", "ca", "ab", "cd"]))
+    try:
+        main(["migrate"])
+        main(["import", "office", str(games), "--k", "1"])
+        out = capsys.readouterr().out
+        assert "created ladder 'office'; its admin key, shown only now: mk_" in out
+        assert "imported 5 games into 'office'" in out and "it has 4 players and 5 games" in out
+        main(["ladders"])
+        assert re.search(r"office\s+1\s+4\s+5\s+no", capsys.readouterr().out)
+        main(["void", "office", "5", "--reason", "typo"])
+        assert "game 5 of 'office' voided" in capsys.readouterr().out
+        main(["rename", "office", "a", "Ann B."])
+        main(["merge", "office", "d", "a"])
+        capsys.readouterr()
+        main(["leaderboard", "office"])
+        board = capsys.readouterr().out
+        assert "Ann B." in board and not re.search(r"\bd\b", board.split("\n", 2)[2])
+        main(["keys", "office", "create", "desk", "--role", "read"])
+        assert re.search(r"key 2 \(read\), shown only now: mk_", capsys.readouterr().out)
+        main(["keys", "office"])
+        listed = capsys.readouterr().out
+        assert "created with the ladder" in listed and re.search(r"desk\s+read", listed)
+        main(["keys", "office", "revoke", "2"])
+        assert "key 2 ('desk') revoked" in capsys.readouterr().out
+        with pytest.raises(SystemExit, match="last working admin key"):
+            main(["keys", "office", "revoke", "1"])
+        main(["export", "office", "-o", str(tmp_path / "office.ndjson")])
+        capsys.readouterr()
+        main(["import", "copy", str(tmp_path / "office.ndjson")])
+        assert (
+            "restored" in (err := capsys.readouterr().err) and "3 players, 4 games" in err
+        )  # the voided one counts nowhere
+    finally:
+        get_settings.cache_clear()
+    with TestClient(create_app(Settings(database_url=f"sqlite:///{tmp_path / 'cli.db'}"))) as client:
+        for slug in ("office", "copy"):
+            assert client.get(f"/v1/ladders/{slug}/audit").json()["consistent"]
+        assert client.get("/v1/ladders/office/games/5").json()["reason"] == "typo"
+
+
+def test_progress_rates_are_per_stage_even_when_a_stage_reports_only_its_end(monkeypatch):
+    from io import StringIO
+
+    from app.cli import ProgressBar
+
+    clock = iter([0.0, 1.0, 3.0])  # created, then two stages each reported once, at their end
+    monkeypatch.setattr("app.cli.time.perf_counter", lambda: next(clock))
+    out = StringIO()
+    bar = ProgressBar(out)
+    bar("reading", 100, 100)
+    bar("rating", 400, 400)
+    assert out.getvalue().splitlines()[0].endswith("100/100  100/s")
+    assert out.getvalue().splitlines()[1].endswith("400/400  200/s")

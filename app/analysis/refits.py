@@ -277,10 +277,10 @@ def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:
 
 
 def list_refits(session: Session, ladder: LadderRow, limit: int) -> list[RefitOut]:
-    return [refit_out(job) for job in storage.refits.recent(session, ladder.id, limit)]
+    return [refit_out(session, job) for job in storage.refits.recent(session, ladder.id, limit)]
 
 
-def refit_out(job: Refit) -> RefitOut:
+def refit_out(session: Session, job: Refit) -> RefitOut:
     """The job as the API shows it: a running one whose process stopped (no progress for :data:`STALE`), or a
     queued one whose server stopped before it ran (:data:`STALE_QUEUED`), shows as failed."""
     status, error = job.status, job.error
@@ -298,7 +298,7 @@ def refit_out(job: Refit) -> RefitOut:
         params=job.params,
         result=job.result,
         error=error,
-        after_game=job.after_game_id,
+        after_game=storage.games.number_of(session, job.after_game_id),
         created_at=job.created_at,
         finished_at=job.finished_at,
         applied_at=job.applied_at,
@@ -319,4 +319,5 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOu
     replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})
     storage.ladders.bump(session, [ladder.id])
-    return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=job.after_game_id, replayed_games=replayed)
+    after_game = storage.games.number_of(session, job.after_game_id) or 0
+    return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=after_game, replayed_games=replayed)

@@ -31,7 +31,7 @@ def start_refit(slug: str, params: RefitIn, db: DatabaseDep, caller: CallerDep, 
     At most 2 refits per ladder and 8 per server are queued or running at once: 429 with `Retry-After` beyond."""
     with db.writing() as session:
         job = refits.start_refit(session, ladder_for(session, slug, caller, "write"), params)
-        out = refits.refit_out(job)
+        out = refits.refit_out(session, job)
     refits.submit(db, job.id)
     response.headers["Location"] = f"/v1/ladders/{slug}/refits/{job.id}"
     return out
@@ -50,7 +50,7 @@ def list_refits(
 def get_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> RefitOut:
     """A refit's status, progress (0-1) and, when done, its report."""
     with db.reading() as session:
-        return refits.refit_out(refits.get_refit(session, readable(session, slug, caller), refit_id))
+        return refits.refit_out(session, refits.get_refit(session, readable(session, slug, caller), refit_id))
 
 
 @router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))

@@ -75,7 +75,7 @@ class RefitOut(BaseModel):
         "holdout 0, or a ladder of one or a few matchups that the split could not divide)."
     )
     error: str | None
-    after_game: int | None = Field(description="The refit saw the games up to this id.")
+    after_game: int | None = Field(description="The refit saw the games up to this one (its number in the ladder).")
     created_at: datetime
     finished_at: datetime | None
     applied_at: datetime | None

@@ -29,7 +29,7 @@ from app.backups.schemas import FORMAT, LINES, ExportedCheckpoint, ExportedGame,
 from app.errors import InvalidInput
 from app.games.service import Voided, import_games
 from app.ladders.schemas import LadderCreate, LadderCreated
-from app.ladders.service import create_ladder
+from app.ladders.service import create_ladder, ladder_out
 from app.schemas import StrictModel, iso
 from app.storage.ladders import LadderRow
 
@@ -138,7 +138,8 @@ def restore(
     if header.ladder.private:
         storage.ladders.change(session, ladder.id, {"private": True})
     Restore(session, ladder, header, progress).run(numbered)
-    return created.model_copy(update={"private": header.ladder.private})
+    restored = ladder_out(session, ladder_for_read(session, created.slug, fresh=True))  # its players and games now
+    return LadderCreated(**restored.model_dump(), admin_key=created.admin_key, write_key=created.write_key)
 
 
 def _decode(n: int, raw: bytes) -> object:
@@ -176,6 +177,7 @@ class Restore:
         self.total = header.games
         self.players: list[ExportedPlayer] = []
         self.known: set[str] = set()
+        self.inactive: list[str] = []
         self.external_ids: set[str] = set()
         self.pending: list[ExportedGame] = []
         self.seq = 0
@@ -199,6 +201,8 @@ class Restore:
                 self.checkpoint(n, line.checkpoint)
         self.flush()
         self._check_counts()
+        # Their games made them active again, as any game does: they were inactive after them.
+        storage.players.deactivate(self.session, self.ladder.id, self.inactive)
         storage.ladders.bump(self.session, [self.ladder.id])  # the players' count, if no game came after them
 
     def _check_counts(self) -> None:
@@ -220,6 +224,8 @@ class Restore:
             raise _bad(n, "player.initial", f"expected 2k = {2 * self.ladder.k} numbers")
         self.known.add(player.key)
         self.players.append(player)
+        if not player.active:
+            self.inactive.append(player.key)
 
     def game(self, n: int, game: ExportedGame) -> None:
         self._create_players()

@@ -2,16 +2,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Header, Query, Request
+from fastapi import APIRouter, Body, Header, Path, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator
 
 from app.access import ladder_and_key, readable
-from app.deps import CallerDep, DatabaseDep, IdPath, SettingsDep
+from app.deps import CallerDep, DatabaseDep, SettingsDep
 from app.errors import LADDER_ACCESS, InvalidInput, problems
 from app.games import service
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
 from app.schemas import MAX_ID, Page, printable
+
+#: A game in a URL: its number within the ladder (the `id` of its answers).
+GameNumber = Annotated[int, Path(ge=1, le=MAX_ID, description="The game's number within the ladder (its `id`).")]
 
 router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"], responses=LADDER_ACCESS)
 
@@ -74,14 +77,14 @@ def list_games(
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")] = None,
 ) -> Page[dict]:
-    """The ladder's games, newest first."""
+    """The ladder's games, newest first. A game's `id` is its number within the ladder: 1, 2, 3, … in log order."""
     with db.reading() as session:
         return service.list_games(session, readable(session, slug, caller), limit, cursor)
 
 
 @router.get("/{game_id}", response_model=GameOut, responses=problems(404))
-def get_game(slug: str, game_id: IdPath, db: DatabaseDep, caller: CallerDep) -> dict:
-    """One game with every participant's vector before and after."""
+def get_game(slug: str, game_id: GameNumber, db: DatabaseDep, caller: CallerDep) -> dict:
+    """One game, by its number within the ladder (its `id`), with every participant's vector before and after."""
     with db.reading() as session:
         return service.get_game(session, readable(session, slug, caller), game_id)
 
@@ -89,12 +92,13 @@ def get_game(slug: str, game_id: IdPath, db: DatabaseDep, caller: CallerDep) -> 
 @router.delete("/{game_id}", response_model=GameOut, responses=problems(401, 403, 404, 422))
 def void_game(
     slug: str,
-    game_id: IdPath,
+    game_id: GameNumber,
     db: DatabaseDep,
     caller: CallerDep,
     void: Annotated[VoidIn | None, Body()] = None,
 ) -> dict:
-    """Void a game (a write key): it stays in the log, marked, and counts nowhere any more.
+    """Void a game, by its number within the ladder (a write key): it stays in the log, marked, and counts nowhere
+    any more.
 
     The games after it are replayed exactly from the latest checkpoint before it, so the ratings become those of
     a ladder that never had it; checkpoints after it are superseded. Voiding it again changes nothing.

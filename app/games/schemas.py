@@ -76,8 +76,11 @@ class SideOut(BaseModel):
 
 
 class GameOut(BaseModel):
-    id: int
-    seq: int = Field(description="The game's number within its ladder: 1, 2, 3, … in log order.")
+    id: int = Field(
+        description="The game's number within its ladder: 1, 2, 3, … in log order, as URLs (`…/games/{id}`), "
+        "exports and the web page name it."
+    )
+    seq: int = Field(description="The same number as `id` (the name earlier versions gave it).")
     played_at: datetime
     external_id: str | None
     sides: list[SideOut]

@@ -308,26 +308,26 @@ class Applied:
             sides = [(members, actual[s], expected[s]) for s, members in players.items()]
             game = self.games[g]
             payload = self.payloads[g]
-            out.append(game_body(self.ids[g], self.seqs[g], self.played_at[g], game.external_id, payload, sides))
+            out.append(game_body(self.seqs[g], self.played_at[g], game.external_id, payload, sides))
         return out
 
 
 def game_body(
-    game_id: int,
     seq: int,
     played_at: datetime,
     external_id: str | None,
     payload: dict,
     sides: list[tuple[list[dict], float, float]],
 ) -> dict:
-    """A game as the API shows it (``GameOut``), as JSON-ready values; ``payload`` is its stored input."""
+    """A game as the API shows it (``GameOut``), as JSON-ready values; ``payload`` is its stored input.  Its id is
+    its number within the ladder (``seq``); the global id stays inside."""
     seats = payload.get("seats") or [None] * len(sides)
     out = [
         {"players": players, "rank": rank, "actual_score": actual, "expected_score": expected, "seat": seat}
         for (players, actual, expected), rank, seat in zip(sides, payload["ranks"], seats, strict=True)
     ]
     return {
-        "id": game_id,
+        "id": seq,
         "seq": seq,
         "played_at": iso(played_at),
         "external_id": external_id,
@@ -461,7 +461,7 @@ def _stage(progress: Progress, stage: str) -> Callable[[int, int], None] | None:
     return None if progress is None else lambda done, total: progress(stage, done, total)
 
 
-def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason: str | None) -> dict:
+def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason: str | None) -> dict:
     """Void a game: it stays in the log as an audit trail and counts nowhere; the games after it are replayed.
 
     The later games its players reach are replayed exactly from their state
@@ -474,17 +474,18 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
     Every membership of a replayed game gets its new vectors and expected
     score.  Voiding a voided game changes nothing.
     """
-    record = storage.games.get(session, ladder.id, game_id)
+    record = storage.games.get(session, ladder.id, number)
     if record is None:
-        raise NotFound(f"There is no game {game_id} in ladder {ladder.slug!r}.")
+        raise NotFound(f"There is no game {number} in ladder {ladder.slug!r}.")
     if record.voided_at is not None:
         return stored_body(record)
     storage.players.lock_all(session, ladder.id)
     # Read again under the locks: a merge, void or applied refit that held them meanwhile may have rewritten
     # the game (its members, its seats' state before it), or voided it.
-    record = storage.games.get(session, ladder.id, game_id)
+    record = storage.games.get(session, ladder.id, number)
     if record.voided_at is not None:
         return stored_body(record)
+    game_id = record.id
     now = datetime.now(UTC)
     storage.games.void(session, ladder.id, game_id, by, reason, now)
     storage.ladders.count(session, ladder.id, games=-1)
@@ -499,7 +500,7 @@ def void_game(session: Session, ladder: LadderRow, game_id: int, by: str, reason
     else:
         replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
     storage.ladders.bump(session, [ladder.id])
-    return stored_body(storage.games.get(session, ladder.id, game_id))
+    return stored_body(storage.games.get(session, ladder.id, number))
 
 
 def stored_body(record: storage.games.GameRecord) -> dict:
@@ -510,7 +511,7 @@ def stored_body(record: storage.games.GameRecord) -> dict:
         parts = [by_key[key] for key in keys]
         players = [{"key": p.key, "before": p.before, "after": p.after} for p in parts]
         sides.append((players, parts[0].actual_score, parts[0].expected_score))
-    body = game_body(record.id, record.seq, record.played_at, record.external_id, record.payload, sides)
+    body = game_body(record.seq, record.played_at, record.external_id, record.payload, sides)
     if record.voided_at is not None:
         body |= {"voided_at": iso(record.voided_at), "voided_by": record.voided_by, "reason": record.void_reason}
     return body
@@ -521,8 +522,8 @@ def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | No
     return Page[dict](items=items, next_cursor=str(items[-1]["id"]) if len(items) == limit else None)
 
 
-def get_game(session: Session, ladder: LadderRow, game_id: int) -> dict:
-    record = storage.games.get(session, ladder.id, game_id)
+def get_game(session: Session, ladder: LadderRow, number: int) -> dict:
+    record = storage.games.get(session, ladder.id, number)
     if record is None:
-        raise NotFound(f"There is no game {game_id} in ladder {ladder.slug!r}.")
+        raise NotFound(f"There is no game {number} in ladder {ladder.slug!r}.")
     return stored_body(record)

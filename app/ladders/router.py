@@ -14,6 +14,8 @@ from app.ladders.schemas import (
     KeyOut,
     LadderCreate,
     LadderCreated,
+    LadderDelete,
+    LadderDeleted,
     LadderOut,
     LadderPatch,
 )
@@ -44,6 +46,14 @@ def get_ladder(slug: str, db: DatabaseDep, caller: CallerDep) -> LadderOut:
     """A ladder's configuration and size."""
     with db.reading() as session:
         return service.ladder_out(session, readable(session, slug, caller))
+
+
+@router.delete("/{slug}", response_model=LadderDeleted, responses=problems(401, 403, 404, 422))
+def delete_ladder(slug: str, confirm: LadderDelete, db: DatabaseDep, caller: CallerDep) -> LadderDeleted:
+    """Delete the ladder and everything in it (players, games, keys, refits), in one transaction (an admin key of
+    the ladder). The body repeats the slug to confirm. There is no undo: keep a copy first with `GET …/export`
+    (or `melo export`), which `melo import` restores."""
+    return db.write(lambda session: service.delete_ladder(session, ladder_for(session, slug, caller, "admin"), confirm))
 
 
 @router.patch("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404, 422))

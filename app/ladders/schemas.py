@@ -84,6 +84,20 @@ class LadderPatch(StrictModel):
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"private": True}]}}
 
 
+class LadderDelete(StrictModel):
+    """The slug again, to confirm: a deleted ladder cannot be brought back except from an export."""
+
+    slug: str = Field(description="The ladder's slug, repeated.")
+
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"slug": "office"}]}}
+
+
+class LadderDeleted(BaseModel):
+    slug: str
+    players: int = Field(description="Players deleted with it.")
+    games: int = Field(description="Games deleted with it (voided ones too).")
+
+
 Role = Literal["read", "write", "admin"]
 
 
@@ -183,4 +197,7 @@ class AuditOut(BaseModel):
     players: int
     max_abs_diff: float
     replayed_games: int = Field(description="Games replayed: those after the latest checkpoint, or all.")
-    checkpoint_after_game: int | None = Field(description="The checkpoint replayed from (an applied refit), if any.")
+    checkpoint_after_game: int | None = Field(
+        description="The game (its number in the ladder) after which the checkpoint replayed from (an applied "
+        "refit) was taken, if any."
+    )

@@ -19,6 +19,8 @@ from app.ladders.schemas import (
     KeyOut,
     LadderCreate,
     LadderCreated,
+    LadderDelete,
+    LadderDeleted,
     LadderOut,
     LadderPatch,
     SeatOut,
@@ -46,6 +48,18 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
         raise Conflict(f"A ladder {data.slug!r} exists already.")
     storage.keys.insert(session, ladder.id, "created with the ladder", "admin", hash_key(key))
     return LadderCreated(**ladder_out(session, ladder).model_dump(), admin_key=key, write_key=key)
+
+
+def delete_ladder(session: Session, ladder: LadderRow, confirm: LadderDelete) -> LadderDeleted:
+    """Delete the ladder and everything in it, in one transaction, if the body repeats its slug (422 otherwise)."""
+    if confirm.slug != ladder.slug:
+        raise InvalidInput(
+            f"slug: repeat the ladder's slug {ladder.slug!r} to confirm deleting it",
+            errors=[{"field": "slug", "message": f"must be {ladder.slug!r}, the ladder being deleted"}],
+        )
+    players, games = storage.ladders.counted_sizes(session, ladder.id, voided=True)
+    storage.ladders.delete(session, ladder)
+    return LadderDeleted(slug=ladder.slug, players=players, games=games)
 
 
 def list_ladders(session: Session, caller: Caller) -> list[LadderOut]:
@@ -141,5 +155,5 @@ def audit(session: Session, ladder: LadderRow) -> AuditOut:
         players=len(state.keys),
         max_abs_diff=diff,
         replayed_games=state.log.n_games,
-        checkpoint_after_game=state.after_game_id or None,
+        checkpoint_after_game=storage.games.number_of(session, state.after_game_id or None),
     )

@@ -125,8 +125,8 @@ class LeaderboardPage(Page[LeaderboardItem]):
 
 
 class HistoryItem(BaseModel):
-    game_id: int
-    seq: int = Field(description="The game's number within its ladder: 1, 2, 3, … in log order.")
+    game_id: int = Field(description="The game's number within its ladder (its `id`: `…/games/{game_id}`).")
+    seq: int = Field(description="The same number as `game_id` (the name earlier versions gave it).")
     played_at: datetime
     side: int
     opponents: list[str]

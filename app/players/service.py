@@ -101,7 +101,10 @@ def _provisional_reason(table: Table, k: int, n: int) -> str | None:
 def _moved(table: Table, n: int) -> float | None:
     """How far (Elo points) the field has moved player ``n`` since their last game; None if unknown."""
     then = table.strength_then[n]
-    return None if np.isnan(then) else float((_hodge(table)[n] - then) * rating.ELO_PER_LOGIT)
+    if np.isnan(then):
+        return None
+    # Rounded to a millionth of a point: floating-point noise of a field that did not move is 0, not ±1e-14.
+    return round(float((_hodge(table)[n] - then) * rating.ELO_PER_LOGIT), 6) + 0.0
 
 
 def _strength_se(table: Table, ladder: LadderRow) -> np.ndarray:
@@ -471,7 +474,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
         _, expected_after = rating.predict_match(after, game)
         items.append(
             {
-                "game_id": record.id,
+                "game_id": record.seq,
                 "seq": record.seq,
                 "played_at": iso(record.played_at),
                 "side": me.side,
@@ -499,7 +502,8 @@ def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose
         found = _comparing(session, table, i, limit)
         if found is not None:
             return found
-    best = rating.balanced_opponents(table.C, i, limit=limit) if len(table.keys) > 1 else []
+    active = table.derived("listed", lambda: np.flatnonzero(table.active))  # inactive players are not suggested
+    best = rating.balanced_opponents(table.C, i, limit=limit, candidates=active) if len(table.keys) > 1 else []
     probs = rating.pair_probability(table.C, np.full(len(best), i), np.asarray(best, dtype=int))
     return [
         {"key": table.keys[j], "name": table.names[j], "probability": float(p), "gain": None}
@@ -514,7 +518,7 @@ def _comparing(session: Session, table: Table, i: int, limit: int) -> list[dict]
     if games:
         log = storage.log.encode(games, {key: n for n, key in enumerate(table.keys.tolist())})
         W = Results.of(log).directions(omega_apply(table.C), i)
-    found = comparing_opponents(table.C, i, W, limit)
+    found = comparing_opponents(table.C, i, W, limit, among=table.active)
     if found is None:
         return None
     best, gain = found

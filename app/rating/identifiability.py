@@ -283,7 +283,9 @@ def _grow(results: Results, OC: Array, clique: list[int], n_players: int) -> Arr
     return inside
 
 
-def comparing_opponents(C: ArrayLike, player: int, W: ArrayLike, limit: int = 10) -> tuple[Array, Array] | None:
+def comparing_opponents(
+    C: ArrayLike, player: int, W: ArrayLike, limit: int = 10, among: ArrayLike | None = None
+) -> tuple[Array, Array] | None:
     """The opponents whose games would best make ``player`` comparable, and how much each would help.
 
     ``W`` are the player's directions (columns, :meth:`Results.directions`).  If
@@ -294,7 +296,7 @@ def comparing_opponents(C: ArrayLike, player: int, W: ArrayLike, limit: int = 10
     opponent's gain is the |cosine| between v and Ωc_j times the probability of
     the closing outcome (when the directions do not even span R^{2k}, -v is an
     escape too and either outcome helps); the largest first.  None if the
-    player is comparable already.
+    player is comparable already.  ``among`` (a boolean mask) limits the opponents, e.g. to active players.
     """
     C = np.asarray(C, dtype=np.float64)
     check = comparable(W, C.shape[1])
@@ -305,6 +307,8 @@ def comparing_opponents(C: ArrayLike, player: int, W: ArrayLike, limit: int = 10
     cosine = np.divide(OC @ check.direction, lengths, out=np.zeros(len(C)), where=lengths > 0)
     p_win = expit(OC @ C[player])  # P(player beats j) = σ(c_iᵀ Ω c_j)
     gain = np.abs(cosine) * (1.0 if not check.spans else np.where(cosine < 0, p_win, 1.0 - p_win))
-    gain[player] = -np.inf
-    order = np.lexsort((np.arange(len(C)), -gain))[: min(limit, len(C) - 1)]
+    allowed = np.ones(len(C), dtype=bool) if among is None else np.asarray(among, dtype=bool).copy()
+    allowed[player] = False
+    gain[~allowed] = -np.inf
+    order = np.lexsort((np.arange(len(C)), -gain))[: min(limit, int(allowed.sum()))]
     return order, gain[order]

@@ -194,17 +194,23 @@ def _records(session: Session, games: list[Game]) -> list[GameRecord]:
     ]
 
 
-def page(session: Session, ladder_id: int, limit: int, before_id: int | None) -> list[GameRecord]:
-    """The ladder's games newest first, below ``before_id`` if given."""
+def page(session: Session, ladder_id: int, limit: int, before: int | None) -> list[GameRecord]:
+    """The ladder's games newest first, numbered below ``before`` if given."""
     query = select(Game).where(Game.ladder_id == ladder_id)
-    if before_id is not None:
-        query = query.where(Game.id < before_id)
-    return _records(session, list(session.scalars(query.order_by(Game.id.desc()).limit(limit))))
+    if before is not None:
+        query = query.where(Game.seq < before)
+    return _records(session, list(session.scalars(query.order_by(Game.seq.desc()).limit(limit))))
 
 
-def get(session: Session, ladder_id: int, game_id: int) -> GameRecord | None:
-    game = session.scalar(select(Game).where(Game.ladder_id == ladder_id, Game.id == game_id))
+def get(session: Session, ladder_id: int, number: int) -> GameRecord | None:
+    """The ladder's game number ``number`` (its ``seq``: the id the API shows)."""
+    game = session.scalar(select(Game).where(Game.ladder_id == ladder_id, Game.seq == number))
     return None if game is None else _records(session, [game])[0]
+
+
+def number_of(session: Session, game_id: int | None) -> int | None:
+    """The number within its ladder of the game with the internal id ``game_id``."""
+    return None if game_id is None else session.scalar(select(Game.seq).where(Game.id == game_id))
 
 
 def of_player(session: Session, ladder_id: int, key: str, limit: int, before_id: int | None) -> list[GameRecord]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import datetime
+from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy import Engine, func, select
@@ -11,7 +11,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.models import Game, Ladder, Player
+from app.models import ApiKey, Checkpoint, Game, IdempotencyKey, Ladder, Player, Refit
 from app.rating.seats import Seats
 from app.storage import cache, codec
 from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed
@@ -56,7 +56,7 @@ def _row(row) -> LadderRow:
     return LadderRow(*row)
 
 
-_BY_SLUG = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE slug = ?"
+_BY_SLUG = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE slug = ? AND deleted_at IS NULL"
 
 
 def by_slug(session: Session, slug: str) -> LadderRow | None:
@@ -85,12 +85,13 @@ def from_cache(engine: Engine, slug: str) -> LadderRow | None:
 
 
 def by_id(session: Session, ladder_id: int) -> LadderRow | None:
-    row = session.execute(select(*_COLUMNS).where(Ladder.id == ladder_id)).first()
+    row = session.execute(select(*_COLUMNS).where(Ladder.id == ladder_id, Ladder.deleted_at.is_(None))).first()
     return None if row is None else _row(row)
 
 
 def all_ladders(session: Session) -> list[LadderRow]:
-    return [_row(row) for row in session.execute(select(*_COLUMNS).order_by(Ladder.slug))]
+    live = Ladder.deleted_at.is_(None)
+    return [_row(row) for row in session.execute(select(*_COLUMNS).where(live).order_by(Ladder.slug))]
 
 
 def insert(session: Session, values: dict) -> LadderRow | None:
@@ -103,6 +104,33 @@ def insert(session: Session, values: dict) -> LadderRow | None:
     return by_slug(session, values["slug"])
 
 
+def delete(session: Session, ladder: LadderRow) -> None:
+    """Delete everything in the ladder (players, games and their participants, keys, idempotency records, refits,
+    checkpoints) and leave its row as a tombstone: slug ``~deleted~{id}`` (free again, and no slug the API takes),
+    ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
+    lock(session, ladder.id)
+    for table in (Checkpoint, Refit, IdempotencyKey, ApiKey, Game, Player):
+        session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
+    session.execute(
+        Ladder.__table__.update()
+        .where(Ladder.id == ladder.id)
+        .values(
+            slug=f"~deleted~{ladder.id}",
+            deleted_at=datetime.now(UTC),
+            version=Ladder.version + 1,
+            reset_version=Ladder.version + 1,
+            players_count=0,
+            games_count=0,
+        )
+    )
+    cache.of(session, "ladders").pop(ladder.slug, None)
+
+
+def forget(engine: Engine, slug: str) -> None:
+    """Drop a ladder this process remembers under ``slug`` (it was deleted, and the slug may be taken again)."""
+    cache.of(engine, "ladders").pop(slug, None)
+
+
 def change(session: Session, ladder_id: int, values: dict) -> None:
     """Change settings of a ladder (the caller bumps its version)."""
     session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
@@ -110,7 +138,8 @@ def change(session: Session, ladder_id: int, values: dict) -> None:
 
 async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool, int] | None:
     """The ladder's version, whether it is private, and its reset version, as of now (None: it is gone)."""
-    rows = await fetch("SELECT version, private, reset_version FROM ladders WHERE id = ?", (ladder_id,))
+    sql = "SELECT version, private, reset_version FROM ladders WHERE id = ? AND deleted_at IS NULL"
+    rows = await fetch(sql, (ladder_id,))
     return (rows[0][0], bool(rows[0][1]), rows[0][2]) if rows else None
 
 

@@ -159,11 +159,12 @@ def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
 
 def save(session: Session, rows: Written) -> None:
     """New vectors, counters, last-played times and strengths just after the game of the locked rows, in one
-    ``executemany``."""
+    ``executemany``.  A player who plays is active again."""
     columns: dict[str, Any] = {
         "vector": codec.pack_rows(rows.C),
         "last_played_at": rows.last_played,
         "strength_then": rows.strength_then.tolist(),
+        "active": [True] * len(rows.locked.ids),
     }
     columns |= {name: rows.counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
     columns["changed_version"] = [PENDING] * len(rows.locked.ids)
@@ -175,6 +176,14 @@ def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:
     where = (Player.ladder_id == ladder_id, Player.key == key)
     query = Player.__table__.update().where(*where).values(**values, changed_version=PENDING)
     return session.execute(query).rowcount > 0
+
+
+def deactivate(session: Session, ladder_id: int, keys: list[str]) -> None:
+    """Make the players ``keys`` inactive (a restore, after the games that made them active again)."""
+    for lo in range(0, len(keys), MAX_KEYS_IN_QUERY):
+        part = keys[lo : lo + MAX_KEYS_IN_QUERY]
+        query = Player.__table__.update().where(Player.ladder_id == ladder_id, Player.key.in_(part))
+        session.execute(query.values(active=False, changed_version=PENDING))
 
 
 def save_vectors(session: Session, ids: np.ndarray, C: np.ndarray) -> None:
@@ -472,8 +481,7 @@ def settled(engine: Engine, ladder_id: int) -> Table | None:
     names[known] = held.names[at[known]]
     created = np.array([row[5] if row[5] is not None else 0 for row in values], dtype=np.int64)
     created[known] = held.created[at[known]]
-    active = np.ones(len(ids), dtype=bool)
-    active[known] = held.active[at[known]]
+    active = np.ones(len(ids), dtype=bool)  # they played: active again (:func:`save`)
     changed = Table(
         version=notes[-1][0],
         ids=ids,
@@ -529,9 +537,10 @@ def merge_counters(session: Session, ladder_id: int, source_id: int, target_id: 
 
 
 def erase(session: Session, player_id: int, pseudonym: str) -> None:
-    """The person is gone: their name removed, their key replaced by an opaque pseudonym."""
-    rename = "UPDATE players SET key = ?, name = NULL, changed_version = -1 WHERE id = ?"
-    driver_sql(session.connection(), rename, (pseudonym, player_id))
+    """The person is gone: their name removed, their key replaced by an opaque pseudonym, and off the leaderboard
+    (inactive)."""
+    rename = "UPDATE players SET key = ?, name = NULL, active = ?, changed_version = -1 WHERE id = ?"
+    driver_sql(session.connection(), rename, (pseudonym, False, player_id))
 
 
 def all_exist(session: Session, ladder_id: int, player_ids: np.ndarray) -> bool:

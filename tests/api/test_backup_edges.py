@@ -161,7 +161,7 @@ def state(client, key: str) -> dict:
 
 @pytest.fixture
 def fresh_url(request, database_url, tmp_path) -> str:
-    """Another empty database of the same kind (not migrated: `melo import` does that)."""
+    """Another database of the same kind, not migrated (`melo migrate` creates a SQLite one)."""
     if database_url.startswith("sqlite"):
         return f"sqlite:///{tmp_path / 'copy.db'}"
     return request.getfixturevalue("postgres").create_database(f"melo_copy_{uuid.uuid4().hex[:12]}")
@@ -191,6 +191,7 @@ def test_every_edge_value_the_api_accepts_survives_export_and_restore(client, fr
     backup = tmp_path / "edge.ndjson"
     backup.write_bytes(data)
     capsys.readouterr()
+    melo(fresh_url, monkeypatch, "migrate")  # only migrate and serve create a database
     melo(fresh_url, monkeypatch, "import", SLUG, str(backup))
     created = json.loads(capsys.readouterr().out)
     assert created["slug"] == SLUG and created["private"] is True

@@ -189,6 +189,7 @@ def test_every_route_of_a_ladder_documents_the_401_and_403_it_answers(client):
         "/players/{key}/merge": {"into": "b"},
         "": {"name": "Office"},
         "/keys": {"name": "w", "role": "write"},
+        ("delete", ""): {"slug": "test"},
     }
     operations = [
         (method, path, op)
@@ -199,7 +200,8 @@ def test_every_route_of_a_ladder_documents_the_401_and_403_it_answers(client):
     assert len(operations) >= 25
     for method, path, op in operations:
         url = path.format(**values) + ("?a=a&b=b" if path.endswith("/predict") else "")
-        body = bodies.get(path.removeprefix("/v1/ladders/{slug}"), {})
+        tail = path.removeprefix("/v1/ladders/{slug}")
+        body = bodies.get((method, tail), bodies.get(tail, {}))
         for headers, status in (({}, "401"), (bearer("wrong"), "403")):
             r = client.request(method.upper(), url, headers=headers, json=None if method == "get" else body)
             assert r.status_code == int(status), (method, path, r.status_code, r.text)

@@ -75,6 +75,12 @@ async function guarded(work) {
 }
 
 const fmt = (x, digits = 0) => Number(x).toFixed(digits);
+// A signed number as shown: "+12", "−3.5", and "0" for whatever rounds to nothing (no "+0" or "−0").
+const signed = (x, digits = 0) => {
+  if (x == null) return "–";
+  const shown = Number(Number(x).toFixed(digits));
+  return shown === 0 ? "0" : `${shown > 0 ? "+" : "−"}${fmt(Math.abs(shown), digits)}`;
+};
 // The reason is the tooltip for the mouse and the accessible name for keyboard and screen-reader users.
 const badge = (player) => {
   const why = player.provisional_reason ? `${PROVISIONAL_WHY} Here: ${player.provisional_reason}.` : PROVISIONAL_WHY;
@@ -139,7 +145,7 @@ async function ladderView(view, slug) {
     h("p", { class: "muted" }, `${ladder.players} players · ${ladder.games} games · k = ${ladder.k} · `,
       h("a", { href: `/ladders/${slug}/settings` }, "keys")),
     ladder.seats ? h("p", { class: "muted", id: "learned-seats" }, "Learned seat advantages: " + ladder.seats.map((x) =>
-      `${x.name} ${x.advantage_elo >= 0 ? "+" : "−"}${fmt(Math.abs(x.advantage_elo))} ± ${fmt(2 * x.advantage_elo_se)} Elo`)
+      `${x.name} ${signed(x.advantage_elo)} ± ${fmt(2 * x.advantage_elo_se)} Elo`)
       .join(" · ")) : null,
     h("section", { id: "leaderboard" }),
     h("div", { class: "grid" }, h("section", { id: "record", class: "panel" }), h("section", { id: "h2h", class: "panel" }),
@@ -191,8 +197,7 @@ async function renderBoard(state) {
     h("td", { class: "num" }, fmt(p.conservative)),
     h("td", { class: "num" }, interval(p)),
     h("td", { class: "num moved", title: "Elo gained or lost since their own last game, as others played" },
-      p.change_since_last_game == null ? "–" : `${p.change_since_last_game >= 0 ? "+" : "−"}` +
-        fmt(Math.abs(p.change_since_last_game))),
+      signed(p.change_since_last_game)),
     h("td", { class: "num" }, p.games),
     h("td", { class: "num" }, `${p.wins}/${p.draws}/${p.losses}`));
   const rows = established.map((p, n) => row(p, n + 1));
@@ -365,7 +370,7 @@ function renderRecord(state) {
       if (was === undefined) return h("li", {}, `${p.key}: new, ${fmt(now.elo)}`);
       const delta = now.elo - was;
       return h("li", {}, `${p.key}: ${fmt(was)} → ${fmt(now.elo)} `,
-        h("span", { class: delta >= 0 ? "up" : "down" }, `(${delta >= 0 ? "+" : ""}${fmt(delta, 1)})`));
+        h("span", { class: delta >= 0 ? "up" : "down" }, `(${signed(delta, 1)})`));
     }));
     outcome.replaceChildren(h("p", {}, `Game ${posted.id} recorded.`), h("ul", { id: "changes" }, changes));
   });
@@ -527,12 +532,16 @@ async function settingsView(view, slug) {
   const list = h("div", { id: "keys" });
   const name = h("input", { id: "key-name", required: "", maxlength: "200", autocomplete: "off", placeholder: "front desk" });
   const role = h("select", { id: "key-role" }, h("option", { value: "write" }, "write: records and undoes games"),
+    h("option", { value: "read" }, "read: reads a private ladder"),
     h("option", { value: "admin" }, "admin: also manages keys and settings"));
+  const expires = h("input", { id: "key-expires", type: "date" });
+  const when = (moment) => (moment ? moment.slice(0, 16).replace("T", " ") : "never");
   const shown = h("div", { id: "new-key-box" });
   const load = async () => {
     const keys = await api("GET", `/v1/ladders/${slug}/keys`, undefined, adminKey.value.trim());
     list.replaceChildren(h("div", { class: "table-wrap" }, h("table", { id: "key-table" },
-      h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Role"), h("th", {}, "Created"), h("th", {}, ""))),
+      h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Role"), h("th", {}, "Created"),
+        h("th", {}, "Last used"), h("th", {}, "Expires"), h("th", {}, ""))),
       h("tbody", {}, keys.map((k) => {
         const revoke = h("button", { type: "button", class: "secondary", "aria-label": `Revoke ${k.name}` }, "Revoke");
         revoke.addEventListener("click", async () => {
@@ -542,7 +551,8 @@ async function settingsView(view, slug) {
           if (done) await guarded(load);
         });
         return h("tr", { "data-id": k.id, class: k.revoked_at ? "revoked" : "" }, h("td", {}, k.name), h("td", {}, k.role),
-          h("td", {}, k.created_at.slice(0, 10)), h("td", {}, k.revoked_at ? "revoked" : revoke));
+          h("td", {}, k.created_at.slice(0, 10)), h("td", {}, when(k.last_used_at)), h("td", {}, when(k.expires_at)),
+          h("td", {}, k.revoked_at ? "revoked" : revoke));
       })))));
     return true;
   };
@@ -554,11 +564,13 @@ async function settingsView(view, slug) {
   const form = h("form", { id: "new-key", class: "panel" }, h("h2", {}, "New key"),
     h("div", { class: "row" }, h("label", { for: "key-name" }, "Name"), name),
     h("div", { class: "row" }, h("label", { for: "key-role" }, "Role"), role),
+    h("div", { class: "row" }, h("label", { for: "key-expires" }, "Expires (optional)"), expires),
     h("button", { type: "submit", id: "create-key" }, "Create"), shown);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     clearMessages();
     const body = { name: name.value.trim(), role: role.value };
+    if (expires.value) body.expires_at = `${expires.value}T00:00:00Z`;
     const created = await guarded(() => api("POST", `/v1/ladders/${slug}/keys`, body, adminKey.value.trim()));
     if (!created) return;
     shown.replaceChildren(h("p", {}, `Key “${created.name}” (${created.role}), shown only now: `,
