@@ -613,8 +613,8 @@ def _open(settings: Settings, command: str) -> None:
     if url.get_backend_name() == "sqlite" and url.database and url.database != ":memory:":
         shown = f"{Path(url.database).resolve()} (SQLite)"
     print(f"melo {command}: database {shown}", file=sys.stderr)
-    if command in CREATING:
-        return
+    if command in CREATING or (command == "backup" and url.get_backend_name() != "sqlite"):
+        return  # a PostgreSQL backup is pg_dump's: `melo backup` says so
     if url.get_backend_name() == "sqlite":
         if url.database and url.database != ":memory:" and not Path(url.database).is_file():
             raise SystemExit(

@@ -15,6 +15,7 @@ from app.main import create_app
 from app.players import service
 from app.storage.ladders import LadderRow
 from app.storage.players import NO_TIME, Table
+from app.storage.refits import Placement
 from tests.conftest import admin, bearer, make_ladder
 
 EVERYONE = "/v1/ladders/test/leaderboard?inactive=true&limit=500"
@@ -172,7 +173,7 @@ def random_table(n: int, seed: int) -> Table:
         created=np.zeros(n, dtype=np.int64),
         active=rng.random(n) > 0.1,
         strength_then=np.full(n, np.nan),
-        not_comparable=frozenset(keys[rng.choice(n, 30, replace=False)].tolist()),
+        placement=Placement(outside_field=frozenset(keys[rng.choice(n, 30, replace=False)].tolist())),
     )
 
 

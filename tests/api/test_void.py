@@ -33,7 +33,7 @@ def random_games(n: int, seed: int = 0) -> list[dict]:
 
 
 def players(client, slug: str) -> dict[str, dict]:
-    board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500").json()["items"]
+    board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500&inactive=true").json()["items"]
     out = {}
     for row in board:
         p = client.get(f"/v1/ladders/{slug}/players/{row['key']}").json()
@@ -249,6 +249,8 @@ def test_erasing_a_person_keeps_the_games_and_the_ratings(client):
     assert pseudonym.startswith("erased-") and r.json()["name"] is None
     after = players(client, "test")
     assert after.pop(pseudonym) == before.pop("ann") and after == before  # the ratings stay
+    listed = [row["key"] for row in client.get("/v1/ladders/test/leaderboard").json()["items"]]
+    assert pseudonym not in listed  # off the leaderboard, still part of the field
     assert client.get("/v1/ladders/test/players/ann").status_code == 404
     everything = json.dumps(client.get("/v1/ladders/test/games").json())
     assert "ann" not in everything and "Ann" not in everything

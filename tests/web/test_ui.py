@@ -9,6 +9,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from app.analysis.schemas import INTRANSITIVITY_SCALE
 from tests.conftest import ADMIN_KEY, live_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -150,7 +151,7 @@ def test_phone_width_screenshot(site, browser):
     page = context.new_page()
     page.goto(base + "/ladders/office")
     page.wait_for_selector("#disc-plot circle")
-    assert "1 = no cycles" in page.inner_text("#intransitivity")
+    assert INTRANSITIVITY_SCALE in page.inner_text("#intransitivity")
     # Nothing is wider than the phone: tables scroll inside their own box.
     assert page.locator("html").evaluate("html => html.scrollWidth") <= 375
     ARTIFACTS.mkdir(exist_ok=True)
@@ -216,7 +217,7 @@ def test_leaderboard_groups_provisional_players_and_hides_inactive_ones(site, pa
         cell = page.locator("#board tr[data-key=newbie] td").nth(3).inner_text()
         assert cell == f"{newbie['elo']:.0f} ± {2 * newbie['strength_se']:.0f}"
         assert page.locator("#board tr[data-key=newbie] td").nth(2).inner_text() == f"{newbie['conservative']:.0f}"
-        assert page.locator("#board tr[data-key=newbie] td").nth(4).inner_text() in ("+0", "−0")  # just played
+        assert page.locator("#board tr[data-key=newbie] td").nth(4).inner_text() == "0"  # just played: no ±0
         assert newbie["provisional_reason"] in page.get_attribute("#board tr[data-key=newbie] .badge", "title")
         assert "did not play" in page.inner_text("#field-moves")
         page.check("#show-inactive")
@@ -306,7 +307,7 @@ def test_record_a_game_with_learned_seats(site, page):
     key = created.json()["write_key"]
     page.goto(base + "/ladders/tt")
     page.wait_for_selector("#learned-seats")
-    assert "server +0 ± 347 Elo" in page.inner_text("#learned-seats")  # the prior: ± 2 × 1 logit (174 points)
+    assert "server 0 ± 347 Elo" in page.inner_text("#learned-seats")  # the prior: ± 2 × 1 logit (174 points)
     page.fill("#write-key", key)
     page.fill("#a-0", "ann")
     page.fill("#b-0", "bob")
@@ -318,4 +319,4 @@ def test_record_a_game_with_learned_seats(site, page):
     assert [side["seat"] for side in game["sides"]] == ["server", "receiver"]
     page.reload()
     page.wait_for_selector("#learned-seats")
-    assert "server +" in page.inner_text("#learned-seats") and "server +0 " not in page.inner_text("#learned-seats")
+    assert "server +" in page.inner_text("#learned-seats") and "server 0 " not in page.inner_text("#learned-seats")
