@@ -9,15 +9,13 @@ folder, a refused change) ends in one line and a non-zero exit, never a tracebac
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import os
 import sqlite3
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from importlib.metadata import version
 from pathlib import Path
 from typing import TextIO
@@ -42,6 +40,7 @@ from app.ladders.service import create_ladder
 from app.migrate import upgrade
 from app.players import service as players
 from app.players.schemas import PlayerPatch
+from app.storage.sql import no_cyclic_gc
 
 CHESS_RESULT = {"1-0": (1, 2), "0-1": (2, 1), "1/2-1/2": (1, 1)}
 
@@ -152,17 +151,6 @@ class ProgressBar:
         if done >= total:
             self.out.write("\n")
         self.out.flush()
-
-
-@contextmanager
-def no_cyclic_gc() -> Iterator[None]:
-    """Millions of small, long-lived objects make the cyclic collector rescan them again and
-    again (it doubled the import time); they hold no cycles, so it can pause."""
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def is_export(path: Path) -> bool:

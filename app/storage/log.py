@@ -16,7 +16,7 @@ from app.rating.seats import Seats
 from app.storage import codec, ladders, refits
 from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
-from app.storage.sql import driver_fetchall
+from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc
 
 
 def encode(payloads: Sequence[dict], index: dict[str, int], seat_index: dict[str, int] | None = None) -> rating.GameLog:
@@ -78,6 +78,11 @@ class LadderLog:
 
 def read(session: Session, ladder: LadderRow, from_start: bool = False) -> LadderLog:
     """Players and log from the latest checkpoint (or from the initial vectors)."""
+    with no_cyclic_gc():
+        return _read(session, ladder, from_start)
+
+
+def _read(session: Session, ladder: LadderRow, from_start: bool) -> LadderLog:
     rows = driver_fetchall(
         session.connection(),
         "SELECT id, key, initial, vector FROM players WHERE ladder_id = ? ORDER BY id",
@@ -146,29 +151,21 @@ def _pair_log(
     """
     if ladder.seats:
         return None
-    cursor = session.connection().connection.dbapi_connection.cursor()
     sql = "SELECT id, CAST(payload AS TEXT) FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id > ? ORDER BY id"
-    if session.connection().dialect.paramstyle != "qmark":
-        sql = sql.replace("?", "%s")
     ids, i, j, outcome, advantage = [], [], [], [], []
-    try:
-        cursor.execute(sql, (ladder.id, after))
-        while rows := cursor.fetchmany(CHUNK):
-            found = _PAIR.findall("\n".join(row[1] for row in rows))
-            if len(found) != len(rows) or any(row[6] for row in found):
-                return None
-            a, b, r1, r2, h1, h2, _ = zip(*found, strict=True)
-            ids.append(np.fromiter((row[0] for row in rows), np.int64, len(rows)))
-            i.append(np.fromiter(map(index.__getitem__, a), np.int64, len(rows)))
-            j.append(np.fromiter(map(index.__getitem__, b), np.int64, len(rows)))
-            first, second = np.array(r1, dtype=np.float64), np.array(r2, dtype=np.float64)
-            outcome.append(np.where(first < second, 1.0, np.where(first == second, 0.5, 0.0)))
-            h = np.array([h1, h2])
-            h[h == ""] = "0"
-            h = h.astype(np.float64)
-            advantage.append(h[0] - h[1])
-    finally:
-        cursor.close()
+    for rows in driver_chunks(session.connection(), sql, (ladder.id, after), CHUNK):
+        found = _PAIR.findall("\n".join(row[1] for row in rows))
+        if len(found) != len(rows) or any(row[6] for row in found):
+            return None
+        a, b, r1, r2, h1, h2, _ = zip(*found, strict=True)
+        ids.append(np.fromiter((row[0] for row in rows), np.int64, len(rows)))
+        i.append(np.fromiter(map(index.__getitem__, a), np.int64, len(rows)))
+        j.append(np.fromiter(map(index.__getitem__, b), np.int64, len(rows)))
+        first, second = np.array(r1, dtype=np.float64), np.array(r2, dtype=np.float64)
+        outcome.append(np.where(first < second, 1.0, np.where(first == second, 0.5, 0.0)))
+        h = np.array([h1, h2])
+        h[h == ""] = "0"
+        advantage.append(h.astype(np.float64)[0] - h.astype(np.float64)[1])
     if not ids:
         return np.zeros(0, np.int64), encode([], index)
     return np.concatenate(ids), rating.GameLog.from_pairs(
@@ -209,6 +206,17 @@ def read_tail(
 
     ``changed_seats`` are seats changed too, with the state to start them from (a voided game's seats, from
     their state before it)."""
+    with no_cyclic_gc():
+        return _read_tail(session, ladder, first_game_id, changed, changed_seats)
+
+
+def _read_tail(
+    session: Session,
+    ladder: LadderRow,
+    first_game_id: int,
+    changed: Sequence[str],
+    changed_seats: dict[str, list[float]] | None,
+) -> Tail:
     counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None), Game.id >= first_game_id)
     reached = dict.fromkeys(changed, first_game_id)  # key -> the first game of the tail it plays
     # A seat is shared state, reached like a player: from the first reached game naming it, every later game
@@ -226,14 +234,7 @@ def read_tail(
                 seat_start.setdefault(name, seat_state[name])
             game_ids.append(game_id)
             payloads.append(payload)
-    rows = []
-    wanted = sorted(reached)
-    for lo in range(0, len(wanted), MAX_KEYS_IN_QUERY):
-        part = wanted[lo : lo + MAX_KEYS_IN_QUERY]
-        marks = ", ".join("?" * len(part))
-        sql = f"SELECT id, key, initial FROM players WHERE ladder_id = ? AND key IN ({marks}) ORDER BY id"
-        rows += driver_fetchall(session.connection(), sql, (ladder.id, *part))
-    rows.sort()
+    rows = _players_by_id(session, ladder.id, reached)
     player_ids = np.array([row[0] for row in rows], dtype=np.int64)
     keys = [row[1] for row in rows]
     cutoffs = [reached[key] for key in keys]
@@ -246,6 +247,27 @@ def read_tail(
             n = ladder.seat_index()[name]
             seats.advantage[n], seats.information[n] = advantage, information
     return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64), seats)
+
+
+#: Beyond this many players, a tail's players are read by one scan of the ladder's players in id order.
+SCAN_PLAYERS = 10_000
+
+
+def _players_by_id(session: Session, ladder_id: int, wanted: dict[str, int]) -> list[tuple]:
+    """(id, key, initial) of the players ``wanted`` (by key), in id order.  Many are read by one scan in id
+    order, kept by key; a few by key, then sorted (no sort of a million keys or rows: one call that long holds
+    the interpreter for most of a second)."""
+    if len(wanted) > SCAN_PLAYERS:
+        sql = "SELECT id, key, initial FROM players WHERE ladder_id = ? ORDER BY id"
+        chunks = driver_chunks(session.connection(), sql, (ladder_id,))
+        return [row for rows in chunks for row in rows if row[1] in wanted]
+    keys, rows = list(wanted), []
+    for lo in range(0, len(keys), MAX_KEYS_IN_QUERY):
+        part = keys[lo : lo + MAX_KEYS_IN_QUERY]
+        marks = ", ".join("?" * len(part))
+        sql = f"SELECT id, key, initial FROM players WHERE ladder_id = ? AND key IN ({marks})"
+        rows += driver_fetchall(session.connection(), sql, (ladder_id, *part))
+    return sorted(rows)
 
 
 def _state_before(

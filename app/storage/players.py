@@ -85,7 +85,11 @@ def lock_all(session: Session, ladder_id: int) -> None:
     The ladder's row is what keeps out a game between players the ladder did not have yet: their rows are
     not among those locked here, but the game waits for the ladder's row before it reads the seats (one order,
     players then ladder, as game commits take them: no deadlocks)."""
-    session.execute(select(Player.id).where(Player.ladder_id == ladder_id).order_by(Player.id).with_for_update()).all()
+    if session.get_bind().dialect.name == "postgresql":  # SQLite's writer holds the whole database already
+        # The rows are locked as the statement reads them; none is turned into a Python object (a million would
+        # hold the interpreter for most of a second).
+        sql = "SELECT id FROM players WHERE ladder_id = ? ORDER BY id FOR UPDATE"
+        driver_sql(session.connection(), sql, (ladder_id,)).close()
     ladders.lock(session, ladder_id)
 
 
