@@ -69,15 +69,16 @@ def main() -> None:
         start = time.perf_counter()
         rating.replay(state.start, state.log, rating.LearningRate(ladder.eta, ladder.eta_tau), games0=state.start_games)
         replay = time.perf_counter() - start
-        ids = state.game_ids
+        with db.reading() as session:  # the games' numbers in the ladder: what a void names
+            ids = [storage.games.number_of(session, int(g)) for g in state.game_ids[[-1, -100, 9]]]
         del state
 
         rows = {"replay of the whole log in memory (floor)": (args.games, replay)}
-        steps = (("void the latest game", len(ids) - 1), ("void a game 100 before the end", len(ids) - 100))
-        for label, position in (*steps, ("void the 10th game", 9)):
+        steps = (("void the latest game", 0, 0), ("void a game 100 before the end", 1, 99))
+        for label, n, later in (*steps, ("void the 10th game", 2, args.games - 10)):
             start = time.perf_counter()
-            db.write(lambda session, g=int(ids[position]): void_game(session, ladder, g, "bench", "bench"))
-            rows[label] = (len(ids) - position - 1, time.perf_counter() - start)
+            db.write(lambda session, g=ids[n]: void_game(session, ladder, g, "bench", "bench"))
+            rows[label] = (later, time.perf_counter() - start)
         with db.snapshot() as session:
             consistent = audit(session, ladder).consistent
         db.dispose()

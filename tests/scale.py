@@ -65,7 +65,7 @@ def main(url: str, players: int, cap_gb: float) -> dict:
     with db.snapshot() as session:
         ladder = ladder_for_read(session, "big", fresh=True)
         for name, report in [
-            ("identifiability", lambda: reports.identifiability(session, ladder, "current")),
+            ("identifiability", lambda: reports.identifiability(session, ladder, ratings="current")),
             ("intransitivity", lambda: reports.intransitivity(session, ladder)),
             ("canonical", lambda: reports.canonical(session, ladder, 500)),
             ("audit", lambda: audit(session, ladder)),
