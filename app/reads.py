@@ -64,6 +64,8 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
         now = await storage.ladders.version_and_privacy(db.fetch, found.id)
     if now is None:
         raise NotFound(f"There is no ladder {slug!r}.")
+    if now[2] > found.reset_version:  # a change this process's copy cannot follow (a merge, a new learning rate)
+        found = await anyio.to_thread.run_sync(load)
     version, private, reset_version = now
     if private and not caller.server_admin:
         if not caller.bearer:

@@ -80,8 +80,21 @@ class LadderPatch(StrictModel):
     auto_create_players: StrictBool | None = None
     auto_refit: StrictBool | None = None
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
+    eta: float | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="A new learning rate η: the log after the latest checkpoint is replayed with it, exactly, as a "
+        "void's replay is, and `/audit` checks it.",
+    )
+    eta_tau: float | None = Field(
+        None,
+        gt=0,
+        le=1e6,
+        description="A new τ (η shrinking with games played), replayed the same way; null: η becomes constant.",
+    )
 
-    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"private": True}]}}
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"private": True}, {"eta": 0.5}]}}
 
 
 class LadderDelete(StrictModel):

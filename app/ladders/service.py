@@ -25,6 +25,7 @@ from app.ladders.schemas import (
     LadderPatch,
     SeatOut,
 )
+from app.replays import replay_log
 from app.security import hash_key, new_key
 from app.storage.keys import KeyRow
 from app.storage.ladders import LadderRow
@@ -88,13 +89,26 @@ def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
 
 
 def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
+    """Change the settings given.  A new learning rate (``eta``, ``eta_tau``) takes effect by replaying the log
+    after the latest checkpoint with it, exactly as a void's replay does: the ratings then equal those of a ladder
+    that always had it since that checkpoint, which ``/audit`` checks."""
     values = patch.model_dump(exclude_unset=True)
     for name in ("auto_create_players", "auto_refit", "private"):
         if name in values and values[name] is None:
             raise InvalidInput(f"{name}: true or false", errors=[{"field": name, "message": "must be true or false"}])
+    if "eta" in values and values["eta"] is None:
+        raise InvalidInput("eta: a number", errors=[{"field": "eta", "message": "must be a number from 0 to 10"}])
+    rate = {name: values[name] for name in ("eta", "eta_tau") if name in values}
+    relearn = any(getattr(ladder, name) != value for name, value in rate.items())
+    if relearn:
+        storage.players.lock_all(session, ladder.id)  # no game commits while the log is replayed
     if values:
         storage.ladders.change(session, ladder.id, values)
-        storage.ladders.bump(session, [ladder.id])
+    if relearn:
+        replay_log(session, storage.ladders.by_id(session, ladder.id))
+    if values:
+        # With a new rate, every worker reads the ladder's settings and players anew.
+        storage.ladders.bump(session, [ladder.id], reset=relearn)
     return ladder_out(session, storage.ladders.by_id(session, ladder.id))
 
 

@@ -177,3 +177,36 @@ def test_deleting_a_ladder_takes_everything_in_it_and_frees_its_slug(client):
     )
     assert client.post("/v1/ladders/test/games", json=game("ann", "bob"), headers=office).status_code == 403
     assert client.post("/v1/ladders/test/games", json=game("ann", "bob"), headers=again).json()["id"] == 1
+
+
+def test_a_new_learning_rate_replays_the_log_exactly(client, settings):
+    """PATCH eta and eta_tau: the ratings become those of a ladder that always had them, bit for bit (another
+    worker's copy too), and /audit agrees."""
+    games = [game(a, b) for a, b in itertools.permutations(["ann", "bob", "cy", "dee"], 2)] * 3
+    office = bearer(make_ladder(client, "test", k=2, seed=7, eta=0.7, eta_tau=3.0))
+    clean = bearer(make_ladder(client, "clean", k=2, seed=7, eta=0.2, eta_tau=None))
+    for slug, h in (("test", office), ("clean", clean)):
+        assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games}, headers=h).status_code == 201
+    with TestClient(create_app(settings)) as other:  # a second worker, with its own copy of the ladder
+        assert other.get("/v1/ladders/test/leaderboard?by=conservative").status_code == 200
+        bad = client.patch("/v1/ladders/test", json={"eta": -1}, headers=office)
+        assert bad.status_code == 422 and bad.json()["errors"][0]["field"] == "eta"
+        changed = client.patch("/v1/ladders/test", json={"eta": 0.2, "eta_tau": None}, headers=office)
+        assert changed.status_code == 200 and (changed.json()["eta"], changed.json()["eta_tau"]) == (0.2, None)
+
+        def board(c, slug):
+            rows = c.get(f"/v1/ladders/{slug}/leaderboard?by=conservative").json()["items"]
+            return [{k: row[k] for k in ("key", "elo", "strength_se", "conservative", "games")} for row in rows]
+
+        assert board(client, "test") == board(client, "clean") == board(other, "test")
+        for key in ("ann", "dee"):
+            ours = client.get(f"/v1/ladders/test/players/{key}").json()["vector"]
+            assert ours == client.get(f"/v1/ladders/clean/players/{key}").json()["vector"]
+        for slug in ("test", "clean"):  # every game's vectors and expected scores, rewritten (not when it was played)
+            items = client.get(f"/v1/ladders/{slug}/players/ann/history?limit=100").json()["items"]
+            history = [{k: v for k, v in item.items() if k != "played_at"} for item in items]
+            if slug == "test":
+                ours = history
+        assert ours == history
+        audit = client.get("/v1/ladders/test/audit").json()
+        assert audit["consistent"] and audit["replayed_games"] == len(games)
