@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 
 import psycopg
 import pytest
@@ -14,6 +13,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.main import create_app
 from app.migrate import head, upgrade
+from tests.api.test_analysis import wait
 from tests.conftest import bearer, make_ladder
 
 _names = itertools.count()
@@ -142,12 +142,8 @@ def test_a_games_id_is_its_number_within_its_ladder_everywhere(client):
     assert client.get("/v1/ladders/test/games/7").status_code == 404
     history = client.get("/v1/ladders/test/players/ann/history").json()["items"]
     assert [item["game_id"] for item in history] == [6, 5, 3, 2, 1]  # the voided one counts nowhere
-    job = client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=office)
-    location = job.headers["location"]
-    deadline = time.time() + 120
-    while (state := client.get(location).json())["status"] in ("queued", "running"):
-        assert time.time() < deadline
-        time.sleep(0.2)
+    location = client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=office).headers["location"]
+    state = wait(client, location)
     assert state["after_game"] == 6, state
     applied = client.post(f"{location}/apply", headers=office).json()
     assert applied["after_game"] == 6

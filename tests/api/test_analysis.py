@@ -62,16 +62,21 @@ def wait(client, location, timeout=120):
     pytest.fail(f"refit still {job['status']} after {timeout} s")
 
 
+def ranked_games(strength: np.ndarray, n: int, seed: int) -> list[dict]:
+    """``n`` games between random pairs of players p0, p1, …, won with the Elo probability of their strengths."""
+    rng = np.random.default_rng(seed)
+    games = []
+    for _ in range(n):
+        a, b = rng.choice(len(strength), 2, replace=False)
+        a_wins = rng.random() < 1 / (1 + np.exp(strength[b] - strength[a]))
+        games.append(game(f"p{a}", f"p{b}") if a_wins else game(f"p{b}", f"p{a}"))
+    return games
+
+
 def test_refit_job_apply_checkpoint_and_audit(client):
     key = make_ladder(client, k=1, eta=0.1, seed=3)
     h = bearer(key)
-    rng = np.random.default_rng(0)
-    strength = np.linspace(-1.5, 1.5, 10)
-    games = []
-    for _ in range(800):
-        a, b = rng.choice(10, 2, replace=False)
-        a_wins = rng.random() < 1 / (1 + np.exp(strength[b] - strength[a]))
-        games.append(game(f"p{a}", f"p{b}") if a_wins else game(f"p{b}", f"p{a}"))
+    games = ranked_games(np.linspace(-1.5, 1.5, 10), 800, seed=0)
     assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=h).status_code == 201
 
     body = {"select_k": [0, 1], "eta": 0.05, "replay_k": 2}
@@ -298,13 +303,7 @@ def test_a_small_ladder_with_ordinary_play_stays_established_at_any_k(client, k)
     or after a refit (applied or not); where the cyclic coordinates are not pinned down yet, the reason says the
     place rests on the Elo scale."""
     key = make_ladder(client, k=k)
-    rng = np.random.default_rng(k)
-    skill = np.linspace(-1, 1, 6)
-    games = []
-    for _ in range(50):
-        a, b = rng.choice(6, 2, replace=False)
-        a_wins = rng.random() < 1 / (1 + np.exp(skill[b] - skill[a]))
-        games.append(game(f"p{a}", f"p{b}") if a_wins else game(f"p{b}", f"p{a}"))
+    games = ranked_games(np.linspace(-1, 1, 6), 50, seed=k)
     assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=bearer(key)).status_code == 201
 
     def rows():
