@@ -249,7 +249,14 @@ def cmd_import(args: argparse.Namespace) -> None:
 
 
 def _ladder_options(args: argparse.Namespace, slug: str) -> LadderCreate:
-    data = LadderCreate(slug=slug, k=args.k, eta=args.eta, auto_create_players=True, auto_refit=args.auto_refit)
+    data = LadderCreate(
+        slug=slug,
+        k=args.k,
+        eta=args.eta,
+        auto_create_players=True,
+        auto_refit=args.auto_refit,
+        case_insensitive_keys=args.case_insensitive_keys,
+    )
     return data.model_copy(update={"eta_tau": None}) if args.constant_eta else data
 
 
@@ -476,6 +483,12 @@ def _ladder_arguments(parser: argparse.ArgumentParser, note: str = "") -> None:
     parser.add_argument("--constant-eta", action="store_true", help="do not shrink η with games played" + note)
     parser.add_argument(
         "--no-auto-refit", dest="auto_refit", action="store_false", help="never refit in the background" + note
+    )
+    parser.add_argument(
+        "--exact-keys",
+        dest="case_insensitive_keys",
+        action="store_false",
+        help='match player keys exactly ("Ann" and "ann" two players; default: one, stored as "ann")' + note,
     )
 
 

@@ -102,6 +102,8 @@ class Ladder(Base):
     deleted_at: Mapped[datetime | None]
     #: Reads need a key of the ladder too.
     private: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: Player keys are matched after Unicode case folding, and stored folded ("Ann" and "ann" are one player).
+    case_insensitive_keys: Mapped[bool] = mapped_column(default=False, server_default=false())
     #: The seq of the ladder's latest game.
     last_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: The names of the seats whose advantages the ladder learns (mathematics §5), or null.
@@ -165,6 +167,17 @@ class Player(Base):
     #: The ladder version that last changed the row (-1 until its transaction's version bump stamps it): a
     #: worker's copy of the ladder at version v catches up by reading the rows changed after v.
     changed_version: Mapped[int] = mapped_column(BigInteger, server_default="-1")
+
+
+class PlayerAlias(Base):
+    """A key that leads to another player: a merged player's key, or a changed key's old one."""
+
+    __tablename__ = "player_aliases"
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    alias: Mapped[str] = mapped_column(String(128), primary_key=True)
+    player_id: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
 
 class Game(Base):

@@ -30,7 +30,7 @@ from starlette.responses import Response
 from app import jobs, storage
 from app.access import Caller, check, check_seats, ladder_for_read
 from app.db import Database
-from app.errors import NotFound, Problem, Unauthorized, Unavailable
+from app.errors import InvalidInput, NotFound, Problem, Unauthorized, Unavailable
 from app.jobs import Progress
 from app.schemas import ReportPending
 from app.security import hash_key
@@ -120,12 +120,19 @@ async def table(db: Database, ladder: LadderRow) -> Table:
 
 async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> tuple[int, np.ndarray]:
     """The ladder version they were read at and the rows of ``keys`` (in that order); 404 naming the unknown
-    players."""
-    version, found = await storage.players.vectors(db.fetch, ladder.id, keys, 2 * ladder.k)
-    missing = [k for k in keys if k not in found]
+    players.  Keys are matched as the ladder matches them (case-folded, through its aliases)."""
+    players = [ladder.player_key(k) for k in keys] if ladder.case_insensitive_keys or ladder.aliases else keys
+    if len(set(players)) < len(set(keys)):
+        first = {}
+        for k, p in zip(keys, players, strict=True):
+            if first.setdefault(p, k) != k:
+                message = f"{first[p]!r} and {k!r} are one player, {p!r}"
+                raise InvalidInput(message, errors=[{"field": "players", "message": message}])
+    version, found = await storage.players.vectors(db.fetch, ladder.id, players, 2 * ladder.k)
+    missing = [k for k, p in zip(keys, players, strict=True) if p not in found]
     if missing:
         raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
-    return version, np.array([found[k] for k in keys])
+    return version, np.array([found[p] for p in players])
 
 
 async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str]) -> dict[str, float]:

@@ -54,6 +54,23 @@ def resident_mb(pid: int) -> float:
     return float("nan")
 
 
+def descendants(pid: int) -> list[int]:
+    """The processes a process started, and theirs (its writer, the server that forks writers)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            found += [int(child), *descendants(int(child))]
+    return found
+
+
+def proportional_mb(pid: int) -> float:
+    """The process's share of memory (PSS): pages it shares with others count once among them."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("Pss:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
 def together(base: str, read: str, seconds: int, env: dict[str, str]) -> tuple[dict, dict]:
     """Posts (16 connections) and one kind of read (4 connections) at the same time: (posts, reads)."""
     path, mode = READS[read]
@@ -87,6 +104,9 @@ def run(db: str, url: str, players: int, seconds: int) -> dict:
             posts, reads = together(server.base, read, seconds, env)
             runs[f"{read} with posts"], runs[f"posts with {read}"] = reads, posts
         memory = resident_mb(server.proc.pid)
+        # The worker's own processes (its writer, and the server it forks writers from) share most pages with each
+        # other: their proportional shares add up to what they take together.
+        together_mb = sum(proportional_mb(p) for p in [server.proc.pid, *descendants(server.proc.pid)])
         audit = httpx.get(server.base + "/v1/ladders/bench/audit", timeout=600).json()
     finally:
         server.stop()
@@ -105,6 +125,7 @@ def run(db: str, url: str, players: int, seconds: int) -> dict:
         "trivial_rps": trivial["rps"],
         "vs_trivial": {name: r["rps"] / trivial["rps"] for name, r in runs.items()},
         "resident_mb": memory,
+        "with_writer_pss_mb": together_mb,
         "audit": audit,
         "targets": {
             "leaderboard_kept": kept["leaderboard"] >= TARGETS["leaderboard_kept"],
@@ -159,7 +180,10 @@ def main() -> None:
     print()
     for res in results:
         who = f"{res['db']}, {res['players']:,} players"
-        print(f"{who}: resident memory {res['resident_mb']:.0f} MB; audit consistent={res['audit']['consistent']}")
+        print(
+            f"{who}: resident memory {res['resident_mb']:.0f} MB (with its writer's processes, proportional set "
+            f"{res['with_writer_pss_mb']:.0f} MB); audit consistent={res['audit']['consistent']}"
+        )
         missed = [name for name, ok in res["targets"].items() if not ok]
         print(f"{who}: targets missed: {', '.join(missed) or 'none'}")
     RESULTS.mkdir(exist_ok=True)

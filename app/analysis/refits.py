@@ -313,8 +313,11 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOu
     storage.players.lock_all(session, ladder.id)
     if storage.refits.games_up_to(session, ladder.id, job.after_game_id) != job.result["games"]:
         raise Conflict("The log changed below the refit's last game (a late commit or a void); run the refit again.")
-    if not storage.players.all_exist(session, ladder.id, storage.codec.unpack_ids(job.player_ids)):
+    fitted = storage.codec.unpack_ids(job.player_ids)
+    if not storage.players.all_exist(session, ladder.id, fitted):
         raise Conflict("Players the refit fitted were merged since; run the refit again.")
+    if len(job.vectors or b"") != 8 * 2 * ladder.k * len(fitted):
+        raise Conflict(f"The refit fitted vectors of another k than the ladder's k = {ladder.k}; run it again.")
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
     replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})

@@ -17,6 +17,8 @@ FORMAT = 1
 class ExportedLadder(LadderCreate):
     seed: int = Field(ge=0, lt=2**63, description="Seed of the seeded initial vectors.")
     private: StrictBool = False
+    #: Exports from before the setting came from ladders that matched keys exactly.
+    case_insensitive_keys: StrictBool = False
 
 
 class Header(StrictModel):
@@ -30,6 +32,7 @@ class Header(StrictModel):
 
 class ExportedPlayer(StrictModel):
     key: PlayerKey
+    aliases: list[PlayerKey] = Field([], max_length=10_000, description="Other keys that lead to the player.")
     name: Name | None = None
     active: StrictBool = True
     initial: Vector | None = Field(None, description="The player's explicit initial vector; default: the seeded one.")

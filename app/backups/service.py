@@ -3,7 +3,7 @@
 An export is everything the ratings are made of: the ladder's settings and
 seed, its players (with their initial vector when it is not the seeded one),
 its games in log order, voided ones with their void marks, and the
-checkpoints of applied refits at their place in the log.  Restoring it
+checkpoints of applied refits at their place in the log; players come with their aliases.  Restoring it
 replays the same log from the same start, so every vector comes back bit for
 bit.  Keys, idempotency records and refit reports are not exported.
 
@@ -56,9 +56,14 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
     while page := storage.players.export_page(session, ladder.id, after, PAGE):
         keys = [row[1] for row in page]
         seeded = rating.initial_vectors(keys, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
+        aliases = storage.aliases.of_players(session, [row[0] for row in page])
         lines = []
-        for (_, key, name, active, initial, created), own in zip(page, storage.codec.pack_rows(seeded), strict=True):
+        for (player_id, key, name, active, initial, created), own in zip(
+            page, storage.codec.pack_rows(seeded), strict=True
+        ):
             player = {"key": key, "name": name, "active": active, "created_at": iso(created)}
+            if player_id in aliases:
+                player["aliases"] = aliases[player_id]
             if initial != own:
                 player["initial"] = storage.codec.unpack(initial).tolist()
             lines.append(_line({"player": player}))
@@ -177,6 +182,7 @@ class Restore:
         self.total = header.games
         self.players: list[ExportedPlayer] = []
         self.known: set[str] = set()
+        self.aliases: set[str] = set()
         self.inactive: list[str] = []
         self.external_ids: set[str] = set()
         self.pending: list[ExportedGame] = []
@@ -218,8 +224,17 @@ class Restore:
     def player(self, n: int, player: ExportedPlayer) -> None:
         if self.seq:
             raise _bad(n, "player", "players come before the games")
-        if player.key in self.known:
+        if player.key in self.known or player.key in self.aliases:
             raise _bad(n, "player.key", f"player {player.key!r} appears twice")
+        if self.ladder.case_insensitive_keys:
+            for m, key in enumerate([player.key, *player.aliases]):
+                if storage.ladders.fold(key) != key:
+                    field = "player.key" if m == 0 else f"player.aliases[{m - 1}]"
+                    raise _bad(n, field, f"{key!r} is not case-folded, as this ladder's keys are")
+        for m, alias in enumerate(player.aliases):
+            if alias in self.known or alias in self.aliases or alias == player.key:
+                raise _bad(n, f"player.aliases[{m}]", f"{alias!r} is a key or an alias already")
+            self.aliases.add(alias)
         if player.initial is not None and len(player.initial) != 2 * self.ladder.k:
             raise _bad(n, "player.initial", f"expected 2k = {2 * self.ladder.k} numbers")
         self.known.add(player.key)
@@ -324,3 +339,7 @@ class Restore:
             [p.created_at or now for p in players],
         )
         storage.ladders.forget_field(self.session, ladder.id)
+        for player in players:
+            if player.aliases:
+                player_id = storage.players.get_row(self.session, ladder.id, player.key)[0]
+                storage.aliases.add(self.session, ladder.id, player.aliases, player_id)

@@ -56,6 +56,8 @@ class Post:
     idempotency_key: str | None
     digest: str
     batch: bool
+    #: A new player's name: the key as the post spelled it, where case folding changed it.
+    names: dict[str, str] = field(default_factory=dict)
 
     @property
     def record_key(self) -> str | None:
@@ -116,6 +118,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
                         raise _reused(key)
                     same_as[n] = first
                     continue
+            _resolve_players(ladder, post)
             seen = external.setdefault(ladder.id, set())
             _check_external_ids(session, ladder, post, seen)
             if not ladder.auto_create_players:
@@ -132,7 +135,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         ladder = by_id[ladder_id]
         members = live[ladder_id]
         keys = [k for n in members for g in posts[n].games for side in g.sides for k in side.players]
-        locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder))
+        names = {key: name for n in reversed(members) for key, name in posts[n].names.items()}
+        locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder), names)
         if len(locked.index) < len(set(keys)):
             raise Conflict("a player disappeared while the game was applied")  # retried one by one
         # A concurrent identical request (another worker) may have committed while we waited for the locks.
@@ -209,6 +213,34 @@ def _check_external_ids(session: Session, ladder: LadderRow, post: Post, seen: s
         mine.add(ext)
 
 
+def _resolve_players(ladder: LadderRow, post: Post) -> None:
+    """Name each player of the post's games by the key the ladder knows them by: case-folded if it matches keys
+    so, and through its aliases (:meth:`LadderRow.player_key`).  Two keys of one game that name one player are a
+    422; a new player's spelling that folding changed becomes their name (``post.names``)."""
+    if not ladder.case_insensitive_keys and not ladder.aliases:
+        return
+    games = []
+    for g, game in enumerate(post.games):
+        seen: dict[str, str] = {}
+        sides = []
+        for s, side in enumerate(game.sides):
+            players = []
+            for m, key in enumerate(side.players):
+                folded = storage.ladders.fold(key) if ladder.case_insensitive_keys else key
+                player = ladder.aliases.get(folded, folded)
+                if player in seen:
+                    name = post.field(g, f"sides[{s}].players[{m}]")
+                    message = f"{key!r} and {seen[player]!r} are one player, {player!r}"
+                    raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
+                seen[player] = key
+                if folded != key and player == folded:
+                    post.names.setdefault(player, key)
+                players.append(player)
+            sides.append(side.model_copy(update={"players": players}))
+        games.append(game.model_copy(update={"sides": sides}))
+    post.games = games
+
+
 def _check_players_exist(session: Session, ladder: LadderRow, post: Post) -> None:
     keys = sorted({k for g in post.games for side in g.sides for k in side.players})
     known = storage.players.existing(session, ladder.id, keys)
@@ -254,12 +286,14 @@ def import_games(
     if not games:
         return []
     post = Post(ladder.slug, Caller(None), games, None, "", batch=True)
+    _resolve_players(ladder, post)
+    games = post.games
     _check_external_ids(session, ladder, post, set())
     if not ladder.auto_create_players:
         _check_players_exist(session, ladder, post)
     _check_seats(ladder, post)
     keys = [k for g in games for side in g.sides for k in side.players]
-    locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder))
+    locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder), post.names)
     ids = _apply(session, ladder, locked, games, progress, count=voided is None).ids
     if voided is not None:
         for game_id in ids:

@@ -48,6 +48,12 @@ class LadderCreate(StrictModel):
         "apply the refit as a checkpoint only if it would have predicted the latest games better than the online "
         "ratings did (GET …/refits shows each one).",
     )
+    case_insensitive_keys: bool = Field(
+        True,
+        description='Match player keys case-insensitively: "Ann" and "ann" are one player. Keys are stored '
+        "case-folded (Unicode case folding), and a new player's spelling, where folding changed it, becomes their "
+        "name. false: keys match exactly, as ladders created before this setting do.",
+    )
     seats: list[SeatName] | None = Field(
         None,
         min_length=1,
@@ -80,6 +86,20 @@ class LadderPatch(StrictModel):
     auto_create_players: StrictBool | None = None
     auto_refit: StrictBool | None = None
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
+    case_insensitive_keys: StrictBool | None = Field(
+        None,
+        description="true: match player keys case-insensitively from now on; every key (and alias) becomes its "
+        "case-folded form in the players and the log, a player without a name keeping the old spelling as it. 409 "
+        "naming them if two keys would become one. false: match exactly again (keys stay as they are).",
+    )
+    k: int | None = Field(
+        None,
+        ge=1,
+        le=8,
+        description="A new number of discs: every player's initial vector gets the new length (its first numbers "
+        "kept, new ones seeded as a new player's are), checkpoints of earlier refits are set aside, and the whole "
+        "log is replayed from the start, exactly; a voided game's recorded vectors are cut or padded with zeros.",
+    )
     eta: float | None = Field(
         None,
         ge=0,
@@ -175,6 +195,7 @@ class LadderOut(BaseModel):
     auto_create_players: bool
     auto_refit: bool
     private: bool
+    case_insensitive_keys: bool
     created_at: datetime
     players: int
     games: int

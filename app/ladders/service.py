@@ -89,27 +89,90 @@ def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
 
 
 def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
-    """Change the settings given.  A new learning rate (``eta``, ``eta_tau``) takes effect by replaying the log
-    after the latest checkpoint with it, exactly as a void's replay does: the ratings then equal those of a ladder
-    that always had it since that checkpoint, which ``/audit`` checks."""
+    """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``) takes effect by replaying the
+    log with it, exactly as a void's replay does: the ratings then equal those of a ladder that always had it (for
+    a new k, from the start; for a new rate, since the latest checkpoint), which ``/audit`` checks.  Matching keys
+    case-insensitively from now on folds every key and alias (:func:`_fold_keys`)."""
     values = patch.model_dump(exclude_unset=True)
-    for name in ("auto_create_players", "auto_refit", "private"):
+    for name in ("auto_create_players", "auto_refit", "private", "case_insensitive_keys", "k"):
         if name in values and values[name] is None:
-            raise InvalidInput(f"{name}: true or false", errors=[{"field": name, "message": "must be true or false"}])
+            message = "must be a whole number from 1 to 8" if name == "k" else "must be true or false"
+            raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
     if "eta" in values and values["eta"] is None:
         raise InvalidInput("eta: a number", errors=[{"field": "eta", "message": "must be a number from 0 to 10"}])
-    rate = {name: values[name] for name in ("eta", "eta_tau") if name in values}
-    relearn = any(getattr(ladder, name) != value for name, value in rate.items())
-    if relearn:
-        storage.players.lock_all(session, ladder.id)  # no game commits while the log is replayed
+    values = {name: value for name, value in values.items() if getattr(ladder, name) != value}
+    rate = {name: values[name] for name in ("eta", "eta_tau", "k") if name in values}
+    folding = values.get("case_insensitive_keys") is True
+    reset = bool(rate) or "case_insensitive_keys" in values  # every worker reads the settings and players anew
+    if rate or folding:
+        storage.players.lock_all(session, ladder.id)  # no game commits while the log is rewritten or replayed
+    if folding:
+        _fold_keys(session, ladder)
+    if "k" in values:
+        values["init_offset"] = _resized(ladder.init_offset, 2 * values["k"])
     if values:
         storage.ladders.change(session, ladder.id, values)
-    if relearn:
+    if "k" in values:
+        _new_dimension(session, ladder, storage.ladders.by_id(session, ladder.id))
+    if rate:
         replay_log(session, storage.ladders.by_id(session, ladder.id))
     if values:
-        # With a new rate, every worker reads the ladder's settings and players anew.
-        storage.ladders.bump(session, [ladder.id], reset=relearn)
+        storage.ladders.bump(session, [ladder.id], reset=reset)
     return ladder_out(session, storage.ladders.by_id(session, ladder.id))
+
+
+def _resized(vector: list[float] | None, n: int) -> list[float] | None:
+    """The first ``n`` numbers of ``vector``, padded with zeros."""
+    return None if vector is None else (list(vector) + [0.0] * n)[:n]
+
+
+def _new_dimension(session: Session, old: LadderRow, new: LadderRow) -> None:
+    """Every player's initial vector at the new k: the seeded one a new player would get, with the first numbers
+    of the one they had; their vectors start there again, as the checkpoints of earlier refits (at the old k) are
+    set aside.  A voided game's recorded vectors are cut or padded with zeros (it counts nowhere)."""
+    ids, keys, initial = storage.players.initial_rows(session, old.id, 2 * old.k)
+    C0 = rating.initial_vectors(keys, new.k, new.seed, new.init_scale, new.init_offset)
+    kept = min(2 * old.k, 2 * new.k)
+    C0[:, :kept] = initial[:, :kept]
+    storage.players.save_initial(session, ids, C0)
+    storage.refits.supersede_checkpoints(session, old.id, 0)
+    storage.games.resize_voided_history(session, old.id, 2 * new.k)
+    storage.ladders.forget_field(session, old.id)
+
+
+def _fold_keys(session: Session, ladder: LadderRow) -> None:
+    """Every key and alias of the ladder becomes its case-folded form, in the players, the log and the aliases; a
+    player without a name keeps the old spelling as their name, and an alias that folds into its own player's
+    key goes.  409 naming them if keys or aliases of two players would become one."""
+    players = storage.players.keys_and_names(session, ladder.id)
+    aliases = storage.aliases.of_ladder(session, ladder.id)
+    owners = storage.aliases.owners(session, ladder.id, list(aliases))
+    fold = storage.ladders.fold
+    groups: dict[str, dict[str, int]] = {}  # folded -> {key or alias: its player's id}
+    for player_id, key, _ in players:
+        groups.setdefault(fold(key), {})[key] = player_id
+    for alias, player_id in owners.items():
+        groups.setdefault(fold(alias), {})[alias] = player_id
+    clashes = [sorted(group) for group in groups.values() if len(set(group.values())) > 1]
+    if clashes:
+        named = "; ".join(" and ".join(map(repr, keys)) for keys in clashes[:10])
+        more = f" (and {len(clashes) - 10} more)" if len(clashes) > 10 else ""
+        raise Conflict(
+            f"case_insensitive_keys: these keys of different players would become one: {named}{more}. Merge or "
+            "rename them first.",
+            errors=[{"field": "case_insensitive_keys", "message": f"{len(clashes)} keys would clash"}],
+        )
+    for player_id, key, name in players:
+        if fold(key) != key:
+            games = storage.games.of_player_all(session, player_id)
+            storage.games.rename_player(session, games, key, fold(key))
+            storage.players.rekey(session, player_id, fold(key), name if name is not None else key)
+    keys = {fold(key) for _, key, _ in players}
+    changed = [alias for alias in owners if fold(alias) != alias]
+    storage.aliases.remove(session, ladder.id, changed)
+    for folded in {fold(alias) for alias in changed} - keys:
+        group = groups[folded]
+        storage.aliases.add(session, ladder.id, [folded], next(iter(group.values())))
 
 
 def _key_out(key: KeyRow) -> KeyOut:

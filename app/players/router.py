@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from app import reads
-from app.access import ladder_for, readable
+from app.access import ladder_for, ladder_for_read, readable
 from app.db import Database
 from app.deps import CallerDep, DatabaseDep
 from app.errors import LADDER_ACCESS, problems
@@ -38,12 +38,15 @@ def create_player(slug: str, data: PlayerCreate, db: DatabaseDep, caller: Caller
     return JSONResponse(_profile(db, ladder, data.key), status_code=201)
 
 
-@router.patch("/players/{key}", response_model=PlayerOut, responses=problems(401, 403, 404, 422))
+@router.patch("/players/{key}", response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
 def change_player(slug: str, key: str, patch: PlayerPatch, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
-    """Rename a player, or make them inactive (off the default leaderboard) or active again (a write key)."""
+    """Rename a player, make them inactive (off the default leaderboard) or active again (a write key), or change
+    their key (an admin key): every game of theirs names the new key, and the old one stays an alias that leads
+    to them. 409 if another player has the new key or it is an alias of another player."""
+    need = "admin" if "key" in patch.model_fields_set else "write"
     with db.writing() as session:
-        ladder = ladder_for(session, slug, caller, "write")
-        service.change_player(session, ladder, key, patch)
+        ladder = ladder_for(session, slug, caller, need)
+        key = service.change_player(session, ladder, key, patch)
     return JSONResponse(_profile(db, ladder, key))
 
 
@@ -69,9 +72,10 @@ def erase_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSO
 
 
 def _profile(db: Database, ladder: LadderRow, key: str) -> dict:
-    """A player's profile just after a change committed: this worker's copy catches up with the rows changed."""
+    """A player's profile just after a change committed: this worker's copy catches up with the rows changed, and
+    the ladder's aliases are read as they are now."""
     with db.reading() as session:
-        return service.get_player(session, ladder, key)
+        return service.get_player(session, ladder_for_read(session, ladder.slug, fresh=True), key)
 
 
 @router.get("/players/{key}", response_model=PlayerOut, responses=problems(404) | NOT_MODIFIED)

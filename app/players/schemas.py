@@ -58,6 +58,10 @@ class PlayerOut(BaseModel):
         "a 304 while it holds); a change's answer is read just after it committed.",
     )
     key: str
+    aliases: list[str] = Field(
+        description="Other keys that lead to this player: those of players merged into them, and keys they had "
+        "before a change. Games, predictions and profile reads that name an alias reach this player."
+    )
     name: str | None
     vector: list[float]
     strength: float = Field(description="Hodge strength in logits (mathematics §8).")
@@ -89,9 +93,14 @@ class PlayerPatch(StrictModel):
 
     name: Name | None = None
     active: StrictBool | None = Field(None, description="false: leave the default leaderboard, keep the ratings.")
+    key: PlayerKey | None = Field(
+        None,
+        description="A new key (an admin key): the player's games name it from then on, and the old key stays an "
+        "alias that leads to them. Case-folded in a ladder that matches keys case-insensitively.",
+    )
 
     model_config = StrictModel.model_config | {
-        "json_schema_extra": {"examples": [{"name": "Ann B."}, {"active": False}]}
+        "json_schema_extra": {"examples": [{"name": "Ann B."}, {"active": False}, {"key": "ann.b"}]}
     }
 
 

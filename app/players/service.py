@@ -39,12 +39,15 @@ def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> No
             f"vector needs 2k = {2 * ladder.k} numbers",
             errors=[{"field": "vector", "message": f"expected {2 * ladder.k} numbers, got {len(data.vector)}"}],
         )
+    key = storage.ladders.fold(data.key) if ladder.case_insensitive_keys else data.key
+    name = data.name if data.name is not None or key == data.key else data.key  # the spelling folding changed
     if data.vector is not None:
         vector = np.asarray(data.vector, dtype=np.float64)
     else:
-        vector = rating.initial_vectors([data.key], ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)[0]
-    if not storage.players.insert(session, ladder.id, data.key, data.name, vector):
-        raise Conflict(f"Player {data.key!r} exists already.")
+        vector = rating.initial_vectors([key], ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)[0]
+    _not_an_alias(session, ladder, key, "key")
+    if not storage.players.insert(session, ladder.id, key, name, vector):
+        raise Conflict(f"Player {key!r} exists already.", errors=[{"field": "key", "message": "taken"}])
     storage.ladders.add_to_field(session, ladder, np.asarray(vector, dtype=np.float64)[None, :])
     storage.ladders.bump(session, [ladder.id])
 
@@ -125,8 +128,17 @@ def _conservative(table: Table, ladder: LadderRow) -> np.ndarray:
     return table.derived("conservative", lambda: rating.conservative(_hodge(table), _strength_se(table, ladder)))
 
 
+def _not_an_alias(session: Session, ladder: LadderRow, key: str, field: str, player_id: int | None = None) -> None:
+    """409 if ``key`` leads to another player than ``player_id`` already (read in the caller's transaction)."""
+    of = storage.aliases.find(session, ladder.id, [key]).get(key)
+    if of is not None and (player_id is None or storage.players.get_row(session, ladder.id, of)[0] != player_id):
+        message = f"{key!r} is an alias of player {of!r}"
+        raise Conflict(f"{field}: {message}.", errors=[{"field": field, "message": message}])
+
+
 def _row(table: Table, ladder: LadderRow, key: str) -> int:
-    row = table.row(key)
+    """The table row of the player ``key`` names (case-folded, through the aliases, as the ladder matches)."""
+    row = table.row(ladder.player_key(key))
     if row is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
     return row
@@ -138,11 +150,16 @@ def get_player(session: Session, ladder: LadderRow, key: str) -> dict:
     return profile(table, ladder, key) | {"ladder_version": table.version}
 
 
-def profile(table: Table, ladder: LadderRow, key: str) -> dict:
-    """A player's vector, strength, record and provisional flag (``PlayerOut``)."""
+def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None = None) -> dict:
+    """A player's vector, strength, record, provisional flag and aliases (``PlayerOut``); ``aliases`` as the
+    ladder row holds them unless given."""
     n = _row(table, ladder, key)
+    key = table.keys[n]
+    if aliases is None:
+        aliases = sorted(alias for alias, of in ladder.aliases.items() if of == key)
     return {
         "key": key,
+        "aliases": aliases,
         **_record(table, ladder, n, _page_se(table, ladder, np.array([n]))[0]),
         "vector": table.C[n].tolist(),
         "strength": float(_hodge(table)[n]),
@@ -171,22 +188,48 @@ def _record(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
     }
 
 
-def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPatch) -> None:
-    """Rename the player or change whether they are active (the caller then reads the profile)."""
+def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPatch) -> str:
+    """Rename the player, change their key (the old one becomes an alias) or whether they are active; the key
+    they have now (the caller then reads the profile)."""
     values = patch.model_dump(exclude_unset=True)
-    if "active" in values and values["active"] is None:
-        raise InvalidInput("active: true or false", errors=[{"field": "active", "message": "must be true or false"}])
+    for name in ("active", "key"):
+        if name in values and values[name] is None:
+            message = "must be true or false" if name == "active" else "must be a player key"
+            raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
+    key = ladder.player_key(key)
+    new_key = values.pop("key", key)
     if values and not storage.players.change(session, ladder.id, key, values):
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
     if not values and storage.players.get_row(session, ladder.id, key) is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
-    storage.ladders.bump(session, [ladder.id])
+    if ladder.case_insensitive_keys:
+        new_key = storage.ladders.fold(new_key)
+    if new_key != key:
+        _rekey(session, ladder, key, new_key)
+    storage.ladders.bump(session, [ladder.id], reset=new_key != key)  # every worker reads the aliases anew
+    return new_key
+
+
+def _rekey(session: Session, ladder: LadderRow, key: str, new_key: str) -> None:
+    """The player ``key`` becomes ``new_key`` in the players, the log and the aliases; ``key`` becomes an alias
+    (an alias ``new_key`` of theirs stops being one).  409 if another player has ``new_key``, or it leads to one."""
+    storage.players.lock_all(session, ladder.id)  # no game commits while the log is rewritten
+    player_id = storage.players.get_row(session, ladder.id, key)[0]
+    if storage.players.get_row(session, ladder.id, new_key) is not None:
+        message = f"player {new_key!r} exists already"
+        raise Conflict(f"key: {message}.", errors=[{"field": "key", "message": message}])
+    _not_an_alias(session, ladder, new_key, "key", player_id)
+    storage.aliases.remove(session, ladder.id, [new_key])
+    storage.games.rename_player(session, storage.games.of_player_all(session, player_id), key, new_key)
+    storage.players.rekey(session, player_id, new_key)
+    storage.aliases.add(session, ladder.id, [key], player_id)
 
 
 def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> dict:
     """Every game of ``key`` becomes a game of ``into``, and ``key`` is gone; the games it reaches are
     replayed exactly from its first game on, as for a void (they equal those of a ladder that had
     received these games with ``into``)."""
+    key, into = ladder.player_key(key), ladder.player_key(into)
     if key == into:
         raise InvalidInput("into: a player cannot be merged into itself", errors=[{"field": "into"}])
     source = storage.players.get_row(session, ladder.id, key)
@@ -205,6 +248,8 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
         raise Conflict(f"{key!r} and {into!r} both played in game {first}: they cannot be one player.", game=first)
     storage.games.rename_player(session, games, key, into)
     storage.games.move_memberships(session, source[0], target[0])
+    storage.aliases.move(session, source[0], target[0])  # the merged player's aliases, and its key, lead on
+    storage.aliases.add(session, ladder.id, [key], target[0])
     storage.players.merge_counters(session, ladder.id, source[0], target[0])
     counting = [g for g, _, voided in games if not voided]
     if counting:
@@ -212,13 +257,16 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
             replay_log(session, ladder)  # players the tail does not reach held that checkpoint's vectors
         else:
             replay_from(session, ladder, counting[0], [into])
-    storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone
-    return profile(storage.players.table(session, ladder, cached=False), ladder, into)
+    storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone, an alias is new
+    aliases = storage.aliases.of_players(session, [target[0]]).get(target[0], [])
+    return profile(storage.players.table(session, ladder, cached=False), ladder, into, aliases)
 
 
 def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     """Erase the person: their name is removed and their key replaced by an opaque pseudonym, in the players,
-    the log and the stored responses; the games and everyone's ratings stay.  The pseudonym."""
+    the log and the stored responses, and their aliases forgotten; the games and everyone's ratings stay.  The
+    pseudonym."""
+    key = ladder.player_key(key)
     row = storage.players.get_row(session, ladder.id, key)
     if row is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
@@ -227,7 +275,9 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     storage.games.rename_player(session, storage.games.of_player_all(session, row[0]), key, pseudonym)
     storage.games.scrub_responses(session, ladder.id, key, pseudonym)
     storage.players.erase(session, row[0], pseudonym)
-    storage.ladders.bump(session, [ladder.id])
+    had_aliases = bool(storage.aliases.of_players(session, [row[0]]))
+    storage.aliases.drop(session, row[0])
+    storage.ladders.bump(session, [ladder.id], reset=had_aliases)
     return pseudonym
 
 
@@ -458,7 +508,7 @@ def _valid_cursor(v: Any) -> bool:
 def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: str | None) -> dict:
     """The player's games, newest first, with vectors and expected scores before and after."""
     table = _table(session, ladder)
-    _row(table, ladder, key)
+    key = table.keys[_row(table, ladder, key)]
     before_id = None
     if cursor is not None:
         before_id = decode_cursor(cursor, is_id)

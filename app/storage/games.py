@@ -15,7 +15,7 @@ from app import rating
 from app.models import Game, IdempotencyKey, Participant, Player
 from app.storage import codec
 from app.storage.players import MAX_KEYS_IN_QUERY
-from app.storage.sql import bulk_insert, bulk_update, driver_sql, fetch_typed
+from app.storage.sql import bulk_insert, bulk_update, driver_fetchall, driver_sql, fetch_typed
 
 Progress = Callable[[int, int], None] | None
 
@@ -266,6 +266,26 @@ def rewrite_history(
         "expected_score": expected.tolist(),
     }
     keys = list(zip(game_ids.tolist(), player_ids.tolist(), strict=True))
+    bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
+
+
+def resize_voided_history(session: Session, ladder_id: int, dim: int) -> None:
+    """The vectors recorded for the voided games' members, cut or padded with zeros to ``dim`` numbers (a new k:
+    voided games count nowhere, and are not replayed)."""
+    sql = (
+        "SELECT p.game_id, p.player_id, p.before, p.after FROM participants p JOIN games g ON g.id = p.game_id "
+        "WHERE g.ladder_id = ? AND g.voided_at IS NOT NULL"
+    )
+    rows = driver_fetchall(session.connection(), sql, (ladder_id,))
+    if not rows:
+        return
+
+    def resized(blob: bytes) -> bytes:
+        vector = codec.unpack(blob)[:dim]
+        return codec.pack(np.concatenate([vector, np.zeros(dim - len(vector))]))
+
+    keys = [(row[0], row[1]) for row in rows]
+    columns = {"before": [resized(row[2]) for row in rows], "after": [resized(row[3]) for row in rows]}
     bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
 
 

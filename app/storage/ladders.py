@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 
 import numpy as np
@@ -13,6 +14,7 @@ from sqlalchemy.orm import Session
 from app import rating
 from app.models import ApiKey, Checkpoint, Game, IdempotencyKey, Ladder, Player, Refit
 from app.rating.seats import Seats
+from app.storage import aliases as storage_aliases
 from app.storage import cache, codec
 from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed
 
@@ -37,8 +39,20 @@ class LadderRow:
     version: int
     private: bool
     seats: list[str] | None
-    #: The version of the latest change a copy of the players cannot follow row by row (a merge).
+    #: The version of the latest change a copy of the players cannot follow row by row (a merge), or that changes
+    #: the settings readers use (k, the learning rate, how keys match, the aliases).
     reset_version: int
+    #: Player keys match after Unicode case folding ("Ann" is "ann"); new players' keys are stored folded.
+    case_insensitive_keys: bool
+    #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
+    aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def player_key(self, key: str) -> str:
+        """The key of the player ``key`` names here: case-folded if the ladder matches keys so, then through its
+        aliases (a key no player has yet comes back as the key a new player would get)."""
+        if self.case_insensitive_keys:
+            key = fold(key)
+        return self.aliases.get(key, key)
 
     def learning_rate(self) -> rating.LearningRate:
         """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
@@ -49,11 +63,35 @@ class LadderRow:
         return {name: n for n, name in enumerate(self.seats or [])}
 
 
-_COLUMNS = [Ladder.__table__.c[f.name] for f in fields(LadderRow)]
+def fold(key: str) -> str:
+    """A player key as a case-insensitive ladder matches and stores it: Unicode case folding ("Straße" is
+    "strasse"); a key that folding would take beyond 128 characters is refused (422)."""
+    folded = key.casefold()
+    if len(folded) > MAX_KEY:
+        raise rating.RatingInputError("key", f"{key[:40]!r}… is longer than {MAX_KEY} characters once case-folded")
+    return folded
 
 
-def _row(row) -> LadderRow:
-    return LadderRow(*row)
+MAX_KEY = 128
+_COLUMNS = [Ladder.__table__.c[f.name] for f in fields(LadderRow) if f.name != "aliases"]
+
+
+def _row(row, session: Session | None = None) -> LadderRow:
+    """A ladder row, with its aliases when ``session`` is given: kept per process by reset version (every change
+    of an alias moves it), unless this transaction changed some (what it sees may never commit)."""
+    ladder = LadderRow(*row)
+    if session is None:
+        return ladder
+    if storage_aliases.changed(session):
+        return replace(ladder, aliases=storage_aliases.of_ladder(session, ladder.id))
+    held = cache.of(session, "aliases")
+    aliases = held.get((ladder.id, ladder.reset_version))
+    if aliases is None:
+        aliases = storage_aliases.of_ladder(session, ladder.id)
+        if len(held) >= 1024:
+            held.clear()
+        held[(ladder.id, ladder.reset_version)] = aliases
+    return replace(ladder, aliases=aliases)
 
 
 _BY_SLUG = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE slug = ? AND deleted_at IS NULL"
@@ -64,19 +102,23 @@ def by_slug(session: Session, slug: str) -> LadderRow | None:
     rows = fetch_typed(session, _BY_SLUG, (slug,), _COLUMNS)
     if not rows:
         return None
-    ladder = _row(rows[0])
+    ladder = _row(rows[0], session)
     cache.of(session, "ladders")[slug] = ladder
     return ladder
 
 
 def cached(session: Session, slug: str) -> LadderRow | None:
-    """The ladder from this process's cache, read once.
+    """The ladder from this process's cache, read again if a change since moved its reset version (its k, its
+    learning rate, how its keys match, its aliases).
 
-    For reads that need only what never changes after creation (id, k, seed,
-    initial-vector settings); ``version`` and the other fields may be stale.
+    For reads: ``version`` and the settings only writes use (``private``, ``auto_refit``, …) may be stale.
     """
     ladder = cache.of(session, "ladders").get(slug)
-    return ladder if ladder is not None else by_slug(session, slug)
+    if ladder is not None:
+        now = session.execute(select(Ladder.reset_version).where(Ladder.id == ladder.id)).first()
+        if now is not None and now[0] == ladder.reset_version:
+            return ladder
+    return by_slug(session, slug)
 
 
 def from_cache(engine: Engine, slug: str) -> LadderRow | None:
@@ -86,7 +128,7 @@ def from_cache(engine: Engine, slug: str) -> LadderRow | None:
 
 def by_id(session: Session, ladder_id: int) -> LadderRow | None:
     row = session.execute(select(*_COLUMNS).where(Ladder.id == ladder_id, Ladder.deleted_at.is_(None))).first()
-    return None if row is None else _row(row)
+    return None if row is None else _row(row, session)
 
 
 def all_ladders(session: Session) -> list[LadderRow]:

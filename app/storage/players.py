@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.models import Player
-from app.storage import cache, codec, ladders, refits
+from app.storage import aliases, cache, codec, ladders, refits
 from app.storage.sql import Fetch, bulk_insert, bulk_update, driver_fetchall, driver_sql, fetch_typed, result_converter
 
 #: Above this many players a request locks the ladder's whole player table (in id
@@ -43,13 +43,20 @@ class Locked:
 
 
 def lock(
-    session: Session, ladder_id: int, dim: int, keys: list[str], initial: Callable[[list[str]], np.ndarray] | None
+    session: Session,
+    ladder_id: int,
+    dim: int,
+    keys: list[str],
+    initial: Callable[[list[str]], np.ndarray] | None,
+    names: Mapping[str, str] | None = None,
 ) -> Locked:
     """The rows of ``keys``, locked in id order (one order: no deadlocks).
 
     With ``initial`` (key list -> initial vectors), missing players are created
-    first; without it they are simply absent from the result.  A concurrent
-    creator's rows are kept.
+    first, named as ``names`` says (key -> name); without it they are simply
+    absent from the result.  A concurrent creator's rows are kept.  A missing
+    key that has just become an alias (a merge committed since the caller
+    resolved its keys) is absent too: the caller retries.
     """
     keys = sorted(set(keys))
     rows = _select_for_update(session, ladder_id, keys)
@@ -58,8 +65,11 @@ def lock(
     if len(rows) < len(keys) and initial is not None:
         found = {row[1] for row in rows}
         missing = [k for k in keys if k not in found]
+        if taken := aliases.find(session, ladder_id, missing):
+            missing = [k for k in missing if k not in taken]
         n, now = len(missing), datetime.now(UTC)
-        if create(session, ladder_id, missing, initial(missing), [None] * n, [True] * n, [now] * n) < n:
+        given = [(names or {}).get(k) for k in missing]
+        if n and create(session, ladder_id, missing, initial(missing), given, [True] * n, [now] * n) < n:
             missing, raced = [], True  # a concurrent creator made some first: which ones are this one's is unknown
         rows = _select_for_update(session, ladder_id, keys)
     return Locked(
@@ -538,6 +548,29 @@ def merge_counters(session: Session, ladder_id: int, source_id: int, target_id: 
     refresh_last_played(session, [target_id])
     driver_sql(session.connection(), "DELETE FROM players WHERE id = ?", (source_id,))
     ladders.count(session, ladder_id, players=-1)
+
+
+def rekey(session: Session, player_id: int, key: str, name: str | None = None) -> None:
+    """The player's key becomes ``key``, and their name ``name`` if given (the caller rewrites the log and the
+    aliases)."""
+    sql, params = "UPDATE players SET key = ?, changed_version = -1 WHERE id = ?", (key, player_id)
+    if name is not None:
+        sql, params = "UPDATE players SET key = ?, name = ?, changed_version = -1 WHERE id = ?", (key, name, player_id)
+    driver_sql(session.connection(), sql, params)
+
+
+def keys_and_names(session: Session, ladder_id: int) -> list[tuple[int, str, str | None]]:
+    """(id, key, name) of every player of the ladder, in id order."""
+    sql = "SELECT id, key, name FROM players WHERE ladder_id = ? ORDER BY id"
+    return [tuple(row) for row in driver_fetchall(session.connection(), sql, (ladder_id,))]
+
+
+def save_initial(session: Session, ids: np.ndarray, C0: np.ndarray) -> None:
+    """New initial vectors (a new k), which are also the players' vectors until the log is replayed on them."""
+    blobs = codec.pack_rows(C0)
+    columns = {"initial": blobs, "vector": blobs, "strength_then": [None] * len(ids)}
+    columns["changed_version"] = [PENDING] * len(ids)
+    bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), columns)
 
 
 def erase(session: Session, player_id: int, pseudonym: str) -> None:

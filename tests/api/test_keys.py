@@ -162,7 +162,8 @@ def test_settings_changes_take_effect_and_bad_ones_are_refused(client):
     for body, field in [
         ({"private": None}, "private"),
         ({"private": "yes"}, "private"),
-        ({"k": 3}, "k"),
+        ({"k": 9}, "k"),
+        ({"case_insensitive_keys": None}, "case_insensitive_keys"),
         ({"name": "x" * 201}, "name"),
     ]:
         r = client.patch("/v1/ladders/test", json=body, headers=h)

@@ -182,7 +182,9 @@ def test_a_first_page_equals_the_whole_order_read_page_by_page(by):
     """On 5,000 players (standard errors and field scores from samples of the field): the first page, found
     without ranking everyone (by=conservative without every standard error), is exactly where the whole order
     read through cursors starts, with the same numbers."""
-    ladder = LadderRow(1, "t", None, 1, 0.1, None, 0.1, None, 0, True, True, "", datetime.now(UTC), 1, False, None, 0)
+    ladder = LadderRow(
+        1, "t", None, 1, 0.1, None, 0.1, None, 0, True, True, "", datetime.now(UTC), 1, False, None, 0, False
+    )
     for inactive in (False, True):
         walked: list[dict] = []
         cursor = None

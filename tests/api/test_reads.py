@@ -219,7 +219,12 @@ def test_players_can_be_renamed_and_made_inactive(client):
     assert len(client.get("/v1/ladders/test/leaderboard").json()["items"]) == 3
     assert client.patch("/v1/ladders/test/players/zed", json={"name": "Z"}, headers=bearer(key)).status_code == 404
     assert client.patch("/v1/ladders/test/players/b", json={"name": "X"}).status_code == 401
-    for body, field in [({"active": "no"}, "active"), ({"active": None}, "active"), ({"key": "bb"}, "key")]:
+    for body, field in [
+        ({"active": "no"}, "active"),
+        ({"active": None}, "active"),
+        ({"key": "b b "}, "key"),
+        ({"key": None}, "key"),
+    ]:
         r = client.patch("/v1/ladders/test/players/b", json=body, headers=bearer(key))
         assert r.status_code == 422 and r.json()["errors"][0]["field"] == field, (body, r.text)
 

@@ -196,6 +196,20 @@ def test_rename_a_player_on_their_page(site, page):
     assert "write key is not this ladder's" in page.inner_text("#messages")
 
 
+def test_a_player_reached_by_an_old_key_in_another_case_shows_their_aliases(site, page):
+    base, key = site
+    headers = {"Authorization": f"Bearer {key}"}
+    created = httpx.post(base + "/v1/ladders/office/players", json={"key": "Zoë"}, headers=headers).json()
+    assert (created["key"], created["name"]) == ("zoë", "Zoë")  # stored case-folded, the spelling as the name
+    try:
+        assert httpx.patch(base + "/v1/ladders/office/players/zoë", json={"key": "zoe"}, headers=headers).is_success
+        page.goto(base + "/ladders/office/players/" + "ZOË")
+        expect(page.locator("#aliases")).to_have_text("Also posted as zoë (key zoe).")
+        expect(page.locator("h1")).to_have_text(re.compile("^Zoë"))
+    finally:
+        httpx.patch(base + "/v1/ladders/office/players/zoe", json={"active": False}, headers=headers)
+
+
 def test_leaderboard_groups_provisional_players_and_hides_inactive_ones(site, page):
     base, key = site
     headers = {"Authorization": f"Bearer {key}"}

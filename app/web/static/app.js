@@ -481,6 +481,8 @@ async function playerView(view, slug, key) {
       `${player.wins} won, ${player.draws} drawn, ${player.losses} lost`),
     player.provisional_reason ? h("p", { class: "muted", id: "why-provisional" },
       `${player.provisional ? "Provisional" : "Placed"}: ${player.provisional_reason}.`) : null,
+    player.aliases && player.aliases.length ? h("p", { class: "muted", id: "aliases" },
+      `Also posted as ${player.aliases.join(", ")} (key ${player.key}).`) : null,
     h("h2", {}, "Strength over time"),
     games.length ? linePlot(games.map((g) => g.elo_after)) : h("p", { class: "muted" }, "No games yet."),
     h("div", { class: "grid" },
