@@ -29,14 +29,19 @@ def of_ladder(session: Session, ladder_id: int) -> dict[str, str]:
 def find(session: Session, ladder_id: int, keys: list[str]) -> dict[str, str]:
     """Which of ``keys`` are aliases now, and of whom (read in the caller's transaction: a write checks here that
     no key it is about to create a player for has just become an alias)."""
-    if not keys:
-        return {}
-    query = (
-        select(PlayerAlias.alias, Player.key)
-        .join(Player, Player.id == PlayerAlias.player_id)
-        .where(PlayerAlias.ladder_id == ladder_id, PlayerAlias.alias.in_(keys))
-    )
-    return dict(session.execute(query).all())
+    found: dict[str, str] = {}
+    for lo in range(0, len(keys), CHUNK):
+        query = (
+            select(PlayerAlias.alias, Player.key)
+            .join(Player, Player.id == PlayerAlias.player_id)
+            .where(PlayerAlias.ladder_id == ladder_id, PlayerAlias.alias.in_(keys[lo : lo + CHUNK]))
+        )
+        found.update(session.execute(query).all())
+    return found
+
+
+#: Keys per query (drivers limit the parameters of one statement).
+CHUNK = 10_000
 
 
 def owners(session: Session, ladder_id: int, aliases: list[str]) -> dict[str, int]:
