@@ -58,6 +58,14 @@ class Unavailable(Problem):
     status, title, slug = 503, "Service unavailable", "unavailable"
 
 
+class LadderChanged(Unavailable):
+    """A write read the ladder's settings (its k, how its keys match, its aliases) before another transaction
+    changed them: it is rolled back, and retried once with the new ones."""
+
+    def __init__(self, detail: str = "The ladder's settings changed while this was applied; retry it.") -> None:
+        super().__init__(detail)
+
+
 #: OpenAPI ``responses=`` entries for routes.
 def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
     described = {

@@ -56,7 +56,9 @@ def identifiability(
         if job is None:
             raise Conflict("This ladder has no finished refit yet: POST …/refits first, or use ratings=current.")
         ids = storage.codec.unpack_ids(job.player_ids)
-        C[np.searchsorted(state.player_ids, ids)] = storage.codec.unpack_rows([job.vectors], 2 * ladder.k)
+        if len(job.vectors or b"") != 8 * 2 * ladder.k * len(ids):
+            raise Conflict(f"The latest refit fitted another k than the ladder's k = {ladder.k}: run a refit again.")
+        C[np.searchsorted(state.player_ids, ids)] = storage.codec.unpack_matrix(job.vectors, 2 * ladder.k)
     found = identify(C, state.log, len(state.keys))
     progress(0.9)
     return identifiability_out(found, state.keys, ladder.version)

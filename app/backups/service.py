@@ -110,7 +110,7 @@ def _sides(payload: dict) -> list[dict]:
 
 def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int) -> bytes:
     ids = storage.codec.unpack_ids(checkpoint.player_ids)
-    vectors = storage.codec.unpack_rows([checkpoint.vectors], dim)
+    vectors = storage.codec.unpack_matrix(checkpoint.vectors, dim)
     keys = storage.players.keys_of(session, ids.tolist())
     held = {
         keys[player_id]: vector

@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app import storage
 from app.db import Database
+from app.errors import LadderChanged
 from app.games import service
 from app.games.service import Post
 from app.metrics import GAMES, GROUPS
@@ -108,7 +109,8 @@ class GroupCommitter:
             if len(posts) > 1:
                 logger.info("a group of %d posts failed (%s); retrying them one by one", len(posts), exc)
                 return [self.commit([post])[0] for post in posts]
-            if isinstance(exc, IntegrityError):  # a concurrent identical request committed first: it is found now
+            # A concurrent identical request committed first (it is found now), or the ladder's settings changed.
+            if isinstance(exc, IntegrityError | LadderChanged):
                 try:
                     group = self.db.write(lambda session: service.apply_posts(session, posts))
                 except Exception as again:

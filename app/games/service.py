@@ -411,7 +411,7 @@ def _apply(
     # before the replay when it needs the seats, else after it (the lock is then held only for the writes).
     seats = seqs = None
     if log.side_seat is not None:
-        seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
+        seqs = storage.ladders.take_seqs(session, ladder, len(games))
         seats = storage.ladders.seat_state(session, ladder)
     history = rating.replay_history(
         locked.C, log, ladder.learning_rate(), _stage(progress, "rating"), games0=locked.counts[:, 0], seats=seats
@@ -419,7 +419,7 @@ def _apply(
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
     if seqs is None:
-        seqs = storage.ladders.take_seqs(session, ladder.id, len(games))
+        seqs = storage.ladders.take_seqs(session, ladder, len(games))
     created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
     field_sum, field_count = storage.ladders.field_sum(session, ladder, created, recount=locked.raced)
     ids = storage.games.allocate_ids(session, len(games))

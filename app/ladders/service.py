@@ -142,11 +142,10 @@ def _new_dimension(session: Session, old: LadderRow, new: LadderRow) -> None:
 
 def _fold_keys(session: Session, ladder: LadderRow) -> None:
     """Every key and alias of the ladder becomes its case-folded form, in the players, the log and the aliases; a
-    player without a name keeps the old spelling as their name, and an alias that folds into its own player's
-    key goes.  409 naming them if keys or aliases of two players would become one."""
+    player without a name keeps the old spelling as their name, and an alias that folds into a key, or into
+    another alias of its player, goes.  409 naming them if keys or aliases of two players would become one."""
     players = storage.players.keys_and_names(session, ladder.id)
-    aliases = storage.aliases.of_ladder(session, ladder.id)
-    owners = storage.aliases.owners(session, ladder.id, list(aliases))
+    owners = storage.aliases.owners(session, ladder.id)
     fold = storage.ladders.fold
     groups: dict[str, dict[str, int]] = {}  # folded -> {key or alias: its player's id}
     for player_id, key, _ in players:
@@ -168,11 +167,13 @@ def _fold_keys(session: Session, ladder: LadderRow) -> None:
             storage.games.rename_player(session, games, key, fold(key))
             storage.players.rekey(session, player_id, fold(key), name if name is not None else key)
     keys = {fold(key) for _, key, _ in players}
-    changed = [alias for alias in owners if fold(alias) != alias]
-    storage.aliases.remove(session, ladder.id, changed)
-    for folded in {fold(alias) for alias in changed} - keys:
-        group = groups[folded]
-        storage.aliases.add(session, ladder.id, [folded], next(iter(group.values())))
+    # Aliases to drop: those not folded, and folded ones that are a key now (a merged "ann" of "Ann"); then each
+    # folded form that is neither a key nor an alias left, once.
+    dropped = [alias for alias in owners if fold(alias) != alias or alias in keys]
+    storage.aliases.remove(session, ladder.id, dropped)
+    kept = set(owners) - set(dropped)
+    for folded in sorted({fold(alias) for alias in dropped} - keys - kept):
+        storage.aliases.add(session, ladder.id, [folded], next(iter(groups[folded].values())))
 
 
 def _key_out(key: KeyRow) -> KeyOut:

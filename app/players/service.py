@@ -214,7 +214,10 @@ def _rekey(session: Session, ladder: LadderRow, key: str, new_key: str) -> None:
     """The player ``key`` becomes ``new_key`` in the players, the log and the aliases; ``key`` becomes an alias
     (an alias ``new_key`` of theirs stops being one).  409 if another player has ``new_key``, or it leads to one."""
     storage.players.lock_all(session, ladder.id)  # no game commits while the log is rewritten
-    player_id = storage.players.get_row(session, ladder.id, key)[0]
+    row = storage.players.get_row(session, ladder.id, key)
+    if row is None:  # merged or erased meanwhile
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
+    player_id = row[0]
     if storage.players.get_row(session, ladder.id, new_key) is not None:
         message = f"player {new_key!r} exists already"
         raise Conflict(f"key: {message}.", errors=[{"field": "key", "message": message}])
@@ -273,9 +276,11 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     pseudonym = "erased-" + secrets.token_hex(8)
     storage.players.lock_all(session, ladder.id)
     storage.games.rename_player(session, storage.games.of_player_all(session, row[0]), key, pseudonym)
-    storage.games.scrub_responses(session, ladder.id, key, pseudonym)
+    former = storage.aliases.of_players(session, [row[0]]).get(row[0], [])
+    for old in [key, *former]:  # responses recorded under a former key name the person too
+        storage.games.scrub_responses(session, ladder.id, old, pseudonym)
     storage.players.erase(session, row[0], pseudonym)
-    had_aliases = bool(storage.aliases.of_players(session, [row[0]]))
+    had_aliases = bool(former)
     storage.aliases.drop(session, row[0])
     storage.ladders.bump(session, [ladder.id], reset=had_aliases)
     return pseudonym

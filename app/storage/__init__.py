@@ -5,7 +5,8 @@ idempotency records, refit jobs and checkpoints, API keys, player aliases, and l
 with the version that keys the per-process read caches.  Domain services call these
 functions; they write no SQL and decode no bytes.  This package imports no
 domain, router or web framework: only the ORM models, the driver helpers and
-the pure rating core (to encode the log).
+the pure rating core (to encode the log), and the domain's errors for the few
+refusals only storage can see (a key too long once case-folded, a ladder changed under a write).
 """
 
 from app.storage import aliases, cache, codec, games, keys, ladders, log, players, refits

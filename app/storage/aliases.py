@@ -44,11 +44,9 @@ def find(session: Session, ladder_id: int, keys: list[str]) -> dict[str, str]:
 CHUNK = 10_000
 
 
-def owners(session: Session, ladder_id: int, aliases: list[str]) -> dict[str, int]:
-    """The player id each of ``aliases`` leads to."""
-    query = select(PlayerAlias.alias, PlayerAlias.player_id).where(
-        PlayerAlias.ladder_id == ladder_id, PlayerAlias.alias.in_(aliases)
-    )
+def owners(session: Session, ladder_id: int) -> dict[str, int]:
+    """Every alias of the ladder and the id of the player it leads to."""
+    query = select(PlayerAlias.alias, PlayerAlias.player_id).where(PlayerAlias.ladder_id == ladder_id)
     return dict(session.execute(query).all())
 
 
@@ -67,9 +65,10 @@ def add(session: Session, ladder_id: int, aliases: list[str], player_id: int) ->
 
 def remove(session: Session, ladder_id: int, aliases: list[str]) -> None:
     session.info["aliases_changed"] = True
-    if aliases:
-        table = PlayerAlias.__table__
-        session.execute(table.delete().where(table.c.ladder_id == ladder_id, table.c.alias.in_(aliases)))
+    table = PlayerAlias.__table__
+    for lo in range(0, len(aliases), CHUNK):
+        part = aliases[lo : lo + CHUNK]
+        session.execute(table.delete().where(table.c.ladder_id == ladder_id, table.c.alias.in_(part)))
 
 
 def move(session: Session, source_id: int, target_id: int) -> None:

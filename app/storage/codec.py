@@ -11,6 +11,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from app.errors import LadderChanged
+
 FLOAT = "<f8"
 INT = "<i8"
 
@@ -33,8 +35,18 @@ def pack_rows(C: np.ndarray) -> list[bytes]:
 
 
 def unpack_rows(blobs: Iterable[bytes], dim: int) -> np.ndarray:
-    """A matrix whose rows are the given vectors (a writable copy)."""
-    return np.frombuffer(b"".join(blobs), dtype=FLOAT).astype(np.float64).reshape(-1, dim)
+    """A matrix whose rows are the given vectors of ``dim`` numbers (a writable copy).  :class:`LadderChanged`
+    if they have another length: the ladder's k changed since the caller read it."""
+    blobs = list(blobs)
+    raw = b"".join(blobs)
+    if len(raw) != 8 * dim * len(blobs):
+        raise LadderChanged("The ladder's k changed while this was read; retry it.")
+    return np.frombuffer(raw, dtype=FLOAT).astype(np.float64).reshape(-1, dim)
+
+
+def unpack_matrix(blob: bytes, dim: int) -> np.ndarray:
+    """A matrix of rows of ``dim`` numbers stored one after the other in one blob (a checkpoint's, a refit's)."""
+    return np.frombuffer(blob, dtype=FLOAT).astype(np.float64).reshape(-1, dim)
 
 
 def pack_ids(ids: np.ndarray) -> bytes:

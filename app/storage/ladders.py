@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import rating
+from app.errors import InvalidInput, LadderChanged
 from app.models import ApiKey, Checkpoint, Game, IdempotencyKey, Ladder, Player, Refit
 from app.rating.seats import Seats
 from app.storage import aliases as storage_aliases
@@ -68,7 +69,8 @@ def fold(key: str) -> str:
     "strasse"); a key that folding would take beyond 128 characters is refused (422)."""
     folded = key.casefold()
     if len(folded) > MAX_KEY:
-        raise rating.RatingInputError("key", f"{key[:40]!r}… is longer than {MAX_KEY} characters once case-folded")
+        message = f"{key[:40]!r}… is longer than {MAX_KEY} characters once case-folded"
+        raise InvalidInput(f"key: {message}", errors=[{"field": "key", "message": message}])
     return folded
 
 
@@ -84,13 +86,13 @@ def _row(row, session: Session | None = None) -> LadderRow:
         return ladder
     if storage_aliases.changed(session):
         return replace(ladder, aliases=storage_aliases.of_ladder(session, ladder.id))
-    held = cache.of(session, "aliases")
-    aliases = held.get((ladder.id, ladder.reset_version))
-    if aliases is None:
-        aliases = storage_aliases.of_ladder(session, ladder.id)
-        if len(held) >= 1024:
-            held.clear()
-        held[(ladder.id, ladder.reset_version)] = aliases
+    held = cache.of(session, "aliases")  # ladder id -> (reset version, aliases)
+    kept = held.get(ladder.id)
+    if kept is not None and kept[0] == ladder.reset_version:
+        return replace(ladder, aliases=kept[1])
+    aliases = storage_aliases.of_ladder(session, ladder.id)
+    if kept is None or kept[0] < ladder.reset_version:
+        held[ladder.id] = (ladder.reset_version, aliases)
     return replace(ladder, aliases=aliases)
 
 
@@ -292,15 +294,20 @@ def lock(session: Session, ladder_id: int) -> None:
         driver_sql(session.connection(), "SELECT id FROM ladders WHERE id = ? FOR UPDATE", (ladder_id,))
 
 
-def take_seqs(session: Session, ladder_id: int, n: int) -> list[int]:
+def take_seqs(session: Session, ladder: LadderRow, n: int) -> list[int]:
     """The next ``n`` game numbers of the ladder (1, 2, 3, …).
 
     This locks the ladder's row until the commit (on PostgreSQL other writers
     of the ladder wait here), so take them after the players' rows, just
     before the games are written, for numbers in the order the games commit.
+    :class:`LadderChanged` if a change the transaction's ``ladder`` does not
+    know has committed meanwhile (a new k, keys folded, an alias): the caller
+    retries with the ladder as it is now.
     """
-    sql = "UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq"
-    last = driver_sql(session.connection(), sql, (n, ladder_id)).scalar()
+    sql = "UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, reset_version"
+    last, reset_version = driver_sql(session.connection(), sql, (n, ladder.id)).one()
+    if reset_version != ladder.reset_version:
+        raise LadderChanged()
     return list(range(last - n + 1, last + 1))
 
 

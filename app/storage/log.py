@@ -306,7 +306,7 @@ def _from_checkpoint(start: np.ndarray, player_ids: np.ndarray, checkpoint, dim:
     """Put the checkpoint's vectors in the rows of ``start`` of the players (sorted ``player_ids``) it holds;
     players it holds that are gone (merged away) are skipped.  The game it follows."""
     held = codec.unpack_ids(checkpoint.player_ids)
-    vectors = codec.unpack_rows([checkpoint.vectors], dim)
+    vectors = codec.unpack_matrix(checkpoint.vectors, dim)
     mine = np.isin(held, player_ids)
     start[np.searchsorted(player_ids, held[mine])] = vectors[mine]
     return checkpoint.after_game_id

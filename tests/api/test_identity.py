@@ -6,7 +6,11 @@ import itertools
 import json
 
 import numpy as np
+import pytest
 
+from app import storage
+from app.db import Database
+from app.errors import LadderChanged
 from tests.api.test_admin import game
 from tests.conftest import bearer, make_ladder
 
@@ -173,3 +177,65 @@ def test_a_new_k_replays_the_log_exactly(client):
     assert vectors(client) == before and consistent(client)
     assert client.patch(L, json={"k": 9}, headers=h_test).status_code == 422
     assert client.patch(L, json={"k": None}, headers=h_test).status_code == 422
+
+
+def test_aliases_are_looked_up_a_chunk_of_keys_at_a_time(client, settings, monkeypatch):
+    """A bulk import creating 100,000 players checks them all: in chunks, within the drivers' parameter limits."""
+    h = bearer(make_ladder(client, k=1))
+    post(client, h, game("bobby", "ann"), game("bob", "cy"))
+    client.post(f"{L}/players/bobby/merge", json={"into": "bob"}, headers=h)
+    monkeypatch.setattr(storage.aliases, "CHUNK", 2)
+    db = Database.from_settings(settings)
+    try:
+        with db.reading() as session:
+            ladder_id = storage.ladders.by_slug(session, "test").id
+            assert storage.aliases.find(session, ladder_id, ["x", "y", "z", "bobby", "w"]) == {"bobby": "bob"}
+    finally:
+        db.dispose()
+
+
+def test_folding_drops_aliases_that_become_keys_or_repeat_one(client, cli, tmp_path, capsys):
+    h = bearer(make_ladder(client, k=1, case_insensitive_keys=False))
+    post(client, h, game("Ann", "cy"), game("ann", "dee"), game("bob", "cy"), game("Bob", "dee"), game("BOB", "eve"))
+    client.post(f"{L}/players/ann/merge", json={"into": "Ann"}, headers=h)  # as the 409 below would advise
+    for source in ("Bob", "BOB"):  # two aliases of bob that fold into one
+        assert client.post(f"{L}/players/{source}/merge", json={"into": "bob"}, headers=h).status_code == 200
+    client.patch(f"{L}/players/bob", json={"key": "rob"}, headers=h)  # bob itself becomes an alias: Bob, BOB, bob
+    assert client.patch(L, json={"case_insensitive_keys": True}, headers=h).status_code == 200
+    assert profile(client, "ANN")["aliases"] == [] and profile(client, "BoB")["aliases"] == ["bob"]
+    path = tmp_path / "test.ndjson"
+    path.write_bytes(client.get(f"{L}/export").content)
+    cli(["import", "copy", str(path)])  # the export restores: no alias repeats a key
+    assert json.loads(capsys.readouterr().out)["players"] == 5
+    assert consistent(client)
+
+
+def test_erasing_scrubs_responses_recorded_under_a_former_key(client):
+    h = bearer(make_ladder(client, k=1))
+    once = h | {"Idempotency-Key": "g1"}
+    assert client.post(f"{L}/games", json=game("carol.smith", "bob"), headers=once).status_code == 201
+    client.patch(f"{L}/players/carol.smith", json={"key": "carol"}, headers=h)
+    client.delete(f"{L}/players/carol", headers=h)
+    assert "carol" not in client.post(f"{L}/games", json=game("carol.smith", "bob"), headers=once).text
+
+
+def test_a_write_that_read_the_ladder_before_a_change_of_k_is_retried(client, settings):
+    """What a game commit racing a PATCH of k (PostgreSQL) runs into: vectors of another length, and a ladder
+    whose reset version moved; both are a LadderChanged, which the writer retries with the ladder as it is."""
+    h = bearer(make_ladder(client, k=1))
+    post(client, h, game("ann", "bob"))
+    db = Database.from_settings(settings)
+    try:
+        with db.reading() as session:
+            stale = storage.ladders.by_slug(session, "test")
+        assert client.patch(L, json={"k": 2}, headers=h).status_code == 200
+        with db.writing() as session:
+            with pytest.raises(LadderChanged):
+                storage.players.lock(session, stale.id, 2 * stale.k, ["ann"], None)
+            with pytest.raises(LadderChanged):
+                storage.ladders.take_seqs(session, stale, 1)
+            session.rollback()
+    finally:
+        db.dispose()
+    post(client, h, game("ann", "bob"))
+    assert len(profile(client, "ann")["vector"]) == 4 and consistent(client)
