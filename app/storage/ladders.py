@@ -294,19 +294,24 @@ def lock(session: Session, ladder_id: int) -> None:
         driver_sql(session.connection(), "SELECT id FROM ladders WHERE id = ? FOR UPDATE", (ladder_id,))
 
 
+#: The settings a game commit applies, read before its locks: a change of one meanwhile makes it retry.
+_WRITE_SETTINGS = ("k", "eta", "eta_tau", "case_insensitive_keys")
+
+
 def take_seqs(session: Session, ladder: LadderRow, n: int) -> list[int]:
     """The next ``n`` game numbers of the ladder (1, 2, 3, …).
 
     This locks the ladder's row until the commit (on PostgreSQL other writers
     of the ladder wait here), so take them after the players' rows, just
     before the games are written, for numbers in the order the games commit.
-    :class:`LadderChanged` if a change the transaction's ``ladder`` does not
-    know has committed meanwhile (a new k, keys folded, an alias): the caller
-    retries with the ladder as it is now.
+    :class:`LadderChanged` if a setting the transaction's ``ladder`` read
+    before has changed meanwhile (k, the learning rate, how keys match): the
+    caller retries with the ladder as it is now.
     """
-    sql = "UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, reset_version"
-    last, reset_version = driver_sql(session.connection(), sql, (n, ladder.id)).one()
-    if reset_version != ladder.reset_version:
+    settings = ", ".join(_WRITE_SETTINGS)
+    sql = f"UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, {settings}"
+    last, *now = driver_sql(session.connection(), sql, (n, ladder.id)).one()
+    if tuple(now) != tuple(getattr(ladder, name) for name in _WRITE_SETTINGS):
         raise LadderChanged()
     return list(range(last - n + 1, last + 1))
 

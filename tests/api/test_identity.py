@@ -221,7 +221,7 @@ def test_erasing_scrubs_responses_recorded_under_a_former_key(client):
 
 def test_a_write_that_read_the_ladder_before_a_change_of_k_is_retried(client, settings):
     """What a game commit racing a PATCH of k (PostgreSQL) runs into: vectors of another length, and a ladder
-    whose reset version moved; both are a LadderChanged, which the writer retries with the ladder as it is."""
+    whose k changed; both are a LadderChanged, which the writer retries with the ladder as it is."""
     h = bearer(make_ladder(client, k=1))
     post(client, h, game("ann", "bob"))
     db = Database.from_settings(settings)
