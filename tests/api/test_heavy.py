@@ -104,4 +104,6 @@ def test_heavy_anonymous_requests_never_hold_up_liveness_or_predictions(database
         # 32-148 ms; a quarter of a second still catches a request that holds the event loop (a search on it took
         # half a minute).  On PostgreSQL, whose server shares the cores too, the worst prediction measures 43-203 ms
         # (18 runs over eleven commits, the same spread at each) and once 287 ms in CI: its bound is 400 ms.
-        assert worst["healthz"] < 0.25 and worst["predict"] < (0.4 if database == "postgresql" else 0.25), worst
+        # /healthz on PostgreSQL once measured 281 ms in CI (the same sharing of two cores; 17-99 ms in 18 runs here).
+        bound = 0.4 if database == "postgresql" else 0.25
+        assert worst["healthz"] < bound and worst["predict"] < bound, worst
