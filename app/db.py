@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import psycopg
 from sqlalchemy import Engine, create_engine, event, text
@@ -33,6 +33,10 @@ RETRYABLE = {"40P01", "40001"}
 #: SQLite page cache per connection (KiB), allocated only as used: large writes
 #: (bulk imports) that outgrow it spill to the WAL mid-transaction and slow down.
 SQLITE_CACHE_KIB = 256 * 1024
+#: The same for each reading connection: their reads are point reads, the rows changed since a version, or a
+#: whole ladder read once (which the operating system's file cache serves as well), and a large cache in each
+#: of several connections only holds a worker's memory.
+SQLITE_READ_CACHE_KIB = 16 * 1024
 
 
 def ensure_sqlite_dir(url: str) -> None:
@@ -43,7 +47,7 @@ def ensure_sqlite_dir(url: str) -> None:
             Path(database).parent.mkdir(parents=True, exist_ok=True)
 
 
-def _sqlite_engine(url: str, immediate: bool, synchronous: str = "NORMAL") -> Engine:
+def _sqlite_engine(url: str, immediate: bool, synchronous: str = "NORMAL", cache_kib: int = SQLITE_CACHE_KIB) -> Engine:
     ensure_sqlite_dir(url)
     engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
 
@@ -56,7 +60,7 @@ def _sqlite_engine(url: str, immediate: bool, synchronous: str = "NORMAL") -> En
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.execute(f"PRAGMA synchronous={synchronous}")
-        cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
+        cursor.execute(f"PRAGMA cache_size=-{cache_kib}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -78,6 +82,8 @@ class Database:
     _write_lock: threading.Lock | None = None
     #: PostgreSQL: the asynchronous connections of :meth:`fetch`.
     async_reads: AsyncReads | None = None
+    #: SQLite: the driver connection :meth:`fetch` keeps for the event loop (no pool checkout per read).
+    _loop_connection: Any = None
     _read_sessions: sessionmaker = field(init=False)
     _write_sessions: sessionmaker = field(init=False)
 
@@ -90,7 +96,8 @@ class Database:
         url = settings.sqlalchemy_url
         if settings.is_sqlite:
             sync = settings.sqlite_synchronous
-            read, write = _sqlite_engine(url, False, sync), _sqlite_engine(url, True, sync)
+            read = _sqlite_engine(url, False, sync, SQLITE_READ_CACHE_KIB)
+            write = _sqlite_engine(url, True, sync)
             return cls(read, write, "sqlite", threading.Lock())
         timeout_ms = int(settings.database_timeout * 1000)
         engine = create_engine(
@@ -152,23 +159,27 @@ class Database:
     async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
         """The rows of one read statement (``?`` placeholders) for a request handler, without a thread.
 
-        On SQLite it runs right here on the event loop, through a pooled driver
-        connection in autocommit mode: a point read is microseconds of local
-        work, readers never wait for the writer (WAL), and a hop to the thread
-        pool would cost more than the read.  On PostgreSQL it goes through a
+        On SQLite it runs right here on the event loop, through one driver
+        connection kept for it (autocommit mode): a point read is microseconds
+        of local work, readers never wait for the writer (WAL), and a hop to
+        the thread pool (or a pool checkout) would cost more than the read.  On PostgreSQL it goes through a
         few asynchronous psycopg connections (:class:`AsyncReads`), so a slow
         or stopped server holds up only the requests that need it, never the
         event loop or the thread pool.
         """
         if self.async_reads is not None:
             return await self.async_reads.fetch(sql.replace("?", "%s"), parameters)
-        connection = self.read_engine.raw_connection()
+        connection = self._loop_connection
+        if connection is None:
+            connection = self._loop_connection = self.read_engine.raw_connection()
         try:
             cursor = connection.cursor()
             cursor.execute(sql, parameters)
             return cursor.fetchall()
-        finally:
+        except Exception:  # the next read takes a connection afresh
+            self._loop_connection = None
             connection.close()
+            raise
 
     def ping(self) -> None:
         """One round trip to the database (readiness); raises if it cannot be reached."""
@@ -176,6 +187,9 @@ class Database:
             connection.execute(text("SELECT 1"))
 
     def dispose(self) -> None:
+        if self._loop_connection is not None:
+            self._loop_connection, connection = None, self._loop_connection
+            connection.close()
         self.read_engine.dispose()
         self.write_engine.dispose()
 

@@ -26,6 +26,7 @@ from app.metrics import exposition
 from app.middleware import BodyLimit, Edge
 from app.migrate import schema_problem, upgrade
 from app.players.router import router as players_router
+from app.predictions.hot import HotPredictions
 from app.predictions.router import router as predictions_router
 from app.predictions.router import teams_router
 from app.security import weakness
@@ -194,6 +195,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", static, name="static")
     app.mount("/docs-assets", docs_assets, name="docs-assets")
+    app.add_middleware(HotPredictions)  # innermost: GET …/predict's plain case, before routing
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(Edge, seconds=settings.request_timeout)
     return app

@@ -121,18 +121,48 @@ async def table(db: Database, ladder: LadderRow) -> Table:
 async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> tuple[int, np.ndarray]:
     """The ladder version they were read at and the rows of ``keys`` (in that order); 404 naming the unknown
     players.  Keys are matched as the ladder matches them (case-folded, through its aliases)."""
-    players = [ladder.player_key(k) for k in keys] if ladder.case_insensitive_keys or ladder.aliases else keys
-    if len(set(players)) < len(set(keys)):
+    players = _players(ladder, keys)
+    if players is None:
         first = {}
-        for k, p in zip(keys, players, strict=True):
+        for k in keys:
+            p = ladder.player_key(k)
             if first.setdefault(p, k) != k:
                 message = f"{first[p]!r} and {k!r} are one player, {p!r}"
                 raise InvalidInput(message, errors=[{"field": "players", "message": message}])
-    version, found = await storage.players.vectors(db.fetch, ladder.id, players, 2 * ladder.k)
+    now, found = await storage.players.vectors(db.fetch, ladder.id, players, 2 * ladder.k)
+    return (now[0] if now else 0), _rows(ladder, keys, players, found)
+
+
+async def public_vectors(db: Database, slug: str, keys: list[str]) -> tuple[int, np.ndarray] | None:
+    """What :func:`vectors` answers, in one statement, if this process knows the ladder, it is public, none of its
+    settings changed since, and every key names a player (the prediction path); else None, and :func:`ladder`
+    then :func:`vectors` say why, as they check it."""
+    found = storage.ladders.from_cache(db.read_engine, slug)
+    try:
+        players = None if found is None else _players(found, keys)
+    except InvalidInput:  # said after the ladder's access is checked
+        return None
+    if found is None or players is None:
+        return None
+    now, rows = await storage.players.vectors(db.fetch, found.id, players, 2 * found.k)
+    if now is None or now[1] or now[2] > found.reset_version or not all(p in rows for p in players):
+        return None
+    return now[0], np.array([rows[p] for p in players])
+
+
+def _players(ladder: LadderRow, keys: list[str]) -> list[str] | None:
+    """The players ``keys`` name, as the ladder matches keys (case-folded, through its aliases); None if two of
+    them name one player."""
+    players = [ladder.player_key(k) for k in keys] if ladder.case_insensitive_keys or ladder.aliases else keys
+    return players if len(set(players)) == len(set(keys)) else None
+
+
+def _rows(ladder: LadderRow, keys: list[str], players: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
+    """The rows of ``players`` in order; 404 naming the unknown ``keys``."""
     missing = [k for k, p in zip(keys, players, strict=True) if p not in found]
     if missing:
         raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
-    return version, np.array([found[p] for p in players])
+    return np.array([found[p] for p in players])
 
 
 async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str]) -> dict[str, float]:

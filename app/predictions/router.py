@@ -26,6 +26,11 @@ async def predict_pair(
     b_seat: Annotated[SeatName | None, Query(description="The seat b takes, one of the ladder's.")] = None,
 ) -> JSONResponse:
     """P(a beats b), and the advantage in logits and Elo points (with the seats' learned advantages, if given)."""
+    if a_seat is None and b_seat is None:
+        version, C = await reads.public_vectors(db, slug, [a, b]) or await reads.vectors(
+            db, await reads.ladder(db, slug, caller), [a, b]
+        )
+        return JSONResponse(service.pair(a, b, C) | {"ladder_version": version})
     ladder = await reads.ladder(db, slug, caller)
     seats = {name: seat for name, seat in (("a_seat", a_seat), ("b_seat", b_seat)) if seat is not None}
     if a_seat is not None and a_seat == b_seat:

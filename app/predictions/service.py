@@ -15,7 +15,7 @@ def pair(a: str, b: str, C: np.ndarray, shift: float = 0.0) -> dict:
     """``PairPrediction``: P(a beats b) = σ(c_aᵀ Ω c_b + h_a - h_b) and the advantage, from the rows of a and b
     and the seats' ``shift`` h_a - h_b."""
     x = float(rating.advantage(C[0], C[1])) + shift
-    p = float(rating.win_probability(C[0], C[1], shift))
+    p = float(rating.sigmoid(x))  # rating.win_probability(C[0], C[1], shift), without computing the advantage again
     return {
         "a": a,
         "b": b,

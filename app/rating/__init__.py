@@ -28,6 +28,7 @@ from app.rating.model import (
     pair_advantage,
     pair_probability,
     probability_matrix,
+    sigmoid,
     win_probability,
 )
 from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
@@ -70,6 +71,7 @@ __all__ = [
     "ranks_from_scores",
     "replay",
     "replay_history",
+    "sigmoid",
     "stable_hash",
     "strength_se",
     "unnormalised_update",

@@ -42,7 +42,7 @@ def as_vectors(C: ArrayLike, field: str = "vectors") -> Array:
         raise RatingInputError(field, "must be numeric") from exc
     if arr.ndim == 0 or arr.shape[-1] < 2 or arr.shape[-1] % 2:
         raise RatingInputError(field, f"last axis must have even length 2k >= 2, got shape {arr.shape}")
-    if not np.all(np.isfinite(arr)):
+    if not np.isfinite(arr).all():
         raise RatingInputError(field, "must be finite (no NaN or infinity)")
     return arr
 

@@ -221,8 +221,11 @@ def insert(session: Session, ladder_id: int, key: str, name: str | None, vector:
     return True
 
 
-async def vectors(fetch: Fetch, ladder_id: int, keys: list[str], dim: int) -> tuple[int, dict[str, np.ndarray]]:
-    """The ladder's version and the vectors of ``keys`` (those that exist), in one statement (one snapshot):
+async def vectors(
+    fetch: Fetch, ladder_id: int, keys: list[str], dim: int
+) -> tuple[tuple[int, bool, int] | None, dict[str, np.ndarray]]:
+    """The ladder's (version, private, reset version) as :func:`app.storage.ladders.version_and_privacy` reads
+    them (None: it is gone) and the vectors of ``keys`` (those that exist), in one statement (one snapshot):
     the prediction path.
 
     The statement text depends only on how many keys there are, so the drivers
@@ -230,12 +233,13 @@ async def vectors(fetch: Fetch, ladder_id: int, keys: list[str], dim: int) -> tu
     """
     marks = ", ".join("?" * len(keys))
     sql = (
-        "SELECT l.version, p.key, p.vector FROM ladders l LEFT JOIN players p "
-        f"ON p.ladder_id = l.id AND p.key IN ({marks}) WHERE l.id = ?"
+        "SELECT l.version, l.private, l.reset_version, p.key, p.vector FROM ladders l LEFT JOIN players p "
+        f"ON p.ladder_id = l.id AND p.key IN ({marks}) WHERE l.id = ? AND l.deleted_at IS NULL"
     )
     rows = await fetch(sql, (*keys, ladder_id))
-    version = rows[0][0] if rows else 0
-    return version, {key: codec.unpack(blob) for _, key, blob in rows if key is not None and len(blob) == 8 * dim}
+    now = (rows[0][0], bool(rows[0][1]), rows[0][2]) if rows else None
+    found = {key: codec.unpack(blob) for *_, key, blob in rows if key is not None and len(blob) == 8 * dim}
+    return now, found
 
 
 @dataclass

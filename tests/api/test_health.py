@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import http.client
 import json
 import threading
@@ -17,6 +18,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.db import Database
 from app.main import create_app
+from app.middleware import Deadlines
 from app.migrate import upgrade
 from tests.conftest import ADMIN_KEY, bearer, free_port, live_server
 from tests.postgres import PostgresServer
@@ -92,6 +94,22 @@ def test_sqlite_durability_is_configurable(tmp_path):
         with db.writing() as session:
             assert session.connection().exec_driver_sql("PRAGMA synchronous").scalar() == code
         db.dispose()
+
+
+def test_request_deadlines_expire_in_order_with_one_timer():
+    async def run() -> None:
+        deadlines, expired = Deadlines(0.3), []
+        deadlines.start("a", lambda: expired.append("a"))
+        await asyncio.sleep(0.2)
+        for key in "bc":
+            deadlines.start(key, lambda key=key: expired.append(key))
+        deadlines.done("c")  # answered in time
+        await asyncio.sleep(0.2)  # a is due, b not yet
+        assert expired == ["a"] and deadlines.timer is not None
+        await asyncio.sleep(0.2)
+        assert expired == ["a", "b"] and not deadlines.pending and deadlines.timer is None
+
+    asyncio.run(run())
 
 
 def test_a_frozen_database_gives_prompt_503s_and_the_server_recovers_by_itself():

@@ -1,0 +1,59 @@
+"""``GET /v1/ladders/{slug}/predict?a=…&b=…`` answered without FastAPI's routing, dependency and validation
+machinery: matchmaking's hot path.
+
+This layer answers only the plain case: exactly the parameters ``a`` and ``b``, each a valid key, on a public
+ladder this process knows whose players both exist.  The answer is the route's, byte for byte (the same reads,
+the same service function, the same response class).  Anything else (a seat, a malformed or unknown key, a
+private, new or deleted ladder) goes on to the route, which answers it as documented: so the OpenAPI document,
+the problems and the checks stay the route's alone.  It sits inside the edge middleware, so the request still
+gets its deadline, headers, metrics and log line.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from pydantic import TypeAdapter, ValidationError
+from starlette.datastructures import QueryParams
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app import reads
+from app.predictions import service
+from app.predictions.router import predict_pair, router
+from app.schemas import PlayerKey
+
+PATH = re.compile(r"/v1/ladders/([^/]+)/predict")
+ROUTE = next(route for route in router.routes if isinstance(route, APIRoute) and route.endpoint is predict_pair)
+KEY = TypeAdapter(PlayerKey)
+
+
+class HotPredictions:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET":
+            path = scope["path"].removeprefix(scope.get("root_path", ""))
+            if (match := PATH.fullmatch(path)) is not None:
+                answer = await self._answer(scope, match[1])
+                if answer is not None:
+                    scope["route"] = ROUTE  # for the metrics, as routing would
+                    await answer(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+    async def _answer(self, scope: Scope, slug: str) -> JSONResponse | None:
+        params = QueryParams(scope["query_string"]).multi_items()
+        if len(params) != 2 or {name for name, _ in params} != {"a", "b"}:
+            return None
+        try:
+            a, b = (KEY.validate_python(value) for _, value in sorted(params))
+        except ValidationError:
+            return None
+        found = await reads.public_vectors(scope["app"].state.db, slug, [a, b])
+        if found is None:
+            return None
+        version, C = found
+        return JSONResponse(service.pair(a, b, C) | {"ladder_version": version})
