@@ -10,6 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from app.access import Caller
 from app.config import Settings
 from app.db import Database
+from app.errors import InvalidInput
 from app.schemas import MAX_ID
 
 
@@ -30,6 +31,31 @@ async def caller(
     """The presented bearer key, if any (reads of public ladders need none; the routes say what they need)."""
     presented = credentials.credentials if credentials is not None and credentials.credentials else None
     return Caller.of(presented, request.app.state.settings.admin_key)
+
+
+#: The query parameters each route takes (by the route's identity: routes live as long as the process), found on
+#: its first request.
+_taken: dict[int, frozenset[str]] = {}
+
+
+async def known_query(request: Request) -> None:
+    """A 422 naming the query parameters an API route does not take: a misspelt filter would otherwise be ignored
+    and answer as if none were given."""
+    if not request.scope["query_string"] or not request.scope["path"].startswith("/v1/"):
+        return
+    route = request.scope["route"]
+    if (taken := _taken.get(id(route))) is None:
+        taken = _taken[id(route)] = frozenset(_query_names(route.dependant))
+    unknown = sorted(set(request.query_params) - taken)
+    if unknown:
+        offer = f"it takes {', '.join(sorted(taken))}" if taken else "it takes none"
+        errors = [{"field": name, "message": f"not a query parameter of this route ({offer})"} for name in unknown]
+        raise InvalidInput("; ".join(f"{e['field']}: {e['message']}" for e in errors), errors=errors)
+
+
+def _query_names(dependant) -> list[str]:
+    """The query parameters a route's function and its dependencies take."""
+    return [p.alias for p in dependant.query_params] + [n for d in dependant.dependencies for n in _query_names(d)]
 
 
 DatabaseDep = Annotated[Database, Depends(get_db)]

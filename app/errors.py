@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 PROBLEM_JSON = "application/problem+json"
-TYPE_BASE = "https://melo.example/problems/"
+#: Problem types are addresses of this service (relative references, RFC 9457 §3.1.1): ``GET /problems/{slug}``
+#: answers a page saying what the problem means and what to do (:data:`EXPLAINED`).
+TYPE_BASE = "/problems/"
 
 
 class Problem(Exception):
@@ -95,3 +97,70 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
 
 #: What every route of a ladder may answer about access: writes need a key, and so do reads of a private ladder.
 LADDER_ACCESS = problems(401, 403)
+
+
+#: Each problem type's page: what it means, and what to do about it.
+EXPLAINED: dict[str, tuple[str, str, str]] = {
+    "bad-request": (
+        "Bad request",
+        "The request could not be read: not JSON, or not the shape any route takes.",
+        "Send `Content-Type: application/json` and a body as the API documentation at /docs shows.",
+    ),
+    "invalid-input": (
+        "Invalid input",
+        "The request was read, but a value is not one this route accepts.",
+        "The `errors` list names each field and says what is wrong with it; fix those and send it "
+        "again. Nothing was changed.",
+    ),
+    "unauthorized": (
+        "Authentication required",
+        "Writes, and reads of a private ladder, need a key.",
+        "Send `Authorization: Bearer <key>` with a key of the ladder (its admin creates keys at "
+        "`POST /v1/ladders/{slug}/keys`).",
+    ),
+    "forbidden": (
+        "Forbidden",
+        "The key was recognised but may not do this: it belongs to another ladder, was "
+        "revoked or has expired, or its role (read, write, admin) is below the one needed.",
+        "Use a key of this ladder with the role the route names.",
+    ),
+    "not-found": (
+        "Not found",
+        "There is no such ladder, player or game (or no such address).",
+        "Check the slug, key or game number; `GET /v1/ladders` lists the ladders.",
+    ),
+    "method-not-allowed": (
+        "Method not allowed",
+        "This address does not take this method.",
+        "The `Allow` header lists the methods it takes.",
+    ),
+    "conflict": (
+        "Conflict",
+        "The request clashes with what is stored: an idempotency key or `external_id` "
+        "reused with another body, a key or slug already taken, or a change that would break the log.",
+        "The `errors` list names the field; `detail` says what clashes. Retries of the same request "
+        "with the same key are fine: they are answered once.",
+    ),
+    "payload-too-large": (
+        "Payload too large",
+        "The body is larger than the server accepts.",
+        "Split it (a batch takes at most 1,000 games) or ask the operator about MELO_MAX_BODY_BYTES.",
+    ),
+    "too-many-requests": (
+        "Too many requests",
+        "Too many jobs are queued.",
+        "Retry after the `Retry-After` header's seconds.",
+    ),
+    "unavailable": (
+        "Service unavailable",
+        "The database cannot be reached or is busy, the request took longer "
+        "than the server's deadline, or a report could not be computed.",
+        "Retry after `Retry-After` seconds; a game post retried with the same `Idempotency-Key` counts "
+        "once even if the first attempt was applied.",
+    ),
+    "internal": (
+        "Internal server error",
+        "The server failed; the error was logged.",
+        "Retry; if it persists, report it with the time of the request.",
+    ),
+}

@@ -62,7 +62,8 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         problem = Problem(str(exc.detail))
-        problem.status, problem.title, problem.slug = exc.status_code, str(exc.detail), f"http-{exc.status_code}"
+        slug = {400: "bad-request", 404: "not-found", 405: "method-not-allowed"}.get(exc.status_code, "bad-request")
+        problem.status, problem.title, problem.slug = exc.status_code, str(exc.detail), slug
         headers = exc.headers
         if exc.status_code == 405:  # every method some route takes at this path, not only the first route's
             headers = {"Allow": ", ".join(_allowed(request))}

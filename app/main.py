@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import anyio.to_thread
 import fastapi.routing
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app import errors, handlers, jobs
@@ -19,6 +19,7 @@ from app.analysis.router import router as analysis_router
 from app.backups.router import router as backups_router
 from app.config import Settings, get_settings
 from app.db import Database
+from app.deps import known_query
 from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
 from app.ladders.router import router as ladders_router
@@ -146,6 +147,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         redoc_url=None,
         # What any operation may answer: a malformed or oversized request, a wrong method, a database that is down.
         responses=errors.problems(400, 405, 413, 422, 503),
+        dependencies=[Depends(known_query)],  # an unknown query parameter is a 422, not silently ignored
     )
     app.state.settings = settings
     app.state.schema_checked = False

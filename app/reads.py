@@ -118,9 +118,10 @@ async def table(db: Database, ladder: LadderRow) -> Table:
         return await anyio.to_thread.run_sync(load)
 
 
-async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> tuple[int, np.ndarray]:
-    """The ladder version they were read at and the rows of ``keys`` (in that order); 404 naming the unknown
-    players.  Keys are matched as the ladder matches them (case-folded, through its aliases)."""
+async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> tuple[int, np.ndarray, list[bool]]:
+    """The ladder version they were read at, the rows of ``keys`` (in that order), and whether each names a
+    player; a key that names none yet gets the initial vector the ladder would give them.  Keys are matched as
+    the ladder matches them (case-folded, through its aliases); two spellings of one player are a 422."""
     players = _players(ladder, keys)
     if players is None:
         first = {}
@@ -130,13 +131,17 @@ async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> tuple[int
                 message = f"{first[p]!r} and {k!r} are one player, {p!r}"
                 raise InvalidInput(message, errors=[{"field": "players", "message": message}])
     now, found = await storage.players.vectors(db.fetch, ladder.id, players, 2 * ladder.k)
-    return (now[0] if now else 0), _rows(ladder, keys, players, found)
+    known = [p in found for p in players]
+    if not all(known):
+        new = [p for p in players if p not in found]
+        found |= dict(zip(new, ladder.initial_vectors(new), strict=True))
+    return (now[0] if now else 0), np.array([found[p] for p in players]), known
 
 
-async def public_vectors(db: Database, slug: str, keys: list[str]) -> tuple[int, np.ndarray] | None:
-    """What :func:`vectors` answers, in one statement, if this process knows the ladder, it is public, none of its
-    settings changed since, and every key names a player (the prediction path); else None, and :func:`ladder`
-    then :func:`vectors` say why, as they check it."""
+async def public_vectors(db: Database, slug: str, keys: list[str]) -> tuple[int, np.ndarray, list[bool]] | None:
+    """What :func:`vectors` answers, in one statement, if this process knows the ladder, it is
+    public, none of its settings changed since, and every key names a player (the prediction path); else None,
+    and :func:`ladder` then :func:`vectors` answer, as they check it."""
     found = storage.ladders.from_cache(db.read_engine, slug)
     try:
         players = None if found is None else _players(found, keys)
@@ -147,7 +152,7 @@ async def public_vectors(db: Database, slug: str, keys: list[str]) -> tuple[int,
     now, rows = await storage.players.vectors(db.fetch, found.id, players, 2 * found.k)
     if now is None or now[1] or now[2] > found.reset_version or not all(p in rows for p in players):
         return None
-    return now[0], np.array([rows[p] for p in players])
+    return now[0], np.array([rows[p] for p in players]), [True] * len(keys)
 
 
 def _players(ladder: LadderRow, keys: list[str]) -> list[str] | None:
@@ -155,14 +160,6 @@ def _players(ladder: LadderRow, keys: list[str]) -> list[str] | None:
     them name one player."""
     players = [ladder.player_key(k) for k in keys] if ladder.case_insensitive_keys or ladder.aliases else keys
     return players if len(set(players)) == len(set(keys)) else None
-
-
-def _rows(ladder: LadderRow, keys: list[str], players: list[str], found: dict[str, np.ndarray]) -> np.ndarray:
-    """The rows of ``players`` in order; 404 naming the unknown ``keys``."""
-    missing = [k for k, p in zip(keys, players, strict=True) if p not in found]
-    if missing:
-        raise NotFound(f"Unknown player(s) {', '.join(map(repr, missing))} in ladder {ladder.slug!r}.")
-    return np.array([found[p] for p in players])
 
 
 async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str]) -> dict[str, float]:

@@ -117,3 +117,15 @@ def cli(settings, monkeypatch):
     get_settings.cache_clear()
     yield main
     get_settings.cache_clear()
+
+
+def elo_rounded(games: list[dict]) -> list[dict]:
+    """Game answers with their players' Elo-equivalent points rounded to a millionth of a point: they are taken
+    against the field's mean vector, kept as a running sum by one ladder and summed anew by another (a restore, a
+    replay), which may differ in the last bits."""
+    for game in games:
+        for side in game["sides"]:
+            for p in side["players"]:
+                for name in ("elo_before", "elo_after", "elo_change"):
+                    p[name] = round(p[name], 6)
+    return games

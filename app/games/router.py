@@ -38,7 +38,7 @@ async def post_game(
     error, and is answered only once its game is committed.
     """
     post = service.Post(slug, caller, [game], idempotency_key, service.request_hash(game), batch=False)
-    return JSONResponse(await request.app.state.committer.submit(post), status_code=201)
+    return _answer(await request.app.state.committer.submit(post))
 
 
 @router.post("/batch", status_code=201, response_model=BatchOut, responses=problems(401, 403, 404, 409, 413, 422))
@@ -66,7 +66,13 @@ async def post_batch(
             errors=[{"field": "games", "message": f"at most {limit} player appearances in all games together"}],
         )
     post = service.Post(slug, caller, batch.games, idempotency_key, service.request_hash(batch), batch=True)
-    return JSONResponse(await request.app.state.committer.submit(post), status_code=201)
+    return _answer(await request.app.state.committer.submit(post))
+
+
+def _answer(body: dict) -> JSONResponse:
+    """201 with the body; a replayed answer says so (``Idempotent-Replayed: true``)."""
+    replayed = {"Idempotent-Replayed": "true"} if isinstance(body, service.Replayed) else None
+    return JSONResponse(body, status_code=201, headers=replayed)
 
 
 @router.get("", response_model=Page[GameOut], responses=problems(404, 422))
@@ -109,3 +115,14 @@ def void_game(
         return service.void_game(session, ladder, game_id, key_id, void.reason if void else None)
 
     return db.write(work)
+
+
+@router.post(
+    "/{game_id}/void", response_model=GameOut, responses=problems(401, 403, 404, 422), summary="Void a game (POST)"
+)
+def void_game_by_post(
+    slug: str, game_id: GameNumber, db: DatabaseDep, caller: CallerDep, void: Annotated[VoidIn | None, Body()] = None
+) -> dict:
+    """What `DELETE …/games/{id}` does, for clients that send no body with a DELETE: void the game (a write key),
+    with an optional `reason`. Voiding it again changes nothing."""
+    return void_game(slug, game_id, db, caller, void)

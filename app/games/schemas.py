@@ -63,8 +63,14 @@ class BatchIn(StrictModel):
 
 class PlayerChange(BaseModel):
     key: str
-    before: list[float]
-    after: list[float]
+    before: list[float] = Field(description="The player's rating vector before the game.")
+    after: list[float] = Field(description="The player's rating vector after the game.")
+    elo_before: float = Field(
+        description="The player's strength before the game in Elo-equivalent points, as the leaderboard shows it: "
+        "against the field's mean vector as of this answer (just after the game, for the answer to its post)."
+    )
+    elo_after: float = Field(description="The same after the game.")
+    elo_change: float = Field(description="elo_after - elo_before: what the game did to the player's rating.")
 
 
 class SideOut(BaseModel):

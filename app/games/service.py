@@ -110,7 +110,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             if key is not None:
                 found = _stored(session, ladder, key, post.digest)
                 if found is not None:
-                    outcomes[n] = found
+                    outcomes[n] = Replayed(found)
                     continue
                 first = claimed.setdefault((ladder.id, key), n)
                 if first != n:
@@ -143,7 +143,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         for n in list(members):
             key = posts[n].record_key
             if key is not None and (found := _stored(session, ladder, key, posts[n].digest)) is not None:
-                outcomes[n] = found
+                outcomes[n] = Replayed(found)
                 members.remove(n)
         games = [g for n in members for g in posts[n].games]
         if not games:
@@ -163,9 +163,14 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         if applied.written is not None:
             group.written[ladder.id] = applied.written
     for n, first in same_as.items():
-        outcomes[n] = outcomes[first]
+        outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])
     group.versions = storage.ladders.bump(session, list(group.applied))
     return group
+
+
+class Replayed(dict):
+    """The answer first given to a post whose idempotency key (or external id) was seen before: the game counted
+    once, and this request applied nothing (``Idempotent-Replayed: true``)."""
 
 
 def _stored(session: Session, ladder: LadderRow, key: str, digest: str) -> dict | None:
@@ -270,7 +275,7 @@ def _initial(ladder: LadderRow) -> Callable[[list[str]], np.ndarray] | None:
     """New players' seeded initial vectors (mathematics §2), if the ladder creates players."""
     if not ladder.auto_create_players:
         return None
-    return lambda keys: rating.initial_vectors(keys, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
+    return ladder.initial_vectors
 
 
 def import_games(
@@ -324,26 +329,40 @@ class Applied:
     log: rating.GameLog
     history: rating.History
     now: datetime
+    field: np.ndarray  # the field's mean vector after the games
     written: storage.players.Written | None = None  # the player rows, if the games count
 
     def responses(self) -> list[dict]:
         """The API body of every game: the shape :func:`game_body` gives a stored game."""
         log, history = self.log, self.history
-        before, after = history.before.tolist(), history.after.tolist()
-        member_side, member_player = log.member_side.tolist(), log.member_player.tolist()
+        members = _members(
+            [self.keys[p] for p in log.member_player.tolist()], history.before, history.after, self.field
+        )
+        member_side = log.member_side.tolist()
         actual, expected = history.actual.tolist(), history.expected.tolist()
         side_ptr, member_ptr = log.side_ptr.tolist(), log.member_ptr.tolist()
         out = []
         for g in range(log.n_games):
             players: dict[int, list[dict]] = {s: [] for s in range(side_ptr[g], side_ptr[g + 1])}
             for t in range(member_ptr[g], member_ptr[g + 1]):
-                member = {"key": self.keys[member_player[t]], "before": before[t], "after": after[t]}
-                players[member_side[t]].append(member)
+                players[member_side[t]].append(members[t])
             sides = [(members, actual[s], expected[s]) for s, members in players.items()]
             game = self.games[g]
             payload = self.payloads[g]
             out.append(game_body(self.seqs[g], self.played_at[g], game.external_id, payload, sides))
         return out
+
+
+def _members(keys: list[str], before: np.ndarray, after: np.ndarray, field: np.ndarray) -> list[dict]:
+    """Each participant of a game as an answer shows them: their vectors before and after it, and the same as
+    Elo-equivalent points, as the leaderboard shows a strength, against the field's mean vector ``field``."""
+    elo_before = rating.elo_equivalent(rating.hodge_strength_against(before, field))
+    elo_after = rating.elo_equivalent(rating.hodge_strength_against(after, field))
+    columns = (keys, before.tolist(), after.tolist(), elo_before.tolist(), elo_after.tolist(), elo_after - elo_before)
+    return [
+        {"key": k, "before": b, "after": a, "elo_before": eb, "elo_after": ea, "elo_change": float(change)}
+        for k, b, a, eb, ea, change in zip(*columns, strict=True)
+    ]
 
 
 def game_body(
@@ -457,7 +476,8 @@ def _apply(
         written = storage.players.Written(locked, history.C, counts, last_played, strength_then)
         storage.players.save(session, written)
     storage.ladders.save_field(session, ladder.id, field_sum, field_count)
-    return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now, written)
+    field = field_sum / max(field_count, 1)
+    return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now, field, written)
 
 
 def _counters(
@@ -512,13 +532,13 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
     if record is None:
         raise NotFound(f"There is no game {number} in ladder {ladder.slug!r}.")
     if record.voided_at is not None:
-        return stored_body(record)
+        return stored_body(record, field_mean(session, ladder))
     storage.players.lock_all(session, ladder.id)
     # Read again under the locks: a merge, void or applied refit that held them meanwhile may have rewritten
     # the game (its members, its seats' state before it), or voided it.
     record = storage.games.get(session, ladder.id, number)
     if record.voided_at is not None:
-        return stored_body(record)
+        return stored_body(record, field_mean(session, ladder))
     game_id = record.id
     now = datetime.now(UTC)
     storage.games.void(session, ladder.id, game_id, by, reason, now)
@@ -534,16 +554,24 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
     else:
         replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
     storage.ladders.bump(session, [ladder.id])
-    return stored_body(storage.games.get(session, ladder.id, number))
+    return stored_body(storage.games.get(session, ladder.id, number), field_mean(session, ladder))
 
 
-def stored_body(record: storage.games.GameRecord) -> dict:
-    """A stored game as the API shows it (the same shape as the response to its post)."""
+def field_mean(session: Session, ladder: LadderRow) -> np.ndarray:
+    """The mean vector of the ladder's players now (the kept sum: one row read)."""
+    total, count = storage.ladders.field_sum(session, ladder)
+    return total / max(count, 1)
+
+
+def stored_body(record: storage.games.GameRecord, field: np.ndarray) -> dict:
+    """A stored game as the API shows it (the same shape as the response to its post), its players' Elo-equivalent
+    points against the field's mean vector ``field`` (today's)."""
     by_key = {m.key: m for m in record.members}
     sides = []
     for keys in record.payload["sides"]:
         parts = [by_key[key] for key in keys]
-        players = [{"key": p.key, "before": p.before, "after": p.after} for p in parts]
+        before, after = np.array([p.before for p in parts]), np.array([p.after for p in parts])
+        players = _members([p.key for p in parts], before, after, field)
         sides.append((players, parts[0].actual_score, parts[0].expected_score))
     body = game_body(record.seq, record.played_at, record.external_id, record.payload, sides)
     if record.voided_at is not None:
@@ -552,7 +580,9 @@ def stored_body(record: storage.games.GameRecord) -> dict:
 
 
 def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[dict]:
-    items = [stored_body(r) for r in storage.games.page(session, ladder.id, limit, cursor)]
+    records = storage.games.page(session, ladder.id, limit, cursor)
+    field = field_mean(session, ladder) if records else None
+    items = [stored_body(r, field) for r in records]
     return Page[dict](items=items, next_cursor=str(items[-1]["id"]) if len(items) == limit else None)
 
 
@@ -560,4 +590,4 @@ def get_game(session: Session, ladder: LadderRow, number: int) -> dict:
     record = storage.games.get(session, ladder.id, number)
     if record is None:
         raise NotFound(f"There is no game {number} in ladder {ladder.slug!r}.")
-    return stored_body(record)
+    return stored_body(record, field_mean(session, ladder))

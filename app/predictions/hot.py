@@ -55,5 +55,4 @@ class HotPredictions:
         found = await reads.public_vectors(scope["app"].state.db, slug, [a, b])
         if found is None:
             return None
-        version, C = found
-        return JSONResponse(service.pair(a, b, C) | {"ladder_version": version})
+        return JSONResponse(service.pair(a, b, *found))

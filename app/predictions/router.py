@@ -25,31 +25,35 @@ async def predict_pair(
     a_seat: Annotated[SeatName | None, Query(description="The seat a takes, one of the ladder's.")] = None,
     b_seat: Annotated[SeatName | None, Query(description="The seat b takes, one of the ladder's.")] = None,
 ) -> JSONResponse:
-    """P(a beats b), and the advantage in logits and Elo points (with the seats' learned advantages, if given)."""
+    """P(a beats b), and the advantage in logits and Elo points (with the seats' learned advantages, if given).
+    A key that names no player yet stands for the initial vector they would start from (`a_known` or `b_known`
+    false), so a newcomer can be matched before their first game."""
     if a_seat is None and b_seat is None:
-        version, C = await reads.public_vectors(db, slug, [a, b]) or await reads.vectors(
-            db, await reads.ladder(db, slug, caller), [a, b]
-        )
-        return JSONResponse(service.pair(a, b, C) | {"ladder_version": version})
+        if (found := await reads.public_vectors(db, slug, [a, b])) is not None:
+            return JSONResponse(service.pair(a, b, *found))
+        version, C, known = await reads.vectors(db, await reads.ladder(db, slug, caller), [a, b])
+        return JSONResponse(service.pair(a, b, version, C, known))
     ladder = await reads.ladder(db, slug, caller)
     seats = {name: seat for name, seat in (("a_seat", a_seat), ("b_seat", b_seat)) if seat is not None}
     if a_seat is not None and a_seat == b_seat:
         raise InvalidInput("b_seat: a seat is taken by one side only", errors=[{"field": "b_seat"}])
     learned = await reads.seat_advantages(db, ladder, seats)
     shift = learned.get(a_seat, 0.0) - learned.get(b_seat, 0.0)
-    version, C = await reads.vectors(db, ladder, [a, b])
-    return JSONResponse(service.pair(a, b, C, shift) | {"ladder_version": version})
+    version, C, known = await reads.vectors(db, ladder, [a, b])
+    return JSONResponse(service.pair(a, b, version, C, known, shift))
 
 
 @router.post("", response_model=MatchPrediction, responses=problems(404, 422))
 async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
-    """Win-probability matrix and expected scores for N sides (players or ad-hoc teams, with seat advantages)."""
+    """Win-probability matrix and expected scores for N sides (players or ad-hoc teams, with seat advantages), with
+    the sides as given (who each row and column is). Keys that name no player yet stand for the initial vectors
+    they would start from (`known` false)."""
     ladder = await reads.ladder(db, slug, caller)
     keys = service.match_keys(data)
     wanted = {f"sides[{n}].seat": side.seat for n, side in enumerate(data.sides) if side.seat is not None}
     learned = await reads.seat_advantages(db, ladder, wanted)
-    version, C = await reads.vectors(db, ladder, keys)
-    return JSONResponse(service.match(data, C, learned) | {"ladder_version": version})
+    version, C, known = await reads.vectors(db, ladder, keys)
+    return JSONResponse(service.match(data, C, known, learned) | {"ladder_version": version})
 
 
 teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"], responses=LADDER_ACCESS)
@@ -65,6 +69,6 @@ async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDe
     split it found. Searches run one at a time per worker, in a thread beside the other requests; one that
     cannot start within the request deadline gets a 503. Nothing is written."""
     ladder = await reads.ladder(db, slug, caller)
-    version, C = await reads.vectors(db, ladder, service.team_keys(data))
+    version, C, _ = await reads.vectors(db, ladder, service.team_keys(data))
     split = await reads.compute(request, service.fair_teams, data, C)
     return JSONResponse(split | {"ladder_version": version})

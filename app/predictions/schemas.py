@@ -18,6 +18,11 @@ class PairPrediction(BaseModel):
     advantage_logits: float = Field(description="a_ab = c_aᵀ Ω c_b (+ seat advantage).")
     advantage_elo: float = Field(description="The advantage in Elo points.")
     match_quality: float = Field(description="How close to even: 1 - 2·|P - 1/2| (1 even, 0 a certain result).")
+    a_known: bool = Field(
+        description="Whether a is a player of the ladder yet; if not, the prediction uses the initial vector a "
+        "would get with their first game."
+    )
+    b_known: bool = Field(description="The same for b.")
 
 
 class MatchSide(SeatAdvantage):
@@ -38,8 +43,22 @@ class MatchIn(StrictModel):
     }
 
 
+class PlayerLabel(BaseModel):
+    key: str = Field(description="The key as given.")
+    known: bool = Field(
+        description="Whether it names a player of the ladder yet; if not, the prediction uses the initial vector "
+        "they would get with their first game."
+    )
+
+
+class SideLabel(BaseModel):
+    players: list[PlayerLabel]
+    seat: str | None = Field(None, description="The seat the side takes, if any.")
+
+
 class MatchPrediction(BaseModel):
     ladder_version: LadderVersion
+    sides: list[SideLabel] = Field(description="Who each row and column of the matrix is, in the order given.")
     matrix: list[list[float]] = Field(description="matrix[a][b] = P(side a beats side b).")
     expected_scores: list[float] = Field(description="Expected rank-share score of each side (mathematics §4).")
     match_quality: float = Field(

@@ -11,18 +11,21 @@ from app.predictions.schemas import MatchIn, TeamsIn
 from app.rating import teams
 
 
-def pair(a: str, b: str, C: np.ndarray, shift: float = 0.0) -> dict:
-    """``PairPrediction``: P(a beats b) = σ(c_aᵀ Ω c_b + h_a - h_b) and the advantage, from the rows of a and b
-    and the seats' ``shift`` h_a - h_b."""
+def pair(a: str, b: str, version: int, C: np.ndarray, known: list[bool], shift: float = 0.0) -> dict:
+    """``PairPrediction`` at ladder ``version``: P(a beats b) = σ(c_aᵀ Ω c_b + h_a - h_b) and the advantage, from
+    the rows of a and b, whether each is a player yet, and the seats' ``shift`` h_a - h_b."""
     x = float(rating.advantage(C[0], C[1])) + shift
     p = float(rating.sigmoid(x))  # rating.win_probability(C[0], C[1], shift), without computing the advantage again
     return {
+        "ladder_version": version,
         "a": a,
         "b": b,
         "probability": p,
         "advantage_logits": x,
         "advantage_elo": float(rating.logits_to_elo(x)),
         "match_quality": teams.pair_quality(p),
+        "a_known": known[0],
+        "b_known": known[1],
     }
 
 
@@ -34,9 +37,10 @@ def match_keys(data: MatchIn) -> list[str]:
     return keys
 
 
-def match(data: MatchIn, C: np.ndarray, seats: dict[str, float] | None = None) -> dict:
-    """``MatchPrediction``: the probability matrix and expected scores of N sides, from their players' rows and
-    the learned ``seats`` (name -> advantage in logits) the sides take."""
+def match(data: MatchIn, C: np.ndarray, known: list[bool], seats: dict[str, float] | None = None) -> dict:
+    """``MatchPrediction``: the sides (who each row and column of the matrix is), the probability matrix and
+    expected scores, from the players' rows, whether each is a player yet, and the learned ``seats`` (name ->
+    advantage in logits) the sides take."""
     index = iter(range(len(C)))
     seats = seats or {}
     advantages = tuple(s.logits + (seats[s.seat] if s.seat is not None else 0.0) for s in data.sides)
@@ -44,7 +48,13 @@ def match(data: MatchIn, C: np.ndarray, seats: dict[str, float] | None = None) -
         tuple(tuple(next(index) for _ in s.players) for s in data.sides), (1,) * len(data.sides), advantages
     )
     matrix, expected = rating.predict_match(C, game)
+    flags = iter(known)
+    labels = [
+        {"players": [{"key": key, "known": next(flags)} for key in side.players], "seat": side.seat}
+        for side in data.sides
+    ]
     return {
+        "sides": labels,
         "matrix": matrix.tolist(),
         "expected_scores": expected.tolist(),
         "match_quality": float(teams.quality(expected)),

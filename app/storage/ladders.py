@@ -55,6 +55,10 @@ class LadderRow:
             key = fold(key)
         return self.aliases.get(key, key)
 
+    def initial_vectors(self, keys: list[str]) -> np.ndarray:
+        """The seeded initial vectors new players of these keys get here (mathematics §2)."""
+        return rating.initial_vectors(keys, self.k, self.seed, self.init_scale, self.init_offset)
+
     def learning_rate(self) -> rating.LearningRate:
         """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
         return rating.LearningRate(self.eta, self.eta_tau)

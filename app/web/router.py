@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from html import escape
 from importlib.resources import files
 from pathlib import Path
 
@@ -9,6 +10,8 @@ from fastapi import APIRouter
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
+
+from app.errors import EXPLAINED
 
 WEB = Path(__file__).resolve().parent
 static = StaticFiles(directory=WEB / "static")
@@ -26,6 +29,28 @@ router.add_api_route("/", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}/players/{key}", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}/settings", page, methods=["GET"])
+
+
+@router.get("/problems/{name}")
+def problem_page(name: str) -> HTMLResponse:
+    """The page a problem's `type` points at: what it means and what to do."""
+    if name not in EXPLAINED:
+        return HTMLResponse(_problem_html("Unknown problem type", "There is no problem type of this name.", ""), 404)
+    return HTMLResponse(_problem_html(*EXPLAINED[name]))
+
+
+def _problem_html(title: str, meaning: str, remedy: str) -> str:
+    def text(s: str) -> str:  # `code` spans, the rest escaped
+        return "".join(f"<code>{part}</code>" if n % 2 else part for n, part in enumerate(escape(s).split("`")))
+
+    todo = f"<h2>What to do</h2><p>{text(remedy)}</p>" if remedy else ""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{escape(title)} · melo</title></head><body><main><h1>{escape(title)}</h1><p>{text(meaning)}</p>"
+        f"{todo}<p>Every error of this service is an <code>application/problem+json</code> body (RFC 9457) whose "
+        '<code>type</code> is this page. <a href="/docs">The API documentation</a>.</p></main></body></html>'
+    )
 
 
 @router.get("/docs")

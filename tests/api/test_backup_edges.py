@@ -15,7 +15,7 @@ from app.config import Settings, get_settings
 from app.main import create_app
 from tests.api.test_analysis import wait
 from tests.api.test_backups import export
-from tests.conftest import ADMIN_KEY, bearer, make_ladder
+from tests.conftest import ADMIN_KEY, bearer, elo_rounded, make_ladder
 
 SLUG = "edge"
 #: Dates at both ends of the window, with the widest offsets and forms a JSON body can give them in; which of them
@@ -138,7 +138,7 @@ def build(client) -> str:
 def state(client, key: str) -> dict:
     """Everything users see of the ladder: players (vectors bit for bit), leaderboard, games, seats and audit."""
     h = bearer(key)
-    games = client.get(f"/v1/ladders/{SLUG}/games?limit=500", headers=h).json()["items"]
+    games = elo_rounded(client.get(f"/v1/ladders/{SLUG}/games?limit=500", headers=h).json()["items"])
     board = client.get(f"/v1/ladders/{SLUG}/leaderboard?limit=500&inactive=true", headers=h).json()["items"]
     profiles = {row["key"]: client.get(path(row["key"]), headers=h).json() for row in board}
     for row in [*board, *profiles.values()]:
@@ -152,7 +152,8 @@ def state(client, key: str) -> dict:
             for side in game["sides"]:
                 side.pop("expected_score")
                 for player in side["players"]:
-                    del player["before"], player["after"]
+                    del player["before"], player["after"], player["elo_before"], player["elo_after"]
+                    del player["elo_change"]
     ladder = client.get(f"/v1/ladders/{SLUG}", headers=h).json()
     ladder.pop("created_at", None)
     audit = client.get(f"/v1/ladders/{SLUG}/audit", headers=h).json()

@@ -12,7 +12,7 @@ from app.config import Settings, get_settings
 from app.main import create_app
 from tests.api.test_analysis import wait
 from tests.api.test_void import players, post_all, random_games
-from tests.conftest import ADMIN_KEY, bearer, make_ladder
+from tests.conftest import ADMIN_KEY, bearer, elo_rounded, make_ladder
 
 
 def export(client, slug: str, **headers) -> bytes:
@@ -24,7 +24,7 @@ def export(client, slug: str, **headers) -> bytes:
 
 def everything(client, slug: str) -> dict:
     """What users see of a ladder: its players (vectors bit for bit), leaderboard, games and audit."""
-    games = client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"]
+    games = elo_rounded(client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"])
     for game in games:
         del game["id"]  # global ids differ; seq, times, external ids, sides and void marks do not
     board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500&inactive=true").json()["items"]

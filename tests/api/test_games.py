@@ -72,6 +72,7 @@ def test_retry_with_idempotency_key_applies_once(client):
     again = client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=h)
     assert first.status_code == again.status_code == 201
     assert first.json() == again.json()
+    assert "idempotent-replayed" not in first.headers and again.headers["idempotent-replayed"] == "true"
     assert client.get("/v1/ladders/test/players/a").json()["games"] == 1
     other = client.post("/v1/ladders/test/games", json=game(["b"], ["a"]), headers=h)
     assert other.status_code == 409
@@ -84,7 +85,7 @@ def test_external_id_is_an_idempotency_key(client):
     body = game(["a"], ["b"], external_id="m-1")
     first = client.post("/v1/ladders/test/games", json=body, headers=bearer(key))
     again = client.post("/v1/ladders/test/games", json=body, headers=bearer(key))
-    assert first.json() == again.json()
+    assert first.json() == again.json() and again.headers["idempotent-replayed"] == "true"
     changed = client.post("/v1/ladders/test/games", json=game(["b"], ["a"], external_id="m-1"), headers=bearer(key))
     assert changed.status_code == 409
     assert len(client.get("/v1/ladders/test/games").json()["items"]) == 1
@@ -269,3 +270,34 @@ def test_games_are_numbered_within_their_ladder(client):
     assert client.post("/v1/ladders/test/games", json=game(["a"], ["b"]), headers=bearer(key)).json()["seq"] == 6
     history = client.get("/v1/ladders/test/players/a/history").json()["items"]
     assert [item["seq"] for item in history] == [6, 5, 4, 2, 1]
+
+
+def test_a_game_answer_gives_each_players_elo_change_as_the_leaderboard_shows_it(client):
+    key = make_ladder(client)
+    for winner, loser in [("a", "b"), ("b", "c"), ("c", "a"), ("a", "c")]:
+        r = client.post("/v1/ladders/test/games", json=game([winner], [loser]), headers=bearer(key))
+        assert r.status_code == 201, r.text
+    won, lost = (side["players"][0] for side in r.json()["sides"])
+    assert won["elo_change"] > 0 > lost["elo_change"]
+    for p in (won, lost):
+        assert p["elo_change"] == pytest.approx(p["elo_after"] - p["elo_before"], abs=1e-9)
+        elo = client.get(f"/v1/ladders/test/players/{p['key']}").json()["elo"]
+        assert p["elo_after"] == pytest.approx(elo, abs=1e-9)  # the leaderboard's points, just after the game
+    # Read back later, the same game is shown against today's field: here nothing changed since.
+    stored = client.get(f"/v1/ladders/test/games/{r.json()['id']}").json()
+    assert stored["sides"][0]["players"][0]["elo_after"] == pytest.approx(won["elo_after"], abs=1e-9)
+    # A doubles game: every member's change.
+    r = client.post("/v1/ladders/test/games", json=game(["a", "b"], ["c", "d"]), headers=bearer(key))
+    changes = [p["elo_change"] for side in r.json()["sides"] for p in side["players"]]
+    assert changes[0] > 0 and changes[1] > 0 and changes[2] < 0 and changes[3] < 0
+
+
+def test_an_unknown_query_parameter_is_named_in_a_422(client):
+    make_ladder(client)
+    r = client.get("/v1/ladders/test/games", params={"player": "ann", "limit": 5})
+    assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json"
+    assert [e["field"] for e in r.json()["errors"]] == ["player"] and "cursor, limit" in r.json()["detail"]
+    r = client.get("/v1/ladders/test/predict", params={"a": "x", "b": "y", "c": "z"})
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "c"
+    assert client.get("/v1/ladders/test", params={"verbose": 1}).json()["errors"][0]["field"] == "verbose"
+    assert client.get("/v1/ladders/test/games", params={"limit": 5}).status_code == 200

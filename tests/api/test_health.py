@@ -206,3 +206,23 @@ def test_liveness_answered_at_the_edge_is_the_documented_answer(client):
     assert client.post("/healthz").status_code == 405  # other methods are routed as usual
     metrics = client.get("/metrics").text
     assert 'melo_requests_total{method="GET",route="/healthz",status="200"}' in metrics
+
+
+def test_every_problem_type_is_a_page_of_this_service(client):
+    from app.errors import EXPLAINED
+
+    answers = [
+        client.get("/v1/ladders/nowhere"),
+        client.get("/nowhere"),
+        client.post("/v1/ladders", json={"slug": "x"}),
+        client.post("/v1/ladders", json={"slug": 5}, headers={"Authorization": f"Bearer {ADMIN_KEY}"}),
+        client.put("/v1/ladders"),
+    ]
+    for r in answers:
+        kind = r.json()["type"]
+        assert kind.startswith("/problems/") and kind.removeprefix("/problems/") in EXPLAINED, kind
+        page = client.get(kind)
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html"), kind
+        assert "What to do" in page.text and r.json()["title"].split()[0] in page.text
+    assert {r.status_code for r in answers} == {401, 404, 405, 422}
+    assert client.get("/problems/nothing-like-it").status_code == 404

@@ -30,7 +30,29 @@ def test_predict_pair_and_match(client, seeded):
     team = np.mean([C_SEED["p2"], C_SEED["p3"]], axis=0)
     assert m.json()["matrix"][0][1] == pytest.approx(float(rating.win_probability(C_SEED["p1"], team)))
     assert sum(m.json()["expected_scores"]) == pytest.approx(1.0)
-    assert client.get("/v1/ladders/test/predict", params={"a": "p1", "b": "zz"}).status_code == 404
+    assert m.json()["sides"] == [
+        {"players": [{"key": "p1", "known": True}], "seat": None},
+        {"players": [{"key": "p2", "known": True}, {"key": "p3", "known": True}], "seat": None},
+    ]
+    assert r["a_known"] and r["b_known"]
+
+
+def test_a_prediction_may_name_players_not_created_yet(client, seeded):
+    new = client.get("/v1/ladders/test/predict", params={"a": "p1", "b": "Zed"})
+    assert new.status_code == 200 and new.json()["a_known"] and not new.json()["b_known"], new.text
+    m = client.post("/v1/ladders/test/predict", json={"sides": [{"players": ["p1"]}, {"players": ["p2", "zed"]}]})
+    assert m.status_code == 200 and [p["known"] for side in m.json()["sides"] for p in side["players"]] == [
+        True,
+        True,
+        False,
+    ]
+    # The vector it used is the one their first game starts from.
+    game = {"sides": [{"players": ["p1"], "rank": 1}, {"players": ["zed"], "rank": 2}]}
+    posted = client.post("/v1/ladders/test/games", json=game, headers=bearer(seeded)).json()
+    start = posted["sides"][1]["players"][0]["before"]
+    assert new.json()["advantage_logits"] == pytest.approx(float(rating.advantage(C_SEED["p1"], start)), abs=1e-12)
+    assert client.get("/v1/ladders/test/predict", params={"a": "p1", "b": "zed"}).json()["b_known"]
+    assert client.get("/v1/ladders/nowhere/predict", params={"a": "p1", "b": "zed"}).status_code == 404
 
 
 def test_leaderboard_orders_by_invariants_and_paginates(client, seeded):

@@ -58,7 +58,6 @@ def test_match_quality_in_predictions(client):
         ({"players": ["ann"], "teams": 2}, 422, "players"),
         ({"players": ["ann", "ann", "bob"], "teams": 2}, 422, "players"),
         ({"players": ["ann", "bob"], "teams": True}, 422, "teams"),
-        ({"players": ["ann", "zed"], "teams": 2}, 404, None),
     ],
 )
 def test_impossible_splits_are_refused(client, body, status, field):
@@ -68,6 +67,14 @@ def test_impossible_splits_are_refused(client, body, status, field):
     assert r.headers["content-type"].startswith("application/problem+json")
     if field is not None:
         assert field in [e["field"] for e in r.json()["errors"]]
+
+
+def test_players_not_created_yet_are_split_from_their_initial_vectors(client):
+    players_on_the_elo_manifold(client, {"ann": 1.0, "bob": 0.0, "cy": 0.5})
+    r = client.post("/v1/ladders/test/teams", json={"players": ["ann", "zed", "bob", "newbie"], "teams": 2})
+    assert r.status_code == 200, r.text
+    assert sorted(p for team in r.json()["teams"] for p in team) == ["ann", "bob", "newbie", "zed"]
+    assert client.post("/v1/ladders/nowhere/teams", json={"players": ["ann", "zed"]}).status_code == 404
 
 
 def test_opponents_that_would_make_a_newcomer_comparable(client):
