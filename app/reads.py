@@ -123,13 +123,6 @@ async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> tuple[int
     player; a key that names none yet gets the initial vector the ladder would give them.  Keys are matched as
     the ladder matches them (case-folded, through its aliases); two spellings of one player are a 422."""
     players = _players(ladder, keys)
-    if players is None:
-        first = {}
-        for k in keys:
-            p = ladder.player_key(k)
-            if first.setdefault(p, k) != k:
-                message = f"{first[p]!r} and {k!r} are one player, {p!r}"
-                raise InvalidInput(message, errors=[{"field": "players", "message": message}])
     now, found = await storage.players.vectors(db.fetch, ladder.id, players, 2 * ladder.k)
     known = [p in found for p in players]
     if not all(known):
@@ -143,11 +136,11 @@ async def public_vectors(db: Database, slug: str, keys: list[str]) -> tuple[int,
     public, none of its settings changed since, and every key names a player (the prediction path); else None,
     and :func:`ladder` then :func:`vectors` answer, as they check it."""
     found = storage.ladders.from_cache(db.read_engine, slug)
-    try:
-        players = None if found is None else _players(found, keys)
-    except InvalidInput:  # said after the ladder's access is checked
+    if found is None:
         return None
-    if found is None or players is None:
+    try:
+        players = _players(found, keys)
+    except InvalidInput:  # said after the ladder's access is checked
         return None
     now, rows = await storage.players.vectors(db.fetch, found.id, players, 2 * found.k)
     if now is None or now[1] or now[2] > found.reset_version or not all(p in rows for p in players):
@@ -155,11 +148,19 @@ async def public_vectors(db: Database, slug: str, keys: list[str]) -> tuple[int,
     return now[0], np.array([rows[p] for p in players]), [True] * len(keys)
 
 
-def _players(ladder: LadderRow, keys: list[str]) -> list[str] | None:
-    """The players ``keys`` name, as the ladder matches keys (case-folded, through its aliases); None if two of
-    them name one player."""
-    players = [ladder.player_key(k) for k in keys] if ladder.case_insensitive_keys or ladder.aliases else keys
-    return players if len(set(players)) == len(set(keys)) else None
+def _players(ladder: LadderRow, keys: list[str]) -> list[str]:
+    """The players ``keys`` name, as the ladder matches keys (case-folded, through its aliases); a 422 if two
+    spellings name one player."""
+    if not ladder.case_insensitive_keys and not ladder.aliases:
+        return keys
+    players, first = [], {}
+    for k in keys:
+        p = ladder.player_key(k)
+        if first.setdefault(p, k) != k:
+            message = f"{first[p]!r} and {k!r} are one player, {p!r}"
+            raise InvalidInput(message, errors=[{"field": "players", "message": message}])
+        players.append(p)
+    return players
 
 
 async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str]) -> dict[str, float]:

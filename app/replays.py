@@ -53,7 +53,7 @@ def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
     seats = part.start_seats
     history = rating.replay_history(part.start, part.log, ladder.learning_rate(), games0=part.start_games, seats=seats)
     storage.players.save_vectors(session, part.player_ids, history.C)
-    storage.ladders.forget_field(session, ladder.id)
+    storage.ladders.recount_field(session, ladder)
     if seats is not None:
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
         states = storage.games.seat_states(part.log, history, ladder.seats or [])

@@ -273,6 +273,14 @@ def add_to_field(session: Session, ladder: LadderRow, vectors: np.ndarray) -> No
         save_field(session, ladder.id, total, int(kept["count"]) + len(vectors))
 
 
+def recount_field(session: Session, ladder: LadderRow) -> None:
+    """Vectors changed outside a game commit (a replay): the kept sum counted anew from the players, in the same
+    transaction, so neither the next commit nor a read of games (whose Elo-equivalent points are against the
+    field) has to read every player."""
+    total, count = field_sum(session, ladder, recount=True)
+    save_field(session, ladder.id, total, count)
+
+
 def forget_field(session: Session, ladder_id: int) -> None:
     """Vectors changed outside a game commit (a replay, a new player): the next commit sums the players anew."""
     session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=None))
