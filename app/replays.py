@@ -20,11 +20,13 @@ new to the ladder, which waits for the ladder's row before it reads the seats.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.models import Checkpoint
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog, Tail
 
@@ -49,12 +51,80 @@ def replay_log(session: Session, ladder: LadderRow) -> int:
     return _replay(session, ladder, storage.log.read(session, ladder))
 
 
-def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
-    seats = part.start_seats
-    history = rating.replay_history(part.start, part.log, ladder.learning_rate(), games0=part.start_games, seats=seats)
-    storage.players.save_vectors(session, part.player_ids, history.C)
+@dataclass
+class Prepared:
+    """The log replayed from a checkpoint not applied yet, up to its newest game (``part.last_game_id``), in a
+    read snapshot outside the writer's locks (:func:`prepare`), for :func:`replay_prepared` to finish."""
+
+    checkpoint: Checkpoint
+    part: LadderLog
+    history: rating.History
+    #: What the replay depended on beyond the games: a change of one (a merge, k, the learning rate, the seats,
+    #: how keys match) makes it stale.
+    marks: tuple
+    #: The games up to ``part.last_game_id`` (all, and those that count): a late commit or a void below it
+    #: changes them.
+    games: tuple[int, int]
+
+
+def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint) -> Prepared | None:
+    """Replay the log from ``checkpoint`` (not stored yet) in a read snapshot (``session``), holding no lock;
+    None if the ladder is gone or its k is not the checkpoint's."""
+    ladder = storage.ladders.by_id(session, ladder_id)
+    held = len(storage.codec.unpack_ids(checkpoint.player_ids))
+    if ladder is None or len(checkpoint.vectors) != 8 * 2 * ladder.k * held:
+        return None
+    part = storage.log.read(session, ladder, checkpoint=checkpoint)
+    history = rating.replay_history(
+        part.start, part.log, ladder.learning_rate(), games0=part.start_games, seats=part.start_seats
+    )
+    games = storage.games.log_counts(session, ladder.id, part.last_game_id)
+    return Prepared(checkpoint, part, history, _marks(ladder), games)
+
+
+def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> int | None:
+    """Write a :func:`prepared <prepare>` replay under :func:`app.storage.players.lock_all`, with the games
+    committed since replayed on top (a few: the writer is held for the writes, not for reading and replaying
+    the log); the number of games replayed, or None if it is stale (the caller replays the log as it is).
+
+    Replaying the log in two parts applies every game to the same vectors, games counts and seats as one
+    replay does, so the ratings are the same bit for bit (``/audit`` checks it).
+    """
+    part, history = prepared.part, prepared.history
+    if _marks(ladder) != prepared.marks or storage.games.log_counts(session, ladder.id, part.last_game_id) != (
+        prepared.games
+    ):
+        return None
+    games = part.start_games + np.bincount(part.log.member_player, minlength=len(part.player_ids))
+    since = storage.log.read_since(session, ladder, part.last_game_id, part.player_ids, history.C, games, history.seats)
+    _write(session, ladder, part, history)
+    replayed = part.log.n_games
+    if since.log.n_games:
+        _write(session, ladder, since, _history(ladder, since))
+        replayed += since.log.n_games
     storage.ladders.recount_field(session, ladder)
-    if seats is not None:
+    return replayed
+
+
+def _marks(ladder: LadderRow) -> tuple:
+    return (ladder.reset_version, ladder.k, ladder.eta, ladder.eta_tau, ladder.seats, ladder.case_insensitive_keys)
+
+
+def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
+    _write(session, ladder, part, _history(ladder, part))
+    storage.ladders.recount_field(session, ladder)
+    return part.log.n_games
+
+
+def _history(ladder: LadderRow, part: Tail | LadderLog) -> rating.History:
+    rate = ladder.learning_rate()
+    return rating.replay_history(part.start, part.log, rate, games0=part.start_games, seats=part.start_seats)
+
+
+def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History) -> None:
+    """Store a replay: the vectors of its players, the seats, and its games' history."""
+    storage.players.save_vectors(session, ladder.id, part.player_ids, history.C)
+    if part.start_seats is not None:
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
         states = storage.games.seat_states(part.log, history, ladder.seats or [])
         storage.games.rewrite_seat_states(session, part.game_ids.tolist(), states)
@@ -68,4 +138,3 @@ def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
         history.actual[part.log.member_side],
         history.expected[part.log.member_side],
     )
-    return part.log.n_games

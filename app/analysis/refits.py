@@ -27,7 +27,7 @@ from app.models import Refit
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
-from app.replays import replay_log
+from app.replays import Prepared, prepare, replay_log, replay_prepared
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
 
@@ -202,16 +202,21 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "finished_at": datetime.now(UTC),
     }
     if params.auto:  # done and applied in one transaction: never seen done but not applied
+        checkpoint = storage.refits.checkpoint_of(ladder.id, refit_id, state.last_game_id, finished)
+        with db.snapshot() as session:  # replayed holding no lock; the apply writes it
+            prepared = prepare(session, ladder.id, checkpoint)
         try:
-            db.write(lambda session: _finish_and_apply(session, ladder, refit_id, finished))
+            db.write(lambda session: _finish_and_apply(session, ladder, refit_id, finished, prepared))
             return
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
             logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
     _update(db, refit_id, **finished)
 
 
-def _finish_and_apply(session: Session, ladder: LadderRow, refit_id: int, finished: dict) -> None:
-    apply_refit(session, ladder, storage.refits.update(session, refit_id, finished))
+def _finish_and_apply(
+    session: Session, ladder: LadderRow, refit_id: int, finished: dict, prepared: Prepared | None
+) -> None:
+    apply_refit(session, ladder, storage.refits.update(session, refit_id, finished), prepared)
 
 
 def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
@@ -305,12 +310,28 @@ def refit_out(session: Session, job: Refit) -> RefitOut:
     )
 
 
-def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOut:
+def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | None:
+    """The replay of the games after a finished refit's last game, from its vectors, computed in a read snapshot
+    (no lock held) for :func:`apply_refit`; None if the refit cannot be applied (it says why)."""
+    if job.status != "done":
+        return None
+    finished = {"player_ids": job.player_ids, "vectors": job.vectors, "result": job.result}
+    checkpoint = storage.refits.checkpoint_of(ladder.id, job.id, job.after_game_id, finished)
+    with db.snapshot() as session:
+        return prepare(session, ladder.id, checkpoint)
+
+
+def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepared | None = None) -> CheckpointOut:
     """Checkpoint the refit's vectors after its last game and replay the later games on top (mathematics §9); their
-    history shows the replayed vectors."""
+    history shows the replayed vectors.
+
+    With ``prepared`` (:func:`prepare_apply`), the replay up to the newest game it saw is only written here,
+    and the games committed since replayed on top: the writer's lock is held for writes, not for reading and
+    replaying the log (a stale one is dropped and the log replayed here)."""
     if job.status != "done":
         raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.")
     storage.players.lock_all(session, ladder.id)
+    ladder = storage.ladders.by_id(session, ladder.id) or ladder  # its settings as they are under the lock
     if storage.refits.games_up_to(session, ladder.id, job.after_game_id) != job.result["games"]:
         raise Conflict("The log changed below the refit's last game (a late commit or a void); run the refit again.")
     fitted = storage.codec.unpack_ids(job.player_ids)
@@ -319,7 +340,11 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit) -> CheckpointOu
     if len(job.vectors or b"") != 8 * 2 * ladder.k * len(fitted):
         raise Conflict(f"The refit fitted vectors of another k than the ladder's k = {ladder.k}; run it again.")
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
-    replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
+    replayed = None
+    if prepared is not None and prepared.checkpoint.refit_id == job.id:
+        replayed = replay_prepared(session, ladder, prepared)
+    if replayed is None:
+        replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})
     storage.ladders.bump(session, [ladder.id])
     after_game = storage.games.number_of(session, job.after_game_id) or 0

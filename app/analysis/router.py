@@ -56,10 +56,13 @@ def get_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -
 @router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
 def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> CheckpointOut:
     """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (mathematics §9)."""
+    with db.reading() as session:
+        ladder = ladder_for(session, slug, caller, "write")
+        prepared = refits.prepare_apply(db, ladder, refits.get_refit(session, ladder, refit_id))
 
     def work(session):
         ladder = ladder_for(session, slug, caller, "write")
-        return refits.apply_refit(session, ladder, refits.get_refit(session, ladder, refit_id))
+        return refits.apply_refit(session, ladder, refits.get_refit(session, ladder, refit_id), prepared)
 
     return db.write(work)
 

@@ -289,7 +289,7 @@ class Restore:
         row = {key: r for r, key in enumerate(keys)}
         held = [row[key] for key in checkpoint.vectors]
         C[held] = np.array(list(checkpoint.vectors.values()), dtype=np.float64).reshape(-1, dim)
-        storage.players.save_vectors(self.session, ids, C)
+        storage.players.save_vectors(self.session, self.ladder.id, ids, C)
         storage.ladders.forget_field(self.session, self.ladder.id)
         order = np.argsort(ids[held], kind="stable")
         player_ids = storage.codec.pack_ids(ids[held][order])

@@ -249,6 +249,17 @@ def void(session: Session, ladder_id: int, game_id: int, by: str, reason: str | 
     )
 
 
+def log_counts(session: Session, ladder_id: int, game_id: int) -> tuple[int, int]:
+    """The ladder's games with id ≤ ``game_id``: all of them, and those that count (a late commit or a void
+    below ``game_id`` changes one)."""
+    sql = (
+        "SELECT count(*), coalesce(sum(CASE WHEN voided_at IS NULL THEN 1 ELSE 0 END), 0) FROM games "
+        "WHERE ladder_id = ? AND id <= ?"
+    )
+    total, counted = driver_sql(session.connection(), sql, (ladder_id, game_id)).one()
+    return int(total), int(counted)
+
+
 def rewrite_history(
     session: Session,
     game_ids: np.ndarray,

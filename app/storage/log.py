@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.models import Game, Participant
+from app.models import Checkpoint, Game, Participant
 from app.rating.seats import Seats
 from app.storage import codec, ladders, refits
 from app.storage.ladders import LadderRow
@@ -76,13 +76,16 @@ class LadderLog:
     stored_seats: Seats | None = None
 
 
-def read(session: Session, ladder: LadderRow, from_start: bool = False) -> LadderLog:
-    """Players and log from the latest checkpoint (or from the initial vectors)."""
+def read(
+    session: Session, ladder: LadderRow, from_start: bool = False, checkpoint: Checkpoint | None = None
+) -> LadderLog:
+    """Players and log from the latest checkpoint (or from the initial vectors, or from ``checkpoint``, one not
+    stored yet)."""
     with no_cyclic_gc():
-        return _read(session, ladder, from_start)
+        return _read(session, ladder, from_start, checkpoint)
 
 
-def _read(session: Session, ladder: LadderRow, from_start: bool) -> LadderLog:
+def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Checkpoint | None) -> LadderLog:
     rows = driver_fetchall(
         session.connection(),
         "SELECT id, key, initial, vector FROM players WHERE ladder_id = ? ORDER BY id",
@@ -93,7 +96,8 @@ def _read(session: Session, ladder: LadderRow, from_start: bool) -> LadderLog:
     keys = [r[1] for r in rows]
     start, after = codec.unpack_rows((r[2] for r in rows), dim), 0
     start_games = np.zeros(len(ids))
-    checkpoint = None if from_start else refits.latest_checkpoint(session, ladder.id)
+    if checkpoint is None and not from_start:
+        checkpoint = refits.latest_checkpoint(session, ladder.id)
     if checkpoint is not None:
         after = _from_checkpoint(start, ids, checkpoint, dim)
         counts = session.execute(
@@ -247,6 +251,35 @@ def _read_tail(
             n = ladder.seat_index()[name]
             seats.advantage[n], seats.information[n] = advantage, information
     return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64), seats)
+
+
+def read_since(
+    session: Session,
+    ladder: LadderRow,
+    after_game_id: int,
+    player_ids: np.ndarray,
+    vectors: np.ndarray,
+    games: np.ndarray,
+    seats: Seats | None,
+) -> Tail:
+    """The counted games after ``after_game_id`` (those committed since a replay read the log up to it) and
+    the players they name, each starting from its row of ``vectors``/``games`` (of the sorted ``player_ids``)
+    or, a player new since, from its initial vector; the seats from ``seats``."""
+    counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None), Game.id > after_game_id)
+    rows = session.execute(select(Game.id, Game.payload).where(*counted).order_by(Game.id)).all()
+    named = dict.fromkeys(key for row in rows for side in row[1]["sides"] for key in side)
+    players = _players_by_id(session, ladder.id, named)
+    ids = np.array([row[0] for row in players], dtype=np.int64)
+    keys = [row[1] for row in players]
+    start = codec.unpack_rows([row[2] for row in players], 2 * ladder.k)
+    start_games = np.zeros(len(ids))
+    at = np.searchsorted(player_ids, ids)
+    known = at < len(player_ids)
+    known[known] = player_ids[at[known]] == ids[known]
+    start[known], start_games[known] = vectors[at[known]], games[at[known]]
+    log = encode([row[1] for row in rows], {key: n for n, key in enumerate(keys)}, ladder.seat_index())
+    game_ids = np.array([row[0] for row in rows], dtype=np.int64)
+    return Tail(ids, keys, start, start_games, log, game_ids, None if seats is None else seats.copy())
 
 
 #: Beyond this many players, a tail's players are read by one scan of the ladder's players in id order.

@@ -200,11 +200,16 @@ def deactivate(session: Session, ladder_id: int, keys: list[str]) -> None:
         session.execute(query.values(active=False, changed_version=PENDING))
 
 
-def save_vectors(session: Session, ids: np.ndarray, C: np.ndarray) -> None:
+def save_vectors(session: Session, ladder_id: int, ids: np.ndarray, C: np.ndarray) -> None:
     """New vectors from outside a game commit (a replay, a checkpoint): the strengths just after the players'
-    last games are then unknown.  The caller forgets the ladder's field sum (:func:`ladders.forget_field`)."""
+    last games are then unknown.  The caller bumps the ladder's version (:func:`ladders.bump`) before the
+    commit; under the ladder row's lock (taken here if it is not held yet) that is the version after this
+    one, so the rows are stamped with it as they are written, not written a second time by the bump (a
+    replay rewrites every player)."""
+    ladders.lock(session, ladder_id)
+    version = driver_sql(session.connection(), "SELECT version FROM ladders WHERE id = ?", (ladder_id,)).scalar_one()
     columns = {"vector": codec.pack_rows(C), "strength_then": [None] * len(ids)}
-    columns["changed_version"] = [PENDING] * len(ids)
+    columns["changed_version"] = [version + 1] * len(ids)
     bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), columns)
 
 

@@ -130,6 +130,20 @@ def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> int
     return session.execute(update).rowcount
 
 
+def checkpoint_of(ladder_id: int, refit_id: int, after_game_id: int, finished: dict) -> Checkpoint:
+    """The checkpoint a finished refit (``finished``: its ``player_ids``, ``vectors`` and ``result``) would
+    add, not stored."""
+    seats = (finished.get("result") or {}).get("seats")
+    return Checkpoint(
+        ladder_id=ladder_id,
+        after_game_id=after_game_id,
+        refit_id=refit_id,
+        player_ids=finished["player_ids"],
+        vectors=finished["vectors"],
+        seat_state=seats,
+    )
+
+
 def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:
     seats = (job.result or {}).get("seats")
     return insert_checkpoint(session, ladder_id, job.after_game_id, job.player_ids, job.vectors, job.id, seats)
