@@ -36,6 +36,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/bench_rating.py
 	$(PY) bench/bench_api.py
 	$(PY) bench/bench_mixed.py
+	$(PY) bench/bench_apply.py
 	$(PY) bench/bench_import.py
 	$(PY) bench/bench_void.py
 	$(PY) bench/bench_export.py

@@ -42,7 +42,7 @@ function done(summary, latency, requests)
   local e = summary.errors
   io.write(string.format(
     'RESULT {"requests": %d, "duration_us": %d, "socket_errors": %d, "non_2xx": %d, ' ..
-    '"p50_us": %d, "p90_us": %d, "p99_us": %d, "mean_us": %.1f}\n',
+    '"p50_us": %d, "p90_us": %d, "p99_us": %d, "max_us": %d, "mean_us": %.1f}\n',
     summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, e.status,
-    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.mean))
+    latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max, latency.mean))
 end
