@@ -144,6 +144,8 @@ class Player(Base):
     __table_args__ = (
         UniqueConstraint("ladder_id", "key"),
         Index("ix_players_ladder_id_changed_version", "ladder_id", "changed_version"),
+        # A ladder's players in id order without a sort; PostgreSQL uses the primary key (migration 0020).
+        Index("ix_players_ladder_id_id", "ladder_id", "id").ddl_if(dialect="sqlite"),
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)

@@ -87,18 +87,22 @@ def seed(url: str, players: int) -> tuple[str, float]:
 
 
 class Probe(threading.Thread):
-    """GET /healthz every 100 ms; the slowest answer (ms)."""
+    """GET /healthz every 100 ms; the slowest answer (ms), overall and during each phase (``phase``: what the
+    bench is doing)."""
 
     def __init__(self, base: str) -> None:
         super().__init__(daemon=True)
         self.base, self.worst, self.done = base, 0.0, threading.Event()
+        self.phase, self.by_phase = "start", {}
 
     def run(self) -> None:
         with httpx.Client(timeout=30) as client:
             while not self.done.wait(0.1):
                 t = time.perf_counter()
                 client.get(self.base + "/healthz")
-                self.worst = max(self.worst, (time.perf_counter() - t) * 1e3)
+                ms = (time.perf_counter() - t) * 1e3
+                self.worst = max(self.worst, ms)
+                self.by_phase[self.phase] = max(self.by_phase.get(self.phase, 0.0), ms)
 
 
 def children_peak_mb(pid: int, peak: float) -> float:
@@ -165,17 +169,24 @@ def run(url: str, players: int, seconds: int) -> dict:
     out: dict = {"players": players, "games": 2 * players, "import_games_per_s": import_rate}
     try:
         with httpx.Client(base_url=server.base, timeout=600) as client:
+            probe.phase = "first leaderboard"
             out["first_leaderboard_s"] = timed(client, "GET", "/v1/ladders/bench/leaderboard")["seconds"]
             out["resident_mb"] = resident_mb(server.proc.pid)
+            probe.phase = "reads and posts"
             out["leaderboard"] = wrk(server.base, "/v1/ladders/bench/leaderboard?limit=50", "plain", 4, seconds, env)
             out["predict"] = wrk(server.base, "/", "predict", 4, seconds, env)
             out["posts"] = wrk(server.base, "/", "games", 16, seconds, env)
+            probe.phase = "refit"
             out["refit"], out["posts_during_refit"] = refit_under_posts(server, client, env, seconds)
             for name in ("audit", "identifiability", "intransitivity", "canonical"):
+                probe.phase = name
                 out[name] = polled(client, f"/v1/ladders/bench/{name}")
             h = {"Authorization": f"Bearer {key}"}
+            probe.phase = "void"
             out["void_first_game"] = timed(client, "DELETE", "/v1/ladders/bench/games/1", headers=h)
+            probe.phase = "merge"
             out["merge"] = timed(client, "POST", "/v1/ladders/bench/players/p1/merge", json={"into": "p2"}, headers=h)
+            probe.phase = "export"
             out["export"] = timed(client, "GET", "/v1/ladders/bench/export", headers=h)
             out["audit_after"] = client.get("/v1/ladders/bench/audit").json()
             out["resident_mb_end"] = resident_mb(server.proc.pid)
@@ -184,9 +195,22 @@ def run(url: str, players: int, seconds: int) -> dict:
         probe.join()
         server.stop()
     out["healthz_worst_ms"] = probe.worst
+    out["healthz_worst_ms_by_phase"] = probe.by_phase
     return out
 
 
+PHASES = (
+    "first leaderboard",
+    "reads and posts",
+    "refit",
+    "audit",
+    "identifiability",
+    "intransitivity",
+    "canonical",
+    "void",
+    "merge",
+    "export",
+)
 ROWS = [
     ("import (games/s)", lambda r: r["import_games_per_s"], "{:,.0f}"),
     ("fresh worker's first leaderboard (s)", lambda r: r["first_leaderboard_s"], "{:.2f}"),
@@ -212,6 +236,11 @@ ROWS = [
     ("merge (s)", lambda r: r["merge"]["seconds"], "{:.2f}"),
     ("export (s)", lambda r: r["export"]["seconds"], "{:.2f}"),
     ("/healthz slowest (ms)", lambda r: r["healthz_worst_ms"], "{:.1f}"),
+    (
+        "/healthz slowest (ms) while: " + ", ".join(PHASES),
+        lambda r: ", ".join(f"{r['healthz_worst_ms_by_phase'].get(p, 0):.0f}" for p in PHASES),
+        "{}",
+    ),
     ("audit consistent", lambda r: r["audit_after"]["consistent"], "{}"),
 ]
 

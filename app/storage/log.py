@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,7 +16,7 @@ from app.rating.seats import Seats
 from app.storage import codec, ladders, refits
 from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
-from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc
+from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc, result_converter
 
 
 def encode(payloads: Sequence[dict], index: dict[str, int], seat_index: dict[str, int] | None = None) -> rating.GameLog:
@@ -221,14 +221,12 @@ def _read_tail(
     changed: Sequence[str],
     changed_seats: dict[str, list[float]] | None,
 ) -> Tail:
-    counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None), Game.id >= first_game_id)
     reached = dict.fromkeys(changed, first_game_id)  # key -> the first game of the tail it plays
     # A seat is shared state, reached like a player: from the first reached game naming it, every later game
     # naming it is reached too, and it starts from its state just before that game.
     seat_start: dict[str, list[float]] = dict(changed_seats or {})
     game_ids, payloads = [], []
-    query = select(Game.id, Game.payload, Game.seat_state).where(*counted).order_by(Game.id)
-    for game_id, payload, seat_state in session.execute(query):
+    for game_id, payload, seat_state in _games_from(session, ladder.id, first_game_id):
         keys = [key for side in payload["sides"] for key in side]
         taken = [name for name in payload.get("seats") or [] if name is not None]
         if not reached.keys().isdisjoint(keys) or not seat_start.keys().isdisjoint(taken):
@@ -280,6 +278,19 @@ def read_since(
     log = encode([row[1] for row in rows], {key: n for n, key in enumerate(keys)}, ladder.seat_index())
     game_ids = np.array([row[0] for row in rows], dtype=np.int64)
     return Tail(ids, keys, start, start_games, log, game_ids, None if seats is None else seats.copy())
+
+
+def _games_from(session: Session, ladder_id: int, first_game_id: int) -> Iterator[tuple[int, dict, dict | None]]:
+    """(id, payload, seat state) of the counted games from ``first_game_id`` on, in log order, read a chunk at a
+    time through the driver: a million rows turned into objects by one call of SQLAlchemy's compiled result
+    code held the interpreter (every other thread, ``/healthz`` too) for most of a second."""
+    connection = session.connection()
+    payload = result_converter(Game.__table__.c.payload, connection.dialect)
+    seat_state = result_converter(Game.__table__.c.seat_state, connection.dialect)
+    sql = "SELECT id, payload, seat_state FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id >= ? ORDER BY id"
+    for rows in driver_chunks(connection, sql, (ladder_id, first_game_id)):
+        for game_id, p, state in rows:
+            yield game_id, payload(p), seat_state(state)
 
 
 #: Beyond this many players, a tail's players are read by one scan of the ladder's players in id order.

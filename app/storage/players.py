@@ -329,6 +329,8 @@ _SELECT = (
 EVERYONE = _SELECT + " ORDER BY id"
 CHANGED = _SELECT + " AND changed_version > ? ORDER BY id"
 
+#: Rows per NumPy conversion when a table is read (:func:`from_rows`).
+CHUNK_ROWS = 50_000
 #: Ladders whose tables this process keeps (the most recently read).
 MAX_TABLES = 64
 
@@ -347,17 +349,23 @@ def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], 
         out[:] = values
         return out
 
+    def numbers(pick: Callable[[list[tuple]], list], dtype: type) -> np.ndarray:
+        # A chunk at a time: NumPy converts a list in one call that holds the interpreter (a million rows'
+        # counts took a third of a second, stalling every other thread and /healthz).
+        chunks = [np.array(pick(rows[lo : lo + CHUNK_ROWS]), dtype=dtype) for lo in range(0, len(rows), CHUNK_ROWS)]
+        return np.concatenate(chunks) if chunks else np.array(pick([]), dtype=dtype)
+
     return Table(
         version=version,
-        ids=np.array([r[0] for r in rows], dtype=np.int64),
+        ids=numbers(lambda part: [r[0] for r in part], np.int64),
         keys=objects([r[1] for r in rows]),
         names=objects([r[2] for r in rows]),
         C=codec.unpack_rows((r[3] for r in rows), dim),
-        counts=np.array([r[4:9] for r in rows], dtype=np.int64).reshape(-1, 5),
+        counts=numbers(lambda part: [r[4:9] for r in part], np.int64).reshape(-1, 5),
         last_played=_micros_column([r[9] for r in rows], stamp),
         created=_micros_column([r[10] for r in rows], stamp),
-        active=np.array([bool(r[11]) for r in rows], dtype=bool),
-        strength_then=np.array([np.nan if r[12] is None else r[12] for r in rows], dtype=np.float64),
+        active=numbers(lambda part: [bool(r[11]) for r in part], bool),
+        strength_then=numbers(lambda part: [np.nan if r[12] is None else r[12] for r in part], np.float64),
         placement=refits.Placement(),
     )
 
@@ -380,8 +388,11 @@ def _micros_column(values: list, stamp: Callable[[Any], datetime | None]) -> np.
     million rows in 0.1 s, against 2 s one by one), other drivers' values one by one."""
     present = [v for v in values if v is not None]
     if present and isinstance(present[0], str):
-        try:
-            parsed = np.array(present, dtype="datetime64[us]").astype(np.int64)
+        try:  # a chunk at a time, for the other threads (see from_rows)
+            chunks = range(0, len(present), CHUNK_ROWS)
+            parsed = np.concatenate(
+                [np.array(present[lo : lo + CHUNK_ROWS], dtype="datetime64[us]").astype(np.int64) for lo in chunks]
+            )
         except ValueError:  # not the digits SQLAlchemy writes: convert them one by one
             parsed = None
         if parsed is not None:
