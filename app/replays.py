@@ -75,11 +75,8 @@ def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint) -> Prepare
     if ladder is None or len(checkpoint.vectors) != 8 * 2 * ladder.k * held:
         return None
     part = storage.log.read(session, ladder, checkpoint=checkpoint)
-    history = rating.replay_history(
-        part.start, part.log, ladder.learning_rate(), games0=part.start_games, seats=part.start_seats
-    )
     games = storage.games.log_counts(session, ladder.id, part.last_game_id)
-    return Prepared(checkpoint, part, history, _marks(ladder), games)
+    return Prepared(checkpoint, part, _history(ladder, part), _marks(ladder), games)
 
 
 def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> int | None:

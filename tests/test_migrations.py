@@ -83,3 +83,23 @@ def _config(url: str) -> Config:
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     return config
+
+
+def test_sqlite_finds_a_games_players_by_key_and_pages_players_in_id_order_without_a_scan(tmp_path):
+    """The plans of the statements a game commit and an export page run on a migrated SQLite database: by the
+    key index, and through the index of players in id order, never a walk over every player of the ladder."""
+    from app.migrate import upgrade
+    from app.storage.players import lock_by_keys
+
+    url = Settings(database_url=f"sqlite:///{tmp_path / 'plans.db'}").sqlalchemy_url
+    upgrade(url)
+    with sa.create_engine(url).connect() as connection:
+
+        def plan(sql: str, parameters: tuple = ()) -> str:
+            rows = connection.exec_driver_sql("EXPLAIN QUERY PLAN " + sql, parameters)
+            return " | ".join(row[3] for row in rows)
+
+        by_key = plan(lock_by_keys("sqlite", 2).removesuffix(" FOR UPDATE"), (1, "a", "b"))
+        assert "sqlite_autoindex_players_1 (ladder_id=? AND key=?)" in by_key, by_key
+        page = plan("SELECT id, key FROM players WHERE ladder_id = 1 AND id > 5 ORDER BY id LIMIT 10")
+        assert "ix_players_ladder_id_id (ladder_id=? AND id>?)" in page and "TEMP B-TREE" not in page, page

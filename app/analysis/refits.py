@@ -312,7 +312,7 @@ def refit_out(session: Session, job: Refit) -> RefitOut:
 
 def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | None:
     """The replay of the games after a finished refit's last game, from its vectors, computed in a read snapshot
-    (no lock held) for :func:`apply_refit`; None if the refit cannot be applied (it says why)."""
+    (no lock held) for :func:`apply_refit`; None if it is not finished (:func:`apply_refit` says so)."""
     if job.status != "done":
         return None
     finished = {"player_ids": job.player_ids, "vectors": job.vectors, "result": job.result}

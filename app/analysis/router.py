@@ -58,7 +58,8 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep)
     """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (mathematics §9)."""
     with db.reading() as session:
         ladder = ladder_for(session, slug, caller, "write")
-        prepared = refits.prepare_apply(db, ladder, refits.get_refit(session, ladder, refit_id))
+        job = refits.get_refit(session, ladder, refit_id)
+    prepared = refits.prepare_apply(db, ladder, job)  # the replay, before the writer's locks are taken
 
     def work(session):
         ladder = ladder_for(session, slug, caller, "write")

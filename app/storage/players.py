@@ -103,9 +103,17 @@ def lock_all(session: Session, ladder_id: int) -> None:
     ladders.lock(session, ladder_id)
 
 
+def lock_by_keys(dialect: str, n: int) -> str:
+    """The statement that locks ``n`` players of a ladder by key, in id order.  On SQLite "+id" keeps the
+    planner on the key index (the rows found are then sorted): ordered by the index of the ladder's players in
+    id order instead, it walked every player of the ladder for each group commit."""
+    order = "+id" if dialect == "sqlite" else "id"
+    return f"{_LOCK} AND key IN ({', '.join('?' * n)}) ORDER BY {order} FOR UPDATE"
+
+
 def _select_for_update(session: Session, ladder_id: int, keys: list[str]) -> list:
     if len(keys) <= MAX_KEYS_IN_QUERY:
-        sql = f"{_LOCK} AND key IN ({', '.join('?' * len(keys))}) ORDER BY id FOR UPDATE"
+        sql = lock_by_keys(session.get_bind().dialect.name, len(keys))
         return fetch_typed(session, sql, (ladder_id, *keys), _LOCK_COLUMNS)
     wanted = set(keys)
     rows = fetch_typed(session, f"{_LOCK} ORDER BY id FOR UPDATE", (ladder_id,), _LOCK_COLUMNS)
