@@ -28,12 +28,7 @@ async def predict_pair(
     """P(a beats b), and the advantage in logits and Elo points (with the seats' learned advantages, if given).
     A key that names no player yet stands for the initial vector they would start from (`a_known` or `b_known`
     false), so a newcomer can be matched before their first game."""
-    if a_seat is None and b_seat is None:
-        if (found := await reads.public_vectors(db, slug, [a, b])) is not None:
-            return JSONResponse(service.pair(a, b, *found))
-        version, C, known = await reads.vectors(db, await reads.ladder(db, slug, caller), [a, b])
-        return JSONResponse(service.pair(a, b, version, C, known))
-    ladder = await reads.ladder(db, slug, caller)
+    ladder = await reads.ladder(db, slug, caller)  # the plain case is answered before routing (app.predictions.hot)
     seats = {name: seat for name, seat in (("a_seat", a_seat), ("b_seat", b_seat)) if seat is not None}
     if a_seat is not None and a_seat == b_seat:
         raise InvalidInput("b_seat: a seat is taken by one side only", errors=[{"field": "b_seat"}])

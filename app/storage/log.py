@@ -263,8 +263,7 @@ def read_since(
     """The counted games after ``after_game_id`` (those committed since a replay read the log up to it) and
     the players they name, each starting from its row of ``vectors``/``games`` (of the sorted ``player_ids``)
     or, a player new since, from its initial vector; the seats from ``seats``."""
-    counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None), Game.id > after_game_id)
-    rows = session.execute(select(Game.id, Game.payload).where(*counted).order_by(Game.id)).all()
+    rows = [(game_id, payload) for game_id, payload, _ in _games_from(session, ladder.id, after_game_id + 1)]
     named = dict.fromkeys(key for row in rows for side in row[1]["sides"] for key in side)
     players = _players_by_id(session, ladder.id, named)
     ids = np.array([row[0] for row in players], dtype=np.int64)
