@@ -322,7 +322,9 @@ def cmd_refit(args: argparse.Namespace) -> None:
     if result.get("heldout_note"):
         print(f"\nnothing held out: {result['heldout_note']}")
     found = result["identifiability"]
-    print(f"\nidentifiable: {'yes' if found['unique'] else 'no'}; not comparable: {len(found['not_comparable'])}")
+    counts = found.get("counts") or {"not_comparable": len(found["not_comparable"])}  # lists stored whole before 0021
+    not_comparable = counts["not_comparable"]
+    print(f"\nidentifiable: {'yes' if found['unique'] else 'no'}; not comparable: {not_comparable:,}")
     if args.apply:
         with db.writing() as session:
             ladder = ladder_for_read(session, args.ladder, fresh=True)

@@ -257,6 +257,10 @@ class Refit(Base):
     #: Fitted vectors: little-endian int64 player ids and float64 rows in the same order.
     player_ids: Mapped[bytes | None] = mapped_column(LargeBinary)
     vectors: Mapped[bytes | None] = mapped_column(LargeBinary)
+    #: Who its identifiability check found not placed (what shows as provisional once it is applied), as
+    #: sorted little-endian int64 player ids: the not comparable, and those outside the largest component.
+    not_comparable_ids: Mapped[bytes | None] = mapped_column(LargeBinary)
+    outside_field_ids: Mapped[bytes | None] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(default=utcnow)
     finished_at: Mapped[datetime | None]

@@ -5,15 +5,20 @@ from __future__ import annotations
 import itertools
 import subprocess
 import sys
+import time
 
+import numpy as np
 import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
 from alembic.script import ScriptDirectory
+from fastapi.testclient import TestClient
 
 from app.config import Settings
+from app.main import create_app
 from app.migrate import MIGRATIONS
+from tests.conftest import bearer, make_ladder
 
 _names = itertools.count()
 
@@ -103,3 +108,40 @@ def test_sqlite_finds_a_games_players_by_key_and_pages_players_in_id_order_witho
         assert "sqlite_autoindex_players_1 (ladder_id=? AND key=?)" in by_key, by_key
         page = plan("SELECT id, key FROM players WHERE ladder_id = 1 AND id > 5 ORDER BY id LIMIT 10")
         assert "ix_players_ladder_id_id (ladder_id=? AND id>?)" in page and "TEMP B-TREE" not in page, page
+
+
+def test_refits_done_before_0021_get_their_unplaced_players_by_id(client, settings):
+    """A refit applied, then a player merged into another: downgraded to 0020 (the columns dropped) and upgraded
+    again, the refit's unplaced players are found anew from its result by their keys, and the leaderboard shows
+    the same players provisional (the merged player's id is gone: it showed nowhere)."""
+    h = bearer(make_ladder(client, k=1))
+    duels = [("a", "b"), ("b", "a"), ("b", "c"), ("c", "b"), ("a", "c"), ("c", "a")]
+    unbeaten = [(u, lo) for u in ("u1", "u2", "u3") for lo in ("a", "b", "c")]
+    games = [{"sides": [{"players": [w], "rank": 1}, {"players": [lo], "rank": 2}]} for w, lo in duels + unbeaten]
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=h).status_code == 201
+    job = client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=h).json()
+    while (job := client.get(f"/v1/ladders/test/refits/{job['id']}").json())["status"] in ("queued", "running"):
+        time.sleep(0.1)
+    assert client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h).status_code == 200
+    assert client.post("/v1/ladders/test/players/u2/merge", json={"into": "u3"}, headers=h).status_code == 200
+    engine = sa.create_engine(settings.sqlalchemy_url)
+    columns = "SELECT not_comparable_ids, outside_field_ids FROM refits"
+    with engine.connect() as conn:
+        before = conn.execute(sa.text(columns)).one()
+        ids = dict(conn.execute(sa.text("SELECT key, id FROM players")).all())
+    assert len(before.outside_field_ids) == 3 * 8  # u1, u2, u3 (u2's row is gone since)
+    shown = client.get("/v1/ladders/test/leaderboard").json()["items"]
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", settings.sqlalchemy_url.replace("%", "%%"))
+    command.downgrade(config, "0020")
+    command.upgrade(config, "head")
+    with engine.connect() as conn:
+        after = conn.execute(sa.text(columns)).one()
+    engine.dispose()
+    for name in ("not_comparable_ids", "outside_field_ids"):  # the same, but for the merged player's id
+        kept = [n for n in np.frombuffer(getattr(before, name), "<i8") if n in ids.values()]
+        assert np.frombuffer(getattr(after, name), "<i8").tolist() == kept
+    assert np.frombuffer(after.outside_field_ids, "<i8").tolist() == sorted([ids["u1"], ids["u3"]])
+    with TestClient(create_app(settings)) as fresh:  # a new process's first read
+        assert fresh.get("/v1/ladders/test/leaderboard").json()["items"] == shown

@@ -18,12 +18,13 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import jobs, rating, storage
-from app.analysis.reports import identifiability_out
+from app.analysis.reports import identifiability_summary
 from app.analysis.schemas import CheckpointOut, RefitIn, RefitOut
 from app.db import Database
 from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from app.metrics import REFITS
 from app.models import Refit
+from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
@@ -183,7 +184,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "games": state.log.n_games,
         "players": m,
         "seconds": result.seconds,
-        "identifiability": identifiability_out(found, state.keys).model_dump(exclude={"ladder_version"}),
+        "identifiability": identifiability_summary(found, state.keys),
     } | ({"guard": verdict} if verdict else {})
     if ladder.seats:  # seats the log never names keep the prior
         seats = rating.Seats.fresh(len(ladder.seats))
@@ -199,6 +200,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "result": summary,
         "player_ids": storage.codec.pack_ids(state.player_ids[played]),
         "vectors": storage.codec.pack(result.C[played]),
+        **placement_of(found, state.player_ids).packed(),
         "finished_at": datetime.now(UTC),
     }
     if params.auto:  # done and applied in one transaction: never seen done but not applied
@@ -211,6 +213,15 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
             logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
     _update(db, refit_id, **finished)
+
+
+def placement_of(found: Identifiability, player_ids: np.ndarray) -> storage.refits.Placement:
+    """Who a fit's identifiability check does not place, by player id: the not comparable, and the players outside
+    its largest strongly connected component."""
+    not_comparable = [row["player"] for row in found.not_comparable]
+    field = max(found.components, key=len) if found.components else []
+    outside = [n for group in found.components if group is not field for n in group]
+    return storage.refits.Placement.of(player_ids[not_comparable], player_ids[outside])
 
 
 def _finish_and_apply(

@@ -44,6 +44,32 @@ def identifiability_out(found: Identifiability, keys: list[str], version: int | 
     )
 
 
+#: A refit's result lists at most this many players (and components) per list of its identifiability.
+SUMMARY_LIST = 100
+
+
+def identifiability_summary(found: Identifiability, keys: list[str]) -> dict:
+    """A refit's identifiability: the report with each list cut to :data:`SUMMARY_LIST` entries (a component to
+    as many players), beside the full lengths in ``counts``; ``GET …/identifiability?ratings=refit`` has them
+    all. (Stored whole, a million-player ladder's lists made a 150 MB result to parse at every look at the job.)"""
+    n = SUMMARY_LIST
+    shown = Identifiability(
+        unique=found.unique,
+        comparable=found.comparable[:n],
+        not_comparable=found.not_comparable[:n],
+        clique=found.clique,
+        components=[group[:n] for group in found.components[:n]],
+    )
+    counts = {
+        "comparable": len(found.comparable),
+        "not_comparable": len(found.not_comparable),
+        "components": len(found.components),
+    }
+    truncated = any(len(group) > n for group in found.components) or max(counts.values()) > n
+    out = identifiability_out(shown, keys).model_dump(exclude={"ladder_version"})
+    return out | {"counts": counts, "truncated": truncated}
+
+
 def identifiability(
     session: Session, ladder: LadderRow, progress: Progress = _ignore, ratings: str = "current"
 ) -> IdentifiabilityOut:

@@ -70,9 +70,11 @@ class RefitOut(BaseModel):
     result: dict | None = Field(
         description="When done: k, log-likelihood, held-out log loss / Brier / accuracy of the refit, the current "
         "ratings, the Elo baseline and the replayed online rule (accuracy over decided games: null if every held-out "
-        "game was a draw); restart agreement; identifiability of the fit. `heldout_note`: null when held-out metrics "
-        "were computed, else why nothing was held out (`heldout` is then empty and the fit used every game: "
-        "holdout 0, or a ladder of one or a few matchups that the split could not divide)."
+        "game was a draw); restart agreement; identifiability of the fit (each list cut to its first 100 "
+        "players or components, a component to 100 players: `counts` gives the full lengths, `truncated` says "
+        "whether anything was cut, and `GET …/identifiability?ratings=refit` lists them all). `heldout_note`: null "
+        "when held-out metrics were computed, else why nothing was held out (`heldout` is then empty and the fit "
+        "used every game: holdout 0, or a ladder of one or a few matchups that the split could not divide)."
     )
     error: str | None
     after_game: int | None = Field(description="The refit saw the games up to this one (its number in the ladder).")

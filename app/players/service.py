@@ -75,26 +75,23 @@ def _provisional(table: Table, k: int) -> np.ndarray:
     """
 
     def compute() -> np.ndarray:
-        flags = table.counts[:, 4] < ELO_RESULTS
-        found = [table.row(key) for key in table.placement.outside_field]
-        flags[[row for row in found if row is not None]] = True
-        return flags
+        return (table.counts[:, 4] < ELO_RESULTS) | table.placement.is_outside(table.ids)
 
     return table.derived(("provisional", k), compute)
 
 
 def _provisional_reason(table: Table, k: int, n: int) -> str | None:
-    comparisons, key = int(table.counts[n, 4]), table.keys[n]
+    comparisons, ids = int(table.counts[n, 4]), table.ids[n : n + 1]
     if comparisons < ELO_RESULTS:
         return f"{comparisons} of the {ELO_RESULTS} results against others needed to place a rating"
-    if key in table.placement.outside_field:
+    if table.placement.is_outside(ids)[0]:
         return (
             "the latest applied refit found they have not both won and lost (or drawn) against the connected "
             "field, so no rating places them against it yet"
         )
     if comparisons < 2 * k + 1:
         why = f"{comparisons} of the {2 * k + 1} results against others needed to pin down all {2 * k} coordinates"
-    elif key in table.placement.not_comparable:
+    elif table.placement.is_not_comparable(ids)[0]:
         why = "the latest applied refit found their results do not pin down every coordinate"
     else:
         return None

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.orm import Session, defer
 
 from app.models import Checkpoint, Game, Refit
-from app.storage import cache
+from app.storage import cache, codec
 
 
 def insert(session: Session, ladder_id: int, params: dict, owner: str, log_games: int | None = None) -> Refit:
@@ -51,7 +52,8 @@ def update(session: Session, refit_id: int, values: dict) -> Refit:
 def recent(session: Session, ladder_id: int, limit: int, reports: bool = True) -> list[Refit]:
     """The latest jobs, newest first, without their vectors (and without their reports unless asked)."""
     query = select(Refit).where(Refit.ladder_id == ladder_id).order_by(Refit.id.desc()).limit(limit)
-    heavy = [defer(Refit.player_ids), defer(Refit.vectors)] + ([] if reports else [defer(Refit.result)])
+    blobs = (Refit.player_ids, Refit.vectors, Refit.not_comparable_ids, Refit.outside_field_ids)
+    heavy = [defer(column) for column in blobs] + ([] if reports else [defer(Refit.result)])
     return list(session.scalars(query.options(*heavy)))
 
 
@@ -74,20 +76,47 @@ def latest_done(session: Session, ladder_id: int) -> Refit | None:
     )
 
 
+def _none() -> np.ndarray:
+    return np.empty(0, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class Placement:
-    """What the latest applied refit found about who its results place (mathematics §10), by player key."""
+    """What the latest applied refit found about who its results place (mathematics §10), as sorted player ids."""
 
     #: Not comparable on every coordinate: their cyclic coordinates are not pinned down yet.
-    not_comparable: frozenset[str] = frozenset()
+    not_comparable: np.ndarray = field(default_factory=_none)
     #: Outside the largest strongly connected component of the "beat" graph: not even an Elo-scale rating
     #: places them against the rest (they never both beat and lost to, or drew with, that field).
-    outside_field: frozenset[str] = frozenset()
+    outside_field: np.ndarray = field(default_factory=_none)
+
+    @staticmethod
+    def of(not_comparable: np.ndarray, outside_field: np.ndarray) -> Placement:
+        return Placement(np.unique(not_comparable).astype(np.int64), np.unique(outside_field).astype(np.int64))
+
+    def packed(self) -> dict[str, bytes]:
+        """The columns of a refit that hold it."""
+        return {
+            "not_comparable_ids": codec.pack_ids(self.not_comparable),
+            "outside_field_ids": codec.pack_ids(self.outside_field),
+        }
+
+    def is_outside(self, ids: np.ndarray) -> np.ndarray:
+        return _among(ids, self.outside_field)
+
+    def is_not_comparable(self, ids: np.ndarray) -> np.ndarray:
+        return _among(ids, self.not_comparable)
+
+
+def _among(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """Which of ``ids`` are in ``sorted_ids``: a binary search each (one player's check costs log n)."""
+    at = np.minimum(np.searchsorted(sorted_ids, ids), max(len(sorted_ids) - 1, 0))
+    return sorted_ids[at] == ids if len(sorted_ids) else np.zeros(len(ids), dtype=bool)
 
 
 def placement(session: Session, ladder_id: int) -> Placement:
     """:class:`Placement` from the latest applied refit (a refit nobody applied changes nothing shown); each
-    report is parsed once per process."""
+    is read once per process."""
     latest = session.execute(
         select(Refit.id, Refit.applied_at)
         .where(Refit.ladder_id == ladder_id, Refit.status == "done", Refit.applied_at.is_not(None))
@@ -96,17 +125,15 @@ def placement(session: Session, ladder_id: int) -> Placement:
     ).first()
     if latest is None:
         return Placement()
-    parsed = cache.of(session, "placement")  # by (refit id, applied at): an applied report never changes
-    found = parsed.get(tuple(latest))
+    read = cache.of(session, "placement")  # by (refit id, applied at): an applied refit never changes
+    found = read.get(tuple(latest))
     if found is None:
-        report = session.scalar(select(Refit.result).where(Refit.id == latest.id))["identifiability"]
-        components = report["components"]
-        field = max(components, key=len) if components else []
-        outside = {key for group in components if group is not field for key in group}
-        found = Placement(frozenset(row["key"] for row in report["not_comparable"]), frozenset(outside))
-        if len(parsed) >= 1024:
-            parsed.clear()
-        parsed[tuple(latest)] = found
+        query = select(Refit.not_comparable_ids, Refit.outside_field_ids).where(Refit.id == latest.id)
+        not_comparable, outside = session.execute(query).one()
+        found = Placement(codec.unpack_ids(not_comparable or b""), codec.unpack_ids(outside or b""))
+        if len(read) >= 1024:
+            read.clear()
+        read[tuple(latest)] = found
     return found
 
 

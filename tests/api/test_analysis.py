@@ -297,6 +297,33 @@ def test_only_an_applied_refit_changes_who_is_provisional(client):
     assert provisional()["p5"] is True
 
 
+def test_a_refit_lists_its_first_100_unplaced_players_and_places_them_all(client):
+    """150 players who beat the clique three times and never lost: the refit's result lists 100 of them (with the
+    full counts), ``/identifiability?ratings=refit`` all 150, and once applied every one of them is provisional:
+    what a refit found is kept whole beside the result, by player id."""
+    key = make_ladder(client, k=1, eta=0.0)
+    h = bearer(key)
+    for name, vec in SEED_7_2.items():
+        client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=h)
+    clique = [
+        game(w, lo) for w, lo in [("p1", "p2"), ("p2", "p1"), ("p2", "p3"), ("p3", "p2"), ("p1", "p3"), ("p3", "p1")]
+    ]
+    unbeaten = [game(f"u{n}", lo) for n in range(150) for lo in ("p1", "p2", "p3")]
+    assert client.post("/v1/ladders/test/games/batch", json={"games": clique + unbeaten}, headers=h).status_code == 201
+    job = wait(client, client.post("/v1/ladders/test/refits", json={"restarts": 1}, headers=h).headers["location"])
+    found = job["result"]["identifiability"]
+    assert found["truncated"] and found["counts"]["components"] == 152 and len(found["components"]) == 100
+    whole = client.get("/v1/ladders/test/identifiability?ratings=refit").json()["not_comparable"]
+    assert found["counts"]["not_comparable"] == len(whole) > 150 and found["not_comparable"] == whole[:100]
+    assert client.post(f"/v1/ladders/test/refits/{job['id']}/apply", headers=h).status_code == 200
+    rows = {
+        row["key"]: row["provisional"] for row in client.get("/v1/ladders/test/leaderboard?limit=200").json()["items"]
+    }
+    assert {key for key, provisional in rows.items() if provisional} == {f"u{n}" for n in range(150)} | {"p4"}
+    u149 = client.get("/v1/ladders/test/players/u149").json()
+    assert u149["provisional"] and "not both won and lost" in u149["provisional_reason"]
+
+
 @pytest.mark.parametrize("k", [1, 2, 3])
 def test_a_small_ladder_with_ordinary_play_stays_established_at_any_k(client, k):
     """Six colleagues, fifty games: everyone has won and lost against the others, so nobody is provisional, before

@@ -173,7 +173,7 @@ def random_table(n: int, seed: int) -> Table:
         created=np.zeros(n, dtype=np.int64),
         active=rng.random(n) > 0.1,
         strength_then=np.full(n, np.nan),
-        placement=Placement(outside_field=frozenset(keys[rng.choice(n, 30, replace=False)].tolist())),
+        placement=Placement.of(np.empty(0), rng.choice(n, 30, replace=False)),
     )
 
 
