@@ -81,6 +81,11 @@ def _used(db: Database, key_id: int) -> None:
         storage.keys.used(session, key_id)
 
 
+#: At most this many changed players are read on the event loop to catch a table up (a millisecond's work);
+#: more (a refit applied to a large ladder rewrites every row) are read in a thread.
+CHANGED_HERE = 1000
+
+
 async def table(db: Database, ladder: LadderRow) -> Table:
     """The ladder's player table as of ``ladder.version`` or later: this process's copy if it is current, else
     brought up to date from the rows this worker's own commits wrote (:func:`app.storage.players.follow`), then
@@ -98,8 +103,10 @@ async def table(db: Database, ladder: LadderRow) -> Table:
         held = await anyio.to_thread.run_sync(storage.players.settled, engine, ladder.id)
         if held is not None and held.version >= ladder.version:
             return held
-        if held is not None and held.version >= ladder.reset_version:
-            rows = await db.fetch(storage.players.CHANGED, (ladder.id, held.version))
+        following, rows = held is not None and held.version >= ladder.reset_version, []
+        if following:
+            rows = await db.fetch(storage.players.CHANGED + " LIMIT ?", (ladder.id, held.version, CHANGED_HERE + 1))
+        if following and len(rows) <= CHANGED_HERE:
 
             def catch_up() -> Table:
                 stamp = storage.players.time_converter(engine.dialect)
@@ -111,7 +118,7 @@ async def table(db: Database, ladder: LadderRow) -> Table:
 
             return await anyio.to_thread.run_sync(catch_up)
 
-        def load() -> Table:
+        def load() -> Table:  # anew, or caught up by more rows than a read on the event loop may hold it for
             with db.reading() as session:
                 return storage.players.table(session, ladder)
 
