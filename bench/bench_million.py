@@ -18,6 +18,9 @@ transaction per 200,000 games), then one uvicorn worker on loopback:
   identifiability and intransitivity answer 202 while they are computed in a
   child process: polled every second), and how long the first answer took;
 * the void of the first game, a merge of two players, an export: seconds each;
+* kill -9 of the worker while a refit runs and four clients post games under
+  Idempotency-Keys, a restart, the unanswered posts retried: every
+  acknowledged game kept, each game counted once, the refit marked failed;
 * ``/healthz`` probed every 100 ms throughout: the slowest answer.
 
 Each figure at the large size is printed beside the small one's, from the
@@ -88,7 +91,7 @@ def seed(url: str, players: int) -> tuple[str, float]:
 
 class Probe(threading.Thread):
     """GET /healthz every 100 ms; the slowest answer (ms), overall and during each phase (``phase``: what the
-    bench is doing)."""
+    bench is doing). While the worker is down (killed on purpose) there is no answer to time."""
 
     def __init__(self, base: str) -> None:
         super().__init__(daemon=True)
@@ -99,7 +102,10 @@ class Probe(threading.Thread):
         with httpx.Client(timeout=30) as client:
             while not self.done.wait(0.1):
                 t = time.perf_counter()
-                client.get(self.base + "/healthz")
+                try:
+                    client.get(self.base + "/healthz")
+                except httpx.TransportError:  # the worker killed on purpose, not started yet
+                    continue
                 ms = (time.perf_counter() - t) * 1e3
                 self.worst = max(self.worst, ms)
                 self.by_phase[self.phase] = max(self.by_phase.get(self.phase, 0.0), ms)
@@ -160,6 +166,68 @@ def refit_under_posts(server: Server, client: httpx.Client, env: dict, seconds: 
     return refit | {"peak_mb": peak}, posts
 
 
+def crash_under_refit_and_posts(server: Server, url: str, key: str, players: int, seconds: int) -> tuple[Server, dict]:
+    """kill -9 the worker while a refit of the ladder runs and four clients post games, each under its own
+    Idempotency-Key; start it again, post again every game whose answer never came (the same key): every
+    acknowledged game is there, and each posted game counts once. (The new server, the figures.)"""
+    h = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=server.base, timeout=30) as client:
+        before = client.get("/v1/ladders/bench").json()["games"]
+        job = client.post("/v1/ladders/bench/refits", json={}, headers=h).json()
+    sent: list[tuple[str, dict]] = []
+    acked: set[str] = set()
+    stop = threading.Event()
+
+    def poster(n: int) -> None:
+        rng = np.random.default_rng(n)
+        with httpx.Client(base_url=server.base, timeout=30) as client:
+            while not stop.is_set():
+                a, b = rng.choice(players, 2, replace=False).tolist()
+                game, key_ = (
+                    {"sides": [{"players": [f"p{a}"], "rank": 1}, {"players": [f"p{b}"], "rank": 2}]},
+                    f"crash-{n}-{len(sent)}",
+                )
+                sent.append((key_, game))
+                try:
+                    if (
+                        client.post(
+                            "/v1/ladders/bench/games", json=game, headers=h | {"Idempotency-Key": key_}
+                        ).status_code
+                        == 201
+                    ):
+                        acked.add(key_)
+                except httpx.TransportError:
+                    return
+
+    threads = [threading.Thread(target=poster, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    server.proc.kill()  # kill -9, the refit's process dies with it
+    server.proc.wait()
+    stop.set()
+    for thread in threads:
+        thread.join()
+    t = time.perf_counter()
+    server = Server(url)
+    restart = time.perf_counter() - t
+    with httpx.Client(base_url=server.base, timeout=60) as client:
+        after_crash = client.get("/v1/ladders/bench").json()["games"]
+        for key_, game in sent:  # the retries of games whose answer never came: applied once
+            if key_ not in acked:
+                client.post("/v1/ladders/bench/games", json=game, headers=h | {"Idempotency-Key": key_})
+        after_retries = client.get("/v1/ladders/bench").json()["games"]
+        refit = client.get(f"/v1/ladders/bench/refits/{job['id']}").json()
+    return server, {
+        "posted": len(sent),
+        "acknowledged": len(acked),
+        "acknowledged_kept": before + len(acked) <= after_crash,
+        "games_after_retries_as_posted": after_retries == before + len(sent),
+        "restart_s": restart,
+        "refit_after": refit["status"],
+    }
+
+
 def run(url: str, players: int, seconds: int) -> dict:
     key, import_rate = seed(url, players)
     env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players)}
@@ -188,8 +256,12 @@ def run(url: str, players: int, seconds: int) -> dict:
             out["merge"] = timed(client, "POST", "/v1/ladders/bench/players/p1/merge", json={"into": "p2"}, headers=h)
             probe.phase = "export"
             out["export"] = timed(client, "GET", "/v1/ladders/bench/export", headers=h)
-            out["audit_after"] = client.get("/v1/ladders/bench/audit").json()
             out["resident_mb_end"] = resident_mb(server.proc.pid)
+        probe.phase = "kill -9"
+        server, out["crash"] = crash_under_refit_and_posts(server, url, key, players, seconds)
+        probe.base = server.base
+        with httpx.Client(base_url=server.base, timeout=600) as client:
+            out["audit_after"] = client.get("/v1/ladders/bench/audit").json()
     finally:
         probe.done.set()
         probe.join()
@@ -210,6 +282,7 @@ PHASES = (
     "void",
     "merge",
     "export",
+    "kill -9",
 )
 ROWS = [
     ("import (games/s)", lambda r: r["import_games_per_s"], "{:,.0f}"),
@@ -241,7 +314,16 @@ ROWS = [
         lambda r: ", ".join(f"{r['healthz_worst_ms_by_phase'].get(p, 0):.0f}" for p in PHASES),
         "{}",
     ),
-    ("audit consistent", lambda r: r["audit_after"]["consistent"], "{}"),
+    (
+        "kill -9 during a refit and posts: games posted, acknowledged; all acknowledged kept; each counted once "
+        "after the retries; restart (s); the refit after",
+        lambda r: (
+            f"{r['crash']['posted']:,}, {r['crash']['acknowledged']:,}; {r['crash']['acknowledged_kept']}; "
+            f"{r['crash']['games_after_retries_as_posted']}; {r['crash']['restart_s']:.1f}; {r['crash']['refit_after']}"
+        ),
+        "{}",
+    ),
+    ("audit consistent (after all of it)", lambda r: r["audit_after"]["consistent"], "{}"),
 ]
 
 

@@ -149,3 +149,22 @@ def test_the_apply_route_replays_the_log_before_it_takes_the_locks(client, monke
     assert replays == [] and job["status"] == "done"
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
     assert np.isfinite([v for row in _vectors(client, "test").values() for v in row]).all()
+
+
+def test_a_refit_whose_players_were_merged_since_is_not_applied(client):
+    """Newcomers x and y play after refit A and before refit B, then y is merged into x: B (which fitted y) is
+    refused with a 409 and changes nothing; A (which never saw them) is applied."""
+    h = bearer(make_ladder(client, "test", k=1))
+    client.post("/v1/ladders/test/games/batch", json={"games": disc_games(120)}, headers=h)
+    before_them = _refit(client, "test", h)
+    for newcomer, opponent in [("x", "d0"), ("y", "d1")]:
+        duel = {"sides": [{"players": [newcomer], "rank": 1}, {"players": [opponent], "rank": 2}]}
+        assert client.post("/v1/ladders/test/games", json=duel, headers=h).status_code == 201
+    with_them = _refit(client, "test", h)
+    assert client.post("/v1/ladders/test/players/y/merge", json={"into": "x"}, headers=h).status_code == 200
+    vectors = _vectors(client, "test")
+    refused = client.post(f"/v1/ladders/test/refits/{with_them}/apply", headers=h)
+    assert refused.status_code == 409 and "merged since" in refused.json()["detail"], refused.text
+    assert _vectors(client, "test") == vectors
+    assert client.post(f"/v1/ladders/test/refits/{before_them}/apply", headers=h).status_code == 200
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
