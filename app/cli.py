@@ -371,7 +371,7 @@ def cmd_ladders(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
     with db.reading() as session:
         rows = []
-        for ladder in storage.ladders.all_ladders(session):
+        for ladder in storage.ladders.page_of_ladders(session, None, None, private=True):
             players, games = storage.ladders.sizes(session, ladder.id)
             rows.append([ladder.slug, ladder.name or "", ladder.k, players, games, "yes" if ladder.private else "no"])
     db.dispose()
@@ -398,7 +398,7 @@ def cmd_keys(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
     if args.action == "list":
         with db.reading() as session:
-            found = ladders.list_keys(session, _ladder(session, args.ladder))
+            found = ladders.list_keys(session, _ladder(session, args.ladder), None, None).items
         rows = [
             [k.id, k.name, k.role, _when(k.created_at), _when(k.last_used_at), _when(k.expires_at),
              "revoked" if k.revoked_at else ""]

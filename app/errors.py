@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 PROBLEM_JSON = "application/problem+json"
@@ -40,11 +41,30 @@ class Forbidden(Problem):
     status, title, slug = 403, "Forbidden", "forbidden"
 
 
-class Conflict(Problem):
+#: A detail that starts by naming its field (``into: …``).
+_FIELD_PREFIX = re.compile(r"^[a-z_][a-z0-9_.\[\]]*: ")
+
+
+class _Explained(Problem):
+    """A problem with the request's content (409, 422): its ``errors`` name each field and say what is wrong with
+    it. Where a caller gives no list, or an entry without a message, they come from ``field`` (else the detail's
+    ``field:`` prefix) and the detail's words."""
+
+    def __init__(self, detail: str, errors: list[dict] | None = None, field: str | None = None, **extra: Any) -> None:
+        prefix, said = detail.split(": ", 1) if _FIELD_PREFIX.match(detail) else (None, detail)
+        entries = errors or [{"field": field or prefix or "body"}]
+        complete = [
+            e | {"field": e.get("field") or field or prefix or "body", "message": e.get("message") or said}
+            for e in entries
+        ]
+        super().__init__(detail, errors=complete, **extra)
+
+
+class Conflict(_Explained):
     status, title, slug = 409, "Conflict", "conflict"
 
 
-class InvalidInput(Problem):
+class InvalidInput(_Explained):
     status, title, slug = 422, "Invalid input", "invalid-input"
 
 

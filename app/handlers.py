@@ -16,6 +16,7 @@ from starlette.routing import Match
 
 from app.errors import PROBLEM_JSON, InvalidInput, Problem, Unavailable
 from app.rating import RatingInputError
+from app.schemas import PATTERNS
 
 log = logging.getLogger("melo")
 
@@ -36,6 +37,18 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
     return out or "body"
 
 
+def _message(error: dict) -> str:
+    """Pydantic's message for people: without its "Value error, " prefix, and a pattern as the rule it stands for
+    (:data:`app.schemas.PATTERNS`), not as a regular expression."""
+    if error["type"] == "string_pattern_mismatch":
+        pattern = (error.get("ctx") or {}).get("pattern")
+        return PATTERNS.get(pattern, "has characters or a form this field does not take")
+    message = error["msg"]
+    for prefix in ("Value error, ", "Assertion failed, "):
+        message = message.removeprefix(prefix)
+    return message
+
+
 def install(app: FastAPI) -> None:
     """Register the handlers that turn every error into problem+json."""
 
@@ -53,7 +66,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
         errors = [
-            {"field": "body" if e["type"] == "json_invalid" else _field(e["loc"]), "message": e["msg"]}
+            {"field": "body" if e["type"] == "json_invalid" else _field(e["loc"]), "message": _message(e)}
             for e in exc.errors()
         ]
         detail = "; ".join(f"{e['field']}: {e['message']}" for e in errors)

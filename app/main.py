@@ -12,6 +12,7 @@ import anyio.to_thread
 import fastapi.routing
 from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.routing import APIRoute
 
 from app import errors, handlers, jobs
 from app.analysis import auto, refits
@@ -103,6 +104,31 @@ def _schema_problem(db: Database, at_start: bool) -> str | None:
         return None
 
 
+#: Operation ids that are not the camelCase of the route's function name (which names most of them: post_game is
+#: postGame): every id says what the call does, as a verb and what it acts on, for generated clients.
+OPERATION_IDS = {
+    "healthz": "getHealth",
+    "readyz": "getReadiness",
+    "metrics": "getMetrics",
+    "leaderboard": "getLeaderboard",
+    "history": "getPlayerHistory",
+    "opponents": "suggestOpponents",
+    "fair_teams": "makeFairTeams",
+    "post_batch": "postGames",
+    "void_game_by_post": "voidGameByPost",
+    "audit": "getAudit",
+    "identifiability": "getIdentifiability",
+    "intransitivity": "getIntransitivity",
+    "canonical": "getCanonical",
+}
+
+
+def operation_id(route: APIRoute) -> str:
+    """The route's operationId in the OpenAPI document (:data:`OPERATION_IDS`, else its name in camelCase)."""
+    first, *rest = OPERATION_IDS.get(route.name, route.name).split("_")
+    return first + "".join(word.capitalize() for word in rest)
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
 
@@ -148,6 +174,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         # What any operation may answer: a malformed or oversized request, a wrong method, a database that is down.
         responses=errors.problems(400, 405, 413, 422, 503),
         dependencies=[Depends(known_query)],  # an unknown query parameter is a 422, not silently ignored
+        generate_unique_id_function=operation_id,
     )
     app.state.settings = settings
     app.state.schema_checked = False

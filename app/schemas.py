@@ -20,11 +20,18 @@ def printable(value: str) -> str:
     return value
 
 
-Slug = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]{0,63}$")]
+SLUG = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+PLAYER_KEY = r"^[^\s/]+(?: [^\s/]+)*$"
+#: What each pattern asks for, as a 422 says it.
+PATTERNS = {
+    SLUG: "must be 1-64 lowercase letters, digits, '-' or '_', starting with a letter or a digit (e.g. office-pong)",
+    PLAYER_KEY: "must have no '/', no tab or line break, and single spaces only between words (e.g. ann or Ann Lee)",
+}
+Slug = Annotated[str, StringConstraints(pattern=SLUG)]
 #: A player's key: printable, no ``/``, single spaces between words, 1-128 characters.
 PlayerKey = Annotated[
     str,
-    StringConstraints(min_length=1, max_length=128, pattern=r"^[^\s/]+(?: [^\s/]+)*$"),
+    StringConstraints(min_length=1, max_length=128, pattern=PLAYER_KEY),
     AfterValidator(printable),
 ]
 #: A name, reason or client-chosen id: printable text of at most ``n`` characters.

@@ -161,7 +161,7 @@ def run(db: str, url: str, players: int, seconds: int, auto_refit: bool, workers
             runs[f"GET /predict, {c} conn"] = wrk(server.base, "/", "predict", c, seconds, env)
             runs[f"GET /leaderboard, {c} conn"] = wrk(server.base, board, "plain", c, seconds, env)
         audit = httpx.get(server.base + "/v1/ladders/bench/audit", timeout=600).json()
-        refits = [job["status"] for job in httpx.get(server.base + "/v1/ladders/bench/refits").json()]
+        refits = [job["status"] for job in httpx.get(server.base + "/v1/ladders/bench/refits").json()["items"]]
     finally:
         server.stop()
     base = runs["trivial async endpoint, 16 conn"]["rps"]

@@ -128,7 +128,7 @@ def run(db: str, url: str, players: int, games: int, seconds: int) -> dict:
         assert httpx.patch(base, json={"auto_refit": True}, headers=h).status_code == 200
         long = max(4 * seconds, 30)
         auto, _ = posts_while(server.base, env, long, dict)
-        automatic = [job for job in httpx.get(base + "/refits").json() if job["params"].get("auto")]
+        automatic = [job for job in httpx.get(base + "/refits").json()["items"] if job["params"].get("auto")]
         audit = httpx.get(base + "/audit", timeout=600).json()
     finally:
         server.stop()

@@ -29,6 +29,7 @@ from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
 from app.replays import Prepared, prepare, replay_log, replay_prepared
+from app.schemas import Page
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
 
@@ -57,7 +58,7 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
     if storage.ladders.sizes(session, ladder.id)[1] == 0:
         voided = storage.ladders.counted_sizes(session, ladder.id, voided=True)[1]
         why = f" (its {voided} game{'s are' if voided > 1 else ' is'} voided)" if voided else ""
-        raise Conflict(f"Ladder {ladder.slug!r} has no games to fit yet{why}.")
+        raise Conflict(f"Ladder {ladder.slug!r} has no games to fit yet{why}.", field="slug")
     now = datetime.now(UTC)
     since = (now - STALE_QUEUED, now - STALE)
     if storage.refits.active(session, ladder.id, *since) >= MAX_ACTIVE_PER_LADDER:
@@ -292,8 +293,12 @@ def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:
     return job
 
 
-def list_refits(session: Session, ladder: LadderRow, limit: int) -> list[RefitOut]:
-    return [refit_out(session, job) for job in storage.refits.recent(session, ladder.id, limit)]
+def list_refits(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[RefitOut]:
+    jobs = storage.refits.recent(session, ladder.id, limit + 1, before=cursor)
+    jobs, more = jobs[:limit], len(jobs) > limit
+    return Page[RefitOut](
+        items=[refit_out(session, job) for job in jobs], next_cursor=str(jobs[-1].id) if more else None
+    )
 
 
 def refit_out(session: Session, job: Refit) -> RefitOut:
@@ -340,16 +345,21 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     and the games committed since replayed on top: the writer's lock is held for writes, not for reading and
     replaying the log (a stale one is dropped and the log replayed here)."""
     if job.status != "done":
-        raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.")
+        raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.", field="refit_id")
     storage.players.lock_all(session, ladder.id)
     ladder = storage.ladders.by_id(session, ladder.id) or ladder  # its settings as they are under the lock
     if storage.refits.games_up_to(session, ladder.id, job.after_game_id) != job.result["games"]:
-        raise Conflict("The log changed below the refit's last game (a late commit or a void); run the refit again.")
+        raise Conflict(
+            "The log changed below the refit's last game (a late commit or a void); run the refit again.",
+            field="refit_id",
+        )
     fitted = storage.codec.unpack_ids(job.player_ids)
     if not storage.players.all_exist(session, ladder.id, fitted):
-        raise Conflict("Players the refit fitted were merged since; run the refit again.")
+        raise Conflict("Players the refit fitted were merged since; run the refit again.", field="refit_id")
     if len(job.vectors or b"") != 8 * 2 * ladder.k * len(fitted):
-        raise Conflict(f"The refit fitted vectors of another k than the ladder's k = {ladder.k}; run it again.")
+        raise Conflict(
+            f"The refit fitted vectors of another k than the ladder's k = {ladder.k}; run it again.", field="refit_id"
+        )
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
     replayed = None
     if prepared is not None and prepared.checkpoint.refit_id == job.id:

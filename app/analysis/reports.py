@@ -80,10 +80,15 @@ def identifiability(
     if ratings == "refit":
         job = storage.refits.latest_done(session, ladder.id)
         if job is None:
-            raise Conflict("This ladder has no finished refit yet: POST …/refits first, or use ratings=current.")
+            raise Conflict(
+                "This ladder has no finished refit yet: POST …/refits first, or use ratings=current.", field="ratings"
+            )
         ids = storage.codec.unpack_ids(job.player_ids)
         if len(job.vectors or b"") != 8 * 2 * ladder.k * len(ids):
-            raise Conflict(f"The latest refit fitted another k than the ladder's k = {ladder.k}: run a refit again.")
+            raise Conflict(
+                f"The latest refit fitted another k than the ladder's k = {ladder.k}: run a refit again.",
+                field="ratings",
+            )
         C[np.searchsorted(state.player_ids, ids)] = storage.codec.unpack_matrix(job.vectors, 2 * ladder.k)
     found = identify(C, state.log, len(state.keys))
     progress(0.9)

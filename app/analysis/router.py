@@ -20,7 +20,7 @@ from app.analysis.schemas import (
 from app.cursors import decode_cursor, is_id
 from app.deps import CallerDep, DatabaseDep, IdPath
 from app.errors import LADDER_ACCESS, problems
-from app.schemas import ReportPending
+from app.schemas import MAX_ID, Page, ReportPending
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)
 
@@ -37,13 +37,17 @@ def start_refit(slug: str, params: RefitIn, db: DatabaseDep, caller: CallerDep, 
     return out
 
 
-@router.get("/refits", response_model=list[RefitOut], responses=problems(404, 422))
+@router.get("/refits", response_model=Page[RefitOut], responses=problems(404, 422))
 def list_refits(
-    slug: str, db: DatabaseDep, caller: CallerDep, limit: Annotated[int, Query(ge=1, le=100)] = 20
-) -> list[RefitOut]:
+    slug: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=100)] = 20,
+    cursor: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")] = None,
+) -> Page[RefitOut]:
     """The ladder's refits, newest first: those posted, and those its auto-refit policy started (`params.auto`)."""
     with db.reading() as session:
-        return refits.list_refits(session, readable(session, slug, caller), limit)
+        return refits.list_refits(session, readable(session, slug, caller), limit, cursor)
 
 
 @router.get("/refits/{refit_id}", response_model=RefitOut, responses=problems(404))

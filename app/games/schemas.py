@@ -60,6 +60,19 @@ class GameIn(StrictModel):
 class BatchIn(StrictModel):
     games: list[GameIn] = Field(min_length=1)
 
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {
+            "examples": [
+                {
+                    "games": [
+                        {"sides": [{"players": ["ann"], "rank": 1}, {"players": ["bob"], "rank": 2}]},
+                        {"sides": [{"players": ["bob"], "rank": 1}, {"players": ["cy"], "rank": 1}]},
+                    ]
+                }
+            ]
+        }
+    }
+
 
 class PlayerChange(BaseModel):
     key: str
@@ -97,6 +110,8 @@ class GameOut(BaseModel):
 
 class VoidIn(StrictModel):
     reason: Reason | None = Field(None, description="Why, for the audit trail (e.g. `wrong winner`).")
+
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"reason": "wrong winner"}]}}
 
 
 class BatchOut(BaseModel):

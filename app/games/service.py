@@ -138,7 +138,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         names = {key: name for n in reversed(members) for key, name in posts[n].names.items()}
         locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, _initial(ladder), names)
         if len(locked.index) < len(set(keys)):
-            raise Conflict("a player disappeared while the game was applied")  # retried one by one
+            raise Conflict("a player disappeared while the game was applied", field="sides")  # retried one by one
         # A concurrent identical request (another worker) may have committed while we waited for the locks.
         for n in list(members):
             key = posts[n].record_key

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Request, Response
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request, Response
 
 from app import reads
 from app.access import ladder_for, readable
@@ -19,6 +21,7 @@ from app.ladders.schemas import (
     LadderOut,
     LadderPatch,
 )
+from app.schemas import MAX_ID, Page
 
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 
@@ -34,11 +37,16 @@ def create_ladder(data: LadderCreate, db: DatabaseDep, caller: CallerDep) -> Lad
         return service.create_ladder(session, data)
 
 
-@router.get("", response_model=list[LadderOut])
-def list_ladders(db: DatabaseDep, caller: CallerDep) -> list[LadderOut]:
-    """Every public ladder, by slug (with the server admin key, the private ones too)."""
+@router.get("", response_model=Page[LadderOut], responses=problems(422))
+def list_ladders(
+    db: DatabaseDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[str | None, Query(max_length=400, description="`next_cursor` of the previous page.")] = None,
+) -> Page[LadderOut]:
+    """The public ladders, by slug (with the server admin key, the private ones too), a page at a time."""
     with db.reading() as session:
-        return service.list_ladders(session, caller)
+        return service.list_ladders(session, caller, limit, cursor)
 
 
 @router.get("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404))
@@ -78,11 +86,18 @@ def create_key(slug: str, data: KeyCreate, db: DatabaseDep, caller: CallerDep) -
         return service.create_key(session, ladder_for(session, slug, caller, "admin"), data)
 
 
-@router.get("/{slug}/keys", response_model=list[KeyOut], responses=problems(401, 403, 404))
-def list_keys(slug: str, db: DatabaseDep, caller: CallerDep) -> list[KeyOut]:
-    """The ladder's keys, without their secrets, with when each was last used (an admin key of the ladder)."""
+@router.get("/{slug}/keys", response_model=Page[KeyOut], responses=problems(401, 403, 404, 422))
+def list_keys(
+    slug: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    cursor: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")] = None,
+) -> Page[KeyOut]:
+    """The ladder's keys in the order they were made, without their secrets, with when each was last used (an
+    admin key of the ladder)."""
     with db.reading() as session:
-        return service.list_keys(session, ladder_for(session, slug, caller, "admin"))
+        return service.list_keys(session, ladder_for(session, slug, caller, "admin"), limit, cursor)
 
 
 @router.delete("/{slug}/keys/{key_id}", response_model=KeyOut, responses=problems(401, 403, 404, 409, 422))

@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, refit_policy, storage
 from app.access import Caller
+from app.cursors import decode_cursor, encode_cursor
 from app.errors import Conflict, InvalidInput, NotFound
 from app.ladders.schemas import (
     DEFAULT_INIT_V0,
@@ -26,6 +27,7 @@ from app.ladders.schemas import (
     SeatOut,
 )
 from app.replays import replay_log
+from app.schemas import Page
 from app.security import hash_key, new_key
 from app.storage.keys import KeyRow
 from app.storage.ladders import LadderRow
@@ -46,7 +48,7 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
     }
     ladder = storage.ladders.insert(session, values)
     if ladder is None:
-        raise Conflict(f"A ladder {data.slug!r} exists already.")
+        raise Conflict(f"A ladder {data.slug!r} exists already.", field="slug")
     storage.keys.insert(session, ladder.id, "created with the ladder", "admin", hash_key(key))
     return LadderCreated(**ladder_out(session, ladder).model_dump(), admin_key=key, write_key=key)
 
@@ -63,10 +65,15 @@ def delete_ladder(session: Session, ladder: LadderRow, confirm: LadderDelete) ->
     return LadderDeleted(slug=ladder.slug, players=players, games=games)
 
 
-def list_ladders(session: Session, caller: Caller) -> list[LadderOut]:
-    """Every ladder, by slug; private ones only for the server admin key."""
-    ladders = storage.ladders.all_ladders(session)
-    return [ladder_out(session, ladder) for ladder in ladders if caller.server_admin or not ladder.private]
+def list_ladders(session: Session, caller: Caller, limit: int, cursor: str | None) -> Page[LadderOut]:
+    """A page of the ladders, by slug; private ones only for the server admin key."""
+    after = decode_cursor(cursor, lambda value: isinstance(value, str)) if cursor is not None else None
+    ladders = storage.ladders.page_of_ladders(session, limit + 1, after, private=caller.server_admin)
+    ladders, more = ladders[:limit], len(ladders) > limit
+    return Page[LadderOut](
+        items=[ladder_out(session, ladder) for ladder in ladders],
+        next_cursor=encode_cursor(ladders[-1].slug) if more else None,
+    )
 
 
 def ladder_out(session: Session, ladder: LadderRow) -> LadderOut:
@@ -187,8 +194,11 @@ def create_key(session: Session, ladder: LadderRow, data: KeyCreate) -> KeyCreat
     return KeyCreated(**_key_out(key).model_dump(), key=secret)
 
 
-def list_keys(session: Session, ladder: LadderRow) -> list[KeyOut]:
-    return [_key_out(key) for key in storage.keys.all_keys(session, ladder.id)]
+def list_keys(session: Session, ladder: LadderRow, limit: int | None, cursor: int | None) -> Page[KeyOut]:
+    keys = storage.keys.page_of_keys(session, ladder.id, None if limit is None else limit + 1, cursor)
+    more = limit is not None and len(keys) > limit
+    keys = keys[:limit]
+    return Page[KeyOut](items=[_key_out(key) for key in keys], next_cursor=str(keys[-1].id) if more else None)
 
 
 def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:

@@ -96,7 +96,7 @@ def history(
         return JSONResponse(service.history(session, readable(session, slug, caller), key, limit, cursor))
 
 
-@router.get("/players/{key}/opponents", response_model=list[OpponentItem], responses=problems(404, 503))
+@router.get("/players/{key}/opponents", response_model=Page[OpponentItem], responses=problems(404, 422, 503))
 async def opponents(
     slug: str,
     key: str,
@@ -104,17 +104,22 @@ async def opponents(
     caller: CallerDep,
     request: Request,
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
+    cursor: Annotated[
+        int | None,
+        Query(ge=1, le=service.MAX_OPPONENTS - 1, description="`next_cursor` of the previous page."),
+    ] = None,
     purpose: Literal["balanced", "comparable"] = "balanced",
 ) -> JSONResponse:
     """Who to play next. `purpose=balanced`: the players against whom the win probability is closest to 1/2.
     `purpose=comparable`: for a player whose results do not yet pin their rating down (provisional), the
     opponents whose games would best do so: the identifiability check finds a direction in which every result so
     far lets the rating drift, and a game helps when its likely result pushes back along it (ranked by `gain`).
-    A player who is comparable already gets the balanced list."""
+    A player who is comparable already gets the balanced list. The list is ranked anew for each page, and ends
+    after the best `MAX_OPPONENTS` (1,000)."""
 
-    def work() -> list[dict]:
+    def work() -> dict:
         with db.reading() as session:
-            return service.opponents(session, readable(session, slug, caller), key, limit, purpose)
+            return service.opponents_page(session, readable(session, slug, caller), key, limit, cursor or 0, purpose)
 
     return JSONResponse(await reads.compute(request, work))
 

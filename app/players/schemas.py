@@ -87,6 +87,8 @@ class PlayerOut(BaseModel):
 class MergeIn(StrictModel):
     into: PlayerKey = Field(description="The player who keeps every game of both.")
 
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"into": "ann"}]}}
+
 
 class PlayerPatch(StrictModel):
     """What a write key may change about a player; fields left out stay as they are."""

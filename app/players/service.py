@@ -231,7 +231,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     received these games with ``into``)."""
     key, into = ladder.player_key(key), ladder.player_key(into)
     if key == into:
-        raise InvalidInput("into: a player cannot be merged into itself", errors=[{"field": "into"}])
+        raise InvalidInput("into: a player cannot be merged into itself.", field="into")
     source = storage.players.get_row(session, ladder.id, key)
     if source is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
@@ -245,7 +245,9 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     shared = {g for g, _, _ in storage.games.of_player_all(session, target[0])} & {g for g, _, _ in games}
     if shared:
         first = min(shared)
-        raise Conflict(f"{key!r} and {into!r} both played in game {first}: they cannot be one player.", game=first)
+        raise Conflict(
+            f"{key!r} and {into!r} both played in game {first}: they cannot be one player.", field="into", game=first
+        )
     storage.games.rename_player(session, games, key, into)
     storage.games.move_memberships(session, source[0], target[0])
     storage.aliases.move(session, source[0], target[0])  # the merged player's aliases, and its key, lead on
@@ -290,7 +292,8 @@ def _disc_strength(C: np.ndarray) -> np.ndarray:
         share = form.blocks[0].share if form.blocks else 0.0
         raise Conflict(
             "The dominant disc of this ladder is cyclic "
-            f"({share:.0%} of ‖A‖²): its players form a cycle, so no disc ordering exists. Use by=hodge or by=field."
+            f"({share:.0%} of ‖A‖²): its players form a cycle, so no disc ordering exists. Use by=hodge or by=field.",
+            field="by",
         )
     return form.disc_strength()
 
@@ -543,6 +546,18 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
         )
     next_cursor = encode_cursor(records[-1].id) if len(records) == limit else None
     return {"items": items, "next_cursor": next_cursor}
+
+
+#: Opponents are suggested from the best this many (later pages of the list end there).
+MAX_OPPONENTS = 1000
+
+
+def opponents_page(session: Session, ladder: LadderRow, key: str, limit: int, offset: int, purpose: str) -> dict:
+    """The page of :func:`opponents` after the first ``offset`` (a page's cursor is where the next starts)."""
+    end = min(offset + limit, MAX_OPPONENTS)
+    found = opponents(session, ladder, key, end + 1, purpose)
+    more = len(found) > end and end < MAX_OPPONENTS
+    return {"items": found[offset:end], "next_cursor": str(end) if more else None}
 
 
 def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose: str = "balanced") -> list[dict]:

@@ -74,11 +74,10 @@ def _moment(value: datetime | str | None) -> datetime | None:
     return when if when.tzinfo is not None else when.replace(tzinfo=UTC)
 
 
-def all_keys(session: Session, ladder_id: int) -> list[KeyRow]:
-    return [
-        KeyRow(*row)
-        for row in session.execute(select(*_COLUMNS).where(ApiKey.ladder_id == ladder_id).order_by(ApiKey.id))
-    ]
+def page_of_keys(session: Session, ladder_id: int, limit: int | None, after: int | None) -> list[KeyRow]:
+    """Up to ``limit`` (None: all) of the ladder's keys in id order, after the key ``after``."""
+    query = select(*_COLUMNS).where(ApiKey.ladder_id == ladder_id, ApiKey.id > (after or 0))
+    return [KeyRow(*row) for row in session.execute(query.order_by(ApiKey.id).limit(limit))]
 
 
 def get(session: Session, ladder_id: int, key_id: int) -> KeyRow | None:

@@ -137,9 +137,14 @@ def by_id(session: Session, ladder_id: int) -> LadderRow | None:
     return None if row is None else _row(row, session)
 
 
-def all_ladders(session: Session) -> list[LadderRow]:
-    live = Ladder.deleted_at.is_(None)
-    return [_row(row) for row in session.execute(select(*_COLUMNS).where(live).order_by(Ladder.slug))]
+def page_of_ladders(session: Session, limit: int | None, after: str | None, private: bool) -> list[LadderRow]:
+    """Up to ``limit`` ladders (None: all) by slug, after the slug ``after``; the private ones too if ``private``."""
+    query = select(*_COLUMNS).where(Ladder.deleted_at.is_(None))
+    if after is not None:
+        query = query.where(Ladder.slug > after)
+    if not private:
+        query = query.where(Ladder.private.is_(False))
+    return [_row(row) for row in session.execute(query.order_by(Ladder.slug).limit(limit))]
 
 
 def insert(session: Session, values: dict) -> LadderRow | None:

@@ -49,9 +49,15 @@ def update(session: Session, refit_id: int, values: dict) -> Refit:
     return job
 
 
-def recent(session: Session, ladder_id: int, limit: int, reports: bool = True) -> list[Refit]:
-    """The latest jobs, newest first, without their vectors (and without their reports unless asked)."""
-    query = select(Refit).where(Refit.ladder_id == ladder_id).order_by(Refit.id.desc()).limit(limit)
+def recent(
+    session: Session, ladder_id: int, limit: int, reports: bool = True, before: int | None = None
+) -> list[Refit]:
+    """The latest jobs (before the job ``before``), newest first, without their vectors (and without their reports
+    unless asked)."""
+    query = select(Refit).where(Refit.ladder_id == ladder_id)
+    if before is not None:
+        query = query.where(Refit.id < before)
+    query = query.order_by(Refit.id.desc()).limit(limit)
     blobs = (Refit.player_ids, Refit.vectors, Refit.not_comparable_ids, Refit.outside_field_ids)
     heavy = [defer(column) for column in blobs] + ([] if reports else [defer(Refit.result)])
     return list(session.scalars(query.options(*heavy)))

@@ -33,7 +33,7 @@ def test_inactive_players_are_not_suggested_and_come_back_when_they_play(client)
     assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=h).status_code == 201
     assert client.patch("/v1/ladders/test/players/bob", json={"active": False}, headers=h).status_code == 200
     for purpose in ("balanced", "comparable"):
-        suggested = client.get(f"/v1/ladders/test/players/ann/opponents?purpose={purpose}&limit=10").json()
+        suggested = client.get(f"/v1/ladders/test/players/ann/opponents?purpose={purpose}&limit=10").json()["items"]
         assert {row["key"] for row in suggested} == {"cy", "dee"}, purpose
     assert "bob" not in listed(client)
     assert client.post("/v1/ladders/test/games", json=game("bob", "ann"), headers=h).status_code == 201

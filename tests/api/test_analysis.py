@@ -198,11 +198,11 @@ def test_auto_refit_applies_a_better_fit_as_a_checkpoint(client):
     h = bearer(key)
     client.post("/v1/ladders/test/games/batch", json={"games": games[:999]}, headers=h)
     auto.wait_for_checks()
-    assert client.get("/v1/ladders/test/refits").json() == []  # below 1,000 games
+    assert client.get("/v1/ladders/test/refits").json()["items"] == []  # below 1,000 games
     client.post("/v1/ladders/test/games/batch", json={"games": games[999:1000]}, headers=h)
     client.post("/v1/ladders/test/games/batch", json={"games": games[1000:1099]}, headers=h)  # 100 since the check
     auto.wait_for_checks()
-    (started,) = client.get("/v1/ladders/test/refits").json()
+    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
     assert started["params"]["auto"] and started["params"]["select_k"] == [0, 1, 2]
     job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
     guard = job["result"]["guard"]
@@ -221,7 +221,7 @@ def test_auto_refit_applies_a_better_fit_as_a_checkpoint(client):
     client.post("/v1/ladders/test/games/batch", json={"games": games[1099:]}, headers=h)
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(99, seed=1)}, headers=h)
     auto.wait_for_checks()
-    assert len(client.get("/v1/ladders/test/refits").json()) == 1
+    assert len(client.get("/v1/ladders/test/refits").json()["items"]) == 1
 
 
 def test_auto_refit_is_off_when_the_ladder_says_so(client):
@@ -229,7 +229,7 @@ def test_auto_refit_is_off_when_the_ladder_says_so(client):
     key = make_ladder(client, auto_refit=False)
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(1_000)}, headers=bearer(key))
     auto.wait_for_checks()
-    assert client.get("/v1/ladders/test/refits").json() == []
+    assert client.get("/v1/ladders/test/refits").json()["items"] == []
 
 
 def test_auto_refit_that_would_not_predict_better_is_rejected(client):
@@ -249,7 +249,7 @@ def test_auto_refit_that_would_not_predict_better_is_rejected(client):
     client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h)
     client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=h)
     auto.wait_for_checks()
-    (started,) = client.get("/v1/ladders/test/refits").json()
+    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
     job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
     guard = job["result"]["guard"]
     assert job["status"] == "rejected" and not guard["better"], guard
@@ -441,7 +441,7 @@ def test_a_refit_of_a_ladder_whose_games_are_all_voided_is_refused_up_front(clie
     r = client.post("/v1/ladders/test/refits", json={}, headers=h)
     assert r.status_code == 409 and "no games" in r.json()["detail"] and "2 games are voided" in r.json()["detail"]
     assert r.headers["content-type"] == "application/problem+json"
-    assert client.get("/v1/ladders/test/refits").json() == []
+    assert client.get("/v1/ladders/test/refits").json()["items"] == []
 
 
 STRICT_CASES = [  # (refit options, the field the 422 names)
@@ -475,7 +475,7 @@ def test_refit_options_are_strict(client):
         assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", (body, r.text)
         assert [e["field"] for e in r.json()["errors"]] == [field], (body, r.json())
         assert field.split("[")[0] in r.json()["detail"], (body, r.json())
-    assert client.get("/v1/ladders/test/refits").json() == []  # nothing was queued
+    assert client.get("/v1/ladders/test/refits").json()["items"] == []  # nothing was queued
     # The same options as the right JSON types are fine: an integer is a number, and one k needs no choice.
     ok = {"auto": False, "restarts": 2, "holdout": 0, "l2": 2, "eta": 0, "replay_k": 1, "seed": 1, "select_k": [1]}
     r = client.post("/v1/ladders/test/refits", json=ok, headers=bearer(key))
@@ -526,7 +526,7 @@ def test_failed_auto_refits_back_off_and_the_ladder_says_why(client, settings):
     db.dispose()
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(1_100)}, headers=bearer(key))
     auto.wait_for_checks()
-    assert len(client.get("/v1/ladders/test/refits").json()) == 2  # none started at 1,080 or 1,100
+    assert len(client.get("/v1/ladders/test/refits").json()["items"]) == 2  # none started at 1,080 or 1,100
     note = client.get("/v1/ladders/test").json()["auto_refit_note"]
     assert note == (
         "the latest 2 auto refits failed (MemoryError: Unable to allocate 931 GiB); "

@@ -174,3 +174,29 @@ def test_played_at_is_checked_in_utc_for_games_and_batches(client):
         batch = {"games": [duel("a", "b"), duel("a", "b", played_at=given)]}
         problem(client.post("/v1/ladders/test/games/batch", json=batch, headers=h), 422, "games[1].played_at")
     assert client.get("/v1/ladders/test").json()["games"] == 2 * len(IN_WINDOW)
+
+
+def test_every_409_and_422_names_fields_and_says_what_is_wrong_in_words(client):
+    """Messages written for people: no "Value error, ", no regular expression, and every 409 and 422 has an
+    ``errors`` list whose entries each have a field and a message."""
+    slug = problem(client.post("/v1/ladders", json={"slug": "Office Pong!"}, headers=admin()), 422, "slug")
+    assert slug["errors"][0]["message"].startswith("must be 1-64 lowercase letters") and "^" not in slug["detail"]
+    h = bearer(make_ladder(client, k=1))
+    name = problem(client.post("/v1/ladders/test/players", json={"key": "ann", "name": "a\x07b"}, headers=h), 422)
+    assert name["errors"][0]["message"].startswith("must be printable") and "Value error" not in name["detail"]
+    key = problem(client.post("/v1/ladders/test/players", json={"key": "a/b"}, headers=h), 422, "key")
+    assert "no '/'" in key["errors"][0]["message"]
+    client.post("/v1/ladders/test/games", json=duel("ann", "bob"), headers=h)
+    answers = [
+        (client.post("/v1/ladders/test/players/ann/merge", json={"into": "ann"}, headers=h), 422, "into"),
+        (client.post("/v1/ladders/test/players/ann/merge", json={"into": "bob"}, headers=h), 409, "into"),
+        (client.post("/v1/ladders/test/players/ann/merge", json={"into": "zed"}, headers=h), 422, "into"),
+        (client.post("/v1/ladders", json={"slug": "test"}, headers=admin()), 409, "slug"),
+        (client.get("/v1/ladders/test/identifiability?ratings=refit"), 409, "ratings"),
+        (client.get("/v1/ladders/test/leaderboard?cursor=nope"), 422, "cursor"),
+        (client.get("/v1/ladders/test/games?player=ann"), 422, "player"),
+    ]
+    for r, status, field in answers:
+        body = problem(r, status, field)
+        assert all(e["field"] and e["message"] for e in body["errors"]), body
+        assert "Value error" not in r.text, body

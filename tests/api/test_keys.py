@@ -14,7 +14,7 @@ def game(winner: str, loser: str) -> dict:
 
 def test_the_key_a_ladder_is_created_with_is_its_first_admin_key(client):
     first = make_ladder(client)
-    keys = client.get("/v1/ladders/test/keys", headers=bearer(first)).json()
+    keys = client.get("/v1/ladders/test/keys", headers=bearer(first)).json()["items"]
     assert [(k["name"], k["role"], k["revoked_at"]) for k in keys] == [("created with the ladder", "admin", None)]
     assert all("key" not in k and "key_hash" not in k for k in keys)  # no secrets, not even hashed
     assert client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(first)).status_code == 201
@@ -63,7 +63,7 @@ def test_the_last_working_admin_key_cannot_be_revoked(client):
     r = client.post("/v1/ladders", json={"slug": "test"}, headers=admin())
     assert r.json()["admin_key"] == r.json()["write_key"]  # one admin key, under both names
     first = bearer(r.json()["admin_key"])
-    (own,) = client.get("/v1/ladders/test/keys", headers=first).json()
+    (own,) = client.get("/v1/ladders/test/keys", headers=first).json()["items"]
     refused = client.delete(f"/v1/ladders/test/keys/{own['id']}", headers=first)
     assert refused.status_code == 409 and "last working admin key" in refused.json()["detail"], refused.text
     assert refused.json()["errors"] == [{"field": "key_id", "message": "the ladder's last working admin key"}]
@@ -105,7 +105,7 @@ def test_keys_expire_and_show_when_they_were_last_used(client):
     )
     writer = writer.json()
     assert client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(writer["key"])).status_code == 201
-    listed = {k["id"]: k for k in client.get("/v1/ladders/test/keys", headers=first).json()}
+    listed = {k["id"]: k for k in client.get("/v1/ladders/test/keys", headers=first).json()["items"]}
     used = datetime.fromisoformat(listed[writer["id"]]["last_used_at"])
     assert abs((datetime.now(UTC) - used).total_seconds()) < 30  # the post, just now
     assert listed[writer["id"]]["expires_at"] is not None
@@ -145,8 +145,8 @@ def test_private_ladders_need_a_key_to_read(client):
         assert client.get(path, headers=bearer("wrong")).status_code == 403, path
         assert client.get(path, headers=bearer(writer["key"])).status_code == 200, path
         assert client.get(path, headers=admin()).status_code == 200, path
-    assert [ladder["slug"] for ladder in client.get("/v1/ladders").json()] == []
-    assert [ladder["slug"] for ladder in client.get("/v1/ladders", headers=admin()).json()] == ["test"]
+    assert [ladder["slug"] for ladder in client.get("/v1/ladders").json()["items"]] == []
+    assert [ladder["slug"] for ladder in client.get("/v1/ladders", headers=admin()).json()["items"]] == ["test"]
     client.delete(f"/v1/ladders/test/keys/{writer['id']}", headers=bearer(first))
     assert client.get("/v1/ladders/test/leaderboard", headers=bearer(writer["key"])).status_code == 403
     assert client.patch("/v1/ladders/test", json={"private": False}, headers=bearer(first)).status_code == 200

@@ -1,12 +1,13 @@
 import base64
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from app import rating
-from tests.conftest import bearer, make_ladder
+from tests.conftest import admin, bearer, make_ladder
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -157,7 +158,7 @@ def test_history_opponents_and_game_pages(client):
     assert ids == sorted(ids, reverse=True) and len(ids) == 5
     assert hist["items"][0]["before"] == hist["items"][1]["after"]
 
-    opp = client.get("/v1/ladders/test/players/ann/opponents?limit=5").json()
+    opp = client.get("/v1/ladders/test/players/ann/opponents?limit=5").json()["items"]
     assert {o["key"] for o in opp} == {"bob", "cy"}
     gaps = [abs(o["probability"] - 0.5) for o in opp]
     assert gaps == sorted(gaps)
@@ -180,6 +181,24 @@ def test_openapi_and_health(client):
     )
 
 
+def test_every_operation_has_a_camel_case_id_a_tag_and_examples_of_its_body(client):
+    """What a generated client is made from: ids such as postGame (not post_game_v1_ladders__slug__games_post),
+    one tag per resource, an example of every request body, and the problems each route may answer."""
+    spec = client.get("/openapi.json").json()
+    operations = [(path, method, op) for path, ops in spec["paths"].items() for method, op in ops.items()]
+    ids = [op["operationId"] for _, _, op in operations]
+    assert len(ids) == len(set(ids)) and all(re.fullmatch(r"[a-z]+(?:[A-Z][a-z]+)*", i) for i in ids), ids
+    assert {"postGame", "postGames", "getLeaderboard", "predictPair", "predictMatch", "voidGame"} <= set(ids)
+    schemas = spec["components"]["schemas"]
+    for path, method, op in operations:
+        assert len(op["tags"]) == 1, (path, method)
+        assert "application/problem+json" in op["responses"]["422"]["content"], (path, method)
+        if "requestBody" in op:
+            body = op["requestBody"]["content"]["application/json"]["schema"]
+            name = (body.get("$ref") or body["anyOf"][0]["$ref"]).rsplit("/", 1)[1]
+            assert schemas[name].get("examples"), (path, method, name)
+
+
 def test_ladder_defaults_come_from_the_quality_benchmark(client):
     make_ladder(client, slug="plain")
     ladder = client.get("/v1/ladders/plain").json()
@@ -195,7 +214,7 @@ def test_ladder_defaults_come_from_the_quality_benchmark(client):
     make_ladder(client, slug="seed", k=1, eta=0.1, eta_tau=None, init_scale=0.5, init_offset=[0.0, 0.0])
     seed = client.get("/v1/ladders/seed").json()
     assert (seed["eta_tau"], seed["init_offset"]) == (None, [0.0, 0.0])
-    assert client.get("/v1/ladders").json()[0]["slug"] == "plain"
+    assert client.get("/v1/ladders").json()["items"][0]["slug"] == "plain"
 
 
 def test_ids_and_cursors_beyond_what_the_database_stores_are_422(client):
@@ -293,3 +312,62 @@ def test_a_leaderboard_cursor_continues_only_the_listing_it_came_from(client):
     hodge = client.get("/v1/ladders/test/leaderboard?limit=2").json()["items"]
     legacy = cursor_of([hodge[1]["strength"], hodge[1]["key"]])
     assert client.get("/v1/ladders/test/leaderboard", params={"cursor": legacy}).status_code == 422
+
+
+def _walk(client, path: str, limit: int, headers: dict | None = None) -> tuple[list[dict], int]:
+    """Every item of a paged list, ``limit`` at a time: (the items, how many pages)."""
+    items, cursor, pages = [], None, 0
+    while True:
+        sep = "&" if "?" in path else "?"
+        url = f"{path}{sep}limit={limit}" + (f"&cursor={cursor}" if cursor else "")
+        page = client.get(url, headers=headers)
+        assert page.status_code == 200, page.text
+        assert set(page.json()) == {"items", "next_cursor"}
+        items += page.json()["items"]
+        cursor, pages = page.json()["next_cursor"], pages + 1
+        if cursor is None:
+            return items, pages
+
+
+def test_every_list_pages_with_items_and_next_cursor(client):
+    """Ladders, keys, refits and opponents answer the leaderboard's and the games' envelope, and walking them two
+    at a time lists each item once, in order."""
+    keys = {slug: make_ladder(client, slug, k=1) for slug in "acbed"}
+    client.patch("/v1/ladders/d", json={"private": True}, headers=bearer(keys["d"]))
+    ladders, pages = _walk(client, "/v1/ladders", 2)
+    assert [row["slug"] for row in ladders] == [
+        "a",
+        "b",
+        "c",
+        "e",
+    ] and pages == 2  # no empty page after a full last one
+    assert [row["slug"] for row in _walk(client, "/v1/ladders", 2, admin())[0]] == ["a", "b", "c", "d", "e"]
+    h = bearer(keys["a"])
+    for n in range(4):
+        client.post("/v1/ladders/a/keys", json={"name": f"k{n}", "role": "read"}, headers=h)
+    listed, pages = _walk(client, "/v1/ladders/a/keys", 2, h)
+    assert [row["name"] for row in listed][1:] == ["k0", "k1", "k2", "k3"] and pages == 3  # the first key too
+    games = [
+        {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}]}
+        for i in range(6)
+        for j in range(6)
+        if i != j
+    ]
+    client.post("/v1/ladders/a/games/batch", json={"games": games}, headers=h)
+    opponents, _ = _walk(client, "/v1/ladders/a/players/p0/opponents", 2)
+    one_page = client.get("/v1/ladders/a/players/p0/opponents?limit=100").json()
+    assert opponents == one_page["items"] and len(opponents) == 5 and one_page["next_cursor"] is None
+    for _ in range(2):
+        started = client.post("/v1/ladders/a/refits", json={"restarts": 1}, headers=h)
+        assert started.status_code == 202, started.text
+        job = started.json()
+        while job["status"] in ("queued", "running"):
+            job = client.get(started.headers["location"]).json()
+    refits, pages = _walk(client, "/v1/ladders/a/refits", 1)
+    assert [row["id"] for row in refits] == sorted((row["id"] for row in refits), reverse=True) and pages == 2
+    for path in (
+        "/v1/ladders?cursor=nope",
+        "/v1/ladders/a/refits?cursor=0",
+        "/v1/ladders/a/players/p0/opponents?cursor=1000",
+    ):
+        assert client.get(path, headers=h).status_code == 422, path

@@ -83,10 +83,10 @@ def test_opponents_that_would_make_a_newcomer_comparable(client):
     assert client.post("/v1/ladders/test/games", json=game, headers=bearer(key)).status_code == 201
     r = client.get("/v1/ladders/test/players/ann/opponents?purpose=comparable&limit=3")
     assert r.status_code == 200, r.text
-    items = r.json()
+    items = r.json()["items"]
     assert len(items) == 3 and "ann" not in [i["key"] for i in items]
     assert all(i["gain"] is not None for i in items) and items[0]["gain"] >= items[-1]["gain"]
     assert items[0]["key"] in ("cy", "eve") and items[-1]["key"] != "cy"  # a new direction, not bob's again
-    balanced = client.get("/v1/ladders/test/players/ann/opponents").json()
+    balanced = client.get("/v1/ladders/test/players/ann/opponents").json()["items"]
     assert all(i["gain"] is None for i in balanced)
     assert client.get("/v1/ladders/test/players/ann/opponents?purpose=best").status_code == 422

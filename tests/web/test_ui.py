@@ -257,7 +257,7 @@ def test_create_a_ladder_on_the_home_page(site, page):
     shown = page.inner_text("#new-key")
     assert shown.startswith("mk_")
     keys = httpx.get(base + "/v1/ladders/darts/keys", headers={"Authorization": f"Bearer {shown}"})
-    assert keys.status_code == 200 and keys.json()[0]["role"] == "admin"
+    assert keys.status_code == 200 and keys.json()["items"][0]["role"] == "admin"
     page.click("text=Office darts")
     page.wait_for_selector("#write-key")
     assert page.input_value("#write-key") == shown  # kept in the browser for the new ladder

@@ -56,6 +56,19 @@ async function api(method, path, body, key) {
   throw error;
 }
 
+// Every item of a paged list (items, next_cursor), page after page.
+async function allPages(path, key) {
+  const items = [];
+  let cursor = null;
+  do {
+    const join = path.includes("?") ? "&" : "?";
+    const page = await api("GET", cursor === null ? path : `${path}${join}cursor=${encodeURIComponent(cursor)}`, undefined, key);
+    items.push(...page.items);
+    cursor = page.next_cursor;
+  } while (cursor !== null);
+  return items;
+}
+
 function say(message, kind = "error") {
   const box = document.getElementById("messages");
   box.replaceChildren(h("div", { class: kind }, message));
@@ -98,7 +111,7 @@ const keyStore = (slug) => `melo-write-key:${slug}`;
 // ---------- views ----------
 
 async function home(view) {
-  const ladders = await api("GET", "/v1/ladders");
+  const ladders = await allPages("/v1/ladders?limit=500");
   view.replaceChildren(
     h("h1", {}, "Ladders"),
     ladders.length
@@ -465,7 +478,7 @@ async function playerView(view, slug, key) {
   const [player, history, next] = await Promise.all([
     api("GET", `/v1/ladders/${slug}/players/${encodeURIComponent(key)}`),
     api("GET", `/v1/ladders/${slug}/players/${encodeURIComponent(key)}/history?limit=200`),
-    api("GET", `/v1/ladders/${slug}/players/${encodeURIComponent(key)}/opponents?limit=5`),
+    api("GET", `/v1/ladders/${slug}/players/${encodeURIComponent(key)}/opponents?limit=5`).then((page) => page.items),
   ]);
   const games = history.items.slice().reverse();
   const counts = new Map();
@@ -540,7 +553,7 @@ async function settingsView(view, slug) {
   const when = (moment) => (moment ? moment.slice(0, 16).replace("T", " ") : "never");
   const shown = h("div", { id: "new-key-box" });
   const load = async () => {
-    const keys = await api("GET", `/v1/ladders/${slug}/keys`, undefined, adminKey.value.trim());
+    const keys = await allPages(`/v1/ladders/${slug}/keys?limit=500`, adminKey.value.trim());
     list.replaceChildren(h("div", { class: "table-wrap" }, h("table", { id: "key-table" },
       h("thead", {}, h("tr", {}, h("th", {}, "Name"), h("th", {}, "Role"), h("th", {}, "Created"),
         h("th", {}, "Last used"), h("th", {}, "Expires"), h("th", {}, ""))),
