@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Path, Request
+from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.access import Caller
@@ -63,3 +63,6 @@ CallerDep = Annotated[Caller, Depends(caller)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 #: An id in a path: a whole number the databases can store (larger ones are a 422, not a 500).
 IdPath = Annotated[int, Path(ge=1, le=MAX_ID)]
+#: A page's size, and the cursor of a list paged by row id.
+Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
+IdCursor = Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")]

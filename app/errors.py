@@ -52,11 +52,8 @@ class _Explained(Problem):
 
     def __init__(self, detail: str, errors: list[dict] | None = None, field: str | None = None, **extra: Any) -> None:
         prefix, said = detail.split(": ", 1) if _FIELD_PREFIX.match(detail) else (None, detail)
-        entries = errors or [{"field": field or prefix or "body"}]
-        complete = [
-            e | {"field": e.get("field") or field or prefix or "body", "message": e.get("message") or said}
-            for e in entries
-        ]
+        named = field or prefix or "body"
+        complete = [e | {"field": e.get("field") or named, "message": e.get("message") or said} for e in errors or [{}]]
         super().__init__(detail, errors=complete, **extra)
 
 

@@ -103,20 +103,19 @@ async def table(db: Database, ladder: LadderRow) -> Table:
         held = await anyio.to_thread.run_sync(storage.players.settled, engine, ladder.id)
         if held is not None and held.version >= ladder.version:
             return held
-        following, rows = held is not None and held.version >= ladder.reset_version, []
-        if following:
+        if held is not None and held.version >= ladder.reset_version:
             rows = await db.fetch(storage.players.CHANGED + " LIMIT ?", (ladder.id, held.version, CHANGED_HERE + 1))
-        if following and len(rows) <= CHANGED_HERE:
+            if len(rows) <= CHANGED_HERE:
 
-            def catch_up() -> Table:
-                stamp = storage.players.time_converter(engine.dialect)
-                changed = storage.players.from_rows(rows, ladder.version, 2 * ladder.k, stamp)
-                with db.reading() as session:  # who the latest applied refit found its results do not place
-                    placement = storage.refits.placement(session, ladder.id)
-                fresh = held.caught_up(changed, changed.version, placement)
-                return storage.players.keep(engine, ladder.id, fresh)
+                def catch_up() -> Table:
+                    stamp = storage.players.time_converter(engine.dialect)
+                    changed = storage.players.from_rows(rows, ladder.version, 2 * ladder.k, stamp)
+                    with db.reading() as session:  # who the latest applied refit found its results do not place
+                        placement = storage.refits.placement(session, ladder.id)
+                    fresh = held.caught_up(changed, changed.version, placement)
+                    return storage.players.keep(engine, ladder.id, fresh)
 
-            return await anyio.to_thread.run_sync(catch_up)
+                return await anyio.to_thread.run_sync(catch_up)
 
         def load() -> Table:  # anew, or caught up by more rows than a read on the event loop may hold it for
             with db.reading() as session:

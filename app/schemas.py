@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Generic, Literal, Self, TypeVar
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
 
@@ -137,6 +138,19 @@ class Page(BaseModel, Generic[T]):
         description="Pass as `cursor` to get the next page; null on the last page. A leaderboard cursor holds the "
         "order (`by`, `inactive`) it was made for: with another it is a 422.",
     )
+
+    @classmethod
+    def of(cls, rows: list, limit: int | None, item: Callable[[Any], T], cursor: Callable[[Any], str]) -> Page[T]:
+        """The page of ``rows`` read with one row more than ``limit`` (None: all of them), so the last page says
+        so: no cursor to an empty page after a full one."""
+        more = limit is not None and len(rows) > limit
+        rows = rows[:limit]
+        return cls(items=[item(row) for row in rows], next_cursor=cursor(rows[-1]) if more else None)
+
+
+def one_more(limit: int | None) -> int | None:
+    """How many rows to read for a page of ``limit`` (:meth:`Page.of`)."""
+    return None if limit is None else limit + 1
 
 
 class ReportPending(BaseModel):

@@ -29,7 +29,7 @@ from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
 from app.replays import Prepared, prepare, replay_log, replay_prepared
-from app.schemas import Page
+from app.schemas import Page, one_more
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
 
@@ -294,11 +294,8 @@ def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:
 
 
 def list_refits(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[RefitOut]:
-    jobs = storage.refits.recent(session, ladder.id, limit + 1, before=cursor)
-    jobs, more = jobs[:limit], len(jobs) > limit
-    return Page[RefitOut](
-        items=[refit_out(session, job) for job in jobs], next_cursor=str(jobs[-1].id) if more else None
-    )
+    jobs = storage.refits.recent(session, ladder.id, one_more(limit), before=cursor)
+    return Page[RefitOut].of(jobs, limit, lambda job: refit_out(session, job), lambda job: str(job.id))
 
 
 def refit_out(session: Session, job: Refit) -> RefitOut:

@@ -18,9 +18,9 @@ from app.analysis.schemas import (
     RefitOut,
 )
 from app.cursors import decode_cursor, is_id
-from app.deps import CallerDep, DatabaseDep, IdPath
+from app.deps import CallerDep, DatabaseDep, IdCursor, IdPath
 from app.errors import LADDER_ACCESS, problems
-from app.schemas import MAX_ID, Page, ReportPending
+from app.schemas import Page, ReportPending
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)
 
@@ -43,7 +43,7 @@ def list_refits(
     db: DatabaseDep,
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
-    cursor: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")] = None,
+    cursor: IdCursor = None,
 ) -> Page[RefitOut]:
     """The ladder's refits, newest first: those posted, and those its auto-refit policy started (`params.auto`)."""
     with db.reading() as session:

@@ -2,12 +2,12 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Body, Header, Path, Query, Request
+from fastapi import APIRouter, Body, Header, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import AfterValidator
 
 from app.access import ladder_and_key, readable
-from app.deps import CallerDep, DatabaseDep, SettingsDep
+from app.deps import CallerDep, DatabaseDep, IdCursor, Limit, SettingsDep
 from app.errors import LADDER_ACCESS, InvalidInput, problems
 from app.games import service
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
@@ -80,8 +80,8 @@ def list_games(
     slug: str,
     db: DatabaseDep,
     caller: CallerDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    cursor: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")] = None,
+    limit: Limit = 50,
+    cursor: IdCursor = None,
 ) -> Page[dict]:
     """The ladder's games, newest first. A game's `id` is its number within the ladder: 1, 2, 3, … in log order."""
     with db.reading() as session:

@@ -6,7 +6,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from app import reads
 from app.access import ladder_for, readable
-from app.deps import CallerDep, DatabaseDep, IdPath
+from app.deps import CallerDep, DatabaseDep, IdCursor, IdPath, Limit
 from app.errors import Forbidden, Unauthorized, problems
 from app.ladders import service
 from app.ladders.schemas import (
@@ -21,7 +21,7 @@ from app.ladders.schemas import (
     LadderOut,
     LadderPatch,
 )
-from app.schemas import MAX_ID, Page
+from app.schemas import Page
 
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 
@@ -41,7 +41,7 @@ def create_ladder(data: LadderCreate, db: DatabaseDep, caller: CallerDep) -> Lad
 def list_ladders(
     db: DatabaseDep,
     caller: CallerDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    limit: Limit = 100,
     cursor: Annotated[str | None, Query(max_length=400, description="`next_cursor` of the previous page.")] = None,
 ) -> Page[LadderOut]:
     """The public ladders, by slug (with the server admin key, the private ones too), a page at a time."""
@@ -91,8 +91,8 @@ def list_keys(
     slug: str,
     db: DatabaseDep,
     caller: CallerDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 100,
-    cursor: Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")] = None,
+    limit: Limit = 100,
+    cursor: IdCursor = None,
 ) -> Page[KeyOut]:
     """The ladder's keys in the order they were made, without their secrets, with when each was last used (an
     admin key of the ladder)."""

@@ -27,7 +27,7 @@ from app.ladders.schemas import (
     SeatOut,
 )
 from app.replays import replay_log
-from app.schemas import Page
+from app.schemas import Page, one_more
 from app.security import hash_key, new_key
 from app.storage.keys import KeyRow
 from app.storage.ladders import LadderRow
@@ -68,12 +68,8 @@ def delete_ladder(session: Session, ladder: LadderRow, confirm: LadderDelete) ->
 def list_ladders(session: Session, caller: Caller, limit: int, cursor: str | None) -> Page[LadderOut]:
     """A page of the ladders, by slug; private ones only for the server admin key."""
     after = decode_cursor(cursor, lambda value: isinstance(value, str)) if cursor is not None else None
-    ladders = storage.ladders.page_of_ladders(session, limit + 1, after, private=caller.server_admin)
-    ladders, more = ladders[:limit], len(ladders) > limit
-    return Page[LadderOut](
-        items=[ladder_out(session, ladder) for ladder in ladders],
-        next_cursor=encode_cursor(ladders[-1].slug) if more else None,
-    )
+    ladders = storage.ladders.page_of_ladders(session, one_more(limit), after, private=caller.server_admin)
+    return Page[LadderOut].of(ladders, limit, lambda row: ladder_out(session, row), lambda row: encode_cursor(row.slug))
 
 
 def ladder_out(session: Session, ladder: LadderRow) -> LadderOut:
@@ -195,10 +191,8 @@ def create_key(session: Session, ladder: LadderRow, data: KeyCreate) -> KeyCreat
 
 
 def list_keys(session: Session, ladder: LadderRow, limit: int | None, cursor: int | None) -> Page[KeyOut]:
-    keys = storage.keys.page_of_keys(session, ladder.id, None if limit is None else limit + 1, cursor)
-    more = limit is not None and len(keys) > limit
-    keys = keys[:limit]
-    return Page[KeyOut](items=[_key_out(key) for key in keys], next_cursor=str(keys[-1].id) if more else None)
+    keys = storage.keys.page_of_keys(session, ladder.id, one_more(limit), cursor)
+    return Page[KeyOut].of(keys, limit, _key_out, lambda key: str(key.id))
 
 
 def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:

@@ -8,7 +8,7 @@ from fastapi.responses import JSONResponse
 from app import reads
 from app.access import ladder_for, ladder_for_read, readable
 from app.db import Database
-from app.deps import CallerDep, DatabaseDep
+from app.deps import CallerDep, DatabaseDep, Limit
 from app.errors import LADDER_ACCESS, problems
 from app.players import service
 from app.players.schemas import (
@@ -25,7 +25,6 @@ from app.storage.ladders import LadderRow
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADDER_ACCESS)
 
-Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
 NOT_MODIFIED: dict[int | str, dict] = {304: {"description": "Not modified: `If-None-Match` names this version"}}
 
 

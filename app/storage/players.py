@@ -623,5 +623,4 @@ def all_exist(session: Session, ladder_id: int, player_ids: np.ndarray) -> bool:
     sql = "SELECT id FROM players WHERE ladder_id = ? ORDER BY id"
     chunks = driver_chunks(session.connection(), sql, (ladder_id,))
     ids = np.concatenate([np.empty(0, np.int64), *(np.array(rows, dtype=np.int64).reshape(-1) for rows in chunks)])
-    at = np.searchsorted(ids, player_ids)
-    return bool((at < len(ids)).all() and (ids[np.minimum(at, len(ids) - 1)] == player_ids).all())
+    return bool(codec.among(player_ids, ids).all())

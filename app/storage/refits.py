@@ -108,16 +108,10 @@ class Placement:
         }
 
     def is_outside(self, ids: np.ndarray) -> np.ndarray:
-        return _among(ids, self.outside_field)
+        return codec.among(ids, self.outside_field)
 
     def is_not_comparable(self, ids: np.ndarray) -> np.ndarray:
-        return _among(ids, self.not_comparable)
-
-
-def _among(ids: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
-    """Which of ``ids`` are in ``sorted_ids``: a binary search each (one player's check costs log n)."""
-    at = np.minimum(np.searchsorted(sorted_ids, ids), max(len(sorted_ids) - 1, 0))
-    return sorted_ids[at] == ids if len(sorted_ids) else np.zeros(len(ids), dtype=bool)
+        return codec.among(ids, self.not_comparable)
 
 
 def placement(session: Session, ladder_id: int) -> Placement:
