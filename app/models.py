@@ -245,7 +245,7 @@ class Refit(Base):
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), index=True)
-    status: Mapped[str] = mapped_column(String(16))  # queued, running, done, failed
+    status: Mapped[str] = mapped_column(String(16))  # queued, running, done, rejected, failed, cancelled
     progress: Mapped[float] = mapped_column(default=0.0)
     params: Mapped[dict] = mapped_column(JSON)
     result: Mapped[dict | None] = mapped_column(JSON)

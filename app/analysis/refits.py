@@ -11,6 +11,8 @@ exact.
 from __future__ import annotations
 
 import logging
+import os
+import threading
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -43,6 +45,8 @@ STALE_QUEUED = timedelta(hours=2)
 #: Refits queued or running at once, per ladder and per server (all worker processes): 429 beyond.
 MAX_ACTIVE_PER_LADDER = 2
 MAX_ACTIVE = 8
+#: Seconds between a running job's looks at whether it was cancelled.
+CANCEL_CHECK = 1.0
 
 
 def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games: int | None = None) -> Refit:
@@ -61,6 +65,8 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
         raise Conflict(f"Ladder {ladder.slug!r} has no games to fit yet{why}.", field="slug")
     now = datetime.now(UTC)
     since = (now - STALE_QUEUED, now - STALE)
+    if not params.auto:  # one refit of a ladder at a time: the one asked for replaces an auto refit
+        storage.refits.cancel_auto(session, ladder.id, "a refit of the ladder was asked for; it runs instead")
     if storage.refits.active(session, ladder.id, *since) >= MAX_ACTIVE_PER_LADDER:
         raise TooManyRequests(
             f"Ladder {ladder.slug!r} has {MAX_ACTIVE_PER_LADDER} refits queued or running; wait for one to finish."
@@ -94,7 +100,22 @@ def recover(db: Database) -> list[int]:
 
 def submit(db: Database, refit_id: int) -> None:
     """Queue the refit; it runs in a child process (:mod:`app.jobs`)."""
-    jobs.submit(db, refit_id, run_refit, fail, _count)
+    jobs.submit(db, refit_id, _run_job, fail, _count)
+
+
+def _run_job(db: Database, refit_id: int) -> None:
+    """:func:`run_refit` in a job's child process, which ends as soon as the job is cancelled."""
+    threading.Thread(target=_stop_if_cancelled, args=(db, refit_id), name="melo-cancel", daemon=True).start()
+    run_refit(db, refit_id)
+
+
+def _stop_if_cancelled(db: Database, refit_id: int) -> None:
+    while True:
+        time.sleep(CANCEL_CHECK)
+        with db.reading() as session:
+            if storage.refits.status(session, refit_id) == "cancelled":
+                logger.info("refit %s was cancelled; its process stops", refit_id)
+                os._exit(0)
 
 
 def _count(db: Database, refit_id: int) -> None:
@@ -124,7 +145,8 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         params = RefitIn.model_validate(job.params)
         state = storage.log.read(session, ladder, from_start=True)  # every game up to state.last_game_id
         recent = storage.log.read(session, ladder) if params.auto else None  # from the latest checkpoint
-    _update(db, refit_id, status="running", after_game_id=state.last_game_id)
+    if not _advance(db, refit_id, "queued", status="running", after_game_id=state.last_game_id):
+        return  # cancelled while it was queued
     last_write = [0.0]
 
     def report(done: int, total: int) -> None:
@@ -133,19 +155,20 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         now = time.monotonic()
         if now - last_write[0] >= PROGRESS_EVERY:
             last_write[0] = now
-            _update(db, refit_id, progress=0.95 * done / total)
+            _advance(db, refit_id, "running", progress=0.95 * done / total)
 
     m = len(state.keys)
     if state.log.n_games == 0 or m < 2:  # its games were voided while it was queued
         error = "nothing to fit: the ladder has no games that count (voided since this refit was started)"
-        _update(db, refit_id, status="failed", progress=1.0, error=error, finished_at=datetime.now(UTC))
+        _advance(db, refit_id, "running", status="failed", progress=1.0, error=error, finished_at=datetime.now(UTC))
         return
     verdict, select_k, fit_progress = None, params.select_k, report
     if params.auto:  # the guard's fit takes the first half of the progress bar, the whole log's the second
         verdict = _guard(ladder, state, recent, params, lambda done, total: report(done, 2 * total))
         if not verdict["better"]:
             summary = {"games": state.log.n_games, "players": m, "guard": verdict}
-            _update(db, refit_id, status="rejected", progress=1.0, result=summary, finished_at=datetime.now(UTC))
+            rejected = {"status": "rejected", "progress": 1.0, "result": summary, "finished_at": datetime.now(UTC)}
+            _advance(db, refit_id, "running", **rejected)
             return
         select_k = [verdict["k"]]
 
@@ -213,7 +236,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
             return
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
             logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
-    _update(db, refit_id, **finished)
+    _advance(db, refit_id, "running", **finished)
 
 
 def placement_of(found: Identifiability, player_ids: np.ndarray) -> storage.refits.Placement:
@@ -228,7 +251,8 @@ def placement_of(found: Identifiability, player_ids: np.ndarray) -> storage.refi
 def _finish_and_apply(
     session: Session, ladder: LadderRow, refit_id: int, finished: dict, prepared: Prepared | None
 ) -> None:
-    apply_refit(session, ladder, storage.refits.update(session, refit_id, finished), prepared)
+    if storage.refits.advance(session, refit_id, "running", finished):  # not cancelled meanwhile
+        apply_refit(session, ladder, storage.refits.get(session, refit_id), prepared)
 
 
 def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
@@ -281,9 +305,10 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     return vars(evaluate(history.C, state.log, test, seats))
 
 
-def _update(db: Database, refit_id: int, **values) -> None:
+def _advance(db: Database, refit_id: int, current: str, **values) -> bool:
+    """Set fields of the job if its status is still ``current`` (not cancelled): whether it was."""
     with db.writing() as session:
-        storage.refits.update(session, refit_id, values)
+        return storage.refits.advance(session, refit_id, current, values)
 
 
 def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:

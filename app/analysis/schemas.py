@@ -62,8 +62,9 @@ class RefitIn(StrictModel):
 
 class RefitOut(BaseModel):
     id: int
-    status: Literal["queued", "running", "done", "rejected", "failed"] = Field(
-        description="rejected: an auto refit that would not have predicted the latest games better (see result)."
+    status: Literal["queued", "running", "done", "rejected", "failed", "cancelled"] = Field(
+        description="rejected: an auto refit that would not have predicted the latest games better (see result). "
+        "cancelled: an auto refit replaced by a refit asked for on the same ladder (a ladder runs one at a time)."
     )
     progress: float = Field(description="0 to 1.")
     params: dict

@@ -32,6 +32,28 @@ def take_over(session: Session, refit_id: int, owner: str | None, new_owner: str
     return session.execute(query.values(owner=new_owner, updated_at=datetime.now(UTC))).rowcount == 1
 
 
+def cancel_auto(session: Session, ladder_id: int, why: str) -> list[int]:
+    """Cancel the ladder's auto refits queued or running (their processes see it and stop): their ids."""
+    query = select(Refit.id, Refit.params).where(Refit.ladder_id == ladder_id, Refit.status.in_(("queued", "running")))
+    ids = [refit_id for refit_id, params in session.execute(query) if params.get("auto")]
+    if ids:
+        now = datetime.now(UTC)
+        values = {"status": "cancelled", "error": why, "finished_at": now, "updated_at": now}
+        unfinished = Refit.status.in_(("queued", "running"))
+        session.execute(Refit.__table__.update().where(Refit.id.in_(ids), unfinished).values(**values))
+    return ids
+
+
+def advance(session: Session, refit_id: int, status: str, values: dict) -> bool:
+    """Set fields of a job if it is still ``status`` (not cancelled meanwhile): whether it was."""
+    query = Refit.__table__.update().where(Refit.id == refit_id, Refit.status == status)
+    return session.execute(query.values(**values, updated_at=datetime.now(UTC))).rowcount == 1
+
+
+def status(session: Session, refit_id: int) -> str | None:
+    return session.scalar(select(Refit.status).where(Refit.id == refit_id))
+
+
 def get(session: Session, refit_id: int, ladder_id: int | None = None) -> Refit | None:
     query = select(Refit).where(Refit.id == refit_id)
     if ladder_id is not None:

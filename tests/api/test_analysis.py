@@ -1,6 +1,7 @@
 """Refits and checkpoints, identifiability, intransitivity and the canonical view through the API
 (mathematics §9-§12)."""
 
+import re
 import socket
 import subprocess
 import time
@@ -56,7 +57,7 @@ def wait(client, location, timeout=120):
     deadline = time.time() + timeout
     while time.time() < deadline:
         job = client.get(location).json()
-        if job["status"] in ("done", "rejected", "failed"):
+        if job["status"] in ("done", "rejected", "failed", "cancelled"):
             return job
         time.sleep(0.2)
     pytest.fail(f"refit still {job['status']} after {timeout} s")
@@ -348,6 +349,56 @@ def test_a_small_ladder_with_ordinary_play_stays_established_at_any_k(client, k)
         reason = row["provisional_reason"]
         assert reason is None or reason.startswith("established on the Elo scale"), reason
         assert k > 1 or reason is None or "latest applied refit" in reason
+
+
+def test_a_refit_asked_for_cancels_the_ladders_auto_refit_queued_or_running(client, settings):
+    """One refit of a ladder at a time: the one asked for cancels the auto refit, whose process stops at once
+    (its fit would take far longer) and which applies nothing."""
+    from app.access import ladder_for_read
+    from app.analysis import refits
+    from app.analysis.schemas import RefitIn
+
+    key = make_ladder(client, k=2, auto_refit=False)
+    h = bearer(key)
+    rng = np.random.default_rng(3)  # a disc game of 400 players: the auto refit's guard passes, and fitting takes ~8 s
+    pairs, theta = rng.integers(0, 400, size=(40_000, 2)), rng.uniform(0, 2 * np.pi, 400)
+    first_wins = rng.random(len(pairs)) < 1 / (1 + np.exp(-4 * np.sin(theta[pairs[:, 1]] - theta[pairs[:, 0]])))
+    winners = np.where(first_wins, pairs[:, 0], pairs[:, 1])
+    games = [game(f"q{w}", f"q{a + b - w}") for (a, b), w in zip(pairs, winners, strict=True) if a != b]
+    for start in range(0, len(games), 1_000):
+        batch = {"games": games[start : start + 1_000]}
+        assert client.post("/v1/ladders/test/games/batch", json=batch, headers=h).status_code == 201
+    db, cancelled_before = Database.from_settings(settings), cancelled_count(client)
+    auto_params = RefitIn(select_k=[0, 1, 2], restarts=3, l2=None, auto=True)
+    with db.writing() as session:
+        running = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), auto_params).id
+        queued = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), auto_params).id
+    refits.submit(db, running)
+    deadline = time.time() + 60
+    while client.get(f"/v1/ladders/test/refits/{running}").json()["status"] != "running":
+        assert time.time() < deadline
+        time.sleep(0.05)
+    asked = client.post("/v1/ladders/test/refits", json={"select_k": [1], "restarts": 1}, headers=h)
+    assert asked.status_code == 202, asked.text
+    t = time.time()
+    for cancelled in (running, queued):
+        out = client.get(f"/v1/ladders/test/refits/{cancelled}").json()
+        assert out["status"] == "cancelled" and out["error"].startswith("a refit of the ladder was asked"), out
+    assert wait(client, asked.headers["Location"])["status"] == "done"
+    assert time.time() - t < 30  # it did not wait for the auto refit's fit
+    refits.run_refit(db, queued)  # a cancelled job that comes to its turn does nothing
+    with db.reading() as session:
+        jobs = {job.id: job for job in session.scalars(select(Refit).where(Refit.id.in_([running, queued])))}
+    db.dispose()
+    assert all(job.status == "cancelled" and job.applied_at is None for job in jobs.values())
+    assert jobs[running].progress < 1 and jobs[queued].progress == 0
+    assert client.get("/v1/ladders/test/audit").json()["checkpoint_after_game"] is None
+    assert cancelled_count(client) == cancelled_before + 1
+
+
+def cancelled_count(client) -> float:
+    found = re.search(r'^melo_refits_total\{outcome="cancelled"\} (\S+)$', client.get("/metrics").text, re.M)
+    return float(found[1]) if found else 0.0
 
 
 def test_refits_are_bounded_per_ladder_and_a_waiting_one_is_not_failed(client, settings):
