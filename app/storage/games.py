@@ -15,7 +15,7 @@ from app import rating
 from app.models import Game, IdempotencyKey, Participant, Player
 from app.storage import codec
 from app.storage.players import MAX_KEYS_IN_QUERY
-from app.storage.sql import bulk_insert, bulk_update, driver_fetchall, driver_sql, fetch_typed
+from app.storage.sql import bulk_insert, bulk_update, chunks, driver_fetchall, driver_sql, fetch_typed
 
 Progress = Callable[[int, int], None] | None
 
@@ -269,15 +269,16 @@ def rewrite_history(
     actual: np.ndarray,
     expected: np.ndarray,
 ) -> None:
-    """New vectors and expected scores of memberships (game id, player id) after a replay."""
-    columns = {
-        "before": codec.pack_rows(before),
-        "after": codec.pack_rows(after),
-        "actual_score": actual.tolist(),
-        "expected_score": expected.tolist(),
-    }
-    keys = list(zip(game_ids.tolist(), player_ids.tolist(), strict=True))
-    bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
+    """New vectors and expected scores of memberships (game id, player id) after a replay, a chunk at a time."""
+    for rows in chunks(len(game_ids)):
+        columns = {
+            "before": codec.pack_rows(before[rows]),
+            "after": codec.pack_rows(after[rows]),
+            "actual_score": actual[rows].tolist(),
+            "expected_score": expected[rows].tolist(),
+        }
+        keys = list(zip(game_ids[rows].tolist(), player_ids[rows].tolist(), strict=True))
+        bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
 
 
 def resize_voided_history(session: Session, ladder_id: int, dim: int) -> None:

@@ -19,6 +19,7 @@ from app.storage.sql import (
     Fetch,
     bulk_insert,
     bulk_update,
+    chunks,
     driver_chunks,
     driver_fetchall,
     driver_sql,
@@ -225,9 +226,11 @@ def save_vectors(session: Session, ladder_id: int, ids: np.ndarray, C: np.ndarra
     replay rewrites every player)."""
     ladders.lock(session, ladder_id)
     version = driver_sql(session.connection(), "SELECT version FROM ladders WHERE id = ?", (ladder_id,)).scalar_one()
-    columns = {"vector": codec.pack_rows(C), "strength_then": [None] * len(ids)}
-    columns["changed_version"] = [version + 1] * len(ids)
-    bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), columns)
+    for rows in chunks(len(ids)):  # a chunk at a time: a million players' conversion held the interpreter
+        n = len(ids[rows])
+        columns = {"vector": codec.pack_rows(C[rows]), "strength_then": [None] * n}
+        columns["changed_version"] = [version + 1] * n
+        bulk_update(session.connection(), Player.__table__, ("id", ids[rows].tolist()), columns)
 
 
 def insert(session: Session, ladder_id: int, key: str, name: str | None, vector: np.ndarray) -> bool:
@@ -604,10 +607,10 @@ def keys_and_names(session: Session, ladder_id: int) -> list[tuple[int, str, str
 
 def save_initial(session: Session, ids: np.ndarray, C0: np.ndarray) -> None:
     """New initial vectors (a new k), which are also the players' vectors until the log is replayed on them."""
-    blobs = codec.pack_rows(C0)
-    columns = {"initial": blobs, "vector": blobs, "strength_then": [None] * len(ids)}
-    columns["changed_version"] = [PENDING] * len(ids)
-    bulk_update(session.connection(), Player.__table__, ("id", ids.tolist()), columns)
+    for rows in chunks(len(ids)):
+        blobs, n = codec.pack_rows(C0[rows]), len(ids[rows])
+        columns = {"initial": blobs, "vector": blobs, "strength_then": [None] * n, "changed_version": [PENDING] * n}
+        bulk_update(session.connection(), Player.__table__, ("id", ids[rows].tolist()), columns)
 
 
 def erase(session: Session, player_id: int, pseudonym: str) -> None:

@@ -22,6 +22,16 @@ from app.models import UTCDateTime
 
 #: Rows per ``executemany`` call of :func:`bulk_insert`.
 BULK_ROWS = 50_000
+#: Rows a whole-ladder rewrite (a replay's history, every player's vector) converts and writes at a time: each
+#: conversion of a whole array (``tolist``, ``zip``, packing) is one call that holds the interpreter, and over
+#: 4,000,000 memberships that held ``/healthz`` for up to 2 s.
+REWRITE_ROWS = 10_000
+
+
+def chunks(total: int, rows: int = REWRITE_ROWS) -> Iterator[slice]:
+    """Slices of ``rows`` rows covering ``range(total)``."""
+    for lo in range(0, total, rows):
+        yield slice(lo, lo + rows)
 
 
 def bulk_insert(
