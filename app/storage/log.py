@@ -167,9 +167,12 @@ def _pair_log(
         j.append(np.fromiter(map(index.__getitem__, b), np.int64, len(rows)))
         first, second = np.array(r1, dtype=np.float64), np.array(r2, dtype=np.float64)
         outcome.append(np.where(first < second, 1.0, np.where(first == second, 0.5, 0.0)))
-        h = np.array([h1, h2])
-        h[h == ""] = "0"
-        advantage.append(h.astype(np.float64)[0] - h.astype(np.float64)[1])
+        if any(h1):  # an ad-hoc team's advantage (most games have none: "null")
+            h = np.array([h1, h2])
+            h[h == ""] = "0"
+            advantage.append(h.astype(np.float64)[0] - h.astype(np.float64)[1])
+        else:
+            advantage.append(np.zeros(len(rows)))
     if not ids:
         return np.zeros(0, np.int64), encode([], index)
     return np.concatenate(ids), rating.GameLog.from_pairs(
