@@ -6,19 +6,20 @@ PY     := $(VENV)/bin/python
 
 .PHONY: run test lint bench clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
+	$(PY) -m pip install --quiet -e '.[test]' -e clients/python
 	touch $@
 
 run: $(VENV)/.installed
 	scripts/run.sh
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check app tests bench migrations
-	$(PY) -m ruff format --check app tests bench migrations
+	$(PY) -m ruff check app tests bench migrations clients
+	$(PY) -m ruff format --check app tests bench migrations clients
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy --strict clients/python/src
 
 # The API tests run against SQLite and a throwaway PostgreSQL server, the browser tests in Debian's headless
 # Chromium (both installed from the distribution if missing).
@@ -43,6 +44,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/bench_select_k.py
 	$(PY) bench/bench_teams.py
 	$(PY) bench/bench_batch.py
+	$(PY) bench/bench_client.py
 	$(PY) bench/bench_refit_memory.py
 	$(PY) bench/bench_refit.py
 	$(PY) bench/quality.py

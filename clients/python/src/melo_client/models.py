@@ -1,0 +1,265 @@
+"""What the service answers, as typed objects. Fields are named as in the API; fields a newer server adds are
+ignored, so an older client keeps working."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a game or of a match to predict: a player or an ad-hoc team.
+
+    For a game give ``rank`` (1 = best, equal ranks tie) or ``score`` (higher is better); ``seat`` names one of
+    the ladder's seats (white, home); ``advantage`` (logits) or ``win_probability`` states a known edge."""
+
+    players: list[str]
+    rank: float | None = None
+    score: float | None = None
+    seat: str | None = None
+    advantage: float | None = None
+    win_probability: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {name: value for name, value in dataclasses.asdict(self).items() if value is not None}
+
+
+@dataclass(frozen=True)
+class PlayerChange:
+    """What a game did to one player: vectors, and strength in Elo-equivalent points before and after."""
+
+    key: str
+    before: list[float]
+    after: list[float]
+    elo_before: float
+    elo_after: float
+    elo_change: float
+
+
+@dataclass(frozen=True)
+class GameSide:
+    players: list[PlayerChange]
+    rank: float
+    actual_score: float
+    expected_score: float
+    seat: str | None = None
+
+
+@dataclass(frozen=True)
+class Game:
+    """A recorded game. ``id`` is its number within the ladder; ``replayed`` is true when this answer is the
+    stored one of an earlier post with the same idempotency key (the game counted once)."""
+
+    id: int
+    played_at: datetime
+    sides: list[GameSide]
+    external_id: str | None = None
+    voided_at: datetime | None = None
+    voided_by: str | None = None
+    reason: str | None = None
+    replayed: bool = False
+
+    @property
+    def elo_changes(self) -> dict[str, float]:
+        """Each player's rating change, by key."""
+        return {p.key: p.elo_change for side in self.sides for p in side.players}
+
+
+@dataclass(frozen=True)
+class Seat:
+    name: str
+    advantage_elo: float | None = None
+    advantage_elo_se: float | None = None
+
+
+@dataclass(frozen=True)
+class Ladder:
+    slug: str
+    name: str | None
+    k: int
+    eta: float
+    eta_tau: float | None
+    init_scale: float
+    seed: int | None
+    auto_create_players: bool
+    auto_refit: bool
+    private: bool
+    case_insensitive_keys: bool
+    created_at: datetime
+    players: int
+    games: int
+    init_offset: list[float] | None = None
+    auto_refit_note: str | None = None
+    seats: list[Seat] | None = None
+
+
+@dataclass(frozen=True)
+class LadderCreated(Ladder):
+    """A new ladder with its first keys: ``admin_key`` manages it, ``write_key`` posts games. Shown once."""
+
+    admin_key: str = ""
+    write_key: str = ""
+
+
+@dataclass(frozen=True)
+class Player:
+    key: str
+    name: str | None
+    vector: list[float]
+    strength: float
+    elo: float
+    strength_se: float
+    conservative: float
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    provisional: bool
+    active: bool
+    created_at: datetime
+    aliases: list[str] = field(default_factory=list)
+    last_played_at: datetime | None = None
+    change_since_last_game: float | None = None
+    provisional_reason: str | None = None
+    ladder_version: int | None = None
+
+
+@dataclass(frozen=True)
+class LeaderboardEntry:
+    rank: int
+    key: str
+    name: str | None
+    strength: float
+    elo: float
+    strength_se: float
+    conservative: float
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    provisional: bool
+    active: bool
+    last_played_at: datetime | None = None
+    change_since_last_game: float | None = None
+    provisional_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class PairPrediction:
+    """P(a beats b), its advantage in logits and Elo points; ``a_known``/``b_known`` false for a key that names no
+    player yet (it stands for a newcomer's initial vector)."""
+
+    a: str
+    b: str
+    probability: float
+    advantage_logits: float
+    advantage_elo: float
+    match_quality: float
+    a_known: bool
+    b_known: bool
+    ladder_version: int
+    expected_score: float | None = None
+    draw_probability: float | None = None
+
+
+@dataclass(frozen=True)
+class PlayerLabel:
+    key: str
+    known: bool
+
+
+@dataclass(frozen=True)
+class SideLabel:
+    players: list[PlayerLabel]
+    seat: str | None = None
+
+
+@dataclass(frozen=True)
+class MatchPrediction:
+    """``matrix[a][b]`` = P(side a beats side b), with the sides in the order given (``sides`` says who)."""
+
+    sides: list[SideLabel]
+    matrix: list[list[float]]
+    expected_scores: list[float]
+    match_quality: float
+    ladder_version: int
+
+
+@dataclass(frozen=True)
+class Teams:
+    """The fairest split found: the teams, their chances and how close to even the match is."""
+
+    teams: list[list[str]]
+    win_probabilities: list[float]
+    expected_scores: list[float]
+    matrix: list[list[float]]
+    match_quality: float
+    exact: bool
+    ladder_version: int
+
+
+@dataclass(frozen=True)
+class Opponent:
+    key: str
+    name: str | None
+    probability: float
+    gain: float | None = None
+
+
+@dataclass(frozen=True)
+class Refit:
+    """A background refit: ``status`` is queued, running, done, rejected, failed or cancelled."""
+
+    id: int
+    status: str
+    progress: float
+    params: dict[str, Any]
+    created_at: datetime
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    after_game: int | None = None
+    finished_at: datetime | None = None
+    applied_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """An applied refit: its vectors as of game ``after_game``, with ``replayed_games`` replayed on top."""
+
+    id: int
+    refit: int | None
+    after_game: int
+    replayed_games: int
+
+
+def build(cls: type[T], data: Mapping[str, Any], **extra: Any) -> T:
+    """An answer's JSON object as ``cls``: nested objects, lists of them and timestamps converted; keys the class
+    does not know are left out."""
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    values = {name: _convert(value, hints[name]) for name, value in data.items() if name in names}
+    return cls(**values, **extra)
+
+
+def _convert(value: Any, hint: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return _convert(value, next(arg for arg in typing.get_args(hint) if arg is not type(None)))
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return [_convert(v, item) for v in value]
+    if hint is datetime:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return build(hint, value)
+    return value

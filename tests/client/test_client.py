@@ -1,0 +1,253 @@
+"""melo-client against a real server (uvicorn in a subprocess) on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from melo_client import (
+    AsyncMelo,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    Melo,
+    NotFound,
+    Retry,
+    Side,
+    Unauthorized,
+    Unavailable,
+    game,
+)
+
+from tests.conftest import ADMIN_KEY, free_port
+
+README = Path(__file__).parents[2] / "clients" / "python" / "README.md"
+
+
+def ladder(base: str, slug: str = "pingpong", **settings) -> str:
+    """A new ladder; its write key."""
+    with Melo(base, key=ADMIN_KEY) as admin:
+        return admin.ladders.create(slug, **settings).write_key
+
+
+def test_the_readme_quickstart_runs_in_at_most_15_lines(server, capsys):
+    (code,) = re.findall(r"## Quickstart\n\n```python\n(.*?)```", README.read_text(), re.S)
+    assert len(code.splitlines()) <= 15
+    exec(code.replace("http://localhost:8000", server).replace("ADMIN_KEY", ADMIN_KEY), {})
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("{'p4': ") and len(lines) == 1 + 6 + 10
+    board = [line.split()[1] for line in lines[1:7]]
+    assert board[0] == "p0" and board[-1] == "p5" and sorted(board) == ["p0", "p1", "p2", "p3", "p4", "p5"]
+    assert lines[-1].split()[:2] == ["p3", "newcomer"]
+
+
+def test_every_game_form_and_what_a_game_server_reads(server):
+    key = ladder(server, seats=["white", "black"])
+    with Melo(server, key=key, ladder="pingpong") as melo:
+        single = melo.games.post(winner="ann", loser="bob")
+        assert single.id == 1 and not single.replayed
+        changes = single.elo_changes
+        assert changes["ann"] > 0 > changes["bob"] and changes["ann"] == pytest.approx(-changes["bob"], rel=0.2)
+        team = melo.games.post(winner=["ann", "cy"], loser=["bob", "dee"])
+        assert [[p.key for p in side.players] for side in team.sides] == [["ann", "cy"], ["bob", "dee"]]
+        draw = melo.games.post(winner="cy", loser="dee", draw=True)
+        assert [side.actual_score for side in draw.sides] == [0.5, 0.5]
+        seats = melo.games.post(sides=[Side(["ann"], score=3, seat="white"), {"players": ["dee"], "score": 1}])
+        assert seats.sides[0].seat == "white" and seats.sides[0].rank == 1
+        free_for_all = melo.games.post(
+            sides=[Side(["bob"], rank=2), Side(["cy"], rank=1), Side(["dee"], rank=3)], external_id="round-7"
+        )
+        assert free_for_all.external_id == "round-7" and sum(s.actual_score for s in free_for_all.sides) == 1
+        assert melo.games.void(2, "wrong winner").reason == "wrong winner"
+        assert melo.games.get(2).voided_at is not None
+        assert [g.id for g in melo.games.list(page_size=2)] == [5, 4, 3, 2, 1]
+
+        pair = melo.predict("ann", "zed")
+        assert pair.a_known and not pair.b_known and 0 < pair.probability < 1
+        match = melo.predict_match(["ann", ["bob", "cy"], Side(["dee"], seat="black")])
+        assert [[p.key for p in side.players] for side in match.sides] == [["ann"], ["bob", "cy"], ["dee"]]
+        assert match.sides[2].seat == "black" and len(match.matrix) == 3
+        assert sum(match.expected_scores) == pytest.approx(1)
+        teams = melo.teams(["ann", "bob", "cy", "dee"], 2)
+        assert sorted(p for team_ in teams.teams for p in team_) == ["ann", "bob", "cy", "dee"] and teams.exact
+        assert {o.key for o in melo.opponents("ann", limit=3)} <= {"bob", "cy", "dee"}
+
+        board = list(melo.leaderboard(page_size=2))
+        assert [e.rank for e in board] == [1, 2, 3, 4] and {e.key for e in board} == {"ann", "bob", "cy", "dee"}
+        assert melo.players.get("ann").games == 2  # games 1 and 4 (2 is voided)
+        renamed = melo.players.rename("ann", "anne", name="Anne")
+        assert renamed.key == "anne" and renamed.name == "Anne" and "ann" in renamed.aliases
+        melo.games.post(winner="dee-at-home", loser="bob")
+        merged = melo.players.merge("dee-at-home", into="dee")
+        assert merged.key == "dee" and "dee-at-home" in merged.aliases
+        assert melo.ladders.get().seats[0].name == "white"
+        assert [x.slug for x in Melo(server).ladders.list(page_size=1)] == ["pingpong"]
+
+
+def test_post_many_goes_through_the_batch_endpoint_in_order(server):
+    key = ladder(server)
+    games = [game(winner=f"p{n % 9}", loser=f"p{n % 7}x") for n in range(2_500)]
+    with Melo(server, key=key, ladder="pingpong") as melo:
+        posted = melo.games.post_many(games, batch_size=1_000)
+        assert [g.id for g in posted] == list(range(1, 2_501))
+        assert melo.ladders.get().games == 2_500
+        # at most 1,000 appearances: batches of 500 two-player games
+        assert len(melo.games.post_many(games[:1_200], max_appearances=1_000)) == 1_200
+
+
+def test_each_problem_is_a_typed_exception_carrying_it(server):
+    key = ladder(server)
+    with Melo(server, key=key, ladder="pingpong") as melo:
+        with pytest.raises(NotFound) as missing:
+            melo.players.get("nobody")
+        assert missing.value.problem.status == 404 and "nobody" in missing.value.problem.detail
+        with pytest.raises(InvalidInput) as invalid:
+            melo.games.post(sides=[Side(["ann"], rank=1)])
+        assert invalid.value.errors and invalid.value.errors[0].field.startswith("sides")
+        assert invalid.value.errors[0].message
+        melo.games.post(winner="ann", loser="bob")
+        with pytest.raises(InvalidInput) as itself:
+            melo.players.merge("ann", into="ann")
+        assert itself.value.errors[0].field == "into"
+        with pytest.raises(NotFound):
+            melo.predict("ann", "bob", ladder="no-such-ladder")
+    with Melo(server, key=ADMIN_KEY) as admin, pytest.raises(Conflict) as taken:
+        admin.ladders.create("pingpong")
+    assert taken.value.errors[0].field == "slug"
+    with Melo(server, key="mk_wrong", ladder="pingpong") as stranger, pytest.raises(Unauthorized):
+        stranger.games.post(winner="ann", loser="bob")
+    with Melo(server, key=key) as writer, pytest.raises(Forbidden):
+        writer.ladders.create("another")
+    with Melo(server) as anonymous, pytest.raises(ValueError, match="no ladder"):
+        anonymous.predict("ann", "bob")
+
+
+class LoseAnswers(httpx.HTTPTransport):
+    """The network between client and server: the first ``n`` answers are lost after the server sent them."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__()
+        self.lost, self.sent = n, []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = super().handle_request(request)
+        self.sent.append(request.headers.get("idempotency-key"))
+        if self.lost:
+            self.lost -= 1
+            response.read()
+            raise httpx.ReadError("connection reset", request=request)
+        return response
+
+
+def test_a_post_whose_answer_was_lost_is_retried_with_the_same_key_and_counts_once(server):
+    key = ladder(server)
+    network = LoseAnswers(2)
+    with Melo(server, key=key, ladder="pingpong", transport=network, retry=Retry(backoff=0.01)) as melo:
+        posted = melo.games.post(winner="ann", loser="bob")
+        assert posted.replayed and len(network.sent) == 3 and len(set(network.sent)) == 1
+        assert melo.ladders.get().games == 1
+        network.lost = 1
+        assert len(melo.games.post_many([game(winner="a", loser="b")] * 3)) == 3
+        assert melo.ladders.get().games == 4
+        network.lost = 1  # a rename is not retried once sent: the caller hears it failed
+        with pytest.raises(Unavailable):
+            melo.players.rename("ann", "anne")
+    with Melo(server, key=key, ladder="pingpong", retry=Retry(attempts=1)) as melo:
+        assert melo.players.get("anne").key == "anne"  # it was done: the answer was lost
+
+
+def test_retry_after_is_honoured_up_to_its_cap():
+    retry = Retry(max_retry_after=10)
+    assert retry.wait(0, httpx.Response(503, headers={"Retry-After": "2"})) == 2
+    assert retry.wait(0, httpx.Response(429, headers={"Retry-After": "60"})) == 10
+    assert 0.125 <= retry.wait(1, httpx.Response(503)) <= 0.5  # no header: backoff 0.25 × 2, with jitter
+
+
+def _serve(database_url: str, port: int) -> subprocess.Popen:
+    env = os.environ | {"MELO_DATABASE_URL": database_url, "MELO_ADMIN_KEY": ADMIN_KEY}
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--log-level", "warning"]
+    return subprocess.Popen(cmd, env=env, start_new_session=True)
+
+
+def _ready(base: str) -> None:
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if httpx.get(base + "/readyz").status_code == 200:
+                return
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError("server did not start")
+
+
+def test_a_post_retried_across_a_kill_9_and_restart_counts_once(database_url):
+    """The server commits the game and is killed with -9 before its answer arrives; the client keeps trying under
+    the same key (connection refused while it is down) and gets the stored answer from the restarted server."""
+    port = free_port()
+    base, procs = f"http://127.0.0.1:{port}", [_serve(database_url, port)]
+    try:
+        _ready(base)
+        key = ladder(base)
+
+        class KillAfterCommit(httpx.HTTPTransport):
+            killed = False
+
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                response = super().handle_request(request)
+                if request.method == "POST" and not self.killed:
+                    self.killed = True
+                    response.read()
+                    os.killpg(procs[0].pid, signal.SIGKILL)
+                    procs[0].wait()
+                    procs.append(_serve(database_url, port))  # back in a few seconds; the client keeps trying
+                    raise httpx.RemoteProtocolError("server disconnected", request=request)
+                return response
+
+        retry = Retry(attempts=40, backoff=0.1, max_backoff=0.5)
+        with Melo(base, key=key, ladder="pingpong", transport=KillAfterCommit(), retry=retry) as melo:
+            posted = melo.games.post(winner="ann", loser="bob")
+            assert posted.replayed and posted.id == 1
+            assert melo.ladders.get().games == 1 and melo.players.get("ann").wins == 1
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+
+
+def test_the_async_client_does_the_same(server):
+    key = ladder(server)
+
+    async def main() -> None:
+        async with AsyncMelo(server, key=key, ladder="pingpong") as melo:
+            posted = [await melo.games.post(winner=f"p{n % 3}", loser=f"p{n % 3 + 1}") for n in range(9)]
+            assert [g.id for g in posted] == list(range(1, 10))
+            many = await melo.games.post_many([game(winner="x", loser="y")] * 5)
+            assert len(many) == 5
+            board = [entry.key async for entry in melo.leaderboard(page_size=2)]
+            assert sorted(board) == ["p0", "p1", "p2", "p3", "x", "y"] and board.index("p0") < board.index("p3")
+            assert (await melo.predict("p0", "p3")).probability > 0.5
+            with pytest.raises(NotFound):
+                await melo.players.get("nobody")
+            job = await melo.refits.run(poll=0.2, timeout=120)
+            assert job.status == "done" and job.result is not None
+
+    asyncio.run(main())
+
+
+def test_a_refit_run_and_applied(server):
+    key = ladder(server)
+    with Melo(server, key=key, ladder="pingpong") as melo:
+        melo.games.post_many([game(winner=f"p{n % 4}", loser=f"p{(n + 1) % 4}") for n in range(40)])
+        job = melo.refits.run(poll=0.2, timeout=120, select_k=[1])
+        assert job.status == "done"
+        assert melo.refits.get(job.id).id == job.id
+        assert melo.refits.apply(job.id).refit == job.id
