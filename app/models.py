@@ -114,6 +114,10 @@ class Ladder(Base):
     #: that change them (in the statement that bumps ``version``).
     players_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     games_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: What the draw model is fitted on, kept by the game commits and voids: the two-sided games that count and
+    #: were drawn, and the sum over those games of 2·min(p, 1 - p), p the first side's expected score when played.
+    draws: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    draw_room: Mapped[float] = mapped_column(default=0.0, server_default="0")
     #: The sum of every player's vector and their number, {"sum": [...], "count": m}, kept by game commits; null:
     #: recompute it from the players (after a replay or a new player).
     field_sum: Mapped[dict | None] = mapped_column(JSON)

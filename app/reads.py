@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import anyio.to_thread
 import numpy as np
@@ -38,6 +38,18 @@ from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
 T = TypeVar("T")
+
+
+class Vectors(NamedTuple):
+    """Players' rows as the prediction paths read them (:func:`vectors`)."""
+
+    version: int
+    C: np.ndarray
+    known: list[bool]
+    #: The ladder's fitted draw share ν (:func:`app.rating.draw_share`; None: it has seen no draw).
+    draw_share: float | None
+
+
 #: Reports kept per process (the most recent).
 MAX_REPORTS = 256
 
@@ -124,20 +136,21 @@ async def table(db: Database, ladder: LadderRow) -> Table:
         return await anyio.to_thread.run_sync(load)
 
 
-async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> tuple[int, np.ndarray, list[bool]]:
-    """The ladder version they were read at, the rows of ``keys`` (in that order), and whether each names a
-    player; a key that names none yet gets the initial vector the ladder would give them.  Keys are matched as
-    the ladder matches them (case-folded, through its aliases); two spellings of one player are a 422."""
+async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> Vectors:
+    """The ladder version they were read at, the rows of ``keys`` (in that order), whether each names a
+    player, and the ladder's draw share; a key that names none yet gets the initial vector the ladder would give
+    them.  Keys are matched as the ladder matches them (case-folded, through its aliases); two spellings of one
+    player are a 422."""
     players = _players(ladder, keys)
     now, found = await storage.players.vectors(db.fetch, ladder.id, players, 2 * ladder.k)
     known = [p in found for p in players]
     if not all(known):
         new = [p for p in players if p not in found]
         found |= dict(zip(new, ladder.initial_vectors(new), strict=True))
-    return (now[0] if now else 0), np.array([found[p] for p in players]), known
+    return Vectors(now[0] if now else 0, np.array([found[p] for p in players]), known, now[3] if now else None)
 
 
-async def public_vectors(db: Database, slug: str, keys: list[str]) -> tuple[int, np.ndarray, list[bool]] | None:
+async def public_vectors(db: Database, slug: str, keys: list[str]) -> Vectors | None:
     """What :func:`vectors` answers, in one statement, if this process knows the ladder, it is
     public, none of its settings changed since, and every key names a player (the prediction path); else None,
     and :func:`ladder` then :func:`vectors` answer, as they check it."""
@@ -151,7 +164,7 @@ async def public_vectors(db: Database, slug: str, keys: list[str]) -> tuple[int,
     now, rows = await storage.players.vectors(db.fetch, found.id, players, 2 * found.k)
     if now is None or now[1] or now[2] > found.reset_version or not all(p in rows for p in players):
         return None
-    return now[0], np.array([rows[p] for p in players]), [True] * len(keys)
+    return Vectors(now[0], np.array([rows[p] for p in players]), [True] * len(keys), now[3])
 
 
 def _players(ladder: LadderRow, keys: list[str]) -> list[str]:

@@ -468,7 +468,8 @@ def _apply(
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
     written = None
     if count:
-        storage.ladders.count(session, ladder.id, games=len(games))
+        draws, room = rating.two_sided_draws(log.side_ptr, history.actual, history.expected)
+        storage.ladders.count(session, ladder.id, games=len(games), draws=draws, draw_room=room)
         counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
         field_sum = field_sum + (history.C - locked.C).sum(axis=0)
         # Each player's strength just after this batch (their last game in it), against the field then.
@@ -542,7 +543,11 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
     game_id = record.id
     now = datetime.now(UTC)
     storage.games.void(session, ladder.id, game_id, by, reason, now)
-    storage.ladders.count(session, ladder.id, games=-1)
+    draws, room = 0, 0.0
+    if len(record.payload["sides"]) == 2:  # its share of what the draw model is fitted on comes off too
+        first = next(m for m in record.members if m.side == 0)
+        draws, room = int(first.actual_score == 0.5), float(rating.draw_room(first.expected_score))
+    storage.ladders.count(session, ladder.id, games=-1, draws=-draws, draw_room=-room)
     superseded = storage.refits.supersede_checkpoints(session, ladder.id, game_id)
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
     members = [m.player_id for m in record.members]

@@ -34,8 +34,7 @@ async def predict_pair(
         raise InvalidInput("b_seat: a seat is taken by one side only", errors=[{"field": "b_seat"}])
     learned = await reads.seat_advantages(db, ladder, seats)
     shift = learned.get(a_seat, 0.0) - learned.get(b_seat, 0.0)
-    version, C, known = await reads.vectors(db, ladder, [a, b])
-    return JSONResponse(service.pair(a, b, version, C, known, shift))
+    return JSONResponse(service.pair(a, b, *await reads.vectors(db, ladder, [a, b]), shift))
 
 
 @router.post("", response_model=MatchPrediction, responses=problems(404, 422))
@@ -47,8 +46,8 @@ async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: Calle
     keys = service.match_keys(data)
     wanted = {f"sides[{n}].seat": side.seat for n, side in enumerate(data.sides) if side.seat is not None}
     learned = await reads.seat_advantages(db, ladder, wanted)
-    version, C, known = await reads.vectors(db, ladder, keys)
-    return JSONResponse(service.match(data, C, known, learned) | {"ladder_version": version})
+    version, C, known, draw_share = await reads.vectors(db, ladder, keys)
+    return JSONResponse(service.match(data, C, known, draw_share, learned) | {"ladder_version": version})
 
 
 teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"], responses=LADDER_ACCESS)
@@ -64,6 +63,6 @@ async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDe
     split it found. Searches run one at a time per worker, in a thread beside the other requests; one that
     cannot start within the request deadline gets a 503. Nothing is written."""
     ladder = await reads.ladder(db, slug, caller)
-    version, C, _ = await reads.vectors(db, ladder, service.team_keys(data))
+    version, C, *_ = await reads.vectors(db, ladder, service.team_keys(data))
     split = await reads.compute(request, service.fair_teams, data, C)
     return JSONResponse(split | {"ladder_version": version})

@@ -6,6 +6,12 @@ from pydantic import BaseModel, Field, StrictInt, field_validator
 
 from app.schemas import PlayerKey, SeatAdvantage, StrictModel, distinct_seats
 
+#: The draw model, as the answers state it.
+DRAW_MODEL = (
+    "P(draw) = ν · 2·min(p, 1 - p), p the expected score: the share ν of the largest draw chance that keeps the "
+    "expected score p, fitted on the ladder's two-sided games (draws seen / (Σ 2·min(p, 1 - p) over those games, "
+    "as forecast when each was played, + 2))."
+)
 #: What a prediction's answer says of when it was computed.
 LadderVersion = Annotated[int, Field(description="The ladder version the players' vectors were read at.")]
 
@@ -23,6 +29,19 @@ class PairPrediction(BaseModel):
         "would get with their first game."
     )
     b_known: bool = Field(description="The same for b.")
+    expected_score: float = Field(
+        description="a's expected score: a win counts 1, a draw 1/2 (the same number as `probability`: the model "
+        "rates wins and draws alike through it)."
+    )
+    draw_probability: float | None = Field(
+        description=DRAW_MODEL + " Null while the ladder has seen no draw (two-sided games only)."
+    )
+    win_probability: float | None = Field(
+        description="P(a wins outright) = expected_score - draw_probability / 2 (null without draws)."
+    )
+    loss_probability: float | None = Field(
+        description="P(b wins outright) = 1 - expected_score - draw_probability / 2."
+    )
 
 
 class MatchSide(SeatAdvantage):
@@ -64,6 +83,9 @@ class MatchPrediction(BaseModel):
     match_quality: float = Field(
         description="How close to even: 1 - max |E_a - 1/N| / (1 - 1/N) over the N sides' expected scores E_a "
         "(1 even, 0 one side certain to beat all)."
+    )
+    draw_probability: float | None = Field(
+        None, description="With two sides: " + DRAW_MODEL + " Null with more sides, or before the ladder's first draw."
     )
 
 

@@ -11,12 +11,15 @@ from app.predictions.schemas import MatchIn, TeamsIn
 from app.rating import teams
 
 
-def pair(a: str, b: str, version: int, C: np.ndarray, known: list[bool], shift: float = 0.0) -> dict:
+def pair(
+    a: str, b: str, version: int, C: np.ndarray, known: list[bool], draw_share: float | None, shift: float = 0.0
+) -> dict:
     """``PairPrediction`` at ladder ``version``: P(a beats b) = σ(c_aᵀ Ω c_b + h_a - h_b) and the advantage, from
-    the rows of a and b, whether each is a player yet, and the seats' ``shift`` h_a - h_b."""
+    the rows of a and b, whether each is a player yet, the ladder's ``draw_share`` and the seats' ``shift``
+    h_a - h_b."""
     x = float(rating.advantage(C[0], C[1])) + shift
     p = float(rating.sigmoid(x))  # rating.win_probability(C[0], C[1], shift), without computing the advantage again
-    return {
+    return _with_draws(p, draw_share) | {
         "ladder_version": version,
         "a": a,
         "b": b,
@@ -29,6 +32,16 @@ def pair(a: str, b: str, version: int, C: np.ndarray, known: list[bool], shift: 
     }
 
 
+def _with_draws(p: float, draw_share: float | None) -> dict:
+    """The expected score p of the first side and, where the ladder has seen draws, its chances to win, draw and
+    lose (:mod:`app.rating.draws`)."""
+    draw = rating.draw_probability(p, draw_share)
+    if draw is None:
+        return {"expected_score": p, "draw_probability": None, "win_probability": None, "loss_probability": None}
+    d = float(draw)
+    return {"expected_score": p, "draw_probability": d, "win_probability": p - d / 2, "loss_probability": 1 - p - d / 2}
+
+
 def match_keys(data: MatchIn) -> list[str]:
     """The players of a match, side by side; 422 if one appears twice."""
     keys = [k for side in data.sides for k in side.players]
@@ -37,10 +50,16 @@ def match_keys(data: MatchIn) -> list[str]:
     return keys
 
 
-def match(data: MatchIn, C: np.ndarray, known: list[bool], seats: dict[str, float] | None = None) -> dict:
+def match(
+    data: MatchIn,
+    C: np.ndarray,
+    known: list[bool],
+    draw_share: float | None = None,
+    seats: dict[str, float] | None = None,
+) -> dict:
     """``MatchPrediction``: the sides (who each row and column of the matrix is), the probability matrix and
-    expected scores, from the players' rows, whether each is a player yet, and the learned ``seats`` (name ->
-    advantage in logits) the sides take."""
+    expected scores, from the players' rows, whether each is a player yet, the ladder's ``draw_share`` (two sides
+    only) and the learned ``seats`` (name -> advantage in logits) the sides take."""
     index = iter(range(len(C)))
     seats = seats or {}
     advantages = tuple(s.logits + (seats[s.seat] if s.seat is not None else 0.0) for s in data.sides)
@@ -53,11 +72,13 @@ def match(data: MatchIn, C: np.ndarray, known: list[bool], seats: dict[str, floa
         {"players": [{"key": key, "known": next(flags)} for key in side.players], "seat": side.seat}
         for side in data.sides
     ]
+    draw = rating.draw_probability(expected[0], draw_share) if len(data.sides) == 2 else None
     return {
         "sides": labels,
         "matrix": matrix.tolist(),
         "expected_scores": expected.tolist(),
         "match_quality": float(teams.quality(expected)),
+        "draw_probability": None if draw is None else float(draw),
     }
 
 

@@ -3,6 +3,7 @@
 This package imports NumPy and SciPy only, never the database or HTTP layers.
 """
 
+from app.rating.draws import draw_probability, draw_room, draw_share, two_sided_draws
 from app.rating.errors import RatingInputError
 from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores
 from app.rating.initial import initial_vectors, stable_hash
@@ -51,6 +52,9 @@ __all__ = [
     "balanced_opponents",
     "conservative",
     "dependency_levels",
+    "draw_probability",
+    "draw_room",
+    "draw_share",
     "elo_equivalent",
     "elo_to_logits",
     "field_information",
@@ -74,6 +78,7 @@ __all__ = [
     "sigmoid",
     "stable_hash",
     "strength_se",
+    "two_sided_draws",
     "unnormalised_update",
     "win_probability",
 ]

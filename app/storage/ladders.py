@@ -217,12 +217,15 @@ def counted_sizes(session: Session, ladder_id: int, voided: bool = False) -> tup
     return players or 0, games or 0
 
 
-def count(session: Session, ladder_id: int, players: int = 0, games: int = 0) -> None:
-    """Players and games (that count) this transaction adds (or, negative, removes): :func:`bump` adds them to
-    the ladder's counts in the statement that gives out its new version."""
+def count(
+    session: Session, ladder_id: int, players: int = 0, games: int = 0, draws: int = 0, draw_room: float = 0.0
+) -> None:
+    """Players, games (that count), and drawn two-sided games with their room for a draw (``Ladder.draw_room``)
+    this transaction adds (or, negative, removes): :func:`bump` adds them to the ladder's counts in the statement
+    that gives out its new version."""
     pending = session.info.setdefault("ladder_counts", {})
-    had = pending.get(ladder_id, (0, 0))
-    pending[ladder_id] = (had[0] + players, had[1] + games)
+    had = pending.get(ladder_id, (0, 0, 0, 0.0))
+    pending[ladder_id] = (had[0] + players, had[1] + games, had[2] + draws, had[3] + draw_room)
 
 
 def version(session: Session, ladder_id: int) -> int:
@@ -349,12 +352,13 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[i
     counts = session.info.pop("ladder_counts", {})
     versions = {}
     for ladder_id in sorted(set(ladder_ids) | set(counts)):
-        players, games = counts.get(ladder_id, (0, 0))
+        players, games, draws, room = counts.get(ladder_id, (0, 0, 0, 0.0))
         sql = (
             f"UPDATE ladders SET version = version + 1{also}, players_count = players_count + ?, "
-            "games_count = games_count + ? WHERE id = ? RETURNING version"
+            "games_count = games_count + ?, draws = draws + ?, draw_room = draw_room + ? WHERE id = ? RETURNING version"
         )
-        versions[ladder_id] = driver_sql(connection, sql, (players, games, ladder_id)).scalar_one()
+        values = (players, games, draws, float(room), ladder_id)
+        versions[ladder_id] = driver_sql(connection, sql, values).scalar_one()
         stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
         driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
     return versions

@@ -13,6 +13,7 @@ from sqlalchemy import Dialect, Engine, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app import rating
 from app.models import Player
 from app.storage import aliases, cache, codec, ladders, refits
 from app.storage.sql import (
@@ -248,21 +249,21 @@ def insert(session: Session, ladder_id: int, key: str, name: str | None, vector:
 
 async def vectors(
     fetch: Fetch, ladder_id: int, keys: list[str], dim: int
-) -> tuple[tuple[int, bool, int] | None, dict[str, np.ndarray]]:
+) -> tuple[tuple[int, bool, int, float | None] | None, dict[str, np.ndarray]]:
     """The ladder's (version, private, reset version) as :func:`app.storage.ladders.version_and_privacy` reads
-    them (None: it is gone) and the vectors of ``keys`` (those that exist), in one statement (one snapshot):
-    the prediction path.
+    them, with its fitted draw share (:func:`app.rating.draw_share`; None: it is gone), and the vectors of
+    ``keys`` (those that exist), in one statement (one snapshot): the prediction path.
 
     The statement text depends only on how many keys there are, so the drivers
     keep it prepared (sqlite3's statement cache, psycopg's automatic prepare).
     """
     marks = ", ".join("?" * len(keys))
     sql = (
-        "SELECT l.version, l.private, l.reset_version, p.key, p.vector FROM ladders l LEFT JOIN players p "
-        f"ON p.ladder_id = l.id AND p.key IN ({marks}) WHERE l.id = ? AND l.deleted_at IS NULL"
+        "SELECT l.version, l.private, l.reset_version, l.draws, l.draw_room, p.key, p.vector FROM ladders l "
+        f"LEFT JOIN players p ON p.ladder_id = l.id AND p.key IN ({marks}) WHERE l.id = ? AND l.deleted_at IS NULL"
     )
     rows = await fetch(sql, (*keys, ladder_id))
-    now = (rows[0][0], bool(rows[0][1]), rows[0][2]) if rows else None
+    now = (rows[0][0], bool(rows[0][1]), rows[0][2], rating.draw_share(rows[0][3], rows[0][4])) if rows else None
     found = {key: codec.unpack(blob) for *_, key, blob in rows if key is not None and len(blob) == 8 * dim}
     return now, found
 

@@ -167,7 +167,10 @@ class PairPrediction:
     b_known: bool
     ladder_version: int
     expected_score: float | None = None
+    #: Where the ladder has seen draws: P(draw), and the chances to win or lose outright (None before).
     draw_probability: float | None = None
+    win_probability: float | None = None
+    loss_probability: float | None = None
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,7 @@ class MatchPrediction:
     expected_scores: list[float]
     match_quality: float
     ladder_version: int
+    draw_probability: float | None = None
 
 
 @dataclass(frozen=True)
