@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -247,23 +247,36 @@ class Checkpoint:
 def build(cls: type[T], data: Mapping[str, Any], **extra: Any) -> T:
     """An answer's JSON object as ``cls``: nested objects, lists of them and timestamps converted; keys the class
     does not know are left out."""
-    hints = typing.get_type_hints(cls)
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    values = {name: _convert(value, hints[name]) for name, value in data.items() if name in names}
+    fields = _converters(cls)
+    values = {name: _apply(fields[name], value) for name, value in data.items() if name in fields}
     return cls(**values, **extra)
 
 
-def _convert(value: Any, hint: Any) -> Any:
-    if value is None:
-        return None
+Convert = Callable[[Any], Any]
+_CONVERTERS: dict[type, dict[str, Convert | None]] = {}
+
+
+def _converters(cls: type) -> dict[str, Convert | None]:
+    """How to convert each field's JSON value (None: as it is), worked out once per class from its types."""
+    if cls not in _CONVERTERS:
+        hints = typing.get_type_hints(cls)
+        _CONVERTERS[cls] = {f.name: _converter(hints[f.name]) for f in dataclasses.fields(cls)}
+    return _CONVERTERS[cls]
+
+
+def _apply(convert: Convert | None, value: Any) -> Any:
+    return value if convert is None or value is None else convert(value)
+
+
+def _converter(hint: Any) -> Convert | None:
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        return _convert(value, next(arg for arg in typing.get_args(hint) if arg is not type(None)))
+        return _converter(next(arg for arg in typing.get_args(hint) if arg is not type(None)))
     if origin is list:
-        (item,) = typing.get_args(hint)
-        return [_convert(v, item) for v in value]
+        item = _converter(typing.get_args(hint)[0])
+        return None if item is None else (lambda values: [_apply(item, v) for v in values])
     if hint is datetime:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        return lambda value: datetime.fromisoformat(value.replace("Z", "+00:00"))
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
-        return build(hint, value)
-    return value
+        return lambda value: build(hint, value)
+    return None
