@@ -543,10 +543,10 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
     game_id = record.id
     now = datetime.now(UTC)
     storage.games.void(session, ladder.id, game_id, by, reason, now)
-    draws, room = 0, 0.0
-    if len(record.payload["sides"]) == 2:  # its share of what the draw model is fitted on comes off too
-        first = next(m for m in record.members if m.side == 0)
-        draws, room = int(first.actual_score == 0.5), float(rating.draw_room(first.expected_score))
+    # Its share of what the draw model is fitted on comes off too (each side's scores, from its first member).
+    sides = [next(m for m in record.members if m.side == s) for s in range(len(record.payload["sides"]))]
+    actual, expected = (np.array([getattr(m, name) for m in sides]) for name in ("actual_score", "expected_score"))
+    draws, room = rating.two_sided_draws(np.array([0, len(sides)]), actual, expected)
     storage.ladders.count(session, ladder.id, games=-1, draws=-draws, draw_room=-room)
     superseded = storage.refits.supersede_checkpoints(session, ladder.id, game_id)
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).

@@ -19,7 +19,7 @@ def pair(
     h_a - h_b."""
     x = float(rating.advantage(C[0], C[1])) + shift
     p = float(rating.sigmoid(x))  # rating.win_probability(C[0], C[1], shift), without computing the advantage again
-    return _with_draws(p, draw_share) | {
+    return {
         "ladder_version": version,
         "a": a,
         "b": b,
@@ -29,17 +29,12 @@ def pair(
         "match_quality": teams.pair_quality(p),
         "a_known": known[0],
         "b_known": known[1],
-    }
+        "expected_score": p,
+    } | dict(zip(OUTCOMES, rating.outcome_probabilities(p, draw_share) or (None,) * 3, strict=True))
 
 
-def _with_draws(p: float, draw_share: float | None) -> dict:
-    """The expected score p of the first side and, where the ladder has seen draws, its chances to win, draw and
-    lose (:mod:`app.rating.draws`)."""
-    draw = rating.draw_probability(p, draw_share)
-    if draw is None:
-        return {"expected_score": p, "draw_probability": None, "win_probability": None, "loss_probability": None}
-    d = float(draw)
-    return {"expected_score": p, "draw_probability": d, "win_probability": p - d / 2, "loss_probability": 1 - p - d / 2}
+#: A pair prediction's chances of each outcome for a (where the ladder has seen draws: :mod:`app.rating.draws`).
+OUTCOMES = ("win_probability", "draw_probability", "loss_probability")
 
 
 def match_keys(data: MatchIn) -> list[str]:

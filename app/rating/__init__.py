@@ -3,7 +3,7 @@
 This package imports NumPy and SciPy only, never the database or HTTP layers.
 """
 
-from app.rating.draws import draw_probability, draw_room, draw_share, two_sided_draws
+from app.rating.draws import draw_probability, draw_room, draw_share, outcome_probabilities, two_sided_draws
 from app.rating.errors import RatingInputError
 from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores
 from app.rating.initial import initial_vectors, stable_hash
@@ -66,6 +66,7 @@ __all__ = [
     "initial_vectors",
     "logits_to_elo",
     "omega",
+    "outcome_probabilities",
     "pair_advantage",
     "pair_outcomes",
     "pair_probability",

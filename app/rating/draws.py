@@ -42,6 +42,15 @@ def draw_probability(p: np.ndarray | float, share: float | None) -> np.ndarray |
     return None if share is None else share * draw_room(p)
 
 
+def outcome_probabilities(p: float, share: float | None) -> tuple[float, float, float] | None:
+    """(P(win), P(draw), P(loss)) of a side whose expected score is p: P(win) = p - D/2, P(loss) = 1 - p - D/2, so
+    that P(win) + P(draw)/2 is still p (None without a fitted ν)."""
+    if share is None:
+        return None
+    draw = share * float(draw_room(p))
+    return p - draw / 2, draw, 1.0 - p - draw / 2
+
+
 def two_sided_draws(side_ptr: np.ndarray, actual: np.ndarray, expected: np.ndarray) -> tuple[int, float]:
     """(drawn games, their summed room) over the games of exactly two sides: games given by ``side_ptr`` (game g
     has sides ``side_ptr[g]`` to ``side_ptr[g + 1]``), each side's achieved and expected score."""

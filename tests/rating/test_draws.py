@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from app.rating import draw_probability, draw_room, draw_share, two_sided_draws
+from app.rating import draw_probability, draw_room, draw_share, outcome_probabilities, two_sided_draws
 
 
 def test_the_room_for_a_draw_keeps_the_expected_score():
@@ -14,6 +14,8 @@ def test_the_room_for_a_draw_keeps_the_expected_score():
     win, loss = p - d / 2, 1 - p - d / 2
     assert win + d + loss == pytest.approx(1) and win + d / 2 == pytest.approx(p)  # the expected score is still p
     assert min(win, loss) >= 0
+    assert outcome_probabilities(p, share) == pytest.approx((win, d, loss))
+    assert outcome_probabilities(p, None) is None
 
 
 def test_the_share_is_fitted_by_moments_shrunk_by_two_even_games():

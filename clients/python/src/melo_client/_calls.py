@@ -100,15 +100,17 @@ def games_of(response: httpx.Response) -> list[Game]:
     return [build(Game, game, replayed=replayed) for game in response.json()["games"]]
 
 
-def game_body(
-    winner: Team | None,
-    loser: Team | None,
-    sides: Iterable[SideLike] | None,
-    draw: bool,
-    played_at: datetime | str | None,
-    external_id: str | None,
+def game(
+    winner: Team | None = None,
+    loser: Team | None = None,
+    *,
+    sides: Iterable[SideLike] | None = None,
+    draw: bool = False,
+    played_at: datetime | str | None = None,
+    external_id: str | None = None,
 ) -> dict[str, Any]:
-    """A game's JSON: ``winner``/``loser`` (a player or a team; ``draw`` for a tie), or ``sides`` for any form."""
+    """A game's JSON, as ``games.post`` sends it and ``games.post_many`` takes it: ``winner`` beat ``loser`` (a
+    player or a team; ``draw`` for a tie), or ``sides`` for any form: ``game(winner="ann", loser="bob")``."""
     if sides is not None:
         if winner is not None or loser is not None or draw:
             raise ValueError("give sides, or winner and loser, not both")
@@ -123,19 +125,6 @@ def game_body(
     if external_id is not None:
         body["external_id"] = external_id
     return body
-
-
-def game(
-    winner: Team | None = None,
-    loser: Team | None = None,
-    *,
-    sides: Iterable[SideLike] | None = None,
-    draw: bool = False,
-    played_at: datetime | str | None = None,
-    external_id: str | None = None,
-) -> dict[str, Any]:
-    """A game as ``games.post`` takes it, as the JSON ``games.post_many`` sends: ``game(winner="ann", loser="bob")``."""
-    return game_body(winner, loser, sides, draw, played_at, external_id)
 
 
 def side_json(side: SideLike) -> dict[str, Any]:

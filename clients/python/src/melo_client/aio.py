@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -12,7 +12,8 @@ from typing import Any, TypeVar
 import httpx
 
 from melo_client import _api
-from melo_client._calls import Call, Retry, SideLike, Team, batches, game_body
+from melo_client._api import Page
+from melo_client._calls import Call, Retry, SideLike, Team, batches, game
 from melo_client.models import (
     Checkpoint,
     Game,
@@ -83,6 +84,16 @@ class AsyncMelo:
             await asyncio.sleep(wait)
             attempt += 1
 
+    async def pages(self, page: Callable[[str | None], Call[Page[T]]]) -> AsyncIterator[T]:
+        """Every item of a list, a page at a time as you iterate: ``page(cursor)`` is the call for one page."""
+        cursor = None
+        while True:
+            answer = await self.run(page(cursor))
+            for item in answer.items:
+                yield item
+            if not (cursor := answer.next_cursor):
+                return
+
     def slug(self, ladder: str | None) -> str:
         slug = ladder or self.ladder
         if slug is None:
@@ -102,7 +113,7 @@ class AsyncMelo:
         """Win probabilities between N sides: each a player key, a list of keys (a team) or a :class:`Side`."""
         return await self.run(_api.predict_match(self.slug(ladder), sides))
 
-    async def leaderboard(
+    def leaderboard(
         self,
         *,
         by: str | None = None,
@@ -111,13 +122,8 @@ class AsyncMelo:
         ladder: str | None = None,
     ) -> AsyncIterator[LeaderboardEntry]:
         """Every entry of the leaderboard in order, a page at a time as you iterate."""
-        slug, cursor = self.slug(ladder), None
-        while True:
-            page = await self.run(_api.leaderboard_page(slug, by, inactive, page_size, cursor))
-            for item in page.items:
-                yield item
-            if not (cursor := page.next_cursor):
-                return
+        slug = self.slug(ladder)
+        return self.pages(lambda cursor: _api.leaderboard_page(slug, by, inactive, page_size, cursor))
 
     async def teams(
         self, players: Sequence[str], n: int = 2, *, sizes: Sequence[int] | None = None, ladder: str | None = None
@@ -145,15 +151,9 @@ class Ladders(_Part):
     async def get(self, ladder: str | None = None) -> Ladder:
         return await self.melo.run(_api.get_ladder(self.melo.slug(ladder)))
 
-    async def list(self, page_size: int = 100) -> AsyncIterator[Ladder]:
+    def list(self, page_size: int = 100) -> AsyncIterator[Ladder]:
         """Every ladder the key may see."""
-        cursor = None
-        while True:
-            page = await self.melo.run(_api.ladders_page(page_size, cursor))
-            for item in page.items:
-                yield item
-            if not (cursor := page.next_cursor):
-                return
+        return self.melo.pages(lambda cursor: _api.ladders_page(page_size, cursor))
 
 
 class Games(_Part):
@@ -173,7 +173,7 @@ class Games(_Part):
 
         Sent under an ``Idempotency-Key`` of its own and tried again on failures with the same key: it counts
         once however many tries it took."""
-        body = game_body(winner, loser, sides, draw, played_at, external_id)
+        body = game(winner, loser, sides=sides, draw=draw, played_at=played_at, external_id=external_id)
         return await self.melo.run(_api.post_game(self.melo.slug(ladder), body))
 
     async def post_many(
@@ -201,15 +201,10 @@ class Games(_Part):
     async def get(self, number: int, *, ladder: str | None = None) -> Game:
         return await self.melo.run(_api.get_game(self.melo.slug(ladder), number))
 
-    async def list(self, *, page_size: int = 100, ladder: str | None = None) -> AsyncIterator[Game]:
+    def list(self, *, page_size: int = 100, ladder: str | None = None) -> AsyncIterator[Game]:
         """Every game of the ladder, newest first."""
-        slug, cursor = self.melo.slug(ladder), None
-        while True:
-            page = await self.melo.run(_api.games_page(slug, page_size, cursor))
-            for item in page.items:
-                yield item
-            if not (cursor := page.next_cursor):
-                return
+        slug = self.melo.slug(ladder)
+        return self.melo.pages(lambda cursor: _api.games_page(slug, page_size, cursor))
 
 
 class Players(_Part):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any, TypeVar
@@ -11,7 +11,8 @@ from typing import Any, TypeVar
 import httpx
 
 from melo_client import _api
-from melo_client._calls import Call, Retry, SideLike, Team, batches, game_body
+from melo_client._api import Page
+from melo_client._calls import Call, Retry, SideLike, Team, batches, game
 from melo_client.models import (
     Checkpoint,
     Game,
@@ -82,6 +83,15 @@ class Melo:
             time.sleep(wait)
             attempt += 1
 
+    def pages(self, page: Callable[[str | None], Call[Page[T]]]) -> Iterator[T]:
+        """Every item of a list, a page at a time as you iterate: ``page(cursor)`` is the call for one page."""
+        cursor = None
+        while True:
+            answer = self.run(page(cursor))
+            yield from answer.items
+            if not (cursor := answer.next_cursor):
+                return
+
     def slug(self, ladder: str | None) -> str:
         slug = ladder or self.ladder
         if slug is None:
@@ -110,12 +120,8 @@ class Melo:
         ladder: str | None = None,
     ) -> Iterator[LeaderboardEntry]:
         """Every entry of the leaderboard in order, a page at a time as you iterate."""
-        slug, cursor = self.slug(ladder), None
-        while True:
-            page = self.run(_api.leaderboard_page(slug, by, inactive, page_size, cursor))
-            yield from page.items
-            if not (cursor := page.next_cursor):
-                return
+        slug = self.slug(ladder)
+        return self.pages(lambda cursor: _api.leaderboard_page(slug, by, inactive, page_size, cursor))
 
     def teams(
         self, players: Sequence[str], n: int = 2, *, sizes: Sequence[int] | None = None, ladder: str | None = None
@@ -145,12 +151,7 @@ class Ladders(_Part):
 
     def list(self, page_size: int = 100) -> Iterator[Ladder]:
         """Every ladder the key may see."""
-        cursor = None
-        while True:
-            page = self.melo.run(_api.ladders_page(page_size, cursor))
-            yield from page.items
-            if not (cursor := page.next_cursor):
-                return
+        return self.melo.pages(lambda cursor: _api.ladders_page(page_size, cursor))
 
 
 class Games(_Part):
@@ -170,7 +171,7 @@ class Games(_Part):
 
         Sent under an ``Idempotency-Key`` of its own and tried again on failures with the same key: it counts
         once however many tries it took."""
-        body = game_body(winner, loser, sides, draw, played_at, external_id)
+        body = game(winner, loser, sides=sides, draw=draw, played_at=played_at, external_id=external_id)
         return self.melo.run(_api.post_game(self.melo.slug(ladder), body))
 
     def post_many(
@@ -200,12 +201,8 @@ class Games(_Part):
 
     def list(self, *, page_size: int = 100, ladder: str | None = None) -> Iterator[Game]:
         """Every game of the ladder, newest first."""
-        slug, cursor = self.melo.slug(ladder), None
-        while True:
-            page = self.melo.run(_api.games_page(slug, page_size, cursor))
-            yield from page.items
-            if not (cursor := page.next_cursor):
-                return
+        slug = self.melo.slug(ladder)
+        return self.melo.pages(lambda cursor: _api.games_page(slug, page_size, cursor))
 
 
 class Players(_Part):

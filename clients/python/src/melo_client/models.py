@@ -109,11 +109,12 @@ class LadderCreated(Ladder):
     write_key: str = ""
 
 
-@dataclass(frozen=True)
-class Player:
+@dataclass(frozen=True, kw_only=True)
+class Standing:
+    """A player's rating and record, as the leaderboard and the profile both show them (Elo-equivalent points)."""
+
     key: str
     name: str | None
-    vector: list[float]
     strength: float
     elo: float
     strength_se: float
@@ -124,32 +125,22 @@ class Player:
     losses: int
     provisional: bool
     active: bool
-    created_at: datetime
-    aliases: list[str] = field(default_factory=list)
     last_played_at: datetime | None = None
     change_since_last_game: float | None = None
     provisional_reason: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Player(Standing):
+    vector: list[float]
+    created_at: datetime
+    aliases: list[str] = field(default_factory=list)
     ladder_version: int | None = None
 
 
-@dataclass(frozen=True)
-class LeaderboardEntry:
+@dataclass(frozen=True, kw_only=True)
+class LeaderboardEntry(Standing):
     rank: int
-    key: str
-    name: str | None
-    strength: float
-    elo: float
-    strength_se: float
-    conservative: float
-    games: int
-    wins: int
-    draws: int
-    losses: int
-    provisional: bool
-    active: bool
-    last_played_at: datetime | None = None
-    change_since_last_game: float | None = None
-    provisional_reason: str | None = None
 
 
 @dataclass(frozen=True)
