@@ -29,6 +29,7 @@ router.add_api_route("/", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}/players/{key}", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}/settings", page, methods=["GET"])
+router.add_api_route("/ladders/{slug}/admin", page, methods=["GET"])
 
 
 @router.get("/problems/{name}")

@@ -1,0 +1,153 @@
+// Hand-made SVG charts, drawn at the width of their box so that their text stays readable on a phone.
+import { shortDate, svg, whole } from "./dom.js";
+
+const FONT_PX = 12;
+
+// Round numbers between lo and hi for an axis: about `count` of them, steps of 1, 2 or 5 times a power of ten.
+export function niceTicks(lo, hi, count) {
+  const raw = (hi - lo) / Math.max(1, count);
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) || raw;
+  const ticks = [];
+  for (let t = Math.ceil(lo / step) * step; t <= hi + 1e-9; t += step) ticks.push(t);
+  return ticks;
+}
+
+const HOUR = 3600e3;
+const DAY = 24 * HOUR;
+const TIME = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+const MONTH = new Intl.DateTimeFormat(undefined, { month: "short", year: "2-digit" });
+
+// Dates for a time axis from t0 to t1 (ms): whole hours, days, weeks or months, at most `count` of them.
+export function timeTicks(t0, t1, count) {
+  const span = t1 - t0;
+  const months = [1, 2, 3, 6, 12].find((m) => span / (m * 30 * DAY) <= count);
+  if (span > 60 * DAY && months) {
+    const ticks = [];
+    const d = new Date(t0);
+    d.setHours(0, 0, 0, 0);
+    d.setDate(1);
+    while (d.getTime() < t0) d.setMonth(d.getMonth() + 1);
+    while (d.getTime() <= t1) {
+      if (d.getMonth() % months === 0) ticks.push({ t: d.getTime(), label: MONTH.format(d) });
+      d.setMonth(d.getMonth() + 1);
+    }
+    return ticks;
+  }
+  const step = [HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY]
+    .find((s) => span / s <= count) || 28 * DAY;
+  const start = new Date(t0);
+  if (step >= DAY) start.setHours(0, 0, 0, 0);
+  else start.setMinutes(0, 0, 0);
+  const ticks = [];
+  for (let t = start.getTime(); t <= t1; t += step) {
+    // Steps of days are counted in local midnights (a day of 23 or 25 hours keeps the ticks at 0:00).
+    const d = new Date(t);
+    if (step >= DAY && d.getHours() !== 0) d.setHours(d.getHours() < 12 ? 0 : 24, 0, 0, 0);
+    if (d.getTime() >= t0) ticks.push({ t: d.getTime(), label: step >= DAY ? shortDate(d) : TIME.format(d) });
+  }
+  return ticks;
+}
+
+// The rating after each game against the date it was played. `points`: [{time (ms), elo, title}], oldest first.
+export function ratingChart(points, width) {
+  const height = Math.round(Math.min(300, Math.max(190, width * 0.42)));
+  const pad = { left: 46, right: 14, top: 14, bottom: 30 };
+  const times = points.map((p) => p.time);
+  const elos = points.map((p) => p.elo);
+  let [t0, t1] = [Math.min(...times), Math.max(...times)];
+  if (t1 - t0 < HOUR) [t0, t1] = [t0 - HOUR, t1 + HOUR];
+  let [lo, hi] = [Math.min(...elos), Math.max(...elos)];
+  const margin = Math.max(10, (hi - lo) * 0.08);
+  [lo, hi] = [lo - margin, hi + margin];
+  const x = (t) => pad.left + ((t - t0) / (t1 - t0)) * (width - pad.left - pad.right);
+  const y = (v) => height - pad.bottom - ((v - lo) / (hi - lo)) * (height - pad.top - pad.bottom);
+  const yTicks = niceTicks(lo, hi, 4);
+  const xTicks = timeTicks(t0, t1, Math.max(2, Math.floor((width - pad.left - pad.right) / 80)));
+  const last = points[points.length - 1];
+  const line = points.map((p) => `${x(p.time).toFixed(1)},${y(p.elo).toFixed(1)}`).join(" ");
+  return svg("svg", { id: "rating-chart", class: "chart", width, height, viewBox: `0 0 ${width} ${height}`,
+    role: "img", "aria-labelledby": "rating-chart-title" },
+  svg("title", { id: "rating-chart-title" }, `Rating over time: ${whole(points[0].elo)} on ` +
+    `${shortDate(new Date(points[0].time))}, ${whole(last.elo)} on ${shortDate(new Date(last.time))}, highest ` +
+    `${whole(Math.max(...elos))}.`),
+  yTicks.map((v) => svg("g", { class: "tick" },
+    svg("line", { class: "grid", x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }),
+    svg("text", { x: pad.left - 6, y: y(v) + 4, "text-anchor": "end" }, whole(v)))),
+  xTicks.map((tick) => svg("text", { class: "x-tick", x: x(tick.t), y: height - 8, "text-anchor": "middle" },
+    tick.label)),
+  svg("polyline", { class: "line", points: line }),
+  points.length <= 80 ? points.map((p) => svg("circle", { class: "dot", cx: x(p.time), cy: y(p.elo), r: 3.5 },
+    svg("title", {}, p.title))) : null,
+  svg("circle", { class: "dot last", cx: x(last.time), cy: y(last.elo), r: 5 }, svg("title", {}, last.title)));
+}
+
+// ---------- the disc chart ----------
+
+let measurer;
+function textWidth(text) {
+  measurer = measurer || document.createElement("canvas").getContext("2d");
+  measurer.font = `${FONT_PX}px ${getComputedStyle(document.body).fontFamily}`;
+  return measurer.measureText(text).width;
+}
+
+const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v));
+const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+
+// Where each label goes: beside its dot where there is room, else further out with a line to the dot. Every
+// label is kept off the other labels and dots, so that two close players stay readable.
+export function placeLabels(dots, bounds) {
+  const taken = dots.map((d) => ({ x: d.x - 5, y: d.y - 5, w: 10, h: 10 }));
+  const angles = [0, 180, -45, 45, -135, 135, -90, 90, -22, 22, -158, 158, -68, 68, -112, 112];
+  return dots.map((d) => {
+    const w = textWidth(d.label) + 4;
+    const hgt = FONT_PX + 2;
+    for (const distance of [8, 16, 26, 38, 52, 68, 86]) {
+      for (const angle of angles) {
+        const rad = (angle * Math.PI) / 180;
+        const cx = d.x + Math.cos(rad) * (distance + w / 2);
+        const cy = d.y + Math.sin(rad) * (distance + hgt / 2);
+        const box = { x: cx - w / 2, y: cy - hgt / 2, w, h: hgt };
+        const inside = box.x >= bounds.x && box.y >= bounds.y && box.x + w <= bounds.x + bounds.w &&
+          box.y + hgt <= bounds.y + bounds.h;
+        if (inside && !taken.some((t) => overlaps(box, t))) {
+          taken.push(box);
+          return { box, leader: distance > 8 };
+        }
+      }
+    }
+    return null; // no room anywhere near: the dot keeps its name as a tooltip
+  });
+}
+
+// The players in the largest disc of the canonical form. `points`: [{label, x, y}]; both axes on one scale, so
+// that angles (styles) are as the mathematics has them. Unlabelled, the names are only the dots' tooltips.
+export function discChart(points, width, { labelled = true } = {}) {
+  const height = Math.round(Math.min(440, Math.max(260, width * 0.62)));
+  const pad = 24;
+  const xs = points.map((p) => p.x).concat(0);
+  const ys = points.map((p) => p.y).concat(0);
+  const spanX = Math.max(...xs) - Math.min(...xs) || 1;
+  const spanY = Math.max(...ys) - Math.min(...ys) || 1;
+  // Room for labels around the dots: the dots use the middle of the plot.
+  const scale = Math.min((width - 2 * pad) * 0.7 / spanX, (height - 2 * pad) * 0.75 / spanY);
+  const midX = (Math.max(...xs) + Math.min(...xs)) / 2;
+  const midY = (Math.max(...ys) + Math.min(...ys)) / 2;
+  const sx = (v) => width / 2 + (v - midX) * scale;
+  const sy = (v) => height / 2 - (v - midY) * scale;
+  const dots = points.map((p) => ({ label: p.label, x: sx(p.x), y: sy(p.y) }));
+  const labels = labelled ? placeLabels(dots, { x: 2, y: 2, w: width - 4, h: height - 4 }) : dots.map(() => null);
+  return svg("svg", { id: "disc-plot", class: "chart", width, height, viewBox: `0 0 ${width} ${height}`,
+    role: "img", "aria-label": "The players as points of the largest disc: the angle is a style, the distance from " +
+      "the centre its weight" },
+  svg("line", { class: "axis", x1: pad, x2: width - pad, y1: sy(0), y2: sy(0) }),
+  svg("line", { class: "axis", x1: sx(0), x2: sx(0), y1: pad, y2: height - pad }),
+  dots.map((d, n) => {
+    const place = labels[n];
+    return svg("g", { class: "player" },
+      place && place.leader ? svg("line", { class: "leader", x1: d.x, y1: d.y, x2: clamp(d.x, place.box.x,
+        place.box.x + place.box.w), y2: clamp(d.y, place.box.y, place.box.y + place.box.h) }) : null,
+      svg("circle", { class: "dot", cx: d.x, cy: d.y, r: 4 }, svg("title", {}, d.label)),
+      place ? svg("text", { class: "label", x: place.box.x + 2, y: place.box.y + FONT_PX - 1 }, d.label) : null);
+  }));
+}

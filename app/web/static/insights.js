@@ -1,0 +1,107 @@
+// The mathematics, below the office: who would win, fair teams, learned seats and the ladder's cycles. Drawn the
+// first time the section is seen, so that the reports it reads do not slow the page's first render.
+import { debounce, fill, h, pct, signed, whole } from "./dom.js";
+import { discChart } from "./charts.js";
+import { picker } from "./picker.js";
+import { clearMessages, guarded } from "./ui.js";
+
+const MAX_LABELLED = 60; // beyond this many players the disc chart names them only in tooltips
+
+export function insights(box, { api, ladder, roster }) {
+  const cycles = h("div", { id: "cycles" }, h("p", { class: "muted" }, "Working out the cycles…"));
+  box.append(h("div", { class: "insight-grid" },
+    h("div", { class: "insight" }, h("h3", {}, "Who would win?"), whoWouldWin(api, roster)),
+    h("div", { class: "insight" }, h("h3", {}, "Fair teams"), fairTeams(api, roster)),
+    ladder.seats ? h("div", { class: "insight" }, h("h3", {}, "Seats"), seatList(ladder.seats)) : null),
+  h("h3", {}, "Cycles in this ladder"), cycles);
+  guarded(() => drawCycles(cycles, api, roster));
+}
+
+function whoWouldWin(api, roster) {
+  const out = h("p", { id: "h2h-result", class: "result", "aria-live": "polite" });
+  const a = picker({ id: "h2h-a", label: "Player", roster, allowNew: false });
+  const b = picker({ id: "h2h-b", label: "Against", roster, allowNew: false });
+  const form = h("form", { id: "h2h", class: "stack" }, a.root, b.root,
+    h("button", { type: "submit", class: "secondary" }, "Compare"), out);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearMessages();
+    if (!a.key || !b.key) return fill(out, "Choose two players.");
+    const match = await guarded(() =>
+      api.get(`/predict?a=${encodeURIComponent(a.key)}&b=${encodeURIComponent(b.key)}`));
+    if (!match) return undefined;
+    return fill(out, `${roster.name(a.key)} beats ${roster.name(b.key)} with probability ${pct(match.probability)}`,
+      match.draw_probability ? ` (a draw ${pct(match.draw_probability)})` : "", ".");
+  });
+  return form;
+}
+
+// Players chosen one by one with a picker, shown as chips that can be removed.
+function playerChips(id, label, roster) {
+  const chosen = [];
+  const chips = h("ul", { class: "chips", "aria-label": "Players chosen" });
+  const draw = () => fill(chips, chosen.map((key) => {
+    const remove = h("button", { type: "button", class: "ghost", "aria-label": `Remove ${roster.name(key)}` }, "×");
+    remove.addEventListener("click", () => {
+      chosen.splice(chosen.indexOf(key), 1);
+      draw();
+    });
+    return h("li", { "data-key": key }, roster.name(key), remove);
+  }));
+  const pick = picker({ id, label, roster, allowNew: false, exclude: () => new Set(chosen),
+    onPick: (key) => {
+      chosen.push(key);
+      pick.clear();
+      draw();
+    } });
+  return { root: h("div", {}, pick.root, chips), chosen };
+}
+
+function fairTeams(api, roster) {
+  const who = playerChips("teams-players", "Who is playing", roster);
+  const count = h("input", { id: "teams-count", type: "number", min: "2", max: "32", value: "2", inputmode: "numeric" });
+  const out = h("div", { id: "teams-result", class: "result", "aria-live": "polite" });
+  const form = h("form", { id: "teams", class: "stack" }, who.root,
+    h("div", { class: "field" }, h("label", { for: "teams-count" }, "Teams"), count),
+    h("button", { type: "submit", class: "secondary" }, "Make fair teams"), out);
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    clearMessages();
+    const split = await guarded(() => api.send("POST", "/teams", { players: who.chosen, teams: Number(count.value) }));
+    if (!split) return;
+    const names = (team) => team.map((k) => roster.name(k)).join(" & ");
+    fill(out,
+      h("ol", {}, split.teams.map((team, n) => h("li", {}, `${names(team)}: wins ${pct(split.win_probabilities[n])}`))),
+      h("p", { class: "muted" }, `Match quality ${pct(split.match_quality)} (100% is dead even)` +
+        (split.exact ? ", the best of every possible split." : ", the best split a search found.")));
+  });
+  return form;
+}
+
+function seatList(seats) {
+  return h("ul", { id: "learned-seats" }, seats.map((seat) => h("li", {},
+    `${seat.name}: ${signed(seat.advantage_elo)} ± ${whole(2 * seat.advantage_elo_se)} Elo`)));
+}
+
+async function drawCycles(box, api, roster) {
+  const progress = (share) => fill(box, h("p", { class: "muted" }, `Working out the cycles… ${pct(share || 0)}`));
+  const [canonical, intrans] = await Promise.all([api.get("/canonical"), api.report("/intransitivity", progress)]);
+  const points = canonical.players.map((p) => ({ label: roster.name(p.key), x: p.coordinates[0], y: p.coordinates[1] }));
+  const block = canonical.blocks[0];
+  const chart = h("div", { class: "chart-box" });
+  const draw = () => {
+    const width = chart.clientWidth || 560;
+    fill(chart, points.length ? discChart(points, width, { labelled: points.length <= MAX_LABELLED })
+      : h("p", { class: "muted" }, "No players yet."));
+  };
+  fill(box,
+    h("p", { id: "intransitivity" }, `Intransitivity ${intrans.measure.toFixed(2)}: below 1 the ranking (the ` +
+      "transitive part) outweighs the cycles, above 1 the cycles (rock-paper-scissors) outweigh the ranking, and 1 " +
+      "means they weigh the same (as when every player is equal)."),
+    block ? h("p", { class: "muted" }, `Largest disc: ${block.kind}, ${pct(block.share)} of the advantages. A ` +
+      "player's angle is their style and their distance from the centre their weight: in a transitive disc players " +
+      "further along the arc beat those behind; in a cyclic disc each beats the next around the circle.") : null,
+    chart);
+  draw();
+  window.addEventListener("resize", debounce(draw, 200));
+}

@@ -1,0 +1,387 @@
+// The ladder page: standings, recording a game, the latest results and the most active players first; the
+// mathematics (predictions, fair teams, cycles) lower down. It follows the ladder's event stream, so that a game
+// recorded anywhere shows up here within moments, without a reload.
+import { LadderApi } from "./api.js";
+import { changeClass, debounce, fill, h, profileHref, shortDate, signed, timeAgo, whole } from "./dom.js";
+import { insights } from "./insights.js";
+import { follow } from "./live.js";
+import { badge, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
+import { Roster } from "./picker.js";
+import { recordForm } from "./record.js";
+import { confirmed, guarded, say, withKey } from "./ui.js";
+
+const PAGE = 100; // leaderboard rows per "show more"
+const FEED = 12; // results listed
+const ACTIVITY = 100; // latest games the "most active" list counts
+const REFRESH_MS = 250; // a burst of changes causes one reload
+
+const ORDERS = [
+  ["conservative", "Rating minus its uncertainty (default)"],
+  ["hodge", "Strength (Hodge)"],
+  ["field", "Expected score against the field"],
+  ["disc", "Disc strength"],
+];
+const FIELD_MOVES = "Ratings are measured against the whole field, so a rating can move when its player did not " +
+  "play: the players it is compared with did.";
+const CONSERVATIVE = "Players are ordered by their rating minus twice its uncertainty, so that a newcomer's lucky " +
+  "start does not put them above the regulars; provisional players, whose results do not place them yet, are " +
+  "listed below.";
+
+export async function ladderView(view, slug) {
+  const api = new LadderApi(slug);
+  const ladder = await loadLadder(api);
+  setTitle(ladderName(ladder));
+  ladderHeader(ladder);
+  await new LadderPage(view, api, ladder).start();
+}
+
+class LadderPage {
+  constructor(view, api, ladder) {
+    this.view = view;
+    this.api = api;
+    this.ladder = ladder;
+    this.roster = new Roster();
+    this.order = "conservative";
+    this.showInactive = false;
+    this.rows = PAGE;
+    this.expanded = new Set(); // players whose details are open (on a phone)
+    this.elos = new Map(); // each shown player's Elo, to mark those a change moved
+    this.games = []; // the latest games, newest first
+    this.version = 0; // the ladder version the page shows
+    this.refreshBoard = debounce(() => guarded(() => this.loadBoard()), REFRESH_MS);
+    this.refreshAll = debounce(() => guarded(() => this.reload()), REFRESH_MS);
+    this.refreshRoster = debounce(() => guarded(() => this.loadRoster()), REFRESH_MS);
+    this.refreshSummary = debounce(() => guarded(() => this.loadSummary()), REFRESH_MS);
+  }
+
+  async start() {
+    this.layout();
+    await Promise.all([guarded(() => this.loadBoard()), guarded(() => this.loadGames())]);
+    performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
+    this.drawSummary();
+    follow(this.api.slug, this.eventHandlers(), showLive);
+    guarded(() => this.loadRoster());
+  }
+
+  // ---------- layout ----------
+
+  layout() {
+    this.summary = h("p", { id: "ladder-summary", class: "muted" });
+    this.boardBox = h("div", { id: "board-box" });
+    this.feed = h("ul", { id: "feed", class: "feed" });
+    this.active = h("div", { id: "active-box" });
+    const sections = [
+      h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
+        h("h2", { id: "standings-title" }, "Standings"), this.boardBox, this.rankingOptions()),
+      h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
+        h("h2", { id: "record-title" }, "Record a game"),
+        recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, onRecorded: (game) => this.addGame(game),
+          onUndone: (game) => this.voidGame(game) })),
+      h("section", { id: "results", class: "panel", "aria-labelledby": "results-title" },
+        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.active),
+      h("section", { id: "insights", class: "panel", "aria-labelledby": "insights-title" },
+        h("h2", { id: "insights-title" }, "Insights"),
+        h("p", { class: "muted" }, "Predictions, fair teams and the shape of the ladder.")),
+    ];
+    const grid = h("div", { class: "ladder-grid" }, sections);
+    fill(this.view, h("div", { class: "page-head" }, h("h1", {}, ladderName(this.ladder)), this.summary),
+      sectionTabs(grid, [["standings", "Standings"], ["record", "Record"], ["results", "Results"],
+        ["insights", "Insights"]]), grid);
+    whenShown(sections[3], () => insights(sections[3], { api: this.api, ladder: this.ladder, roster: this.roster }));
+  }
+
+  rankingOptions() {
+    const select = h("select", { id: "order" }, ORDERS.map(([value, label]) => h("option", { value }, label)));
+    select.addEventListener("change", () => {
+      this.order = select.value;
+      guarded(() => this.loadBoard());
+    });
+    const inactive = h("input", { type: "checkbox", id: "show-inactive" });
+    inactive.addEventListener("change", () => {
+      this.showInactive = inactive.checked;
+      guarded(() => this.loadBoard());
+    });
+    return h("details", { class: "options", id: "ranking-options" }, h("summary", {}, "How the standings work"),
+      h("p", { class: "muted" }, CONSERVATIVE),
+      h("p", { class: "muted", id: "field-moves" }, FIELD_MOVES),
+      h("div", { class: "field" }, h("label", { for: "order" }, "Order by"), select),
+      h("label", { class: "check" }, inactive, " Show inactive players"));
+  }
+
+  async loadSummary() {
+    this.ladder = await this.api.get();
+    this.drawSummary();
+  }
+
+  drawSummary() {
+    const latest = this.games.find((g) => !g.voided_at);
+    fill(this.summary, `${this.ladder.players} players · ${this.ladder.games} games`,
+      latest ? [" · last game ", timeAgo(latest.played_at)] : null);
+  }
+
+  // ---------- standings ----------
+
+  boardPath(limit, cursor) {
+    const inactive = this.showInactive ? "&inactive=true" : "";
+    const after = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
+    return `/leaderboard?by=${this.order}&limit=${limit}&form=true${inactive}${after}`;
+  }
+
+  // The rows shown so far, in pages of up to 500 (the API's largest).
+  async loadBoard() {
+    const items = [];
+    let cursor = null;
+    let version = 0;
+    do {
+      const page = await this.api.get(this.boardPath(Math.min(500, this.rows - items.length), cursor));
+      items.push(...page.items);
+      cursor = page.next_cursor;
+      version = page.ladder_version;
+    } while (cursor !== null && items.length < this.rows);
+    this.version = Math.max(this.version, version);
+    this.roster.add(items);
+    this.drawBoard(items, cursor !== null);
+  }
+
+  drawBoard(items, more) {
+    const established = items.filter((p) => !p.provisional);
+    const provisional = items.filter((p) => p.provisional);
+    const rows = established.flatMap((p, n) => this.playerRows(p, n + 1));
+    if (provisional.length) {
+      rows.push(h("tr", { class: "group" }, h("td", { colspan: "9" },
+        "Provisional: not placed yet (too few results, or results that cannot pin them down)")));
+      rows.push(...provisional.flatMap((p) => this.playerRows(p, "–")));
+    }
+    this.elos = new Map(items.map((p) => [p.key, p.elo]));
+    const showMore = h("button", { type: "button", class: "secondary", id: "show-more" }, "Show more players");
+    showMore.addEventListener("click", () => {
+      this.rows += PAGE;
+      guarded(() => this.loadBoard());
+    });
+    fill(this.boardBox,
+      h("table", { id: "board", class: "board" },
+        h("thead", {}, h("tr", {},
+          h("th", { class: "num", scope: "col" }, h("abbr", { title: "Rank" }, "#")),
+          h("th", { scope: "col" }, "Player"),
+          h("th", { class: "num", scope: "col", title: "Elo points, ± twice the uncertainty" }, "Rating"),
+          h("th", { scope: "col", class: "form-col" }, "Form"),
+          h("th", { class: "num wide", scope: "col" }, "Games"),
+          h("th", { class: "num wide", scope: "col", title: "Won, drawn, lost" }, "W–D–L"),
+          h("th", { class: "num wide", scope: "col", title: "Elo gained or lost since their own last game, as " +
+            "others played" }, "Since last game"),
+          h("th", { class: "wide", scope: "col" }, "Last played"),
+          h("th", { class: "narrow", scope: "col" }, h("span", { class: "sr-only" }, "Details")))),
+        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "9", class: "muted" },
+          "No players yet: record the first game.")))),
+      more ? showMore : null);
+  }
+
+  playerRows(p, rank) {
+    const moved = this.elos.has(p.key) && Math.round(this.elos.get(p.key)) !== Math.round(p.elo);
+    const detailsId = `details-${cssId(p.key)}`;
+    const open = this.expanded.has(p.key);
+    const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
+      "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
+    toggle.addEventListener("click", () => {
+      const now = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", String(now));
+      document.getElementById(detailsId).hidden = !now;
+      if (now) this.expanded.add(p.key);
+      else this.expanded.delete(p.key);
+    });
+    const since = p.change_since_last_game;
+    const sinceText = since === null || since === undefined || Math.round(since) === 0 ? "–" : signed(since);
+    const interval = `likely between ${whole(p.elo - 2 * p.strength_se)} and ${whole(p.elo + 2 * p.strength_se)}`;
+    const row = h("tr", { "data-key": p.key, class: [p.active === false && "inactive", moved && "changed"] },
+      h("td", { class: "num rank" }, rank),
+      h("td", { class: "player" }, h("a", { href: profileHref(this.api.slug, p.key) }, p.name || p.key),
+        p.provisional ? [" ", badge(p)] : null, p.active === false ? h("span", { class: "muted" }, " (inactive)") : null),
+      h("td", { class: "num rating", title: interval }, whole(p.elo),
+        h("small", { class: "pm" }, ` ± ${whole(2 * p.strength_se)}`)),
+      h("td", { class: "form-col" }, formChips(p.form)),
+      h("td", { class: "num wide" }, p.games),
+      h("td", { class: "num wide" }, `${p.wins}–${p.draws}–${p.losses}`),
+      h("td", { class: ["num wide", sinceText !== "–" && changeClass(since)] }, sinceText),
+      h("td", { class: "wide" }, p.last_played_at ? timeAgo(p.last_played_at) : "never"),
+      h("td", { class: "narrow" }, toggle));
+    const details = h("tr", { class: "details", id: detailsId, hidden: !open }, h("td", { colspan: "9" },
+      h("dl", {},
+        h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)}, ${interval}`)),
+        h("div", {}, h("dt", {}, "Games"), h("dd", {}, `${p.games}: ${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
+        h("div", {}, h("dt", {}, "Since last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
+        h("div", {}, h("dt", {}, "Last played"), h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
+    return [row, details];
+  }
+
+  // ---------- latest results ----------
+
+  async loadGames() {
+    const page = await this.api.get(`/games?limit=${ACTIVITY}`);
+    this.games = page.items;
+    this.drawGames();
+  }
+
+  drawGames() {
+    const shown = this.games.slice(0, FEED);
+    fill(this.feed, shown.length ? shown.map((g) => this.gameItem(g)) : h("li", { class: "muted" }, "No games yet."));
+    this.drawActive();
+  }
+
+  gameItem(game) {
+    const order = [...game.sides].sort((x, y) => x.rank - y.rank);
+    const side = (s) => h("span", { class: "side" }, s.players.map((p, n) => [n ? " & " : "",
+      h("a", { href: profileHref(this.api.slug, p.key) }, this.roster.name(p.key)),
+      game.voided_at ? null : [" ", h("span", { class: ["chg", changeClass(p.elo_change)],
+        title: "Elo points won or lost in this game" }, signed(p.elo_change))]]));
+    let line;
+    if (order.length === 2) {
+      const tie = order[0].rank === order[1].rank;
+      line = [side(order[0]), h("span", { class: "verb" }, tie ? " drew with " : " beat "), side(order[1])];
+    } else {
+      line = order.map((s, n) => [n ? " · " : "", h("span", { class: "place" }, `${s.rank}. `), side(s)]);
+    }
+    const undo = h("button", { type: "button", class: "link undo", "aria-label": `Undo game ${game.id}` }, "Undo");
+    undo.addEventListener("click", () => this.undo(game));
+    return h("li", { class: ["game", game.voided_at && "voided"], "data-id": game.id },
+      h("p", { class: "line" }, line),
+      h("p", { class: "meta" }, timeAgo(game.played_at), ` · #${game.id}`,
+        game.voided_at ? h("span", { class: "undone" }, " · undone") : [" · ", undo]));
+  }
+
+  async undo(game) {
+    const words = describe(game, this.roster);
+    const sure = await confirmed({
+      title: `Undo game #${game.id}?`,
+      body: h("p", {}, `${words}. It will no longer count: the ratings are worked out again without it.`),
+      confirm: "Undo game",
+      danger: true,
+    });
+    if (!sure) return;
+    const voided = await guarded(() => withKey(this.api.slug, "write", () =>
+      this.api.send("DELETE", `/games/${game.id}`)));
+    if (!voided) return;
+    this.voidGame(voided);
+    say(`Game #${game.id} undone.`, "info");
+  }
+
+  // The players with the most games among the latest ones.
+  drawActive() {
+    const counted = new Map();
+    const counting = this.games.filter((g) => !g.voided_at);
+    for (const game of counting) {
+      for (const p of game.sides.flatMap((s) => s.players)) {
+        const seen = counted.get(p.key) || { key: p.key, games: 0, last: game.played_at };
+        seen.games += 1;
+        if (game.played_at > seen.last) seen.last = game.played_at;
+        counted.set(p.key, seen);
+      }
+    }
+    const top = [...counted.values()].sort((a, b) => b.games - a.games || b.last.localeCompare(a.last)).slice(0, 5);
+    if (!top.length) return fill(this.active);
+    const since = counting[counting.length - 1].played_at;
+    return fill(this.active, h("h3", {}, "Most active"),
+      h("p", { class: "muted" }, `Games since ${shortDate(new Date(since))}`),
+      h("ol", { id: "active", class: "active" }, top.map((p) => h("li", { "data-key": p.key },
+        h("a", { href: profileHref(this.api.slug, p.key) }, this.roster.name(p.key)),
+        h("span", { class: "muted" }, ` ${p.games} game${p.games === 1 ? "" : "s"}, last `, timeAgo(p.last))))));
+  }
+
+  // ---------- changes, from this page or the event stream ----------
+
+  // A game shows in the feed at once, from its own answer or event; the standings and counts are read again.
+  addGame(game) {
+    if (!this.games.some((g) => g.id === game.id)) {
+      this.games = [game, ...this.games].sort((a, b) => b.id - a.id).slice(0, ACTIVITY);
+    }
+    this.roster.remember(game.sides.flatMap((s) => s.players.map((p) => p.key)));
+    this.drawGames();
+    this.refreshBoard();
+    this.refreshSummary();
+  }
+
+  voidGame(game) {
+    this.games = this.games.map((g) => (g.id === game.id ? game : g));
+    this.drawGames();
+    this.refreshBoard();
+    this.refreshSummary();
+  }
+
+  async reload() {
+    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(), this.loadRoster()]);
+  }
+
+  async loadRoster() {
+    this.roster.add(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
+    this.drawGames(); // the names of players beyond the first page
+  }
+
+  eventHandlers() {
+    const newer = (data) => {
+      const fresh = data.version > this.version;
+      this.version = Math.max(this.version, data.version || 0);
+      return fresh;
+    };
+    return {
+      hello: (data) => newer(data) && this.refreshAll(), // changes between the page's reads and the stream
+      game: (data) => {
+        newer(data);
+        this.addGame(data.game);
+      },
+      void: (data) => {
+        newer(data);
+        this.voidGame(data.game);
+      },
+      player: (data) => {
+        newer(data);
+        if (data.action === "merged" || data.action === "erased") return this.refreshAll();
+        this.refreshBoard();
+        return this.refreshRoster();
+      },
+      refit: () => this.refreshAll(),
+      ladder: () => this.refreshAll(),
+      reset: () => this.refreshAll(),
+    };
+  }
+}
+
+// A game in words, for a question about it: "Ann & Cy beat Bob & Dee".
+function describe(game, roster) {
+  const order = [...game.sides].sort((x, y) => x.rank - y.rank);
+  const team = (s) => s.players.map((p) => roster.name(p.key)).join(" & ");
+  if (order.length === 2) return `${team(order[0])} ${order[0].rank === order[1].rank ? "drew with" : "beat"} ` +
+    team(order[1]);
+  return order.map((s) => `${s.rank}. ${team(s)}`).join(", ");
+}
+
+const cssId = (key) => Array.from(key, (c) => (/[A-Za-z0-9_-]/.test(c) ? c : `_${c.codePointAt(0)}`)).join("");
+
+// On a phone one section shows at a time, chosen by these buttons (a larger screen shows them all and hides the
+// buttons). The section shown is kept in the address (#record), so a bookmark opens it.
+function sectionTabs(grid, sections) {
+  const buttons = sections.map(([id, label]) => h("button", { type: "button", "aria-controls": id,
+    "data-tab": id }, label));
+  const show = (id) => {
+    for (const b of buttons) b.setAttribute("aria-pressed", String(b.dataset.tab === id));
+    for (const s of grid.children) s.classList.toggle("shown", s.id === id);
+  };
+  for (const b of buttons) {
+    b.addEventListener("click", () => {
+      show(b.dataset.tab);
+      history.replaceState(null, "", `#${b.dataset.tab}`);
+    });
+  }
+  const wanted = location.hash.slice(1);
+  show(sections.some(([id]) => id === wanted) ? wanted : sections[0][0]);
+  return h("nav", { class: "tabs", "aria-label": "Sections of the ladder" }, buttons);
+}
+
+// Run `work` once, the first time `el` is on screen (scrolled to, or its section chosen on a phone).
+function whenShown(el, work) {
+  const observer = new IntersectionObserver((entries) => {
+    if (entries.some((e) => e.isIntersecting)) {
+      observer.disconnect();
+      work();
+    }
+  });
+  observer.observe(el);
+}

@@ -1,0 +1,172 @@
+// Player pickers: a text box that suggests the ladder's players as one types (the ARIA 1.2 combobox pattern with a
+// listbox popup). Arrow keys move through the suggestions, Enter or a click picks one, Tab picks the highlighted
+// one and moves on, Escape closes the list. A name nobody has yet can be typed in full: a new player.
+import { h, fill } from "./dom.js";
+
+const SHOWN = 8;
+
+// The ladder's players as the pickers suggest them, those seen in recent games first.
+export class Roster {
+  constructor() {
+    this.players = new Map();
+    this.recent = [];
+  }
+
+  add(players) {
+    for (const p of players) this.players.set(p.key, { key: p.key, name: p.name || p.key });
+  }
+
+  remember(keys) {
+    this.recent = [...new Set([...keys, ...this.recent])].slice(0, 50);
+  }
+
+  name(key) {
+    const player = this.players.get(key);
+    return player ? player.name : key;
+  }
+
+  // The player a typed text names exactly (key or name, in any case), if any.
+  find(text) {
+    const wanted = text.trim().toLocaleLowerCase();
+    if (!wanted) return null;
+    for (const p of this.players.values()) {
+      if (p.key.toLocaleLowerCase() === wanted || p.name.toLocaleLowerCase() === wanted) return p;
+    }
+    return null;
+  }
+
+  // Players matching `text`: names starting with it first, then a word of the name, then anywhere; among
+  // equals, recent players first, then by name.
+  suggest(text, exclude) {
+    const wanted = text.trim().toLocaleLowerCase();
+    const recency = new Map(this.recent.map((key, n) => [key, n]));
+    const scored = [];
+    for (const p of this.players.values()) {
+      if (exclude.has(p.key)) continue;
+      const score = matchScore(p, wanted);
+      if (score !== null) scored.push({ p, score, recent: recency.has(p.key) ? recency.get(p.key) : Infinity });
+    }
+    if (!wanted) {
+      const recent = scored.filter((s) => s.recent !== Infinity).sort((a, b) => a.recent - b.recent);
+      if (recent.length) return recent.slice(0, SHOWN).map((s) => s.p);
+    }
+    scored.sort((a, b) => a.score - b.score || a.recent - b.recent || a.p.name.localeCompare(b.p.name));
+    return scored.slice(0, SHOWN).map((s) => s.p);
+  }
+}
+
+function matchScore(player, wanted) {
+  if (!wanted) return 3;
+  const name = player.name.toLocaleLowerCase();
+  const key = player.key.toLocaleLowerCase();
+  if (name.startsWith(wanted) || key.startsWith(wanted)) return 0;
+  if (name.split(/\s+/).some((word) => word.startsWith(wanted))) return 1;
+  if (name.includes(wanted) || key.includes(wanted)) return 2;
+  return null;
+}
+
+// One picker. `exclude()` names the players picked elsewhere in the form (not suggested twice); `onPick(key,
+// how)` follows a choice, `how` being "pointer", "enter" or "tab".
+export function picker({ id, label, roster, allowNew = true, exclude = () => new Set(), onPick = () => {} }) {
+  const list = h("ul", { id: `${id}-list`, role: "listbox", class: "suggestions", "aria-label": `${label}: players`,
+    hidden: true });
+  const input = h("input", { id, type: "text", role: "combobox", class: "picker-input", autocomplete: "off",
+    autocapitalize: "none", spellcheck: "false", "aria-autocomplete": "list", "aria-expanded": "false",
+    "aria-controls": list.id, placeholder: "Type a name" });
+  let options = [];
+  let active = -1;
+  let chosen = null;
+
+  const isOpen = () => !list.hidden;
+
+  function close() {
+    list.hidden = true;
+    input.setAttribute("aria-expanded", "false");
+    input.removeAttribute("aria-activedescendant");
+    active = -1;
+  }
+
+  function highlight(n) {
+    active = n;
+    list.querySelectorAll("[role=option]").forEach((li, i) => li.setAttribute("aria-selected", String(i === n)));
+    if (n < 0) {
+      input.removeAttribute("aria-activedescendant");
+      return;
+    }
+    const li = document.getElementById(`${id}-opt-${n}`);
+    input.setAttribute("aria-activedescendant", li.id);
+    li.scrollIntoView({ block: "nearest" });
+  }
+
+  function open() {
+    const text = input.value.trim();
+    options = roster.suggest(text, exclude());
+    if (allowNew && text && !roster.find(text)) options.push({ key: text, name: text, isNew: true });
+    fill(list, options.length ? options.map((p, n) => option(p, n)) : h("li", { class: "none" },
+      text ? "No such player" : "No players yet: type a name"));
+    list.hidden = false;
+    input.setAttribute("aria-expanded", "true");
+    highlight(text && options.length ? 0 : -1); // typed text: Enter takes the best match
+  }
+
+  function option(p, n) {
+    const li = h("li", { id: `${id}-opt-${n}`, role: "option", "aria-selected": "false", "data-key": p.key },
+      p.isNew ? ["New player ", h("b", {}, p.name)] : p.name,
+      !p.isNew && p.name !== p.key ? h("small", {}, ` ${p.key}`) : null);
+    li.addEventListener("mousedown", (event) => event.preventDefault()); // keep the focus in the box
+    li.addEventListener("click", () => choose(p, "pointer"));
+    return li;
+  }
+
+  function choose(p, how) {
+    chosen = p.isNew ? null : p.key;
+    input.value = p.name;
+    close();
+    input.dispatchEvent(new Event("change", { bubbles: true }));
+    onPick(p.key, how);
+  }
+
+  input.addEventListener("focus", open);
+  input.addEventListener("click", () => isOpen() || open());
+  input.addEventListener("input", () => {
+    chosen = null;
+    open();
+  });
+  input.addEventListener("blur", close);
+  input.addEventListener("keydown", (event) => {
+    const n = options.length;
+    if (event.key === "ArrowDown" || event.key === "ArrowUp") {
+      event.preventDefault();
+      if (!isOpen()) open();
+      if (n) highlight(event.key === "ArrowDown" ? (active + 1) % n : (active - 1 + n) % n);
+    } else if (event.key === "Enter" && isOpen() && active >= 0) {
+      event.preventDefault(); // a pick, not the form's submit
+      choose(options[active], "enter");
+    } else if (event.key === "Tab" && isOpen() && active >= 0 && input.value.trim()) {
+      choose(options[active], "tab"); // the Tab itself moves the focus on
+    } else if (event.key === "Escape" && isOpen()) {
+      event.preventDefault();
+      close();
+    }
+  });
+
+  return {
+    root: h("div", { class: "picker" }, h("label", { for: id }, label), h("div", { class: "picker-box" }, input, list)),
+    input,
+    // The player's key: the one picked, else a player the text names exactly, else the text (a new player).
+    get key() {
+      if (chosen) return chosen;
+      const text = input.value.trim();
+      const found = roster.find(text);
+      return found ? found.key : text;
+    },
+    set(key) {
+      chosen = key;
+      input.value = roster.name(key);
+    },
+    clear() {
+      chosen = null;
+      input.value = "";
+    },
+  };
+}

@@ -1,0 +1,268 @@
+// A player's page: rating and how sure it is, form, streaks, rating over time against dates, head-to-head records
+// with today's chances, recent games with partners and rating changes, and who to play next. It follows the
+// ladder's event stream and redraws when one of the player's games is recorded or undone.
+import { LadderApi } from "./api.js";
+import { ratingChart } from "./charts.js";
+import { changeClass, debounce, fill, fullDate, h, pct, profileHref, shortDate, signed, timeAgo, whole } from "./dom.js";
+import { follow } from "./live.js";
+import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, playerName, setTitle,
+  showLive } from "./parts.js";
+import { Roster } from "./picker.js";
+import { guarded, say, withKey } from "./ui.js";
+
+const HISTORY = 500; // games read for the chart, streaks and head-to-head records (the API's largest page)
+const RIVALS = 20; // opponents in the head-to-head table
+const RECENT = 15; // games listed
+const MAX_SIDES = 64; // sides one prediction may have
+const VERBS = { win: "Beat", draw: "Drew with", loss: "Lost to" };
+const LETTER = { win: "W", draw: "D", loss: "L" };
+
+export async function playerView(view, slug, key) {
+  const api = new LadderApi(slug);
+  const ladder = await loadLadder(api);
+  ladderHeader(ladder);
+  const page = new ProfilePage(view, api, ladder, key);
+  await page.start();
+}
+
+class ProfilePage {
+  constructor(view, api, ladder, key) {
+    this.view = view;
+    this.api = api;
+    this.ladder = ladder;
+    this.key = key;
+    this.roster = new Roster();
+    this.refresh = debounce(() => guarded(() => this.load()), 250);
+    this.chances = new Map(); // rival's key: today's chance to beat them
+  }
+
+  async start() {
+    this.parts = {
+      head: h("div", { class: "page-head" }),
+      stats: h("div", { class: "stats", id: "stats" }),
+      chart: h("div", { class: "chart-box", id: "chart" }),
+      rivals: h("div", { id: "rivals" }),
+      games: h("div", { id: "games" }),
+      next: h("div", { id: "next-box" }),
+      more: h("div", { id: "more" }),
+    };
+    const p = this.parts;
+    const back = h("p", { class: "back" }, h("a", { href: `/ladders/${encodeURIComponent(this.api.slug)}` },
+      `← ${ladderName(this.ladder)}`));
+    this.renameBox = h("div");
+    fill(this.view, back, p.head, p.stats,
+      h("div", { class: "profile-grid" },
+        h("section", { class: "panel wide", "aria-labelledby": "chart-title" },
+          h("h2", { id: "chart-title" }, "Rating over time"), p.chart,
+          h("p", { class: "muted note" }, "Each point is the rating after a game, against today's field.")),
+        h("section", { class: "panel", "aria-labelledby": "rivals-title" },
+          h("h2", { id: "rivals-title" }, "Head to head"), p.rivals),
+        h("section", { class: "panel", "aria-labelledby": "games-title" },
+          h("h2", { id: "games-title" }, "Recent games"), p.games),
+        h("section", { class: "panel", "aria-labelledby": "next-title" },
+          h("h2", { id: "next-title" }, "Who to play next"), p.next),
+        h("section", { class: "panel", "aria-labelledby": "more-title" },
+          h("h2", { id: "more-title" }, "More about the rating"), p.more, this.renameBox)));
+    await this.load();
+    performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
+    guarded(() => this.loadNames());
+    follow(this.api.slug, this.eventHandlers(), showLive);
+    window.addEventListener("resize", debounce(() => this.drawChart(), 200));
+  }
+
+  async load() {
+    const path = this.api.playerPath(this.key);
+    const [player, history] = await Promise.all([this.api.get(path), this.api.get(`${path}/history?limit=${HISTORY}`)]);
+    this.player = player;
+    this.key = player.key; // an alias or another case leads to the player's own key
+    this.history = history.items; // newest first
+    setTitle(playerName(player), ladderName(this.ladder));
+    this.drawHead();
+    this.drawStats();
+    this.drawChart();
+    this.drawGames();
+    this.countRivals();
+    this.drawRivals();
+    this.drawMore();
+    if (!this.renameBox.firstChild) fill(this.renameBox, this.renameForm());
+    guarded(() => this.predictRivals());
+    guarded(() => this.drawNext());
+  }
+
+  // The players' names, read after the first render (a key stands in until then).
+  async loadNames() {
+    this.roster.add(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
+    this.drawChart();
+    this.drawGames();
+    this.drawRivals();
+  }
+
+  drawHead() {
+    const p = this.player;
+    fill(this.parts.head, h("h1", {}, playerName(p), p.provisional ? [" ", badge(p)] : null),
+      p.name && p.name !== p.key ? h("p", { class: "muted" }, `Key ${p.key}`) : null);
+  }
+
+  drawStats() {
+    const p = this.player;
+    const twoSe = 2 * p.strength_se;
+    const results = this.history.map((g) => g.result).filter(Boolean);
+    const streak = streaks(results);
+    const card = (id, label, ...value) => h("div", { class: "stat", id }, h("span", { class: "label" }, label),
+      h("span", { class: "value" }, value));
+    fill(this.parts.stats,
+      card("rating", "Rating", h("b", {}, whole(p.elo)), h("small", {},
+        `likely ${whole(p.elo - twoSe)}–${whole(p.elo + twoSe)}: ${certainty(twoSe)}`)),
+      card("record-card", "Games", h("b", {}, p.games), h("small", {}, `${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
+      card("form", "Form", formChips(results.slice(0, 5).map((r) => LETTER[r]))),
+      card("streak", "Streak", h("b", {}, streak.current), h("small", {}, `best: ${streak.best}`)),
+      card("last-played", "Last played", p.last_played_at ? timeAgo(p.last_played_at) : "never"));
+  }
+
+  drawChart() {
+    const games = this.history.slice().reverse();
+    if (!games.length) return fill(this.parts.chart, h("p", { class: "muted" }, "No games yet."));
+    const points = games.map((g) => ({
+      time: Date.parse(g.played_at),
+      elo: g.elo_after,
+      title: `${fullDate(g.played_at)}: ${g.result ? `${VERBS[g.result].toLowerCase()} ` : "vs "}` +
+        `${this.names(g.opponents)}, ${whole(g.elo_after)}` +
+        (g.elo_change === undefined ? "" : ` (${signed(g.elo_change)})`),
+    }));
+    const width = this.parts.chart.clientWidth || 600;
+    return fill(this.parts.chart, ratingChart(points, width));
+  }
+
+  names(keys) {
+    return keys.map((k) => this.roster.name(k)).join(" & ");
+  }
+
+  drawGames() {
+    const shown = this.history.slice(0, RECENT);
+    const link = (k) => h("a", { href: profileHref(this.api.slug, k) }, this.roster.name(k));
+    const and = (keys) => keys.map((k, n) => [n ? " & " : "", link(k)]);
+    fill(this.parts.games, shown.length ? h("ul", { class: "history", id: "history" }, shown.map((g) => h("li", {
+      "data-game": g.game_id },
+    h("span", { class: `r r-${LETTER[g.result] || "x"}`.toLowerCase(), "aria-hidden": "true" }, LETTER[g.result] || "·"),
+    h("span", { class: "what" }, g.result ? `${VERBS[g.result]} ` : "Against ", and(g.opponents),
+      g.partners && g.partners.length ? [h("span", { class: "muted" }, " with "), and(g.partners)] : null),
+    g.elo_change === undefined ? null : h("span", { class: ["chg", changeClass(g.elo_change)] }, signed(g.elo_change)),
+    h("span", { class: "meta" }, timeAgo(g.played_at), ` · #${g.game_id}`))))
+      : h("p", { class: "muted" }, "No games yet."));
+  }
+
+  // The opponents met most often, each with the record against them.
+  countRivals() {
+    const met = new Map();
+    for (const g of this.history) {
+      for (const o of g.opponents) {
+        const r = met.get(o) || { key: o, win: 0, draw: 0, loss: 0, games: 0 };
+        r.games += 1;
+        if (g.result) r[g.result] += 1;
+        met.set(o, r);
+      }
+    }
+    this.rivals = [...met.values()].sort((a, b) => b.games - a.games).slice(0, RIVALS);
+  }
+
+  drawRivals() {
+    const rivals = this.rivals;
+    fill(this.parts.rivals, rivals.length ? h("table", { id: "rivals-table", class: "compact" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Opponent"),
+        h("th", { class: "num", scope: "col" }, h("abbr", { title: "Won" }, "W")),
+        h("th", { class: "num", scope: "col" }, h("abbr", { title: "Drawn" }, "D")),
+        h("th", { class: "num", scope: "col" }, h("abbr", { title: "Lost" }, "L")),
+        h("th", { class: "num", scope: "col", title: "Chance to beat them in a game now" }, "Win chance"))),
+      h("tbody", {}, rivals.map((r) => h("tr", { "data-key": r.key },
+        h("td", {}, h("a", { href: profileHref(this.api.slug, r.key) }, this.roster.name(r.key))),
+        h("td", { class: "num" }, r.win), h("td", { class: "num" }, r.draw), h("td", { class: "num" }, r.loss),
+        h("td", { class: "num chance" }, this.chances.has(r.key) ? pct(this.chances.get(r.key)) : "…")))))
+      : h("p", { class: "muted" }, "No opponents yet."));
+  }
+
+  // Today's chance to beat each rival, from one prediction of them all at once: the matrix of a many-sided match
+  // holds every pair's probability.
+  async predictRivals() {
+    for (let start = 0; start < this.rivals.length; start += MAX_SIDES - 1) {
+      const group = this.rivals.slice(start, start + MAX_SIDES - 1);
+      const match = await this.api.send("POST", "/predict",
+        { sides: [{ players: [this.key] }, ...group.map((r) => ({ players: [r.key] }))] });
+      group.forEach((r, n) => this.chances.set(r.key, match.matrix[0][n + 1]));
+    }
+    this.drawRivals();
+  }
+
+  async drawNext() {
+    const next = await this.api.get(`${this.api.playerPath(this.key)}/opponents?limit=5`);
+    fill(this.parts.next, next.items.length ? [
+      h("p", { class: "muted" }, "The most even games, where both of you learn the most:"),
+      h("ul", { id: "next" }, next.items.map((o) => h("li", {},
+        h("a", { href: profileHref(this.api.slug, o.key) }, o.name || o.key), ` (wins ${pct(o.probability)})`)))]
+      : h("p", { class: "muted" }, "Nobody yet."));
+  }
+
+  drawMore() {
+    const p = this.player;
+    const since = p.change_since_last_game;
+    fill(this.parts.more, h("dl", { class: "facts" },
+      h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)} Elo ± ${whole(2 * p.strength_se)} ` +
+        "(two standard errors: the range the results support with about 95% confidence)")),
+      h("div", {}, h("dt", {}, "Shown strength"), h("dd", {}, `${whole(p.conservative)} (rating minus twice its ` +
+        "uncertainty: the standings' order)")),
+      since === null || since === undefined ? null : h("div", {}, h("dt", {}, "Since last game"),
+        h("dd", {}, `${Math.round(since) === 0 ? "no change" : signed(since)} (the field moved as others played)`)),
+      p.provisional_reason ? h("div", { id: "why-provisional" }, h("dt", {}, p.provisional ? "Provisional" : "Placed"),
+        h("dd", {}, p.provisional_reason)) : null,
+      p.aliases && p.aliases.length ? h("div", {}, h("dt", {}, "Also known as"),
+        h("dd", { id: "aliases" }, `Also posted as ${p.aliases.join(", ")} (key ${p.key}).`)) : null,
+      h("div", {}, h("dt", {}, "Playing since"), h("dd", {}, shortDate(new Date(p.created_at))))));
+  }
+
+  // Rename (a write key, asked for once and kept in this browser as on the ladder page).
+  renameForm() {
+    const name = h("input", { id: "new-name", value: this.player.name || "", maxlength: "200", autocomplete: "off" });
+    const form = h("form", { id: "rename", class: "inline-form" },
+      h("div", { class: "field" }, h("label", { for: "new-name" }, "Name"), name),
+      h("button", { type: "submit", id: "rename-submit", class: "secondary" }, "Rename"));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const body = { name: name.value.trim() || null };
+      const changed = await guarded(() => withKey(this.api.slug, "write", () =>
+        this.api.send("PATCH", this.api.playerPath(this.key), body)));
+      if (!changed) return;
+      this.player = { ...this.player, ...changed };
+      this.drawHead();
+      setTitle(playerName(changed), ladderName(this.ladder));
+      say(`Renamed to ${playerName(changed)}.`, "info");
+    });
+    return h("details", { class: "options" }, h("summary", {}, "Change the name"), form);
+  }
+
+  eventHandlers() {
+    const mine = (game) => game.sides.some((s) => s.players.some((p) => p.key === this.key));
+    const reload = () => this.refresh();
+    return {
+      game: (data) => mine(data.game) && reload(),
+      void: (data) => mine(data.game) && reload(),
+      player: (data) => (data.key === this.key || data.into === this.key) && reload(),
+      refit: reload,
+      ladder: reload,
+      reset: reload,
+    };
+  }
+}
+
+// The current run of equal results ("3 wins") and the longest run of wins, from results newest first.
+function streaks(results) {
+  const plural = { win: ["win", "wins"], draw: ["draw", "draws"], loss: ["loss", "losses"] };
+  const words = (n, r) => `${n} ${plural[r][n === 1 ? 0 : 1]}`;
+  let current = 0;
+  while (current < results.length && results[current] === results[0]) current += 1;
+  let best = 0;
+  let run = 0;
+  for (const r of results) {
+    run = r === "win" ? run + 1 : 0;
+    best = Math.max(best, run);
+  }
+  return { current: results.length ? words(current, results[0]) : "none yet", best: best ? words(best, "win") : "no wins yet" };
+}

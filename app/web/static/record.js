@@ -1,0 +1,297 @@
+// Recording a game in seconds: pick the players (suggested as you type), press who won. Singles, doubles and
+// free-for-all in one form; the seat question only on ladders that learn seats. The toast that follows shows
+// each player's rating change and can undo the game.
+import { savedKey, forgetKey } from "./api.js";
+import { changeClass, debounce, fill, h, pct, signed, whole } from "./dom.js";
+import { picker } from "./picker.js";
+import { clearMessages, guarded, hideToast, say, toast, withKey } from "./ui.js";
+
+const MODES = [["singles", "Singles"], ["doubles", "Doubles"], ["ffa", "Free-for-all"]];
+const SIDES = ["A", "B"];
+
+// Seats in an office's words; other seats are named as the ladder names them.
+const SEAT_QUESTIONS = {
+  server: "Who served first?",
+  white: "Who played white?",
+  home: "Who played at home?",
+  first: "Who went first?",
+};
+const seatQuestion = (seat) => SEAT_QUESTIONS[seat.toLowerCase()] || `Who took the “${seat}” seat?`;
+
+class FormProblem extends Error {
+  constructor(message, field) {
+    super(message);
+    this.field = field;
+  }
+}
+
+// The record form. `onRecorded(game)` and `onUndone(game)` let the page show the change at once.
+export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
+  const seats = (ladder.seats || []).map((s) => s.name);
+  const form = h("form", { id: "game-form", novalidate: true });
+  const modeBox = h("fieldset", { class: "modes" }, h("legend", { class: "sr-only" }, "Kind of game"),
+    MODES.map(([value, label]) => h("label", {},
+      h("input", { type: "radio", name: "mode", value, checked: value === "singles" }), h("span", {}, label))));
+  const playersBox = h("div", { class: "players" });
+  const seatBox = h("div", { class: "seats" });
+  const preview = h("p", { id: "preview", class: "muted", "aria-live": "polite" });
+  const actions = h("div", { class: "who-won" });
+  const keyLine = h("p", { class: "key-line muted" });
+  fill(form, modeBox, playersBox, seatBox, preview, actions);
+  let pickers = []; // singles and doubles: [side A's pickers, side B's]; free-for-all: one per row
+  let places = []; // free-for-all: each row's place box
+
+  const mode = () => form.querySelector("input[name=mode]:checked").value;
+
+  // The players picked in every picker but `except`: not suggested twice in one game.
+  const pickedElsewhere = (except) => () =>
+    new Set(pickers.flat().filter((p) => p !== except.current).map((p) => p.key).filter(Boolean));
+
+  // After a pick by click or Enter, on to the next empty picker, or to the buttons when every player is there.
+  function advance(how) {
+    if (how === "tab") return;
+    const next = pickers.flat().find((p) => !p.key);
+    if (next) next.input.focus();
+    else form.querySelector(".who-won button").focus();
+  }
+
+  function makePicker(id, label) {
+    const self = { current: null };
+    self.current = picker({ id, label, roster, allowNew: ladder.auto_create_players, exclude: pickedElsewhere(self),
+      onPick: (_, how) => advance(how) });
+    return self.current;
+  }
+
+  function drawTeams() {
+    const per = mode() === "doubles" ? 2 : 1;
+    const kept = pickers.map((side) => (Array.isArray(side) ? side.map((p) => p.key) : [])); // keep who was picked
+    pickers = SIDES.map((side, s) => Array.from({ length: per }, (_, i) => {
+      const label = per === 1 ? `Player ${side}` : h("span", {}, h("span", { class: "sr-only" }, `Team ${side}, `),
+        `player ${i + 1}`);
+      const p = makePicker(`${side.toLowerCase()}-${i}`, label);
+      const key = kept[s] && kept[s][i];
+      if (key) p.set(key);
+      return p;
+    }));
+    fill(playersBox, h("div", { class: "teams" },
+      pickers[0].length > 1 ? h("fieldset", { class: "team" }, h("legend", {}, "Team A"), pickers[0].map((p) => p.root))
+        : pickers[0][0].root,
+      h("span", { class: "vs", "aria-hidden": "true" }, "vs"),
+      pickers[1].length > 1 ? h("fieldset", { class: "team" }, h("legend", {}, "Team B"), pickers[1].map((p) => p.root))
+        : pickers[1][0].root));
+    drawSeats();
+  }
+
+  function drawFreeForAll() {
+    pickers = [];
+    places = [];
+    const rows = h("ol", { class: "ffa", id: "ffa" });
+    const addRow = () => {
+      const n = pickers.length + 1;
+      const p = makePicker(`ffa-${n}`, `Player ${n}`);
+      const place = h("input", { id: `ffa-place-${n}`, class: "place", type: "number", min: "1", inputmode: "numeric",
+        value: String(n) });
+      pickers.push(p);
+      places.push(place);
+      rows.append(h("li", { class: "ffa-row" }, p.root,
+        h("div", { class: "field place-field" }, h("label", { for: place.id }, "Place"), place)));
+    };
+    for (let i = 0; i < 3; i++) addRow();
+    const add = h("button", { type: "button", class: "secondary", id: "add-player" }, "Add player");
+    add.addEventListener("click", () => {
+      addRow();
+      pickers[pickers.length - 1].input.focus();
+    });
+    fill(playersBox, rows, add, h("p", { class: "muted hint" }, "Place 1 is the winner; equal places are ties."));
+    fill(seatBox);
+  }
+
+  // The seat question, only on ladders that learn seats: with two seats, who had the first one; with more, a
+  // seat for each side.
+  function drawSeats() {
+    if (!seats.length) return fill(seatBox);
+    if (seats.length === 2) {
+      return fill(seatBox, h("fieldset", { id: "seat-choice", class: "inline-choice" },
+        h("legend", {}, seatQuestion(seats[0])),
+        [["0", sideName(0)], ["1", sideName(1)], ["", "Not noted"]].map(([value, label], n) => h("label", {},
+          h("input", { type: "radio", name: "seat", value, checked: n === 0 }), h("span", { class: "seat-side" },
+            label)))));
+    }
+    return fill(seatBox, SIDES.map((side, s) => h("div", { class: "field" },
+      h("label", { for: `seat-${side.toLowerCase()}` }, `Seat of ${sideName(s)}`),
+      h("select", { id: `seat-${side.toLowerCase()}` }, h("option", { value: "" }, "Not noted"),
+        seats.map((name) => h("option", { value: name }, name))))));
+  }
+
+  // A side in words: its players' names once picked ("Ann & Cy"), else "A" or "team A".
+  function sideName(s) {
+    const keys = (pickers[s] || []).map((p) => p.key).filter(Boolean);
+    if (keys.length && keys.length === pickers[s].length) return keys.map((k) => roster.name(k)).join(" & ");
+    return pickers[s] && pickers[s].length > 1 ? `Team ${SIDES[s]}` : `Player ${SIDES[s]}`;
+  }
+
+  function drawActions() {
+    if (mode() === "ffa") {
+      return fill(actions, h("button", { type: "submit", class: "big", value: "ranked", id: "submit-game" },
+        "Record game"));
+    }
+    return fill(actions, h("span", { class: "label", id: "who-won" }, "Who won?"),
+      h("div", { class: "winner-buttons", role: "group", "aria-labelledby": "who-won" },
+        SIDES.map((side, s) => h("button", { type: "submit", class: "big", value: side.toLowerCase(),
+          id: `won-${side.toLowerCase()}` }, `${sideName(s)} won`)),
+        h("button", { type: "submit", class: "secondary", value: "draw", id: "won-draw" }, "Draw")));
+  }
+
+  // Names on the buttons and in the seat question follow the picks.
+  function relabel() {
+    SIDES.forEach((side, s) => {
+      const button = form.querySelector(`#won-${side.toLowerCase()}`);
+      if (button) button.textContent = `${sideName(s)} won`;
+    });
+    form.querySelectorAll(".seat-side").forEach((span, n) => { if (n < 2) span.textContent = sideName(n); });
+  }
+
+  function drawKeyLine() {
+    if (!savedKey(api.slug)) {
+      return fill(keyLine, "You will be asked for the ladder's write key once; this browser keeps it.");
+    }
+    const forget = h("button", { type: "button", class: "link", id: "forget-key" }, "Forget it");
+    forget.addEventListener("click", () => {
+      forgetKey(api.slug);
+      drawKeyLine();
+      say("The key is forgotten in this browser.", "info");
+    });
+    return fill(keyLine, "The ladder's key is saved in this browser. ", forget);
+  }
+
+  function draw() {
+    if (mode() === "ffa") drawFreeForAll();
+    else drawTeams();
+    drawActions();
+    fill(preview);
+  }
+
+  // ---------- the game as the API takes it ----------
+
+  function seatsOf() {
+    if (!seats.length) return [{}, {}];
+    if (seats.length === 2) {
+      const first = form.querySelector("input[name=seat]:checked").value;
+      if (first === "") return [{}, {}];
+      return first === "0" ? [{ seat: seats[0] }, { seat: seats[1] }] : [{ seat: seats[1] }, { seat: seats[0] }];
+    }
+    return SIDES.map((side) => {
+      const value = form.querySelector(`#seat-${side.toLowerCase()}`).value;
+      return value ? { seat: value } : {};
+    });
+  }
+
+  function teams() {
+    const sides = pickers.map((side, s) => side.map((p) => {
+      if (!p.key) throw new FormProblem(`Choose ${side.length > 1 ? "both players of team" : "player"} ${SIDES[s]}.`, p.input);
+      return p.key;
+    }));
+    const all = sides.flat();
+    const twice = all.find((key, n) => all.indexOf(key) !== n);
+    if (twice) throw new FormProblem(`${roster.name(twice)} is picked twice.`, pickers.flat()[all.lastIndexOf(twice)].input);
+    return sides;
+  }
+
+  function body(result) {
+    if (mode() === "ffa") {
+      const rows = pickers.map((p, n) => ({ players: [p.key], rank: Number(places[n].value) }))
+        .filter((row) => row.players[0]);
+      if (rows.length < 2) throw new FormProblem("A game needs at least two players.", pickers[0].input);
+      if (rows.some((row) => !(row.rank >= 1))) throw new FormProblem("Every player needs a place (1 = first).",
+        places.find((p) => !(Number(p.value) >= 1)));
+      return { sides: rows };
+    }
+    const sides = teams();
+    const ranks = { a: [1, 2], b: [2, 1], draw: [1, 1] }[result];
+    const seat = seatsOf();
+    return { sides: sides.map((players, s) => ({ players, rank: ranks[s], ...seat[s] })) };
+  }
+
+  // ---------- before and after ----------
+
+  const updatePreview = debounce(async () => {
+    let sides;
+    try {
+      sides = mode() === "ffa" ? body("ranked").sides.map(({ players }) => ({ players })) : teams().map((players, s) =>
+        ({ players, ...seatsOf()[s] }));
+    } catch {
+      return fill(preview);
+    }
+    try {
+      const match = await api.send("POST", "/predict", { sides });
+      const anyNew = match.sides.some((side) => side.players.some((p) => !p.known));
+      fill(preview, "Chances: ", sides.map((side, s) => `${side.players.map((k) => roster.name(k)).join(" & ")} ` +
+        pct(match.expected_scores[s])).join(" · "),
+      match.draw_probability ? ` · draw ${pct(match.draw_probability)}` : "",
+      anyNew ? ". New players start at the ladder's starting rating." : "");
+    } catch (err) {
+      fill(preview, err.message);
+    }
+  }, 300);
+
+  function showRecorded(game) {
+    const changes = game.sides.flatMap((side) => side.players).map((p) => h("li", { "data-key": p.key },
+      h("span", { class: "who" }, roster.name(p.key)), " ",
+      h("span", { class: ["chg", changeClass(p.elo_change)] }, signed(p.elo_change)),
+      h("span", { class: "muted" }, ` → ${whole(p.elo_after)}`)));
+    const undo = h("button", { type: "button", class: "secondary", id: "toast-undo" }, "Undo");
+    undo.addEventListener("click", () => guarded(async () => {
+      undo.disabled = true;
+      const voided = await withKey(api.slug, "write", () => api.send("DELETE", `/games/${game.id}`));
+      if (!voided) {
+        undo.disabled = false;
+        return;
+      }
+      toast(h("p", {}, `Game #${game.id} undone: it no longer counts.`));
+      onUndone(voided);
+    }));
+    toast([h("p", { class: "toast-title" }, `Game #${game.id} recorded.`), h("ul", { id: "changes" }, changes)], undo);
+  }
+
+  async function submit(event) {
+    event.preventDefault();
+    clearMessages();
+    let game;
+    try {
+      game = body(event.submitter ? event.submitter.value : "a");
+    } catch (err) {
+      if (!(err instanceof FormProblem)) throw err;
+      say(err.message);
+      if (err.field) err.field.focus();
+      return;
+    }
+    const buttons = [...form.querySelectorAll("button[type=submit]")];
+    buttons.forEach((b) => { b.disabled = true; });
+    hideToast();
+    const posted = await guarded(() => withKey(api.slug, "write", () => api.send("POST", "/games", game)));
+    buttons.forEach((b) => { b.disabled = false; });
+    drawKeyLine();
+    if (!posted) return;
+    roster.remember(game.sides.flatMap((s) => s.players));
+    showRecorded(posted);
+    pickers.flat().forEach((p) => p.clear());
+    relabel();
+    fill(preview);
+    onRecorded(posted);
+  }
+
+  form.addEventListener("change", (event) => {
+    if (event.target.name === "mode") draw();
+    relabel();
+    updatePreview();
+  });
+  form.addEventListener("input", () => relabel());
+  // Enter in a text box must not record a game (the first button would say who won): only the buttons do.
+  form.addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && event.target instanceof HTMLInputElement) event.preventDefault();
+  });
+  form.addEventListener("submit", submit);
+  draw();
+  drawKeyLine();
+  return h("div", {}, form, keyLine);
+}

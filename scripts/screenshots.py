@@ -1,0 +1,176 @@
+"""The README's screenshots of the front-end, made afresh from a realistic office ladder.
+
+    .venv/bin/python scripts/screenshots.py [--out docs/img] [--keep]
+
+Starts a server over a fresh SQLite database, fills an office table-tennis ladder (14 players with names, 160
+singles and doubles games over the last five weeks, at lunch and after work), and writes, with Debian's
+Chromium through Playwright:
+
+* ladder-desktop.png and profile-desktop.png at 1366×900,
+* ladder-phone.png and profile-phone.png at 390×844 (twice the pixels, as a phone shows them).
+
+`--keep` leaves the server running afterwards and prints its address, to look at the ladder by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import random
+import secrets
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+ADMIN_KEY = secrets.token_urlsafe(24)
+SLUG = "office"
+
+# Name, and a strength in Elo points that the games are drawn from.
+PLAYERS = [
+    ("Ana Ruiz", 1680), ("Ben Okafor", 1540), ("Chloé Martin", 1610), ("Dev Patel", 1450),
+    ("Emma Larsen", 1590), ("Farid Haddad", 1500), ("Grace Kim", 1720), ("Hugo Silva", 1420),
+    ("Inês Costa", 1560), ("Jonas Weber", 1480), ("Keiko Tanaka", 1640), ("Liam Byrne", 1380),
+    ("Maya Cohen", 1530), ("Noah Fischer", 1460),
+]
+GAMES = 160
+DOUBLES_SHARE = 0.3
+WEEKS = 5
+
+
+def key_of(name: str) -> str:
+    return name.split()[0].lower().replace("é", "e").replace("ê", "e")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(database: Path) -> tuple[subprocess.Popen, str]:
+    port = free_port()
+    env = os.environ | {"MELO_DATABASE_URL": f"sqlite:///{database}", "MELO_ADMIN_KEY": ADMIN_KEY}
+    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--log-level", "warning"]
+    proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError("the server did not start")
+
+
+def play_times(rng: random.Random, now: datetime) -> list[datetime]:
+    """When the games were played: weekdays over the last weeks, at lunch or after work, the latest one recent."""
+    start = now - timedelta(weeks=WEEKS)
+    times = []
+    while len(times) < GAMES - 1:
+        day = start + timedelta(days=rng.randrange(WEEKS * 7))
+        if day.weekday() >= 5:
+            continue
+        hour = rng.choice([12, 12, 13, 13, 17, 18])
+        moment = day.replace(hour=hour, minute=rng.randrange(60), second=rng.randrange(60), microsecond=0)
+        if moment < now - timedelta(hours=1):
+            times.append(moment)
+    times.append(now - timedelta(minutes=42))
+    return sorted(times)
+
+
+def game(rng: random.Random, strengths: dict[str, float], when: datetime) -> dict:
+    """A singles or doubles game between random players, its winner drawn from their strengths (Elo's curve)."""
+    per_side = 2 if rng.random() < DOUBLES_SHARE else 1
+    players = rng.sample(list(strengths), 2 * per_side)
+    a, b = players[:per_side], players[per_side:]
+    diff = sum(strengths[p] for p in a) / per_side - sum(strengths[p] for p in b) / per_side
+    a_wins = rng.random() < 1 / (1 + math.pow(10, -diff / 400))
+    return {
+        "sides": [{"players": a, "rank": 1 if a_wins else 2}, {"players": b, "rank": 2 if a_wins else 1}],
+        "played_at": when.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def fill_office(base: str) -> str:
+    """Create and fill the office ladder; return its admin key."""
+    rng = random.Random(22)
+    created = httpx.post(
+        base + "/v1/ladders",
+        json={"slug": SLUG, "name": "Office table tennis", "seed": 22},
+        headers={"Authorization": f"Bearer {ADMIN_KEY}"},
+    )
+    created.raise_for_status()
+    key = created.json()["admin_key"]
+    auth = {"Authorization": f"Bearer {key}"}
+    with httpx.Client(base_url=base, headers=auth) as client:
+        for name, _ in PLAYERS:
+            client.post(f"/v1/ladders/{SLUG}/players", json={"key": key_of(name), "name": name}).raise_for_status()
+        strengths = {key_of(name): elo for name, elo in PLAYERS}
+        for when in play_times(rng, datetime.now(UTC)):
+            client.post(f"/v1/ladders/{SLUG}/games", json=game(rng, strengths, when)).raise_for_status()
+    return key
+
+
+def shoot(base: str, key: str, out: Path) -> list[Path]:
+    from playwright.sync_api import sync_playwright
+
+    sizes = {"desktop": {"viewport": {"width": 1366, "height": 900}}, "phone": {
+        "viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}}
+    written = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        for size, options in sizes.items():
+            context = browser.new_context(**options, locale="en-GB", timezone_id="Europe/London")
+            # The key is saved, as in the browser of someone who records games.
+            context.add_init_script(f"localStorage.setItem('melo-write-key:{SLUG}', '{key}')")
+            page = context.new_page()
+            page.goto(f"{base}/ladders/{SLUG}")
+            page.wait_for_selector("#board tbody tr[data-key]")
+            page.wait_for_selector("#feed li.game")
+            page.wait_for_selector(".live[data-state=live]")
+            written.append(out / f"ladder-{size}.png")
+            page.screenshot(path=str(written[-1]))
+            page.goto(f"{base}/ladders/{SLUG}/players/grace")
+            page.wait_for_selector("#rating-chart")
+            page.wait_for_function("!document.querySelector('#rivals-table td.chance')?.textContent.includes('…')")
+            written.append(out / f"profile-{size}.png")
+            page.screenshot(path=str(written[-1]))
+            context.close()
+        browser.close()
+    return written
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "img")
+    parser.add_argument("--keep", action="store_true", help="leave the server running")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, base = start_server(Path(tmp) / "melo.db")
+        try:
+            key = fill_office(base)
+            for path in shoot(base, key, args.out):
+                print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1000:.0f} kB")
+            if args.keep:
+                print(f"\n{base}/ladders/{SLUG}  (admin key {key}); Ctrl-C stops it")
+                proc.wait()
+        finally:
+            proc.terminate()
+            proc.wait(timeout=30)
+
+
+if __name__ == "__main__":
+    main()
