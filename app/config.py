@@ -43,6 +43,11 @@ class Settings(BaseSettings):
     #: How long a game post's response is kept for retries with the same Idempotency-Key or external_id (hours).
     #: Later, the same key with the same body is a new request (an external_id stays taken: a 409).
     idempotency_ttl_hours: float = Field(168.0, gt=0)
+    #: How long each ladder's changes are kept for event-stream listeners to resume from (hours); a listener
+    #: away for longer is told to read everything anew.
+    events_ttl_hours: float = Field(168.0, gt=0)
+    #: Event streams (``GET …/events``) open at once per worker process; more get a 503 with Retry-After.
+    max_streams: int = Field(1000, ge=0)
     #: A request that has not begun its answer after this many seconds gets a 503 (a frozen database, say).
     request_timeout: float = Field(30.0, gt=0)
     connect_timeout: float = Field(5.0, gt=0)

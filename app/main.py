@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
-from collections.abc import AsyncIterator
+import signal
+import threading
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from datetime import timedelta
 
@@ -21,6 +24,8 @@ from app.backups.router import router as backups_router
 from app.config import Settings, get_settings
 from app.db import Database
 from app.deps import known_query
+from app.events.hub import Hub
+from app.events.router import router as events_router
 from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
 from app.ladders.router import router as ladders_router
@@ -47,6 +52,24 @@ P(i beats j) = σ(c_iᵀ Ω c_j), which can express rock-paper-scissors cycles.
 * `POST .../games` accepts an `Idempotency-Key` header (or the game's `external_id`): a retried game counts once.
 * Every error is an RFC 9457 `application/problem+json` body whose `errors` list names the offending fields.
 """
+
+
+def _on_stop(loop: asyncio.AbstractEventLoop, close: Callable[[], None]) -> None:
+    """Run ``close`` on the event loop as soon as the server is told to stop (SIGINT, SIGTERM), then the
+    server's own handler.  The server waits for open responses before the app's shutdown, and an event stream
+    stays open until it is closed."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(number)
+        if not callable(previous):
+            continue
+
+        def stop(signum, frame, previous=previous) -> None:
+            loop.call_soon_threadsafe(close)
+            previous(signum, frame)
+
+        signal.signal(number, stop)
 
 
 def _tune_garbage_collector() -> None:
@@ -120,6 +143,7 @@ OPERATION_IDS = {
     "identifiability": "getIdentifiability",
     "intransitivity": "getIntransitivity",
     "canonical": "getCanonical",
+    "events": "streamLadderEvents",
 }
 
 
@@ -141,11 +165,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if (problem := await anyio.to_thread.run_sync(_schema_problem, db, True)) is not None:
             db.dispose()
             raise RuntimeError(problem)
+        hub = app.state.hub = Hub(db, settings.max_streams)
+
+        def committed(applied: dict[int, int]) -> None:  # in the writer's thread
+            hub.poke(applied)
+            auto.games_posted(db, applied)
+
         app.state.committer = GroupCommitter(
             db,
-            on_commit=lambda applied: auto.games_posted(db, applied),
+            on_commit=committed,
             keep_responses=timedelta(hours=settings.idempotency_ttl_hours),
+            keep_events=timedelta(hours=settings.events_ttl_hours),
         )
+        _on_stop(asyncio.get_running_loop(), hub.close)
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         app.state.ping = anyio.CapacityLimiter(1)
         app.state.reports = anyio.CapacityLimiter(1)  # ladder-wide reports: one at a time, in a thread of their own
@@ -159,6 +191,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         except Exception:  # a database that is down now: the jobs wait for the next start
             logging.getLogger("melo").exception("taking over the refits of stopped servers failed")
         yield
+        hub.close()
         app.state.committer.close()
         jobs.stop()
         await db.close()
@@ -186,6 +219,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         games_router,
         players_router,
         ladders_router,
+        events_router,
         backups_router,
         analysis_router,
         web_router,

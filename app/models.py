@@ -293,3 +293,28 @@ class Checkpoint(Base):
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: Set when a game at or before ``after_game_id`` was voided: never replayed from again.
     superseded_at: Mapped[datetime | None]
+
+
+class LadderEvent(Base):
+    """What changed in a ladder, in commit order: what the event stream (``GET …/events``) reads and sends.
+
+    Written by the transaction that makes the change, after it took the
+    ladder's row (:func:`app.storage.ladders.bump`): the ids of one ladder's
+    events grow in commit order, so a listener resumes after the last id it saw.
+    ``data`` says which game, player or refit; the stream shows each as the API does when it sends it.
+    """
+
+    __tablename__ = "ladder_events"
+    # AUTOINCREMENT: SQLite must never give an id out again, even once every event is pruned.
+    __table_args__ = (
+        Index("ix_ladder_events_ladder_id_id", "ladder_id", "id"),
+        Index("ix_ladder_events_created_at", "created_at"),  # pruning
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    version: Mapped[int] = mapped_column(BigInteger)
+    kind: Mapped[str] = mapped_column(String(16))  # game, void, player, refit, ladder
+    data: Mapped[dict] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)

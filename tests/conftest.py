@@ -78,6 +78,10 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+#: The server process behind each live server's base URL (a test may stop it itself).
+LIVE: dict[str, subprocess.Popen] = {}
+
+
 @contextmanager
 def live_server(database_url: str, workers: int = 1, env: dict[str, str] | None = None) -> Iterator[str]:
     """A real server: ``uvicorn app.main:app`` in a subprocess on a free loopback port; yields its base URL."""
@@ -86,6 +90,7 @@ def live_server(database_url: str, workers: int = 1, env: dict[str, str] | None 
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--workers", str(workers)]
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env)
     base = f"http://127.0.0.1:{port}"
+    LIVE[base] = proc
     deadline = time.time() + 30
     while time.time() < deadline:
         try:
@@ -99,6 +104,7 @@ def live_server(database_url: str, workers: int = 1, env: dict[str, str] | None 
     try:
         yield base
     finally:
+        LIVE.pop(base)
         proc.terminate()
         proc.wait(timeout=30)
 

@@ -389,6 +389,7 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     if replayed is None:
         replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})
+    storage.events.add(session, ladder.id, "refit", {"refit": job.id})
     storage.ladders.bump(session, [ladder.id])
     after_game = storage.games.number_of(session, job.after_game_id) or 0
     return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=after_game, replayed_games=replayed)

@@ -51,11 +51,14 @@ class GroupCommitter:
         db: Database,
         on_commit: Callable[[dict[int, int]], None] | None = None,
         keep_responses: timedelta = timedelta(days=7),
+        keep_events: timedelta = timedelta(days=7),
     ) -> None:
         self.db = db
         self.on_commit = on_commit
         #: Idempotency records older than this are deleted by the writer, at most every EXPIRY_EVERY seconds.
         self.keep_responses = keep_responses
+        #: Events older than this are deleted at the same time.
+        self.keep_events = keep_events
         self.next_expiry = 0.0
         self.queue: asyncio.Queue[tuple[Post, asyncio.Future]] = asyncio.Queue()
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-writer")
@@ -128,6 +131,7 @@ class GroupCommitter:
             logger.exception("following a commit in this process's copy failed")
         if time.monotonic() >= self.next_expiry:
             self.expire_responses()
+            self.expire_events()
         if self.on_commit is not None and group.applied:
             try:
                 self.on_commit(group.applied)
@@ -143,6 +147,15 @@ class GroupCommitter:
             return self.db.write(lambda session: storage.games.forget_responses(session, before))
         except Exception:  # never fail a committed post for the housekeeping's sake
             logger.exception("expiring idempotency records failed")
+            return 0
+
+    def expire_events(self) -> int:
+        """Delete the ladders' events past their time (as :meth:`expire_responses`)."""
+        before = datetime.now(UTC) - self.keep_events
+        try:
+            return self.db.write(lambda session: storage.events.prune(session, before))
+        except Exception:
+            logger.exception("expiring ladder events failed")
             return 0
 
     def close(self) -> None:

@@ -149,6 +149,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         if not games:
             continue
         applied = _apply(session, ladder, locked, games, None)
+        storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))
         bodies = applied.responses()
         records, start = [], 0
         for n in members:
@@ -303,6 +304,8 @@ def import_games(
     if voided is not None:
         for game_id in ids:
             storage.games.void(session, ladder.id, game_id, voided.by, voided.reason, voided.at)
+    # One event for the lot, not one per game: listeners read the ladder anew.
+    storage.events.add(session, ladder.id, "ladder", {"imported": len(ids)})
     storage.ladders.bump(session, [ladder.id])
     return ids
 
@@ -508,8 +511,8 @@ def _counters(
 def _record(actual: np.ndarray, n_sides: np.ndarray) -> np.ndarray:
     """Each membership's contribution to COUNTERS: a game; a win, draw or loss as its side's rank-share score is
     above, at or below the average share 1/N; and N - 1 pairwise comparisons."""
-    par = 1.0 / n_sides
-    return np.stack([np.ones(len(actual)), actual > par, actual == par, actual < par, n_sides - 1]).T.astype(np.int64)
+    result = rating.results(actual, n_sides)
+    return np.stack([np.ones(len(actual)), result > 0, result == 0, result < 0, n_sides - 1]).T.astype(np.int64)
 
 
 def _stage(progress: Progress, stage: str) -> Callable[[int, int], None] | None:
@@ -558,6 +561,7 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
         replay_log(session, ladder)
     else:
         replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
+    storage.events.add(session, ladder.id, "void", {"game": number})
     storage.ladders.bump(session, [ladder.id])
     return stored_body(storage.games.get(session, ladder.id, number), field_mean(session, ladder))
 
@@ -582,6 +586,17 @@ def stored_body(record: storage.games.GameRecord, field: np.ndarray) -> dict:
     if record.voided_at is not None:
         body |= {"voided_at": iso(record.voided_at), "voided_by": record.voided_by, "reason": record.void_reason}
     return body
+
+
+def bodies(session: Session, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
+    """The ladder's games ``numbers`` as the API shows them (:func:`stored_body`), by number; numbers no game has
+    (a ladder deleted since) are left out."""
+    records = storage.games.numbered(session, ladder_id, numbers)
+    ladder = storage.ladders.by_id(session, ladder_id)
+    if not records or ladder is None:
+        return {}
+    field = field_mean(session, ladder)
+    return {record.seq: stored_body(record, field) for record in records}
 
 
 def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[dict]:

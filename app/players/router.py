@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 
@@ -22,6 +23,7 @@ from app.players.schemas import (
 )
 from app.schemas import Page
 from app.storage.ladders import LadderRow
+from app.storage.players import Table
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADDER_ACCESS)
 
@@ -123,6 +125,21 @@ async def opponents(
     return JSONResponse(await reads.compute(request, work))
 
 
+async def _with_form(db: Database, table: Table, body: bytes, memo: tuple | None) -> bytes:
+    """The page with each player's form (read in a thread), kept with the table for its first pages."""
+    if memo is not None and memo in table.memo:
+        return table.memo[memo]
+
+    def read() -> bytes:
+        with db.reading() as session:
+            return service.with_form(session, table, body)
+
+    shown = await anyio.to_thread.run_sync(read)
+    if memo is not None:
+        table.memo[memo] = shown
+    return shown
+
+
 @router.get(
     "/leaderboard",
     response_model=LeaderboardPage,
@@ -137,6 +154,7 @@ async def leaderboard(
     limit: Limit = 50,
     cursor: str | None = None,
     inactive: Annotated[bool, Query(description="Include inactive players too.")] = False,
+    form: Annotated[bool, Query(description="Add each player's last results (`form`).")] = False,
 ) -> Response:
     """Players ranked by Hodge strength (default), expected score against the field, disc strength, or conservative
     strength (mathematics §8).
@@ -149,6 +167,8 @@ async def leaderboard(
     that ETag answers 304 while the ladder has not changed. A worker's copy of the ladder follows its changes by
     reading only the players written since its version.
 
+    `form=true` adds each player's last five results (`form`: `W`, `D`, `L`, newest first), read from the log.
+
     `by=disc` ranks by u/v in the dominant disc of the canonical form ([Limitations]) and answers 409 when that disc
     is cyclic (no ordering exists).
     """
@@ -160,4 +180,6 @@ async def leaderboard(
     body = service.rendered_page(table, by, limit, cursor, inactive)
     if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
         body = await reads.compute(request, service.leaderboard, table, ladder, by, limit, cursor, inactive)
+    if form:
+        body = await _with_form(db, table, body, ("form", by, limit, inactive) if cursor is None else None)
     return Response(body, media_type="application/json", headers={"ETag": etag})

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
@@ -126,6 +126,11 @@ class LeaderboardItem(BaseModel):
     provisional_reason: ProvisionalReason = None
     last_played_at: datetime | None
     active: bool
+    form: list[Literal["W", "D", "L"]] | None = Field(
+        None,
+        description="With `form=true`: the player's last results, newest first, at most 5: won, drew or lost as "
+        "`wins`, `draws` and `losses` count them.",
+    )
 
 
 class LeaderboardPage(Page[LeaderboardItem]):
@@ -141,14 +146,21 @@ class HistoryItem(BaseModel):
     played_at: datetime
     side: int
     opponents: list[str]
+    partners: list[str] = Field(description="The player's teammates in this game (none in singles).")
+    result: Literal["win", "draw", "loss"] = Field(
+        description="The side's rank-share score above, at or below the average 1/N (a two-sided game: won, drew "
+        "or lost), as the player's `wins`, `draws` and `losses` count it."
+    )
     before: list[float]
     after: list[float]
     actual_score: float
     expected_score: float = Field(description="Expected rank-share score before the game (P(win) for 2 sides).")
     expected_after: float = Field(description="The same expectation recomputed with everyone's post-game vectors.")
+    elo_before: float = Field(description="Elo-equivalent Hodge strength before the game, as `elo_after`.")
     elo_after: float = Field(
         description="Elo-equivalent Hodge strength after the game against today's field: c_afterᵀ Ω c̄ (mathematics §8)."
     )
+    elo_change: float = Field(description="elo_after - elo_before: what the game did to the player's rating.")
 
 
 class OpponentItem(BaseModel):

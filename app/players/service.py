@@ -49,6 +49,7 @@ def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> No
     if not storage.players.insert(session, ladder.id, key, name, vector):
         raise Conflict(f"Player {key!r} exists already.", errors=[{"field": "key", "message": "taken"}])
     storage.ladders.add_to_field(session, ladder, np.asarray(vector, dtype=np.float64)[None, :])
+    storage.events.add(session, ladder.id, "player", {"action": "created", "key": key})
     storage.ladders.bump(session, [ladder.id])
 
 
@@ -203,6 +204,8 @@ def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPa
         new_key = storage.ladders.fold(new_key)
     if new_key != key:
         _rekey(session, ladder, key, new_key)
+    change = {"action": "updated", "key": new_key} | ({"was": key} if new_key != key else {})
+    storage.events.add(session, ladder.id, "player", change)
     storage.ladders.bump(session, [ladder.id], reset=new_key != key)  # every worker reads the aliases anew
     return new_key
 
@@ -259,6 +262,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
             replay_log(session, ladder)  # players the tail does not reach held that checkpoint's vectors
         else:
             replay_from(session, ladder, counting[0], [into])
+    storage.events.add(session, ladder.id, "player", {"action": "merged", "key": key, "into": into})
     storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone, an alias is new
     aliases = storage.aliases.of_players(session, [target[0]]).get(target[0], [])
     return profile(storage.players.table(session, ladder, cached=False), ladder, into, aliases)
@@ -281,6 +285,8 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     storage.players.erase(session, row[0], pseudonym)
     had_aliases = bool(former)
     storage.aliases.drop(session, row[0])
+    storage.events.scrub(session, ladder.id, [key, *former], pseudonym)
+    storage.events.add(session, ladder.id, "player", {"action": "erased", "key": pseudonym})
     storage.ladders.bump(session, [ladder.id], reset=had_aliases)
     return pseudonym
 
@@ -435,6 +441,22 @@ def leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: st
     return render() if cursor is not None else table.derived(("page", by, limit, inactive), render)
 
 
+#: Results a leaderboard's ``form`` shows, and their letters.
+FORM_GAMES = 5
+LETTERS = {1: "W", 0: "D", -1: "L"}
+
+
+def with_form(session: Session, table: Table, body: bytes) -> bytes:
+    """A leaderboard page (a JSON body) with each player's ``form``: their last results, newest first."""
+    page = json.loads(body)
+    ids = [int(table.ids[table.row(item["key"])]) for item in page["items"]]
+    recent = storage.games.recent_results(session, ids, FORM_GAMES)
+    for item, player_id in zip(page["items"], ids, strict=True):
+        games = np.array(recent[player_id], dtype=np.float64).reshape(-1, 2)
+        item["form"] = [LETTERS[r] for r in rating.results(games[:, 0], games[:, 1]).tolist()]
+    return json.dumps(page).encode()
+
+
 def rendered_page(table: Table, by: str, limit: int, cursor: str | None, inactive: bool) -> bytes | None:
     """The first page if it is rendered already (no work to do), else None."""
     return table.memo.get(("page", by, limit, inactive)) if cursor is None else None
@@ -510,6 +532,10 @@ def _valid_cursor(v: Any) -> bool:
     )
 
 
+#: A result as the API names it (:func:`app.rating.results`).
+RESULTS = {1: "win", 0: "draw", -1: "loss"}
+
+
 def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: str | None) -> dict:
     """The player's games, newest first, with vectors and expected scores before and after."""
     table = _table(session, ladder)
@@ -527,6 +553,10 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
         after = np.array([m.after for m in record.members])
         game = rating.Game(tuple(tuple(s) for s in sides), tuple(range(1, n_sides + 1)))
         _, expected_after = rating.predict_match(after, game)
+        elo_before, elo_after = rating.elo_equivalent(
+            rating.hodge_strength_against(np.array([me.before, me.after]), field_mean)
+        ).tolist()
+        result = RESULTS[int(rating.results(me.actual_score, n_sides))]
         items.append(
             {
                 "game_id": record.seq,
@@ -534,14 +564,16 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
                 "played_at": iso(record.played_at),
                 "side": me.side,
                 "opponents": [m.key for m in record.members if m.side != me.side],
+                "partners": [m.key for m in record.members if m.side == me.side and m.key != key],
+                "result": result,
                 "before": me.before,
                 "after": me.after,
                 "actual_score": me.actual_score,
                 "expected_score": me.expected_score,
                 "expected_after": float(expected_after[me.side]),
-                "elo_after": float(
-                    rating.elo_equivalent(rating.hodge_strength_against(np.array(me.after), field_mean))
-                ),
+                "elo_before": elo_before,
+                "elo_after": elo_after,
+                "elo_change": elo_after - elo_before,
             }
         )
     next_cursor = encode_cursor(records[-1].id) if len(records) == limit else None

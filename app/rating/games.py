@@ -55,6 +55,13 @@ def rank_share(ranks: ArrayLike) -> Array:
     return _share(a, b, outcome, n)
 
 
+def results(actual: ArrayLike, n_sides: ArrayLike) -> IntArray:
+    """Each side's result as a record counts it: 1 (won), 0 (drew) or -1 (lost), as its rank-share score
+    (:func:`rank_share`) is above, at or below the average share 1/N.  Two sides: the winner's 1 and the loser's
+    0 are a win and a loss, a draw's 1/2 a draw; in a free-for-all the top half wins."""
+    return np.sign(np.asarray(actual, dtype=np.float64) - 1.0 / np.asarray(n_sides, dtype=np.float64)).astype(np.int64)
+
+
 def _share(a: IntArray, b: IntArray, s_ab: Array, n_sides: int) -> Array:
     """Σ_b S_ab / (number of pairs) for each side, from pair values S_ab (S_ba = 1 - S_ab)."""
     pairs = n_sides * (n_sides - 1) / 2

@@ -371,3 +371,32 @@ def scrub_responses(session: Session, ladder_id: int, old: str, new: str) -> Non
         session.execute(
             table.update().where(table.c.ladder_id == ladder_id, table.c.key == key).values(response=response)
         )
+
+
+def numbered(session: Session, ladder_id: int, numbers: list[int]) -> list[GameRecord]:
+    """The ladder's games with these numbers (``seq``), in number order; numbers no game has are left out."""
+    query = select(Game).where(Game.ladder_id == ladder_id, Game.seq.in_(numbers)).order_by(Game.seq)
+    return _records(session, list(session.scalars(query)))
+
+
+#: Players whose latest games one statement reads (SQLite allows 500 terms in a compound SELECT).
+RECENT_PER_STATEMENT = 100
+
+
+def recent_results(session: Session, player_ids: list[int], n: int) -> dict[int, list[tuple[float, int]]]:
+    """Each player's last ``n`` games that count, newest first, as (rank-share score, number of sides): one
+    indexed look per player (``LIMIT n`` on (player_id, game_id)), however many games they have played."""
+    part = (
+        "SELECT * FROM (SELECT pa.player_id, pa.actual_score, "
+        "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id) "
+        "FROM participants pa JOIN games g ON g.id = pa.game_id "
+        "WHERE pa.player_id = ? AND g.voided_at IS NULL ORDER BY pa.game_id DESC LIMIT ?) AS r"
+    )
+    found: dict[int, list[tuple[float, int]]] = {player_id: [] for player_id in player_ids}
+    connection = session.connection()
+    for lo in range(0, len(player_ids), RECENT_PER_STATEMENT):
+        chunk = player_ids[lo : lo + RECENT_PER_STATEMENT]
+        sql = " UNION ALL ".join([part] * len(chunk))
+        for player_id, actual, sides in driver_fetchall(connection, sql, tuple(v for p in chunk for v in (p, n))):
+            found[player_id].append((actual, sides))
+    return found

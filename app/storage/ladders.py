@@ -13,10 +13,10 @@ from sqlalchemy.orm import Session
 
 from app import rating
 from app.errors import InvalidInput, LadderChanged
-from app.models import ApiKey, Checkpoint, Game, IdempotencyKey, Ladder, Player, Refit
+from app.models import ApiKey, Checkpoint, Game, IdempotencyKey, Ladder, LadderEvent, Player, Refit
 from app.rating.seats import Seats
 from app.storage import aliases as storage_aliases
-from app.storage import cache, codec
+from app.storage import cache, codec, events
 from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed
 
 
@@ -159,10 +159,10 @@ def insert(session: Session, values: dict) -> LadderRow | None:
 
 def delete(session: Session, ladder: LadderRow) -> None:
     """Delete everything in the ladder (players, games and their participants, keys, idempotency records, refits,
-    checkpoints) and leave its row as a tombstone: slug ``~deleted~{id}`` (free again, and no slug the API takes),
-    ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
+    checkpoints, events) and leave its row as a tombstone: slug ``~deleted~{id}`` (free again, and no slug the API
+    takes), ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
     lock(session, ladder.id)
-    for table in (Checkpoint, Refit, IdempotencyKey, ApiKey, Game, Player):
+    for table in (Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player):
         session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
     session.execute(
         Ladder.__table__.update()
@@ -344,7 +344,8 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[i
     ``reset`` (rows were deleted) readers older than this version read the
     players anew.  On PostgreSQL this locks the ladder's row until the commit,
     so it comes after every other lock (one order: no deadlocks) and is held
-    briefly; versions are then given out in commit order.  The players and games the transaction
+    briefly; versions, and the ids of the events the transaction noted
+    (:mod:`app.storage.events`), are then given out in commit order.  The players and games the transaction
     :func:`count`\ ed are added to the ladders' counts in the same statement.  Returns each ladder's new version.
     """
     connection = session.connection()
@@ -361,4 +362,5 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[i
         versions[ladder_id] = driver_sql(connection, sql, values).scalar_one()
         stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
         driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
+        events.write(session, ladder_id, versions[ladder_id])
     return versions

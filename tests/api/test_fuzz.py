@@ -64,6 +64,8 @@ def test_no_input_gets_a_server_error_or_an_undocumented_answer(fuzz_server):
     ran = 0
     for result in schema.get_all_operations():
         operation = result.ok()
+        if operation.path.endswith("/events"):  # a stream stays open; test_events tries its inputs
+            continue
 
         @given(case=operation.as_strategy())
         @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,

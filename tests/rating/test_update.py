@@ -13,6 +13,7 @@ from app.rating import (
     rank_share,
     ranks_from_scores,
     replay,
+    results,
     unnormalised_update,
 )
 
@@ -214,3 +215,13 @@ def test_non_finite_ratings_and_unknown_players_are_rejected():
         apply_game(np.array([[np.inf, 0.0], [1.0, 1.0]]), two_player(0, 1, 1.0), eta=0.1)
     with pytest.raises(RatingInputError):
         apply_game(np.eye(2), two_player(0, 5, 1.0), eta=0.1)
+
+
+def test_results_count_a_side_above_the_average_share_as_a_win():
+    # Two sides: the winner's 1 and the loser's 0; a draw's 1/2 each.
+    assert results([1.0, 0.0], 2).tolist() == [1, -1]
+    assert results([0.5, 0.5], 2).tolist() == [0, 0]
+    # Four sides ranked 1-4 share 6/12, 4/12, 2/12, 0 (seed 001's rank share): the top half is above 1/4.
+    assert results(rank_share([1, 2, 3, 4]), 4).tolist() == [1, 1, -1, -1]
+    # Three sides all tied get 1/3 each, exactly the average: a draw.
+    assert results(rank_share([1, 1, 1]), 3).tolist() == [0, 0, 0]

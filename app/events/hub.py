@@ -1,0 +1,231 @@
+"""Each ladder's changes as server-sent events: one reader of the change log per ladder and process, whatever
+the number of listeners.
+
+A :class:`Feed` follows a ladder's log (:mod:`app.storage.events`) while
+someone listens: it reads the new events when this process commits games (a
+poke) or every :data:`POLL` seconds (another worker's commits, a void, a
+rename), renders them once as the API shows them, and keeps the latest
+:data:`KEPT` for its listeners.  A listener is a coroutine, not a thread: it
+sends what the feed has after its last id, reads the log itself only when it
+is further behind than that (a resume after an absence), then waits for the
+feed.  Ids grow in commit order within a ladder, so ``id > last`` is exactly
+what a listener has not seen, however its connection came and went.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from asyncio import FIRST_COMPLETED
+from bisect import bisect_right
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+
+import anyio.to_thread
+
+from app import storage
+from app.db import Database
+from app.games import service as games
+
+logger = logging.getLogger("melo")
+
+#: How often (seconds) a feed with listeners looks at its ladder's log when nothing pokes it.
+POLL = 0.5
+#: The least time (seconds) between two looks, however often commits poke: a burst of games is one read.
+GAP = 0.05
+#: A comment line this often (seconds) on a quiet stream: proxies keep the connection, the listener knows the
+#: server is there, and the server checks that the listener may still read the ladder.
+KEEP_ALIVE = 15.0
+#: Events a feed keeps for listeners a little behind, and events read from the log at a time.
+KEPT = 2000
+PAGE = 500
+#: What an EventSource waits before it reconnects (milliseconds), sent first on every stream.
+RETRY = b"retry: 2000\n\n"
+KEEP_ALIVE_LINE = b": keep-alive\n\n"
+
+
+def frame(kind: str, data: dict, event_id: int | None = None) -> bytes:
+    """One server-sent event: ``id`` (if any), ``event`` and one line of JSON ``data``."""
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {kind}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
+
+
+@dataclass(frozen=True)
+class Frame:
+    id: int
+    text: bytes
+
+
+@dataclass(eq=False)
+class Feed:
+    """One ladder's latest events, rendered, for this process's listeners."""
+
+    ladder_id: int
+    #: Every event with an id above ``base`` and up to ``head`` is in ``frames`` (None: not read yet).
+    base: int | None = None
+    head: int = 0
+    frames: list[Frame] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    poked: asyncio.Event = field(default_factory=asyncio.Event)
+    listeners: int = 0
+    task: asyncio.Task | None = None
+
+    def after(self, last: int) -> list[Frame] | None:
+        """The kept frames after id ``last``; None if ``last`` is older than what is kept."""
+        if self.base is None or last < self.base:
+            return None
+        return self.frames[bisect_right([f.id for f in self.frames], last) :]
+
+    def add(self, frames: list[Frame]) -> None:
+        self.frames.extend(frames)
+        self.head = frames[-1].id
+        if len(self.frames) > KEPT:
+            self.base = self.frames[-KEPT - 1].id
+            del self.frames[:-KEPT]
+        self.changed.set()
+        self.changed = asyncio.Event()  # the next wait is for the next change
+
+
+class Hub:
+    """This process's feeds, and the count of its open streams."""
+
+    def __init__(self, db: Database, max_streams: int) -> None:
+        self.db, self.max_streams = db, max_streams
+        self.feeds: dict[int, Feed] = {}
+        self.streams = 0
+        self.closing = False
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def full(self) -> bool:
+        return self.streams >= self.max_streams
+
+    def poke(self, ladder_ids: Iterable[int]) -> None:
+        """Tell the feeds of these ladders to read now (from any thread: the writer's, after a commit)."""
+        if self.loop is not None and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._poke, list(ladder_ids))
+
+    def _poke(self, ladder_ids: list[int]) -> None:
+        for ladder_id in ladder_ids:
+            if (feed := self.feeds.get(ladder_id)) is not None:
+                feed.poked.set()
+
+    def close(self) -> None:
+        """End every stream (the server is stopping: it waits for open responses)."""
+        self.closing = True
+        for feed in self.feeds.values():
+            feed.changed.set()
+            feed.poked.set()
+
+    async def stream(
+        self,
+        ladder_id: int,
+        version: int,
+        start: int | None,
+        allowed: Callable[[], Awaitable[bool]],
+        receive: Callable[[], Awaitable[dict]],
+    ) -> AsyncIterator[bytes]:
+        """The stream of one listener: ``hello``, a ``reset`` if ``start`` is no longer kept, then every event
+        after ``start`` (or from now), with keep-alive comments.  It ends when the listener goes (``receive``:
+        the request's ASGI channel, which says so at once, not at the next write), when ``allowed()`` says it may
+        no longer read the ladder, or when the server stops."""
+        self.streams += 1
+        self.loop = asyncio.get_running_loop()
+        feed = self._join(ladder_id)
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            head = await self._latest(ladder_id)
+            last, reset = head, False
+            if start is not None and start != head:
+                reset = start > head or (start > 0 and not await self.db.fetch(storage.events.KEPT, (ladder_id, start)))
+                last = head if reset else start
+            yield RETRY + frame("hello", {"version": version}, last)
+            if reset:
+                yield frame("reset", {})
+            while not self.closing:
+                frames = feed.after(last)
+                if frames is None:  # further behind than the feed keeps: from the log
+                    frames = await self._read(ladder_id, last)
+                if frames:
+                    yield b"".join(f.text for f in frames)
+                    last = frames[-1].id
+                    continue
+                changed = asyncio.ensure_future(feed.changed.wait())
+                done, _ = await asyncio.wait((changed, gone), timeout=KEEP_ALIVE, return_when=FIRST_COMPLETED)
+                changed.cancel()
+                if gone in done:
+                    return
+                if not done:
+                    if not await allowed():
+                        return
+                    yield KEEP_ALIVE_LINE
+        finally:
+            gone.cancel()
+            self.streams -= 1
+            self._leave(feed)
+
+    def _join(self, ladder_id: int) -> Feed:
+        feed = self.feeds.get(ladder_id)
+        if feed is None:
+            feed = self.feeds[ladder_id] = Feed(ladder_id)
+        feed.listeners += 1
+        if feed.task is None or feed.task.done():
+            feed.task = asyncio.get_running_loop().create_task(self._follow(feed))
+        return feed
+
+    def _leave(self, feed: Feed) -> None:
+        feed.listeners -= 1
+        if feed.listeners == 0:
+            feed.poked.set()  # its reader sees nobody listens, and stops
+            if self.feeds.get(feed.ladder_id) is feed:
+                del self.feeds[feed.ladder_id]
+
+    async def _follow(self, feed: Feed) -> None:
+        """Read the ladder's new events while anyone listens: when poked, else every POLL seconds."""
+        while feed.listeners and not self.closing:
+            try:
+                if feed.base is None:
+                    feed.base = feed.head = await self._latest(feed.ladder_id)
+                frames = await self._read(feed.ladder_id, feed.head)
+            except Exception:  # a database that is down: the listeners wait, and the feed tries again
+                logger.warning("reading ladder %d's events failed", feed.ladder_id, exc_info=True)
+                frames = []
+            if frames:
+                feed.add(frames)
+                if len(frames) == PAGE:
+                    continue
+            await asyncio.sleep(GAP)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(feed.poked.wait(), POLL - GAP)
+            feed.poked.clear()
+
+    async def _latest(self, ladder_id: int) -> int:
+        return int((await self.db.fetch(storage.events.LATEST, (ladder_id,)))[0][0])
+
+    async def _read(self, ladder_id: int, after: int) -> list[Frame]:
+        """The events after id ``after`` (at most PAGE), rendered; games are read in a thread."""
+        rows = await self.db.fetch(storage.events.SINCE, (ladder_id, after, PAGE))
+        events = [(event_id, version, kind, storage.events.parse(data)) for event_id, version, kind, data in rows]
+        numbers = [data["game"] for _, _, kind, data in events if kind in ("game", "void")]
+        shown = await anyio.to_thread.run_sync(self._games, ladder_id, numbers) if numbers else {}
+        frames = []
+        for event_id, version, kind, data in events:
+            if kind in ("game", "void"):
+                if data["game"] not in shown:  # the ladder was deleted meanwhile: nothing to send, but read
+                    frames.append(Frame(event_id, b""))
+                    continue
+                data = {"game": shown[data["game"]]}
+            frames.append(Frame(event_id, frame(kind, {"version": version} | data, event_id)))
+        return frames
+
+    def _games(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
+        with self.db.reading() as session:
+            return games.bodies(session, ladder_id, numbers)
+
+
+async def _disconnected(receive: Callable[[], Awaitable[dict]]) -> None:
+    """Return when the client has gone."""
+    while (await receive())["type"] != "http.disconnect":
+        pass

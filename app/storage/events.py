@@ -1,0 +1,73 @@
+"""The ladders' change log (``ladder_events``): what each transaction changed, for the event stream.
+
+A transaction notes its changes with :func:`add` as it makes them;
+:func:`app.storage.ladders.bump`, last before the commit and holding the
+ladder's row, writes them with the ladder's new version (:func:`write`), or
+one ``ladder`` event if the transaction noted none: every change reaches the
+listeners.  Ids are given out under that lock, so within a ladder they grow in
+commit order and ``id > last`` never skips an event committed later.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.orm import Session
+
+from app.models import LadderEvent, utcnow
+from app.storage.sql import bulk_insert
+
+#: Events after a given id, oldest first (``?`` placeholders, for :meth:`app.db.Database.fetch`).
+SINCE = "SELECT id, version, kind, data FROM ladder_events WHERE ladder_id = ? AND id > ? ORDER BY id LIMIT ?"
+#: The ladder's latest event id (0: none), and whether an id is one of its events (a resume point still kept).
+LATEST = "SELECT coalesce(max(id), 0) FROM ladder_events WHERE ladder_id = ?"
+KEPT = "SELECT 1 FROM ladder_events WHERE ladder_id = ? AND id = ?"
+
+
+def add(session: Session, ladder_id: int, kind: str, *data: dict) -> None:
+    """Note one event of ``kind`` per ``data`` for the ladder, written at :func:`app.storage.ladders.bump`."""
+    session.info.setdefault("ladder_events", {}).setdefault(ladder_id, []).extend((kind, d) for d in data)
+
+
+def write(session: Session, ladder_id: int, version: int) -> None:
+    """Write the events noted for the ladder (or one ``ladder`` event) with its new ``version``."""
+    noted = session.info.get("ladder_events", {}).pop(ladder_id, None) or [("ladder", {})]
+    bulk_insert(
+        session.connection(),
+        LadderEvent.__table__,
+        {
+            "ladder_id": [ladder_id] * len(noted),
+            "version": [version] * len(noted),
+            "kind": [kind for kind, _ in noted],
+            "data": [data for _, data in noted],
+            "created_at": [utcnow()] * len(noted),
+        },
+    )
+
+
+def parse(data: dict | str) -> dict:
+    """A row's ``data`` (PostgreSQL's driver parses JSON columns, SQLite's does not)."""
+    return json.loads(data) if isinstance(data, str) else data
+
+
+def prune(session: Session, before: datetime, limit: int = 10_000) -> int:
+    """Delete up to ``limit`` events written before ``before``, oldest first; how many went.  A listener whose
+    resume point is gone is told to read everything anew (a ``reset`` event)."""
+    oldest = select(LadderEvent.id).where(LadderEvent.created_at < before).order_by(LadderEvent.id).limit(limit)
+    return session.execute(delete(LadderEvent).where(LadderEvent.id.in_(oldest))).rowcount
+
+
+def scrub(session: Session, ladder_id: int, keys: list[str], pseudonym: str) -> None:
+    """Put ``pseudonym`` for ``keys`` in the ladder's player events (an erased person's keys): game events name
+    games, whose players are read when the event is sent."""
+    rows = session.execute(
+        select(LadderEvent.id, LadderEvent.data).where(LadderEvent.ladder_id == ladder_id, LadderEvent.kind == "player")
+    ).all()
+    gone = set(keys)
+    for event_id, data in rows:
+        data = parse(data)
+        if gone & {data.get(field) for field in ("key", "was", "into")}:
+            scrubbed = {field: pseudonym if value in gone else value for field, value in data.items()}
+            session.execute(update(LadderEvent).where(LadderEvent.id == event_id).values(data=scrubbed))

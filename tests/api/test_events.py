@@ -1,0 +1,245 @@
+"""The event stream (``GET …/events``) against a real server: every change once, in commit order, resumable."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+
+import httpx
+
+from app.config import Settings
+from app.db import Database
+from app.storage import events
+from tests.conftest import ADMIN_KEY, LIVE, live_server
+
+
+class Listener:
+    """A client of the stream in a thread of its own, parsing what it reads as (id, event, data)."""
+
+    def __init__(self, url: str, headers: dict[str, str] | None = None) -> None:
+        self.events: list[tuple[int | None, str, dict]] = []
+        self.status: int | None = None
+        self.body = b""
+        self.started = threading.Event()
+        self.client = httpx.Client(timeout=httpx.Timeout(10, read=60))
+        threading.Thread(target=self._read, args=(url, headers or {}), daemon=True).start()
+        assert self.started.wait(10), "the stream did not answer"
+
+    def _read(self, url: str, headers: dict[str, str]) -> None:
+        try:
+            with self.client.stream("GET", url, headers=headers) as response:
+                self.status, self.headers = response.status_code, response.headers
+                self.socket = response.extensions["network_stream"].get_extra_info("socket")
+                if response.status_code != 200:
+                    self.body = response.read()
+                    return
+                self.started.set()
+                fields: dict[str, str] = {}
+                for line in response.iter_lines():
+                    if line:
+                        if not line.startswith(":"):
+                            name, _, value = line.partition(":")
+                            fields[name] = value.removeprefix(" ")
+                        continue
+                    if "event" in fields:
+                        event_id = int(fields["id"]) if "id" in fields else None
+                        self.events.append((event_id, fields["event"], json.loads(fields["data"])))
+                    fields = {}
+        except httpx.HTTPError:  # closed by the test
+            pass
+        finally:
+            self.started.set()
+
+    def wait(self, done: Callable[[list[tuple[int | None, str, dict]]], bool], seconds: float = 5.0) -> list:
+        deadline = time.monotonic() + seconds
+        while not done(self.events):
+            assert time.monotonic() < deadline, f"not seen within {seconds} s: {self.events}"
+            time.sleep(0.02)
+        return self.events
+
+    def of(self, kind: str) -> list[dict]:
+        return [data for _, name, data in self.events if name == kind]
+
+    def close(self) -> None:
+        """Hang up (closing the client from another thread would leave the reading thread's socket open)."""
+        if self.status == 200:
+            self.socket.shutdown(socket.SHUT_RDWR)
+        self.client.close()
+
+
+def _ladder(base: str, slug: str = "live", **config) -> dict[str, str]:
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    r = httpx.post(base + "/v1/ladders", json={"slug": slug, **config}, headers=admin)
+    assert r.status_code == 201, r.text
+    return {"Authorization": f"Bearer {r.json()['write_key']}"}
+
+
+def _game(winner: str, loser: str) -> dict:
+    return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
+
+
+def test_a_listener_sees_each_change_as_it_commits(server):
+    key = _ladder(server)
+    listener = Listener(server + "/v1/ladders/live/events")
+    try:
+        assert listener.status == 200 and listener.headers["content-type"].startswith("text/event-stream")
+        hello = listener.wait(lambda seen: seen)[0]
+        assert hello[1] == "hello" and hello[2] == {"version": 0}
+        posted = httpx.post(server + "/v1/ladders/live/games", json=_game("ann", "bob"), headers=key).json()
+        started = time.monotonic()
+        listener.wait(lambda seen: listener.of("game"), seconds=2)  # within 2 s of its commit
+        shown = listener.of("game")[0]
+        assert time.monotonic() - started < 2
+        assert shown["game"] == posted  # the game as the post answered it
+        assert shown["version"] == httpx.get(server + "/v1/ladders/live/leaderboard").json()["ladder_version"]
+
+        assert httpx.patch(server + "/v1/ladders/live/players/ann", json={"name": "Ann"}, headers=key).is_success
+        assert httpx.delete(server + "/v1/ladders/live/games/1", headers=key).is_success
+        assert httpx.post(server + "/v1/ladders/live/games", json=_game("cy", "dee"), headers=key).is_success
+        assert httpx.post(server + "/v1/ladders/live/players/cy/merge", json={"into": "ann"}, headers=key).is_success
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        assert httpx.patch(server + "/v1/ladders/live", json={"name": "Live"}, headers=admin).is_success
+        seen = listener.wait(lambda seen: [kind for _, kind, _ in seen][-1:] == ["ladder"])
+    finally:
+        listener.close()
+    assert [kind for _, kind, _ in seen] == ["hello", "game", "player", "void", "game", "player", "ladder"]
+    assert listener.of("player") == [
+        {"version": 2, "action": "updated", "key": "ann"},
+        {"version": 5, "action": "merged", "key": "cy", "into": "ann"},
+    ]
+    voided = listener.of("void")[0]["game"]
+    assert voided["id"] == 1 and voided["voided_at"] is not None
+    ids = [event_id for event_id, kind, _ in seen if kind != "hello"]
+    assert ids == sorted(set(ids))  # increasing, none twice
+
+
+def test_concurrent_posts_reach_a_listener_once_each_in_commit_order(server):
+    """Eight clients post 240 games at once (PostgreSQL: through two workers); the listener gets each game once,
+    in the order of the game numbers, which is the order of the commits."""
+    key = _ladder(server)
+    listener = Listener(server + "/v1/ladders/live/events")
+    n_games = 240
+
+    def post(client_number: int) -> None:
+        with httpx.Client(base_url=server, headers=key, timeout=60) as client:
+            for n in range(n_games // 8):
+                body = _game(f"p{client_number}", f"p{(client_number + 1 + n % 7) % 8}")
+                assert client.post("/v1/ladders/live/games", json=body).status_code == 201
+
+    try:
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(post, range(8)))
+        listener.wait(lambda seen: len(listener.of("game")) >= n_games, seconds=10)
+        time.sleep(0.6)  # one more look at the log: nothing else comes
+    finally:
+        listener.close()
+    numbers = [data["game"]["id"] for data in listener.of("game")]
+    assert numbers == list(range(1, n_games + 1))
+    versions = [data["version"] for data in listener.of("game")]
+    assert versions == sorted(versions)
+
+
+def test_a_listener_resumes_after_the_last_event_it_saw(server):
+    key = _ladder(server)
+    first = Listener(server + "/v1/ladders/live/events")
+    httpx.post(server + "/v1/ladders/live/games", json=_game("ann", "bob"), headers=key)
+    seen = first.wait(lambda seen: len(seen) == 2)
+    first.close()
+    last_id = seen[-1][0]
+    for winner, loser in [("bob", "cy"), ("cy", "ann"), ("ann", "cy")]:  # while it is away
+        httpx.post(server + "/v1/ladders/live/games", json=_game(winner, loser), headers=key)
+    for how in ({"headers": {"Last-Event-ID": str(last_id)}}, {"query": f"?after={last_id}"}):
+        again = Listener(server + "/v1/ladders/live/events" + how.get("query", ""), how.get("headers"))
+        try:
+            seen = again.wait(lambda seen: len(seen) >= 4)
+            time.sleep(0.3)
+        finally:
+            again.close()
+        assert seen[0][:2] == (last_id, "hello")  # the resume point stays where it was
+        assert [data["game"]["id"] for data in again.of("game")] == [2, 3, 4]
+
+
+def test_a_resume_point_no_longer_kept_gets_a_reset(server, database_url):
+    key = _ladder(server)
+    httpx.post(server + "/v1/ladders/live/games", json=_game("ann", "bob"), headers=key)
+    kept = Listener(server + "/v1/ladders/live/events?after=0")
+    first_id = kept.wait(lambda seen: len(seen) == 2)[1][0]
+    kept.close()
+    db = Database.from_settings(Settings(database_url=database_url))
+    try:
+        with db.writing() as session:  # what the writer does to events older than MELO_EVENTS_TTL_HOURS
+            assert events.prune(session, before=events.utcnow() + timedelta(seconds=1)) == 1
+    finally:
+        db.dispose()
+    httpx.post(server + "/v1/ladders/live/games", json=_game("bob", "ann"), headers=key)
+    for start in (first_id, 10**9):  # pruned, or never given out
+        listener = Listener(server + f"/v1/ladders/live/events?after={start}")
+        try:
+            seen = listener.wait(lambda seen: len(seen) >= 2)
+            time.sleep(0.3)
+        finally:
+            listener.close()
+        assert [kind for _, kind, _ in seen] == ["hello", "reset"]
+        assert seen[0][0] > first_id  # it goes on from now
+
+
+def test_private_ladders_need_a_key_and_bad_resume_points_are_422(server):
+    key = _ladder(server)
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    assert httpx.patch(server + "/v1/ladders/live", json={"private": True}, headers=admin).is_success
+    anonymous = httpx.get(server + "/v1/ladders/live/events")
+    assert anonymous.status_code == 401
+    assert anonymous.headers["content-type"] == "application/problem+json"
+    listener = Listener(server + "/v1/ladders/live/events", key)
+    try:
+        assert listener.wait(lambda seen: seen)[0][1] == "hello"
+    finally:
+        listener.close()
+    for headers, params in [({"Last-Event-ID": "abc"}, {}), ({}, {"after": "-1"}), ({}, {"after": "x"})]:
+        answer = httpx.get(server + "/v1/ladders/live/events", params=params, headers=key | headers)
+        assert answer.status_code == 422, answer.text
+        assert answer.headers["content-type"] == "application/problem+json"
+    assert httpx.get(server + "/v1/ladders/nowhere/events").status_code == 404
+
+
+def test_erasing_a_player_takes_their_key_out_of_the_kept_events(server):
+    key = _ladder(server)
+    httpx.post(server + "/v1/ladders/live/players", json={"key": "ann.smith"}, headers=key)
+    httpx.post(server + "/v1/ladders/live/games", json=_game("ann.smith", "bob"), headers=key)
+    assert httpx.delete(server + "/v1/ladders/live/players/ann.smith", headers=key).is_success
+    listener = Listener(server + "/v1/ladders/live/events?after=0")
+    try:
+        seen = listener.wait(lambda seen: len(seen) == 4)
+    finally:
+        listener.close()
+    assert [kind for _, kind, _ in seen] == ["hello", "player", "game", "player"]
+    assert "ann.smith" not in json.dumps(seen)
+    assert seen[-1][2]["action"] == "erased"
+
+
+def test_streams_are_bounded_and_do_not_hold_the_server_when_it_stops(tmp_path):
+    with live_server(f"sqlite:///{tmp_path / 'melo.db'}", env={"MELO_MAX_STREAMS": "2"}) as base:
+        _ladder(base)
+        listeners = [Listener(base + "/v1/ladders/live/events") for _ in range(2)]
+        for listener in listeners:
+            listener.wait(lambda seen: seen)
+        full = httpx.get(base + "/v1/ladders/live/events")
+        assert full.status_code == 503 and full.headers["retry-after"]
+        assert httpx.get(base + "/healthz").status_code == 200
+        listeners.pop().close()
+        time.sleep(0.3)
+        listeners.append(Listener(base + "/v1/ladders/live/events"))  # a place again
+        assert listeners[-1].status == 200
+        process = LIVE[base]
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)
+        assert time.monotonic() - started < 5  # the open streams ended
+        for listener in listeners:
+            listener.close()
