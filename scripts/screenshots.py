@@ -37,10 +37,20 @@ SLUG = "office"
 
 # Name, and a strength in Elo points that the games are drawn from.
 PLAYERS = [
-    ("Ana Ruiz", 1680), ("Ben Okafor", 1540), ("Chloé Martin", 1610), ("Dev Patel", 1450),
-    ("Emma Larsen", 1590), ("Farid Haddad", 1500), ("Grace Kim", 1720), ("Hugo Silva", 1420),
-    ("Inês Costa", 1560), ("Jonas Weber", 1480), ("Keiko Tanaka", 1640), ("Liam Byrne", 1380),
-    ("Maya Cohen", 1530), ("Noah Fischer", 1460),
+    ("Ana Ruiz", 1680),
+    ("Ben Okafor", 1540),
+    ("Chloé Martin", 1610),
+    ("Dev Patel", 1450),
+    ("Emma Larsen", 1590),
+    ("Farid Haddad", 1500),
+    ("Grace Kim", 1720),
+    ("Hugo Silva", 1420),
+    ("Inês Costa", 1560),
+    ("Jonas Weber", 1480),
+    ("Keiko Tanaka", 1640),
+    ("Liam Byrne", 1380),
+    ("Maya Cohen", 1530),
+    ("Noah Fischer", 1460),
 ]
 GAMES = 160
 DOUBLES_SHARE = 0.3
@@ -124,10 +134,17 @@ def fill_office(base: str) -> str:
 
 
 def shoot(base: str, key: str, out: Path) -> list[Path]:
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
-    sizes = {"desktop": {"viewport": {"width": 1366, "height": 900}}, "phone": {
-        "viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}}
+    sizes = {
+        "desktop": {"viewport": {"width": 1366, "height": 900}},
+        "phone": {
+            "viewport": {"width": 390, "height": 844},
+            "device_scale_factor": 2,
+            "is_mobile": True,
+            "has_touch": True,
+        },
+    }
     written = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
@@ -144,7 +161,7 @@ def shoot(base: str, key: str, out: Path) -> list[Path]:
             page.screenshot(path=str(written[-1]))
             page.goto(f"{base}/ladders/{SLUG}/players/grace")
             page.wait_for_selector("#rating-chart")
-            page.wait_for_function("!document.querySelector('#rivals-table td.chance')?.textContent.includes('…')")
+            expect(page.locator("#rivals-table td.chance", has_text="…")).to_have_count(0)
             written.append(out / f"profile-{size}.png")
             page.screenshot(path=str(written[-1]))
             context.close()

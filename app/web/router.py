@@ -25,11 +25,17 @@ def page() -> FileResponse:
     return FileResponse(WEB / "index.html", media_type="text/html")
 
 
+def no_page() -> FileResponse:
+    """A mistyped address under /ladders: the same page, which says there is nothing here, with a 404."""
+    return FileResponse(WEB / "index.html", media_type="text/html", status_code=404)
+
+
 router.add_api_route("/", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}/players/{key}", page, methods=["GET"])
-router.add_api_route("/ladders/{slug}/settings", page, methods=["GET"])
 router.add_api_route("/ladders/{slug}/admin", page, methods=["GET"])
+router.add_api_route("/ladders/{slug}/settings", page, methods=["GET"])  # the admin page's old address
+router.add_api_route("/ladders/{rest:path}", no_page, methods=["GET"])
 
 
 @router.get("/problems/{name}")

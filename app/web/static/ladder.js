@@ -218,6 +218,7 @@ class LadderPage {
   async loadGames() {
     const page = await this.api.get(`/games?limit=${ACTIVITY}`);
     this.games = page.items;
+    this.roster.remember(this.games.flatMap((g) => g.sides.flatMap((s) => s.players.map((p) => p.key))));
     this.drawGames();
   }
 

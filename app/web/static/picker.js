@@ -110,7 +110,8 @@ export function picker({ id, label, roster, allowNew = true, exclude = () => new
   }
 
   function option(p, n) {
-    const li = h("li", { id: `${id}-opt-${n}`, role: "option", "aria-selected": "false", "data-key": p.key },
+    const li = h("li", { id: `${id}-opt-${n}`, role: "option", "aria-selected": "false", "data-key": p.key,
+      class: p.isNew ? "new" : null },
       p.isNew ? ["New player ", h("b", {}, p.name)] : p.name,
       !p.isNew && p.name !== p.key ? h("small", {}, ` ${p.key}`) : null);
     li.addEventListener("mousedown", (event) => event.preventDefault()); // keep the focus in the box

@@ -37,6 +37,16 @@ class ProfilePage {
   }
 
   async start() {
+    await this.read(); // an unknown player is said before anything is drawn
+    this.layout();
+    this.draw();
+    performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
+    guarded(() => this.loadNames());
+    follow(this.api.slug, this.eventHandlers(), showLive);
+    window.addEventListener("resize", debounce(() => this.drawChart(), 200));
+  }
+
+  layout() {
     this.parts = {
       head: h("div", { class: "page-head" }),
       stats: h("div", { class: "stats", id: "stats" }),
@@ -63,20 +73,23 @@ class ProfilePage {
           h("h2", { id: "next-title" }, "Who to play next"), p.next),
         h("section", { class: "panel", "aria-labelledby": "more-title" },
           h("h2", { id: "more-title" }, "More about the rating"), p.more, this.renameBox)));
-    await this.load();
-    performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
-    guarded(() => this.loadNames());
-    follow(this.api.slug, this.eventHandlers(), showLive);
-    window.addEventListener("resize", debounce(() => this.drawChart(), 200));
   }
 
-  async load() {
+  async read() {
     const path = this.api.playerPath(this.key);
     const [player, history] = await Promise.all([this.api.get(path), this.api.get(`${path}/history?limit=${HISTORY}`)]);
     this.player = player;
     this.key = player.key; // an alias or another case leads to the player's own key
     this.history = history.items; // newest first
-    setTitle(playerName(player), ladderName(this.ladder));
+  }
+
+  async load() {
+    await this.read();
+    this.draw();
+  }
+
+  draw() {
+    setTitle(playerName(this.player), ladderName(this.ladder));
     this.drawHead();
     this.drawStats();
     this.drawChart();
@@ -221,7 +234,7 @@ class ProfilePage {
   // Rename (a write key, asked for once and kept in this browser as on the ladder page).
   renameForm() {
     const name = h("input", { id: "new-name", value: this.player.name || "", maxlength: "200", autocomplete: "off" });
-    const form = h("form", { id: "rename", class: "inline-form" },
+    const form = h("form", { id: "rename-form", class: "inline-form" },
       h("div", { class: "field" }, h("label", { for: "new-name" }, "Name"), name),
       h("button", { type: "submit", id: "rename-submit", class: "secondary" }, "Rename"));
     form.addEventListener("submit", async (event) => {
@@ -235,7 +248,7 @@ class ProfilePage {
       setTitle(playerName(changed), ladderName(this.ladder));
       say(`Renamed to ${playerName(changed)}.`, "info");
     });
-    return h("details", { class: "options" }, h("summary", {}, "Change the name"), form);
+    return h("details", { class: "options", id: "rename" }, h("summary", {}, "Change the name"), form);
   }
 
   eventHandlers() {
@@ -244,7 +257,10 @@ class ProfilePage {
     return {
       game: (data) => mine(data.game) && reload(),
       void: (data) => mine(data.game) && reload(),
-      player: (data) => (data.key === this.key || data.into === this.key) && reload(),
+      player: (data) => {
+        if (data.was === this.key) this.key = data.key; // their key changed: follow it
+        if (data.key === this.key || data.into === this.key) reload();
+      },
       refit: reload,
       ladder: reload,
       reset: reload,

@@ -1,0 +1,355 @@
+"""Every page at desktop and phone size: no `null`, `undefined` or `NaN` anywhere, no sideways scrolling on a phone,
+a title and a language, accessible names, AA contrast and visible focus; the standings on a phone, the cycles
+chart's labels, the home page and the API docs."""
+
+from __future__ import annotations
+
+import re
+
+import httpx
+import pytest
+from playwright.sync_api import expect
+
+from tests.conftest import ADMIN_KEY
+from tests.web.conftest import make_ladder
+
+BAD_WORDS = re.compile(r"\b(null|undefined|NaN)\b")
+
+# The page's words: its title, what it shows, the text of hidden parts, and the attributes a visitor meets
+# (tooltips, accessible names, links, values).
+PAGE_TEXT = """() => {
+  const texts = [document.title, document.body.innerText, document.body.textContent];
+  for (const el of document.querySelectorAll("*")) {
+    for (const name of ["title", "aria-label", "placeholder", "value", "alt", "href", "datetime"]) {
+      const value = el.getAttribute(name);
+      if (value) texts.push(value);
+    }
+  }
+  return texts.join("\\n");
+}"""
+
+# Every element with text of its own that is shown: its colour against the backgrounds behind it (composited up
+# the tree), as WCAG 2 computes contrast; large text needs 3:1, the rest 4.5:1. Disabled controls are exempt.
+CONTRAST = """() => {
+  const rgba = (c) => { const v = c.match(/[\\d.]+/g).map(Number); return v.length === 3 ? [...v, 1] : v; };
+  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
+  const luminance = (rgb) => {
+    const [r, g, b] = rgb.map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] === 1) break;
+    }
+    return layers.reverse().reduce((under, top) => over(top, under), [255, 255, 255]);
+  };
+  const failures = [];
+  let checked = 0;
+  for (const el of document.querySelectorAll("body *")) {
+    if (![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+    const style = getComputedStyle(el);
+    if (style.visibility !== "visible" || !el.getClientRects().length || el.closest(".sr-only, [hidden]")) continue;
+    if (el.closest("button:disabled, input:disabled, select:disabled")) continue;
+    const behind = background(el);
+    const fg = over(rgba(el instanceof SVGElement ? style.fill : style.color), behind);
+    const [hi, lo] = [luminance(fg), luminance(behind)].sort((a, b) => b - a);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    const size = parseFloat(style.fontSize);
+    const large = size >= 24 || (Number(style.fontWeight) >= 700 && size >= 18.66);
+    checked += 1;
+    const text = el.textContent.trim().slice(0, 30);
+    if (ratio < (large ? 3 : 4.5)) failures.push(`${el.tagName} "${text}" ${ratio.toFixed(2)}`);
+  }
+  return { checked, failures };
+}"""
+
+# Whether the focused element shows it: an outline or a ring on itself, or on the element drawn for it (a radio
+# button hidden under its label's box).
+FOCUS_SHOWN = """() => {
+  const el = document.activeElement;
+  const shows = (e) => {
+    if (!e) return false;
+    const s = getComputedStyle(e);
+    return (s.outlineStyle !== "none" && parseFloat(s.outlineWidth) >= 2) || s.boxShadow !== "none";
+  };
+  return { tag: el.tagName, id: el.id, text: (el.textContent || el.value || "").trim().slice(0, 30),
+    shown: shows(el) || shows(el.nextElementSibling) };
+}"""
+
+CONTROLS = {
+    "button",
+    "textbox",
+    "combobox",
+    "checkbox",
+    "radio",
+    "spinbutton",
+    "searchbox",
+    "link",
+    "listbox",
+    "option",
+}
+
+
+@pytest.fixture(scope="module")
+def office(base):
+    ladder = make_ladder(base, "walk")
+    httpx.post(f"{ladder.api}/players", json={"key": "newbie"}, headers=ladder.auth).raise_for_status()
+    return ladder
+
+
+@pytest.fixture(scope="module")
+def empty(base):
+    """A ladder with nobody in it yet, whose pages show their empty states."""
+    return make_ladder(base, "empty", games=False)
+
+
+def check_page(page, title: str | re.Pattern) -> None:
+    text = page.evaluate(PAGE_TEXT)
+    found = {m.group(0) for m in BAD_WORDS.finditer(text)}
+    assert not found, (page.url, found, [line for line in text.splitlines() if BAD_WORDS.search(line)][:5])
+    width = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], (page.url, width)  # no sideways scrolling
+    assert page.evaluate("document.documentElement.lang") == "en"
+    expect(page).to_have_title(title)
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_every_page_without_null_undefined_nan_or_sideways_scrolling(base, open_page, office, empty, size):
+    page = open_page(size, saved={office.slug: office.key, empty.slug: empty.key})
+    page.goto(base + "/")
+    page.wait_for_selector("#ladders")
+    page.click("#new-ladder summary")
+    check_page(page, "Ladders · melo")
+
+    for ladder in (office, empty):
+        page.goto(ladder.url)
+        page.wait_for_selector("#board tbody tr")
+        page.wait_for_selector(".live[data-state=live]")
+        if size == "phone":
+            page.locator("#board button.toggle").first.click()
+            for tab in ("record", "results", "insights"):
+                page.click(f"button[data-tab={tab}]")
+                check_page(page, f"Office {ladder.slug} · melo")
+        else:
+            page.click("#ranking-options summary")
+            page.locator("#insights").scroll_into_view_if_needed()
+        page.wait_for_selector("#intransitivity, #cycles .muted:text('No players yet.')")
+        for mode in ("Doubles", "Free-for-all"):
+            if size == "phone":
+                page.click("button[data-tab=record]")
+            page.get_by_label(mode, exact=True).check()
+            check_page(page, f"Office {ladder.slug} · melo")
+
+    for key, name in [("ann", "Ann Archer"), ("newbie", "newbie")]:
+        page.goto(f"{office.url}/players/{key}")
+        page.wait_for_selector("#stats")
+        page.wait_for_selector("#next-box p")
+        expect(page.locator("#rivals .chance", has_text="…")).to_have_count(0)
+        page.click("#rename summary")
+        check_page(page, f"{name} · Office walk · melo")
+
+    for path in ("admin", "settings"):
+        page.goto(f"{office.url}/{path}")
+        page.wait_for_selector("#player-list")
+        page.locator("#player-list li[data-key=ann] summary").click()
+        page.wait_for_selector("#player-list li[data-key=ann] .player-actions")
+        check_page(page, "Admin · Office walk · melo")
+
+    for path, title, status in [
+        ("/ladders/walk/nowhere", "Not found · melo", 404),
+        ("/ladders/walk/players/ann/more", "Not found · melo", 404),
+        ("/ladders/walk/players/ghost", "Not available · melo", 200),
+        ("/ladders/nowhere", "Not available · melo", 200),
+    ]:
+        assert page.goto(base + path).status == status
+        page.wait_for_selector("#view p a[href='/']")
+        check_page(page, title)
+
+
+def test_problems_are_shown_in_words_never_as_json(base, desktop, office):
+    desktop.goto(base + "/ladders/nowhere")
+    expect(desktop.locator("#messages .error")).to_have_text("There is no ladder 'nowhere'.")
+    desktop.goto(f"{office.url}/players/ghost")
+    expect(desktop.locator("#messages .error")).to_have_text("There is no player 'ghost' in ladder 'walk'.")
+    assert "{" not in desktop.inner_text("#messages")
+
+
+def accessible_names_missing(page) -> list[str]:
+    """The controls to which Chromium's accessibility tree gives no name."""
+    tree = page.context.new_cdp_session(page).send("Accessibility.getFullAXTree")
+    missing = []
+    for node in tree["nodes"]:
+        role = node.get("role", {}).get("value")
+        if node.get("ignored") or role not in CONTROLS:
+            continue
+        if not str(node.get("name", {}).get("value", "")).strip():
+            missing.append(f"{role} {node.get('backendDOMNodeId')}")
+    return missing
+
+
+def check_accessibility(page, tabs: int) -> None:
+    assert accessible_names_missing(page) == []
+    contrast = page.evaluate(CONTRAST)
+    assert contrast["checked"] > 10 and contrast["failures"] == [], contrast["failures"]
+    page.evaluate("document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)")
+    page.locator("body").focus()
+    seen = []
+    for _ in range(tabs):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(FOCUS_SHOWN)
+        if focused["tag"] == "BODY":
+            break
+        seen.append(focused)
+        assert focused["shown"], focused
+    assert len(seen) >= min(tabs, 5)
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_accessible_names_contrast_and_visible_focus(base, open_page, office, size):
+    seats = make_ladder(base, f"a11y-seats-{size}", games=False, seats=["server", "receiver"])
+    page = open_page(size, saved={office.slug: office.key, seats.slug: seats.key})
+    page.goto(office.url)
+    page.wait_for_selector("#feed li.game", state="attached")
+    page.wait_for_selector(".live[data-state=live]")
+    if size == "phone":
+        page.click("button[data-tab=record]")
+    page.click("#a-0")  # the picker's suggestions open: options need names too
+    page.wait_for_selector("#a-0-list [role=option]")
+    check_accessibility(page, tabs=30)
+    if size == "phone":
+        page.click("button[data-tab=insights]")
+    else:
+        page.locator("#insights").scroll_into_view_if_needed()
+    page.wait_for_selector("#disc-plot")
+    check_accessibility(page, tabs=0)
+    page.goto(seats.url + "#record")
+    page.wait_for_selector("#seat-choice")
+    page.get_by_label("Free-for-all", exact=True).check()
+    check_accessibility(page, tabs=0)
+    page.goto(f"{office.url}/players/ann")
+    page.wait_for_selector("#rating-chart")
+    expect(page.locator("#rivals .chance", has_text="…")).to_have_count(0)
+    check_accessibility(page, tabs=20)
+    page.goto(f"{office.url}/admin")
+    page.locator("#player-list li[data-key=bob] summary").click()
+    check_accessibility(page, tabs=20)
+    page.goto(base + "/")
+    page.click("#new-ladder summary")
+    check_accessibility(page, tabs=10)
+
+
+def test_the_standings_on_a_phone_show_rank_name_rating_and_form_with_details_a_tap_away(base, open_page, office):
+    page = open_page("phone")
+    page.goto(office.url)
+    row = page.locator("#board tr[data-key=ann]")
+    expect(row.locator("td.rank")).to_be_visible()
+    expect(row.locator("td.player a")).to_have_text("Ann Archer")
+    expect(row.locator(".form .r")).to_have_count(5)
+    player = office.get("/players/ann")
+    expect(row.locator("td.rating")).to_contain_text(str(round(player["elo"])))
+    for cell in row.locator("td.wide").all():
+        expect(cell).to_be_hidden()
+    details = page.locator("#details-ann")
+    expect(details).to_be_hidden()
+    row.get_by_role("button", name="Details of Ann Archer").click()
+    expect(details).to_be_visible()
+    expect(details).to_contain_text(
+        f"{player['games']}: {player['wins']} won, {player['draws']} drawn, {player['losses']} lost"
+    )
+    box = page.locator("#board").bounding_box()
+    assert box["x"] >= 0 and box["x"] + box["width"] <= 390
+    # Desktop: every column, no toggles.
+    page = open_page("desktop")
+    page.goto(office.url)
+    row = page.locator("#board tr[data-key=ann]")
+    expect(row.locator("td.wide").first).to_be_visible()
+    expect(row.locator("button.toggle")).to_be_hidden()
+
+
+def test_games_say_when_they_were_played_and_each_players_change(base, desktop, office):
+    desktop.goto(office.url)
+    desktop.wait_for_selector("#feed li.game")
+    games = office.get("/games", limit=12)["items"]
+    doubles = next(g for g in games if len(g["sides"][0]["players"]) == 2)
+    item = desktop.locator(f"#feed li.game[data-id='{doubles['id']}']")
+    when = item.locator("time")
+    assert when.get_attribute("datetime") == doubles["played_at"]
+    assert re.fullmatch(r"(\d+ (min|h|d) ago|just now|\d+ \w+)", when.inner_text())
+    assert re.search(r"20\d\d", when.get_attribute("title"))  # the full date on hover
+    text = item.inner_text()
+    for side in doubles["sides"]:
+        for p in side["players"]:
+            assert re.search(rf"{p['key'].capitalize()} \w+ [+−]?{abs(round(p['elo_change']))}\b", text), text
+    # The most active players, counted over the latest games.
+    counted: dict[str, int] = {}
+    for game in office.get("/games", limit=100)["items"]:
+        for side in game["sides"]:
+            for p in side["players"]:
+                counted[p["key"]] = counted.get(p["key"], 0) + 1
+    most = max(counted.values())
+    first = desktop.locator("#active li").first
+    expect(first).to_contain_text(f"{most} games")
+    assert counted[first.get_attribute("data-key")] == most
+
+
+def test_the_cycles_chart_labels_do_not_collide(base, open_page, office):
+    page = open_page("phone")  # the narrowest chart: the most crowded
+    page.goto(office.url + "#insights")
+    page.wait_for_selector("#disc-plot text.label")
+    boxes = page.eval_on_selector_all(
+        "#disc-plot text.label", "ts => ts.map(t => { const b = t.getBBox(); return [b.x, b.y, b.width, b.height]; })"
+    )
+    dots = page.eval_on_selector_all(
+        "#disc-plot circle.dot", "cs => cs.map(c => [c.cx.baseVal.value, c.cy.baseVal.value])"
+    )
+    assert len(boxes) == len(dots) == len(office.get("/canonical")["players"])  # every player named
+
+    def overlap(a, b) -> bool:
+        return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+    assert not [(a, b) for n, a in enumerate(boxes) for b in boxes[n + 1 :] if overlap(a, b)]
+    assert not [(box, dot) for box in boxes for dot in dots if overlap(box, [dot[0] - 3, dot[1] - 3, 6, 6])]
+    # The test means something: beside its dot, as labels used to be drawn, some would have collided.
+    naive = [[x + 6, y - 17, w, h] for (x, y), (_, _, w, h) in zip(dots, boxes, strict=True)]
+    assert [(a, b) for n, a in enumerate(naive) for b in naive[n + 1 :] if overlap(a, b)]
+
+
+def test_create_a_ladder_on_the_home_page(base, desktop):
+    desktop.goto(base + "/")
+    desktop.click("#new-ladder summary")
+    desktop.fill("#new-ladder-name", "Office darts")
+    desktop.fill("#new-slug", "darts")
+    desktop.fill("#admin-key", "wrong")
+    desktop.click("#create-submit")
+    expect(desktop.locator("#messages .error")).to_contain_text("server admin key")
+    desktop.fill("#admin-key", ADMIN_KEY)
+    desktop.click("#create-submit")
+    shown = desktop.inner_text("#new-key")
+    assert shown.startswith("mk_")
+    keys = httpx.get(f"{base}/v1/ladders/darts/keys", headers={"Authorization": f"Bearer {shown}"})
+    assert keys.status_code == 200 and keys.json()["items"][0]["role"] == "admin"
+    desktop.click("#created a")
+    desktop.wait_for_selector("#game-form")
+    expect(desktop.locator(".key-line")).to_contain_text("saved in this browser")  # kept for the new ladder
+
+
+def test_the_api_docs_render_from_local_assets(base, desktop):
+    requested = []
+    desktop.on("request", lambda request: requested.append(request.url))
+    desktop.goto(base + "/docs")
+    desktop.wait_for_selector(".swagger-ui .info .title")
+    assert "melo" in desktop.inner_text(".swagger-ui .info .title")
+    desktop.wait_for_selector('.opblock-summary-path[data-path="/v1/ladders/{slug}/teams"]')
+    assert requested and all(url.startswith(base) for url in requested), requested
+
+
+def test_the_pages_own_script_and_styles_stay_small(base, desktop, office):
+    desktop.goto(office.url)
+    desktop.wait_for_selector("#board tbody tr")
+    sizes = desktop.evaluate(
+        "performance.getEntriesByType('resource').filter(r => r.name.includes('/static/')).map(r => r.decodedBodySize)"
+    )
+    assert len(sizes) >= 10 and sum(sizes) <= 150_000, sizes
