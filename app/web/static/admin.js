@@ -85,78 +85,108 @@ class AdminPage {
 
   // ---------- players ----------
 
+  // The players by name. A refresh (after a change here, or from the event stream) updates each player's line in
+  // place, so that a panel in use stays open with what was typed in it.
   async loadPlayers() {
     const players = await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true");
-    this.roster.add(players);
+    this.roster.replace(players);
     players.sort((a, b) => playerName(a).localeCompare(playerName(b)));
-    const filter = h("input", { id: "player-filter", type: "search", autocomplete: "off" });
-    const list = h("ul", { class: "admin-players", id: "player-list" }, players.map((p) => this.playerItem(p)));
-    filter.addEventListener("input", () => {
-      const wanted = filter.value.trim().toLocaleLowerCase();
-      for (const li of list.children) li.hidden = wanted !== "" && !li.dataset.search.includes(wanted);
-    });
-    fill(this.players, h("div", { class: "field" }, h("label", { for: "player-filter" }, "Find a player"), filter),
-      players.length ? list : h("p", { class: "muted" }, "No players yet."));
+    this.known = new Map(players.map((p) => [p.key, p]));
+    if (!this.list) this.drawPlayerList();
+    const items = new Map([...this.list.children].map((li) => [li.dataset.key, li]));
+    const lis = players.map((p) => this.describe(items.get(p.key) || this.playerItem(p.key), p));
+    const same = lis.length === this.list.children.length && lis.every((li, n) => this.list.children[n] === li);
+    if (!same) this.list.replaceChildren(...lis);
+    this.none.hidden = players.length > 0;
+    this.filter();
   }
 
-  // A player, with their actions unfolded on demand (a ladder may have thousands of players).
-  playerItem(p) {
-    const details = h("details", {}, h("summary", {}, h("b", {}, playerName(p)),
-      h("span", { class: "muted" }, ` ${p.key} · ${p.games} games${p.active ? "" : " · inactive"}`)));
+  drawPlayerList() {
+    this.finder = h("input", { id: "player-filter", type: "search", autocomplete: "off" });
+    this.finder.addEventListener("input", () => this.filter());
+    this.list = h("ul", { class: "admin-players", id: "player-list" });
+    this.none = h("p", { class: "muted" }, "No players yet.");
+    fill(this.players, h("div", { class: "field" }, h("label", { for: "player-filter" }, "Find a player"), this.finder),
+      this.list, this.none);
+  }
+
+  filter() {
+    const wanted = this.finder.value.trim().toLocaleLowerCase();
+    for (const li of this.list.children) li.hidden = wanted !== "" && !li.dataset.search.includes(wanted);
+  }
+
+  // A player's line, with their actions unfolded on demand (a ladder may have thousands of players).
+  playerItem(key) {
+    const details = h("details", {}, h("summary", {}));
     details.addEventListener("toggle", () => {
-      if (details.open && details.children.length === 1) details.append(this.playerActions(p));
+      if (details.open && !details.querySelector(".player-actions")) details.append(this.playerActions(key));
     });
-    return h("li", { "data-key": p.key, "data-search": `${playerName(p)} ${p.key}`.toLocaleLowerCase() }, details);
+    return h("li", { "data-key": key }, details);
   }
 
-  playerActions(p) {
-    const id = (what) => `${what}-${p.key}`.replace(/[^A-Za-z0-9_-]/g, "_");
-    const name = h("input", { id: id("name"), value: p.name || "", maxlength: "200", autocomplete: "off" });
-    const key = h("input", { id: id("key"), value: p.key, maxlength: "128", autocomplete: "off", spellcheck: "false" });
+  describe(li, p) {
+    li.dataset.search = `${playerName(p)} ${p.key}`.toLocaleLowerCase();
+    fill(li.querySelector("summary"), h("b", {}, playerName(p)),
+      h("span", { class: "muted" }, ` ${p.key} · ${p.games} games${p.active ? "" : " · inactive"}`));
+    const toggle = li.querySelector(".active-toggle");
+    if (toggle) toggle.textContent = p.active ? "Deactivate…" : "Reactivate";
+    return li;
+  }
+
+  // The actions read the player as last loaded when they are used, so that a refresh never leaves them stale.
+  playerActions(key) {
+    const id = (what) => `${what}-${key}`.replace(/[^A-Za-z0-9_-]/g, "_");
+    const now = () => this.known.get(key);
+    const who = () => playerName(now());
+    const name = h("input", { id: id("name"), value: now().name || "", maxlength: "200", autocomplete: "off" });
+    const newKey = h("input", { id: id("key"), value: key, maxlength: "128", autocomplete: "off", spellcheck: "false" });
     const into = picker({ id: id("into"), label: "Merge into", roster: this.roster, allowNew: false,
-      exclude: () => new Set([p.key]) });
+      exclude: () => new Set([key]) });
     const button = (label, work, cls = "secondary") => {
       const b = h("button", { type: "button", class: cls }, label);
       b.addEventListener("click", () => guarded(work));
       return b;
     };
-    const who = playerName(p);
+    const toggle = button(now().active ? "Deactivate…" : "Reactivate", async () => {
+      if (!now().active) return this.change(key, { active: true }, `${who()} is active again.`);
+      if (await confirmed({ title: `Deactivate ${who()}?`, confirm: "Deactivate",
+        body: h("p", {}, `${who()} leaves the standings; their games and rating are kept, and they can be ` +
+          "reactivated.") })) {
+        await this.change(key, { active: false }, `${who()} is inactive.`);
+      }
+      return undefined;
+    });
+    toggle.classList.add("active-toggle");
     return h("div", { class: "player-actions" },
       h("div", { class: "inline-form" }, h("div", { class: "field" }, h("label", { for: name.id }, "Name"), name),
-        button("Rename", () => this.change(p, { name: name.value.trim() || null }, `Renamed to ${name.value.trim()}.`))),
-      h("div", { class: "inline-form" }, h("div", { class: "field" }, h("label", { for: key.id }, "Key"), key),
+        button("Rename", () => this.change(key, { name: name.value.trim() || null },
+          `Renamed to ${name.value.trim() || key}.`))),
+      h("div", { class: "inline-form" }, h("div", { class: "field" }, h("label", { for: newKey.id }, "Key"), newKey),
         button("Change key", async () => {
-          const to = key.value.trim();
-          if (!to || to === p.key) return;
-          if (await confirmed({ title: `Change ${who}'s key to “${to}”?`, confirm: "Change key",
-            body: h("p", {}, `Their games will name “${to}”; “${p.key}” stays an alias that leads to them.`) })) {
-            await this.change(p, { key: to }, `${who}'s key is now ${to}.`);
+          const to = newKey.value.trim();
+          if (!to || to === key) return;
+          if (await confirmed({ title: `Change ${who()}'s key to “${to}”?`, confirm: "Change key",
+            body: h("p", {}, `Their games will name “${to}”; “${key}” stays an alias that leads to them.`) })) {
+            await this.change(key, { key: to }, `${who()}'s key is now ${to}.`);
           }
         })),
       h("div", { class: "inline-form" }, into.root, button("Merge…", async () => {
         const target = into.key;
         if (!target) return say("Choose the player to merge into.");
-        if (await confirmed({ title: `Merge ${who} into ${this.roster.name(target)}?`, confirm: "Merge", danger: true,
-          body: h("p", {}, `Every game of ${who} becomes a game of ${this.roster.name(target)}, and ${who} is gone. ` +
-            "This cannot be undone.") })) {
-          await this.act("POST", `${this.api.playerPath(p.key)}/merge`, { into: target },
-            `${who} is merged into ${this.roster.name(target)}.`);
+        const them = this.roster.name(target);
+        if (await confirmed({ title: `Merge ${who()} into ${them}?`, confirm: "Merge", danger: true,
+          body: h("p", {}, `Every game of ${who()} becomes a game of ${them}, and ${who()} is gone. This cannot be ` +
+            "undone.") })) {
+          await this.act("POST", `${this.api.playerPath(key)}/merge`, { into: target }, `${who()} is merged into ${them}.`);
         }
+        return undefined;
       })),
-      h("div", { class: "row-actions" },
-        p.active ? button("Deactivate…", async () => {
-          if (await confirmed({ title: `Deactivate ${who}?`, confirm: "Deactivate",
-            body: h("p", {}, `${who} leaves the standings; their games and rating are kept, and they can be ` +
-              "reactivated.") })) {
-            await this.change(p, { active: false }, `${who} is inactive.`);
-          }
-        }) : button("Reactivate", () => this.change(p, { active: true }, `${who} is active again.`)),
-        button("Erase…", () => this.erase(p), "danger")),
-      h("p", {}, h("a", { href: profileHref(this.api.slug, p.key) }, `${who}'s page`)));
+      h("div", { class: "row-actions" }, toggle, button("Erase…", () => this.erase(now()), "danger")),
+      h("p", {}, h("a", { href: profileHref(this.api.slug, key) }, `${who()}'s page`)));
   }
 
-  change(p, patch, done) {
-    return this.act("PATCH", this.api.playerPath(p.key), patch, done);
+  change(key, patch, done) {
+    return this.act("PATCH", this.api.playerPath(key), patch, done);
   }
 
   async act(method, path, body, done) {

@@ -312,7 +312,7 @@ class LadderPage {
   }
 
   async loadRoster() {
-    this.roster.add(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
+    this.roster.replace(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
     this.drawGames(); // the names of players beyond the first page
   }
 

@@ -16,6 +16,12 @@ export class Roster {
     for (const p of players) this.players.set(p.key, { key: p.key, name: p.name || p.key });
   }
 
+  // Every player anew: keys changed, merged or erased are gone.
+  replace(players) {
+    this.players.clear();
+    this.add(players);
+  }
+
   remember(keys) {
     this.recent = [...new Set([...keys, ...this.recent])].slice(0, 50);
   }

@@ -104,7 +104,7 @@ class ProfilePage {
 
   // The players' names, read after the first render (a key stands in until then).
   async loadNames() {
-    this.roster.add(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
+    this.roster.replace(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
     this.drawChart();
     this.drawGames();
     this.drawRivals();
@@ -112,8 +112,8 @@ class ProfilePage {
 
   drawHead() {
     const p = this.player;
-    fill(this.parts.head, h("h1", {}, playerName(p), p.provisional ? [" ", badge(p)] : null),
-      p.name && p.name !== p.key ? h("p", { class: "muted" }, `Key ${p.key}`) : null);
+    fill(this.parts.head, h("h1", {}, playerName(p)),
+      h("p", { class: "muted" }, p.provisional ? [badge(p), " "] : null, p.name && p.name !== p.key ? `Key ${p.key}` : null));
   }
 
   drawStats() {

@@ -1,0 +1,79 @@
+"""The ladder page below the office: how the standings work (provisional players, inactive ones, other orders),
+who would win, fair teams, learned seats and the cycles."""
+
+from __future__ import annotations
+
+import httpx
+from playwright.sync_api import expect
+
+from app.analysis.schemas import INTRANSITIVITY_SCALE
+from tests.web.conftest import make_ladder
+
+
+def test_standings_group_provisional_players_and_show_inactive_ones_on_request(base, open_page):
+    ladder = make_ladder(base, "standings")
+    ladder.post(["newbie"], ["dee"])
+    assert httpx.patch(f"{ladder.api}/players/bob", json={"active": False}, headers=ladder.auth).is_success
+    page = open_page("desktop")
+    page.goto(ladder.url)
+    page.wait_for_selector("#board tr.group")
+    keys = page.eval_on_selector_all("#board tbody tr:not(.details)", "rows => rows.map(r => r.dataset.key || 'GROUP')")
+    group = keys.index("GROUP")
+    assert "newbie" in keys[group + 1 :] and "bob" not in keys
+    # The default order is the API's by=conservative: the same players in the same order.
+    api = ladder.get("/leaderboard", by="conservative")["items"]
+    assert [k for k in keys if k != "GROUP"] == [p["key"] for p in api]
+    newbie = next(p for p in api if p["key"] == "newbie")
+    row = page.locator("#board tr[data-key=newbie]")
+    expect(row.locator("td.rank")).to_have_text("–")
+    expect(row.locator("td.rating")).to_have_text(f"{newbie['elo']:.0f} ± {2 * newbie['strength_se']:.0f}")
+    assert newbie["provisional_reason"] in row.locator(".badge").get_attribute("title")
+    page.click("#ranking-options summary")
+    expect(page.locator("#field-moves")).to_contain_text("did not play")
+    page.check("#show-inactive")
+    expect(page.locator("#board tr[data-key=bob].inactive")).to_contain_text("(inactive)")
+    with page.expect_response(lambda r: "by=hodge" in r.url):
+        page.select_option("#order", "hodge")
+    # Another order, the provisional players still in their group below.
+    hodge = ladder.get("/leaderboard", by="hodge", inactive="true")["items"]
+    order = [p["key"] for p in hodge if not p["provisional"]] + [p["key"] for p in hodge if p["provisional"]]
+    expect(page.locator("#board tbody tr[data-key]").nth(len(order) - 1)).to_have_attribute("data-key", order[-1])
+    assert page.eval_on_selector_all("#board tbody tr[data-key]", "rows => rows.map(r => r.dataset.key)") == order
+
+
+def test_who_would_win_fair_teams_seats_and_cycles(base, open_page):
+    ladder = make_ladder(base, "insights", seats=["white", "black"])
+    page = open_page("desktop")
+    page.goto(ladder.url)
+    page.locator("#insights").scroll_into_view_if_needed()
+    page.wait_for_selector("#intransitivity")
+    assert INTRANSITIVITY_SCALE in page.inner_text("#intransitivity")
+    expect(page.locator("#learned-seats li").first).to_have_text("white: 0 ± 347 Elo")  # the prior, no seat yet
+
+    page.fill("#h2h-a", "ann")
+    page.keyboard.press("Enter")
+    page.fill("#h2h-b", "dee")
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Compare").click()
+    chance = ladder.get("/predict", a="ann", b="dee")["probability"]
+    expect(page.locator("#h2h-result")).to_have_text(
+        f"Ann Archer beats Dee Dunn with probability {round(100 * chance)}%."
+    )
+
+    for name in ("ann", "bob", "cy", "dee"):
+        page.fill("#teams-players", name)
+        page.keyboard.press("Enter")
+    expect(page.locator("#teams ul.chips li")).to_have_count(4)
+    page.get_by_role("button", name="Remove Bob Baker").click()
+    page.fill("#teams-players", "bob")
+    page.keyboard.press("Enter")
+    page.get_by_role("button", name="Make fair teams").click()
+    teams = page.locator("#teams-result li")
+    expect(teams).to_have_count(2)
+    texts = teams.all_inner_texts()
+    assert all(" & " in t and "wins" in t for t in texts)
+    # The strongest player (ann won all her games) is paired with the weakest (dee lost all of his).
+    assert any("Ann Archer" in t and "Dee Dunn" in t for t in texts), texts
+    page.fill("#teams-count", "5")  # five teams of four players: the server's words, not a crash
+    page.get_by_role("button", name="Make fair teams").click()
+    expect(page.locator("#messages .error")).to_contain_text("teams")
