@@ -49,8 +49,9 @@ CONTRAST = """() => {
   const failures = [];
   let checked = 0;
   for (const el of document.querySelectorAll("body *")) {
-    if (![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
-    const style = getComputedStyle(el);
+    const placeholder = el.placeholder && !el.value;  // a placeholder is text too
+    if (!placeholder && ![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+    const style = getComputedStyle(el, placeholder ? "::placeholder" : null);
     if (style.visibility !== "visible" || !el.getClientRects().length || el.closest(".sr-only, [hidden]")) continue;
     if (el.closest("button:disabled, input:disabled, select:disabled")) continue;
     const behind = background(el);
@@ -60,7 +61,7 @@ CONTRAST = """() => {
     const size = parseFloat(style.fontSize);
     const large = size >= 24 || (Number(style.fontWeight) >= 700 && size >= 18.66);
     checked += 1;
-    const text = el.textContent.trim().slice(0, 30);
+    const text = (placeholder ? el.placeholder : el.textContent).trim().slice(0, 30);
     if (ratio < (large ? 3 : 4.5)) failures.push(`${el.tagName} "${text}" ${ratio.toFixed(2)}`);
   }
   return { checked, failures };
@@ -353,3 +354,22 @@ def test_the_pages_own_script_and_styles_stay_small(base, desktop, office):
         "performance.getEntriesByType('resource').filter(r => r.name.includes('/static/')).map(r => r.decodedBodySize)"
     )
     assert len(sizes) >= 10 and sum(sizes) <= 150_000, sizes
+
+
+def test_a_private_ladder_asks_for_a_key_once(base, open_page):
+    ladder = make_ladder(base, "private", games=False)
+    httpx.patch(ladder.api, json={"private": True}, headers=ladder.auth).raise_for_status()
+    ladder.post(["ann"], ["bob"])
+    page = open_page("desktop")
+    page.goto(ladder.url)
+    dialog = page.locator("dialog[open]")
+    expect(dialog.locator(".error")).to_have_text("This ladder is private.")
+    dialog.get_by_label("Key").fill(ladder.key)
+    dialog.get_by_role("button", name="Save key").click()
+    expect(page.locator("#board tr[data-key=ann]")).to_be_visible()
+    expect(page.locator(".live")).to_have_attribute("data-state", "live")  # the stream takes the key too
+    posted = ladder.post(["cy"], ["dee"])
+    expect(page.locator(f"#feed li.game[data-id='{posted['id']}']")).to_be_attached(timeout=2000)
+    page.reload()
+    expect(page.locator("#board tr[data-key=ann]")).to_be_visible()
+    expect(page.locator("dialog")).to_have_count(0)

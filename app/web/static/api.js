@@ -1,4 +1,5 @@
 // The public API (/v1/...) as the pages use it, and the ladder keys this browser remembers.
+import { sleep } from "./dom.js";
 
 export class ApiError extends Error {
   constructor(message, status = 0, detail = "") {
@@ -89,7 +90,7 @@ export class LadderApi {
       if (response.status !== 202) return body;
       onProgress(body.progress);
       const wait = Number(response.headers.get("Retry-After")) || 1;
-      await new Promise((resolve) => setTimeout(resolve, 1000 * Math.min(wait, 10)));
+      await sleep(1000 * Math.min(wait, 10));
     }
   }
 

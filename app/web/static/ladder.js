@@ -279,7 +279,7 @@ class LadderPage {
     }
     const top = [...counted.values()].sort((a, b) => b.games - a.games || b.last.localeCompare(a.last)).slice(0, 5);
     if (!top.length) return fill(this.active);
-    const since = counting[counting.length - 1].played_at;
+    const since = counting.reduce((first, g) => (g.played_at < first ? g.played_at : first), counting[0].played_at);
     return fill(this.active, h("h3", {}, "Most active"),
       h("p", { class: "muted" }, `Games since ${shortDate(new Date(since))}`),
       h("ol", { id: "active", class: "active" }, top.map((p) => h("li", { "data-key": p.key },

@@ -53,6 +53,7 @@ export function follow(slug, handlers, onState = () => {}) {
   let lastId = null;
   let controller = null;
   let closed = false;
+  let connected = false; // the latest attempt got through: after a drop, the first retry comes soon
 
   const dispatch = (event) => {
     if (event.id !== null) lastId = event.id;
@@ -67,6 +68,7 @@ export function follow(slug, handlers, onState = () => {}) {
     handler(data);
   };
 
+  // One connection, read until it ends: false when there is nothing to follow (no such ladder, a refused key).
   async function readOnce() {
     controller = new AbortController();
     const headers = { Accept: "text/event-stream" };
@@ -76,6 +78,7 @@ export function follow(slug, handlers, onState = () => {}) {
     const response = await fetch(url, { headers, signal: controller.signal, cache: "no-store" });
     if ([401, 403, 404].includes(response.status)) return false;
     if (!response.ok || !response.body) throw new Error(`events: ${response.status}`);
+    connected = true;
     onState("live");
     const parser = new EventParser(dispatch);
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
@@ -99,12 +102,13 @@ export function follow(slug, handlers, onState = () => {}) {
     let wait = FIRST_RETRY_MS;
     while (!closed) {
       onState("connecting");
+      connected = false;
       try {
         if (!(await readOnce())) break;
-        wait = FIRST_RETRY_MS; // it was connected: the next drop retries soon
       } catch {
         if (closed) return;
       }
+      if (connected) wait = FIRST_RETRY_MS;
       await sleep(wait);
       wait = Math.min(2 * wait, LAST_RETRY_MS);
     }

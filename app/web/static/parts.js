@@ -32,13 +32,12 @@ export function setTitle(...parts) {
 
 // The ladder, asking for a key first when it is private (401) or the saved one is refused (403).
 export async function loadLadder(api) {
-  for (let error = ""; ;) {
+  for (;;) {
     try {
       return await api.get();
     } catch (err) {
       if (!(err instanceof ApiError && err.aboutKey)) throw err;
-      if (!(await askKey(api.slug, "read", error || "This ladder is private."))) throw err;
-      error = "That key cannot read this ladder.";
+      if (!(await askKey(api.slug, "read", err.status === 401 ? "This ladder is private." : err.message))) throw err;
     }
   }
 }

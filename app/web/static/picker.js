@@ -120,7 +120,6 @@ export function picker({ id, label, roster, allowNew = true, exclude = () => new
       class: p.isNew ? "new" : null },
       p.isNew ? ["New player ", h("b", {}, p.name)] : p.name,
       !p.isNew && p.name !== p.key ? h("small", {}, ` ${p.key}`) : null);
-    li.addEventListener("mousedown", (event) => event.preventDefault()); // keep the focus in the box
     li.addEventListener("click", () => choose(p, "pointer"));
     return li;
   }
@@ -133,6 +132,7 @@ export function picker({ id, label, roster, allowNew = true, exclude = () => new
     onPick(p.key, how);
   }
 
+  list.addEventListener("mousedown", (event) => event.preventDefault()); // keep the focus in the box
   input.addEventListener("focus", open);
   input.addEventListener("click", () => isOpen() || open());
   input.addEventListener("input", () => {

@@ -270,6 +270,8 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
     hideToast();
     const posted = await guarded(() => withKey(api.slug, "write", () => api.send("POST", "/games", game)));
     buttons.forEach((b) => { b.disabled = false; });
+    // A disabled button loses the focus: a keyboard user carries on from the button they pressed.
+    if (event.submitter && document.activeElement === document.body) event.submitter.focus();
     drawKeyLine();
     if (!posted) return;
     roster.remember(game.sides.flatMap((s) => s.players));
