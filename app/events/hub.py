@@ -68,6 +68,7 @@ class Feed:
     base: int | None = None
     head: int = 0
     frames: list[Frame] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)  # the frames' ids
     #: Done when the feed has new frames (then replaced): every listener waits on this one future.
     changed: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     poked: asyncio.Event = field(default_factory=asyncio.Event)
@@ -80,14 +81,15 @@ class Feed:
         """The kept frames after id ``last``; None if ``last`` is older than what is kept."""
         if self.base is None or last < self.base:
             return None
-        return self.frames[bisect_right([f.id for f in self.frames], last) :]
+        return self.frames[bisect_right(self.ids, last) :]
 
     def add(self, frames: list[Frame]) -> None:
         self.frames.extend(frames)
+        self.ids.extend(f.id for f in frames)
         self.head = frames[-1].id
         if len(self.frames) > KEPT:
-            self.base = self.frames[-KEPT - 1].id
-            del self.frames[:-KEPT]
+            self.base = self.ids[-KEPT - 1]
+            del self.frames[:-KEPT], self.ids[:-KEPT]
         self.wake()
 
     def wake(self) -> None:
@@ -104,7 +106,7 @@ class Hub:
         self.feeds: dict[int, Feed] = {}
         self.streams = 0
         self.closing = False
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop = asyncio.get_running_loop()  # made by the app's startup, on its loop
 
     @property
     def full(self) -> bool:
@@ -114,7 +116,7 @@ class Hub:
         """This process just committed these games (per ladder, by number, as their posts were answered): the
         ladders' feeds read now, and send these bodies instead of reading the games back.  From any thread (the
         writer's)."""
-        if self.loop is not None and not self.loop.is_closed():
+        if self.feeds and not self.loop.is_closed():
             self.loop.call_soon_threadsafe(self._posted, shown)
 
     def _posted(self, shown: dict[int, dict[int, dict]]) -> None:
@@ -145,7 +147,6 @@ class Hub:
         the request's ASGI channel, which says so at once, not at the next write), when ``allowed()`` says it may
         no longer read the ladder, or when the server stops."""
         self.streams += 1
-        self.loop = asyncio.get_running_loop()
         feed = self._join(ladder_id)
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
