@@ -28,6 +28,7 @@ from app.events.hub import Hub
 from app.events.router import router as events_router
 from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
+from app.games.service import Group
 from app.ladders.router import router as ladders_router
 from app.metrics import exposition
 from app.middleware import BodyLimit, Edge
@@ -167,9 +168,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             raise RuntimeError(problem)
         hub = app.state.hub = Hub(db, settings.max_streams)
 
-        def committed(applied: dict[int, int]) -> None:  # in the writer's thread
-            hub.poke(applied)
-            auto.games_posted(db, applied)
+        def committed(group: Group) -> None:  # in the writer's thread
+            hub.posted(group.shown)
+            auto.games_posted(db, group.applied)
 
         app.state.committer = GroupCommitter(
             db,

@@ -2,6 +2,7 @@
 --   games:   POST a two-player game between random players (MELO_PLAYERS of them)
 --   predict: GET the win probability of a random pair
 --   plain:   GET the URL given on the command line (the trivial endpoint, the leaderboard)
+-- MELO_DELAY_MS paces each connection: that many milliseconds between its requests (a steady rate).
 -- At the end it prints one line "RESULT {json}" with counts and latency percentiles (µs).
 local mode = os.getenv("MELO_BENCH_MODE") or "plain"
 local players = tonumber(os.getenv("MELO_PLAYERS") or "10000")
@@ -17,6 +18,13 @@ function init(args)
     wrk.method = "POST"
     wrk.headers["Content-Type"] = "application/json"
     wrk.headers["Authorization"] = "Bearer " .. os.getenv("MELO_WRITE_KEY")
+  end
+end
+
+local pace = tonumber(os.getenv("MELO_DELAY_MS") or "")
+if pace then
+  function delay()
+    return pace
   end
 end
 

@@ -20,7 +20,7 @@ import json
 import logging
 from asyncio import FIRST_COMPLETED
 from bisect import bisect_right
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio.to_thread
@@ -33,8 +33,9 @@ logger = logging.getLogger("melo")
 
 #: How often (seconds) a feed with listeners looks at its ladder's log when nothing pokes it.
 POLL = 0.5
-#: The least time (seconds) between two looks, however often commits poke: a burst of games is one read.
-GAP = 0.05
+#: The least time (seconds) between two looks, however often commits poke: a burst of games is one read, and
+#: one wake-up of each listener.
+GAP = 0.1
 #: A comment line this often (seconds) on a quiet stream: proxies keep the connection, the listener knows the
 #: server is there, and the server checks that the listener may still read the ladder.
 KEEP_ALIVE = 15.0
@@ -67,25 +68,34 @@ class Feed:
     base: int | None = None
     head: int = 0
     frames: list[Frame] = field(default_factory=list)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    ids: list[int] = field(default_factory=list)  # the frames' ids
+    #: Done when the feed has new frames (then replaced): every listener waits on this one future.
+    changed: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     poked: asyncio.Event = field(default_factory=asyncio.Event)
     listeners: int = 0
     task: asyncio.Task | None = None
+    #: Games this process committed, by number, as their posts were answered, until the feed reads their events.
+    posted: dict[int, dict] = field(default_factory=dict)
 
     def after(self, last: int) -> list[Frame] | None:
         """The kept frames after id ``last``; None if ``last`` is older than what is kept."""
         if self.base is None or last < self.base:
             return None
-        return self.frames[bisect_right([f.id for f in self.frames], last) :]
+        return self.frames[bisect_right(self.ids, last) :]
 
     def add(self, frames: list[Frame]) -> None:
         self.frames.extend(frames)
+        self.ids.extend(f.id for f in frames)
         self.head = frames[-1].id
         if len(self.frames) > KEPT:
-            self.base = self.frames[-KEPT - 1].id
-            del self.frames[:-KEPT]
-        self.changed.set()
-        self.changed = asyncio.Event()  # the next wait is for the next change
+            self.base = self.ids[-KEPT - 1]
+            del self.frames[:-KEPT], self.ids[:-KEPT]
+        self.wake()
+
+    def wake(self) -> None:
+        if not self.changed.done():
+            self.changed.set_result(None)
+        self.changed = asyncio.get_running_loop().create_future()  # the next wait is for the next change
 
 
 class Hub:
@@ -96,27 +106,32 @@ class Hub:
         self.feeds: dict[int, Feed] = {}
         self.streams = 0
         self.closing = False
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop = asyncio.get_running_loop()  # made by the app's startup, on its loop
 
     @property
     def full(self) -> bool:
         return self.streams >= self.max_streams
 
-    def poke(self, ladder_ids: Iterable[int]) -> None:
-        """Tell the feeds of these ladders to read now (from any thread: the writer's, after a commit)."""
-        if self.loop is not None and not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self._poke, list(ladder_ids))
+    def posted(self, shown: dict[int, dict[int, dict]]) -> None:
+        """This process just committed these games (per ladder, by number, as their posts were answered): the
+        ladders' feeds read now, and send these bodies instead of reading the games back.  From any thread (the
+        writer's)."""
+        if self.feeds and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._posted, shown)
 
-    def _poke(self, ladder_ids: list[int]) -> None:
-        for ladder_id in ladder_ids:
+    def _posted(self, shown: dict[int, dict[int, dict]]) -> None:
+        for ladder_id, bodies in shown.items():
             if (feed := self.feeds.get(ladder_id)) is not None:
+                feed.posted.update(bodies)
+                for number in list(feed.posted)[: max(0, len(feed.posted) - KEPT)]:  # a feed that cannot read
+                    del feed.posted[number]
                 feed.poked.set()
 
     def close(self) -> None:
         """End every stream (the server is stopping: it waits for open responses)."""
         self.closing = True
         for feed in self.feeds.values():
-            feed.changed.set()
+            feed.wake()
             feed.poked.set()
 
     async def stream(
@@ -132,7 +147,6 @@ class Hub:
         the request's ASGI channel, which says so at once, not at the next write), when ``allowed()`` says it may
         no longer read the ladder, or when the server stops."""
         self.streams += 1
-        self.loop = asyncio.get_running_loop()
         feed = self._join(ladder_id)
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
@@ -152,9 +166,7 @@ class Hub:
                     yield b"".join(f.text for f in frames)
                     last = frames[-1].id
                     continue
-                changed = asyncio.ensure_future(feed.changed.wait())
-                done, _ = await asyncio.wait((changed, gone), timeout=KEEP_ALIVE, return_when=FIRST_COMPLETED)
-                changed.cancel()
+                done, _ = await asyncio.wait((feed.changed, gone), timeout=KEEP_ALIVE, return_when=FIRST_COMPLETED)
                 if gone in done:
                     return
                 if not done:
@@ -188,7 +200,7 @@ class Hub:
             try:
                 if feed.base is None:
                     feed.base = feed.head = await self._latest(feed.ladder_id)
-                frames = await self._read(feed.ladder_id, feed.head)
+                frames = await self._read(feed.ladder_id, feed.head, feed.posted)
             except Exception:  # a database that is down: the listeners wait, and the feed tries again
                 logger.warning("reading ladder %d's events failed", feed.ladder_id, exc_info=True)
                 frames = []
@@ -204,12 +216,19 @@ class Hub:
     async def _latest(self, ladder_id: int) -> int:
         return int((await self.db.fetch(storage.events.LATEST, (ladder_id,)))[0][0])
 
-    async def _read(self, ladder_id: int, after: int) -> list[Frame]:
-        """The events after id ``after`` (at most PAGE), rendered; games are read in a thread."""
+    async def _read(self, ladder_id: int, after: int, posted: dict[int, dict] | None = None) -> list[Frame]:
+        """The events after id ``after`` (at most PAGE), rendered: a game as ``posted`` has it (taken out), else
+        read in a thread."""
         rows = await self.db.fetch(storage.events.SINCE, (ladder_id, after, PAGE))
         events = [(event_id, version, kind, storage.events.parse(data)) for event_id, version, kind, data in rows]
-        numbers = [data["game"] for _, _, kind, data in events if kind in ("game", "void")]
-        shown = await anyio.to_thread.run_sync(self._games, ladder_id, numbers) if numbers else {}
+        shown, numbers = {}, []
+        for _, _, kind, data in events:
+            if kind == "game" and posted and data["game"] in posted:
+                shown[data["game"]] = posted.pop(data["game"])
+            elif kind in ("game", "void"):
+                numbers.append(data["game"])
+        if numbers:  # a void, or a game another worker committed: as it is now
+            shown |= await anyio.to_thread.run_sync(self._games, ladder_id, numbers)
         frames = []
         for event_id, version, kind, data in events:
             if kind in ("game", "void"):

@@ -49,7 +49,7 @@ class GroupCommitter:
     def __init__(
         self,
         db: Database,
-        on_commit: Callable[[dict[int, int]], None] | None = None,
+        on_commit: Callable[[service.Group], None] | None = None,
         keep_responses: timedelta = timedelta(days=7),
         keep_events: timedelta = timedelta(days=7),
     ) -> None:
@@ -134,7 +134,7 @@ class GroupCommitter:
             self.expire_events()
         if self.on_commit is not None and group.applied:
             try:
-                self.on_commit(group.applied)
+                self.on_commit(group)
             except Exception:  # never fail a committed post for a follower's sake
                 logger.exception("after-commit hook failed")
         return list(group.outcomes)

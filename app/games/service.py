@@ -79,6 +79,8 @@ class Group:
     #: Per ladder: the version this group's commit makes, and the player rows it wrote.
     versions: dict[int, int] = field(default_factory=dict)
     written: dict[int, storage.players.Written] = field(default_factory=dict)
+    #: Per ladder: each game applied, by number, as its post is answered (what the event stream sends).
+    shown: dict[int, dict[int, dict]] = field(default_factory=dict)
 
 
 def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
@@ -151,6 +153,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         applied = _apply(session, ladder, locked, games, None)
         storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))
         bodies = applied.responses()
+        group.shown[ladder.id] = dict(zip(applied.seqs, bodies, strict=True))
         records, start = [], 0
         for n in members:
             post = posts[n]

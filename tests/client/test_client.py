@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import pytest
 from melo_client import (
     AsyncMelo,
     Conflict,
+    Event,
     Forbidden,
     InvalidInput,
     Melo,
@@ -252,3 +254,67 @@ def test_a_refit_run_and_applied(server):
         assert job.status == "done"
         assert melo.refits.get(job.id).id == job.id
         assert melo.refits.apply(job.id).refit == job.id
+
+
+def test_events_follow_a_ladder_across_a_kill_9_and_restart_missing_none(database_url):
+    port = free_port()
+    base, procs = f"http://127.0.0.1:{port}", [_serve(database_url, port)]
+    seen: list[Event] = []
+
+    def listen() -> None:
+        with Melo(base, ladder="pingpong", retry=Retry(attempts=100, backoff=0.1, max_backoff=0.3)) as melo:
+            for event in melo.events():
+                seen.append(event)
+                if sum(e.kind == "game" for e in seen) == 6:
+                    return
+
+    def until(done, seconds: float = 10.0) -> None:
+        deadline = time.monotonic() + seconds
+        while not done():
+            assert time.monotonic() < deadline, seen
+            time.sleep(0.02)
+
+    try:
+        _ready(base)
+        key = ladder(base)
+        listener = threading.Thread(target=listen, daemon=True)
+        listener.start()
+        until(lambda: seen)
+        with Melo(base, key=key, ladder="pingpong") as melo:
+            for n in range(3):
+                melo.games.post(winner=f"p{n}", loser=f"p{n + 1}")
+        until(lambda: sum(e.kind == "game" for e in seen) == 3)
+        os.killpg(procs[0].pid, signal.SIGKILL)
+        procs[0].wait()
+        procs.append(_serve(database_url, port))
+        _ready(base)
+        with Melo(base, key=key, ladder="pingpong") as melo:
+            for n in range(3):
+                melo.games.post(winner=f"q{n}", loser=f"q{n + 1}")
+        listener.join(timeout=30)
+        assert not listener.is_alive()
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(timeout=30)
+    games = [e.game for e in seen if e.kind == "game"]
+    assert [g.id for g in games if g is not None] == [1, 2, 3, 4, 5, 6]
+    assert [e.kind for e in seen].count("hello") == 2  # it reconnected once, after the last event it had
+    assert games[3] is not None and games[3].sides[0].players[0].key == "q0"
+
+
+def test_the_async_client_listens_too(server):
+    key = ladder(server)
+
+    async def main() -> None:
+        async with AsyncMelo(server, key=key, ladder="pingpong") as melo:
+            stream = melo.events()
+            assert (await anext(stream)).kind == "hello"
+            await melo.games.post(winner="ann", loser="bob")
+            await melo.games.void(1, reason="wrong winner")
+            kinds = [(await anext(stream)).kind for _ in range(2)]
+            await stream.aclose()
+            assert kinds == ["game", "void"]
+
+    asyncio.run(main())

@@ -17,6 +17,7 @@ from melo_client.errors import (
 )
 from melo_client.models import (
     Checkpoint,
+    Event,
     Game,
     GameSide,
     Ladder,
@@ -36,6 +37,7 @@ __all__ = [
     "AsyncMelo",
     "Checkpoint",
     "Conflict",
+    "Event",
     "FieldError",
     "Forbidden",
     "Game",

@@ -81,6 +81,12 @@ def void_game(slug: str, number: int, reason: str | None) -> Call[Game]:
     return Call("POST", ladder_path(slug, "games", number, "void"), game_of, body=body)
 
 
+def events(slug: str, last: int | None) -> Call[None]:
+    """The stream's request, resuming after event ``last`` (sent by :meth:`Melo.events`, read line by line)."""
+    headers = {"Accept": "text/event-stream"} | ({"Last-Event-ID": str(last)} if last is not None else {})
+    return Call("GET", ladder_path(slug, "events"), lambda response: None, headers=headers)
+
+
 def predict(slug: str, a: str, b: str, a_seat: str | None, b_seat: str | None) -> Call[PairPrediction]:
     params = {"a": a, "b": b, "a_seat": a_seat, "b_seat": b_seat}
     return Call("GET", ladder_path(slug, "predict"), json_of(PairPrediction), params=params)

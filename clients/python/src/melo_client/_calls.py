@@ -3,6 +3,7 @@ answer), the retry policy, and the request bodies built from the methods' argume
 
 from __future__ import annotations
 
+import json
 import random
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -13,7 +14,7 @@ from typing import Any, Generic, TypeVar
 import httpx
 
 from melo_client.errors import Unavailable, error_for
-from melo_client.models import Game, Side, build
+from melo_client.models import Event, Game, Side, build
 
 T = TypeVar("T")
 #: A player, or an ad-hoc team of players.
@@ -44,6 +45,9 @@ class Retry:
                 pass
         return min(self.backoff * 2.0**attempt, self.max_backoff) * (0.5 + random.random() / 2)
 
+
+#: The server writes to a quiet event stream every 15 s: this long without a byte, the connection is dead.
+STREAM_SILENCE = 45.0
 
 #: Nothing was sent: any request may be tried again.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
@@ -79,6 +83,29 @@ class Call(Generic[T]):
         if status >= 400:
             raise error_for(response)
         return self.read(response), 0.0
+
+
+class EventReader:
+    """Server-sent events from the lines of a stream: :meth:`line` returns an :class:`Event` at the blank line
+    that ends one (comments, such as the server's keep-alives, are skipped)."""
+
+    def __init__(self) -> None:
+        self.fields: dict[str, str] = {}
+
+    def line(self, text: str) -> Event | None:
+        if text:
+            if not text.startswith(":"):
+                name, _, value = text.partition(":")
+                value = value.removeprefix(" ")
+                if name == "data" and "data" in self.fields:  # a multi-line data field
+                    value = self.fields["data"] + "\n" + value
+                self.fields[name] = value
+            return None
+        fields, self.fields = self.fields, {}
+        if "data" not in fields:
+            return None
+        event_id = int(fields["id"]) if fields.get("id", "").isdigit() else None
+        return Event(event_id, fields.get("event", "message"), json.loads(fields["data"]))
 
 
 def idempotent(call: Call[T]) -> Call[T]:

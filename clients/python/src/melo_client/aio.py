@@ -13,9 +13,10 @@ import httpx
 
 from melo_client import _api
 from melo_client._api import Page
-from melo_client._calls import Call, Retry, SideLike, Team, batches, game
+from melo_client._calls import STREAM_SILENCE, Call, EventReader, Retry, SideLike, Team, batches, game
 from melo_client.models import (
     Checkpoint,
+    Event,
     Game,
     Ladder,
     LadderCreated,
@@ -99,6 +100,30 @@ class AsyncMelo:
         if slug is None:
             raise ValueError("no ladder: give ladder=, or bind one with AsyncMelo(..., ladder=...)")
         return slug
+
+    async def events(self, *, after: int | None = None, ladder: str | None = None) -> AsyncIterator[Event]:
+        """The ladder's changes as they commit, for as long as you iterate (``async for``); see
+        :meth:`melo_client.Melo.events`."""
+        slug, last, attempt = self.slug(ladder), after, 0
+        timeout = httpx.Timeout(self.http.timeout.connect, read=STREAM_SILENCE)
+        while True:
+            call = _api.events(slug, last)
+            try:
+                async with self.http.stream(call.method, call.path, **call.request(), timeout=timeout) as response:
+                    if response.status_code != 200:
+                        await response.aread()
+                        wait = call.answer(response, attempt, self.retry)[1]  # raises what no retry mends
+                    else:
+                        attempt, reader = 0, EventReader()
+                        async for line in response.aiter_lines():
+                            if (event := reader.line(line)) is not None:
+                                last = event.id if event.id is not None else last
+                                yield event
+                        wait = self.retry.wait(0, None)  # the server closed it (it is stopping)
+            except httpx.TransportError as error:
+                wait = call.after_error(error, attempt, self.retry)
+            await asyncio.sleep(wait)
+            attempt += 1
 
     async def predict(
         self, a: str, b: str, *, a_seat: str | None = None, b_seat: str | None = None, ladder: str | None = None

@@ -12,9 +12,10 @@ import httpx
 
 from melo_client import _api
 from melo_client._api import Page
-from melo_client._calls import Call, Retry, SideLike, Team, batches, game
+from melo_client._calls import STREAM_SILENCE, Call, EventReader, Retry, SideLike, Team, batches, game
 from melo_client.models import (
     Checkpoint,
+    Event,
     Game,
     Ladder,
     LadderCreated,
@@ -97,6 +98,34 @@ class Melo:
         if slug is None:
             raise ValueError("no ladder: give ladder=, or bind one with Melo(..., ladder=...)")
         return slug
+
+    def events(self, *, after: int | None = None, ladder: str | None = None) -> Iterator[Event]:
+        """The ladder's changes as they commit (:class:`Event`: games, voids, player changes, applied refits), for
+        as long as you iterate: a game server's or a scoreboard's live feed.
+
+        Starts now, or after event id ``after``.  A dropped connection, a server restart or a 503 is met by
+        reconnecting (as :class:`Retry` says) after the last event seen, so no event is missed or seen twice;
+        only an error no retry can mend (a wrong key, no such ladder) is raised.  Stop by leaving the loop."""
+        slug, last, attempt = self.slug(ladder), after, 0
+        timeout = httpx.Timeout(self.http.timeout.connect, read=STREAM_SILENCE)
+        while True:
+            call = _api.events(slug, last)
+            try:
+                with self.http.stream(call.method, call.path, **call.request(), timeout=timeout) as response:
+                    if response.status_code != 200:
+                        response.read()
+                        wait = call.answer(response, attempt, self.retry)[1]  # raises what no retry mends
+                    else:
+                        attempt, reader = 0, EventReader()
+                        for line in response.iter_lines():
+                            if (event := reader.line(line)) is not None:
+                                last = event.id if event.id is not None else last
+                                yield event
+                        wait = self.retry.wait(0, None)  # the server closed it (it is stopping)
+            except httpx.TransportError as error:
+                wait = call.after_error(error, attempt, self.retry)
+            time.sleep(wait)
+            attempt += 1
 
     def predict(
         self, a: str, b: str, *, a_seat: str | None = None, b_seat: str | None = None, ladder: str | None = None

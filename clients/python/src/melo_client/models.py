@@ -235,6 +235,28 @@ class Checkpoint:
     replayed_games: int
 
 
+@dataclass(frozen=True)
+class Event:
+    """One change of a ladder from its event stream.  ``kind`` is ``hello`` (first on each connection),
+    ``game``, ``void``, ``player``, ``refit``, ``ladder`` or ``reset`` (what was missed is no longer kept: read
+    the ladder anew); ``data`` is the event's JSON, with the ladder ``version`` after the change; ``id`` is
+    where the stream resumes after it."""
+
+    id: int | None
+    kind: str
+    data: dict[str, Any]
+
+    @property
+    def version(self) -> int | None:
+        version = self.data.get("version")
+        return int(version) if version is not None else None
+
+    @property
+    def game(self) -> Game | None:
+        """A ``game`` or ``void`` event's game, as ``games.post`` answers it."""
+        return build(Game, self.data["game"]) if "game" in self.data else None
+
+
 def build(cls: type[T], data: Mapping[str, Any], **extra: Any) -> T:
     """An answer's JSON object as ``cls``: nested objects, lists of them and timestamps converted; keys the class
     does not know are left out."""
