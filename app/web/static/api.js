@@ -49,8 +49,26 @@ export async function request(method, path, { body, key, accept = "application/j
   return response;
 }
 
+// GET answers asked for ahead of need, so that a page's first reads go out together: each is taken once.
+const ahead = new Map();
+
 export async function api(method, path, options = {}) {
+  if (method === "GET" && ahead.has(path)) {
+    const early = ahead.get(path);
+    ahead.delete(path);
+    try {
+      return await early;
+    } catch {
+      /* asked again below, with the key as it is now (a private ladder's key may have been entered since) */
+    }
+  }
   return (await request(method, path, options)).json();
+}
+
+function readAhead(path, key) {
+  const answer = api("GET", path, { key });
+  answer.catch(() => {}); // whoever takes it sees the error
+  ahead.set(path, answer);
 }
 
 // ---------- keys ----------
@@ -76,6 +94,11 @@ export class LadderApi {
 
   get(path = "") {
     return api("GET", this.base + path, { key: this.key });
+  }
+
+  // Send this read now; the page's get() of the same path takes its answer.
+  readAhead(path) {
+    readAhead(this.base + path, this.key);
   }
 
   send(method, path, body) {

@@ -1,11 +1,8 @@
 // The ladder front-end: plain DOM and SVG over the public API (/v1/...), as ES modules with no build step and no
-// dependencies. This module reads the address and draws its view.
+// dependencies. This module reads the address and draws its view; each view's own modules are loaded only for
+// it (the modules every view shares are preloaded by index.html).
 import { refreshTimes, fill, h } from "./dom.js";
-import { adminView } from "./admin.js";
-import { homeView } from "./home.js";
-import { ladderView } from "./ladder.js";
 import { setTitle } from "./parts.js";
-import { playerView } from "./profile.js";
 import { guarded } from "./ui.js";
 
 const TIMES_EVERY_MS = 30000; // "2 min ago" stays true
@@ -21,12 +18,12 @@ async function route() {
   const parts = location.pathname.split("/").filter(Boolean).map(decodeURIComponent);
   const [top, slug, what, key] = parts;
   await guarded(async () => {
-    if (parts.length === 0) return homeView(view);
+    if (parts.length === 0) return (await import("./home.js")).homeView(view);
     if (top !== "ladders" || !slug) return notFound(view);
-    if (parts.length === 2) return ladderView(view, slug);
-    if (what === "players" && parts.length === 4) return playerView(view, slug, key);
+    if (parts.length === 2) return (await import("./ladder.js")).ladderView(view, slug);
+    if (what === "players" && parts.length === 4) return (await import("./profile.js")).playerView(view, slug, key);
     if ((what === "admin" || what === "settings") && parts.length === 3) {
-      return adminView(view, slug, what === "settings" ? "keys" : null);
+      return (await import("./admin.js")).adminView(view, slug, what === "settings" ? "keys" : null);
     }
     return notFound(view);
   });

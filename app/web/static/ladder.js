@@ -3,7 +3,6 @@
 // recorded anywhere shows up here within moments, without a reload.
 import { LadderApi } from "./api.js";
 import { changeClass, debounce, fill, h, profileHref, shortDate, signed, timeAgo, whole } from "./dom.js";
-import { insights } from "./insights.js";
 import { follow } from "./live.js";
 import { badge, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
 import { Roster } from "./picker.js";
@@ -27,8 +26,15 @@ const CONSERVATIVE = "Players are ordered by their rating minus twice its uncert
   "start does not put them above the regulars; provisional players, whose results do not place them yet, are " +
   "listed below.";
 
+const boardPath = (order, inactive, limit, cursor) =>
+  `/leaderboard?by=${order}&limit=${limit}&form=true${inactive ? "&inactive=true" : ""}` +
+  (cursor ? `&cursor=${encodeURIComponent(cursor)}` : "");
+
 export async function ladderView(view, slug) {
   const api = new LadderApi(slug);
+  // The standings and the latest games are read while the ladder is, not after it.
+  api.readAhead(boardPath("conservative", false, PAGE, null));
+  api.readAhead(`/games?limit=${ACTIVITY}`);
   const ladder = await loadLadder(api);
   setTitle(ladderName(ladder));
   ladderHeader(ladder);
@@ -61,6 +67,11 @@ class LadderPage {
     this.drawSummary();
     follow(this.api.slug, this.eventHandlers(), showLive);
     guarded(() => this.loadRoster());
+    // The insights' reports are heavy on a large ladder: read when the section is first seen, after the rest.
+    whenShown(this.insights, async () => {
+      const { insights } = await import("./insights.js");
+      insights(this.insights, { api: this.api, ladder: this.ladder, roster: this.roster });
+    });
   }
 
   // ---------- layout ----------
@@ -83,11 +94,11 @@ class LadderPage {
         h("h2", { id: "insights-title" }, "Insights"),
         h("p", { class: "muted" }, "Predictions, fair teams and the shape of the ladder.")),
     ];
+    this.insights = sections[3];
     const grid = h("div", { class: "ladder-grid" }, sections);
     fill(this.view, h("div", { class: "page-head" }, h("h1", {}, ladderName(this.ladder)), this.summary),
       sectionTabs(grid, [["standings", "Standings"], ["record", "Record"], ["results", "Results"],
         ["insights", "Insights"]]), grid);
-    whenShown(sections[3], () => insights(sections[3], { api: this.api, ladder: this.ladder, roster: this.roster }));
   }
 
   rankingOptions() {
@@ -121,19 +132,14 @@ class LadderPage {
 
   // ---------- standings ----------
 
-  boardPath(limit, cursor) {
-    const inactive = this.showInactive ? "&inactive=true" : "";
-    const after = cursor ? `&cursor=${encodeURIComponent(cursor)}` : "";
-    return `/leaderboard?by=${this.order}&limit=${limit}&form=true${inactive}${after}`;
-  }
-
   // The rows shown so far, in pages of up to 500 (the API's largest).
   async loadBoard() {
     const items = [];
     let cursor = null;
     let version = 0;
     do {
-      const page = await this.api.get(this.boardPath(Math.min(500, this.rows - items.length), cursor));
+      const limit = Math.min(500, this.rows - items.length);
+      const page = await this.api.get(boardPath(this.order, this.showInactive, limit, cursor));
       items.push(...page.items);
       cursor = page.next_cursor;
       version = page.ladder_version;
@@ -176,22 +182,22 @@ class LadderPage {
       more ? showMore : null);
   }
 
+  // A player's row, and on a phone a row of details under it, made when first opened (most never are).
   playerRows(p, rank) {
     const moved = this.elos.has(p.key) && Math.round(this.elos.get(p.key)) !== Math.round(p.elo);
     const detailsId = `details-${cssId(p.key)}`;
-    const open = this.expanded.has(p.key);
-    const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
-      "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
-    toggle.addEventListener("click", () => {
-      const now = toggle.getAttribute("aria-expanded") !== "true";
-      toggle.setAttribute("aria-expanded", String(now));
-      document.getElementById(detailsId).hidden = !now;
-      if (now) this.expanded.add(p.key);
-      else this.expanded.delete(p.key);
-    });
     const since = p.change_since_last_game;
     const sinceText = since === null || since === undefined || Math.round(since) === 0 ? "–" : signed(since);
     const interval = `likely between ${whole(p.elo - 2 * p.strength_se)} and ${whole(p.elo + 2 * p.strength_se)}`;
+    const details = () => h("tr", { class: "details", id: detailsId }, h("td", { colspan: "9" },
+      h("dl", {},
+        h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)}, ${interval}`)),
+        h("div", {}, h("dt", {}, "Games"), h("dd", {}, `${p.games}: ${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
+        h("div", {}, h("dt", {}, "Since last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
+        h("div", {}, h("dt", {}, "Last played"), h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
+    const open = this.expanded.has(p.key);
+    const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
+      "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
     const row = h("tr", { "data-key": p.key, class: [p.active === false && "inactive", moved && "changed"] },
       h("td", { class: "num rank" }, rank),
       h("td", { class: "player" }, h("a", { href: profileHref(this.api.slug, p.key) }, p.name || p.key),
@@ -204,13 +210,15 @@ class LadderPage {
       h("td", { class: ["num wide", sinceText !== "–" && changeClass(since)] }, sinceText),
       h("td", { class: "wide" }, p.last_played_at ? timeAgo(p.last_played_at) : "never"),
       h("td", { class: "narrow" }, toggle));
-    const details = h("tr", { class: "details", id: detailsId, hidden: !open }, h("td", { colspan: "9" },
-      h("dl", {},
-        h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)}, ${interval}`)),
-        h("div", {}, h("dt", {}, "Games"), h("dd", {}, `${p.games}: ${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
-        h("div", {}, h("dt", {}, "Since last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
-        h("div", {}, h("dt", {}, "Last played"), h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
-    return [row, details];
+    toggle.addEventListener("click", () => {
+      const now = toggle.getAttribute("aria-expanded") !== "true";
+      toggle.setAttribute("aria-expanded", String(now));
+      if (!document.getElementById(detailsId)) row.after(details());
+      document.getElementById(detailsId).hidden = !now;
+      if (now) this.expanded.add(p.key);
+      else this.expanded.delete(p.key);
+    });
+    return open ? [row, details()] : [row];
   }
 
   // ---------- latest results ----------

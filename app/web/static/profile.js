@@ -19,6 +19,9 @@ const LETTER = { win: "W", draw: "D", loss: "L" };
 
 export async function playerView(view, slug, key) {
   const api = new LadderApi(slug);
+  // The player and their games are read while the ladder is, not after it.
+  api.readAhead(api.playerPath(key));
+  api.readAhead(`${api.playerPath(key)}/history?limit=${HISTORY}`);
   const ladder = await loadLadder(api);
   ladderHeader(ladder);
   const page = new ProfilePage(view, api, ladder, key);
