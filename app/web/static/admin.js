@@ -139,7 +139,8 @@ class AdminPage {
     const now = () => this.known.get(key);
     const who = () => playerName(now());
     const name = h("input", { id: id("name"), value: now().name || "", maxlength: "200", autocomplete: "off" });
-    const newKey = h("input", { id: id("key"), value: key, maxlength: "128", autocomplete: "off", spellcheck: "false" });
+    const newKey = h("input", { id: id("key"), value: key, maxlength: "128", autocomplete: "off",
+      spellcheck: "false" });
     const into = picker({ id: id("into"), label: "Merge into", roster: this.roster, allowNew: false,
       exclude: () => new Set([key]) });
     const button = (label, work, cls = "secondary") => {
@@ -177,7 +178,8 @@ class AdminPage {
         if (await confirmed({ title: `Merge ${who()} into ${them}?`, confirm: "Merge", danger: true,
           body: h("p", {}, `Every game of ${who()} becomes a game of ${them}, and ${who()} is gone. This cannot be ` +
             "undone.") })) {
-          await this.act("POST", `${this.api.playerPath(key)}/merge`, { into: target }, `${who()} is merged into ${them}.`);
+          const done = `${who()} is merged into ${them}.`;
+          await this.act("POST", `${this.api.playerPath(key)}/merge`, { into: target }, done);
         }
         return undefined;
       })),
@@ -262,7 +264,8 @@ class AdminPage {
   // ---------- settings and export ----------
 
   settingsForm() {
-    const name = h("input", { id: "ladder-name", value: this.ladder.name || "", maxlength: "200", autocomplete: "off" });
+    const name = h("input", { id: "ladder-name", value: this.ladder.name || "", maxlength: "200",
+      autocomplete: "off" });
     const boxes = SETTINGS.map(([field, label]) => h("label", { class: "check" },
       h("input", { type: "checkbox", id: `setting-${field}`, name: field, checked: Boolean(this.ladder[field]) }),
       ` ${label}`));
@@ -297,7 +300,7 @@ class AdminPage {
       link.remove();
       setTimeout(() => URL.revokeObjectURL(url), 10000);
     }));
-    return h("div", {}, h("p", { class: "muted" }, "Every player and game as NDJSON, which ", h("code", {}, "melo import"),
-      " restores into a new ladder (keys are not exported)."), button);
+    return h("div", {}, h("p", { class: "muted" }, "Every player and game as NDJSON, which ",
+      h("code", {}, "melo import"), " restores into a new ladder (keys are not exported)."), button);
   }
 }

@@ -4,7 +4,7 @@ import { shortDate, svg, whole } from "./dom.js";
 const FONT_PX = 12;
 
 // Round numbers between lo and hi for an axis: about `count` of them, steps of 1, 2 or 5 times a power of ten.
-export function niceTicks(lo, hi, count) {
+function niceTicks(lo, hi, count) {
   const raw = (hi - lo) / Math.max(1, count);
   const power = 10 ** Math.floor(Math.log10(raw));
   const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw) || raw;
@@ -19,7 +19,7 @@ const TIME = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-di
 const MONTH = new Intl.DateTimeFormat(undefined, { month: "short", year: "2-digit" });
 
 // Dates for a time axis from t0 to t1 (ms): whole hours, days, weeks or months, at most `count` of them.
-export function timeTicks(t0, t1, count) {
+function timeTicks(t0, t1, count) {
   const span = t1 - t0;
   const months = [1, 2, 3, 6, 12].find((m) => span / (m * 30 * DAY) <= count);
   if (span > 60 * DAY && months) {
@@ -96,7 +96,7 @@ const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h
 
 // Where each label goes: beside its dot where there is room, else further out with a line to the dot. Every
 // label is kept off the other labels and dots, so that two close players stay readable.
-export function placeLabels(dots, bounds) {
+function placeLabels(dots, bounds) {
   const taken = dots.map((d) => ({ x: d.x - 5, y: d.y - 5, w: 10, h: 10 }));
   const angles = [0, 180, -45, 45, -135, 135, -90, 90, -22, 22, -158, 158, -68, 68, -112, 112];
   return dots.map((d) => {

@@ -48,7 +48,8 @@ function createForm() {
     if (!created) return;
     saveKey(created.slug, created.admin_key);
     fill(result,
-      h("p", {}, "Created ", h("a", { href: `/ladders/${encodeURIComponent(created.slug)}` }, ladderName(created)), "."),
+      h("p", {}, "Created ", h("a", { href: `/ladders/${encodeURIComponent(created.slug)}` }, ladderName(created)),
+        "."),
       h("p", {}, "Its admin key, shown only now (this browser keeps it): ", h("code", { id: "new-key" },
         created.admin_key)));
   });

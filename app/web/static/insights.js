@@ -59,7 +59,8 @@ function playerChips(id, label, roster) {
 
 function fairTeams(api, roster) {
   const who = playerChips("teams-players", "Who is playing", roster);
-  const count = h("input", { id: "teams-count", type: "number", min: "2", max: "32", value: "2", inputmode: "numeric" });
+  const count = h("input", { id: "teams-count", type: "number", min: "2", max: "32", value: "2",
+    inputmode: "numeric" });
   const out = h("div", { id: "teams-result", class: "result", "aria-live": "polite" });
   const form = h("form", { id: "teams", class: "stack" }, who.root,
     h("div", { class: "field" }, h("label", { for: "teams-count" }, "Teams"), count),
@@ -86,7 +87,8 @@ function seatList(seats) {
 async function drawCycles(box, api, roster) {
   const progress = (share) => fill(box, h("p", { class: "muted" }, `Working out the cycles… ${pct(share || 0)}`));
   const [canonical, intrans] = await Promise.all([api.get("/canonical"), api.report("/intransitivity", progress)]);
-  const points = canonical.players.map((p) => ({ label: roster.name(p.key), x: p.coordinates[0], y: p.coordinates[1] }));
+  const points = canonical.players.map((p) => ({ label: roster.name(p.key), x: p.coordinates[0],
+    y: p.coordinates[1] }));
   const block = canonical.blocks[0];
   const chart = h("div", { class: "chart-box" });
   const draw = () => {

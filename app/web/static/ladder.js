@@ -9,7 +9,7 @@ import { Roster } from "./picker.js";
 import { recordForm } from "./record.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
-const PAGE = 100; // leaderboard rows per "show more"
+const PAGE = 50; // leaderboard rows at first, and per "show more"
 const FEED = 12; // results listed
 const ACTIVITY = 100; // latest games the "most active" list counts
 const REFRESH_MS = 250; // a burst of changes causes one reload
@@ -34,7 +34,7 @@ export async function ladderView(view, slug) {
   const api = new LadderApi(slug);
   // The standings and the latest games are read while the ladder is, not after it.
   api.readAhead(boardPath("conservative", false, PAGE, null));
-  api.readAhead(`/games?limit=${ACTIVITY}`);
+  api.readAhead(`/games?limit=${FEED}`);
   const ladder = await loadLadder(api);
   setTitle(ladderName(ladder));
   ladderHeader(ladder);
@@ -53,6 +53,7 @@ class LadderPage {
     this.expanded = new Set(); // players whose details are open (on a phone)
     this.elos = new Map(); // each shown player's Elo, to mark those a change moved
     this.games = []; // the latest games, newest first
+    this.arrived = new Set(); // games added since the feed was last drawn: they flash once
     this.version = 0; // the ladder version the page shows
     this.refreshBoard = debounce(() => guarded(() => this.loadBoard()), REFRESH_MS);
     this.refreshAll = debounce(() => guarded(() => this.reload()), REFRESH_MS);
@@ -62,9 +63,10 @@ class LadderPage {
 
   async start() {
     this.layout();
-    await Promise.all([guarded(() => this.loadBoard()), guarded(() => this.loadGames())]);
+    await Promise.all([guarded(() => this.loadBoard()), guarded(() => this.loadGames(FEED))]);
     performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
     this.drawSummary();
+    guarded(() => this.loadGames(ACTIVITY)); // for the most active players
     follow(this.api.slug, this.eventHandlers(), showLive);
     guarded(() => this.loadRoster());
     // The insights' reports are heavy on a large ladder: read when the section is first seen, after the rest.
@@ -192,16 +194,19 @@ class LadderPage {
     const details = () => h("tr", { class: "details", id: detailsId }, h("td", { colspan: "9" },
       h("dl", {},
         h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)}, ${interval}`)),
-        h("div", {}, h("dt", {}, "Games"), h("dd", {}, `${p.games}: ${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
+        h("div", {}, h("dt", {}, "Games"),
+          h("dd", {}, `${p.games}: ${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
         h("div", {}, h("dt", {}, "Since last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
-        h("div", {}, h("dt", {}, "Last played"), h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
+        h("div", {}, h("dt", {}, "Last played"),
+          h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
     const open = this.expanded.has(p.key);
     const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
       "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
     const row = h("tr", { "data-key": p.key, class: [p.active === false && "inactive", moved && "changed"] },
       h("td", { class: "num rank" }, rank),
       h("td", { class: "player" }, h("a", { href: profileHref(this.api.slug, p.key) }, p.name || p.key),
-        p.provisional ? [" ", badge(p)] : null, p.active === false ? h("span", { class: "muted" }, " (inactive)") : null),
+        p.provisional ? [" ", badge(p)] : null,
+        p.active === false ? h("span", { class: "muted" }, " (inactive)") : null),
       h("td", { class: "num rating", title: interval }, whole(p.elo),
         h("small", { class: "pm" }, ` ± ${whole(2 * p.strength_se)}`)),
       h("td", { class: "form-col" }, formChips(p.form)),
@@ -223,9 +228,11 @@ class LadderPage {
 
   // ---------- latest results ----------
 
-  async loadGames() {
-    const page = await this.api.get(`/games?limit=${ACTIVITY}`);
+  // The latest games: the feed's first, then enough to count the most active players.
+  async loadGames(limit) {
+    const page = await this.api.get(`/games?limit=${limit}`);
     this.games = page.items;
+    this.counted = limit >= ACTIVITY; // the most active are listed once counted over the whole window
     this.roster.remember(this.games.flatMap((g) => g.sides.flatMap((s) => s.players.map((p) => p.key))));
     this.drawGames();
   }
@@ -233,6 +240,7 @@ class LadderPage {
   drawGames() {
     const shown = this.games.slice(0, FEED);
     fill(this.feed, shown.length ? shown.map((g) => this.gameItem(g)) : h("li", { class: "muted" }, "No games yet."));
+    this.arrived.clear();
     this.drawActive();
   }
 
@@ -251,7 +259,8 @@ class LadderPage {
     }
     const undo = h("button", { type: "button", class: "link undo", "aria-label": `Undo game ${game.id}` }, "Undo");
     undo.addEventListener("click", () => this.undo(game));
-    return h("li", { class: ["game", game.voided_at && "voided"], "data-id": game.id },
+    const classes = ["game", game.voided_at && "voided", this.arrived.has(game.id) && "fresh"];
+    return h("li", { class: classes, "data-id": game.id },
       h("p", { class: "line" }, line),
       h("p", { class: "meta" }, timeAgo(game.played_at), ` · #${game.id}`,
         game.voided_at ? h("span", { class: "undone" }, " · undone") : [" · ", undo]));
@@ -275,6 +284,7 @@ class LadderPage {
 
   // The players with the most games among the latest ones.
   drawActive() {
+    if (!this.counted) return;
     const counted = new Map();
     const counting = this.games.filter((g) => !g.voided_at);
     for (const game of counting) {
@@ -286,9 +296,12 @@ class LadderPage {
       }
     }
     const top = [...counted.values()].sort((a, b) => b.games - a.games || b.last.localeCompare(a.last)).slice(0, 5);
-    if (!top.length) return fill(this.active);
+    if (!top.length) {
+      fill(this.active);
+      return;
+    }
     const since = counting.reduce((first, g) => (g.played_at < first ? g.played_at : first), counting[0].played_at);
-    return fill(this.active, h("h3", {}, "Most active"),
+    fill(this.active, h("h3", {}, "Most active"),
       h("p", { class: "muted" }, `Games since ${shortDate(new Date(since))}`),
       h("ol", { id: "active", class: "active" }, top.map((p) => h("li", { "data-key": p.key },
         h("a", { href: profileHref(this.api.slug, p.key) }, this.roster.name(p.key)),
@@ -301,6 +314,7 @@ class LadderPage {
   addGame(game) {
     if (!this.games.some((g) => g.id === game.id)) {
       this.games = [game, ...this.games].sort((a, b) => b.id - a.id).slice(0, ACTIVITY);
+      this.arrived.add(game.id);
     }
     this.roster.remember(game.sides.flatMap((s) => s.players.map((p) => p.key)));
     this.drawGames();
@@ -316,7 +330,7 @@ class LadderPage {
   }
 
   async reload() {
-    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(), this.loadRoster()]);
+    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(ACTIVITY), this.loadRoster()]);
   }
 
   async loadRoster() {

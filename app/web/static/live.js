@@ -10,7 +10,7 @@ const LAST_RETRY_MS = 15000;
 const SILENCE_MS = 40000;
 
 // Split a text stream into server-sent events: {type, id, data}; comments (keep-alives) are reported as such.
-export class EventParser {
+class EventParser {
   constructor(onEvent) {
     this.onEvent = onEvent;
     this.buffer = "";

@@ -3,7 +3,8 @@
 // ladder's event stream and redraws when one of the player's games is recorded or undone.
 import { LadderApi } from "./api.js";
 import { ratingChart } from "./charts.js";
-import { changeClass, debounce, fill, fullDate, h, pct, profileHref, shortDate, signed, timeAgo, whole } from "./dom.js";
+import { changeClass, debounce, fill, fullDate, h, pct, profileHref, shortDate, signed, timeAgo,
+  whole } from "./dom.js";
 import { follow } from "./live.js";
 import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, playerName, setTitle,
   showLive } from "./parts.js";
@@ -116,7 +117,8 @@ class ProfilePage {
   drawHead() {
     const p = this.player;
     fill(this.parts.head, h("h1", {}, playerName(p)),
-      h("p", { class: "muted" }, p.provisional ? [badge(p), " "] : null, p.name && p.name !== p.key ? `Key ${p.key}` : null));
+      h("p", { class: "muted" }, p.provisional ? [badge(p), " "] : null,
+        p.name && p.name !== p.key ? `Key ${p.key}` : null));
   }
 
   drawStats() {
@@ -129,7 +131,8 @@ class ProfilePage {
     fill(this.parts.stats,
       card("rating", "Rating", h("b", {}, whole(p.elo)), h("small", {},
         `likely ${whole(p.elo - twoSe)}–${whole(p.elo + twoSe)}: ${certainty(twoSe)}`)),
-      card("record-card", "Games", h("b", {}, p.games), h("small", {}, `${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
+      card("record-card", "Games", h("b", {}, p.games),
+        h("small", {}, `${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
       card("form", "Form", formChips(results.slice(0, 5).map((r) => LETTER[r]))),
       card("streak", "Streak", h("b", {}, streak.current), h("small", {}, `best: ${streak.best}`)),
       card("last-played", "Last played", p.last_played_at ? timeAgo(p.last_played_at) : "never"));
@@ -159,7 +162,8 @@ class ProfilePage {
     const and = (keys) => keys.map((k, n) => [n ? " & " : "", link(k)]);
     fill(this.parts.games, shown.length ? h("ul", { class: "history", id: "history" }, shown.map((g) => h("li", {
       "data-game": g.game_id },
-    h("span", { class: `r r-${LETTER[g.result] || "x"}`.toLowerCase(), "aria-hidden": "true" }, LETTER[g.result] || "·"),
+    h("span", { class: `r r-${(LETTER[g.result] || "x").toLowerCase()}`, "aria-hidden": "true" },
+      LETTER[g.result] || "·"),
     h("span", { class: "what" }, g.result ? `${VERBS[g.result]} ` : "Against ", and(g.opponents),
       g.partners && g.partners.length ? [h("span", { class: "muted" }, " with "), and(g.partners)] : null),
     g.elo_change === undefined ? null : h("span", { class: ["chg", changeClass(g.elo_change)] }, signed(g.elo_change)),
@@ -283,5 +287,8 @@ function streaks(results) {
     run = r === "win" ? run + 1 : 0;
     best = Math.max(best, run);
   }
-  return { current: results.length ? words(current, results[0]) : "none yet", best: best ? words(best, "win") : "no wins yet" };
+  return {
+    current: results.length ? words(current, results[0]) : "none yet",
+    best: best ? words(best, "win") : "no wins yet",
+  };
 }

@@ -102,7 +102,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
       addRow();
       pickers[pickers.length - 1].input.focus();
     });
-    fill(playersBox, rows, add, h("p", { class: "muted hint" }, "Place 1 is the winner; equal places are ties."));
+    fill(playersBox, rows, add, h("p", { class: "muted" }, "Place 1 is the winner; equal places are ties."));
     fill(seatBox);
   }
 
@@ -188,12 +188,16 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
 
   function teams() {
     const sides = pickers.map((side, s) => side.map((p) => {
-      if (!p.key) throw new FormProblem(`Choose ${side.length > 1 ? "both players of team" : "player"} ${SIDES[s]}.`, p.input);
+      if (!p.key) {
+        throw new FormProblem(`Choose ${side.length > 1 ? "both players of team" : "player"} ${SIDES[s]}.`, p.input);
+      }
       return p.key;
     }));
     const all = sides.flat();
     const twice = all.find((key, n) => all.indexOf(key) !== n);
-    if (twice) throw new FormProblem(`${roster.name(twice)} is picked twice.`, pickers.flat()[all.lastIndexOf(twice)].input);
+    if (twice) {
+      throw new FormProblem(`${roster.name(twice)} is picked twice.`, pickers.flat()[all.lastIndexOf(twice)].input);
+    }
     return sides;
   }
 
