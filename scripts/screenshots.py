@@ -155,7 +155,7 @@ def shoot(base: str, key: str, out: Path) -> list[Path]:
             page = context.new_page()
             page.goto(f"{base}/ladders/{SLUG}")
             page.wait_for_selector("#board tbody tr[data-key]")
-            page.wait_for_selector("#feed li.game")
+            page.wait_for_selector("#feed li.game", state="attached")
             page.wait_for_selector(".live[data-state=live]")
             written.append(out / f"ladder-{size}.png")
             page.screenshot(path=str(written[-1]))
