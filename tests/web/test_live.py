@@ -90,3 +90,36 @@ def test_a_profile_follows_the_players_games(base, open_page):
     deadline = time.monotonic() + WITHIN_MS / 1000
     expect(page.locator("#record-card b")).to_have_text(str(games + 1), timeout=within(deadline))
     expect(page.locator(f"#history li[data-game='{posted['id']}']")).to_contain_text("Beat Fay Fox")
+
+
+def current_event_id(ladder) -> str:
+    """Where the ladder's stream starts now: the id of its hello."""
+    with httpx.stream("GET", f"{ladder.api}/events") as stream:
+        for line in stream.iter_lines():
+            if line.startswith("id:"):
+                return line.split(":", 1)[1].strip()
+    raise AssertionError("no hello")
+
+
+def test_the_stream_reconnects_after_a_drop_and_resumes_from_the_last_event_seen(base, open_page):
+    ladder = make_ladder(base, "resume")
+    resume = current_event_id(ladder)
+    asked = []
+
+    def drop_the_first(route):
+        """The first connection gets a hello and ends, as a dropped one would; the next go to the server."""
+        asked.append(route.request.headers.get("last-event-id"))
+        if len(asked) == 1:
+            body = f'event: hello\nid: {resume}\ndata: {{"version": 0}}\n\n: keep-alive\n\n'
+            route.fulfill(status=200, headers={"Content-Type": "text/event-stream"}, body=body)
+        else:
+            route.continue_()
+
+    page = open_page("desktop")
+    page.route("**/v1/ladders/resume/events", drop_the_first)
+    page.goto(ladder.url)
+    page.wait_for_selector("#board tr[data-key=ann]")
+    posted = ladder.post(["dee"], ["cy"])  # while the page is between connections
+    expect(page.locator(f"#feed li.game[data-id='{posted['id']}']")).to_be_attached(timeout=5000)
+    assert asked[:2] == [None, resume]  # the second connection resumed after the event the first one ended on
+    expect(page.locator(".live")).to_have_attribute("data-state", "live")

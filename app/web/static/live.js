@@ -46,13 +46,11 @@ class EventParser {
   }
 }
 
-// Follow a ladder's events until close(): `handlers[type](data)` for each, `onState("live" | "connecting" |
-// "off")` as the connection comes and goes. A 404 or a refused key stops it (there is nothing to follow).
+// Follow a ladder's events for as long as the page is open: `handlers[type](data)` for each, `onState("live" |
+// "connecting" | "off")` as the connection comes and goes. A 404 or a refused key stops it (nothing to follow).
 export function follow(slug, handlers, onState = () => {}) {
   const url = `/v1/ladders/${encodeURIComponent(slug)}/events`;
   let lastId = null;
-  let controller = null;
-  let closed = false;
   let connected = false; // the latest attempt got through: after a drop, the first retry comes soon
 
   const dispatch = (event) => {
@@ -70,7 +68,7 @@ export function follow(slug, handlers, onState = () => {}) {
 
   // One connection, read until it ends: false when there is nothing to follow (no such ladder, a refused key).
   async function readOnce() {
-    controller = new AbortController();
+    const controller = new AbortController();
     const headers = { Accept: "text/event-stream" };
     const key = savedKey(slug);
     if (key) headers.Authorization = `Bearer ${key}`;
@@ -100,13 +98,13 @@ export function follow(slug, handlers, onState = () => {}) {
 
   (async () => {
     let wait = FIRST_RETRY_MS;
-    while (!closed) {
+    for (;;) {
       onState("connecting");
       connected = false;
       try {
         if (!(await readOnce())) break;
       } catch {
-        if (closed) return;
+        /* the connection failed or dropped: try again */
       }
       if (connected) wait = FIRST_RETRY_MS;
       await sleep(wait);
@@ -114,11 +112,4 @@ export function follow(slug, handlers, onState = () => {}) {
     }
     onState("off");
   })();
-
-  return {
-    close() {
-      closed = true;
-      if (controller) controller.abort();
-    },
-  };
 }
