@@ -6,6 +6,9 @@ import { picker } from "./picker.js";
 import { clearMessages, guarded } from "./ui.js";
 
 const MAX_LABELLED = 60; // beyond this many players the disc chart names them only in tooltips
+// How to read the measure: the same sentence as the README, the mathematics notes and the API's description.
+const SCALE = `below 1 the ranking (the transitive part) outweighs the cycles, above 1 the cycles
+  (rock-paper-scissors) outweigh the ranking, and 1 means they weigh the same (as when every player is equal)`;
 
 export function insights(box, { api, ladder, roster }) {
   const cycles = h("div", { id: "cycles" }, h("p", { class: "muted" }, "Working out the cycles…"));
@@ -97,9 +100,7 @@ async function drawCycles(box, api, roster) {
       : h("p", { class: "muted" }, "No players yet."));
   };
   fill(box,
-    h("p", { id: "intransitivity" }, `Intransitivity ${intrans.measure.toFixed(2)}: below 1 the ranking (the ` +
-      "transitive part) outweighs the cycles, above 1 the cycles (rock-paper-scissors) outweigh the ranking, and 1 " +
-      "means they weigh the same (as when every player is equal)."),
+    h("p", { id: "intransitivity" }, `Intransitivity ${intrans.measure.toFixed(2)}: ${SCALE}.`),
     block ? h("p", { class: "muted" }, `Largest disc: ${block.kind}, ${pct(block.share)} of the advantages. A ` +
       "player's angle is their style and their distance from the centre their weight: in a transitive disc players " +
       "further along the arc beat those behind; in a cyclic disc each beats the next around the circle.") : null,
