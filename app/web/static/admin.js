@@ -217,13 +217,18 @@ class AdminPage {
     const keys = await this.api.all("/keys?limit=500");
     this.keyList = this.keyList || h("div", { id: "key-list" });
     const when = (moment) => (moment ? timeAgo(moment) : "never");
-    fill(this.keyList, h("table", { id: "key-table", class: "compact" },
-      h("thead", {}, h("tr", {}, ["Name", "Role", "Created", "Last used", "Expires", ""].map((t) =>
-        h("th", { scope: "col" }, t || h("span", { class: "sr-only" }, "Revoke"))))),
+    // On a phone the dates a key was made and expires are left out: the rest fits the width.
+    const wide = { class: "wide" };
+    fill(this.keyList, h("div", { class: "scroll" }, h("table", { id: "key-table", class: "compact" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Role"),
+        h("th", { scope: "col", ...wide }, "Created"), h("th", { scope: "col" }, "Last used"),
+        h("th", { scope: "col", ...wide }, "Expires"), h("th", { scope: "col" }, h("span", { class: "sr-only" },
+          "Revoke")))),
       h("tbody", {}, keys.map((k) => h("tr", { "data-id": k.id, class: k.revoked_at ? "revoked" : "" },
-        h("td", {}, k.name), h("td", {}, k.role), h("td", {}, shortDate(new Date(k.created_at))),
-        h("td", {}, when(k.last_used_at)), h("td", {}, k.expires_at ? shortDate(new Date(k.expires_at)) : "never"),
-        h("td", {}, k.revoked_at ? "revoked" : this.revokeButton(k)))))));
+        h("td", { class: "key-name" }, k.name), h("td", {}, k.role),
+        h("td", wide, shortDate(new Date(k.created_at))), h("td", {}, when(k.last_used_at)),
+        h("td", wide, k.expires_at ? shortDate(new Date(k.expires_at)) : "never"),
+        h("td", {}, k.revoked_at ? "revoked" : this.revokeButton(k))))))));
   }
 
   revokeButton(k) {
