@@ -45,6 +45,9 @@ bench: $(VENV)/.installed
 	$(PY) bench/bench_teams.py
 	$(PY) bench/bench_batch.py
 	$(PY) bench/bench_client.py
+	$(PY) bench/bench_events.py
+	scripts/ensure-chromium.sh
+	$(PY) bench/bench_pages.py
 	$(PY) bench/bench_refit_memory.py
 	$(PY) bench/bench_refit.py
 	$(PY) bench/quality.py

@@ -672,7 +672,7 @@ def test_the_intransitivity_scale_is_stated_in_one_sentence_everywhere_and_fits_
     """README, mathematics notes, web page, OpenAPI and (in test_cli) the CLI read the measure the same way, and
     the number behaves as that sentence says: 1 for equal players, below 1 for a ranking, above 1 for cycles."""
     root = Path(__file__).resolve().parents[2]
-    for path in ("README.md", "docs/mathematics.md", "app/web/static/app.js"):
+    for path in ("README.md", "docs/mathematics.md", "app/web/static/insights.js"):
         assert INTRANSITIVITY_SCALE in " ".join((root / path).read_text().split()), path
     api = client.get("/openapi.json").json()
     assert INTRANSITIVITY_SCALE in api["paths"]["/v1/ladders/{slug}/intransitivity"]["get"]["description"]
