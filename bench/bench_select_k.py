@@ -1,25 +1,24 @@
-"""Choosing k for matchups never played: the refit's choice against every fixed k, on synthetic matrices.
+"""Choosing k by cross-validation: the refit's choice against every fixed k, on synthetic matrices.
 
-    python bench/bench_select_k.py [--players 40] [--games-per-pair 10] [--seeds 3]
+    python bench/bench_select_k.py [--players 40] [--games-per-pair 10] [--seeds 3] [--folds 10]
 
 Each matrix is a known set of rating vectors; half of all pairs of players are
-observed (``--games-per-pair`` games each, drawn from the true probabilities),
-and the other half, never played, are predicted.  The error is the root mean
-square difference between predicted and true win probabilities on those
-unobserved pairs.  Matrices:
+observed (``--games-per-pair`` games each, drawn from the true probabilities).
+The error of a fit is the mean squared difference between its win
+probabilities and the true ones over all pairs (those never played too).
+Matrices, by the k that should win:
 
-* ``elo + noise``: Elo ratings r ~ N(0, 1) and a small second disc (scale
-  0.15): k = 0 should win;
-* ``disc``: a pure cyclic disc, players on a circle (rock-paper-scissors at
-  every scale): k ≥ 1 should win;
-* ``mixed``: Elo ratings and a disc of comparable size: k ≥ 1 should win.
+* ``elo + noise``: Elo ratings r ~ N(0, 1) and a small second disc (scale 0.15): k = 0;
+* ``disc``: one cyclic disc, players on a circle (rock-paper-scissors at every scale): k = 1;
+* ``mixed``: Elo ratings and a disc of comparable size: k = 2 (the Elo part is a disc too);
+* ``two discs``: two cyclic discs of comparable size: k = 2;
+* ``elo + two discs``: Elo ratings and two cyclic discs: k = 3.
 
-For each, the refit chooses k among 0-3 (``select_k``, 20% held out; the
-smallest k within one standard error of the best held-out loss) with the
-service's split (whole matchups held out) and, as the baseline, with random
-games held out (the previous split); each fixed k is fitted on all observed
-games.  Target: the chosen k's error within 5% of the best fixed k on every
-matrix.  Prints a table and writes bench/results/bench_select_k.json.
+For each, the refit chooses k among 0-3 (``select_k``) by cross-validation over
+``--folds`` folds of whole matchups (the smallest k within one standard error of
+the best mean held-out loss), and each fixed k is fitted on all observed games.
+Target: the chosen k's error within 5% of the best fixed k's on every matrix.
+Prints a table and writes bench/results/bench_select_k.json.
 """
 
 from __future__ import annotations
@@ -38,13 +37,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.rating import Game, GameLog, pair_probability  # noqa: E402
-from app.rating import refit as refit_module  # noqa: E402
 from app.rating.elo import fit_elo, pair_counts  # noqa: E402
-from app.rating.refit import refit  # noqa: E402
+from app.rating.refit import FOLDS, refit  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 CHOICES = [0, 1, 2, 3]
 TARGET = 1.05
+MATRICES = ("elo + noise", "disc", "mixed", "two discs", "elo + two discs")
 
 
 def matrix(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -56,11 +55,17 @@ def matrix(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
     disc = np.column_stack([radius * np.cos(theta), radius * np.sin(theta)])
     if kind == "disc":
         return disc
-    return np.column_stack([r, np.ones(n), disc])
+    if kind == "mixed":
+        return np.column_stack([r, np.ones(n), disc])
+    phi = rng.uniform(0, 2 * np.pi, n)
+    second = np.column_stack([1.2 * np.cos(phi), 1.2 * np.sin(phi)])
+    if kind == "two discs":
+        return np.column_stack([disc, second])
+    return np.column_stack([r, np.ones(n), disc, second])
 
 
-def observe(C: np.ndarray, per_pair: int, rng: np.random.Generator) -> tuple[GameLog, np.ndarray, np.ndarray]:
-    """Games on a random half of all pairs; the unobserved pairs (i, j)."""
+def observe(C: np.ndarray, per_pair: int, rng: np.random.Generator) -> GameLog:
+    """Games on a random half of all pairs."""
     i, j = np.triu_indices(len(C), k=1)
     seen = rng.random(len(i)) < 0.5
     games = []
@@ -68,28 +73,13 @@ def observe(C: np.ndarray, per_pair: int, rng: np.random.Generator) -> tuple[Gam
         wins = rng.random(per_pair) < pair_probability(C, np.array([a]), np.array([b]))[0]
         games += [Game(((a,), (b,)), (1, 2) if w else (2, 1)) for w in wins.tolist()]
     order = rng.permutation(len(games))
-    return GameLog.from_games([games[g] for g in order]), i[~seen], j[~seen]
+    return GameLog.from_games([games[g] for g in order])
 
 
-def rmse(C_hat: np.ndarray, C: np.ndarray, i: np.ndarray, j: np.ndarray) -> float:
-    return float(np.sqrt(np.mean((pair_probability(C_hat, i, j) - pair_probability(C, i, j)) ** 2)))
-
-
-def random_game_split(log: GameLog, holdout: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The previous rule: a random fraction of the games held out (their pairs mostly seen in training)."""
-    test_game = np.random.default_rng(seed).random(log.n_games) < holdout
-    pair_game = np.repeat(np.arange(log.n_games), np.diff(log.pair_ptr))
-    return np.flatnonzero(~test_game[pair_game]), np.flatnonzero(test_game[pair_game])
-
-
-def chosen(log: GameLog, n: int, split) -> tuple[int, np.ndarray]:
-    service_split = refit_module.split_games
-    refit_module.split_games = split
-    try:
-        report = refit(log, n, max(CHOICES), select_k=CHOICES, restarts=1)
-    finally:
-        refit_module.split_games = service_split
-    return report.k, report.C
+def mse(C_hat: np.ndarray, C: np.ndarray) -> float:
+    """Mean squared error of P over all pairs of players."""
+    i, j = np.triu_indices(len(C), k=1)
+    return float(np.mean((pair_probability(C_hat, i, j) - pair_probability(C, i, j)) ** 2))
 
 
 def fixed(log: GameLog, n: int, k: int) -> np.ndarray:
@@ -104,51 +94,49 @@ def main() -> None:
     parser.add_argument("--players", type=int, default=40)
     parser.add_argument("--games-per-pair", type=int, default=10)
     parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--folds", type=int, default=FOLDS)
     args = parser.parse_args()
     rows = []
-    for kind in ("elo + noise", "disc", "mixed"):
+    for kind in MATRICES:
         for seed in range(args.seeds):
             start = time.perf_counter()
             rng = np.random.default_rng(seed)
             C = matrix(kind, args.players, rng)
-            log, i, j = observe(C, args.games_per_pair, rng)
-            errors = {k: rmse(fixed(log, args.players, k), C, i, j) for k in CHOICES}
-            k_pairs, C_pairs = chosen(log, args.players, refit_module.split_games)
-            k_games, C_games = chosen(log, args.players, random_game_split)
+            log = observe(C, args.games_per_pair, rng)
+            errors = {k: mse(fixed(log, args.players, k), C) for k in CHOICES}
+            report = refit(log, args.players, max(CHOICES), select_k=CHOICES, restarts=1, folds=args.folds, seed=seed)
             best = min(errors.values())
             rows.append({
                 "matrix": kind,
                 "seed": seed,
-                "fixed_k_rmse": errors,
+                "fixed_k_mse": errors,
                 "best_fixed_k": min(errors, key=errors.get),
-                "chosen_k_pairs": k_pairs,
-                "chosen_rmse_pairs": rmse(C_pairs, C, i, j),
-                "ratio_pairs": rmse(C_pairs, C, i, j) / best,
-                "chosen_k_games": k_games,
-                "chosen_rmse_games": rmse(C_games, C, i, j),
-                "ratio_games": rmse(C_games, C, i, j) / best,
+                "chosen_k": report.k,
+                "chosen_mse": mse(report.C, C),
+                "ratio": mse(report.C, C) / best,
+                "k_selection": report.k_selection,
                 "seconds": time.perf_counter() - start,
             })  # fmt: skip
-    print(f"\n{args.players} players, half of all pairs observed ({args.games_per_pair} games each); RMSE of P on "
-          "the unobserved pairs\n")  # fmt: skip
+    print(f"\n{args.players} players, half of all pairs observed ({args.games_per_pair} games each), {args.folds} "
+          "folds; mean squared error of P over all pairs\n")  # fmt: skip
     heads = " | ".join(f"k = {k}" for k in CHOICES)
-    print(f"| matrix | seed | {heads} | chosen (matchups held out) | vs best | chosen (games held out) | vs best |")
+    print(f"| matrix | seed | {heads} | chosen | vs best | held-out loss per k (± se) | s |")
     print("|---|---|" + "---|" * len(CHOICES) + "---|---|---|---|")
     for r in rows:
-        errs = " | ".join(f"{r['fixed_k_rmse'][k]:.4f}" for k in CHOICES)
-        print(f"| {r['matrix']} | {r['seed']} | {errs} | k = {r['chosen_k_pairs']}: {r['chosen_rmse_pairs']:.4f} | "
-              f"{r['ratio_pairs']:.3f} | k = {r['chosen_k_games']}: {r['chosen_rmse_games']:.4f} | "
-              f"{r['ratio_games']:.3f} |")  # fmt: skip
-    worst = max(r["ratio_pairs"] for r in rows)
-    print(f"\nworst ratio to the best fixed k: {worst:.3f} with matchups held out (target ≤ {TARGET}); "
-          f"{max(r['ratio_games'] for r in rows):.3f} with games held out")  # fmt: skip
+        errs = " | ".join(f"{r['fixed_k_mse'][k]:.5f}" for k in CHOICES)
+        cv = ", ".join(f"{c['heldout_log_loss']:.4f}±{c['standard_error']:.4f}" for c in r["k_selection"])
+        print(f"| {r['matrix']} | {r['seed']} | {errs} | k = {r['chosen_k']}: {r['chosen_mse']:.5f} | "
+              f"{r['ratio']:.3f} | {cv} | {r['seconds']:.1f} |")  # fmt: skip
+    worst = max(r["ratio"] for r in rows)
+    print(f"\nworst ratio to the best fixed k: {worst:.3f} (target ≤ {TARGET})")
     RESULTS.mkdir(exist_ok=True)
     out = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
         "players": args.players,
         "games_per_pair": args.games_per_pair,
         "target_ratio": TARGET,
-        "worst_ratio_pairs": worst,
+        "folds": args.folds,
+        "worst_ratio": worst,
         "reached": worst <= TARGET,
         "rows": rows,
     }

@@ -187,6 +187,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         select_k=select_k,
         progress=fit_progress,
         current_seats=state.stored_seats,
+        folds=params.folds,
     )
     heldout = dict(result.heldout)
     if result.heldout_note is None:  # held-out games were drawn (the same split as the refit's)

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
-from app.rating.refit import L2, L2_CHOICES
+from app.rating.refit import FOLDS, L2, L2_CHOICES
 from app.schemas import Number, StrictModel
 
 
@@ -38,8 +38,17 @@ class RefitIn(StrictModel):
     )
     select_k: list[Annotated[StrictInt, Field(ge=0, le=8)]] | None = Field(
         None,
-        description="Choose k among these (0 = Elo, at most the ladder's k) by held-out log loss (two or more need "
-        "holdout > 0; when nothing could be held out, the smallest).",
+        description="Choose k among these (0 = Elo, at most the ladder's k) by cross-validation over `folds` folds "
+        "of whole matchups: the smallest k whose mean held-out log loss is within one standard error of the lowest "
+        "(`result.k_selection` gives each k's mean, standard error and loss per fold). Two or more need holdout > 0; "
+        "when nothing could be held out, the smallest.",
+    )
+    folds: StrictInt = Field(
+        FOLDS,
+        ge=2,
+        le=10,
+        description="Folds of the cross-validation that chooses k (`select_k`); fewer if the "
+        "ladder has fewer matchups. Each costs one fit per k.",
     )
     eta: Number | None = Field(
         None, ge=0, le=10, description="η of the replayed online rule in the report (default: the ladder's)."
