@@ -30,6 +30,7 @@ from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
+from app.rating.tuning import choose_rate
 from app.replays import Prepared, prepare, replay_log, replay_prepared
 from app.schemas import Page, one_more
 from app.storage.ladders import LadderRow
@@ -211,6 +212,8 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "seconds": result.seconds,
         "identifiability": identifiability_summary(found, state.keys),
     } | ({"guard": verdict} if verdict else {})
+    if params.tune_rate:
+        summary["rate"] = _rate(ladder, state)
     if ladder.seats:  # seats the log never names keep the prior
         seats = rating.Seats.fresh(len(ladder.seats))
         if result.seats is not None:
@@ -304,6 +307,20 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     history = rating.replay_history(start, state.log.take(train_games), rate, seats=fresh)
     seats = None if history.seats is None else history.seats.advantage
     return vars(evaluate(history.C, state.log, test, seats))
+
+
+def _rate(ladder: LadderRow, state: LadderLog) -> dict:
+    """The learning rate the ladder's log itself chooses (:func:`app.rating.tuning.choose_rate`), replayed from
+    the players' initial vectors, and each candidate's prequential log loss."""
+    current = rating.LearningRate(ladder.eta, ladder.eta_tau)
+    fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
+    choice = choose_rate(state.start, state.log, current, fresh)
+    return {
+        "eta": choice.rate.eta,
+        "eta_tau": choice.rate.tau,
+        "changed": choice.rate != current,
+        "candidates": choice.rows,
+    }
 
 
 def _advance(db: Database, refit_id: int, current: str, **values) -> bool:

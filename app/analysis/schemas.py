@@ -43,6 +43,14 @@ class RefitIn(StrictModel):
         "(`result.k_selection` gives each k's mean, standard error and loss per fold). Two or more need holdout > 0; "
         "when nothing could be held out, the smallest.",
     )
+    tune_rate: StrictBool = Field(
+        False,
+        description="Also choose the online rule's learning rate from the ladder's own log: each of 25 rates (η "
+        "times 0.25-4, τ none or 1-30) is replayed over every game from the initial vectors, each game predicted "
+        "from the games before it; `result.rate` gives the rate that predicted best if it beat the ladder's by more "
+        "than one standard error over games (else the ladder's own), and each candidate's log loss. Set it with "
+        "`PATCH /v1/ladders/{slug}` (`eta`, `eta_tau`).",
+    )
     folds: StrictInt = Field(
         FOLDS,
         ge=2,

@@ -109,6 +109,26 @@ def test_refit_job_apply_checkpoint_and_audit(client):
     assert client.post(f"{started.headers['location']}/apply", headers={}).status_code == 401
 
 
+def test_a_refit_chooses_the_learning_rate_from_the_ladders_own_log(client):
+    # A ladder set to a rate 16 times too fast for steady strengths: its own log says so, and the report's rate,
+    # once set, is what the log replays best with.
+    key = make_ladder(client, k=1, eta=4.0, seed=3)
+    h = bearer(key)
+    games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_500, seed=0)
+    for batch in (games[:750], games[750:]):
+        assert client.post("/v1/ladders/test/games/batch", json={"games": batch}, headers=h).status_code == 201
+    started = client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h)
+    rate = wait(client, started.headers["location"])["result"]["rate"]
+    assert len(rate["candidates"]) == 25 and rate["changed"] and rate["eta"] < 4.0
+    losses = {(row["eta"], row["tau"]): row["log_loss"] for row in rate["candidates"]}
+    assert losses[(rate["eta"], rate["eta_tau"])] == min(losses.values()) < losses[(4.0, 3.0)]
+    settings = {"eta": rate["eta"], "eta_tau": rate["eta_tau"]}
+    assert client.patch("/v1/ladders/test", json=settings, headers=h).status_code == 200
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
+    plain = client.post("/v1/ladders/test/refits", json={}, headers=h)
+    assert "rate" not in wait(client, plain.headers["location"])["result"]  # only when asked for
+
+
 def test_refit_errors(client):
     key = make_ladder(client, k=1)
     h = bearer(key)

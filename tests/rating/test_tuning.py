@@ -1,0 +1,59 @@
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from app.rating import GameLog, LearningRate, initial_vectors
+from app.rating.tuning import choose_rate, prequential_losses
+
+DEFAULT = LearningRate(0.7, 3.0)
+
+
+def elo_stream(m: int, n: int, drift: float, seed: int) -> GameLog:
+    """``n`` games between ``m`` players whose Elo strengths take a random walk of ``drift`` per game."""
+    rng = np.random.default_rng(seed)
+    r = rng.normal(0, 1, m)
+    i = rng.integers(0, m, n)
+    j = (i + rng.integers(1, m, n)) % m
+    outcome = np.empty(n)
+    for g in range(n):
+        r += rng.normal(0, drift, m)
+        outcome[g] = rng.random() < expit(r[i[g]] - r[j[g]])
+    return GameLog.from_pairs(i, j, outcome)
+
+
+def start(m: int) -> np.ndarray:
+    return initial_vectors([f"p{x}" for x in range(m)], 1, 0, 0.1, None)
+
+
+def test_each_game_is_scored_from_the_games_before_it():
+    # Equal players: the first game is a coin flip, ln 2 whoever wins; the second is predicted after the first.
+    C0 = np.tile([0.0, 1.0], (2, 1))
+    log = GameLog.from_pairs(np.array([0, 0]), np.array([1, 1]), np.array([1.0, 1.0]))
+    losses = prequential_losses(C0, log, LearningRate(0.5))
+    assert losses[0] == pytest.approx(np.log(2))
+    assert 0 < losses[1] < np.log(2)  # player 0 won the first: favoured now, and won again
+
+
+def test_a_drifting_field_gets_a_constant_rate_and_a_steady_one_a_shrinking_rate():
+    drifting = elo_stream(20, 8_000, 0.02, seed=1)
+    choice = choose_rate(start(20), drifting, DEFAULT)
+    rows = {(row["eta"], row["tau"]): row for row in choice.rows}
+    best = min(choice.rows, key=lambda row: row["log_loss"])
+    assert (choice.rate.eta, choice.rate.tau) == (best["eta"], best["tau"])  # the best, by more than its noise
+    assert choice.rate.tau is None  # strengths that keep moving need a rate that does not shrink
+    current = rows[(DEFAULT.eta, DEFAULT.tau)]
+    assert current["log_loss"] - best["log_loss"] > 5 * best["standard_error"]
+
+    # Fixed strengths: a rate that shrinks as players settle, better than any constant one.
+    steady = choose_rate(start(20), elo_stream(20, 8_000, 0.0, seed=1), DEFAULT)
+    assert steady.rate.tau is not None
+    chosen = next(row for row in steady.rows if (row["eta"], row["tau"]) == (steady.rate.eta, steady.rate.tau))
+    assert min(row["log_loss"] for row in steady.rows if row["tau"] is None) > chosen["log_loss"]
+
+
+def test_a_small_ladder_keeps_its_rate():
+    # 30 games cannot tell the rates apart: whatever predicted them best did so by less than the noise.
+    log = elo_stream(6, 30, 0.0, seed=2)
+    choice = choose_rate(start(6), log, DEFAULT)
+    assert choice.rate == DEFAULT
+    assert len(choice.rows) == 25 and choice.rows[0]["standard_error"] == 0.0
