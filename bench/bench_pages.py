@@ -50,11 +50,10 @@ from app.ladders.schemas import LadderCreate  # noqa: E402
 from app.ladders.service import create_ladder  # noqa: E402
 from app.migrate import upgrade  # noqa: E402
 from bench.bench_api import Server  # noqa: E402
+from tests.web.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 STATIC = ROOT / "app" / "web" / "static"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
 TARGET_MS = 300
 TARGET_BYTES = 150_000
 DOUBLES_SHARE = 0.2

@@ -16,23 +16,20 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import random
-import secrets
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
-ADMIN_KEY = secrets.token_urlsafe(24)
+sys.path.insert(0, str(ROOT))
+
+from tests.conftest import ADMIN_KEY, LIVE, live_server  # noqa: E402
+from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, SIZES  # noqa: E402
+
 SLUG = "office"
 
 # Name, and a strength in Elo points that the games are drawn from.
@@ -59,29 +56,6 @@ WEEKS = 5
 
 def key_of(name: str) -> str:
     return name.split()[0].lower().replace("é", "e").replace("ê", "e")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_server(database: Path) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = os.environ | {"MELO_DATABASE_URL": f"sqlite:///{database}", "MELO_ADMIN_KEY": ADMIN_KEY}
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--log-level", "warning"]
-    proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                return proc, base
-        except httpx.TransportError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("the server did not start")
 
 
 def play_times(rng: random.Random, now: datetime) -> list[datetime]:
@@ -136,19 +110,10 @@ def fill_office(base: str) -> str:
 def shoot(base: str, key: str, out: Path) -> list[Path]:
     from playwright.sync_api import expect, sync_playwright
 
-    sizes = {
-        "desktop": {"viewport": {"width": 1366, "height": 900}},
-        "phone": {
-            "viewport": {"width": 390, "height": 844},
-            "device_scale_factor": 2,
-            "is_mobile": True,
-            "has_touch": True,
-        },
-    }
     written = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for size, options in sizes.items():
+        for size, options in SIZES.items():
             context = browser.new_context(**options, locale="en-GB", timezone_id="Europe/London")
             # The key is saved, as in the browser of someone who records games.
             context.add_init_script(f"localStorage.setItem('melo-write-key:{SLUG}', '{key}')")
@@ -175,18 +140,13 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="leave the server running")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        proc, base = start_server(Path(tmp) / "melo.db")
-        try:
-            key = fill_office(base)
-            for path in shoot(base, key, args.out):
-                print(f"{path.relative_to(ROOT)}: {path.stat().st_size / 1000:.0f} kB")
-            if args.keep:
-                print(f"\n{base}/ladders/{SLUG}  (admin key {key}); Ctrl-C stops it")
-                proc.wait()
-        finally:
-            proc.terminate()
-            proc.wait(timeout=30)
+    with tempfile.TemporaryDirectory() as tmp, live_server(f"sqlite:///{tmp}/melo.db") as base:
+        key = fill_office(base)
+        for path in shoot(base, key, args.out):
+            print(f"{path}: {path.stat().st_size / 1000:.0f} kB")
+        if args.keep:
+            print(f"\n{base}/ladders/{SLUG}  (admin key {key}); Ctrl-C stops it")
+            LIVE[base].wait()
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from numpy.typing import ArrayLike
 
 from app.rating.games import GameLog
 from app.rating.model import Array
+from app.rating.refit import term_losses
 from app.rating.replay import replay_history
 from app.rating.seats import Seats
 from app.rating.update import LearningRate
@@ -38,9 +39,8 @@ class RateChoice:
 def prequential_losses(C0: ArrayLike, log: GameLog, rate: LearningRate, seats: Seats | None = None) -> Array:
     """Each game's log loss, its outcome predicted from the games before it only: the rule replayed from ``C0``
     at ``rate`` (its pair terms' losses, weighted as the fit weighs them)."""
-    p = np.clip(replay_history(C0, log, rate, seats=seats).pair_p, 1e-15, 1 - 1e-15)
-    s = log.pair_outcome
-    term = -(s * np.log(p) + (1 - s) * np.log1p(-p)) * log.pair_weight
+    every = np.arange(len(log.pair_a))
+    term = term_losses(replay_history(C0, log, rate, seats=seats).pair_p, log, every) * log.pair_weight
     return np.add.reduceat(term, log.pair_ptr[:-1]) if len(term) else np.zeros(0)
 
 

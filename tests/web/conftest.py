@@ -15,27 +15,8 @@ import httpx
 import pytest
 
 from tests.conftest import ADMIN_KEY, live_server
+from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, SIZES
 
-CHROMIUM = "/usr/bin/chromium"
-# As root Chromium needs --no-sandbox; the machine has no internet, so nothing may phone home.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-SIZES = {
-    "desktop": {"viewport": {"width": 1366, "height": 900}},
-    "phone": {
-        "viewport": {"width": 390, "height": 844},
-        "device_scale_factor": 2,
-        "is_mobile": True,
-        "has_touch": True,
-    },
-}
 # A small office: the key and the name of each player.
 PEOPLE = {
     "ann": "Ann Archer",
