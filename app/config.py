@@ -48,6 +48,11 @@ class Settings(BaseSettings):
     events_ttl_hours: float = Field(168.0, gt=0)
     #: Event streams (``GET …/events``) open at once per worker process; more get a 503 with Retry-After.
     max_streams: int = Field(1000, ge=0)
+    #: Requests started per iteration of a worker's event loop; the others wait their turn in order of arrival,
+    #: so that a burst of hundreds never holds the loop (and the liveness probe) for the work of all of them.
+    requests_per_step: int = Field(16, ge=1)
+    #: Requests waiting for their turn per worker; beyond, a 503 with Retry-After at once.
+    max_waiting_requests: int = Field(4096, ge=0)
     #: A request that has not begun its answer after this many seconds gets a 503 (a frozen database, say).
     request_timeout: float = Field(30.0, gt=0)
     connect_timeout: float = Field(5.0, gt=0)

@@ -261,7 +261,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/docs-assets", docs_assets, name="docs-assets")
     app.add_middleware(HotPredictions)  # innermost: GET …/predict's plain case, before routing
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
-    app.add_middleware(Edge, seconds=settings.request_timeout)
+    app.add_middleware(
+        Edge,
+        seconds=settings.request_timeout,
+        per_step=settings.requests_per_step,
+        queued=settings.max_waiting_requests,
+    )
     return app
 
 

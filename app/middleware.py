@@ -4,9 +4,11 @@ and body limits."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import UTC, datetime
 
@@ -73,6 +75,9 @@ DOCS_POLICY = PAGE_POLICY.replace(b"script-src 'self'", b"script-src 'self' 'uns
 class Edge:
     """What every HTTP request gets, in one layer (each layer costs every request):
 
+    * a turn: requests start at most ``per_step`` per iteration of the event loop, fewer while iterations run
+      long, the rest waiting in order of arrival (:class:`Turns`); beyond ``queued`` waiting, a request gets a
+      503 with ``Retry-After`` at once;
     * a deadline: a request that has not begun its answer after ``seconds`` gets a 503 problem with
       ``Retry-After``.  A worker thread blocked on a database that stopped answering (a frozen server, a network
       partition) cannot be interrupted, and no client-side timeout of the drivers covers it, so the client is
@@ -84,9 +89,10 @@ class Edge:
       are never logged.
     """
 
-    def __init__(self, app: ASGIApp, seconds: float) -> None:
+    def __init__(self, app: ASGIApp, seconds: float, per_step: int = 16, queued: int = 4096) -> None:
         self.app, self.seconds = app, seconds
         self.deadlines = Deadlines(seconds)
+        self.turns = Turns(per_step, queued)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -125,6 +131,12 @@ class Edge:
         if timed:
             self.deadlines.start(answer, expire)
         try:
+            if timed and not self.turns.enter_now():
+                if not await self.turns.wait():
+                    await handlers.problem_response(BUSY, {"Retry-After": "1"})(scope, receive, answer)
+                    return
+                if late:  # answered 503 while it waited: the work would be thrown away
+                    return
             await self.app(scope, receive, answer)
         except Exception:
             if late:
@@ -139,6 +151,74 @@ class Edge:
                 self.deadlines.done(answer)
             route = getattr(scope.get("route"), "path", None) or "(unmatched)"
             _record(scope["method"], route, scope["path"], status, start)
+
+
+BUSY = errors.Unavailable("The server has too many requests waiting; try again in a second.")
+
+
+class Turns:
+    """Requests start a few at a time: at most ``allowance`` in each iteration of the event loop, the others
+    waiting in order of arrival (at most ``queued`` of them).
+
+    Handlers share one event loop, and the loop reads its sockets (the liveness probe's among them) only
+    between iterations.  A burst of 400 requests would otherwise all start in one iteration, and everything
+    else would wait for their combined work (3 s behind 400 of the largest match predictions was measured).
+    The allowance follows the loop: it halves when an iteration took longer than ``budget`` seconds (heavy
+    requests: one or two start per iteration) and grows by one, up to ``most``, after each that did not
+    (light requests start many at a time, with no waiting).  A request that waits for the database, a thread
+    or a stream's next event holds up nobody.
+    """
+
+    def __init__(self, most: int, queued: int, budget: float = 0.005) -> None:
+        self.most, self.queued, self.budget = most, queued, budget
+        self.allowance = most
+        self.started = 0  # in this iteration
+        self.waiting: deque[asyncio.Future] = deque()
+        self.stepping = False
+        self.mark = 0.0  # when this iteration's step ran
+
+    def enter_now(self) -> bool:
+        """Start now if this iteration has room and nobody waits."""
+        if self.started >= self.allowance or self.waiting:
+            return False
+        self.started += 1
+        self._next_step()
+        return True
+
+    async def wait(self) -> bool:
+        """Wait for a later iteration (True), or False at once if the queue is full."""
+        if len(self.waiting) >= self.queued:
+            return False
+        turn = asyncio.get_running_loop().create_future()
+        self.waiting.append(turn)
+        self._next_step()
+        try:
+            await turn
+        except asyncio.CancelledError:
+            with contextlib.suppress(ValueError):
+                self.waiting.remove(turn)
+            raise
+        return True
+
+    def _next_step(self) -> None:
+        if not self.stepping:
+            self.stepping, self.mark = True, time.perf_counter()
+            asyncio.get_running_loop().call_soon(self._step)
+
+    def _step(self) -> None:
+        """At the next iteration: adjust the allowance to how long the last one took, start the first waiters,
+        and come again while any are left."""
+        now = time.perf_counter()
+        heavy = now - self.mark > self.budget
+        self.allowance = max(1, self.allowance // 2) if heavy else min(self.most, self.allowance + 1)
+        self.stepping, self.started = False, 0
+        while self.waiting and self.started < self.allowance:
+            turn = self.waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)
+                self.started += 1
+        if self.waiting:
+            self._next_step()
 
 
 class Deadlines:

@@ -136,17 +136,26 @@ async def table(db: Database, ladder: LadderRow) -> Table:
         return await anyio.to_thread.run_sync(load)
 
 
-async def vectors(db: Database, ladder: LadderRow, keys: list[str]) -> Vectors:
+#: At most this many new players' initial vectors are drawn on the event loop (8 µs each); more, in the compute
+#: thread.
+NEW_HERE = 64
+
+
+async def vectors(db: Database, ladder: LadderRow, keys: list[str], request: Request | None = None) -> Vectors:
     """The ladder version they were read at, the rows of ``keys`` (in that order), whether each names a
     player, and the ladder's draw share; a key that names none yet gets the initial vector the ladder would give
-    them.  Keys are matched as the ladder matches them (case-folded, through its aliases); two spellings of one
-    player are a 422."""
+    them (more than ``NEW_HERE`` of them in the compute thread, given the ``request``).  Keys are matched as the
+    ladder matches them (case-folded, through its aliases); two spellings of one player are a 422."""
     players = _players(ladder, keys)
     now, found = await storage.players.vectors(db.fetch, ladder.id, players, 2 * ladder.k)
     known = [p in found for p in players]
     if not all(known):
         new = [p for p in players if p not in found]
-        found |= dict(zip(new, ladder.initial_vectors(new), strict=True))
+        if request is not None and len(new) > NEW_HERE:
+            drawn = await compute(request, ladder.initial_vectors, new)
+        else:
+            drawn = ladder.initial_vectors(new)
+        found |= dict(zip(new, drawn, strict=True))
     return Vectors(now[0] if now else 0, np.array([found[p] for p in players]), known, now[3] if now else None)
 
 

@@ -37,17 +37,27 @@ async def predict_pair(
     return JSONResponse(service.pair(a, b, *await reads.vectors(db, ladder, [a, b]), shift))
 
 
-@router.post("", response_model=MatchPrediction, responses=problems(404, 422))
-async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: CallerDep) -> JSONResponse:
+#: Matches of more players than this are computed and rendered in the compute thread (a 64-side matrix's JSON
+#: alone is milliseconds of work).
+LARGE_MATCH = 64
+
+
+@router.post("", response_model=MatchPrediction, responses=problems(404, 422, 503))
+async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: CallerDep, request: Request) -> JSONResponse:
     """Win-probability matrix and expected scores for N sides (players or ad-hoc teams, with seat advantages), with
     the sides as given (who each row and column is). Keys that name no player yet stand for the initial vectors
-    they would start from (`known` false)."""
+    they would start from (`known` false). Large matches are computed in a thread beside the other requests, one
+    at a time per worker; one that cannot start within the request deadline gets a 503."""
     ladder = await reads.ladder(db, slug, caller)
     keys = service.match_keys(data)
     wanted = {f"sides[{n}].seat": side.seat for n, side in enumerate(data.sides) if side.seat is not None}
     learned = await reads.seat_advantages(db, ladder, wanted)
-    version, C, known, draw_share = await reads.vectors(db, ladder, keys)
-    return JSONResponse(service.match(data, C, known, draw_share, learned) | {"ladder_version": version})
+    version, C, known, draw_share = await reads.vectors(db, ladder, keys, request)
+
+    def answer() -> JSONResponse:
+        return JSONResponse(service.match(data, C, known, draw_share, learned) | {"ladder_version": version})
+
+    return await reads.compute(request, answer) if len(keys) > LARGE_MATCH else answer()
 
 
 teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"], responses=LADDER_ACCESS)
@@ -63,6 +73,6 @@ async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDe
     split it found. Searches run one at a time per worker, in a thread beside the other requests; one that
     cannot start within the request deadline gets a 503. Nothing is written."""
     ladder = await reads.ladder(db, slug, caller)
-    version, C, *_ = await reads.vectors(db, ladder, service.team_keys(data))
+    version, C, *_ = await reads.vectors(db, ladder, service.team_keys(data), request)
     split = await reads.compute(request, service.fair_teams, data, C)
     return JSONResponse(split | {"ladder_version": version})

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 
 from app.rating import RatingInputError, initial_vectors, stable_hash
+from app.rating.initial import _seed_words
 
 
 def test_stable_hash_is_fixed_across_processes():
@@ -42,3 +43,31 @@ def test_invalid_initialisation_is_rejected(kwargs, field):
     with pytest.raises(RatingInputError) as err:
         initial_vectors(["a"], **args)
     assert err.value.field == field
+
+
+def numpy_reference(keys, k, seed, scale, offset=None):
+    """The definition: row i is offset + scale · default_rng([seed, stable_hash(key)]).standard_normal(2k)."""
+    mu = np.zeros(2 * k) if offset is None else np.asarray(offset, dtype=np.float64)
+    return np.array(
+        [mu + scale * np.random.default_rng([seed, stable_hash(key)]).standard_normal(2 * k) for key in keys]
+    )
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2**31 + 7, 2**32, 2**40 + 3, 2**63 + 5])
+@pytest.mark.parametrize("k", [1, 3])
+def test_initial_vectors_are_numpys_default_rng_draws_bit_for_bit(seed, k):
+    rng = np.random.default_rng(seed % 1000)
+    keys = [f"p{n}" for n in rng.integers(0, 10**12, 500)] + ["", "Straße", "a" * 128, "🏓"]
+    offset = np.arange(2 * k) / 3
+    np.testing.assert_array_equal(
+        initial_vectors(keys, k, seed, 0.7, offset), numpy_reference(keys, k, seed, 0.7, offset)
+    )
+    assert initial_vectors([], k, seed, 0.7).shape == (0, 2 * k)
+
+
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 7])
+def test_seed_words_are_seedsequences_state_for_any_entropy_length(length):
+    # A key whose hash is below 2**32 (one chance in 2**32) seeds with one word fewer, a large seed with more.
+    entropy = np.random.default_rng(length).integers(0, 2**32, (50, length), dtype=np.uint64)
+    expected = [np.random.SeedSequence(row.tolist()).generate_state(4, np.uint64) for row in entropy]
+    np.testing.assert_array_equal(_seed_words(entropy), np.array(expected))
