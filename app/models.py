@@ -88,6 +88,10 @@ class Ladder(Base):
     auto_create_players: Mapped[bool]
     #: Start a guarded background refit as the log grows (app.analysis.auto).
     auto_refit: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: The auto refits also choose η and τ from the log (app.rating.tuning); false: pinned as an admin set them.
+    auto_rate: Mapped[bool] = mapped_column(default=True, server_default=true())
+    #: The latest rate a refit chose and applied, and its evidence (``RateChoiceOut``); null: none yet.
+    rate_choice: Mapped[dict | None] = mapped_column(JSON)
     #: The hash of the key the ladder was created with (also its first admin key in api_keys).
     write_key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

@@ -82,7 +82,7 @@ def start_if_due(db: Database, ladder_id: int) -> int | None:
         if due is None:
             return None
         ladder, games = due
-        params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True)
+        params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True, tune_rate=ladder.auto_rate)
         try:
             job_id = refits.start_refit(session, ladder, params, log_games=games).id
         except TooManyRequests:  # the queue is full: the policy asks again as the log grows

@@ -163,18 +163,26 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         error = "nothing to fit: the ladder has no games that count (voided since this refit was started)"
         _advance(db, refit_id, "running", status="failed", progress=1.0, error=error, finished_at=datetime.now(UTC))
         return
-    verdict, select_k, fit_progress = None, params.select_k, report
-    if params.auto:  # the guard's fit takes the first half of the progress bar, the whole log's the second
-        verdict = _guard(ladder, state, recent, params, lambda done, total: report(done, 2 * total))
+    # The progress bar in parts: the rate's replays (if asked for), the guard's fit (an auto refit), the fit.
+    parts = [name for name, wanted in (("rate", params.tune_rate), ("guard", params.auto), ("fit", True)) if wanted]
+
+    def part(name: str):
+        n = parts.index(name)
+        return lambda done, total: report(n * total + done, len(parts) * total)
+
+    rate = _rate(ladder, state, part("rate")) if params.tune_rate else None
+    verdict, select_k = None, params.select_k
+    if params.auto:
+        verdict = _guard(ladder, state, recent, params, part("guard"))
         if not verdict["better"]:
-            summary = {"games": state.log.n_games, "players": m, "guard": verdict}
+            summary = {"games": state.log.n_games, "players": m, "guard": verdict} | ({"rate": rate} if rate else {})
             rejected = {"status": "rejected", "progress": 1.0, "result": summary, "finished_at": datetime.now(UTC)}
-            _advance(db, refit_id, "running", **rejected)
+            if rate is not None and rate["changed"]:  # the rate has its own guard: applied all the same
+                db.write(lambda session: _reject_and_apply_rate(session, ladder, refit_id, rejected))
+            else:
+                _advance(db, refit_id, "running", **rejected)
             return
         select_k = [verdict["k"]]
-
-        def fit_progress(done: int, total: int) -> None:
-            report(total + done, 2 * total)
 
     result = fit_log(
         state.log,
@@ -186,7 +194,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         seed=params.seed,
         current=state.stored,
         select_k=select_k,
-        progress=fit_progress,
+        progress=part("fit"),
         current_seats=state.stored_seats,
         folds=params.folds,
     )
@@ -212,8 +220,8 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "seconds": result.seconds,
         "identifiability": identifiability_summary(found, state.keys),
     } | ({"guard": verdict} if verdict else {})
-    if params.tune_rate:
-        summary["rate"] = _rate(ladder, state)
+    if rate is not None:
+        summary["rate"] = rate
     if ladder.seats:  # seats the log never names keep the prior
         seats = rating.Seats.fresh(len(ladder.seats))
         if result.seats is not None:
@@ -309,18 +317,54 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     return vars(evaluate(history.C, state.log, test, seats))
 
 
-def _rate(ladder: LadderRow, state: LadderLog) -> dict:
+def _rate(ladder: LadderRow, state: LadderLog, progress) -> dict:
     """The learning rate the ladder's log itself chooses (:func:`app.rating.tuning.choose_rate`), replayed from
-    the players' initial vectors, and each candidate's prequential log loss."""
+    the players' initial vectors, each candidate's prequential log loss, and the rate it was compared with."""
     current = rating.LearningRate(ladder.eta, ladder.eta_tau)
     fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
-    choice = choose_rate(state.start, state.log, current, fresh)
+    choice = choose_rate(state.start, state.log, current, fresh, progress)
+    chosen = next(row for row in choice.rows if (row["eta"], row["tau"]) == (choice.rate.eta, choice.rate.tau))
     return {
         "eta": choice.rate.eta,
         "eta_tau": choice.rate.tau,
         "changed": choice.rate != current,
+        "previous_eta": current.eta,
+        "previous_eta_tau": current.tau,
+        "log_loss": chosen["log_loss"],
+        "previous_log_loss": choice.rows[0]["log_loss"],
+        "standard_error": chosen["standard_error"],
+        "games": state.log.n_games,
+        "applied": False,
         "candidates": choice.rows,
     }
+
+
+def _reject_and_apply_rate(session: Session, ladder: LadderRow, refit_id: int, rejected: dict) -> None:
+    """An auto refit whose fit the guard rejected, but whose rate choice stands: recorded, and the rate applied."""
+    if not storage.refits.advance(session, refit_id, "running", rejected):  # cancelled meanwhile
+        return
+    storage.players.lock_all(session, ladder.id)
+    fresh = storage.ladders.by_id(session, ladder.id)
+    if fresh is not None and _set_rate(session, fresh, storage.refits.get(session, refit_id)):
+        replay_log(session, storage.ladders.by_id(session, ladder.id))
+        storage.ladders.bump(session, [ladder.id], reset=True)
+
+
+def _set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
+    """Give the ladder the learning rate the refit ``job`` chose, if it chose a new one, the ladder's rate is not
+    pinned, and it is still the one the choice was compared with (the caller holds every player's lock, then
+    replays the log and bumps the ladder with ``reset``); record it on the ladder and in the refit's report."""
+    rate = (job.result or {}).get("rate")
+    if not rate or not rate["changed"] or not ladder.auto_rate:
+        return False
+    if (ladder.eta, ladder.eta_tau) != (rate["previous_eta"], rate["previous_eta_tau"]):
+        return False  # an admin set another rate since
+    now = datetime.now(UTC)
+    fields = ("eta", "eta_tau", "previous_eta", "previous_eta_tau", "log_loss", "previous_log_loss", "standard_error")
+    choice = {name: rate[name] for name in (*fields, "games")} | {"refit": job.id, "applied_at": now.isoformat()}
+    storage.ladders.change(session, ladder.id, {"eta": rate["eta"], "eta_tau": rate["eta_tau"], "rate_choice": choice})
+    storage.refits.update(session, job.id, {"result": job.result | {"rate": rate | {"applied": True}}})
+    return True
 
 
 def _advance(db: Database, refit_id: int, current: str, **values) -> bool:
@@ -379,7 +423,8 @@ def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | Non
 
 def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepared | None = None) -> CheckpointOut:
     """Checkpoint the refit's vectors after its last game and replay the later games on top (mathematics §9); their
-    history shows the replayed vectors.
+    history shows the replayed vectors.  A learning rate the refit chose (``tune_rate``) is applied with it, unless
+    the ladder's rate is pinned or was changed since (:func:`_set_rate`).
 
     With ``prepared`` (:func:`prepare_apply`), the replay up to the newest game it saw is only written here,
     and the games committed since replayed on top: the writer's lock is held for writes, not for reading and
@@ -400,14 +445,17 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
         raise Conflict(
             f"The refit fitted vectors of another k than the ladder's k = {ladder.k}; run it again.", field="refit_id"
         )
+    new_rate = _set_rate(session, ladder, job)
+    if new_rate:  # the games after the checkpoint are replayed at the new rate
+        ladder = storage.ladders.by_id(session, ladder.id) or ladder
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
     replayed = None
     if prepared is not None and prepared.checkpoint.refit_id == job.id:
-        replayed = replay_prepared(session, ladder, prepared)
+        replayed = replay_prepared(session, ladder, prepared)  # stale after a new rate: None
     if replayed is None:
         replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})
     storage.events.add(session, ladder.id, "refit", {"refit": job.id})
-    storage.ladders.bump(session, [ladder.id])
+    storage.ladders.bump(session, [ladder.id], reset=new_rate)
     after_game = storage.games.number_of(session, job.after_game_id) or 0
     return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=after_game, replayed_games=replayed)

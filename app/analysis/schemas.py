@@ -48,8 +48,10 @@ class RefitIn(StrictModel):
         description="Also choose the online rule's learning rate from the ladder's own log: each of 25 rates (η "
         "times 0.25-4, τ none or 1-30) is replayed over every game from the initial vectors, each game predicted "
         "from the games before it; `result.rate` gives the rate that predicted best if it beat the ladder's by more "
-        "than one standard error over games (else the ladder's own), and each candidate's log loss. Set it with "
-        "`PATCH /v1/ladders/{slug}` (`eta`, `eta_tau`).",
+        "than one standard error over games (else the ladder's own), each candidate's log loss, and whether it was "
+        "applied. Applying the refit applies the rate too (the log replayed with it), unless the ladder's rate is "
+        "pinned (`auto_rate` false) or was changed since. Auto refits choose it on ladders with `auto_rate`, and "
+        "apply it even when the guard keeps their fit out.",
     )
     folds: StrictInt = Field(
         FOLDS,

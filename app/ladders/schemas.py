@@ -48,6 +48,13 @@ class LadderCreate(StrictModel):
         "apply the refit as a checkpoint only if it would have predicted the latest games better than the online "
         "ratings did (GET …/refits shows each one).",
     )
+    auto_rate: bool = Field(
+        True,
+        description="Each auto refit also chooses the learning rate (η and τ) from the ladder's own log: 25 rates "
+        "are replayed over every game, each game predicted only from the games before it, and the one that predicted "
+        "best is applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard "
+        "error over games. false: the rate stays as set (pinned).",
+    )
     case_insensitive_keys: bool = Field(
         True,
         description='Match player keys case-insensitively: "Ann" and "ann" are one player. Keys are stored '
@@ -85,6 +92,11 @@ class LadderPatch(StrictModel):
     name: Name | None = None
     auto_create_players: StrictBool | None = None
     auto_refit: StrictBool | None = None
+    auto_rate: StrictBool | None = Field(
+        None,
+        description="true: the auto refits choose the learning rate from the ladder's log; false: pin it. Setting "
+        "`eta` or `eta_tau` pins it too, unless `auto_rate: true` is sent with them.",
+    )
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
     case_insensitive_keys: StrictBool | None = Field(
         None,
@@ -183,6 +195,21 @@ class SeatOut(BaseModel):
     advantage_elo_se: float = Field(description="Its standard error in Elo points.")
 
 
+class RateChoiceOut(BaseModel):
+    """The learning rate a refit chose from the ladder's own log and applied, and what it was chosen on."""
+
+    eta: float
+    eta_tau: float | None
+    previous_eta: float = Field(description="The rate it replaced.")
+    previous_eta_tau: float | None
+    log_loss: float = Field(description="Mean prequential log loss per game of the log at the chosen rate.")
+    previous_log_loss: float = Field(description="The same at the rate it replaced.")
+    standard_error: float = Field(description="The standard error (over games) of the difference of the two.")
+    games: int = Field(description="Games of the log the rates were compared on.")
+    refit: int = Field(description="The refit that chose it (`GET …/refits/{id}` lists every candidate).")
+    applied_at: datetime
+
+
 class LadderOut(BaseModel):
     slug: str
     name: str | None
@@ -194,6 +221,12 @@ class LadderOut(BaseModel):
     seed: int
     auto_create_players: bool
     auto_refit: bool
+    auto_rate: bool = Field(
+        description="The auto refits choose the learning rate from the log (false: it is pinned as set)."
+    )
+    rate_choice: RateChoiceOut | None = Field(
+        None, description="The latest learning rate a refit chose and applied; null: none has (the rate is as set)."
+    )
     private: bool
     case_insensitive_keys: bool
     created_at: datetime

@@ -74,10 +74,11 @@ def list_ladders(session: Session, caller: Caller, limit: int, cursor: str | Non
 
 def ladder_out(session: Session, ladder: LadderRow) -> LadderOut:
     players, games = storage.ladders.sizes(session, ladder.id)
-    own = ("players", "games", "seats", "auto_refit_note")
+    own = ("players", "games", "seats", "auto_refit_note", "rate_choice")
     fields = {c: getattr(ladder, c) for c in LadderOut.model_fields if c not in own}
     note, seats = refit_policy.note(session, ladder), _seats_out(session, ladder)
-    return LadderOut(**fields, players=players, games=games, auto_refit_note=note, seats=seats)
+    choice = storage.ladders.rate_choice(session, ladder.id)
+    return LadderOut(**fields, players=players, games=games, auto_refit_note=note, seats=seats, rate_choice=choice)
 
 
 def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
@@ -92,12 +93,15 @@ def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
 
 
 def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
-    """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``) takes effect by replaying the
+    """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``; setting either pins the rate, as
+    ``auto_rate: false``, unless ``auto_rate`` is given too) takes effect by replaying the
     log with it, exactly as a void's replay does: the ratings then equal those of a ladder that always had it (for
     a new k, from the start; for a new rate, since the latest checkpoint), which ``/audit`` checks.  Matching keys
     case-insensitively from now on folds every key and alias (:func:`_fold_keys`)."""
     values = patch.model_dump(exclude_unset=True)
-    for name in ("auto_create_players", "auto_refit", "private", "case_insensitive_keys", "k"):
+    if ("eta" in values or "eta_tau" in values) and "auto_rate" not in values:
+        values["auto_rate"] = False  # an admin's rate is pinned
+    for name in ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "k"):
         if name in values and values[name] is None:
             message = "must be a whole number from 1 to 8" if name == "k" else "must be true or false"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])

@@ -35,6 +35,8 @@ class LadderRow:
     seed: int
     auto_create_players: bool
     auto_refit: bool
+    #: The auto refits choose η and τ from the log (false: pinned).
+    auto_rate: bool
     write_key_hash: str
     created_at: datetime
     version: int
@@ -182,6 +184,11 @@ def delete(session: Session, ladder: LadderRow) -> None:
 def forget(engine: Engine, slug: str) -> None:
     """Drop a ladder this process remembers under ``slug`` (it was deleted, and the slug may be taken again)."""
     cache.of(engine, "ladders").pop(slug, None)
+
+
+def rate_choice(session: Session, ladder_id: int) -> dict | None:
+    """The latest learning rate a refit chose and applied (``RateChoiceOut``'s fields), or None."""
+    return session.execute(select(Ladder.rate_choice).where(Ladder.id == ladder_id)).scalar_one_or_none()
 
 
 def change(session: Session, ladder_id: int, values: dict) -> None:

@@ -109,24 +109,66 @@ def test_refit_job_apply_checkpoint_and_audit(client):
     assert client.post(f"{started.headers['location']}/apply", headers={}).status_code == 401
 
 
-def test_a_refit_chooses_the_learning_rate_from_the_ladders_own_log(client):
-    # A ladder set to a rate 16 times too fast for steady strengths: its own log says so, and the report's rate,
-    # once set, is what the log replays best with.
+def test_a_refit_chooses_the_learning_rate_from_the_ladders_own_log_and_applying_it_sets_it(client):
+    # A ladder set to a rate 16 times too fast for steady strengths: its own log says so; applying the refit
+    # replays the log with the rate it chose.
     key = make_ladder(client, k=1, eta=4.0, seed=3)
     h = bearer(key)
     games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_500, seed=0)
     for batch in (games[:750], games[750:]):
         assert client.post("/v1/ladders/test/games/batch", json={"games": batch}, headers=h).status_code == 201
+    assert client.get("/v1/ladders/test").json()["rate_choice"] is None
     started = client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h)
     rate = wait(client, started.headers["location"])["result"]["rate"]
-    assert len(rate["candidates"]) == 25 and rate["changed"] and rate["eta"] < 4.0
+    assert len(rate["candidates"]) == 25 and rate["changed"] and rate["eta"] < 4.0 and not rate["applied"]
     losses = {(row["eta"], row["tau"]): row["log_loss"] for row in rate["candidates"]}
-    assert losses[(rate["eta"], rate["eta_tau"])] == min(losses.values()) < losses[(4.0, 3.0)]
-    settings = {"eta": rate["eta"], "eta_tau": rate["eta_tau"]}
-    assert client.patch("/v1/ladders/test", json=settings, headers=h).status_code == 200
+    assert losses[(rate["eta"], rate["eta_tau"])] == rate["log_loss"] == min(losses.values())
+    assert rate["previous_log_loss"] == losses[(4.0, 3.0)] > rate["log_loss"] + rate["standard_error"]
+    assert client.post(f"{started.headers['location']}/apply", headers=h).status_code == 200
+    ladder = client.get("/v1/ladders/test").json()
+    assert (ladder["eta"], ladder["eta_tau"], ladder["auto_rate"]) == (rate["eta"], rate["eta_tau"], True)
+    choice = ladder["rate_choice"]
+    assert choice["refit"] == int(started.headers["location"].rsplit("/", 1)[1]) and choice["games"] == 1_500
+    assert (choice["previous_eta"], choice["previous_eta_tau"], choice["log_loss"]) == (4.0, 3.0, rate["log_loss"])
+    assert client.get(started.headers["location"]).json()["result"]["rate"]["applied"] is True
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
     plain = client.post("/v1/ladders/test/refits", json={}, headers=h)
     assert "rate" not in wait(client, plain.headers["location"])["result"]  # only when asked for
+
+
+def test_a_pinned_rate_is_left_as_set(client):
+    key = make_ladder(client, k=1, seed=3)
+    h = bearer(key)
+    games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_500, seed=0)
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h).status_code == 201
+    pinned = client.patch("/v1/ladders/test", json={"eta": 4.0}, headers=h).json()  # an admin's rate: pinned
+    assert (pinned["eta"], pinned["auto_rate"]) == (4.0, False)
+    started = client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h)
+    rate = wait(client, started.headers["location"])["result"]["rate"]
+    assert rate["changed"]  # the log says another rate is better: reported, not applied
+    assert client.post(f"{started.headers['location']}/apply", headers=h).status_code == 200
+    ladder = client.get("/v1/ladders/test").json()
+    assert (ladder["eta"], ladder["rate_choice"]) == (4.0, None)
+    unpinned = {"eta": 4.0, "eta_tau": 3.0, "auto_rate": True}
+    assert client.patch("/v1/ladders/test", json=unpinned, headers=h).json()["auto_rate"] is True
+
+
+def test_an_auto_refit_chooses_and_applies_the_rate_whatever_its_guard_says(client):
+    auto._posted.clear()
+    key = make_ladder(client, k=1, eta=4.0, seed=3)  # auto_refit and auto_rate: the defaults
+    h = bearer(key)
+    games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_100, seed=1)
+    client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h)
+    client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=h)
+    auto.wait_for_checks()
+    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
+    assert started["params"]["tune_rate"] is True
+    job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
+    rate = job["result"]["rate"]
+    assert job["status"] in ("done", "rejected") and rate["changed"] and rate["applied"], job
+    ladder = client.get("/v1/ladders/test").json()
+    assert ladder["eta"] == rate["eta"] < 4.0 and ladder["rate_choice"]["refit"] == job["id"]
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
 
 def test_refit_errors(client):

@@ -3,7 +3,8 @@ import pytest
 from scipy.special import expit
 
 from app.rating import GameLog, LearningRate, initial_vectors
-from app.rating.tuning import choose_rate, prequential_losses
+from app.rating.seats import Seats
+from app.rating.tuning import choose_rate, prequential_losses, prequential_losses_many
 
 DEFAULT = LearningRate(0.7, 3.0)
 
@@ -57,3 +58,27 @@ def test_a_small_ladder_keeps_its_rate():
     choice = choose_rate(start(6), log, DEFAULT)
     assert choice.rate == DEFAULT
     assert len(choice.rows) == 25 and choice.rows[0]["standard_error"] == 0.0
+
+
+def test_rates_replayed_together_score_each_game_as_a_replay_of_each_alone():
+    log = elo_stream(30, 3_000, 0.01, seed=3)
+    rates = [LearningRate(0.1), LearningRate(0.7, 3.0), LearningRate(2.8, 30.0)]
+    together = prequential_losses_many(start(30), log, rates)
+    for rate, row in zip(rates, together, strict=True):
+        np.testing.assert_array_equal(row, prequential_losses(start(30), log, rate))
+
+
+def test_with_seats_too_the_rates_together_score_each_game_as_a_replay_of_each_alone():
+    # White wins more, a seat learned game by game; some games are played with no seat.
+    rng = np.random.default_rng(4)
+    m, n = 40, 3_000
+    r = rng.normal(0, 1, m)
+    i = rng.integers(0, m, n)
+    j = (i + rng.integers(1, m, n)) % m
+    seated = rng.random(n) < 0.8
+    outcome = (rng.random(n) < expit(r[i] - r[j] + 0.4 * seated)).astype(float)
+    log = GameLog.from_pairs(i, j, outcome, seats=(np.where(seated, 0, -1), np.where(seated, 1, -1)))
+    rates = [LearningRate(eta, tau) for eta in (0.2, 2.8) for tau in (None, 10.0)]
+    together = prequential_losses_many(start(m), log, rates, Seats.fresh(2))
+    for rate, row in zip(rates, together, strict=True):
+        np.testing.assert_array_equal(row, prequential_losses(start(m), log, rate, Seats.fresh(2)))
