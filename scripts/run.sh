@@ -11,7 +11,9 @@ if [ -z "${MELO_ADMIN_KEY:-}" ]; then
 fi
 $MELO migrate
 if [ ! -f data/demo-write-key.txt ]; then
-  $MELO create-ladder chess-demo --k 1 | .venv/bin/python -c "import json, sys; print(json.load(sys.stdin)['write_key'])" > data/demo-write-key.txt
+  # The ladder's first key is an admin key (settings, keys, deleting it); the office gets a write key to record games.
+  $MELO create-ladder chess-demo --k 1 | .venv/bin/python -c "import json, sys; print(json.load(sys.stdin)['admin_key'])" > data/demo-admin-key.txt
+  $MELO keys chess-demo create "make run" --role write | sed -n 's/.*shown only now: //p' > data/demo-write-key.txt
   $MELO import chess-demo tests/data/chess_engines.json --format chess
 fi
 PORT=${PORT:-8000}
@@ -23,7 +25,7 @@ cat <<EOT
   demo ladder:         http://127.0.0.1:$PORT/ladders/chess-demo
   demo leaderboard API: http://127.0.0.1:$PORT/v1/ladders/chess-demo/leaderboard
   admin key:           $MELO_ADMIN_KEY
-  chess-demo write key: $(cat data/demo-write-key.txt)
+  chess-demo write key: $(cat data/demo-write-key.txt)   (records games)$([ -f data/demo-admin-key.txt ] && printf '\n  chess-demo admin key: %s   (settings and keys)' "$(cat data/demo-admin-key.txt)")
 
 EOT
 exec $MELO serve --host "$HOST" --port "$PORT"

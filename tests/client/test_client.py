@@ -318,3 +318,16 @@ def test_the_async_client_listens_too(server):
             assert kinds == ["game", "void"]
 
     asyncio.run(main())
+
+
+def test_post_many_answers_are_games_made_when_read():
+    from melo_client.models import PostedGames
+
+    answers = [({"id": n, "sides": [], "played_at": None}, n == 2) for n in range(1, 4)]
+    posted = PostedGames(answers[:2])
+    posted += PostedGames(answers[2:])
+    assert len(posted) == 3 and posted._made == {}  # nothing made until read
+    assert posted[-1].id == 3 and posted[-1] is posted[2] and posted[1].replayed and not posted[0].replayed
+    assert [g.id for g in posted[::2]] == [1, 3] and [g.id for g in posted] == [1, 2, 3]
+    with pytest.raises(IndexError):
+        posted[3]

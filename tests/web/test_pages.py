@@ -277,6 +277,23 @@ def test_the_standings_on_a_phone_show_rank_name_rating_and_form_with_details_a_
     expect(row.locator("button.toggle")).to_be_hidden()
 
 
+def test_opening_a_players_details_on_a_phone_keeps_the_names_width(base, open_page):
+    # Players known by their keys only: a details row spanning the columns a phone hides once squeezed their
+    # names to a letter a line (127 px to 25 px).
+    ladder = make_ladder(base, "keys-only", games=False)
+    keys = ["kim", "lu", "max", "ned", "ola", "pia"]
+    for n in range(30):
+        if n % 6 != (3 * n + 1) % 6:
+            ladder.post([keys[n % 6]], [keys[(3 * n + 1) % 6]])
+    page = open_page("phone")
+    page.goto(ladder.url)
+    row = page.locator("#board tbody tr[data-key=kim]")
+    width = row.locator("td.player").bounding_box()["width"]
+    row.locator("button.toggle").click()
+    expect(page.locator("#details-kim")).to_be_visible()
+    assert abs(row.locator("td.player").bounding_box()["width"] - width) < 1 and width > 80
+
+
 def test_games_say_when_they_were_played_and_each_players_change(base, desktop, office):
     desktop.goto(office.url)
     desktop.wait_for_selector("#feed li.game")

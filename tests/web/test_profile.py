@@ -4,6 +4,7 @@ with today's chances, recent games with partners and changes; renaming, and old 
 from __future__ import annotations
 
 import re
+from datetime import datetime
 
 import httpx
 from playwright.sync_api import expect
@@ -71,6 +72,10 @@ def test_form_streaks_chart_head_to_head_and_recent_games(base, open_page):
     expect(item.locator(".chg")).to_have_text(shown(doubles["elo_change"]))
     expect(page.locator(f"#history li[data-game='{history[1]['game_id']}']")).to_contain_text("Lost to Fay Fox")
     expect(page.locator("#next li")).not_to_have_count(0)
+
+    # Playing since the first game (a week ago), not since the player's row was made (today).
+    first = datetime.fromisoformat(history[-1]["played_at"].replace("Z", "+00:00"))
+    expect(page.locator("#more")).to_contain_text(f"Playing since{first.day} {first:%b}")
 
 
 def test_rename_a_player_on_their_page(base, open_page):

@@ -10,6 +10,10 @@ import { recordForm } from "./record.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
 const PAGE = 50; // leaderboard rows at first, and per "show more"
+// A phone shows five of the standings' nine columns: a row across the table spans those it shows, as a cell
+// spanning hidden columns would squeeze the names.
+const PHONE = window.matchMedia("(max-width: 759.98px)");
+const across = () => (PHONE.matches ? "5" : "9");
 const FEED = 12; // results listed
 const ACTIVITY = 100; // latest games the "most active" list counts
 const REFRESH_MS = 250; // a burst of changes causes one reload
@@ -59,6 +63,8 @@ class LadderPage {
     this.refreshAll = debounce(() => guarded(() => this.reload()), REFRESH_MS);
     this.refreshRoster = debounce(() => guarded(() => this.loadRoster()), REFRESH_MS);
     this.refreshSummary = debounce(() => guarded(() => this.loadSummary()), REFRESH_MS);
+    this.drawn = null; // the standings shown: drawn again when the page crosses the phone's width
+    PHONE.addEventListener("change", () => this.drawn && this.drawBoard(...this.drawn));
   }
 
   async start() {
@@ -152,11 +158,12 @@ class LadderPage {
   }
 
   drawBoard(items, more) {
+    this.drawn = [items, more];
     const established = items.filter((p) => !p.provisional);
     const provisional = items.filter((p) => p.provisional);
     const rows = established.flatMap((p, n) => this.playerRows(p, n + 1));
     if (provisional.length) {
-      rows.push(h("tr", { class: "group" }, h("td", { colspan: "9" },
+      rows.push(h("tr", { class: "group" }, h("td", { colspan: across() },
         "Provisional: not placed yet (too few results, or results that cannot pin them down)")));
       rows.push(...provisional.flatMap((p) => this.playerRows(p, "–")));
     }
@@ -179,7 +186,7 @@ class LadderPage {
             "others played" }, "Since last game"),
           h("th", { class: "wide", scope: "col" }, "Last played"),
           h("th", { class: "narrow", scope: "col" }, h("span", { class: "sr-only" }, "Details")))),
-        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: "9", class: "muted" },
+        h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: across(), class: "muted" },
           "No players yet: record the first game.")))),
       more ? showMore : null);
   }
@@ -191,7 +198,7 @@ class LadderPage {
     const since = p.change_since_last_game;
     const sinceText = since === null || since === undefined || Math.round(since) === 0 ? "–" : signed(since);
     const interval = `likely between ${whole(p.elo - 2 * p.strength_se)} and ${whole(p.elo + 2 * p.strength_se)}`;
-    const details = () => h("tr", { class: "details", id: detailsId }, h("td", { colspan: "9" },
+    const details = () => h("tr", { class: "details", id: detailsId }, h("td", { colspan: "5" }, // phones only
       h("dl", {},
         h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)}, ${interval}`)),
         h("div", {}, h("dt", {}, "Games"),
@@ -211,7 +218,7 @@ class LadderPage {
         h("small", { class: "pm" }, ` ± ${whole(2 * p.strength_se)}`)),
       h("td", { class: "form-col" }, formChips(p.form)),
       h("td", { class: "num wide" }, p.games),
-      h("td", { class: "num wide" }, `${p.wins}–${p.draws}–${p.losses}`),
+      h("td", { class: "num wide wdl" }, `${p.wins}–${p.draws}–${p.losses}`),
       h("td", { class: ["num wide", sinceText !== "–" && changeClass(since)] }, sinceText),
       h("td", { class: "wide" }, p.last_played_at ? timeAgo(p.last_played_at) : "never"),
       h("td", { class: "narrow" }, toggle));

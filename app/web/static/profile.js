@@ -85,6 +85,10 @@ class ProfilePage {
     this.player = player;
     this.key = player.key; // an alias or another case leads to the player's own key
     this.history = history.items; // newest first
+    // The first game's date: the oldest one read, or the player's creation if earlier (the history read is the
+    // latest games only, and an imported game may be older than its player's row).
+    const oldest = this.history.length ? Date.parse(this.history[this.history.length - 1].played_at) : Infinity;
+    this.since = history.next_cursor ? Math.min(oldest, Date.parse(player.created_at)) : oldest;
   }
 
   async load() {
@@ -235,7 +239,8 @@ class ProfilePage {
         h("dd", {}, p.provisional_reason)) : null,
       p.aliases && p.aliases.length ? h("div", {}, h("dt", {}, "Also known as"),
         h("dd", { id: "aliases" }, `Also posted as ${p.aliases.join(", ")} (key ${p.key}).`)) : null,
-      h("div", {}, h("dt", {}, "Playing since"), h("dd", {}, shortDate(new Date(p.created_at))))));
+      Number.isFinite(this.since) ? h("div", {}, h("dt", {}, "Playing since"),
+        h("dd", {}, shortDate(new Date(this.since)))) : null));
   }
 
   // Rename (a write key, asked for once and kept in this browser as on the ladder page).

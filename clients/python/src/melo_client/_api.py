@@ -21,6 +21,7 @@ from melo_client.models import (
     Opponent,
     PairPrediction,
     Player,
+    PostedGames,
     Refit,
     Teams,
     build,
@@ -63,7 +64,7 @@ def post_game(slug: str, body: dict[str, Any]) -> Call[Game]:
     return idempotent(Call("POST", ladder_path(slug, "games"), game_of, body=body))
 
 
-def post_games(slug: str, games: list[dict[str, Any]]) -> Call[list[Game]]:
+def post_games(slug: str, games: list[dict[str, Any]]) -> Call[PostedGames]:
     return idempotent(Call("POST", ladder_path(slug, "games", "batch"), games_of, body={"games": games}))
 
 

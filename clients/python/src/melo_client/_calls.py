@@ -14,7 +14,7 @@ from typing import Any, Generic, TypeVar
 import httpx
 
 from melo_client.errors import Unavailable, error_for
-from melo_client.models import Event, Game, Side, build
+from melo_client.models import Event, Game, PostedGames, Side, build
 
 T = TypeVar("T")
 #: A player, or an ad-hoc team of players.
@@ -122,9 +122,9 @@ def game_of(response: httpx.Response) -> Game:
     return build(Game, response.json(), replayed=response.headers.get("idempotent-replayed") == "true")
 
 
-def games_of(response: httpx.Response) -> list[Game]:
+def games_of(response: httpx.Response) -> PostedGames:
     replayed = response.headers.get("idempotent-replayed") == "true"
-    return [build(Game, game, replayed=replayed) for game in response.json()["games"]]
+    return PostedGames([(game, replayed) for game in response.json()["games"]])
 
 
 def game(
@@ -163,7 +163,7 @@ def _team(players: Team) -> list[str]:
 
 
 def batches(games: Sequence[dict[str, Any]], size: int, appearances: int) -> list[list[dict[str, Any]]]:
-    """Games cut into batches of at most ``size`` games and ``appearances`` player appearances, in order."""
+    """PostedGames cut into batches of at most ``size`` games and ``appearances`` player appearances, in order."""
     out: list[list[dict[str, Any]]] = []
     batch: list[dict[str, Any]] = []
     count = 0

@@ -25,6 +25,7 @@ from melo_client.models import (
     Opponent,
     PairPrediction,
     Player,
+    PostedGames,
     Refit,
     Teams,
 )
@@ -208,12 +209,13 @@ class Games(_Part):
         batch_size: int = 1_000,
         max_appearances: int = 20_000,
         ladder: str | None = None,
-    ) -> list[Game]:
+    ) -> PostedGames:
         """Record games in order through the batch endpoint: each batch is applied whole or not at all (and under an
-        ``Idempotency-Key`` of its own). Each game is a dict as :func:`melo_client.game` makes
+        ``Idempotency-Key`` of its own); the games recorded, each read as a :class:`Game` when first looked at.
+        Each game is a dict as :func:`melo_client.game` makes
         (``game(winner="ann", loser="bob")``) or the API takes (``{"sides": …}``)."""
         slug = self.melo.slug(ladder)
-        out: list[Game] = []
+        out = PostedGames()
         for batch in batches(list(games), batch_size, max_appearances):
             posted = await self.melo.run(_api.post_games(slug, batch))
             out += posted

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -293,3 +293,40 @@ def _converter(hint: Any) -> Convert | None:
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return lambda value: build(hint, value)
     return None
+
+
+class PostedGames(Sequence[Game]):
+    """The games :meth:`melo.games.post_many <melo_client.client.Games.post_many>` recorded, in order.
+
+    Each is made a :class:`Game` when first read, so recording 10,000 games costs what the batch endpoint
+    costs, and the answers are paid for only where they are looked at.
+    """
+
+    def __init__(self, answers: list[tuple[dict[str, Any], bool]] | None = None) -> None:
+        self._answers = answers or []  # each game's JSON, and whether its batch's answer was a replay
+        self._made: dict[int, Game] = {}
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    @overload
+    def __getitem__(self, index: int) -> Game: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Game]: ...
+
+    def __getitem__(self, index: int | slice) -> Game | list[Game]:
+        if isinstance(index, slice):
+            return [self[n] for n in range(*index.indices(len(self)))]
+        n = range(len(self))[index]  # negative indices, and IndexError
+        if n not in self._made:
+            answer, replayed = self._answers[n]
+            self._made[n] = build(Game, answer, replayed=replayed)
+        return self._made[n]
+
+    def __iadd__(self, other: PostedGames) -> PostedGames:
+        self._answers += other._answers
+        return self
+
+    def __repr__(self) -> str:
+        return f"PostedGames({len(self)} games)"
