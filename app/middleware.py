@@ -119,13 +119,15 @@ class Edge:
                 message = {**message, "headers": headers}
             await send(message)
 
+        late_answer: list[asyncio.Task] = []
+
         def expire() -> None:
             nonlocal late, status
             if not started:
                 late, status = True, 503
                 problem = errors.Unavailable(f"The request took longer than {self.seconds:g} s; try again.")
                 response = handlers.problem_response(problem, {"Retry-After": "5"})
-                _background(response(scope, receive, send))
+                late_answer.append(_background(response(scope, receive, send)))
 
         timed = scope["path"] not in ("/healthz", "/readyz")
         if timed:
@@ -147,6 +149,8 @@ class Edge:
                 logger.exception("unhandled error")
                 await handlers.problem_response(handlers.internal_error())(scope, receive, answer)
         finally:
+            if late_answer:  # the 503 is sent before the request ends, or the server would answer a 500 first
+                await asyncio.shield(late_answer[0])
             if timed:
                 self.deadlines.done(answer)
             route = getattr(scope.get("route"), "path", None) or "(unmatched)"
@@ -281,10 +285,11 @@ HEALTHY = (
 _pending: set[asyncio.Task] = set()
 
 
-def _background(work) -> None:
+def _background(work) -> asyncio.Task:
     task = asyncio.ensure_future(work)
     _pending.add(task)  # held until done: the loop keeps only weak references to tasks
     task.add_done_callback(_pending.discard)
+    return task
 
 
 logger = logging.getLogger("melo")

@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from contextlib import ExitStack
 
+import anyio.to_thread
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from app.access import readable
 from app.backups import service
@@ -13,6 +15,26 @@ from app.errors import problems
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 
 NDJSON = "application/x-ndjson"
+
+
+class Streamed(StreamingResponse):
+    """A streamed answer that closes what it reads from (``stack``) however it ends: read to the end, or left by
+    a client that went away before or while it was sent (whose stream is never finished, so a ``with`` in the
+    stream alone would keep its database connection forever)."""
+
+    def __init__(self, lines, stack: ExitStack, **options) -> None:
+        super().__init__(lines, **options)
+        self.lines, self.stack = lines, stack
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:  # no thread runs the stream any more: a cancelled read waits for the line it was reading
+            await anyio.to_thread.run_sync(self._close)
+
+    def _close(self) -> None:
+        self.lines.close()
+        self.stack.close()
 
 
 @router.get(
@@ -41,4 +63,4 @@ def export_ladder(slug: str, db: DatabaseDep, caller: CallerDep) -> StreamingRes
             yield from service.export_lines(session, ladder)
 
     disposition = f'attachment; filename="{ladder.slug}.ndjson"'
-    return StreamingResponse(lines(), media_type=NDJSON, headers={"Content-Disposition": disposition})
+    return Streamed(lines(), stack, media_type=NDJSON, headers={"Content-Disposition": disposition})
