@@ -150,7 +150,9 @@ class Edge:
                 await handlers.problem_response(handlers.internal_error())(scope, receive, answer)
         finally:
             if late_answer:  # the 503 is sent before the request ends, or the server would answer a 500 first
-                await asyncio.shield(late_answer[0])
+                await asyncio.wait(late_answer)
+                if not late_answer[0].cancelled() and late_answer[0].exception() is not None:
+                    logger.warning("a request's 503 (too slow) could not be sent", exc_info=late_answer[0].exception())
             if timed:
                 self.deadlines.done(answer)
             route = getattr(scope.get("route"), "path", None) or "(unmatched)"
@@ -170,16 +172,18 @@ class Turns:
     The allowance follows the loop: it halves when an iteration took longer than ``budget`` seconds (heavy
     requests: one or two start per iteration) and grows by one, up to ``most``, after each that did not
     (light requests start many at a time, with no waiting).  A request that waits for the database, a thread
-    or a stream's next event holds up nobody.
+    or a stream's next event holds up nobody.  Only starts are paced: what requests do after an await that
+    returns for many of them at once still shares one iteration (their work on the loop is kept small).
     """
 
-    def __init__(self, most: int, queued: int, budget: float = 0.005) -> None:
+    def __init__(self, most: int, queued: int, budget: float = 0.005) -> None:  # budget in seconds
         self.most, self.queued, self.budget = most, queued, budget
         self.allowance = most
         self.started = 0  # in this iteration
         self.waiting: deque[asyncio.Future] = deque()
         self.stepping = False
         self.mark = 0.0  # when this iteration's step ran
+        self.loop: asyncio.AbstractEventLoop | None = None
 
     def enter_now(self) -> bool:
         """Start now if this iteration has room and nobody waits."""
@@ -205,9 +209,12 @@ class Turns:
         return True
 
     def _next_step(self) -> None:
+        loop = asyncio.get_running_loop()
+        if self.stepping and self.loop is not loop:  # a loop that ended with a step due (tests run several)
+            self.stepping, self.started, self.waiting = False, 0, deque()
         if not self.stepping:
-            self.stepping, self.mark = True, time.perf_counter()
-            asyncio.get_running_loop().call_soon(self._step)
+            self.stepping, self.mark, self.loop = True, time.perf_counter(), loop
+            loop.call_soon(self._step)
 
     def _step(self) -> None:
         """At the next iteration: adjust the allowance to how long the last one took, start the first waiters,

@@ -24,7 +24,7 @@ async def _one(port: int, payload: bytes, go: asyncio.Event) -> int:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     await go.wait()
     writer.write(payload)
-    answer = await reader.read()  # until the server closes the connection
+    answer = await asyncio.wait_for(reader.read(), 120)  # until the server closes the connection
     writer.close()
     status = answer.split(b"\r\n", 1)[0].split()
     return int(status[1]) if len(status) > 1 else 0
@@ -46,25 +46,35 @@ def at_once(port: int, payloads: list[bytes]) -> tuple[Counter, float]:
     return asyncio.run(_at_once(port, payloads))
 
 
+def _receive(sock: socket.socket, data: bytes) -> bytes:
+    chunk = sock.recv(65536)
+    if not chunk:
+        raise ConnectionError("the server closed the probe's connection")
+    return data + chunk
+
+
 def _probe(port: int, path: str, stop, out) -> None:
-    sock = socket.create_connection(("127.0.0.1", port))
+    sock = socket.create_connection(("127.0.0.1", port), timeout=60)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     payload = f"GET {path} HTTP/1.1\r\nHost: melo\r\n\r\n".encode()
     seen = []
-    while not stop.is_set():
-        start = time.perf_counter()
-        sock.sendall(payload)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += sock.recv(65536)
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = next(int(h.split(b":")[1]) for h in head.split(b"\r\n") if h.lower().startswith(b"content-length"))
-        while len(body) < length:
-            body += sock.recv(65536)
-        seen.append((time.time(), (time.perf_counter() - start) * 1000, int(head.split()[1])))
-        time.sleep(0.01)
-    sock.close()
-    out.put(seen)
+    try:
+        while not stop.is_set():
+            sent, start = time.time(), time.perf_counter()
+            sock.sendall(payload)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data = _receive(sock, data)
+            head, _, body = data.partition(b"\r\n\r\n")
+            lines = head.split(b"\r\n")
+            length = next(int(h.split(b":")[1]) for h in lines if h.lower().startswith(b"content-length"))
+            while len(body) < length:
+                body = _receive(sock, body)
+            seen.append((sent, (time.perf_counter() - start) * 1000, int(head.split()[1])))
+            time.sleep(0.01)
+    finally:
+        sock.close()
+        out.put(seen)
 
 
 class Probe:
@@ -74,7 +84,7 @@ class Probe:
 
     def __init__(self, port: int, path: str = "/healthz") -> None:
         self.stop, self.out = multiprocessing.Event(), multiprocessing.Queue()
-        self.process = multiprocessing.Process(target=_probe, args=(port, path, self.stop, self.out))
+        self.process = multiprocessing.Process(target=_probe, args=(port, path, self.stop, self.out), daemon=True)
         self.seen: list[tuple[float, float, int]] = []
 
     def __enter__(self) -> Probe:

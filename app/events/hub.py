@@ -209,7 +209,7 @@ class Hub:
                 feed.add(frames)
                 if len(frames) == PAGE:
                     continue
-            gap = min(GAP * max(1, feed.listeners // LISTENERS), 1.0)
+            gap = min(GAP * (1 + feed.listeners // LISTENERS), 1.0)
             await asyncio.sleep(gap)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(feed.poked.wait(), max(POLL - gap, 0))

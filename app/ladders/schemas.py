@@ -23,7 +23,11 @@ class LadderCreate(StrictModel):
         DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (mathematics §1)."
     )
     eta: float = Field(
-        DEFAULT_ETA, ge=0, le=10, description="Learning rate η of the normalised update (mathematics §3)."
+        DEFAULT_ETA,
+        ge=0,
+        le=10,
+        description="Learning rate η of the normalised update (mathematics §3): where the ladder starts; its auto "
+        "refits may choose another from its log unless `auto_rate` is false.",
     )
     eta_tau: float | None = Field(
         DEFAULT_ETA_TAU,

@@ -109,6 +109,8 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         raise InvalidInput("eta: a number", errors=[{"field": "eta", "message": "must be a number from 0 to 10"}])
     values = {name: value for name, value in values.items() if getattr(ladder, name) != value}
     rate = {name: values[name] for name in ("eta", "eta_tau", "k") if name in values}
+    if "eta" in values or "eta_tau" in values:
+        values["rate_choice"] = None  # the rate is the admin's now, not a refit's choice
     folding = values.get("case_insensitive_keys") is True
     reset = bool(rate) or "case_insensitive_keys" in values  # every worker reads the settings and players anew
     if rate or folding:

@@ -22,12 +22,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
+from app.rating.errors import RatingInputError
 from app.rating.games import GameLog
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.refit import term_losses
-from app.rating.replay import _level_bounds, _member_rates, _two_player_singles, dependency_levels, replay_history
+from app.rating.replay import _level_bounds, _two_player_singles, dependency_levels, games_before, replay_history
 from app.rating.seats import Seats
-from app.rating.update import LearningRate
+from app.rating.update import LearningRate, side_games
 
 #: Multiples of the current η, and decays τ (None: a constant η), whose every combination is tried.
 ETA_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -69,7 +70,12 @@ def prequential_losses_many(
     one rate at a time.
     """
     if not _two_player_singles(log):
-        return np.array([prequential_losses(C0, log, rate, None if seats is None else seats.copy()) for rate in rates])
+        rows = []
+        for n, rate in enumerate(rates):
+            rows.append(prequential_losses(C0, log, rate, None if seats is None else seats.copy()))
+            if progress is not None:
+                progress(n + 1, len(rates))
+        return np.array(rows)
     C1 = as_vectors(C0, "C0")
     C = np.repeat(C1[None], len(rates), axis=0)
     out = np.empty((len(rates), log.n_games))
@@ -78,11 +84,14 @@ def prequential_losses_many(
     level = dependency_levels(log, len(C1))
     order = np.argsort(level, kind="stable")
     i, j = log.member_player[0::2][order], log.member_player[1::2][order]
-    eta = np.stack([_member_rates(log, rate, None, len(C1)) for rate in rates])
+    played = side_games(games_before(log, None, len(C1)), log.member_side, log.side_size)  # once for every rate
+    eta = np.stack([rate.at(played) for rate in rates])
     eta_i, eta_j = eta[:, 0::2][:, order], eta[:, 1::2][:, order]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     if log.side_seat is not None:
         seats = seats if seats is not None else Seats.fresh(log.n_seats_needed)
+        if log.n_seats_needed > len(seats.advantage):
+            raise RatingInputError("games", f"seat index {log.n_seats_needed - 1} is outside the seats given")
         seat_i, seat_j = log.side_seat[0::2][order], log.side_seat[1::2][order]
         advantage = np.repeat(np.append(seats.advantage, 0.0)[None], len(rates), axis=0)  # [:, -1]: no seat
         information = np.repeat(np.append(seats.information, 1.0)[None], len(rates), axis=0)
@@ -91,11 +100,11 @@ def prequential_losses_many(
         a, b = i[lo:hi], j[lo:hi]
         ca, cb = C[:, a], C[:, b]
         oca, ocb = omega_apply(ca), omega_apply(cb)
-        x = rowdot(ca, ocb) + shift[lo:hi]
+        level_shift = shift[lo:hi]
         if log.side_seat is not None:
             sa, sb = seat_i[lo:hi], seat_j[lo:hi]
-            x = x + (advantage[:, sa] - advantage[:, sb])
-        p = expit(x)
+            level_shift = level_shift + (advantage[:, sa] - advantage[:, sb])  # summed in the replay's order
+        p = expit(rowdot(ca, ocb) + level_shift)
         norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
         w, s = weight[lo:hi], outcome[lo:hi]
         coef_a = np.divide(eta_i[:, lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)

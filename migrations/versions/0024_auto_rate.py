@@ -2,8 +2,8 @@
 rate is pinned as an admin set it) and ``ladders.rate_choice`` (the latest rate a refit chose and applied, with
 its evidence; null until one did).
 
-Existing ladders keep the rate they have until their next auto refit shows, by more than its noise, that another
-predicts their log better.
+Existing ladders on the default rate (η 0.7, τ 3) let their next auto refits choose it; those whose rate was set
+otherwise (at creation or by an admin since) keep it pinned.
 
 Revision ID: 0024
 Revises: 0023
@@ -22,6 +22,7 @@ def upgrade() -> None:
     with op.batch_alter_table("ladders") as batch_op:
         batch_op.add_column(sa.Column("auto_rate", sa.Boolean(), nullable=False, server_default=sa.true()))
         batch_op.add_column(sa.Column("rate_choice", sa.JSON(), nullable=True))
+    op.execute("UPDATE ladders SET auto_rate = false WHERE eta <> 0.7 OR eta_tau IS NULL OR eta_tau <> 3.0")
 
 
 def downgrade() -> None:

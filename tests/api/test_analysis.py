@@ -132,6 +132,8 @@ def test_a_refit_chooses_the_learning_rate_from_the_ladders_own_log_and_applying
     assert (choice["previous_eta"], choice["previous_eta_tau"], choice["log_loss"]) == (4.0, 3.0, rate["log_loss"])
     assert client.get(started.headers["location"]).json()["result"]["rate"]["applied"] is True
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
+    admins = client.patch("/v1/ladders/test", json={"eta": 0.5}, headers=h).json()  # the admin's rate now
+    assert (admins["auto_rate"], admins["rate_choice"]) == (False, None)
     plain = client.post("/v1/ladders/test/refits", json={}, headers=h)
     assert "rate" not in wait(client, plain.headers["location"])["result"]  # only when asked for
 
@@ -168,6 +170,32 @@ def test_an_auto_refit_chooses_and_applies_the_rate_whatever_its_guard_says(clie
     assert job["status"] in ("done", "rejected") and rate["changed"] and rate["applied"], job
     ladder = client.get("/v1/ladders/test").json()
     assert ladder["eta"] == rate["eta"] < 4.0 and ladder["rate_choice"]["refit"] == job["id"]
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
+
+
+def test_an_auto_refit_whose_fit_is_rejected_still_applies_the_rate_its_log_chose(client):
+    # Strengths that keep moving: one fit of the whole log predicts the latest games worse than the online rule
+    # (the guard rejects it), while the log says a rate that does not shrink with games follows them better.
+    auto._posted.clear()
+    key = make_ladder(client, k=1, seed=3)
+    h = bearer(key)
+    rng = np.random.default_rng(11)
+    strength, games = rng.normal(0, 1, 12), []
+    for _ in range(1_100):
+        strength += rng.normal(0, 0.06, 12)
+        a, b = rng.choice(12, 2, replace=False)
+        a_wins = rng.random() < 1 / (1 + np.exp(strength[b] - strength[a]))
+        games.append(game(f"p{a}", f"p{b}") if a_wins else game(f"p{b}", f"p{a}"))
+    client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h)
+    client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=h)
+    auto.wait_for_checks()
+    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
+    job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
+    rate = job["result"]["rate"]
+    assert job["status"] == "rejected" and not job["result"]["guard"]["better"], job["result"]["guard"]
+    assert rate["changed"] and rate["applied"] and rate["eta_tau"] is None, rate
+    ladder = client.get("/v1/ladders/test").json()
+    assert (ladder["eta"], ladder["eta_tau"]) == (rate["eta"], None) and ladder["rate_choice"]["refit"] == job["id"]
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
 

@@ -69,12 +69,12 @@ def test_a_burst_of_anonymous_predictions_never_holds_liveness(database_url):
         assert during[-1] < (400 if database_url.startswith("postgres") else 250), during[-10:]
 
 
-def _started(n: int, most: int, queued: int, work: float) -> tuple[list[bool], dict[int, int]]:
+def _started(n: int, most: int, queued: int, work: float, budget: float) -> tuple[list[bool], dict[int, int]]:
     """``n`` requests arriving in one iteration, each taking ``work`` seconds of the loop once started: whether
     each was let in (False: the queue was full), in order of arrival, and how many started in each iteration."""
 
     async def scenario() -> tuple[list[bool], dict[int, int]]:
-        turns, iteration, order, per_iteration = Turns(most, queued), 0, [], {}
+        turns, iteration, order, per_iteration = Turns(most, queued, budget), 0, [], {}
 
         def tick() -> None:
             nonlocal iteration
@@ -98,7 +98,7 @@ def _started(n: int, most: int, queued: int, work: float) -> tuple[list[bool], d
 
 
 def test_light_requests_start_many_per_loop_iteration_in_order_of_arrival():
-    admitted, per_iteration = _started(12, most=3, queued=8, work=0.0)
+    admitted, per_iteration = _started(12, most=3, queued=8, work=0.0, budget=float("inf"))  # never over budget
     assert admitted == [True] * 11 + [False]  # 3 start at once, 8 wait, the 12th finds the queue full: a 503
     assert list(per_iteration.values()) == [3, 3, 3, 2]
 
@@ -106,7 +106,7 @@ def test_light_requests_start_many_per_loop_iteration_in_order_of_arrival():
 def test_heavy_requests_start_one_or_two_per_loop_iteration():
     # Each takes 4 ms: after an iteration over the 5 ms budget the allowance halves, after one within it it grows
     # by one: the first iteration starts 4 (16 ms), the next 2, then 1 or 2 at a time.
-    admitted, per_iteration = _started(12, most=4, queued=100, work=0.004)
+    admitted, per_iteration = _started(12, most=4, queued=100, work=0.004, budget=0.005)
     counts = list(per_iteration.values())
     assert all(admitted) and counts[:3] == [4, 2, 1] and max(counts[2:]) <= 2
 

@@ -331,3 +331,4 @@ def test_post_many_answers_are_games_made_when_read():
     assert [g.id for g in posted[::2]] == [1, 3] and [g.id for g in posted] == [1, 2, 3]
     with pytest.raises(IndexError):
         posted[3]
+    assert posted == list(posted) and posted != list(posted)[:2]

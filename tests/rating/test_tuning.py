@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from app.rating import GameLog, LearningRate, initial_vectors
+from app.rating import GameLog, LearningRate, RatingInputError, initial_vectors
 from app.rating.seats import Seats
 from app.rating.tuning import choose_rate, prequential_losses, prequential_losses_many
 
@@ -69,7 +69,7 @@ def test_rates_replayed_together_score_each_game_as_a_replay_of_each_alone():
 
 
 def test_with_seats_too_the_rates_together_score_each_game_as_a_replay_of_each_alone():
-    # White wins more, a seat learned game by game; some games are played with no seat.
+    # White wins more, a seat learned game by game; some games are played with no seat, some with a handicap.
     rng = np.random.default_rng(4)
     m, n = 40, 3_000
     r = rng.normal(0, 1, m)
@@ -77,8 +77,15 @@ def test_with_seats_too_the_rates_together_score_each_game_as_a_replay_of_each_a
     j = (i + rng.integers(1, m, n)) % m
     seated = rng.random(n) < 0.8
     outcome = (rng.random(n) < expit(r[i] - r[j] + 0.4 * seated)).astype(float)
-    log = GameLog.from_pairs(i, j, outcome, seats=(np.where(seated, 0, -1), np.where(seated, 1, -1)))
+    advantage = np.where(rng.random(n) < 0.3, 0.2, 0.0)  # a handicap on some games, with or without a seat
+    log = GameLog.from_pairs(i, j, outcome, advantage, seats=(np.where(seated, 0, -1), np.where(seated, 1, -1)))
     rates = [LearningRate(eta, tau) for eta in (0.2, 2.8) for tau in (None, 10.0)]
     together = prequential_losses_many(start(m), log, rates, Seats.fresh(2))
     for rate, row in zip(rates, together, strict=True):
         np.testing.assert_array_equal(row, prequential_losses(start(m), log, rate, Seats.fresh(2)))
+
+
+def test_seats_the_log_names_must_be_given():
+    log = GameLog.from_pairs(np.array([0, 1]), np.array([1, 0]), np.array([1.0, 0.0]), seats=(0, 1))
+    with pytest.raises(RatingInputError):
+        prequential_losses_many(start(2), log, [DEFAULT], Seats.fresh(1))

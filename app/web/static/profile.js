@@ -85,10 +85,10 @@ class ProfilePage {
     this.player = player;
     this.key = player.key; // an alias or another case leads to the player's own key
     this.history = history.items; // newest first
-    // The first game's date: the oldest one read, or the player's creation if earlier (the history read is the
-    // latest games only, and an imported game may be older than its player's row).
-    const oldest = this.history.length ? Date.parse(this.history[this.history.length - 1].played_at) : Infinity;
-    this.since = history.next_cursor ? Math.min(oldest, Date.parse(player.created_at)) : oldest;
+    // The first game's date: the earliest one read (games keep the dates they were posted with, in any order),
+    // or the player's creation if earlier when the history read is only the latest games.
+    const earliest = Math.min(...this.history.map((g) => Date.parse(g.played_at)));
+    this.since = history.next_cursor ? Math.min(earliest, Date.parse(player.created_at)) : earliest;
   }
 
   async load() {

@@ -163,7 +163,7 @@ def _team(players: Team) -> list[str]:
 
 
 def batches(games: Sequence[dict[str, Any]], size: int, appearances: int) -> list[list[dict[str, Any]]]:
-    """PostedGames cut into batches of at most ``size`` games and ``appearances`` player appearances, in order."""
+    """Games cut into batches of at most ``size`` games and ``appearances`` player appearances, in order."""
     out: list[list[dict[str, Any]]] = []
     batch: list[dict[str, Any]] = []
     count = 0

@@ -302,8 +302,8 @@ class PostedGames(Sequence[Game]):
     costs, and the answers are paid for only where they are looked at.
     """
 
-    def __init__(self, answers: list[tuple[dict[str, Any], bool]] | None = None) -> None:
-        self._answers = answers or []  # each game's JSON, and whether its batch's answer was a replay
+    def __init__(self, answers: Sequence[tuple[dict[str, Any], bool]] = ()) -> None:
+        self._answers = list(answers)  # each game's JSON, and whether its batch's answer was a replay
         self._made: dict[int, Game] = {}
 
     def __len__(self) -> int:
@@ -325,8 +325,18 @@ class PostedGames(Sequence[Game]):
         return self._made[n]
 
     def __iadd__(self, other: PostedGames) -> PostedGames:
+        """Append another batch's games (those of ``other`` already made are kept)."""
+        self._made.update({len(self._answers) + n: game for n, game in other._made.items()})
         self._answers += other._answers
         return self
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to any sequence of the same games (a list of them too)."""
+        if not isinstance(other, Sequence) or isinstance(other, str | bytes):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as a list
 
     def __repr__(self) -> str:
         return f"PostedGames({len(self)} games)"
