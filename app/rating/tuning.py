@@ -85,8 +85,11 @@ def prequential_losses_many(
     order = np.argsort(level, kind="stable")
     i, j = log.member_player[0::2][order], log.member_player[1::2][order]
     played = side_games(games_before(log, None, len(C1)), log.member_side, log.side_size)  # once for every rate
-    eta = np.stack([rate.at(played) for rate in rates])
-    eta_i, eta_j = eta[:, 0::2][:, order], eta[:, 1::2][:, order]
+    played_i, played_j = played[0::2][order], played[1::2][order]
+    # Each rate's η(n) = η / √(1 + n/τ) is taken a level at a time (a rates × games array would be 400 MB at a
+    # million games); τ = ∞ for a constant η gives η / √1 = η exactly, as LearningRate.at does.
+    etas = np.array([rate.eta for rate in rates])[:, None]
+    taus = np.array([np.inf if rate.tau is None else rate.tau for rate in rates])[:, None]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     if log.side_seat is not None:
         seats = seats if seats is not None else Seats.fresh(log.n_seats_needed)
@@ -107,8 +110,10 @@ def prequential_losses_many(
         p = expit(rowdot(ca, ocb) + level_shift)
         norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
         w, s = weight[lo:hi], outcome[lo:hi]
-        coef_a = np.divide(eta_i[:, lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
-        coef_b = np.divide(eta_j[:, lo:hi] * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
+        eta_i = etas / np.sqrt(1.0 + played_i[lo:hi] / taus)
+        eta_j = etas / np.sqrt(1.0 + played_j[lo:hi] / taus)
+        coef_a = np.divide(eta_i * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
+        coef_b = np.divide(eta_j * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
         C[:, a] = ca + coef_a[..., None] * ocb
         C[:, b] = cb + (-coef_b)[..., None] * oca
         if log.side_seat is not None:
