@@ -185,7 +185,7 @@ def test_a_first_page_equals_the_whole_order_read_page_by_page(by):
     without ranking everyone (by=conservative without every standard error), is exactly where the whole order
     read through cursors starts, with the same numbers."""
     ladder = LadderRow(
-        1, "t", None, 1, 0.1, None, 0.1, None, 0, True, True, "", datetime.now(UTC), 1, False, None, 0, False
+        1, "t", None, 1, 0.1, None, 0.1, None, 0, True, True, True, "", datetime.now(UTC), 1, False, None, 0, False
     )
     for inactive in (False, True):
         walked: list[dict] = []
