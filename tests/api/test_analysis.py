@@ -63,6 +63,15 @@ def wait(client, location, timeout=120):
     pytest.fail(f"refit still {job['status']} after {timeout} s")
 
 
+def the_auto_refit(client, games: list[dict], headers: dict) -> dict:
+    """Post 1,000 games and then the rest (the policy's first auto refit is due), and wait for that refit."""
+    client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=headers)
+    client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=headers)
+    auto.wait_for_checks()
+    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
+    return wait(client, f"/v1/ladders/test/refits/{started['id']}")
+
+
 def ranked_games(strength: np.ndarray, n: int, seed: int) -> list[dict]:
     """``n`` games between random pairs of players p0, p1, …, won with the Elo probability of their strengths."""
     rng = np.random.default_rng(seed)
@@ -160,12 +169,8 @@ def test_an_auto_refit_chooses_and_applies_the_rate_whatever_its_guard_says(clie
     key = make_ladder(client, k=1, eta=4.0, seed=3)  # auto_refit and auto_rate: the defaults
     h = bearer(key)
     games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_100, seed=1)
-    client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h)
-    client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=h)
-    auto.wait_for_checks()
-    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
-    assert started["params"]["tune_rate"] is True
-    job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
+    job = the_auto_refit(client, games, h)
+    assert job["params"]["tune_rate"] is True
     rate = job["result"]["rate"]
     assert job["status"] in ("done", "rejected") and rate["changed"] and rate["applied"], job
     ladder = client.get("/v1/ladders/test").json()
@@ -186,11 +191,7 @@ def test_an_auto_refit_whose_fit_is_rejected_still_applies_the_rate_its_log_chos
         a, b = rng.choice(12, 2, replace=False)
         a_wins = rng.random() < 1 / (1 + np.exp(strength[b] - strength[a]))
         games.append(game(f"p{a}", f"p{b}") if a_wins else game(f"p{b}", f"p{a}"))
-    client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h)
-    client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=h)
-    auto.wait_for_checks()
-    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
-    job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
+    job = the_auto_refit(client, games, h)
     rate = job["result"]["rate"]
     assert job["status"] == "rejected" and not job["result"]["guard"]["better"], job["result"]["guard"]
     assert rate["changed"] and rate["applied"] and rate["eta_tau"] is None, rate
@@ -337,11 +338,7 @@ def test_auto_refit_that_would_not_predict_better_is_rejected(client):
         a, b = rng.choice(10, 2, replace=False)
         a_wins = rng.random() < 1 / (1 + np.exp(-(C[a, 0] * C[b, 1] - C[a, 1] * C[b, 0])))
         games.append(game(f"t{a}", f"t{b}") if a_wins else game(f"t{b}", f"t{a}"))
-    client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h)
-    client.post("/v1/ladders/test/games/batch", json={"games": games[1000:]}, headers=h)
-    auto.wait_for_checks()
-    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
-    job = wait(client, f"/v1/ladders/test/refits/{started['id']}")
+    job = the_auto_refit(client, games, h)
     guard = job["result"]["guard"]
     assert job["status"] == "rejected" and not guard["better"], guard
     assert guard["refit_log_loss"] > guard["online_log_loss"] and job["applied_at"] is None, guard
