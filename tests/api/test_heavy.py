@@ -105,5 +105,7 @@ def test_heavy_anonymous_requests_never_hold_up_liveness_or_predictions(database
         # half a minute).  On PostgreSQL, whose server shares the cores too, the worst prediction measures 43-203 ms
         # (18 runs over eleven commits, the same spread at each) and once 287 ms in CI: its bound is 400 ms.
         # /healthz on PostgreSQL once measured 281 ms in CI (the same sharing of two cores; 17-99 ms in 18 runs here).
-        bound = 0.4 if database == "postgresql" else 0.25
+        # On SQLite a prediction once took 291 ms in a full run on a loaded machine (2026-11-26), with requests
+        # now starting a few per loop turn behind the heavy ones: the same 400 ms bound as PostgreSQL.
+        bound = 0.4
         assert worst["healthz"] < bound and worst["predict"] < bound, worst
