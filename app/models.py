@@ -92,6 +92,11 @@ class Ladder(Base):
     auto_rate: Mapped[bool] = mapped_column(default=True, server_default=true())
     #: The latest rate a refit chose and applied, and its evidence (``RateChoiceOut``); null: none yet.
     rate_choice: Mapped[dict | None] = mapped_column(JSON)
+    #: How far a strength may wander in a year without games (Elo points, one standard deviation): a player's
+    #: standard error grows with the time since their last game; 0: it does not.
+    drift: Mapped[float] = mapped_column(default=100.0, server_default="100.0")
+    #: Players who have not played for this many days (the ladder's clock) leave the default leaderboard; null: never.
+    inactive_after_days: Mapped[int | None]
     #: The hash of the key the ladder was created with (also its first admin key in api_keys).
     write_key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

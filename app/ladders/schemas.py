@@ -14,6 +14,21 @@ DEFAULT_ETA_TAU = 3.0
 DEFAULT_INIT_SCALE = 0.05
 DEFAULT_INIT_V0 = 1.0
 DEFAULT_AUTO_REFIT = True
+# The largest drift two football seasons leave room for (README, "Time away").
+DEFAULT_DRIFT = 100.0
+MAX_INACTIVE_DAYS = 36_500
+
+DRIFT = (
+    "How far a player's strength may wander in a year without games, in Elo points (one standard deviation): their "
+    "`strength_se` grows with the time since their last game, as the square root of it, so a player who stopped "
+    "playing sinks in the conservative order and climbs back with their next games. Time is the ladder's clock, the "
+    "newest `played_at` of its games. 0: uncertainty ignores time."
+)
+INACTIVE_AFTER_DAYS = (
+    "Players who have not played for this many days (by the ladder's clock, the newest `played_at` of its games) "
+    "leave the default leaderboard and the suggested opponents until their next game; `inactive_reason` says why. "
+    "null: only an admin's `active: false` takes a player off."
+)
 
 
 class LadderCreate(StrictModel):
@@ -59,6 +74,8 @@ class LadderCreate(StrictModel):
         "best is applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard "
         "error over games. false: the rate stays as set (pinned).",
     )
+    drift: float = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
+    inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     case_insensitive_keys: bool = Field(
         True,
         description='Match player keys case-insensitively: "Ann" and "ann" are one player. Keys are stored '
@@ -102,6 +119,10 @@ class LadderPatch(StrictModel):
         "`eta` or `eta_tau` pins it too, unless `auto_rate: true` is sent with them.",
     )
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
+    drift: float | None = Field(None, ge=0, le=2000, description=DRIFT)
+    inactive_after_days: int | None = Field(
+        None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
+    )
     case_insensitive_keys: StrictBool | None = Field(
         None,
         description="true: match player keys case-insensitively from now on; every key (and alias) becomes its "
@@ -233,6 +254,8 @@ class LadderOut(BaseModel):
     )
     private: bool
     case_insensitive_keys: bool
+    drift: float = Field(description=DRIFT)
+    inactive_after_days: int | None = Field(description=INACTIVE_AFTER_DAYS)
     created_at: datetime
     players: int
     games: int

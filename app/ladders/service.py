@@ -105,14 +105,17 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         if name in values and values[name] is None:
             message = "must be a whole number from 1 to 8" if name == "k" else "must be true or false"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
-    if "eta" in values and values["eta"] is None:
-        raise InvalidInput("eta: a number", errors=[{"field": "eta", "message": "must be a number from 0 to 10"}])
+    for name, bounds in (("eta", "0 to 10"), ("drift", "0 to 2000")):
+        if name in values and values[name] is None:
+            message = f"must be a number from {bounds}"
+            raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
     values = {name: value for name, value in values.items() if getattr(ladder, name) != value}
     rate = {name: values[name] for name in ("eta", "eta_tau", "k") if name in values}
     if "eta" in values or "eta_tau" in values:
         values["rate_choice"] = None  # the rate is the admin's now, not a refit's choice
     folding = values.get("case_insensitive_keys") is True
-    reset = bool(rate) or "case_insensitive_keys" in values  # every worker reads the settings and players anew
+    # Every worker reads the settings and players anew (the drift and inactivity change what reads derive).
+    reset = bool(rate) or bool({"case_insensitive_keys", "drift", "inactive_after_days"} & set(values))
     if rate or folding:
         storage.players.lock_all(session, ladder.id)  # no game commits while the log is rewritten or replayed
     if folding:

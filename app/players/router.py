@@ -153,7 +153,13 @@ async def leaderboard(
     by: Literal["hodge", "field", "disc", "conservative"] = "hodge",
     limit: Limit = 50,
     cursor: str | None = None,
-    inactive: Annotated[bool, Query(description="Include inactive players too.")] = False,
+    inactive: Annotated[
+        bool,
+        Query(
+            description="Include inactive players too: those set inactive and those away longer than the ladder's "
+            "`inactive_after_days`."
+        ),
+    ] = False,
     form: Annotated[bool, Query(description="Add each player's last results (`form`).")] = False,
 ) -> Response:
     """Players ranked by Hodge strength (default), expected score against the field, disc strength, or conservative
@@ -166,6 +172,10 @@ async def leaderboard(
     The page names the ladder version it was computed at (`ladder_version`, and its `ETag`); `If-None-Match` with
     that ETag answers 304 while the ladder has not changed. A worker's copy of the ladder follows its changes by
     reading only the players written since its version.
+
+    Time counts by the ladder's clock (`ladder_clock`, the newest `played_at` of its games): each standard error
+    grows with the time since the player's last game (the ladder's `drift`), so a player who stopped playing sinks
+    in the conservative order, and with `inactive_after_days` leaves the default listing, until their next game.
 
     `form=true` adds each player's last five results (`form`: `W`, `D`, `L`, newest first), read from the log.
 

@@ -41,6 +41,22 @@ Moved = Annotated[
         "whole field, so they move when others play. null when unknown (no game yet, or replayed since)."
     ),
 ]
+InactiveReason = Annotated[
+    str | None,
+    Field(
+        description="Why the player is off the default leaderboard, in words: a write key set them inactive, or they "
+        'have not played for longer than the ladder\'s `inactive_after_days` ("last played 94 days ago; …"; their '
+        "next game brings them back). null: listed."
+    ),
+]
+LadderClock = Annotated[
+    datetime | None,
+    Field(
+        description="The ladder's clock: the newest `played_at` of its games (null before any). Standard errors grow "
+        "with the time from a player's last game to it, and `inactive_after_days` counts by it, so the same games "
+        "always give the same answer."
+    ),
+]
 ProvisionalReason = Annotated[
     str | None,
     Field(
@@ -81,7 +97,11 @@ class PlayerOut(BaseModel):
     provisional_reason: ProvisionalReason = None
     last_played_at: datetime | None
     created_at: datetime
-    active: bool = Field(description="Inactive players are left off the default leaderboard.")
+    active: bool = Field(
+        description="false: a write key set the player inactive, leaving them off the default leaderboard."
+    )
+    inactive_reason: InactiveReason = None
+    ladder_clock: LadderClock = None
 
 
 class MergeIn(StrictModel):
@@ -126,6 +146,7 @@ class LeaderboardItem(BaseModel):
     provisional_reason: ProvisionalReason = None
     last_played_at: datetime | None
     active: bool
+    inactive_reason: InactiveReason = None
     form: list[Literal["W", "D", "L"]] | None = Field(
         None,
         description="With `form=true`: the player's last results, newest first, at most 5: won, drew or lost as "
@@ -138,6 +159,7 @@ class LeaderboardPage(Page[LeaderboardItem]):
         description="The ladder version the page was computed at (also its `ETag`): every change to the ladder's "
         "players, games or ratings makes a new one."
     )
+    ladder_clock: LadderClock = None
 
 
 class HistoryItem(BaseModel):

@@ -26,7 +26,7 @@ from app.rating.model import omega_apply
 from app.replays import replay_from, replay_log
 from app.schemas import iso
 from app.storage.ladders import LadderRow
-from app.storage.players import Table
+from app.storage.players import NO_TIME, Table
 
 #: The leaderboard orders (``by``).
 ORDERS = ("hodge", "field", "disc", "conservative")
@@ -108,9 +108,37 @@ def _moved(table: Table, n: int) -> float | None:
     return round(float((_hodge(table)[n] - then) * rating.ELO_PER_LOGIT), 6) + 0.0
 
 
+DAY = 86_400 * 10**6  # microseconds, as the table keeps times
+YEAR = 365.25 * DAY
+
+
+def clock(table: Table) -> int:
+    """The ladder's clock: the newest ``played_at`` of its games (microseconds since the epoch), NO_TIME before
+    any.  Standard errors and inactivity count time by it, so the same log gives the same answers whenever they
+    are read, and a cached page stays right until the next game."""
+    return table.derived("clock", lambda: int(table.last_played.max()) if len(table.last_played) else NO_TIME)
+
+
+def _idle(table: Table, rows: np.ndarray | None = None) -> np.ndarray:
+    """Microseconds from each player's last game to the ladder's clock (0 for those who have not played)."""
+    last = table.last_played if rows is None else table.last_played[rows]
+    idle = np.zeros(len(last), dtype=np.int64)
+    played = last != NO_TIME
+    idle[played] = clock(table) - last[played]
+    return idle
+
+
+def _se(table: Table, ladder: LadderRow, rows: np.ndarray | None = None) -> np.ndarray:
+    games = table.counts[:, 0] if rows is None else table.counts[rows, 0]
+    drift = ladder.drift / rating.ELO_PER_LOGIT
+    idle_years = _idle(table, rows) / YEAR
+    return rating.strength_se(table.C, games, ladder.learning_rate(), rows, idle_years, drift)
+
+
 def _strength_se(table: Table, ladder: LadderRow) -> np.ndarray:
-    """Standard error of every Hodge strength, in logits (mathematics §8)."""
-    return table.derived("se", lambda: rating.strength_se(table.C, table.counts[:, 0], ladder.learning_rate()))
+    """Standard error of every Hodge strength, in logits, grown by the time since each player's last game
+    (mathematics §8)."""
+    return table.derived("se", lambda: _se(table, ladder))
 
 
 def _page_se(table: Table, ladder: LadderRow, rows: np.ndarray) -> np.ndarray:
@@ -118,7 +146,34 @@ def _page_se(table: Table, ladder: LadderRow, rows: np.ndarray) -> np.ndarray:
     for these rows alone (each against the field: cheap for a page or a profile)."""
     if "se" in table.memo:
         return table.memo["se"][rows]
-    return rating.strength_se(table.C, table.counts[rows, 0], ladder.learning_rate(), rows=rows)
+    return _se(table, ladder, rows)
+
+
+def _idle_out(table: Table, ladder: LadderRow) -> np.ndarray:
+    """Every player's flag: has games, and none in the ladder's last ``inactive_after_days`` days."""
+    if ladder.inactive_after_days is None:
+        return np.zeros(len(table.keys), dtype=bool)
+    return _idle(table) > ladder.inactive_after_days * DAY
+
+
+def _listed(table: Table, ladder: LadderRow) -> np.ndarray:
+    """Whether each player is on the default leaderboard (and suggested as an opponent): active, and not away
+    longer than the ladder's ``inactive_after_days``."""
+    return table.derived(("listed", ladder.inactive_after_days), lambda: table.active & ~_idle_out(table, ladder))
+
+
+def _inactive_reason(table: Table, ladder: LadderRow, n: int) -> str | None:
+    if not table.active[n]:
+        return "set inactive: off the standings until a write key makes them active again"
+    days = ladder.inactive_after_days
+    if days is None or table.last_played[n] == NO_TIME:
+        return None
+    idle = int(clock(table) - table.last_played[n])
+    if idle <= days * DAY:
+        return None
+    away = idle // DAY
+    listing = f"the ladder lists those who played in the last {days} days, and their next game brings them back"
+    return f"last played {away} day{'s' if away != 1 else ''} ago: {listing}"
 
 
 def _conservative(table: Table, ladder: LadderRow) -> np.ndarray:
@@ -162,6 +217,7 @@ def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None
         "vector": table.C[n].tolist(),
         "strength": float(_hodge(table)[n]),
         "created_at": iso(storage.players.moment(table.created[n])),
+        "ladder_clock": iso(storage.players.moment(clock(table))),
     }
 
 
@@ -183,6 +239,7 @@ def _record(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
         "provisional_reason": _provisional_reason(table, ladder.k, n),
         "last_played_at": iso(storage.players.moment(table.last_played[n])),
         "active": bool(table.active[n]),
+        "inactive_reason": _inactive_reason(table, ladder, n),
     }
 
 
@@ -324,7 +381,7 @@ def _ranking(table: Table, ladder: LadderRow, by: str, inactive: bool) -> Rankin
         score, group = _scores(table, ladder, by)
         order = np.lexsort((table.key_rank(), -score, group))
         if not inactive:
-            order = order[table.active[order]]
+            order = order[_listed(table, ladder)[order]]
         return Ranking(score, group, order)
 
     return table.derived(("ranking", by, inactive), compute)
@@ -358,7 +415,11 @@ def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: 
     highest bounds settle the page once the ``limit``-th of them is above
     every bound left out.
     """
-    listed = np.arange(len(table.keys)) if inactive else table.derived("listed", lambda: np.flatnonzero(table.active))
+    if inactive:
+        listed = np.arange(len(table.keys))
+    else:
+        mask = _listed(table, ladder)
+        listed = table.derived(("listed rows", ladder.inactive_after_days), lambda: np.flatnonzero(mask))
     if by != "conservative":
         score, group = _scores(table, ladder, by)
         rows = _top(score, listed, limit)
@@ -489,7 +550,8 @@ def _page(table: Table, ladder: LadderRow, by: str, inactive: bool, page: _Page,
         last = len(page.rows) - 1
         after = [int(page.group[last]), page.score[last].item(), str(table.keys[page.rows[last]])]
         next_cursor = encode_cursor({"by": by, "inactive": inactive, "after": after})
-    return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version}
+    clock_now = iso(storage.players.moment(clock(table)))
+    return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version, "ladder_clock": clock_now}
 
 
 def _listing(by: str, inactive: bool) -> str:
@@ -598,10 +660,11 @@ def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose
     table = _table(session, ladder)
     i = _row(table, ladder, key)
     if purpose == "comparable":
-        found = _comparing(session, table, i, limit)
+        found = _comparing(session, table, _listed(table, ladder), i, limit)
         if found is not None:
             return found
-    active = table.derived("listed", lambda: np.flatnonzero(table.active))  # inactive players are not suggested
+    listed = _listed(table, ladder)  # inactive players are not suggested
+    active = table.derived(("listed rows", ladder.inactive_after_days), lambda: np.flatnonzero(listed))
     best = rating.balanced_opponents(table.C, i, limit=limit, candidates=active) if len(table.keys) > 1 else []
     probs = rating.pair_probability(table.C, np.full(len(best), i), np.asarray(best, dtype=int))
     return [
@@ -610,14 +673,14 @@ def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose
     ]
 
 
-def _comparing(session: Session, table: Table, i: int, limit: int) -> list[dict] | None:
+def _comparing(session: Session, table: Table, listed: np.ndarray, i: int, limit: int) -> list[dict] | None:
     """Opponents along the witness direction of player ``i``'s results; None if they are comparable already."""
     games = [payload for _, payload, voided in storage.games.of_player_all(session, int(table.ids[i])) if not voided]
     W = np.zeros((table.C.shape[1], 0))
     if games:
         log = storage.log.encode(games, {key: n for n, key in enumerate(table.keys.tolist())})
         W = Results.of(log).directions(omega_apply(table.C), i)
-    found = comparing_opponents(table.C, i, W, limit, among=table.active)
+    found = comparing_opponents(table.C, i, W, limit, among=listed)
     if found is None:
         return None
     best, gain = found

@@ -104,7 +104,12 @@ SE_SAMPLE = 256
 
 
 def strength_se(
-    C: ArrayLike, games: ArrayLike, rate: LearningRate | None = None, rows: ArrayLike | None = None
+    C: ArrayLike,
+    games: ArrayLike,
+    rate: LearningRate | None = None,
+    rows: ArrayLike | None = None,
+    idle_years: ArrayLike | None = None,
+    drift: float = 0.0,
 ) -> Array:
     """Standard error of each player's Hodge strength in logits (mathematics §8); of the players ``rows`` only
     if given (``games`` are then theirs).
@@ -121,6 +126,11 @@ def strength_se(
     rule overshoots).  It assumes independent games,
     typical opponents, and that a team game tells as much about each member as
     a game alone would.
+
+    And time away: a strength may wander while its player does not play, by
+    ``drift`` logits (one standard deviation) a year, so ``idle_years`` since a
+    player's last game add drift² · idle_years to the variance (a random walk,
+    as Glicko's rating deviation grows between rating periods).
     """
     n = np.asarray(games, dtype=np.float64)
     w = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
@@ -129,6 +139,8 @@ def strength_se(
         kappa = rate.at(n) * field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
         # κw ≥ 1 (huge vectors, where the rule overshoots) would make the formula blow up: cap it there.
         variance += kappa / (2.0 - np.minimum(kappa * w, 1.0))
+    if idle_years is not None and drift > 0:
+        variance += drift * drift * np.maximum(np.asarray(idle_years, dtype=np.float64), 0.0)
     return np.sqrt(variance)
 
 

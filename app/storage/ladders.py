@@ -47,6 +47,10 @@ class LadderRow:
     reset_version: int
     #: Player keys match after Unicode case folding ("Ann" is "ann"); new players' keys are stored folded.
     case_insensitive_keys: bool
+    #: How far a strength may wander in a year without games, in Elo points (0: standard errors ignore time).
+    drift: float
+    #: Players idle this many days (the ladder's clock) leave the default leaderboard; None: never.
+    inactive_after_days: int | None
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
     aliases: Mapping[str, str] = field(default_factory=dict)
 

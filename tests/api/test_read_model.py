@@ -184,9 +184,11 @@ def test_a_first_page_equals_the_whole_order_read_page_by_page(by):
     """On 5,000 players (standard errors and field scores from samples of the field): the first page, found
     without ranking everyone (by=conservative without every standard error), is exactly where the whole order
     read through cursors starts, with the same numbers."""
-    ladder = LadderRow(
-        1, "t", None, 1, 0.1, None, 0.1, None, 0, True, True, True, "", datetime.now(UTC), 1, False, None, 0, False
-    )
+    settings = {"id": 1, "slug": "t", "name": None, "k": 1, "eta": 0.1, "eta_tau": None, "init_scale": 0.1}
+    settings |= {"init_offset": None, "seed": 0, "auto_create_players": True, "auto_refit": True, "auto_rate": True}
+    settings |= {"write_key_hash": "", "created_at": datetime.now(UTC), "version": 1, "private": False}
+    settings |= {"seats": None, "reset_version": 0, "case_insensitive_keys": False}
+    ladder = LadderRow(**settings, drift=100.0, inactive_after_days=None)
     for inactive in (False, True):
         walked: list[dict] = []
         cursor = None

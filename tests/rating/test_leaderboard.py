@@ -91,6 +91,11 @@ def test_strength_se_by_hand():
     kappa = 0.5 / np.sqrt(1 + 10 / 3) / np.sqrt(3)  # η(10) = 0.5 / √(1 + 10/τ) with τ = 3
     wandering = strength_se(C, [10, 10, 10], LearningRate(0.5, 3.0))[0]
     assert wandering == pytest.approx(np.sqrt(1 / (STRENGTH_PRIOR_PRECISION + 10 * w) + kappa / (2 - kappa * w)))
+    # Time away: a drift of 0.3 logits a year adds 0.09 per year away to the variance, nothing for no time.
+    away = strength_se(C, [10, 10, 10], idle_years=[0.0, 0.5, 4.0], drift=0.3)
+    still = strength_se(C, [10, 10, 10])
+    np.testing.assert_allclose(away**2 - still**2, [0.0, 0.045, 0.36], rtol=1e-12, atol=1e-15)
+    assert np.array_equal(strength_se(C, [10, 10, 10], idle_years=[1.0, 1.0, 1.0], drift=0.0), still)
 
 
 def test_field_means_from_a_sample_of_a_large_field():

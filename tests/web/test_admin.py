@@ -124,11 +124,13 @@ def test_keys_settings_and_the_export(base, open_page):
 
     page.fill("#ladder-name", "Office pong")
     page.check("#setting-private")
+    page.fill("#inactive-after-days", "60")
     page.click("#save-settings")
     expect(page.locator("#messages")).to_have_text("Settings saved.")
     expect(page.locator(".ladder-link")).to_have_text("Office pong")
     settings = ladder.get("")
     assert settings["name"] == "Office pong" and settings["private"] is True
+    assert settings["inactive_after_days"] == 60
     assert httpx.get(ladder.api).status_code == 401  # private now
 
     with page.expect_download() as download:

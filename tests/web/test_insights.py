@@ -32,6 +32,8 @@ def test_standings_group_provisional_players_and_show_inactive_ones_on_request(b
     expect(page.locator("#field-moves")).to_contain_text("did not play")
     page.check("#show-inactive")
     expect(page.locator("#board tr[data-key=bob].inactive")).to_contain_text("(inactive)")
+    why = ladder.get("/players/bob")["inactive_reason"]
+    expect(page.locator("#board tr[data-key=bob] .muted")).to_have_attribute("title", why)
     with page.expect_response(lambda r: "by=hodge" in r.url):
         page.select_option("#order", "hodge")
     # Another order, the provisional players still in their group below.
@@ -39,6 +41,9 @@ def test_standings_group_provisional_players_and_show_inactive_ones_on_request(b
     order = [p["key"] for p in hodge if not p["provisional"]] + [p["key"] for p in hodge if p["provisional"]]
     expect(page.locator("#board tbody tr[data-key]").nth(len(order) - 1)).to_have_attribute("data-key", order[-1])
     assert page.eval_on_selector_all("#board tbody tr[data-key]", "rows => rows.map(r => r.dataset.key)") == order
+    # The player's own page says why they are off the standings.
+    page.goto(f"{ladder.url}/players/bob")
+    expect(page.locator("#why-inactive dd")).to_have_text(why)
 
 
 def test_who_would_win_fair_teams_seats_and_cycles(base, open_page):

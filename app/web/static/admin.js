@@ -274,14 +274,19 @@ class AdminPage {
     const boxes = SETTINGS.map(([field, label]) => h("label", { class: "check" },
       h("input", { type: "checkbox", id: `setting-${field}`, name: field, checked: Boolean(this.ladder[field]) }),
       ` ${label}`));
+    const idle = h("input", { id: "inactive-after-days", type: "number", min: "1", max: "36500", step: "1",
+      inputmode: "numeric", value: this.ladder.inactive_after_days ?? "", placeholder: "never" });
     const form = h("form", { id: "settings-form", class: "stack" },
       h("div", { class: "field" }, h("label", { for: "ladder-name" }, "Name"), name), boxes,
+      h("div", { class: "field" }, h("label", { for: "inactive-after-days" },
+        "Leave players off the standings after this many days without a game (empty: never)"), idle),
       h("button", { type: "submit", id: "save-settings" }, "Save settings"));
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       clearMessages();
       const patch = { name: name.value.trim() || null };
       for (const [field] of SETTINGS) patch[field] = form.querySelector(`#setting-${field}`).checked;
+      patch.inactive_after_days = idle.value === "" ? null : Number(idle.value);
       const changed = await guarded(() => this.api.send("PATCH", "", patch));
       if (!changed) return;
       this.ladder = changed;

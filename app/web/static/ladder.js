@@ -209,11 +209,11 @@ class LadderPage {
     const open = this.expanded.has(p.key);
     const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
       "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
-    const row = h("tr", { "data-key": p.key, class: [p.active === false && "inactive", moved && "changed"] },
+    const row = h("tr", { "data-key": p.key, class: [p.inactive_reason && "inactive", moved && "changed"] },
       h("td", { class: "num rank" }, rank),
       h("td", { class: "player" }, h("a", { href: profileHref(this.api.slug, p.key) }, p.name || p.key),
         p.provisional ? [" ", badge(p)] : null,
-        p.active === false ? h("span", { class: "muted" }, " (inactive)") : null),
+        p.inactive_reason ? h("span", { class: "muted", title: p.inactive_reason }, " (inactive)") : null),
       h("td", { class: "num rating", title: interval }, whole(p.elo),
         h("small", { class: "pm" }, ` ± ${whole(2 * p.strength_se)}`)),
       h("td", { class: "form-col" }, formChips(p.form)),

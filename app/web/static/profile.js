@@ -237,6 +237,8 @@ class ProfilePage {
         h("dd", {}, `${Math.round(since) === 0 ? "no change" : signed(since)} (the field moved as others played)`)),
       p.provisional_reason ? h("div", { id: "why-provisional" }, h("dt", {}, p.provisional ? "Provisional" : "Placed"),
         h("dd", {}, p.provisional_reason)) : null,
+      p.inactive_reason ? h("div", { id: "why-inactive" }, h("dt", {}, "Off the standings"),
+        h("dd", {}, p.inactive_reason)) : null,
       p.aliases && p.aliases.length ? h("div", {}, h("dt", {}, "Also known as"),
         h("dd", { id: "aliases" }, `Also posted as ${p.aliases.join(", ")} (key ${p.key}).`)) : null,
       Number.isFinite(this.since) ? h("div", {}, h("dt", {}, "Playing since"),

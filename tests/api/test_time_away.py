@@ -1,0 +1,156 @@
+"""Time in the ratings (mathematics §8): a standard error that grows while its player is away, by the ladder's own
+clock, and players who leave the default leaderboard after ``inactive_after_days`` until their next game."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.conftest import admin, bearer, make_ladder
+
+START = datetime(2026, 1, 5, 12, tzinfo=UTC)
+CLUB = [f"club{n}" for n in range(8)]
+
+
+def game(a: str, b: str, a_wins: bool, when: datetime) -> dict:
+    ranks = (1, 2) if a_wins else (2, 1)
+    return {
+        "sides": [{"players": [a], "rank": ranks[0]}, {"players": [b], "rank": ranks[1]}],
+        "played_at": when.isoformat(),
+    }
+
+
+def season() -> tuple[list[dict], list[dict]]:
+    """The story of a default ladder: in January "away" and "stay" play 56 games each against an 8-player club and
+    win 7 of every 10; from February to July "stay" plays 86 more and wins 6 of every 10, "away" never plays
+    again.  The January games, and the rest."""
+    january, later = [], []
+    for n in range(56):
+        when = START + timedelta(hours=8 * n)
+        for who in ("away", "stay"):
+            january.append(game(who, CLUB[n % 8], n % 10 < 7, when))
+    for n in range(86):
+        later.append(game("stay", CLUB[n % 8], n % 10 < 6, START + timedelta(days=30 + 2 * n)))
+    return january, later
+
+
+def post(client, slug: str, key: str, games: list[dict]) -> None:
+    for lo in range(0, len(games), 100):
+        r = client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[lo : lo + 100]}, headers=bearer(key))
+        assert r.status_code == 201, r.text
+
+
+def profile(client, slug: str, key: str) -> dict:
+    r = client.get(f"/v1/ladders/{slug}/players/{key}")
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def board(client, slug: str, **params) -> dict:
+    r = client.get(f"/v1/ladders/{slug}/leaderboard", params={"by": "conservative", "limit": 100, **params})
+    assert r.status_code == 200, r.text
+    return r.json()
+
+
+def test_an_absent_players_uncertainty_grows_until_they_play_again(client):
+    january, later = season()
+    keys = {
+        slug: make_ladder(client, slug, k=1, seed=4, auto_refit=False, drift=drift)
+        for slug, drift in (("still", 0), ("drifting", 100))
+    }
+    for slug, key in keys.items():
+        post(client, slug, key, january)
+    after_january = {slug: profile(client, slug, "away") for slug in keys}
+    for slug, key in keys.items():
+        post(client, slug, key, later)
+    still, drifting = profile(client, "still", "away"), profile(client, "drifting", "away")
+    # The ladder's clock is its newest game, stated in every answer.
+    newest = datetime.fromisoformat(later[-1]["played_at"])
+    assert datetime.fromisoformat(drifting["ladder_clock"]) == newest
+    assert datetime.fromisoformat(board(client, "drifting")["ladder_clock"]) == newest
+    # Without drift, the field's games even shrink it; with the default drift it grows by 100 Elo points of
+    # standard deviation a year of absence: exactly, on top of what the results leave.
+    assert still["strength_se"] <= after_january["still"]["strength_se"]
+    away_years = (newest - datetime.fromisoformat(drifting["last_played_at"])) / timedelta(days=365.25)
+    assert 0.4 < away_years < 0.6
+    grown = drifting["strength_se"] ** 2 - still["strength_se"] ** 2
+    assert grown == pytest.approx(100.0**2 * away_years, rel=1e-9)
+    assert drifting["strength_se"] > after_january["drifting"]["strength_se"] + 20
+    assert drifting["elo"] == still["elo"]  # the rating itself stands still: only what it is known to be moves
+    # The conservative order lets the absent player sink below the one who kept playing.
+    order = {slug: [item["key"] for item in board(client, slug)["items"]] for slug in keys}
+    assert order["still"].index("away") < order["still"].index("stay")
+    assert order["drifting"].index("away") > order["drifting"].index("stay")
+    # One game back and the time away no longer counts.
+    back = START + timedelta(days=210)
+    post(client, "drifting", keys["drifting"], [game("away", "club0", True, back)])
+    returned = profile(client, "drifting", "away")
+    assert returned["strength_se"] < drifting["strength_se"] - 20
+    assert returned["ladder_clock"] == returned["last_played_at"]
+
+
+def test_a_ladder_clock_follows_the_log_back_when_its_newest_game_is_voided(client):
+    """The clock is the newest game that counts: voiding it moves the clock back, and every standard error is then
+    the one a ladder that never had that game shows."""
+    january, later = season()
+    games = january + later[:10]
+    late = game("stay", "club1", True, START + timedelta(days=400))
+    one, two = make_ladder(client, "one", k=1, seed=2), make_ladder(client, "two", k=1, seed=2)
+    post(client, "one", one, [*games, late])
+    post(client, "two", two, games)
+    newest = client.get("/v1/ladders/one/games", params={"limit": 1}).json()["items"][0]
+    assert client.post(f"/v1/ladders/one/games/{newest['id']}/void", headers=bearer(one)).status_code == 200
+    first, second = board(client, "one", inactive=True), board(client, "two", inactive=True)
+    clock = datetime.fromisoformat(games[-1]["played_at"])
+    assert datetime.fromisoformat(first["ladder_clock"]) == datetime.fromisoformat(second["ladder_clock"]) == clock
+    # A replay leaves change_since_last_game unknown until each player's next game; the rest is the same.
+    replayed = [{k: v for k, v in item.items() if k != "change_since_last_game"} for item in first["items"]]
+    fresh = [{k: v for k, v in item.items() if k != "change_since_last_game"} for item in second["items"]]
+    assert replayed == fresh
+
+
+def test_players_away_longer_than_inactive_after_days_leave_the_default_leaderboard(client):
+    january, later = season()
+    key = make_ladder(client, "office", k=1, seed=1, auto_refit=False)
+    post(client, "office", key, january + later)
+    listed = [item["key"] for item in board(client, "office")["items"]]
+    assert "away" in listed and profile(client, "office", "away")["inactive_reason"] is None
+    r = client.patch("/v1/ladders/office", json={"inactive_after_days": 90}, headers=bearer(key))
+    assert r.status_code == 200 and r.json()["inactive_after_days"] == 90
+    listed = [item["key"] for item in board(client, "office")["items"]]
+    assert "away" not in listed and "stay" in listed
+    everyone = {item["key"]: item for item in board(client, "office", inactive="true")["items"]}
+    away = profile(client, "office", "away")
+    days = (datetime.fromisoformat(away["ladder_clock"]) - datetime.fromisoformat(away["last_played_at"])).days
+    assert days > 90
+    assert away["inactive_reason"].startswith(f"last played {days} days ago")
+    assert everyone["away"]["inactive_reason"] == away["inactive_reason"] and away["active"] is True
+    assert everyone["stay"]["inactive_reason"] is None
+    suggested = client.get("/v1/ladders/office/players/stay/opponents", params={"limit": 20}).json()["items"]
+    assert "away" not in [item["key"] for item in suggested] and len(suggested) == 8
+    # Their next game brings them back; an admin's flag is a reason of its own.
+    post(client, "office", key, [game("away", "club2", False, START + timedelta(days=300))])
+    assert "away" in [item["key"] for item in board(client, "office")["items"]]
+    client.patch("/v1/ladders/office/players/club3", json={"active": False}, headers=bearer(key))
+    assert profile(client, "office", "club3")["inactive_reason"].startswith("set inactive")
+    # null turns it off; bad values are 422s naming the field.
+    assert client.patch("/v1/ladders/office", json={"inactive_after_days": None}, headers=admin()).status_code == 200
+    assert profile(client, "office", "stay")["inactive_reason"] is None
+    for bad in ({"inactive_after_days": 0}, {"inactive_after_days": 1.5}, {"drift": -1}, {"drift": None}):
+        r = client.patch("/v1/ladders/office", json=bad, headers=bearer(key))
+        assert r.status_code == 422, (bad, r.text)
+        assert list(bad) == [e["field"] for e in r.json()["errors"]][:1]
+
+
+def test_drift_is_a_setting_shown_exported_and_changed_without_a_replay(client):
+    key = make_ladder(client, "league", k=1, seed=3)
+    assert client.get("/v1/ladders/league").json()["drift"] == 100.0
+    january, _ = season()
+    post(client, "league", key, january[:40])
+    before = client.get("/v1/ladders/league/audit").json()
+    r = client.patch("/v1/ladders/league", json={"drift": 250.0}, headers=bearer(key))
+    assert r.status_code == 200 and r.json()["drift"] == 250.0
+    assert client.get("/v1/ladders/league/audit").json() == before  # the ratings are untouched
+    header = client.get("/v1/ladders/league/export", headers=bearer(key)).text.splitlines()[0]
+    assert '"drift":250.0' in header and '"inactive_after_days":null' in header
