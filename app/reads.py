@@ -217,6 +217,16 @@ async def compute(request: Request, work: Callable[..., T], *args: object) -> T:
     raise Unavailable(f"The server is busy with other heavy requests; none could start within {seconds:g} s.")
 
 
+async def past(request: Request, work: Callable[..., T], *args: object) -> T:
+    """A read of a ladder as it stood at an earlier time (``as_of``): a pass over its log, in the reports'
+    thread (one such read or report at a time per process, never on the event loop or in the threads other
+    requests need); a 503 if it cannot start within the request deadline (``MELO_REQUEST_TIMEOUT``)."""
+    seconds = request.app.state.settings.request_timeout
+    with anyio.move_on_after(seconds):
+        return await anyio.to_thread.run_sync(lambda: work(*args), limiter=request.app.state.reports)
+    raise Unavailable(f"The server is busy with other heavy requests; none could start within {seconds:g} s.")
+
+
 def not_modified(request: Request, version: int) -> tuple[str, Response | None]:
     """The ETag of an answer computed at ladder ``version``, and a 304 if ``If-None-Match`` names it."""
     etag = f'"{version}"'

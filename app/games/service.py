@@ -498,7 +498,7 @@ def _counters(
     """W/D/L counters and last-played times: a side above the average share 1/N won, at it drew, below it lost."""
     n = len(locked.ids)
     counts = locked.counts.copy()
-    rows = _record(actual, member_n_sides)
+    rows = rating.record(actual, member_n_sides)
     for column in range(rows.shape[1]):
         counts[:, column] += np.bincount(player, weights=rows[:, column], minlength=n).astype(np.int64)
     stamps = np.array([t.timestamp() for t in played_at])
@@ -509,13 +509,6 @@ def _counters(
         new = datetime.fromtimestamp(stamp, UTC) if np.isfinite(stamp) else None
         last_played.append(new if last is None or (new is not None and new > last) else last)
     return counts, last_played
-
-
-def _record(actual: np.ndarray, n_sides: np.ndarray) -> np.ndarray:
-    """Each membership's contribution to COUNTERS: a game; a win, draw or loss as its side's rank-share score is
-    above, at or below the average share 1/N; and N - 1 pairwise comparisons."""
-    result = rating.results(actual, n_sides)
-    return np.stack([np.ones(len(actual)), result > 0, result == 0, result < 0, n_sides - 1]).T.astype(np.int64)
 
 
 def _stage(progress: Progress, stage: str) -> Callable[[int, int], None] | None:
@@ -558,7 +551,7 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
     members = [m.player_id for m in record.members]
     shares = np.array([m.actual_score for m in record.members])
-    storage.players.uncount(session, members, _record(shares, np.full(len(shares), len(record.payload["sides"]))))
+    storage.players.uncount(session, members, rating.record(shares, np.full(len(shares), len(record.payload["sides"]))))
     storage.players.refresh_last_played(session, members)
     if superseded:  # players the tail does not reach hold that checkpoint's vectors: replay from the one before
         replay_log(session, ladder)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Annotated, Literal
 
 import anyio.to_thread
@@ -28,6 +29,17 @@ from app.storage.players import Table
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADDER_ACCESS)
 
 NOT_MODIFIED: dict[int | str, dict] = {304: {"description": "Not modified: `If-None-Match` names this version"}}
+AS_OF = (
+    "The standings as they stood after the last game played before this time (ISO 8601; without a zone, UTC): "
+    "the ratings, records and standard errors of then, by that day's clock. Before the first game: an empty table; "
+    "after the newest game: today's. Names and active flags are today's. Read from the log, one such read at a time "
+    "per server process."
+)
+AsOf = Annotated[datetime | None, Query(description=AS_OF)]
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return moment if moment is None or moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 @router.post("/players", status_code=201, response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
@@ -79,11 +91,18 @@ def _profile(db: Database, ladder: LadderRow, key: str) -> dict:
         return service.get_player(session, ladder_for_read(session, ladder.slug, fresh=True), key)
 
 
-@router.get("/players/{key}", response_model=PlayerOut, responses=problems(404) | NOT_MODIFIED)
-def get_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
-    """A player's vector, strength, record and provisional flag, at the ladder version it names."""
-    with db.reading() as session:
-        out = service.get_player(session, readable(session, slug, caller), key)
+@router.get("/players/{key}", response_model=PlayerOut, responses=problems(404, 422, 503) | NOT_MODIFIED)
+async def get_player(
+    slug: str, key: str, db: DatabaseDep, caller: CallerDep, request: Request, as_of: AsOf = None
+) -> Response:
+    """A player's vector, strength, record and provisional flag, at the ladder version it names; with `as_of`,
+    as they stood then (a 404 if they had not played, nor been created, by then)."""
+
+    def read() -> dict:
+        with db.snapshot() if as_of is not None else db.reading() as session:
+            return service.get_player(session, readable(session, slug, caller), key, _utc(as_of))
+
+    out = await (reads.past(request, read) if as_of is not None else anyio.to_thread.run_sync(read))
     etag, unchanged = reads.not_modified(request, out["ladder_version"])
     return unchanged or JSONResponse(out, headers={"ETag": etag})
 
@@ -125,6 +144,15 @@ async def opponents(
     return JSONResponse(await reads.compute(request, work))
 
 
+def _past_page(
+    db: Database, ladder: LadderRow, as_of: datetime, by: str, limit: int, cursor: str | None, inactive: bool
+) -> bytes:
+    """A leaderboard page of the ladder as it stood at ``as_of`` (in one snapshot)."""
+    with db.snapshot() as session:
+        table = service.past_table(session, ladder, as_of)
+    return service.leaderboard(table, ladder, by, limit, cursor, inactive)
+
+
 async def _with_form(db: Database, table: Table, body: bytes, memo: tuple | None) -> bytes:
     """The page with each player's form (read in a thread), kept with the table for its first pages."""
     if memo is not None and memo in table.memo:
@@ -160,7 +188,8 @@ async def leaderboard(
             "`inactive_after_days`."
         ),
     ] = False,
-    form: Annotated[bool, Query(description="Add each player's last results (`form`).")] = False,
+    form: Annotated[bool, Query(description="Add each player's last results (`form`; not with `as_of`).")] = False,
+    as_of: AsOf = None,
 ) -> Response:
     """Players ranked by Hodge strength (default), expected score against the field, disc strength, or conservative
     strength (mathematics §8).
@@ -183,6 +212,9 @@ async def leaderboard(
     is cyclic (no ordering exists).
     """
     ladder = await reads.ladder(db, slug, caller)
+    if as_of is not None:
+        body = await reads.past(request, _past_page, db, ladder, _utc(as_of), by, limit, cursor, inactive)
+        return Response(body, media_type="application/json")
     table = await reads.table(db, ladder)
     etag, unchanged = reads.not_modified(request, table.version)
     if unchanged:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -197,10 +198,25 @@ def _row(table: Table, ladder: LadderRow, key: str) -> int:
     return row
 
 
-def get_player(session: Session, ladder: LadderRow, key: str) -> dict:
-    """A player's profile with the ladder version it was read at."""
-    table = _table(session, ladder)
+def get_player(session: Session, ladder: LadderRow, key: str, as_of: datetime | None = None) -> dict:
+    """A player's profile with the ladder version it was read at; ``as_of``: as they stood then."""
+    table = _table(session, ladder) if as_of is None else past_table(session, ladder, as_of)
+    if as_of is not None and table.row(ladder.player_key(key)) is None:
+        raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r} before {iso(as_of)}.")
     return profile(table, ladder, key) | {"ladder_version": table.version}
+
+
+def past_table(session: Session, ladder: LadderRow, moment: datetime) -> Table:
+    """The players as they stood after the last game of the log played before ``moment`` (mathematics §8): those
+    who had played by then or were created before it, none before the first game, today's table after the newest.
+    One pass over the memberships up to that game (:mod:`app.storage.past`), in one snapshot."""
+    now = _table(session, ladder)
+    game = storage.past.last_game_before(session, ladder.id, moment)
+    if game is not None and game == storage.past.last_game(session, ladder.id):
+        return now
+    past = storage.past.table_after(session, ladder, now, game, moment)
+    past.as_of = iso(moment)
+    return past
 
 
 def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None = None) -> dict:
@@ -530,7 +546,7 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
     order = ranking.order
     start = 0
     if cursor is not None:
-        last_group, last_score, last_key = _leaderboard_position(cursor, by, inactive)
+        last_group, last_score, last_key = _leaderboard_position(cursor, by, inactive, table.as_of)
         g, s, keys = ranking.group[order], ranking.score[order], table.keys[order].astype(str)
         same = (g == last_group) & ((s > last_score) | ((s == last_score) & (keys <= last_key)))
         start = int(np.count_nonzero((g < last_group) | same))
@@ -549,24 +565,26 @@ def _page(table: Table, ladder: LadderRow, by: str, inactive: bool, page: _Page,
     if page.more and len(page.rows):
         last = len(page.rows) - 1
         after = [int(page.group[last]), page.score[last].item(), str(table.keys[page.rows[last]])]
-        next_cursor = encode_cursor({"by": by, "inactive": inactive, "after": after})
+        listing = {"by": by, "inactive": inactive} | ({"as_of": table.as_of} if table.as_of else {})
+        next_cursor = encode_cursor(listing | {"after": after})
     clock_now = iso(storage.players.moment(clock(table)))
     return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version, "ladder_clock": clock_now}
 
 
-def _listing(by: str, inactive: bool) -> str:
-    return f"by={by}&inactive={str(inactive).lower()}"
+def _listing(by: str, inactive: bool, as_of: str | None) -> str:
+    return f"by={by}&inactive={str(inactive).lower()}" + (f"&as_of={as_of}" if as_of else "")
 
 
-def _leaderboard_position(cursor: str, by: str, inactive: bool) -> tuple[int, float, str]:
+def _leaderboard_position(cursor: str, by: str, inactive: bool, as_of: str | None) -> tuple[int, float, str]:
     """(group, score, key) of the last row of the page a leaderboard cursor came after.
 
-    A cursor names the listing it was made for (the order ``by`` and ``inactive``): its score is that order's,
-    so it cannot place a row in another order (an empty or a shifted page); there it is a 422 naming ``cursor``.
+    A cursor names the listing it was made for (the order ``by``, ``inactive`` and ``as_of``): its score is that
+    listing's, so it cannot place a row in another (an empty or a shifted page); there it is a 422 naming
+    ``cursor``.
     """
     value = decode_cursor(cursor, _valid_cursor)
-    if (value["by"], value["inactive"]) != (by, inactive):
-        made, asked = _listing(value["by"], value["inactive"]), _listing(by, inactive)
+    if (value["by"], value["inactive"], value.get("as_of")) != (by, inactive, as_of):
+        made, asked = _listing(value["by"], value["inactive"], value.get("as_of")), _listing(by, inactive, as_of)
         message = f"made for {made}, not {asked}: a cursor continues only its own listing; start again without one"
         raise InvalidInput(f"cursor: {message}", errors=[{"field": "cursor", "message": message}])
     group, score, key = value["after"]
@@ -574,12 +592,15 @@ def _leaderboard_position(cursor: str, by: str, inactive: bool) -> tuple[int, fl
 
 
 def _valid_cursor(v: Any) -> bool:
-    """{"by": order, "inactive": bool, "after": [group, score, key]}, the group 0 or (by=conservative) 1."""
+    """{"by": order, "inactive": bool, "after": [group, score, key]} (and "as_of": a time), the group 0 or
+    (by=conservative) 1."""
 
     def number(x: Any) -> bool:
         return isinstance(x, int | float) and not isinstance(x, bool) and abs(x) < 1e300
 
-    if not (isinstance(v, dict) and set(v) == {"by", "inactive", "after"}):
+    if not (isinstance(v, dict) and set(v) - {"as_of"} == {"by", "inactive", "after"}):
+        return False
+    if not isinstance(v.get("as_of", ""), str):
         return False
     by, inactive, after = v["by"], v["inactive"], v["after"]
     return (

@@ -5,7 +5,7 @@ This package imports NumPy and SciPy only, never the database or HTTP layers.
 
 from app.rating.draws import draw_probability, draw_room, draw_share, outcome_probabilities, two_sided_draws
 from app.rating.errors import RatingInputError
-from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores, results
+from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores, record, results
 from app.rating.initial import initial_vectors, stable_hash
 from app.rating.leaderboard import (
     balanced_opponents,
@@ -74,6 +74,7 @@ __all__ = [
     "probability_matrix",
     "rank_share",
     "ranks_from_scores",
+    "record",
     "replay",
     "replay_history",
     "results",

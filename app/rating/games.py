@@ -62,6 +62,14 @@ def results(actual: ArrayLike, n_sides: ArrayLike) -> IntArray:
     return np.sign(np.asarray(actual, dtype=np.float64) - 1.0 / np.asarray(n_sides, dtype=np.float64)).astype(np.int64)
 
 
+def record(actual: ArrayLike, n_sides: ArrayLike) -> IntArray:
+    """Each membership's contribution to a player's record (games, wins, draws, losses, comparisons): a game; a
+    win, draw or loss as :func:`results` counts it; and N - 1 pairwise comparisons."""
+    result = results(actual, n_sides)
+    games = np.ones(len(result))
+    return np.stack([games, result > 0, result == 0, result < 0, np.asarray(n_sides) - 1]).T.astype(np.int64)
+
+
 def _share(a: IntArray, b: IntArray, s_ab: Array, n_sides: int) -> Array:
     """Σ_b S_ab / (number of pairs) for each side, from pair values S_ab (S_ba = 1 - S_ab)."""
     pairs = n_sides * (n_sides - 1) / 2

@@ -99,7 +99,7 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
     if checkpoint is None and not from_start:
         checkpoint = refits.latest_checkpoint(session, ladder.id)
     if checkpoint is not None:
-        after = _from_checkpoint(start, ids, checkpoint, dim)
+        after = from_checkpoint(start, ids, checkpoint, dim)
         counts = session.execute(
             select(Participant.player_id, func.count())
             .join(Game, Game.id == Participant.game_id)
@@ -326,7 +326,7 @@ def _state_before(
     start = codec.unpack_rows(initial, dim)
     games = np.zeros(len(player_ids))
     checkpoint = refits.latest_checkpoint(session, ladder.id)
-    after = 0 if checkpoint is None else _from_checkpoint(start, player_ids, checkpoint, dim)
+    after = 0 if checkpoint is None else from_checkpoint(start, player_ids, checkpoint, dim)
     latest = (
         "WITH c(player_id, cutoff) AS (VALUES {}) "
         "SELECT player_id, game_id, n, after FROM ("
@@ -348,7 +348,7 @@ def _state_before(
     return start, games
 
 
-def _from_checkpoint(start: np.ndarray, player_ids: np.ndarray, checkpoint, dim: int) -> int:
+def from_checkpoint(start: np.ndarray, player_ids: np.ndarray, checkpoint, dim: int) -> int:
     """Put the checkpoint's vectors in the rows of ``start`` of the players (sorted ``player_ids``) it holds;
     players it holds that are gone (merged away) are skipped.  The game it follows."""
     held = codec.unpack_ids(checkpoint.player_ids)

@@ -291,6 +291,8 @@ class Table:
     #: Who the latest applied refit found its results do not place.
     placement: refits.Placement
     memo: dict[str, Any] = field(default_factory=dict)
+    #: A past table's time (``as_of``, ISO 8601), which its leaderboard cursors name; None for the current one.
+    as_of: str | None = None
     _row_of: dict[str, int] | None = None
     _key_rank: np.ndarray | None = None
 
@@ -383,8 +385,8 @@ def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], 
         names=objects([r[2] for r in rows]),
         C=codec.unpack_rows((r[3] for r in rows), dim),
         counts=numbers(lambda part: [r[4:9] for r in part], np.int64).reshape(-1, 5),
-        last_played=_micros_column([r[9] for r in rows], stamp),
-        created=_micros_column([r[10] for r in rows], stamp),
+        last_played=micros_column([r[9] for r in rows], stamp),
+        created=micros_column([r[10] for r in rows], stamp),
         active=numbers(lambda part: [bool(r[11]) for r in part], bool),
         strength_then=numbers(lambda part: [np.nan if r[12] is None else r[12] for r in part], np.float64),
         placement=refits.Placement(),
@@ -404,7 +406,7 @@ def micros(moment: datetime | None) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
-def _micros_column(values: list, stamp: Callable[[Any], datetime | None]) -> np.ndarray:
+def micros_column(values: list, stamp: Callable[[Any], datetime | None]) -> np.ndarray:
     """:func:`micros` of a column of the driver's times: SQLite's text (UTC digits) parsed by NumPy at once (a
     million rows in 0.1 s, against 2 s one by one), other drivers' values one by one."""
     present = [v for v in values if v is not None]

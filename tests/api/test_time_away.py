@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from tests.api.test_analysis import wait
 from tests.conftest import admin, bearer, make_ladder
 
 START = datetime(2026, 1, 5, 12, tzinfo=UTC)
@@ -154,3 +155,63 @@ def test_drift_is_a_setting_shown_exported_and_changed_without_a_replay(client):
     assert client.get("/v1/ladders/league/audit").json() == before  # the ratings are untouched
     header = client.get("/v1/ladders/league/export", headers=bearer(key)).text.splitlines()[0]
     assert '"drift":250.0' in header and '"inactive_after_days":null' in header
+
+
+def test_standings_as_of_a_date_are_those_the_ladder_showed_then(client):
+    """``as_of`` answers the table after the last game played before that time: what the ladder showed when that
+    game was its newest (ratings from an applied refit's checkpoint on, records, standard errors by that day's
+    clock), and after a void, what a ladder that never had the voided game shows."""
+    january, later = season()
+    cut = datetime.fromisoformat(later[40]["played_at"])  # later[39] is the last game played before it
+    then = {"as_of": cut.isoformat()}
+    key = make_ladder(client, "whole", k=1, seed=6, auto_refit=False)
+    post(client, "whole", key, january)
+    started = client.post("/v1/ladders/whole/refits", json={}, headers=bearer(key))
+    assert wait(client, started.headers["location"])["status"] == "done"
+    assert client.post(f"{started.headers['location']}/apply", headers=bearer(key)).status_code == 200
+    post(client, "whole", key, later[:40])
+    shown = {by: board(client, "whole", by=by) for by in ("hodge", "conservative")}
+    profiles = {who: profile(client, "whole", who) for who in ("away", "stay", "club3")}
+    post(client, "whole", key, later[40:])
+    for by, page in shown.items():
+        same(board(client, "whole", by=by, **then), page)
+    for who, shown_then in profiles.items():
+        assert unversioned(profile_at(client, "whole", who, then)) == unversioned(shown_then)
+    # Pages of a past table continue with their cursor; a cursor of another listing is refused.
+    first = board(client, "whole", limit=4, **then)
+    rest = board(client, "whole", limit=100, cursor=first["next_cursor"], **then)
+    everyone = board(client, "whole", **then)["items"]
+    assert [i["key"] for i in first["items"] + rest["items"]] == [i["key"] for i in everyone]
+    r = client.get("/v1/ladders/whole/leaderboard", params={"by": "conservative", "cursor": first["next_cursor"]})
+    assert r.status_code == 422 and "as_of" in r.json()["detail"]
+    # Before the first game: empty; after the newest: today's table; a malformed date: a 422.
+    assert board(client, "whole", as_of="2025-01-01T00:00:00Z")["items"] == []
+    assert board(client, "whole", as_of="2200-01-01T00:00:00Z")["items"] == board(client, "whole")["items"]
+    for bad in ("yesterday", "2026-13-01", "2026-03-01T25:00:00Z"):
+        r = client.get("/v1/ladders/whole/leaderboard", params={"as_of": bad})
+        assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", bad
+    assert client.get("/v1/ladders/whole/players/away", params={"as_of": "2025-01-01"}).status_code == 404
+    # A void of a January game sets the checkpoint aside and replays everything: the past table is then that of
+    # a ladder that never had the game.
+    assert client.post("/v1/ladders/whole/games/7/void", headers=bearer(key)).status_code == 200
+    part = make_ladder(client, "part", k=1, seed=6, auto_refit=False)
+    post(client, "part", part, january[:6] + january[7:] + later[:40])
+    for by in ("hodge", "conservative"):
+        same(board(client, "whole", by=by, **then), board(client, "part", by=by))
+
+
+def same(past: dict, shown: dict) -> None:
+    """Two leaderboard pages agree on everything but their versions (and the change since each player's last
+    game, unknown in the past and after a replay)."""
+    assert [unversioned(item) for item in past["items"]] == [unversioned(item) for item in shown["items"]]
+    assert past["ladder_clock"] == shown["ladder_clock"]
+
+
+def unversioned(item: dict) -> dict:
+    return {k: v for k, v in item.items() if k not in ("ladder_version", "change_since_last_game", "created_at")}
+
+
+def profile_at(client, slug: str, key: str, params: dict) -> dict:
+    r = client.get(f"/v1/ladders/{slug}/players/{key}", params=params)
+    assert r.status_code == 200, r.text
+    return r.json()

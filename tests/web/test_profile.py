@@ -4,7 +4,7 @@ with today's chances, recent games with partners and changes; renaming, and old 
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import httpx
 from playwright.sync_api import expect
@@ -100,3 +100,22 @@ def test_a_player_reached_by_an_old_key_in_another_case_shows_their_aliases(base
     page.goto(f"{ladder.url}/players/ZOË")
     expect(page.locator("#aliases")).to_have_text("Also posted as zoë (key zoe).")
     expect(page.locator("h1")).to_have_text("Zoë")
+
+
+def test_a_profile_steps_back_through_time(base, open_page):
+    ladder = make_ladder(base, "past")  # games over the last seven days
+    page = open_page("phone")
+    page.goto(f"{ladder.url}/players/ann")
+    expect(page.locator("#past-result")).to_have_text(re.compile(r"^Not on the ladder yet at the end of "))
+    day = (datetime.now(UTC) - timedelta(days=4)).date()
+    page.fill("#as-of-date", day.isoformat())
+    end = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+    then = ladder.get("/players/ann", as_of=end.isoformat())
+    assert 0 < then["games"] < ladder.get("/players/ann")["games"]
+    expect(page.locator("#past-result b")).to_have_text(f"{round(then['elo'])} Elo")
+    expect(page.locator("#past-result")).to_contain_text(
+        f"{then['games']} games: {then['wins']} won, {then['draws']} drawn, {then['losses']} lost"
+    )
+    page.click("#month-later")  # no later than today: the profile as it is
+    now = ladder.get("/players/ann")
+    expect(page.locator("#past-result")).to_contain_text(f"{now['games']} games: {now['wins']} won")

@@ -59,6 +59,7 @@ class ProfilePage {
       games: h("div", { id: "games" }),
       next: h("div", { id: "next-box" }),
       more: h("div", { id: "more" }),
+      past: h("div", { id: "past" }),
     };
     const p = this.parts;
     const back = h("p", { class: "back" }, h("a", { href: `/ladders/${encodeURIComponent(this.api.slug)}` },
@@ -75,8 +76,49 @@ class ProfilePage {
           h("h2", { id: "games-title" }, "Recent games"), p.games),
         h("section", { class: "panel", "aria-labelledby": "next-title" },
           h("h2", { id: "next-title" }, "Who to play next"), p.next),
+        h("section", { class: "panel", "aria-labelledby": "past-title" },
+          h("h2", { id: "past-title" }, "Back in time"), p.past),
         h("section", { class: "panel", "aria-labelledby": "more-title" },
           h("h2", { id: "more-title" }, "More about the rating"), p.more, this.renameBox)));
+    fill(p.past, this.pastForm());
+  }
+
+  // The player as they stood at the end of a chosen day (the API's as_of), a month at a time.
+  pastForm() {
+    const day = h("input", { type: "date", id: "as-of-date", "aria-label": "Day" });
+    const result = h("p", { id: "past-result", "aria-live": "polite" });
+    const today = new Date().toISOString().slice(0, 10);
+    const monthAgo = new Date(Date.now() - 30 * 86400000).toISOString().slice(0, 10);
+    day.value = monthAgo;
+    day.max = today;
+    const show = async () => {
+      if (!day.value) return;
+      const end = new Date(`${day.value}T00:00:00Z`);
+      end.setUTCDate(end.getUTCDate() + 1); // the whole day: games played before the next one began
+      const label = shortDate(new Date(`${day.value}T12:00:00Z`));
+      try {
+        const then = await this.api.get(`${this.api.playerPath(this.key)}?as_of=${end.toISOString()}`);
+        fill(result, h("b", {}, `${whole(then.elo)} Elo`), ` ± ${whole(2 * then.strength_se)} at the end of ${label}`,
+          h("br"), `${then.games} games: ${then.wins} won, ${then.draws} drawn, ${then.losses} lost`);
+      } catch (error) {
+        if (error.status !== 404) throw error;
+        fill(result, `Not on the ladder yet at the end of ${label}.`);
+      }
+    };
+    const step = (months) => {
+      const at = new Date(`${day.value || monthAgo}T00:00:00Z`);
+      at.setUTCMonth(at.getUTCMonth() + months);
+      day.value = at.toISOString().slice(0, 10) > today ? today : at.toISOString().slice(0, 10);
+      guarded(show);
+    };
+    day.addEventListener("change", () => guarded(show));
+    const earlier = h("button", { type: "button", class: "secondary", id: "month-earlier" }, "← A month earlier");
+    const later = h("button", { type: "button", class: "secondary", id: "month-later" }, "A month later →");
+    earlier.addEventListener("click", () => step(-1));
+    later.addEventListener("click", () => step(1));
+    guarded(show);
+    return h("div", { class: "stack" }, h("div", { class: "inline-form" }, earlier, day, later), result,
+      h("p", { class: "muted note" }, "Ratings, record and uncertainty as the ladder showed them that day."));
   }
 
   async read() {

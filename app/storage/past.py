@@ -1,0 +1,167 @@
+"""A ladder's players as they stood after an earlier game of its log: what ``as_of`` reads.
+
+No replay is needed: every membership stores its player's vector after the
+game, exactly as a replay of the log gives it (``/audit`` checks that), and
+an applied refit's checkpoint holds the vectors it set.  So a player's vector
+after game G is their vector after their last game in (checkpoint, G], else
+the latest checkpoint's at or before G, else their initial one; their record
+is counted over their games up to G.  The cost is one pass over the
+memberships up to G, and a lookup of each player's last one.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app import rating
+from app.models import Checkpoint, Game, Refit
+from app.storage import cache, codec, ladders, log, players, refits
+from app.storage.players import NO_TIME, Table
+from app.storage.sql import driver_chunks, driver_fetchall
+
+#: Past tables this process keeps (the most recently read).
+MAX_PAST = 8
+
+
+def last_game_before(session: Session, ladder_id: int, moment: datetime) -> int | None:
+    """The id of the last game of the log (that counts) played before ``moment``; None if none was."""
+    query = select(Game.id).where(Game.ladder_id == ladder_id, Game.voided_at.is_(None), Game.played_at < moment)
+    return session.scalar(query.order_by(Game.id.desc()).limit(1))
+
+
+def last_game(session: Session, ladder_id: int) -> int | None:
+    """The id of the newest game of the log that counts."""
+    query = select(Game.id).where(Game.ladder_id == ladder_id, Game.voided_at.is_(None))
+    return session.scalar(query.order_by(Game.id.desc()).limit(1))
+
+
+def table_after(
+    session: Session, ladder: ladders.LadderRow, now: Table, game_id: int | None, moment: datetime
+) -> Table:
+    """The players as they stood after game ``game_id`` (None: before any game), at ``now``'s version: those who
+    had played by then or were created before ``moment``, with names and flags as they are now."""
+    held = cache.of(session.get_bind(), "past tables")
+    key = (ladder.id, now.version, game_id, moment)
+    found = held.get(key)
+    if found is None:
+        found = _table_after(session, ladder, now, game_id, moment)
+        if len(held) >= MAX_PAST:
+            held.pop(next(iter(held)))
+        held[key] = found
+    return found
+
+
+def _table_after(
+    session: Session, ladder: ladders.LadderRow, now: Table, game_id: int | None, moment: datetime
+) -> Table:
+    n, dim = len(now.ids), 2 * ladder.k
+    connection = session.connection()
+    C = codec.unpack_rows(
+        (
+            r[0]
+            for r in driver_fetchall(
+                connection, "SELECT initial FROM players WHERE ladder_id = ? ORDER BY id", (ladder.id,)
+            )
+        ),
+        dim,
+    )
+    counts = np.zeros((n, 5), dtype=np.int64)
+    last_played = np.full(n, NO_TIME, dtype=np.int64)
+    placement = refits.Placement()
+    if game_id is not None:
+        checkpoint = session.scalar(
+            select(Checkpoint)
+            .where(
+                Checkpoint.ladder_id == ladder.id,
+                Checkpoint.superseded_at.is_(None),
+                Checkpoint.after_game_id <= game_id,
+            )
+            .order_by(Checkpoint.after_game_id.desc(), Checkpoint.id.desc())
+            .limit(1)
+        )
+        since = 0
+        if checkpoint is not None:
+            since = log.from_checkpoint(C, now.ids, checkpoint, dim)
+            if checkpoint.refit_id is not None:
+                row = session.execute(
+                    select(Refit.not_comparable_ids, Refit.outside_field_ids).where(Refit.id == checkpoint.refit_id)
+                ).first()
+                if row is not None:
+                    placement = refits.Placement(codec.unpack_ids(row[0] or b""), codec.unpack_ids(row[1] or b""))
+        last = _records(session, ladder.id, now.ids, game_id, counts, last_played)
+        _vectors_after(session, now.ids, np.where(last > since, last, 0), C, dim)
+    keep = (counts[:, 0] > 0) | (now.created < players.micros(moment))
+    rows = np.flatnonzero(keep)
+    return Table(
+        version=now.version,
+        ids=now.ids[rows],
+        keys=now.keys[rows],
+        names=now.names[rows],
+        C=C[rows],
+        counts=counts[rows],
+        last_played=last_played[rows],
+        created=now.created[rows],
+        active=now.active[rows],
+        strength_then=np.full(len(rows), np.nan),
+        placement=placement,
+    )
+
+
+#: The counted games' memberships up to a game, with when each was played: one pass over them.
+_MEMBERSHIPS = (
+    "SELECT p.player_id, p.game_id, p.side, p.actual_score, g.played_at FROM participants p "
+    "JOIN games g ON g.id = p.game_id WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id <= ?"
+)
+#: Memberships read per chunk; vectors looked up a chunk of games at a time.
+CHUNK = 200_000
+PAIRS = 500
+
+
+def _records(
+    session: Session, ladder_id: int, ids: np.ndarray, game_id: int, counts: np.ndarray, last_played: np.ndarray
+) -> np.ndarray:
+    """Into ``counts`` (COUNTERS, as a game commit counts them: :func:`app.rating.record`) and ``last_played``:
+    each player's record over the games up to ``game_id``; each player's last game up to it (0: none)."""
+    stamp = players.time_converter(session.get_bind().dialect)
+    player, game, side, actual, when = [], [], [], [], []
+    for rows in driver_chunks(session.connection(), _MEMBERSHIPS, (ladder_id, game_id), CHUNK):
+        columns = list(zip(*rows, strict=True))
+        player.append(np.array(columns[0], dtype=np.int64))
+        game.append(np.array(columns[1], dtype=np.int64))
+        side.append(np.array(columns[2], dtype=np.int64))
+        actual.append(np.array(columns[3], dtype=np.float64))
+        when.append(players.micros_column(list(columns[4]), stamp))
+    last = np.zeros(len(ids), dtype=np.int64)
+    if not player:
+        return last
+    games, which = np.unique(np.concatenate(game), return_inverse=True)
+    n_sides = np.zeros(len(games), dtype=np.int64)
+    np.maximum.at(n_sides, which, np.concatenate(side) + 1)
+    row = np.searchsorted(ids, np.concatenate(player))
+    record = rating.record(np.concatenate(actual), n_sides[which])
+    for column in range(record.shape[1]):
+        counts[:, column] = np.bincount(row, weights=record[:, column], minlength=len(ids)).astype(np.int64)
+    np.maximum.at(last_played, row, np.concatenate(when))
+    np.maximum.at(last, row, games[which])
+    return last
+
+
+def _vectors_after(session: Session, ids: np.ndarray, games: np.ndarray, C: np.ndarray, dim: int) -> None:
+    """Into ``C``: the vector of each player ``ids[n]`` after their game ``games[n]`` (those with ``games`` > 0),
+    read by game (the memberships' primary key) a chunk of games at a time."""
+    rows = np.flatnonzero(games > 0)
+    connection = session.connection()
+    for lo in range(0, len(rows), PAIRS):
+        part = rows[lo : lo + PAIRS]
+        wanted = np.unique(games[part])
+        marks = ", ".join(["?"] * len(wanted))
+        sql = f"SELECT game_id, player_id, after FROM participants WHERE game_id IN ({marks})"
+        found = driver_fetchall(connection, sql, tuple(int(g) for g in wanted))
+        player = np.array([r[1] for r in found], dtype=np.int64)
+        at = np.searchsorted(ids, player)
+        mine = games[at] == np.array([r[0] for r in found], dtype=np.int64)  # that player's last game, not a partner's
+        C[at[mine]] = codec.unpack_rows((r[2] for r, keep in zip(found, mine, strict=True) if keep), dim)
