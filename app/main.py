@@ -37,6 +37,7 @@ from app.players.router import router as players_router
 from app.predictions.hot import HotPredictions
 from app.predictions.router import router as predictions_router
 from app.predictions.router import teams_router
+from app.seasons.router import router as seasons_router
 from app.security import weakness
 from app.web.router import docs_assets, static
 from app.web.router import router as web_router
@@ -222,6 +223,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ladders_router,
         events_router,
         backups_router,
+        seasons_router,
         analysis_router,
         web_router,
     ):

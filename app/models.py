@@ -304,6 +304,51 @@ class Checkpoint(Base):
     superseded_at: Mapped[datetime | None]
 
 
+class Season(Base):
+    """A closed season of a ladder: its name and boundary in the log (the last game it counts), and when a change
+    to its games (a void, a merge) came after it closed: its standings stay as they were archived."""
+
+    __tablename__ = "seasons"
+    __table_args__ = (UniqueConstraint("ladder_id", "name"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(100))
+    closed_at: Mapped[datetime] = mapped_column(default=utcnow)
+    #: The last game of the log the season counts (0: none); the next season counts the games after it.
+    after_game_id: Mapped[int] = mapped_column(BigInteger)
+    #: The same game's number in the ladder (``seq``; 0: none), as an export names it.
+    after_seq: Mapped[int] = mapped_column(BigInteger)
+    #: The number of the season's first game (null: it counted none).
+    first_seq: Mapped[int | None] = mapped_column(BigInteger)
+    #: Games of the log in the season when it closed, and players in its standings.
+    games: Mapped[int]
+    players: Mapped[int]
+    #: When a game of the season was voided or merged away after it closed (the archive stays as it was).
+    changed_at: Mapped[datetime | None]
+
+
+class SeasonStanding(Base):
+    """One row of a closed season's final standings, as they stood: its players by conservative strength, with
+    their records in the season."""
+
+    __tablename__ = "season_standings"
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    season_id: Mapped[int] = mapped_column(ForeignKey("seasons.id", ondelete="CASCADE"), primary_key=True)
+    rank: Mapped[int] = mapped_column(primary_key=True)
+    key: Mapped[str] = mapped_column(String(128))
+    name: Mapped[str | None] = mapped_column(String(200))
+    elo: Mapped[float]
+    strength_se: Mapped[float]
+    conservative: Mapped[float]
+    provisional: Mapped[bool]
+    games: Mapped[int]
+    wins: Mapped[int]
+    draws: Mapped[int]
+    losses: Mapped[int]
+
+
 class LadderEvent(Base):
     """What changed in a ladder, in commit order: what the event stream (``GET …/events``) reads and sends.
 

@@ -1,4 +1,5 @@
-"""The lines of a ladder export (NDJSON): a header, then players, then games in log order with checkpoints."""
+"""The lines of a ladder export (NDJSON): a header, then players, then games in log order with checkpoints, then the
+closed seasons."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pydantic import Field, StrictBool
 from app.games.schemas import GameIn
 from app.ladders.schemas import LadderCreate
 from app.schemas import MAX_ID, Component, Moment, Name, PlayerKey, Reason, StrictModel, Vector
+from app.seasons.schemas import SeasonName
 
 #: The export format's version, in the header line.
 FORMAT = 1
@@ -61,6 +63,30 @@ class ExportedCheckpoint(StrictModel):
     seats: ExportedSeats | None = Field(None, description="The learned seats the refit set, for a ladder with seats.")
 
 
+class ExportedStanding(StrictModel):
+    rank: int = Field(ge=1, le=MAX_ID)
+    key: str = Field(max_length=200)
+    name: str | None = Field(None, max_length=200)
+    elo: float = Field(allow_inf_nan=False)
+    strength_se: float = Field(ge=0, allow_inf_nan=False)
+    conservative: float = Field(allow_inf_nan=False)
+    provisional: StrictBool
+    games: int = Field(ge=0, le=MAX_ID)
+    wins: int = Field(ge=0, le=MAX_ID)
+    draws: int = Field(ge=0, le=MAX_ID)
+    losses: int = Field(ge=0, le=MAX_ID)
+
+
+class ExportedSeason(StrictModel):
+    name: SeasonName
+    closed_at: Moment
+    after_seq: int = Field(ge=0, le=MAX_ID, description="The seq of the season's last game (0: before the first).")
+    first_seq: int | None = Field(None, ge=1, le=MAX_ID)
+    games: int = Field(ge=0, le=MAX_ID)
+    changed_at: Moment | None = None
+    standings: list[ExportedStanding] = Field(max_length=10_000_000, description="As archived, by rank.")
+
+
 class PlayerLine(StrictModel):
     player: ExportedPlayer
 
@@ -73,4 +99,13 @@ class CheckpointLine(StrictModel):
     checkpoint: ExportedCheckpoint
 
 
-LINES: dict[str, type[StrictModel]] = {"player": PlayerLine, "game": GameLine, "checkpoint": CheckpointLine}
+class SeasonLine(StrictModel):
+    season: ExportedSeason
+
+
+LINES: dict[str, type[StrictModel]] = {
+    "player": PlayerLine,
+    "game": GameLine,
+    "checkpoint": CheckpointLine,
+    "season": SeasonLine,
+}

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.access import ladder_for_read
-from app.backups.schemas import FORMAT, LINES, ExportedCheckpoint, ExportedGame, ExportedPlayer, Header
+from app.backups.schemas import FORMAT, LINES, ExportedCheckpoint, ExportedGame, ExportedPlayer, ExportedSeason, Header
 from app.errors import InvalidInput
 from app.games.service import Voided, import_games
 from app.ladders.schemas import LadderCreate, LadderCreated
@@ -87,6 +87,10 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
             seq = game_seq
         if not page:
             lines += [_checkpoint_line(session, checkpoint, seq, dim) for checkpoint in checkpoints]
+            lines += [
+                _season_line(session, season)
+                for season in storage.seasons.page_of_seasons(session, ladder.id, None, None)[::-1]
+            ]
         yield b"".join(lines)
         if not page:
             return
@@ -106,6 +110,20 @@ def _sides(payload: dict) -> list[dict]:
         if seat is not None:
             side["seat"] = seat
     return sides
+
+
+def _season_line(session: Session, season) -> bytes:
+    standings = storage.seasons.standings(session, season.id, 0, None)
+    line = {
+        "name": season.name,
+        "closed_at": iso(season.closed_at),
+        "after_seq": season.after_seq,
+        "first_seq": season.first_seq,
+        "games": season.games,
+        "changed_at": iso(season.changed_at) if season.changed_at else None,
+        "standings": [dict(zip(storage.seasons.STANDING, row, strict=True)) for row in standings],
+    }
+    return _line({"season": line})
 
 
 def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int) -> bytes:
@@ -186,6 +204,7 @@ class Restore:
         self.inactive: list[str] = []
         self.external_ids: set[str] = set()
         self.pending: list[ExportedGame] = []
+        self.seasons: list[tuple[int, ExportedSeason]] = []
         self.seq = 0
         self.last_game_id = 0
         self.games_done = 0
@@ -203,9 +222,12 @@ class Restore:
                 self.player(n, line.player)
             elif kind == "game":
                 self.game(n, line.game)
-            else:
+            elif kind == "checkpoint":
                 self.checkpoint(n, line.checkpoint)
+            else:
+                self.season(n, line.season)
         self.flush()
+        self._add_seasons()
         self._check_counts()
         # Their games made them active again, as any game does: they were inactive after them.
         storage.players.deactivate(self.session, self.ladder.id, self.inactive)
@@ -305,6 +327,28 @@ class Restore:
         storage.refits.insert_checkpoint(
             self.session, self.ladder.id, self.last_game_id, player_ids, vectors, None, seats
         )
+
+    def season(self, n: int, season: ExportedSeason) -> None:
+        """A closed season, kept until the games it names are in."""
+        if season.name in {s.name for _, s in self.seasons}:
+            raise _bad(n, "season.name", f"season {season.name!r} appears twice")
+        ranks = [row.rank for row in season.standings]
+        if ranks != list(range(1, len(ranks) + 1)):
+            raise _bad(n, "season.standings", "ranks must be 1, 2, 3, … in order")
+        self.seasons.append((n, season))
+
+    def _add_seasons(self) -> None:
+        """The closed seasons, their boundaries found by the seq of their last game, in the order they closed."""
+        for n, season in sorted(self.seasons, key=lambda item: (item[1].after_seq, item[1].closed_at)):
+            if season.after_seq > self.seq:
+                raise _bad(n, "season.after_seq", f"the log has {self.seq} games, not {season.after_seq}")
+            after = storage.seasons.game_of_seq(self.session, self.ladder.id, season.after_seq)
+            values = season.model_dump(exclude={"standings"}) | {
+                "after_game_id": after,
+                "players": len(season.standings),
+            }
+            rows = [tuple(getattr(row, name) for name in storage.seasons.STANDING) for row in season.standings]
+            storage.seasons.add(self.session, self.ladder.id, values, rows)
 
     def flush(self) -> None:
         self._create_players()

@@ -548,6 +548,7 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
     draws, room = rating.two_sided_draws(np.array([0, len(sides)]), actual, expected)
     storage.ladders.count(session, ladder.id, games=-1, draws=-draws, draw_room=-room)
     superseded = storage.refits.supersede_checkpoints(session, ladder.id, game_id)
+    storage.seasons.mark_changed(session, ladder.id, [game_id], now)  # its season's archive stays as it was
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
     members = [m.player_id for m in record.members]
     shares = np.array([m.actual_score for m in record.members])

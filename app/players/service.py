@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -330,6 +330,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.aliases.add(session, ladder.id, [key], target[0])
     storage.players.merge_counters(session, ladder.id, source[0], target[0])
     counting = [g for g, _, voided in games if not voided]
+    storage.seasons.mark_changed(session, ladder.id, counting, datetime.now(UTC))  # their archives stay as they were
     if counting:
         if storage.refits.supersede_checkpoints(session, ladder.id, counting[0]):
             replay_log(session, ladder)  # players the tail does not reach held that checkpoint's vectors
@@ -418,6 +419,31 @@ def _scores(table: Table, ladder: LadderRow, by: str) -> tuple[np.ndarray, np.nd
         return _hodge(table), group
 
     return table.derived(("scores", by), compute)
+
+
+def standings(table: Table, ladder: LadderRow, counts: np.ndarray) -> list[tuple]:
+    """A season's final standings: the players with games in ``counts`` (their records in the season, COUNTERS
+    by row), in the conservative order (established players first, each group by conservative strength, ties
+    by key), as rows of (rank, key, name, elo, strength_se in Elo points, conservative, provisional, games, wins,
+    draws, losses)."""
+    rows = np.flatnonzero(counts[:, 0] > 0)
+    score, group = _scores(table, ladder, "conservative")
+    rows = rows[np.lexsort((table.key_rank()[rows], -score[rows], group[rows]))]
+    se = _strength_se(table, ladder)[rows] * rating.ELO_PER_LOGIT
+    elo = rating.elo_equivalent(_hodge(table)[rows])
+    return [
+        (
+            rank,
+            table.keys[i],
+            table.names[i],
+            float(e),
+            float(s),
+            float(score[i]),
+            bool(group[i]),
+            *counts[i, :4].tolist(),
+        )
+        for rank, (i, e, s) in enumerate(zip(rows.tolist(), elo.tolist(), se.tolist(), strict=True), start=1)
+    ]
 
 
 def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: bool) -> _Page:

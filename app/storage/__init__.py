@@ -9,6 +9,19 @@ the pure rating core (to encode the log), and the domain's errors for the few
 refusals only storage can see (a key too long once case-folded, a ladder changed under a write).
 """
 
-from app.storage import aliases, cache, codec, events, games, keys, ladders, log, past, players, refits
+from app.storage import aliases, cache, codec, events, games, keys, ladders, log, past, players, refits, seasons
 
-__all__ = ["aliases", "cache", "codec", "events", "games", "keys", "ladders", "log", "past", "players", "refits"]
+__all__ = [
+    "aliases",
+    "cache",
+    "codec",
+    "events",
+    "games",
+    "keys",
+    "ladders",
+    "log",
+    "past",
+    "players",
+    "refits",
+    "seasons",
+]

@@ -13,7 +13,18 @@ from sqlalchemy.orm import Session
 
 from app import rating
 from app.errors import InvalidInput, LadderChanged
-from app.models import ApiKey, Checkpoint, Game, IdempotencyKey, Ladder, LadderEvent, Player, Refit
+from app.models import (
+    ApiKey,
+    Checkpoint,
+    Game,
+    IdempotencyKey,
+    Ladder,
+    LadderEvent,
+    Player,
+    Refit,
+    Season,
+    SeasonStanding,
+)
 from app.rating.seats import Seats
 from app.storage import aliases as storage_aliases
 from app.storage import cache, codec, events
@@ -168,7 +179,7 @@ def delete(session: Session, ladder: LadderRow) -> None:
     checkpoints, events) and leave its row as a tombstone: slug ``~deleted~{id}`` (free again, and no slug the API
     takes), ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
     lock(session, ladder.id)
-    for table in (Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player):
+    for table in (SeasonStanding, Season, Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player):
         session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
     session.execute(
         Ladder.__table__.update()

@@ -114,21 +114,34 @@ def _table_after(
 #: The counted games' memberships up to a game, with when each was played: one pass over them.
 _MEMBERSHIPS = (
     "SELECT p.player_id, p.game_id, p.side, p.actual_score, g.played_at FROM participants p "
-    "JOIN games g ON g.id = p.game_id WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id <= ?"
+    "JOIN games g ON g.id = p.game_id WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id > ? AND g.id <= ?"
 )
 #: Memberships read per chunk; vectors looked up a chunk of games at a time.
 CHUNK = 200_000
 PAIRS = 500
 
 
+def records(session: Session, ladder_id: int, ids: np.ndarray, after: int, upto: int) -> np.ndarray:
+    """Each player's (``ids``, sorted) record (COUNTERS) over the games after game ``after`` up to ``upto``."""
+    counts = np.zeros((len(ids), 5), dtype=np.int64)
+    _records(session, ladder_id, ids, upto, counts, np.full(len(ids), NO_TIME, dtype=np.int64), after)
+    return counts
+
+
 def _records(
-    session: Session, ladder_id: int, ids: np.ndarray, game_id: int, counts: np.ndarray, last_played: np.ndarray
+    session: Session,
+    ladder_id: int,
+    ids: np.ndarray,
+    game_id: int,
+    counts: np.ndarray,
+    last_played: np.ndarray,
+    after: int = 0,
 ) -> np.ndarray:
     """Into ``counts`` (COUNTERS, as a game commit counts them: :func:`app.rating.record`) and ``last_played``:
-    each player's record over the games up to ``game_id``; each player's last game up to it (0: none)."""
+    each player's record over the games after ``after`` up to ``game_id``; each player's last game (0: none)."""
     stamp = players.time_converter(session.get_bind().dialect)
     player, game, side, actual, when = [], [], [], [], []
-    for rows in driver_chunks(session.connection(), _MEMBERSHIPS, (ladder_id, game_id), CHUNK):
+    for rows in driver_chunks(session.connection(), _MEMBERSHIPS, (ladder_id, after, game_id), CHUNK):
         columns = list(zip(*rows, strict=True))
         player.append(np.array(columns[0], dtype=np.int64))
         game.append(np.array(columns[1], dtype=np.int64))

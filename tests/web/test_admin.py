@@ -147,3 +147,21 @@ def test_the_old_settings_address_opens_the_keys(base, open_page):
     expect(page.locator("#key-table tbody tr")).to_have_count(1)
     expect(page.locator("#keys")).to_be_in_viewport()
     expect(page).to_have_title("Admin · Office old-settings · melo")
+
+
+def test_an_admin_closes_a_season_and_the_ladder_page_shows_it(base, open_page):
+    ladder = make_ladder(base, "seasons")
+    page = open_page("phone", saved={ladder.slug: ladder.key})
+    page.goto(f"{ladder.url}/admin")
+    page.fill("#season-name", "Autumn")
+    page.click("#close-season")
+    confirm(page, "Close the season “Autumn”?", "Close the season")
+    expect(page.locator("#messages")).to_have_text("Season “Autumn” closed: 14 games, 6 players.")
+    archived = ladder.get("/seasons/Autumn")["items"]
+    page.goto(ladder.url)
+    page.click("#past-seasons summary")
+    rows = page.locator("#season-standings tbody tr")
+    expect(rows).to_have_count(6)
+    assert rows.evaluate_all("rows => rows.map(r => r.dataset.key)") == [r["key"] for r in archived]
+    first = archived[0]
+    expect(rows.first.locator("td.wdl")).to_have_text(f"{first['wins']}–{first['draws']}–{first['losses']}")

@@ -67,6 +67,8 @@ class AdminPage {
         h("h2", { id: "keys-title" }, "Keys"), this.keyList, this.newKeyForm()),
       h("section", { class: "panel", id: "settings", "aria-labelledby": "settings-title" },
         h("h2", { id: "settings-title" }, "Settings"), this.settingsForm()),
+      h("section", { class: "panel", id: "season", "aria-labelledby": "season-title" },
+        h("h2", { id: "season-title" }, "Season"), this.seasonForm()),
       h("section", { class: "panel", id: "export", "aria-labelledby": "export-title" },
         h("h2", { id: "export-title" }, "Export"), this.exportButton()));
     await this.loadPlayers();
@@ -295,6 +297,29 @@ class AdminPage {
       say("Settings saved.", "info");
     });
     return form;
+  }
+
+  // Close the season: its standings are archived under a name (the ladder page lists past seasons).
+  seasonForm() {
+    const name = h("input", { id: "season-name", maxlength: "100", autocomplete: "off", required: true,
+      placeholder: "e.g. 2026 spring" });
+    const form = h("form", { id: "season-form", class: "inline-form" },
+      h("div", { class: "field" }, h("label", { for: "season-name" }, "Name"), name),
+      h("button", { type: "submit", id: "close-season" }, "Close the season"));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      clearMessages();
+      const title = `Close the season “${name.value.trim()}”?`;
+      const body = ["Today's standings are archived under this name, with each player's wins, draws and losses " +
+        "since the last season closed. Ratings carry on; the next season starts with the next game."];
+      if (!(await confirmed({ title, body, confirm: "Close the season" }))) return;
+      const closed = await guarded(() => this.api.send("POST", "/seasons", { name: name.value.trim() }));
+      if (!closed) return;
+      name.value = "";
+      say(`Season “${closed.name}” closed: ${closed.games} games, ${closed.players} players.`, "info");
+    });
+    return h("div", {}, h("p", { class: "muted" }, "Closing a season keeps its final standings; the ladder page " +
+      "shows them under Past seasons."), form);
   }
 
   // The export is read with the key (a private ladder needs it), then handed to the browser as a download.

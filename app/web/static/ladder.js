@@ -7,6 +7,7 @@ import { follow } from "./live.js";
 import { badge, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
 import { Roster } from "./picker.js";
 import { recordForm } from "./record.js";
+import { pastSeasons } from "./seasons.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
 const PAGE = 50; // leaderboard rows at first, and per "show more"
@@ -91,7 +92,7 @@ class LadderPage {
     this.active = h("div", { id: "active-box" });
     const sections = [
       h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
-        h("h2", { id: "standings-title" }, "Standings"), this.boardBox, this.rankingOptions()),
+        h("h2", { id: "standings-title" }, "Standings"), this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
       h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
         h("h2", { id: "record-title" }, "Record a game"),
         recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, onRecorded: (game) => this.addGame(game),

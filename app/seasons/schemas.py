@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
+
+from app.schemas import Page, StrictModel, printable
+
+SeasonName = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=100, pattern=r"^[^/\s](?:[^/]*[^/\s])?$"),
+    AfterValidator(printable),
+    Field(
+        description="The season's name, e.g. `2026 spring`: 1-100 printable characters, no `/`, no space at "
+        "either end; unique in the ladder."
+    ),
+]
+
+
+class SeasonCreate(StrictModel):
+    name: SeasonName
+
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"name": "2026 spring"}]}}
+
+
+class SeasonOut(BaseModel):
+    name: str
+    closed_at: datetime
+    first_game: int | None = Field(description="The number of the season's first game in the ladder (null: none).")
+    last_game: int | None = Field(
+        description="The number of its last game: the boundary in the log; the next season counts the games after it."
+    )
+    games: int = Field(description="Games the season counted when it closed.")
+    players: int = Field(description="Players in its standings: those who played in it.")
+    changed_after_closing: datetime | None = Field(
+        description="When a game of the season was voided, or a player of it merged into another, after it closed "
+        "(the first time): the ratings were replayed, but the standings stay as they were archived. null: none."
+    )
+
+
+class StandingItem(BaseModel):
+    rank: int = Field(
+        description="Place in the season's final standings: the conservative order, established "
+        "players first, provisional ones below."
+    )
+    key: str = Field(description="The player's key when the season closed.")
+    name: str | None
+    elo: float = Field(description="Elo-equivalent strength when the season closed.")
+    strength_se: float = Field(description="Its standard error then, in Elo points.")
+    conservative: float = Field(description="Elo minus two standard errors then: the order of the standings.")
+    provisional: bool
+    games: int = Field(description="Games played in the season.")
+    wins: int
+    draws: int
+    losses: int
+
+
+class SeasonStandings(Page[StandingItem]):
+    season: SeasonOut

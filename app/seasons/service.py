@@ -1,0 +1,73 @@
+"""Seasons: closing one archives the ladder's standings as they stand, with each player's record in the season;
+the boundary is the log's last game, so the next season counts the games after it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.cursors import decode_cursor, encode_cursor, is_id
+from app.errors import Conflict, NotFound
+from app.models import Season
+from app.players.service import standings
+from app.schemas import Page, one_more
+from app.seasons.schemas import SeasonCreate, SeasonOut, SeasonStandings, StandingItem
+from app.storage.ladders import LadderRow
+
+
+def close_season(session: Session, ladder: LadderRow, data: SeasonCreate) -> SeasonOut:
+    """Close the season that runs since the previous one closed (or since the first game): its final standings
+    as they stand now, the players who played in it by conservative strength with their records in it."""
+    storage.players.lock_all(session, ladder.id)  # no game commits while the season is read and archived
+    if storage.seasons.named(session, ladder.id, data.name) is not None:
+        raise Conflict(f"Ladder {ladder.slug!r} has a season {data.name!r} already.", field="name")
+    previous = storage.seasons.latest(session, ladder.id)
+    after = previous.after_game_id if previous is not None else 0
+    upto = max(storage.past.last_game(session, ladder.id) or 0, after)
+    table = storage.players.table(session, ladder, cached=False)
+    counts = storage.past.records(session, ladder.id, table.ids, after, upto)
+    rows = standings(table, ladder, counts)
+    games, first, last = storage.seasons.games_between(session, ladder.id, after, upto)
+    values = {"name": data.name, "closed_at": datetime.now(UTC), "after_game_id": upto, "games": games}
+    values |= {"first_seq": first, "after_seq": last or (previous.after_seq if previous else 0), "players": len(rows)}
+    season = storage.seasons.add(session, ladder.id, values, rows)
+    storage.events.add(session, ladder.id, "season", {"action": "closed", "name": data.name})
+    storage.ladders.bump(session, [ladder.id])
+    return season_out(season)
+
+
+def season_out(season: Season) -> SeasonOut:
+    return SeasonOut(
+        name=season.name,
+        closed_at=season.closed_at,
+        first_game=season.first_seq,
+        last_game=season.after_seq if season.games else None,
+        games=season.games,
+        players=season.players,
+        changed_after_closing=season.changed_at,
+    )
+
+
+def list_seasons(session: Session, ladder: LadderRow, limit: int, cursor: str | None) -> Page[SeasonOut]:
+    """The ladder's closed seasons, the latest first."""
+    before = decode_cursor(cursor, is_id) if cursor is not None else None
+    seasons = storage.seasons.page_of_seasons(session, ladder.id, one_more(limit), before)
+    return Page[SeasonOut].of(seasons, limit, season_out, lambda s: encode_cursor(s.id))
+
+
+def season_standings(session: Session, ladder: LadderRow, name: str, limit: int, cursor: str | None) -> SeasonStandings:
+    """A closed season's final standings, a page at a time by rank."""
+    season = storage.seasons.named(session, ladder.id, name)
+    if season is None:
+        raise NotFound(f"Ladder {ladder.slug!r} has no season {name!r}.")
+    after = decode_cursor(cursor, is_id) if cursor is not None else 0
+    rows = storage.seasons.standings(session, season.id, after, one_more(limit))
+    page = Page[StandingItem].of(
+        rows,
+        limit,
+        lambda row: StandingItem(**dict(zip(storage.seasons.STANDING, row, strict=True))),
+        lambda row: encode_cursor(row[0]),
+    )
+    return SeasonStandings(items=page.items, next_cursor=page.next_cursor, season=season_out(season))

@@ -1,0 +1,87 @@
+"""Closed seasons (``seasons``) and their archived standings (``season_standings``)."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from datetime import datetime
+
+from sqlalchemy import func, select, update
+from sqlalchemy.orm import Session
+
+from app.models import Game, Season, SeasonStanding
+from app.storage.sql import bulk_insert
+
+#: The columns of a standings row, in the order :func:`add` takes them.
+STANDING = ("rank", "key", "name", "elo", "strength_se", "conservative", "provisional", "games", "wins", "draws")
+STANDING += ("losses",)
+
+
+def named(session: Session, ladder_id: int, name: str) -> Season | None:
+    return session.scalar(select(Season).where(Season.ladder_id == ladder_id, Season.name == name))
+
+
+def latest(session: Session, ladder_id: int) -> Season | None:
+    """The season closed last (its boundary is where the next one starts)."""
+    query = select(Season).where(Season.ladder_id == ladder_id).order_by(Season.after_game_id.desc(), Season.id.desc())
+    return session.scalar(query.limit(1))
+
+
+def add(session: Session, ladder_id: int, values: dict, standings: list[tuple]) -> Season:
+    """A closed season (``values``: its columns) and its standings rows (tuples of :data:`STANDING`)."""
+    season = Season(ladder_id=ladder_id, **values)
+    session.add(season)
+    session.flush()
+    if standings:
+        columns = {name: list(values) for name, values in zip(STANDING, zip(*standings, strict=True), strict=True)}
+        columns |= {"ladder_id": [ladder_id] * len(standings), "season_id": [season.id] * len(standings)}
+        bulk_insert(session.connection(), SeasonStanding.__table__, columns)
+    return season
+
+
+def page_of_seasons(session: Session, ladder_id: int, limit: int | None, before: int | None) -> list[Season]:
+    """Up to ``limit`` seasons, the latest closed first, before the season id ``before``."""
+    query = select(Season).where(Season.ladder_id == ladder_id)
+    if before is not None:
+        query = query.where(Season.id < before)
+    return list(session.scalars(query.order_by(Season.id.desc()).limit(limit)))
+
+
+def standings(session: Session, season_id: int, after_rank: int, limit: int | None) -> list[tuple]:
+    """Up to ``limit`` standings rows after rank ``after_rank``, as tuples of :data:`STANDING`."""
+    columns = [getattr(SeasonStanding, name) for name in STANDING]
+    query = select(*columns).where(SeasonStanding.season_id == season_id, SeasonStanding.rank > after_rank)
+    return [tuple(row) for row in session.execute(query.order_by(SeasonStanding.rank).limit(limit))]
+
+
+def mark_changed(session: Session, ladder_id: int, game_ids: list[int], now: datetime) -> int:
+    """Note, on each closed season of the ladder that counts one of the games ``game_ids`` (voided, or merged
+    into another player), that a change reached its games after it closed: its standings stay as archived.
+    How many seasons were reached."""
+    rows = session.execute(
+        select(Season.id, Season.after_game_id)
+        .where(Season.ladder_id == ladder_id)
+        .order_by(Season.after_game_id, Season.id)
+    ).all()
+    boundaries = [after for _, after in rows]
+    reached = {rows[at][0] for at in {bisect_left(boundaries, game) for game in game_ids} if at < len(rows)}
+    if not reached:
+        return 0
+    query = update(Season).where(Season.id.in_(reached), Season.changed_at.is_(None)).values(changed_at=now)
+    session.execute(query)
+    return len(reached)
+
+
+def games_between(session: Session, ladder_id: int, after: int, upto: int) -> tuple[int, int | None, int | None]:
+    """(games that count, the first one's and the last one's seq) in the log after game ``after`` up to ``upto``."""
+    query = select(func.count(), func.min(Game.seq), func.max(Game.seq)).where(
+        Game.ladder_id == ladder_id, Game.voided_at.is_(None), Game.id > after, Game.id <= upto
+    )
+    count, first, last = session.execute(query).one()
+    return count, first, last
+
+
+def game_of_seq(session: Session, ladder_id: int, seq: int) -> int:
+    """The id of the ladder's game numbered ``seq`` (0 for 0: before the first game)."""
+    if seq == 0:
+        return 0
+    return session.scalar(select(Game.id).where(Game.ladder_id == ladder_id, Game.seq == seq)) or 0
