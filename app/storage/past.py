@@ -111,13 +111,19 @@ def _table_after(
     )
 
 
-#: The counted games' memberships up to a game, with when each was played: one pass over them.
+#: The counted games' memberships in a range of the log (with when each was played, on SQLite: its text times
+#: convert at once), one pass over them; on PostgreSQL each player's latest time is the database's to find (its
+#: times arrive as objects, each converted on its own).
 _MEMBERSHIPS = (
-    "SELECT p.player_id, p.game_id, p.side, p.actual_score, g.played_at FROM participants p "
+    "SELECT p.player_id, p.game_id, p.side, p.actual_score{times} FROM participants p "
     "JOIN games g ON g.id = p.game_id WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id > ? AND g.id <= ?"
 )
+_LAST_PLAYED = (
+    "SELECT p.player_id, MAX(g.played_at) FROM participants p JOIN games g ON g.id = p.game_id "
+    "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id > ? AND g.id <= ? GROUP BY p.player_id"
+)
 #: Memberships read per chunk; vectors looked up a chunk of games at a time.
-CHUNK = 200_000
+CHUNK = 50_000
 PAIRS = 500
 
 
@@ -139,18 +145,39 @@ def _records(
 ) -> np.ndarray:
     """Into ``counts`` (COUNTERS, as a game commit counts them: :func:`app.rating.record`) and ``last_played``:
     each player's record over the games after ``after`` up to ``game_id``; each player's last game (0: none)."""
-    stamp = players.time_converter(session.get_bind().dialect)
+    dialect = session.get_bind().dialect
+    stamp, in_scan = players.time_converter(dialect), dialect.name == "sqlite"
+    sql, span = _MEMBERSHIPS.format(times=", g.played_at" if in_scan else ""), (ladder_id, after, game_id)
     player, game, side, actual, when = [], [], [], [], []
-    for rows in driver_chunks(session.connection(), _MEMBERSHIPS, (ladder_id, after, game_id), CHUNK):
-        columns = list(zip(*rows, strict=True))
-        player.append(np.array(columns[0], dtype=np.int64))
-        game.append(np.array(columns[1], dtype=np.int64))
-        side.append(np.array(columns[2], dtype=np.int64))
-        actual.append(np.array(columns[3], dtype=np.float64))
-        when.append(players.micros_column(list(columns[4]), stamp))
+    for rows in driver_chunks(session.connection(), sql, span, CHUNK):
+        # Column by column in Python loops, not zip(*rows): one C call over a chunk would hold the interpreter
+        # (and every other thread, the event loop's among them) for a quarter of a second.
+        player.append(np.array([r[0] for r in rows], dtype=np.int64))
+        game.append(np.array([r[1] for r in rows], dtype=np.int64))
+        side.append(np.array([r[2] for r in rows], dtype=np.int64))
+        actual.append(np.array([r[3] for r in rows], dtype=np.float64))
+        if in_scan:
+            when.append(players.micros_column([r[4] for r in rows], stamp))
     last = np.zeros(len(ids), dtype=np.int64)
     if not player:
         return last
+    games = np.concatenate(game)
+    # Each game's number of sides, indexed by id above ``after`` (a sort of every membership would hold the
+    # interpreter as long again).
+    n_sides = np.zeros(game_id - after + 1, dtype=np.int16)
+    np.maximum.at(n_sides, games - after, (np.concatenate(side) + 1).astype(np.int16))
+    row = np.searchsorted(ids, np.concatenate(player))
+    record = rating.record(np.concatenate(actual), n_sides[games - after])
+    for column in range(record.shape[1]):
+        counts[:, column] = np.bincount(row, weights=record[:, column], minlength=len(ids)).astype(np.int64)
+    if in_scan:
+        np.maximum.at(last_played, row, np.concatenate(when))
+    else:
+        found = driver_fetchall(session.connection(), _LAST_PLAYED, span)
+        at = np.searchsorted(ids, np.array([r[0] for r in found], dtype=np.int64))
+        last_played[at] = players.micros_column([r[1] for r in found], stamp)
+    np.maximum.at(last, row, games)
+    return last
     games, which = np.unique(np.concatenate(game), return_inverse=True)
     n_sides = np.zeros(len(games), dtype=np.int64)
     np.maximum.at(n_sides, which, np.concatenate(side) + 1)
@@ -158,7 +185,12 @@ def _records(
     record = rating.record(np.concatenate(actual), n_sides[which])
     for column in range(record.shape[1]):
         counts[:, column] = np.bincount(row, weights=record[:, column], minlength=len(ids)).astype(np.int64)
-    np.maximum.at(last_played, row, np.concatenate(when))
+    if in_scan:
+        np.maximum.at(last_played, row, np.concatenate(when))
+    else:
+        found = driver_fetchall(session.connection(), _LAST_PLAYED, span)
+        at = np.searchsorted(ids, np.array([r[0] for r in found], dtype=np.int64))
+        last_played[at] = players.micros_column([r[1] for r in found], stamp)
     np.maximum.at(last, row, games[which])
     return last
 
