@@ -465,7 +465,7 @@ def test_a_refit_asked_for_cancels_the_ladders_auto_refit_queued_or_running(clie
     while client.get(f"/v1/ladders/test/refits/{running}").json()["status"] != "running":
         assert time.time() < deadline
         time.sleep(0.05)
-    asked = client.post("/v1/ladders/test/refits", json={"select_k": [1], "restarts": 1}, headers=h)
+    asked = client.post("/v1/ladders/test/refits", json={"select_k": [1], "restarts": 1, "holdout": 0}, headers=h)
     assert asked.status_code == 202, asked.text
     t = time.time()
     for cancelled in (running, queued):

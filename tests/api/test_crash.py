@@ -36,7 +36,7 @@ def start(database_url: str, workers: int) -> tuple[subprocess.Popen, str]:
 
 
 #: Crashes per test: each restart must recover what the one before left, retries included.
-KILLS = 3
+KILLS = 2
 
 
 def game(idem: str) -> dict:
