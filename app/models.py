@@ -333,6 +333,7 @@ class SeasonStanding(Base):
     their records in the season."""
 
     __tablename__ = "season_standings"
+    __table_args__ = (Index("ix_season_standings_ladder_id", "ladder_id"),)
 
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
     season_id: Mapped[int] = mapped_column(ForeignKey("seasons.id", ondelete="CASCADE"), primary_key=True)

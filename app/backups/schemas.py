@@ -63,26 +63,32 @@ class ExportedCheckpoint(StrictModel):
     seats: ExportedSeats | None = Field(None, description="The learned seats the refit set, for a ladder with seats.")
 
 
+Count = Annotated[int, Field(ge=0, lt=2**31)]
+
+
+Count = Annotated[int, Field(ge=0, lt=2**31)]
+
+
 class ExportedStanding(StrictModel):
-    rank: int = Field(ge=1, le=MAX_ID)
-    key: str = Field(max_length=200)
-    name: str | None = Field(None, max_length=200)
+    rank: int = Field(ge=1, lt=2**31)
+    key: PlayerKey
+    name: Name | None = None
     elo: float = Field(allow_inf_nan=False)
     strength_se: float = Field(ge=0, allow_inf_nan=False)
     conservative: float = Field(allow_inf_nan=False)
     provisional: StrictBool
-    games: int = Field(ge=0, le=MAX_ID)
-    wins: int = Field(ge=0, le=MAX_ID)
-    draws: int = Field(ge=0, le=MAX_ID)
-    losses: int = Field(ge=0, le=MAX_ID)
+    games: Count
+    wins: Count
+    draws: Count
+    losses: Count
 
 
 class ExportedSeason(StrictModel):
     name: SeasonName
     closed_at: Moment
     after_seq: int = Field(ge=0, le=MAX_ID, description="The seq of the season's last game (0: before the first).")
-    first_seq: int | None = Field(None, ge=1, le=MAX_ID)
-    games: int = Field(ge=0, le=MAX_ID)
+    first_seq: int | None = Field(None, ge=1, le=MAX_ID, description="The seq of its first game (null: none).")
+    games: Count
     changed_at: Moment | None = None
     standings: list[ExportedStanding] = Field(max_length=10_000_000, description="As archived, by rank.")
 

@@ -87,12 +87,10 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
             seq = game_seq
         if not page:
             lines += [_checkpoint_line(session, checkpoint, seq, dim) for checkpoint in checkpoints]
-            lines += [
-                _season_line(session, season)
-                for season in storage.seasons.page_of_seasons(session, ladder.id, None, None)[::-1]
-            ]
         yield b"".join(lines)
         if not page:
+            for season in storage.seasons.page_of_seasons(session, ladder.id, None, None)[::-1]:
+                yield _season_line(session, season)  # one at a time: memory follows the largest season
             return
         after = page[-1][0]
 
@@ -332,6 +330,12 @@ class Restore:
         """A closed season, kept until the games it names are in."""
         if season.name in {s.name for _, s in self.seasons}:
             raise _bad(n, "season.name", f"season {season.name!r} appears twice")
+        if self.seasons and season.after_seq < self.seasons[-1][1].after_seq:
+            raise _bad(n, "season.after_seq", "seasons come in the order they closed: their ends never go back")
+        if (season.first_seq is None) != (season.games == 0) or (season.first_seq or 0) > season.after_seq:
+            raise _bad(
+                n, "season.first_seq", "a season's first game is at or before its last, and only if it has games"
+            )
         ranks = [row.rank for row in season.standings]
         if ranks != list(range(1, len(ranks) + 1)):
             raise _bad(n, "season.standings", "ranks must be 1, 2, 3, … in order")
@@ -339,7 +343,7 @@ class Restore:
 
     def _add_seasons(self) -> None:
         """The closed seasons, their boundaries found by the seq of their last game, in the order they closed."""
-        for n, season in sorted(self.seasons, key=lambda item: (item[1].after_seq, item[1].closed_at)):
+        for n, season in self.seasons:
             if season.after_seq > self.seq:
                 raise _bad(n, "season.after_seq", f"the log has {self.seq} games, not {season.after_seq}")
             after = storage.seasons.game_of_seq(self.session, self.ladder.id, season.after_seq)

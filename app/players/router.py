@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
 import anyio.to_thread
@@ -11,7 +11,7 @@ from app import reads
 from app.access import ladder_for, ladder_for_read, readable
 from app.db import Database
 from app.deps import CallerDep, DatabaseDep, Limit
-from app.errors import LADDER_ACCESS, problems
+from app.errors import LADDER_ACCESS, InvalidInput, problems
 from app.players import service
 from app.players.schemas import (
     HistoryItem,
@@ -22,7 +22,7 @@ from app.players.schemas import (
     PlayerOut,
     PlayerPatch,
 )
-from app.schemas import Page
+from app.schemas import EARLIEST, LATEST, Page
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
@@ -30,16 +30,27 @@ router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADD
 
 NOT_MODIFIED: dict[int | str, dict] = {304: {"description": "Not modified: `If-None-Match` names this version"}}
 AS_OF = (
-    "The standings as they stood after the last game played before this time (ISO 8601; without a zone, UTC): "
-    "the ratings, records and standard errors of then, by that day's clock. Before the first game: an empty table; "
-    "after the newest game: today's. Names and active flags are today's. Read from the log, one such read at a time "
-    "per server process."
+    "The standings as they stood after the longest start of the log whose games were all played before this time "
+    "(ISO 8601; without a zone, UTC): the ratings, records and standard errors a replay of today's log gives at "
+    "that point, by that day's clock (a refit applied since, or a change of the learning rate, changes the past "
+    "too; names, flags and settings are today's). Players created by then who had not played yet are listed at "
+    "their initial ratings. Before the first game: no player who came with the games; after the newest game: today's "
+    "table. Read from the log, one such read at a time per server process."
 )
 AsOf = Annotated[datetime | None, Query(description=AS_OF)]
 
 
 def _utc(moment: datetime | None) -> datetime | None:
-    return moment if moment is None or moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    """``as_of`` in UTC (without a zone: UTC), held within the dates games may have: any earlier is before every
+    game, any later after every game."""
+    if moment is None:
+        return None
+    wall = moment.replace(tzinfo=None)
+    if wall < EARLIEST.replace(tzinfo=None) - timedelta(days=1):
+        return EARLIEST
+    if wall > LATEST.replace(tzinfo=None) + timedelta(days=1):
+        return LATEST
+    return min(max(moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC), EARLIEST), LATEST)
 
 
 @router.post("/players", status_code=201, response_model=PlayerOut, responses=problems(401, 403, 404, 409, 422))
@@ -211,6 +222,8 @@ async def leaderboard(
     `by=disc` ranks by u/v in the dominant disc of the canonical form ([Limitations]) and answers 409 when that disc
     is cyclic (no ordering exists).
     """
+    if as_of is not None and form:
+        raise InvalidInput("form: not with as_of (the form is the latest results)", field="form")
     ladder = await reads.ladder(db, slug, caller)
     if as_of is not None:
         body = await reads.past(request, _past_page, db, ladder, _utc(as_of), by, limit, cursor, inactive)

@@ -45,7 +45,7 @@ InactiveReason = Annotated[
     str | None,
     Field(
         description="Why the player is off the default leaderboard, in words: a write key set them inactive, or they "
-        'have not played for longer than the ladder\'s `inactive_after_days` ("last played 94 days ago; …"; their '
+        'have not played for longer than the ladder\'s `inactive_after_days` ("last played 94 days ago: …"; their '
         "next game brings them back). null: listed."
     ),
 ]

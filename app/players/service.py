@@ -212,11 +212,8 @@ def past_table(session: Session, ladder: LadderRow, moment: datetime) -> Table:
     One pass over the memberships up to that game (:mod:`app.storage.past`), in one snapshot."""
     now = _table(session, ladder)
     game = storage.past.last_game_before(session, ladder.id, moment)
-    if game is not None and game == storage.past.last_game(session, ladder.id):
-        return now
-    past = storage.past.table_after(session, ladder, now, game, moment)
-    past.as_of = iso(moment)
-    return past
+    newest = game is not None and game == storage.past.last_game(session, ladder.id)
+    return storage.past.table_after(session, ladder, now, game, moment, iso(moment), newest)
 
 
 def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None = None) -> dict:
@@ -360,6 +357,7 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     had_aliases = bool(former)
     storage.aliases.drop(session, row[0])
     storage.events.scrub(session, ladder.id, [key, *former], pseudonym)
+    storage.seasons.scrub(session, ladder.id, [key, *former], pseudonym)
     storage.events.add(session, ladder.id, "player", {"action": "erased", "key": pseudonym})
     storage.ladders.bump(session, [ladder.id], reset=had_aliases)
     return pseudonym
@@ -425,25 +423,31 @@ def standings(table: Table, ladder: LadderRow, counts: np.ndarray) -> list[tuple
     """A season's final standings: the players with games in ``counts`` (their records in the season, COUNTERS
     by row), in the conservative order (established players first, each group by conservative strength, ties
     by key), as rows of (rank, key, name, elo, strength_se in Elo points, conservative, provisional, games, wins,
-    draws, losses)."""
+    draws, losses).  Standard errors for these players only, the same numbers the leaderboard shows."""
     rows = np.flatnonzero(counts[:, 0] > 0)
-    score, group = _scores(table, ladder, "conservative")
-    rows = rows[np.lexsort((table.key_rank()[rows], -score[rows], group[rows]))]
-    se = _strength_se(table, ladder)[rows] * rating.ELO_PER_LOGIT
+    se = _page_se(table, ladder, rows)
+    score = rating.conservative(_hodge(table)[rows], se)
+    group = _provisional(table, ladder.k)[rows]
+    order = np.lexsort((table.key_rank()[rows], -score, group))
     elo = rating.elo_equivalent(_hodge(table)[rows])
-    return [
-        (
-            rank,
-            table.keys[i],
-            table.names[i],
-            float(e),
-            float(s),
-            float(score[i]),
-            bool(group[i]),
-            *counts[i, :4].tolist(),
+    se_elo = se * rating.ELO_PER_LOGIT
+    out = []
+    for rank, n in enumerate(order.tolist(), start=1):
+        i = rows[n]
+        record = counts[i, :4].tolist()
+        out.append(
+            (
+                rank,
+                table.keys[i],
+                table.names[i],
+                float(elo[n]),
+                float(se_elo[n]),
+                float(score[n]),
+                bool(group[n]),
+                *record,
+            )
         )
-        for rank, (i, e, s) in enumerate(zip(rows.tolist(), elo.tolist(), se.tolist(), strict=True), start=1)
-    ]
+    return out
 
 
 def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: bool) -> _Page:

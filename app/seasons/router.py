@@ -9,7 +9,7 @@ from app.deps import CallerDep, DatabaseDep, Limit
 from app.errors import LADDER_ACCESS, problems
 from app.schemas import Page
 from app.seasons import service
-from app.seasons.schemas import SeasonCreate, SeasonOut, SeasonStandings
+from app.seasons.schemas import SeasonCreate, SeasonName, SeasonOut, SeasonStandings
 
 router = APIRouter(prefix="/v1/ladders/{slug}/seasons", tags=["seasons"], responses=LADDER_ACCESS)
 
@@ -38,7 +38,7 @@ def list_seasons(
 @router.get("/{name}", response_model=SeasonStandings, responses=problems(404, 422))
 def season_standings(
     slug: str,
-    name: Annotated[str, Path(max_length=100)],
+    name: Annotated[SeasonName, Path()],
     db: DatabaseDep,
     caller: CallerDep,
     limit: Limit = 50,

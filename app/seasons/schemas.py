@@ -7,10 +7,18 @@ from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
 from app.schemas import Page, StrictModel, printable
 
+
+def _not_only_dots(name: str) -> str:
+    if not name.strip("."):
+        raise ValueError('must not be only dots ("." and ".." name no page in a URL)')
+    return name
+
+
 SeasonName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=100, pattern=r"^[^/\s](?:[^/]*[^/\s])?$"),
     AfterValidator(printable),
+    AfterValidator(_not_only_dots),
     Field(
         description="The season's name, e.g. `2026 spring`: 1-100 printable characters, no `/`, no space at "
         "either end; unique in the ladder."

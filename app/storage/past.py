@@ -14,11 +14,11 @@ from __future__ import annotations
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.models import Checkpoint, Game, Refit
+from app.models import Game, Refit
 from app.storage import cache, codec, ladders, log, players, refits
 from app.storage.players import NO_TIME, Table
 from app.storage.sql import driver_chunks, driver_fetchall
@@ -28,8 +28,15 @@ MAX_PAST = 8
 
 
 def last_game_before(session: Session, ladder_id: int, moment: datetime) -> int | None:
-    """The id of the last game of the log (that counts) played before ``moment``; None if none was."""
-    query = select(Game.id).where(Game.ladder_id == ladder_id, Game.voided_at.is_(None), Game.played_at < moment)
+    """The id of the last game of the longest start of the log (the games that count) played before ``moment``:
+    the game before the first one played at or after it; None if there is none.  A log in time order is cut
+    after its last game played before ``moment``; a game posted late with an earlier date counts only once
+    every game before it in the log was played before ``moment`` too."""
+    counted = (Game.ladder_id == ladder_id, Game.voided_at.is_(None))
+    first_after = session.scalar(select(func.min(Game.id)).where(*counted, Game.played_at >= moment))
+    query = select(Game.id).where(*counted)
+    if first_after is not None:
+        query = query.where(Game.id < first_after)
     return session.scalar(query.order_by(Game.id.desc()).limit(1))
 
 
@@ -40,49 +47,55 @@ def last_game(session: Session, ladder_id: int) -> int | None:
 
 
 def table_after(
-    session: Session, ladder: ladders.LadderRow, now: Table, game_id: int | None, moment: datetime
+    session: Session,
+    ladder: ladders.LadderRow,
+    now: Table,
+    game_id: int | None,
+    moment: datetime,
+    as_of: str,
+    newest: bool = False,
 ) -> Table:
-    """The players as they stood after game ``game_id`` (None: before any game), at ``now``'s version: those who
-    had played by then or were created before ``moment``, with names and flags as they are now."""
+    """The players as they stood after game ``game_id`` (None: before any game; ``newest``: the newest game, so
+    as they stand now), at ``now``'s version: those who had played by then or were created before ``moment``,
+    with names and flags as they are now.  Its leaderboard cursors name ``as_of``."""
     held = cache.of(session.get_bind(), "past tables")
     key = (ladder.id, now.version, game_id, moment)
-    found = held.get(key)
+    found = held.pop(key, None)
     if found is None:
-        found = _table_after(session, ladder, now, game_id, moment)
-        if len(held) >= MAX_PAST:
-            held.pop(next(iter(held)))
-        held[key] = found
+        found = _today(now, moment) if newest else _table_after(session, ladder, now, game_id, moment)
+        found.as_of = as_of
+        while len(held) >= MAX_PAST:
+            held.pop(next(iter(held)))  # the least recently read
+    held[key] = found
     return found
+
+
+def _today(now: Table, moment: datetime) -> Table:
+    """``now`` without the players created after ``moment`` who have not played since."""
+    rows = np.flatnonzero((now.counts[:, 0] > 0) | (now.created < players.micros(moment)))
+    columns = {name: getattr(now, name)[rows] for name in players.COLUMNS}
+    return Table(version=now.version, placement=now.placement, **columns)
 
 
 def _table_after(
     session: Session, ladder: ladders.LadderRow, now: Table, game_id: int | None, moment: datetime
 ) -> Table:
     n, dim = len(now.ids), 2 * ladder.k
-    connection = session.connection()
-    C = codec.unpack_rows(
-        (
-            r[0]
-            for r in driver_fetchall(
-                connection, "SELECT initial FROM players WHERE ladder_id = ? ORDER BY id", (ladder.id,)
-            )
-        ),
-        dim,
-    )
+    # Every player's initial vector, placed by id (``now`` may hold players a snapshot read later does not).
+    initial = driver_fetchall(session.connection(), "SELECT id, initial FROM players WHERE ladder_id = ?", (ladder.id,))
+    at = np.searchsorted(now.ids, np.array([r[0] for r in initial], dtype=np.int64))
+    mine = at < n
+    mine[mine] = now.ids[at[mine]] == np.array([r[0] for r in initial], dtype=np.int64)[mine]
+    C = np.zeros((n, dim))
+    C[at[mine]] = codec.unpack_rows((r[1] for r, keep in zip(initial, mine.tolist(), strict=True) if keep), dim)
     counts = np.zeros((n, 5), dtype=np.int64)
     last_played = np.full(n, NO_TIME, dtype=np.int64)
     placement = refits.Placement()
     if game_id is not None:
-        checkpoint = session.scalar(
-            select(Checkpoint)
-            .where(
-                Checkpoint.ladder_id == ladder.id,
-                Checkpoint.superseded_at.is_(None),
-                Checkpoint.after_game_id <= game_id,
-            )
-            .order_by(Checkpoint.after_game_id.desc(), Checkpoint.id.desc())
-            .limit(1)
-        )
+        # The checkpoint the ratings went through last by then (one later in the log but applied before an
+        # earlier one was replaced by it: the log was replayed from the one applied later).
+        went_through = [c for c in refits.replayed_checkpoints(session, ladder.id) if c.after_game_id <= game_id]
+        checkpoint = went_through[-1] if went_through else None
         since = 0
         if checkpoint is not None:
             since = log.from_checkpoint(C, now.ids, checkpoint, dim)

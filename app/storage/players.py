@@ -323,7 +323,7 @@ class Table:
         known = at < len(self.ids)
         known[known] = self.ids[at[known]] == changed.ids[known]
         columns = {}
-        for name in _COLUMNS:
+        for name in COLUMNS:
             old, new = getattr(self, name), getattr(changed, name)
             if known.all() and np.array_equal(old[at], new):  # unchanged (keys, names): shared, never written
                 columns[name] = old
@@ -343,7 +343,7 @@ class Table:
         return Table(version=version, placement=placement, _row_of=row_of, _key_rank=key_rank, **columns)
 
 
-_COLUMNS = ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "strength_then")
+COLUMNS = ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "strength_then")
 _SELECT = (
     "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active, "
     "strength_then, changed_version FROM players WHERE ladder_id = ?"

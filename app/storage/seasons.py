@@ -85,3 +85,10 @@ def game_of_seq(session: Session, ladder_id: int, seq: int) -> int:
     if seq == 0:
         return 0
     return session.scalar(select(Game.id).where(Game.ladder_id == ladder_id, Game.seq == seq)) or 0
+
+
+def scrub(session: Session, ladder_id: int, keys: list[str], pseudonym: str) -> None:
+    """An erased player's rows in the archived standings: their key (or a former one) becomes the pseudonym, and
+    their name goes."""
+    query = update(SeasonStanding).where(SeasonStanding.ladder_id == ladder_id, SeasonStanding.key.in_(keys))
+    session.execute(query.values(key=pseudonym, name=None))

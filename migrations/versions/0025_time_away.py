@@ -2,7 +2,8 @@
 a player's standard error grows with the time since their last game) and ``ladders.inactive_after_days`` (players
 who have not played for that long leave the default leaderboard until their next game; null: never).
 
-Existing ladders get the default drift, 100 Elo points a year, and no inactivity by time.
+Existing ladders get the default drift, 100 Elo points a year, and no inactivity by time, and a new version (their
+standard errors change).
 
 Revision ID: 0025
 Revises: 0024
@@ -21,6 +22,8 @@ def upgrade() -> None:
     with op.batch_alter_table("ladders") as batch_op:
         batch_op.add_column(sa.Column("drift", sa.Float(), nullable=False, server_default="100.0"))
         batch_op.add_column(sa.Column("inactive_after_days", sa.Integer(), nullable=True))
+    # Every standard error changes with the drift: a new version, so no cached page or ETag outlives it.
+    op.execute("UPDATE ladders SET version = version + 1, reset_version = version + 1")
 
 
 def downgrade() -> None:

@@ -58,6 +58,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("season_id", "rank", name=op.f("pk_season_standings")),
     )
+    op.create_index("ix_season_standings_ladder_id", "season_standings", ["ladder_id"])
 
 
 def downgrade() -> None:

@@ -101,3 +101,23 @@ def test_an_export_keeps_the_seasons_and_their_archives(client, cli, tmp_path, c
     assert listed == ["spring", "winter", "before anything"]
     # The next season of the copy starts where the original's would.
     assert close(client, "copy", created["admin_key"], "summer")["games"] == 2
+
+
+def test_erasing_a_player_erases_them_from_the_archives_and_odd_names_are_refused(client):
+    january, _ = season()
+    key = make_ladder(client, "office", k=1, seed=2, auto_refit=False)
+    post(client, "office", key, january)
+    named = client.patch("/v1/ladders/office/players/away", json={"name": "Alice Away"}, headers=bearer(key))
+    assert named.status_code == 200
+    close(client, "office", key, "winter")
+    erased = client.delete("/v1/ladders/office/players/away", headers=bearer(key)).json()["key"]
+    rows = standings(client, "office", "winter", limit=500)["items"]
+    assert "away" not in [r["key"] for r in rows] and "Alice Away" not in [r["name"] for r in rows]
+    assert erased in [r["key"] for r in rows]
+    exported = export(client, "office", **bearer(key))
+    assert b"Alice Away" not in exported and b'"away"' not in exported
+    for name in (".", "..", "...", "a\x00b"):
+        r = client.post("/v1/ladders/office/seasons", json={"name": name}, headers=bearer(key))
+        assert r.status_code == 422, name
+    for path in ("a%00b", "%01"):
+        assert client.get(f"/v1/ladders/office/seasons/{path}").status_code == 422, path

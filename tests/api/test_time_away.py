@@ -215,3 +215,40 @@ def profile_at(client, slug: str, key: str, params: dict) -> dict:
     r = client.get(f"/v1/ladders/{slug}/players/{key}", params=params)
     assert r.status_code == 200, r.text
     return r.json()
+
+
+def test_as_of_follows_the_checkpoint_the_ratings_went_through(client):
+    """A refit applied after a later one replaces it (the log is replayed from it): the past table goes through
+    the one the ratings went through."""
+    january, later = season()
+    key = make_ladder(client, "whole", k=1, seed=6, auto_refit=False)
+    jobs = []
+    for part in (january[:60], january[60:]):
+        post(client, "whole", key, part)
+        started = client.post("/v1/ladders/whole/refits", json={"holdout": 0}, headers=bearer(key))
+        assert wait(client, started.headers["location"])["status"] == "done"
+        jobs.append(started.headers["location"])
+    for location in reversed(jobs):  # the later one first, then the earlier one, which replaces it
+        assert client.post(f"{location}/apply", headers=bearer(key)).status_code == 200
+    post(client, "whole", key, later[:40])
+    shown = board(client, "whole")
+    post(client, "whole", key, later[40:])
+    same(board(client, "whole", as_of=later[40]["played_at"]), shown)
+
+
+def test_as_of_takes_the_start_of_the_log_played_before_it_and_any_date(client):
+    key = make_ladder(client, "late", k=1, seed=1, auto_refit=False)
+    march, january = START + timedelta(days=60), START
+    post(client, "late", key, [game("a", "b", True, march), game("b", "c", True, january)])
+    # The first game was played after the date: nothing of the log was played before it (a game posted late with
+    # an earlier date counts once every game before it in the log was played before the date too).
+    assert board(client, "late", as_of=(january + timedelta(days=1)).isoformat())["items"] == []
+    whole = board(client, "late", as_of=(march + timedelta(days=1)).isoformat())
+    assert datetime.fromisoformat(whole["ladder_clock"]) == march and len(whole["items"]) == 3
+    for extreme in ("0001-01-01T00:00:00+01:00", "9999-12-31T23:59:59-01:00", "0001-01-01T00:30:00+00:59"):
+        for path in ("/v1/ladders/late/leaderboard", "/v1/ladders/late/players/a"):
+            r = client.get(path, params={"as_of": extreme})
+            assert r.status_code in (200, 404), (extreme, path, r.text)
+    assert board(client, "late", as_of="9999-12-31T23:59:59-01:00")["items"] == board(client, "late")["items"]
+    r = client.get("/v1/ladders/late/leaderboard", params={"as_of": march.isoformat(), "form": "true"})
+    assert r.status_code == 422 and r.json()["errors"][0]["field"] == "form"

@@ -106,6 +106,8 @@ def test_a_profile_steps_back_through_time(base, open_page):
     ladder = make_ladder(base, "past")  # games over the last seven days
     page = open_page("phone")
     page.goto(f"{ladder.url}/players/ann")
+    expect(page.locator("#past-result")).to_have_text(re.compile(r"^Pick a day"))
+    page.click("#month-earlier")  # two months back: before the first game
     expect(page.locator("#past-result")).to_have_text(re.compile(r"^Not on the ladder yet at the end of "))
     day = (datetime.now(UTC) - timedelta(days=4)).date()
     page.fill("#as-of-date", day.isoformat())

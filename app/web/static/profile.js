@@ -116,9 +116,9 @@ class ProfilePage {
     const later = h("button", { type: "button", class: "secondary", id: "month-later" }, "A month later →");
     earlier.addEventListener("click", () => step(-1));
     later.addEventListener("click", () => step(1));
-    guarded(show);
+    fill(result, "Pick a day to see the rating as it stood at its end."); // read on request: it is a pass over the log
     return h("div", { class: "stack" }, h("div", { class: "inline-form" }, earlier, day, later), result,
-      h("p", { class: "muted note" }, "Ratings, record and uncertainty as the ladder showed them that day."));
+      h("p", { class: "muted note" }, "Ratings, record and uncertainty as the games up to that day give them."));
   }
 
   async read() {
