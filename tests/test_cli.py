@@ -187,7 +187,7 @@ def test_import_names_the_line_of_any_json_error(office, tmp_path):
         b'{"game": {"sides": [}': r"not JSON \(Expecting value: line 1 column 21 \(char 20\)\)",
         b'{"player": {"key": "\xff"}}': r"not JSON \('utf-8' codec can't decode byte 0xff .*\)",
         b'{"game": 1' + b"0" * 5000 + b"}": r"not JSON \(Exceeds the limit \(4300 digits\) .*\)",
-        b"[]": "expected one of 'player', 'game', 'checkpoint' as the only key",
+        b"[]": "expected one of 'player', 'game', 'checkpoint', 'season' as the only key",
     }
     for line, message in cases.items():
         bad.write_bytes("\n".join(lines[:2]).encode() + b"\n" + line + b"\n" + "\n".join(lines[2:]).encode())

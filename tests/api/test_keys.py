@@ -179,7 +179,7 @@ def test_every_route_of_a_ladder_documents_the_401_and_403_it_answers(client):
     key = make_ladder(client)
     client.post("/v1/ladders/test/games", json=game("a", "b"), headers=bearer(key))
     assert client.patch("/v1/ladders/test", json={"private": True}, headers=bearer(key)).status_code == 200
-    values = {"slug": "test", "key": "a", "game_id": "1", "refit_id": "1", "key_id": "1"}
+    values = {"slug": "test", "key": "a", "game_id": "1", "refit_id": "1", "key_id": "1", "name": "winter"}
     bodies = {
         "/predict": {"sides": [{"players": ["a"]}, {"players": ["b"]}]},
         "/teams": {"players": ["a", "b"]},
@@ -190,6 +190,7 @@ def test_every_route_of_a_ladder_documents_the_401_and_403_it_answers(client):
         "/players/{key}/merge": {"into": "b"},
         "": {"name": "Office"},
         "/keys": {"name": "w", "role": "write"},
+        "/seasons": {"name": "winter"},
         ("delete", ""): {"slug": "test"},
     }
     operations = [
