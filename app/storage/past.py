@@ -4,8 +4,8 @@ No replay is needed: every membership stores its player's vector after the
 game, exactly as a replay of the log gives it (``/audit`` checks that), and
 an applied refit's checkpoint holds the vectors it set.  So a player's vector
 after game G is their vector after their last game in (checkpoint, G], else
-the latest checkpoint's at or before G, else their initial one; their record
-is counted over their games up to G.  The cost is one pass over the
+that of the checkpoint the ratings went through last by G, else their initial
+one; their record is counted over their games up to G.  The cost is one pass over the
 memberships up to G, and a lookup of each player's last one.
 """
 
