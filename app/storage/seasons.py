@@ -32,7 +32,7 @@ def add(session: Session, ladder_id: int, values: dict, standings: list[tuple]) 
     session.add(season)
     session.flush()
     if standings:
-        columns = {name: list(values) for name, values in zip(STANDING, zip(*standings, strict=True), strict=True)}
+        columns = {name: list(column) for name, column in zip(STANDING, zip(*standings, strict=True), strict=True)}
         columns |= {"ladder_id": [ladder_id] * len(standings), "season_id": [season.id] * len(standings)}
         bulk_insert(session.connection(), SeasonStanding.__table__, columns)
     return season
