@@ -211,19 +211,20 @@ async def compute(request: Request, work: Callable[..., T], *args: object) -> T:
     starves the other requests or liveness; a request that cannot start within
     the request deadline (``MELO_REQUEST_TIMEOUT``) gets a 503 instead of waiting on.
     """
-    seconds = request.app.state.settings.request_timeout
-    with anyio.move_on_after(seconds):
-        return await anyio.to_thread.run_sync(lambda: work(*args), limiter=request.app.state.compute)
-    raise Unavailable(f"The server is busy with other heavy requests; none could start within {seconds:g} s.")
+    return await _limited(request, request.app.state.compute, work, *args)
 
 
 async def past(request: Request, work: Callable[..., T], *args: object) -> T:
     """A read of a ladder as it stood at an earlier time (``as_of``): a pass over its log, in the reports'
     thread (one such read or report at a time per process, never on the event loop or in the threads other
-    requests need); a 503 if it cannot start within the request deadline (``MELO_REQUEST_TIMEOUT``)."""
+    requests need); a 503 if it cannot start within the request deadline."""
+    return await _limited(request, request.app.state.reports, work, *args)
+
+
+async def _limited(request: Request, limiter: anyio.CapacityLimiter, work: Callable[..., T], *args: object) -> T:
     seconds = request.app.state.settings.request_timeout
     with anyio.move_on_after(seconds):
-        return await anyio.to_thread.run_sync(lambda: work(*args), limiter=request.app.state.reports)
+        return await anyio.to_thread.run_sync(lambda: work(*args), limiter=limiter)
     raise Unavailable(f"The server is busy with other heavy requests; none could start within {seconds:g} s.")
 
 

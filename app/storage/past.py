@@ -175,12 +175,13 @@ def _records(
     if not player:
         return last
     games = np.concatenate(game)
-    # Each game's number of sides, indexed by id above ``after`` (a sort of every membership would hold the
-    # interpreter as long again).
-    n_sides = np.zeros(game_id - after + 1, dtype=np.int16)
-    np.maximum.at(n_sides, games - after, (np.concatenate(side) + 1).astype(np.int16))
+    # Each game's number of sides, indexed by id from the first one read (a sort of every membership would hold
+    # the interpreter as long again).
+    lo = int(games.min())
+    n_sides = np.zeros(int(games.max()) - lo + 1, dtype=np.int16)
+    np.maximum.at(n_sides, games - lo, (np.concatenate(side) + 1).astype(np.int16))
     row = np.searchsorted(ids, np.concatenate(player))
-    record = rating.record(np.concatenate(actual), n_sides[games - after])
+    record = rating.record(np.concatenate(actual), n_sides[games - lo])
     for column in range(record.shape[1]):
         counts[:, column] = np.bincount(row, weights=record[:, column], minlength=len(ids)).astype(np.int64)
     if in_scan:
@@ -190,21 +191,6 @@ def _records(
         at = np.searchsorted(ids, np.array([r[0] for r in found], dtype=np.int64))
         last_played[at] = players.micros_column([r[1] for r in found], stamp)
     np.maximum.at(last, row, games)
-    return last
-    games, which = np.unique(np.concatenate(game), return_inverse=True)
-    n_sides = np.zeros(len(games), dtype=np.int64)
-    np.maximum.at(n_sides, which, np.concatenate(side) + 1)
-    row = np.searchsorted(ids, np.concatenate(player))
-    record = rating.record(np.concatenate(actual), n_sides[which])
-    for column in range(record.shape[1]):
-        counts[:, column] = np.bincount(row, weights=record[:, column], minlength=len(ids)).astype(np.int64)
-    if in_scan:
-        np.maximum.at(last_played, row, np.concatenate(when))
-    else:
-        found = driver_fetchall(session.connection(), _LAST_PLAYED, span)
-        at = np.searchsorted(ids, np.array([r[0] for r in found], dtype=np.int64))
-        last_played[at] = players.micros_column([r[1] for r in found], stamp)
-    np.maximum.at(last, row, games[which])
     return last
 
 
