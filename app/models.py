@@ -95,6 +95,9 @@ class Ladder(Base):
     #: How far a strength may wander in a year without games (Elo points, one standard deviation): a player's
     #: standard error grows with the time since their last game; 0: it does not.
     drift: Mapped[float] = mapped_column(default=100.0, server_default="100.0")
+    #: The online step is taken at a player's experience, their games worn away by the drift while they were away
+    #: (app.rating.experience); false: at their number of games (ladders created before this existed).
+    drift_steps: Mapped[bool] = mapped_column(default=True, server_default=false())
     #: Players who have not played for this many days (the ladder's clock) leave the default leaderboard; null: never.
     inactive_after_days: Mapped[int | None]
     #: The hash of the key the ladder was created with (also its first admin key in api_keys).
@@ -168,6 +171,9 @@ class Player(Base):
     initial: Mapped[bytes] = mapped_column(LargeBinary)
     vector: Mapped[bytes] = mapped_column(LargeBinary)
     games: Mapped[int] = mapped_column(default=0)
+    #: What is known of the player after their latest game, in games (app.rating.experience); their number of games
+    #: where the ladder's steps ignore time.
+    experience: Mapped[float] = mapped_column(default=0.0, server_default="0")
     wins: Mapped[int] = mapped_column(default=0)
     draws: Mapped[int] = mapped_column(default=0)
     losses: Mapped[int] = mapped_column(default=0)

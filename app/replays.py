@@ -92,8 +92,10 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> 
         prepared.games
     ):
         return None
-    games = part.start_games + np.bincount(part.log.member_player, minlength=len(part.player_ids))
-    since = storage.log.read_since(session, ladder, part.last_game_id, part.player_ids, history.C, games, history.seats)
+    last = _latest(part.times, part.log)
+    since = storage.log.read_since(
+        session, ladder, part.last_game_id, part.player_ids, history.C, history.experience, last, history.seats
+    )
     _write(session, ladder, part, history)
     replayed = part.log.n_games
     if since.log.n_games:
@@ -103,8 +105,16 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> 
     return replayed
 
 
+def _latest(times: tuple[np.ndarray, np.ndarray], log: rating.GameLog) -> np.ndarray:
+    """Every player's latest game time after the log (years; NaN: none)."""
+    last = times[1].copy()
+    np.fmax.at(last, log.member_player, np.repeat(times[0], np.diff(log.member_ptr)))
+    return last
+
+
 def _marks(ladder: LadderRow) -> tuple:
-    return (ladder.reset_version, ladder.k, ladder.eta, ladder.eta_tau, ladder.seats, ladder.case_insensitive_keys)
+    rate = (ladder.eta, ladder.eta_tau, ladder.step_drift())
+    return (ladder.reset_version, ladder.k, *rate, ladder.seats, ladder.case_insensitive_keys)
 
 
 def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
@@ -115,12 +125,13 @@ def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
 
 def _history(ladder: LadderRow, part: Tail | LadderLog) -> rating.History:
     rate = ladder.learning_rate()
-    return rating.replay_history(part.start, part.log, rate, games0=part.start_games, seats=part.start_seats)
+    start = part.start_games
+    return rating.replay_history(part.start, part.log, rate, games0=start, seats=part.start_seats, times=part.times)
 
 
 def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History) -> None:
     """Store a replay: the vectors of its players, the seats, and its games' history."""
-    storage.players.save_vectors(session, ladder.id, part.player_ids, history.C)
+    storage.players.save_vectors(session, ladder.id, part.player_ids, history.C, history.experience)
     if part.start_seats is not None:
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
         states = storage.games.seat_states(part.log, history, ladder.seats or [])

@@ -8,8 +8,10 @@ fixed Elo strengths, with no seats and with a white/black seat on every game
 
 * the auto refit as a ladder runs it (:func:`app.rating.refit.refit` with k
   chosen among 0 and 1 by cross-validation over matchups, one start);
-* :func:`app.rating.tuning.choose_rate`: 25 candidate rates, replayed together
-  over every game from the initial vectors;
+* :func:`app.rating.tuning.choose_rate` as a ladder with ``drift_steps`` runs it: 25
+  candidate rates at the default drift, replayed together over every game from the
+  initial vectors, then 45 more at drifts 0, 50 and 200 Elo points a year (the games
+  are spread over two years, a day at a time);
 * one replay of one rate (the cost the 25 candidates would each have had when
   replayed one after the other).
 
@@ -33,12 +35,13 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.rating import GameLog, LearningRate, Seats, initial_vectors  # noqa: E402
+from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, Seats, initial_vectors  # noqa: E402
 from app.rating.refit import refit  # noqa: E402
 from app.rating.tuning import choose_rate, prequential_losses  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
-DEFAULT = LearningRate(0.7, 3.0)
+DEFAULT = LearningRate(0.7, 3.0, 100 / ELO_PER_LOGIT)
+DRIFTS = tuple(d / ELO_PER_LOGIT for d in (0.0, 50.0, 200.0))
 TARGET = 2.0
 
 
@@ -62,8 +65,9 @@ def run(players: int, games: int, seats: bool) -> dict:
     C0 = initial_vectors([f"p{n}" for n in range(players)], 1, 0, 0.5, [0.0, 1.0])
     fresh = Seats.fresh(2) if seats else None
     refit_s, _ = timed(lambda: refit(log, players, 1, restarts=1, select_k=[0, 1], current_seats=fresh))
-    choose_s, choice = timed(lambda: choose_rate(C0, log, DEFAULT, fresh))
-    one_s, _ = timed(lambda: prequential_losses(C0, log, DEFAULT, fresh))
+    times = (np.floor(np.linspace(0, 730, games)) / 365.25, None)
+    choose_s, choice = timed(lambda: choose_rate(C0, log, DEFAULT, fresh, None, times, DRIFTS))
+    one_s, _ = timed(lambda: prequential_losses(C0, log, DEFAULT, fresh, times))
     return {
         "players": players,
         "games": games,
@@ -72,7 +76,7 @@ def run(players: int, games: int, seats: bool) -> dict:
         "choose_rate_s": choose_s,
         "one_replay_s": one_s,
         "candidates": len(choice.rows),
-        "chosen": {"eta": choice.rate.eta, "tau": choice.rate.tau},
+        "chosen": {"eta": choice.rate.eta, "tau": choice.rate.tau, "drift": choice.rate.drift * ELO_PER_LOGIT},
         "choose_vs_refit": choose_s / refit_s,
         "one_by_one_estimate_s": one_s * len(choice.rows),
     }
@@ -87,7 +91,7 @@ def main() -> None:
     rows = [
         run(args.players, g, seats) for g in args.games for seats in ([False] if args.skip_seats else [False, True])
     ]
-    print(f"\n{'games':>10} {'seats':>6} {'refit s':>9} {'choose s':>9} {'ratio':>6} {'25 one by one s':>16}  chosen")
+    print(f"\n{'games':>10} {'seats':>6} {'refit s':>9} {'choose s':>9} {'ratio':>6} {'one by one s':>16}  chosen")
     for r in rows:
         print(
             f"{r['games']:>10,} {'yes' if r['seats'] else 'no':>6} {r['refit_s']:>9.1f} {r['choose_rate_s']:>9.1f}"

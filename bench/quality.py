@@ -53,6 +53,7 @@ from app.ladders.schemas import (  # noqa: E402
     DEFAULT_K,
 )
 from app.rating import (  # noqa: E402
+    ELO_PER_LOGIT,
     Game,
     GameLog,
     LearningRate,
@@ -595,13 +596,98 @@ def drift_table() -> list[dict]:
     return rows
 
 
+def dated(name: str) -> tuple[GameLog, int, np.ndarray]:
+    """A football season with home seats, and each game's day in years (as the service counts time away)."""
+    matches = sorted(
+        (m for m in json.loads((DATA / name).read_text())["matches"] if "score" in m), key=lambda m: m["date"]
+    )
+    log, m = football(name)
+    i, j = log.member_player[0::2], log.member_player[1::2]
+    days = np.array([np.datetime64(x["date"], "D").astype(np.int64) for x in matches])
+    return GameLog.from_pairs(i, j, log.pair_outcome, seats=(0, 1)), m, days / 365.25
+
+
+def wandering(players: int = 200, years: int = 6, walk: float = 1.0, seed: int = 0) -> tuple[GameLog, int, np.ndarray]:
+    """Games every other day among ``players`` whose Elo strengths take a random walk of ``walk`` logits a year;
+    each year a third of them take the year off, and come back the most changed."""
+    rng = np.random.default_rng(seed)
+    r = rng.normal(0, 1, players)
+    i, j, s, t = [], [], [], []
+    for year in range(years):
+        here = np.flatnonzero(rng.random(players) >= (1 / 3 if year else 0))
+        for day in range(0, 365, 2):
+            r += rng.normal(0, walk * np.sqrt(2 / 365.25), players)
+            a = rng.choice(here, size=(len(here) // 2, 2), replace=False)
+            i += a[:, 0].tolist()
+            j += a[:, 1].tolist()
+            s += (rng.random(len(a)) < expit(r[a[:, 0]] - r[a[:, 1]])).tolist()
+            t += [year + day / 365.25] * len(a)
+    return GameLog.from_pairs(np.array(i), np.array(j), np.array(s, dtype=float)), players, np.array(t)
+
+
+#: Drifts (Elo points a year) the steps table's rate choice tries: half, once and twice the service's default.
+STEP_DRIFTS = (50.0, 100.0, 200.0)
+
+
+def steps_table() -> list[dict]:
+    """Steps that follow time away (app.rating.experience) against steps that count games, prequential log loss
+    over whole streams: at the ladder defaults (drift 100 Elo points a year, and 0), and with the rate the
+    service's rate choice picks from the whole stream with and without the drift (hindsight, alike for both)."""
+    chess_log, chess_m = chess()
+    ci, cj = chess_log.member_player[0::2], chess_log.member_player[1::2]
+    tour_log, tour_m = tournament()
+    streams = {
+        "chess (undated)": (GameLog.from_pairs(ci, cj, chess_log.pair_outcome, seats=(0, 1)), chess_m, None),
+        "premier league": dated("football_premier_league_2019.json"),
+        "la liga": dated("football_la_liga_2019.json"),
+        "team tournament (undated)": (tour_log, tour_m, None),
+        "synthetic, strengths wander": wandering(),
+    }
+    rows = []
+    for name, (log, m, when) in streams.items():
+        times = (np.zeros(log.n_games) if when is None else when, None)
+        C0 = start_vectors(m, DEFAULT_K, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0)
+
+        def loss(rate: LearningRate, C0=C0, log=log, times=times) -> float:
+            return log_loss(replay_history(C0, log, rate, times=times).pair_p, log)
+
+        drifts = tuple(d / ELO_PER_LOGIT for d in STEP_DRIFTS)
+        counting = choose_rate(C0, log, RATE, times=times)
+        following = choose_rate(C0, log, RATE, times=times, drifts=drifts)
+        rows.append(
+            {
+                "stream": name,
+                "games": log.n_games,
+                "defaults, steps count games": loss(RATE),
+                "defaults, steps follow 100 Elo/year": loss(LearningRate(RATE.eta, RATE.tau, 100 / ELO_PER_LOGIT)),
+                "rate chosen, no drift": loss(counting.rate),
+                "rate and drift chosen": loss(following.rate),
+                "drift chosen (Elo/year)": following.rate.drift * ELO_PER_LOGIT,
+            }
+        )
+    columns = list(rows[0])[2:]
+    print("\nprequential log loss over whole streams (lower is better): steps that count games, and steps that")
+    print("follow time away; the rates chosen on the whole stream by the service's rate choice (hindsight)\n")
+    print("| stream | games | " + " | ".join(columns) + " |")
+    print("|---|---|" + "---|" * len(columns))
+    for r in rows:
+        cells = " | ".join(f"{r[c]:.0f}" if c.startswith("drift") else f"{r[c]:.4f}" for c in columns)
+        print(f"| {r['stream']} | {r['games']:,} | {cells} |")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", choices=["coverage", "seats", "rate", "drift"], help="run one table only")
+    parser.add_argument("--only", choices=["coverage", "seats", "rate", "drift", "steps"], help="run one table only")
     args = parser.parse_args()
-    streams = all_streams()
     RESULTS.mkdir(exist_ok=True)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version()}
+    if args.only in (None, "steps"):
+        steps = steps_table()
+        (RESULTS / "quality_steps.json").write_text(json.dumps({"machine": machine, "rows": steps}, indent=2) + "\n")
+    if args.only == "steps":
+        return
+    streams = all_streams()
     if args.only in (None, "drift"):
         drift = drift_table()
         (RESULTS / "quality_drift.json").write_text(json.dumps({"machine": machine, "rows": drift}, indent=2) + "\n")

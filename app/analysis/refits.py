@@ -281,7 +281,7 @@ def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: Refit
         return {"better": False, "window_games": window, "reason": "no games to compare on"}
     rate = ladder.learning_rate()
     served = rating.replay_history(
-        recent.start, recent.log, rate, games0=recent.start_games, seats=recent.start_seats
+        recent.start, recent.log, rate, games0=recent.start_games, seats=recent.start_seats, times=recent.times
     ).pair_p
     in_window = len(served) - (len(state.log.pair_a) - int(state.log.pair_ptr[n - window]))
     verdict = guard(
@@ -295,6 +295,7 @@ def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: Refit
         params.l2,
         params.seed,
         progress,
+        state.times,
     )
     return vars(verdict)
 
@@ -317,26 +318,50 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     return vars(evaluate(history.C, state.log, test, seats))
 
 
+#: Multiples of the ladder's drift a rate choice also tries, where the steps follow it (Elo points a year when
+#: the drift is 0).
+DRIFT_FACTORS = (0.0, 0.5, 2.0)
+DRIFTS_FROM_ZERO = (50.0, 100.0, 200.0)
+
+
 def _rate(ladder: LadderRow, state: LadderLog, progress) -> dict:
     """The learning rate the ladder's log itself chooses (:func:`app.rating.tuning.choose_rate`), replayed from
-    the players' initial vectors, each candidate's prequential log loss, and the rate it was compared with."""
-    current = rating.LearningRate(ladder.eta, ladder.eta_tau)
+    the players' initial vectors, each candidate's prequential log loss, and the rate it was compared with.
+    Where the ladder's steps follow the drift, the drift is chosen too (Elo points a year in the answer)."""
+    current = ladder.learning_rate()
     fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
-    choice = choose_rate(state.start, state.log, current, fresh, progress)
-    chosen = next(row for row in choice.rows if (row["eta"], row["tau"]) == (choice.rate.eta, choice.rate.tau))
+    drifts: tuple[float, ...] = ()
+    if ladder.drift_steps:
+        elo = DRIFTS_FROM_ZERO if ladder.drift == 0 else tuple(f * ladder.drift for f in DRIFT_FACTORS)
+        drifts = tuple(d / rating.ELO_PER_LOGIT for d in elo)
+    choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts)
+    rows = [row | {"drift": _elo_drift(ladder, row["drift"])} for row in choice.rows]
+    chosen = next(
+        row
+        for row, rate in zip(rows, choice.rows, strict=True)
+        if (rate["eta"], rate["tau"], rate["drift"]) == (choice.rate.eta, choice.rate.tau, choice.rate.drift)
+    )
     return {
         "eta": choice.rate.eta,
         "eta_tau": choice.rate.tau,
+        "drift": chosen["drift"],
         "changed": choice.rate != current,
         "previous_eta": current.eta,
         "previous_eta_tau": current.tau,
+        "previous_drift": ladder.drift,
         "log_loss": chosen["log_loss"],
-        "previous_log_loss": choice.rows[0]["log_loss"],
+        "previous_log_loss": rows[0]["log_loss"],
         "standard_error": chosen["standard_error"],
         "games": state.log.n_games,
         "applied": False,
-        "candidates": choice.rows,
+        "candidates": rows,
     }
+
+
+def _elo_drift(ladder: LadderRow, drift: float) -> float:
+    """A rate's drift in logits a year as the ladder's setting (Elo points a year): the setting itself for a
+    ladder whose steps ignore it (their rates' drift is 0)."""
+    return round(drift * rating.ELO_PER_LOGIT, 9) if ladder.drift_steps else ladder.drift
 
 
 def _reject_and_apply_rate(session: Session, ladder: LadderRow, refit_id: int, rejected: dict) -> None:
@@ -357,12 +382,15 @@ def _set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
     rate = (job.result or {}).get("rate")
     if not rate or not rate["changed"] or not ladder.auto_rate:
         return False
-    if (ladder.eta, ladder.eta_tau) != (rate["previous_eta"], rate["previous_eta_tau"]):
+    previous = (rate["previous_eta"], rate["previous_eta_tau"], rate.get("previous_drift", ladder.drift))
+    if (ladder.eta, ladder.eta_tau, ladder.drift) != previous:
         return False  # an admin set another rate since
     now = datetime.now(UTC)
     fields = ("eta", "eta_tau", "previous_eta", "previous_eta_tau", "log_loss", "previous_log_loss", "standard_error")
     choice = {name: rate[name] for name in (*fields, "games")} | {"refit": job.id, "applied_at": now.isoformat()}
-    storage.ladders.change(session, ladder.id, {"eta": rate["eta"], "eta_tau": rate["eta_tau"], "rate_choice": choice})
+    choice |= {"drift": rate.get("drift", ladder.drift), "previous_drift": previous[2]}
+    values = {"eta": rate["eta"], "eta_tau": rate["eta_tau"], "drift": choice["drift"], "rate_choice": choice}
+    storage.ladders.change(session, ladder.id, values)
     storage.refits.update(session, job.id, {"result": job.result | {"rate": rate | {"applied": True}}})
     return True
 

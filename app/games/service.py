@@ -438,11 +438,15 @@ def _apply(
     if log.side_seat is not None:
         seqs = storage.ladders.take_seqs(session, ladder, len(games))
         seats = storage.ladders.seat_state(session, ladder)
-    history = rating.replay_history(
-        locked.C, log, ladder.learning_rate(), _stage(progress, "rating"), games0=locked.counts[:, 0], seats=seats
-    )
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
+    when = storage.players.day_years(np.array([storage.players.micros(t) for t in played_at], dtype=np.int64))
+    last = storage.players.day_years(np.array([storage.players.micros(t) for t in locked.last_played], dtype=np.int64))
+    stage = _stage(progress, "rating")
+    rate = ladder.learning_rate()
+    history = rating.replay_history(
+        locked.C, log, rate, stage, games0=locked.experience, seats=seats, times=(when, last)
+    )
     if seqs is None:
         seqs = storage.ladders.take_seqs(session, ladder, len(games))
     created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
@@ -480,7 +484,7 @@ def _apply(
         field_sum = field_sum + (history.C - locked.C).sum(axis=0)
         # Each player's strength just after this batch (their last game in it), against the field then.
         strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
-        written = storage.players.Written(locked, history.C, counts, last_played, strength_then)
+        written = storage.players.Written(locked, history.C, counts, last_played, strength_then, history.experience)
         storage.players.save(session, written)
     storage.ladders.save_field(session, ladder.id, field_sum, field_count)
     field = field_sum / max(field_count, 1)

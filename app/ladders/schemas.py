@@ -24,6 +24,13 @@ DRIFT = (
     "playing sinks in the conservative order and climbs back with their next games. Time is the ladder's clock, the "
     "newest `played_at` of its games. 0: uncertainty ignores time."
 )
+DRIFT_STEPS = (
+    "The online step follows what is known of each player, as Glicko's and a Kalman filter's do: it is taken at "
+    "the player's experience, their games worn away by the drift while they were away, so it is large for a "
+    "newcomer and again for a player back from a long absence, and small for a settled regular (with `eta_tau`; "
+    "a constant η ignores it). With it, the drift is one of the values the auto refits choose (`auto_rate`). "
+    "false: the step counts games and ignores time (ladders created before it existed)."
+)
 INACTIVE_AFTER_DAYS = (
     "Players who have not played for this many days (by the ladder's clock, the newest `played_at` of its games) "
     "leave the default leaderboard and the suggested opponents until their next game; `inactive_reason` says why. "
@@ -69,12 +76,14 @@ class LadderCreate(StrictModel):
     )
     auto_rate: bool = Field(
         True,
-        description="Each auto refit also chooses the learning rate (η and τ) from the ladder's own log: 25 rates "
-        "are replayed over every game, each game predicted only from the games before it, and the one that predicted "
-        "best is applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard "
-        "error over games. false: the rate stays as set (pinned).",
+        description="Each auto refit also chooses the learning rate (η and τ, and the drift where `drift_steps` is "
+        "on) from the ladder's own log: 25 rates are replayed over every game, each game predicted only from the "
+        "games before it (then 0, half and twice the drift, at 15 rates each), and the one that predicted best is "
+        "applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard error "
+        "over games. false: the rate stays as set (pinned).",
     )
     drift: float = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
+    drift_steps: bool = Field(True, description=DRIFT_STEPS)
     inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     case_insensitive_keys: bool = Field(
         True,
@@ -120,6 +129,7 @@ class LadderPatch(StrictModel):
     )
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
     drift: float | None = Field(None, ge=0, le=2000, description=DRIFT)
+    drift_steps: StrictBool | None = Field(None, description=DRIFT_STEPS)
     inactive_after_days: int | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
     )
@@ -227,6 +237,8 @@ class RateChoiceOut(BaseModel):
     eta_tau: float | None
     previous_eta: float = Field(description="The rate it replaced.")
     previous_eta_tau: float | None
+    drift: float | None = Field(None, description="The drift chosen with it (`drift_steps`); null: not chosen.")
+    previous_drift: float | None = None
     log_loss: float = Field(description="Mean prequential log loss per game of the log at the chosen rate.")
     previous_log_loss: float = Field(description="The same at the rate it replaced.")
     standard_error: float = Field(description="The standard error (over games) of the difference of the two.")
@@ -255,6 +267,7 @@ class LadderOut(BaseModel):
     private: bool
     case_insensitive_keys: bool
     drift: float = Field(description=DRIFT)
+    drift_steps: bool = Field(description=DRIFT_STEPS)
     inactive_after_days: int | None = Field(description=INACTIVE_AFTER_DAYS)
     created_at: datetime
     players: int

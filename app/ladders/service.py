@@ -93,15 +93,18 @@ def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
 
 
 def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
-    """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``; setting either pins the rate, as
-    ``auto_rate: false``, unless ``auto_rate`` is given too) takes effect by replaying the
+    """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``, ``drift_steps``, and ``drift``
+    where the steps follow it; setting one pins the rate, as ``auto_rate: false``, unless ``auto_rate`` is given
+    too) takes effect by replaying the
     log with it, exactly as a void's replay does: the ratings then equal those of a ladder that always had it (for
     a new k, from the start; for a new rate, since the latest checkpoint), which ``/audit`` checks.  Matching keys
     case-insensitively from now on folds every key and alias (:func:`_fold_keys`)."""
     values = patch.model_dump(exclude_unset=True)
-    if ("eta" in values or "eta_tau" in values) and "auto_rate" not in values:
+    steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
+    if ("eta" in values or "eta_tau" in values or ("drift" in values and steps)) and "auto_rate" not in values:
         values["auto_rate"] = False  # an admin's rate is pinned
-    for name in ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "k"):
+    flags = ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "drift_steps")
+    for name in (*flags, "k"):
         if name in values and values[name] is None:
             message = "must be a whole number from 1 to 8" if name == "k" else "must be true or false"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
@@ -110,8 +113,10 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
             message = f"must be a number from {bounds}"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
     values = {name: value for name, value in values.items() if getattr(ladder, name) != value}
-    rate = {name: values[name] for name in ("eta", "eta_tau", "k") if name in values}
-    if "eta" in values or "eta_tau" in values:
+    rate = {name: values[name] for name in ("eta", "eta_tau", "k", "drift_steps") if name in values}
+    if "drift" in values and steps:
+        rate["drift"] = values["drift"]
+    if rate.keys() - {"k"}:
         values["rate_choice"] = None  # the rate is the admin's now, not a refit's choice
     folding = values.get("case_insensitive_keys") is True
     # Every worker reads the settings and players anew (the drift and inactivity change what reads derive).
@@ -228,7 +233,9 @@ def audit(session: Session, ladder: LadderRow) -> AuditOut:
     rate = ladder.learning_rate()
     replayed, seats = state.start, state.start_seats
     if len(state.keys):
-        history = rating.replay_history(state.start, state.log, rate, games0=state.start_games, seats=seats)
+        history = rating.replay_history(
+            state.start, state.log, rate, games0=state.start_games, seats=seats, times=state.times
+        )
         replayed, seats = history.C, history.seats
     diff = float(np.abs(replayed - state.stored).max()) if len(state.keys) else 0.0
     consistent = bool(np.array_equal(replayed, state.stored))

@@ -5,6 +5,7 @@ This package imports NumPy and SciPy only, never the database or HTTP layers.
 
 from app.rating.draws import draw_probability, draw_room, draw_share, outcome_probabilities, two_sided_draws
 from app.rating.errors import RatingInputError
+from app.rating.experience import experience_before
 from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores, record, results
 from app.rating.initial import initial_vectors, stable_hash
 from app.rating.leaderboard import (
@@ -57,6 +58,7 @@ __all__ = [
     "draw_share",
     "elo_equivalent",
     "elo_to_logits",
+    "experience_before",
     "field_information",
     "field_mean",
     "field_score",

@@ -34,7 +34,7 @@ from app.rating.elo import fit_elo, pair_counts
 from app.rating.errors import RatingInputError
 from app.rating.games import GameLog, IntArray
 from app.rating.model import Array, omega_apply, rowdot
-from app.rating.replay import replay_history
+from app.rating.replay import Times, member_experience, replay_history
 from app.rating.seats import SEAT_PRIOR_PRECISION, Seats, seat_shift, seat_sums
 from app.rating.update import LearningRate, side_means
 
@@ -679,12 +679,14 @@ def guard(
     l2: float = L2,
     seed: int = 0,
     progress: Progress = None,
+    times: Times = None,
 ) -> Guard:
     """Would a refit have predicted the latest ``window`` games better than the online forecasts ``online_p``?
 
     The refit (k chosen among ``select_k``, one start) is fitted on the games
     before the window; the online rule then runs on from it through the window,
-    predicting each game before it learns from it, as a ladder would have.
+    predicting each game before it learns from it, as a ladder would have (a
+    rate with a drift needs the games' ``times``, as :func:`replay` takes them).
     Players without a game before the window start from ``start`` (their
     initial vectors).  ``online_p`` are the window's pair-term forecasts the
     ladder served.  The auto-refit policy applies a refit only when it is better.
@@ -695,9 +697,14 @@ def guard(
     before, after = log.take(np.arange(n - window)), log.take(np.arange(n - window, n))
     m = len(start)
     trial = refit(before, m, k, l2=l2, restarts=1, seed=seed, select_k=select_k, progress=progress)
-    games0 = np.bincount(before.member_player, minlength=m)
+    played = np.bincount(before.member_player, minlength=m)
+    games0, later = played, None
+    if times is not None:
+        when = np.asarray(times[0], dtype=np.float64)
+        _, games0, last = member_experience(before, rate.drift, None, m, (when[: n - window], times[1]))
+        later = (when[n - window :], last)
     C = np.array(start, dtype=np.float64)
-    C[games0 > 0] = trial.C[games0 > 0]
+    C[played > 0] = trial.C[played > 0]
     seats = trial.seats
     if seats is not None and after.n_seats_needed > len(seats.advantage):  # a seat first named in the window
         fresh = Seats.fresh(after.n_seats_needed)
@@ -706,7 +713,7 @@ def guard(
             seats.information,
         )
         seats = fresh
-    refit_p = replay_history(C, after, rate, games0=games0, seats=seats).pair_p
+    refit_p = replay_history(C, after, rate, games0=games0, seats=seats, times=later).pair_p
     terms = np.arange(len(after.pair_a))
     refit_loss = Metrics.of(refit_p, after, terms).log_loss
     online_loss = Metrics.of(np.asarray(online_p, dtype=np.float64), after, terms).log_loss

@@ -19,6 +19,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from app.rating.errors import RatingInputError
+from app.rating.experience import experience_before
 from app.rating.games import Game, GameLog, IntArray
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.seats import Seats, seat_shift, seat_step
@@ -57,6 +58,8 @@ class History:
     pre-game P(side a beats side b) of pair term q, a prequential forecast.  With seats,
     ``seats`` is their state after the log and ``seat_before[a]`` side a's seat's
     (advantage, information) before its game (NaN for a side without a seat).
+    ``experience`` is every player's after the log (their games, with a drift
+    worn by time away: :mod:`app.rating.experience`).
     """
 
     C: Array
@@ -67,12 +70,15 @@ class History:
     pair_p: Array
     seats: Seats | None = None
     seat_before: Array | None = None
+    experience: Array | None = None
 
 
 Progress = Callable[[int, int], None] | None
 
 
 Rate = float | LearningRate
+#: Each game's time and each player's latest game time before the log (NaN: none), in years; None: undated.
+Times = tuple[ArrayLike, ArrayLike | None] | None
 
 
 def replay(
@@ -82,17 +88,21 @@ def replay(
     progress: Progress = None,
     games0: ArrayLike | None = None,
     seats: Seats | None = None,
+    times: Times = None,
 ) -> Array:
     """Ratings after applying ``games`` in order to the initial matrix ``C0`` (not modified).
 
     Bit-for-bit equal to calling :func:`~app.rating.update.apply_game` game by
     game.  ``eta`` is a rate or a :class:`~app.rating.update.LearningRate`;
-    ``games0`` are the games each player had before the log (0 by default);
-    ``seats`` the learned seats' state before it (fresh by default; not modified).
+    ``games0`` are the games (the experience) each player had before the log (0
+    by default); ``seats`` the learned seats' state before it (fresh by default;
+    not modified).  A rate with a drift needs the ``times``: each game's time and
+    each player's latest game time before the log (NaN: none), in years.
     ``progress(done, total)`` is called after each level.
     """
     C, log = _prepare(C0, games)
-    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, None, _seats(log, seats))
+    side_eta, _ = _member_rates(log, as_rate(eta), games0, len(C), times)
+    _run(C, log, side_eta, progress, None, _seats(log, seats))
     return C
 
 
@@ -103,6 +113,7 @@ def replay_history(
     progress: Progress = None,
     games0: ArrayLike | None = None,
     seats: Seats | None = None,
+    times: Times = None,
 ) -> History:
     """:func:`replay` that also returns every membership's vectors before and after its game.
 
@@ -117,9 +128,10 @@ def replay_history(
     state = _seats(log, seats)
     seat_before = None if state is None else np.full((len(log.side_size), 2), np.nan)
     record = (before, after, pair_p, seat_before)
-    _run(C, log, _member_rates(log, as_rate(eta), games0, len(C)), progress, record, state)
+    side_eta, experience = _member_rates(log, as_rate(eta), games0, len(C), times)
+    _run(C, log, side_eta, progress, record, state)
     expected, actual = log.side_share(pair_p), log.side_share(log.pair_outcome)
-    return History(C, before, after, expected, actual, pair_p, state, seat_before)
+    return History(C, before, after, expected, actual, pair_p, state, seat_before, experience)
 
 
 def _seats(log: GameLog, seats: Seats | None) -> Seats | None:
@@ -142,12 +154,30 @@ def games_before(log: GameLog, games0: ArrayLike | None, n_players: int) -> Arra
     return start[player] + earlier
 
 
-def _member_rates(log: GameLog, rate: LearningRate, games0: ArrayLike | None, n_players: int) -> Array:
-    """η of every side of the log, at its members' mean games played before the game."""
+def member_experience(
+    log: GameLog, drift: float, games0: ArrayLike | None, n_players: int, times: Times
+) -> tuple[Array, Array, Array | None]:
+    """Every membership's experience before its game; every player's after the log, and their latest game time
+    (:mod:`app.rating.experience`).  With no drift, the games played (``games0`` + those in the log), and no
+    times (None): they do not count."""
+    start = np.zeros(n_players) if games0 is None else np.asarray(games0, dtype=np.float64)
+    if drift == 0:
+        return games_before(log, start, n_players), start + np.bincount(log.member_player, minlength=n_players), None
+    if times is None:
+        raise RatingInputError("times", "a learning rate with a drift needs the games' times")
+    member_time = np.repeat(np.asarray(times[0], dtype=np.float64), np.diff(log.member_ptr))
+    return experience_before(log.member_player, member_time, n_players, drift, start, times[1])
+
+
+def _member_rates(
+    log: GameLog, rate: LearningRate, games0: ArrayLike | None, n_players: int, times: Times
+) -> tuple[Array, Array]:
+    """η of every side of the log, at its members' mean experience before the game; and every player's
+    experience after the log."""
+    played, after, _ = member_experience(log, rate.drift, games0, n_players, times)
     if rate.tau is None:
-        return np.full(len(log.side_size), rate.eta)
-    played = games_before(log, games0, n_players)
-    return rate.at(side_games(played, log.member_side, log.side_size))
+        return np.full(len(log.side_size), rate.eta), after
+    return rate.at(side_games(played, log.member_side, log.side_size)), after
 
 
 def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game]) -> tuple[Array, GameLog]:

@@ -26,7 +26,14 @@ from app.rating.errors import RatingInputError
 from app.rating.games import GameLog
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.refit import term_losses
-from app.rating.replay import _level_bounds, _two_player_singles, dependency_levels, games_before, replay_history
+from app.rating.replay import (
+    Times,
+    _level_bounds,
+    _two_player_singles,
+    dependency_levels,
+    member_experience,
+    replay_history,
+)
 from app.rating.seats import Seats
 from app.rating.update import LearningRate, side_games
 
@@ -44,11 +51,13 @@ class RateChoice:
     rows: list[dict]
 
 
-def prequential_losses(C0: ArrayLike, log: GameLog, rate: LearningRate, seats: Seats | None = None) -> Array:
+def prequential_losses(
+    C0: ArrayLike, log: GameLog, rate: LearningRate, seats: Seats | None = None, times: Times = None
+) -> Array:
     """Each game's log loss, its outcome predicted from the games before it only: the rule replayed from ``C0``
     at ``rate`` (its pair terms' losses, weighted as the fit weighs them)."""
     every = np.arange(len(log.pair_a))
-    term = term_losses(replay_history(C0, log, rate, seats=seats).pair_p, log, every) * log.pair_weight
+    term = term_losses(replay_history(C0, log, rate, seats=seats, times=times).pair_p, log, every) * log.pair_weight
     return np.add.reduceat(term, log.pair_ptr[:-1]) if len(term) else np.zeros(0)
 
 
@@ -58,6 +67,7 @@ def prequential_losses_many(
     rates: list[LearningRate],
     seats: Seats | None = None,
     progress: Callable[[int, int], None] | None = None,
+    times: Times = None,
 ) -> Array:
     """:func:`prequential_losses` of each rate (a row each), the rates replayed side by side in one pass.
 
@@ -72,7 +82,7 @@ def prequential_losses_many(
     if not _two_player_singles(log):
         rows = []
         for n, rate in enumerate(rates):
-            rows.append(prequential_losses(C0, log, rate, None if seats is None else seats.copy()))
+            rows.append(prequential_losses(C0, log, rate, None if seats is None else seats.copy(), times))
             if progress is not None:
                 progress(n + 1, len(rates))
         return np.array(rows)
@@ -84,8 +94,16 @@ def prequential_losses_many(
     level = dependency_levels(log, len(C1))
     order = np.argsort(level, kind="stable")
     i, j = log.member_player[0::2][order], log.member_player[1::2][order]
-    played = side_games(games_before(log, None, len(C1)), log.member_side, log.side_size)  # once for every rate
-    played_i, played_j = played[0::2][order], played[1::2][order]
+    # Experience depends on the rate's drift only: once for each drift.
+    drifts = sorted({rate.drift for rate in rates})
+    which = np.array([drifts.index(rate.drift) for rate in rates])
+    played = np.array(
+        [
+            side_games(member_experience(log, drift, None, len(C1), times)[0], log.member_side, log.side_size)
+            for drift in drifts
+        ]
+    )
+    played_i, played_j = played[:, 0::2][:, order], played[:, 1::2][:, order]
     # Each rate's η(n) = η / √(1 + n/τ) is taken a level at a time (a rates × games array would be 400 MB at a
     # million games); τ = ∞ for a constant η gives η / √1 = η exactly, as LearningRate.at does.
     etas = np.array([rate.eta for rate in rates])[:, None]
@@ -110,8 +128,8 @@ def prequential_losses_many(
         p = expit(rowdot(ca, ocb) + level_shift)
         norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
         w, s = weight[lo:hi], outcome[lo:hi]
-        eta_i = etas / np.sqrt(1.0 + played_i[lo:hi] / taus)
-        eta_j = etas / np.sqrt(1.0 + played_j[lo:hi] / taus)
+        eta_i = etas / np.sqrt(1.0 + played_i[which, lo:hi] / taus)
+        eta_j = etas / np.sqrt(1.0 + played_j[which, lo:hi] / taus)
         coef_a = np.divide(eta_i * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
         coef_b = np.divide(eta_j * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
         C[:, a] = ca + coef_a[..., None] * ocb
@@ -139,35 +157,69 @@ def _seats_learn(advantage: Array, information: Array, sa: Array, sb: Array, w: 
     information[:, -1] = 1.0
 
 
+#: A second round, where drifts are tried: each drift at these multiples of the first round's best η, and every τ.
+DRIFT_ETA_FACTORS = (0.5, 1.0, 2.0)
+#: Candidates replayed side by side at a time in the second round (each keeps every game's loss until summed).
+_CHUNK = 15
+
+
 def choose_rate(
     C0: ArrayLike,
     log: GameLog,
     current: LearningRate,
     seats: Seats | None = None,
     progress: Callable[[int, int], None] | None = None,
+    times: Times = None,
+    drifts: tuple[float, ...] = (),
 ) -> RateChoice:
     """The rate among :data:`ETA_FACTORS` × :data:`TAUS` around ``current`` whose replay predicted the log best,
     if it beat ``current`` by more than one standard error of the difference (over games); else ``current``.
 
-    The guard keeps a small ladder, whose log cannot tell the rates apart, on
-    its setting: a rate is changed only when the log shows the change pays.
-    The candidates are replayed together (:func:`prequential_losses_many`).
+    With ``drifts`` (logits a year) and the games' ``times``, a second round
+    tries ``current``'s drift and each of ``drifts`` with :data:`DRIFT_ETA_FACTORS`
+    × :data:`TAUS` around the first round's best η (a drift wears a player's experience while they are
+    away, :mod:`app.rating.experience`, which raises every step: the best η and
+    τ move with it).  The guard keeps a small ladder, whose log cannot tell the
+    rates apart, on its setting: a rate is changed only when the log shows the
+    change pays.  Candidates are replayed side by side
+    (:func:`prequential_losses_many`).
     """
     candidates = [current] + [
-        LearningRate(current.eta * f, tau)
+        LearningRate(current.eta * f, tau, current.drift)
         for f in ETA_FACTORS
         for tau in TAUS
         if (current.eta * f, tau) != (current.eta, current.tau)
     ]
-    losses_array = prequential_losses_many(C0, log, candidates, seats, progress)
-    means = losses_array.mean(axis=1)
-    n_games = losses_array.shape[1]
-    diff = losses_array - losses_array[0]
-    errors = diff.std(axis=1, ddof=1) / np.sqrt(n_games) if n_games > 1 else np.zeros(len(candidates))
+    losses = prequential_losses_many(C0, log, candidates, seats, progress, times)
+    reference = losses[0]
+    means, errors = _compare(losses, reference)
+    if times is not None and drifts:
+        # The ladder's drift first: where the log cannot tell the drifts apart (games all on one day), it stays.
+        first, tried = candidates[int(np.argmin(means))], set(candidates)
+        more = [
+            rate
+            for drift in dict.fromkeys((current.drift, *drifts))
+            for f in DRIFT_ETA_FACTORS
+            for tau in TAUS
+            if (rate := LearningRate(first.eta * f, tau, drift)) not in tried
+        ]
+        for lo in range(0, len(more), _CHUNK):
+            part = more[lo : lo + _CHUNK]
+            m, e = _compare(prequential_losses_many(C0, log, part, seats, None, times), reference)
+            candidates += part
+            means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
     best = int(np.argmin(means))
     chosen = candidates[best] if means[0] - means[best] > errors[best] else current
     rows = [
-        {"eta": rate.eta, "tau": rate.tau, "log_loss": float(m), "standard_error": float(e)}
+        {"eta": rate.eta, "tau": rate.tau, "drift": rate.drift, "log_loss": float(m), "standard_error": float(e)}
         for rate, m, e in zip(candidates, means, errors, strict=True)
     ]
     return RateChoice(chosen, rows)
+
+
+def _compare(losses: Array, reference: Array) -> tuple[Array, Array]:
+    """Each row's mean loss per game, and the standard error (over games) of its difference to ``reference``."""
+    n_games = losses.shape[1]
+    if n_games < 2:
+        return losses.mean(axis=1), np.zeros(len(losses))
+    return losses.mean(axis=1), (losses - reference).std(axis=1, ddof=1) / np.sqrt(n_games)

@@ -44,20 +44,26 @@ def check_eta(eta: float) -> float:
 
 @dataclass(frozen=True)
 class LearningRate:
-    """A player's learning rate after n games: η(n) = eta / sqrt(1 + n / tau); with tau None, η(n) = eta.
+    """A player's learning rate at experience n: η(n) = eta / sqrt(1 + n / tau); with tau None, η(n) = eta.
 
     The constant rate is [Guide]'s.  A shrinking one moves newcomers fast and
     settles regulars, while every step stays normalised and distributed: each
-    side of a game steps with its own η, at its members' mean number of games.
+    side of a game steps with its own η, at its members' mean experience.  A
+    player's experience is the games they played before, worn away by ``drift``
+    (logits a year) while they were away (:mod:`app.rating.experience`); with
+    drift 0 it is their number of games.
     """
 
     eta: float
     tau: float | None = None
+    drift: float = 0.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "eta", check_eta(self.eta))
         if self.tau is not None and not (np.isfinite(self.tau) and self.tau > 0):
             raise RatingInputError("tau", f"must be a finite number > 0, got {self.tau!r}")
+        if not (np.isfinite(self.drift) and self.drift >= 0):
+            raise RatingInputError("drift", f"must be a finite number >= 0, got {self.drift!r}")
 
     def at(self, games: ArrayLike) -> Array:
         n = np.asarray(games, dtype=np.float64)
@@ -71,7 +77,7 @@ def as_rate(eta: float | LearningRate) -> LearningRate:
 
 
 def side_games(games: Array, member_side: IntArray, side_size: Array) -> Array:
-    """Each side's mean number of games played before this one."""
+    """Each side's mean number of games played (or experience) before this one."""
     return np.bincount(member_side, weights=games, minlength=len(side_size)) / side_size
 
 
@@ -150,7 +156,7 @@ def apply_game(C: ArrayLike, game: Game, eta: float | LearningRate, games: Array
     C : (m, 2k) rating matrix; the game's sides hold row indices into it.
     game : the sides, ranks and optional advantages.
     eta : learning rate η ≥ 0 (η = 0 freezes the ladder), or a :class:`LearningRate`.
-    games : games each member (in ``game.players`` order) played before this one; 0 by default.
+    games : each member's (in ``game.players`` order) games played, or experience, before this one; 0 by default.
 
     Implements mathematics §3-§6: [Guide] eqs. 4-5 for two players, the rank-share
     generalisation of [Expanding] for N sides, team means for ad-hoc teams.

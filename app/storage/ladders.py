@@ -60,6 +60,8 @@ class LadderRow:
     case_insensitive_keys: bool
     #: How far a strength may wander in a year without games, in Elo points (0: standard errors ignore time).
     drift: float
+    #: The online step follows each player's experience, worn away by the drift while they are away.
+    drift_steps: bool
     #: Players idle this many days (the ladder's clock) leave the default leaderboard; None: never.
     inactive_after_days: int | None
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
@@ -77,8 +79,13 @@ class LadderRow:
         return rating.initial_vectors(keys, self.k, self.seed, self.init_scale, self.init_offset)
 
     def learning_rate(self) -> rating.LearningRate:
-        """The ladder's η, shrinking with each player's games when it has an ``eta_tau``."""
-        return rating.LearningRate(self.eta, self.eta_tau)
+        """The ladder's η, shrinking with each player's experience when it has an ``eta_tau``; the experience wears
+        away with the drift (in logits a year) while a player is away, if the ladder's steps follow it."""
+        return rating.LearningRate(self.eta, self.eta_tau, self.step_drift())
+
+    def step_drift(self) -> float:
+        """The drift the online steps follow, in logits a year (0: they count games)."""
+        return self.drift / rating.ELO_PER_LOGIT if self.drift_steps else 0.0
 
     def seat_index(self) -> dict[str, int]:
         """Seat name -> index (empty without seats)."""
@@ -337,7 +344,7 @@ def lock(session: Session, ladder_id: int) -> None:
 
 
 #: The settings a game commit applies, read before its locks: a change of one meanwhile makes it retry.
-_WRITE_SETTINGS = ("k", "eta", "eta_tau", "case_insensitive_keys")
+_WRITE_SETTINGS = ("k", "eta", "eta_tau", "drift", "drift_steps", "case_insensitive_keys")
 
 
 def take_seqs(session: Session, ladder: LadderRow, n: int) -> list[int]:

@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app import rating
 from app.models import Checkpoint, Game, Participant
 from app.rating.seats import Seats
-from app.storage import codec, ladders, refits
+from app.storage import codec, ladders, players, refits
 from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc, result_converter
@@ -56,8 +56,10 @@ class LadderLog:
 
     ``start`` are the vectors the log replays from: the latest checkpoint's (for
     players it holds) and the initial vectors otherwise, or all initial vectors
-    when read ``from_start``; ``start_games`` the games each player had played by
-    then; ``log`` holds the games after that point, in order (``game_ids``);
+    when read ``from_start``; ``start_games`` the games (the experience,
+    :mod:`app.rating.experience`) each player had by then; ``log`` holds the
+    games after that point, in order (``game_ids``), played at ``times[0]``, with
+    ``times[1]`` each player's latest game time before them (years, NaN: none);
     ``stored`` the current vectors.  Voided games are left out everywhere.
     """
 
@@ -71,6 +73,7 @@ class LadderLog:
     after_game_id: int
     last_game_id: int
     games: int
+    times: tuple[np.ndarray, np.ndarray]
     #: The learned seats the log replays from (the checkpoint's, or fresh) and as stored now; None without seats.
     start_seats: Seats | None = None
     stored_seats: Seats | None = None
@@ -95,10 +98,13 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
     ids = np.array([r[0] for r in rows], dtype=np.int64)
     keys = [r[1] for r in rows]
     start, after = codec.unpack_rows((r[2] for r in rows), dim), 0
-    start_games = np.zeros(len(ids))
+    start_games, start_last = np.zeros(len(ids)), np.full(len(ids), np.nan)
     if checkpoint is None and not from_start:
         checkpoint = refits.latest_checkpoint(session, ladder.id)
-    if checkpoint is not None:
+    if checkpoint is not None and ladder.step_drift() > 0:
+        after = from_checkpoint(start, ids, checkpoint, dim)
+        start_games, start_last = _experience(session, ladder, ids, np.full(len(ids), after + 1))
+    elif checkpoint is not None:
         after = from_checkpoint(start, ids, checkpoint, dim)
         counts = session.execute(
             select(Participant.player_id, func.count())
@@ -114,18 +120,20 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
     stored = codec.unpack_rows((r[3] for r in rows), dim)
     found = _pair_log(session, ladder, after, index)
     if found is None:
-        logged = session.execute(select(Game.id, Game.payload).where(*counted, Game.id > after).order_by(Game.id))
-        logged = logged.all()
+        query = select(Game.id, Game.payload, Game.played_at).where(*counted, Game.id > after).order_by(Game.id)
+        logged = session.execute(query).all()
         log = encode([row[1] for row in logged], index, ladder.seat_index())
-        found = np.array([row[0] for row in logged], dtype=np.int64), log
-    game_ids, log = found
+        played = np.array([players.micros(row[2]) for row in logged], dtype=np.int64)
+        found = np.array([row[0] for row in logged], dtype=np.int64), log, played
+    game_ids, log, played = found
     start_seats = stored_seats = None
     if ladder.seats:
         held = None if checkpoint is None else checkpoint.seat_state
         start_seats = ladders.seats_from_json(held, len(ladder.seats))
         stored_seats = ladders.seat_state(session, ladder)
+    times = (players.day_years(played), start_last)
     return LadderLog(
-        ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games, start_seats, stored_seats
+        ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games, times, start_seats, stored_seats
     )
 
 
@@ -143,9 +151,9 @@ CHUNK = 100_000
 
 def _pair_log(
     session: Session, ladder: LadderRow, after: int, index: dict[str, int]
-) -> tuple[np.ndarray, rating.GameLog] | None:
-    """The counted games after ``after`` as (ids, GameLog) if every one is a two-player game between single
-    players without seats, else None.
+) -> tuple[np.ndarray, rating.GameLog, np.ndarray] | None:
+    """The counted games after ``after`` as (ids, GameLog, times played in µs) if every one is a two-player game
+    between single players without seats, else None.
 
     A million payloads read as objects cost seconds and gigabytes of
     dictionaries; these are read as text a chunk at a time, and one regular
@@ -155,14 +163,19 @@ def _pair_log(
     """
     if ladder.seats:
         return None
-    sql = "SELECT id, CAST(payload AS TEXT) FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id > ? ORDER BY id"
-    ids, i, j, outcome, advantage = [], [], [], [], []
+    sql = (
+        "SELECT id, CAST(payload AS TEXT), played_at FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id > ? "
+        "ORDER BY id"
+    )
+    stamp = players.time_converter(session.get_bind().dialect)
+    ids, i, j, outcome, advantage, played = [], [], [], [], [], []
     for rows in driver_chunks(session.connection(), sql, (ladder.id, after), CHUNK):
         found = _PAIR.findall("\n".join(row[1] for row in rows))
         if len(found) != len(rows) or any(row[6] for row in found):
             return None
         a, b, r1, r2, h1, h2, _ = zip(*found, strict=True)
         ids.append(np.fromiter((row[0] for row in rows), np.int64, len(rows)))
+        played.append(players.micros_column([row[2] for row in rows], stamp))
         i.append(np.fromiter(map(index.__getitem__, a), np.int64, len(rows)))
         j.append(np.fromiter(map(index.__getitem__, b), np.int64, len(rows)))
         first, second = np.array(r1, dtype=np.float64), np.array(r2, dtype=np.float64)
@@ -174,10 +187,11 @@ def _pair_log(
         else:
             advantage.append(np.zeros(len(rows)))
     if not ids:
-        return np.zeros(0, np.int64), encode([], index)
-    return np.concatenate(ids), rating.GameLog.from_pairs(
+        return np.zeros(0, np.int64), encode([], index), np.zeros(0, np.int64)
+    log = rating.GameLog.from_pairs(
         np.concatenate(i), np.concatenate(j), np.concatenate(outcome), np.concatenate(advantage)
     )
+    return np.concatenate(ids), log, np.concatenate(played)
 
 
 @dataclass
@@ -187,9 +201,10 @@ class Tail:
     ``log`` holds, in order, the games from ``first_game_id`` on that share a
     player with the changed players, directly or through earlier such games;
     ``player_ids``/``keys`` are every player they reach, with ``start`` their
-    vectors and ``start_games`` their games just before the first game of the
-    tail they play (their earlier games are untouched by the change).  No other
-    game or player can change.  Voided games are left out.
+    vectors and ``start_games`` their games (experience) just before the first
+    game of the tail they play (their earlier games are untouched by the
+    change).  No other game or player can change.  Voided games are left out.
+    ``times`` are as :class:`LadderLog`'s.
     """
 
     player_ids: np.ndarray
@@ -198,6 +213,7 @@ class Tail:
     start_games: np.ndarray
     log: rating.GameLog
     game_ids: np.ndarray
+    times: tuple[np.ndarray, np.ndarray]
     #: The learned seats just before the tail's first game naming each (None without seats).
     start_seats: Seats | None = None
 
@@ -228,8 +244,8 @@ def _read_tail(
     # A seat is shared state, reached like a player: from the first reached game naming it, every later game
     # naming it is reached too, and it starts from its state just before that game.
     seat_start: dict[str, list[float]] = dict(changed_seats or {})
-    game_ids, payloads = [], []
-    for game_id, payload, seat_state in _games_from(session, ladder.id, first_game_id):
+    game_ids, payloads, played = [], [], []
+    for game_id, payload, seat_state, when in _games_from(session, ladder.id, first_game_id):
         keys = [key for side in payload["sides"] for key in side]
         taken = [name for name in payload.get("seats") or [] if name is not None]
         if not reached.keys().isdisjoint(keys) or not seat_start.keys().isdisjoint(taken):
@@ -239,11 +255,12 @@ def _read_tail(
                 seat_start.setdefault(name, seat_state[name])
             game_ids.append(game_id)
             payloads.append(payload)
+            played.append(when)
     rows = _players_by_id(session, ladder.id, reached)
     player_ids = np.array([row[0] for row in rows], dtype=np.int64)
     keys = [row[1] for row in rows]
     cutoffs = [reached[key] for key in keys]
-    start, start_games = _state_before(session, ladder, player_ids, [row[2] for row in rows], cutoffs)
+    start, start_games, start_last = _state_before(session, ladder, player_ids, [row[2] for row in rows], cutoffs)
     log = encode(payloads, {key: n for n, key in enumerate(keys)}, ladder.seat_index())
     seats = None
     if ladder.seats:
@@ -251,7 +268,8 @@ def _read_tail(
         for name, (advantage, information) in seat_start.items():
             n = ladder.seat_index()[name]
             seats.advantage[n], seats.information[n] = advantage, information
-    return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64), seats)
+    times = (players.day_years(np.array(played, dtype=np.int64)), start_last)
+    return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64), times, seats)
 
 
 def read_since(
@@ -261,38 +279,46 @@ def read_since(
     player_ids: np.ndarray,
     vectors: np.ndarray,
     games: np.ndarray,
+    last: np.ndarray,
     seats: Seats | None,
 ) -> Tail:
     """The counted games after ``after_game_id`` (those committed since a replay read the log up to it) and
-    the players they name, each starting from its row of ``vectors``/``games`` (of the sorted ``player_ids``)
-    or, a player new since, from its initial vector; the seats from ``seats``."""
-    rows = [(game_id, payload) for game_id, payload, _ in _games_from(session, ladder.id, after_game_id + 1)]
+    the players they name, each starting from its row of ``vectors``/``games``/``last`` (of the sorted
+    ``player_ids``) or, a player new since, from its initial vector; the seats from ``seats``."""
+    games_since = _games_from(session, ladder.id, after_game_id + 1)
+    rows = [(game_id, payload, when) for game_id, payload, _, when in games_since]
     named = dict.fromkeys(key for row in rows for side in row[1]["sides"] for key in side)
-    players = _players_by_id(session, ladder.id, named)
-    ids = np.array([row[0] for row in players], dtype=np.int64)
-    keys = [row[1] for row in players]
-    start = codec.unpack_rows([row[2] for row in players], 2 * ladder.k)
-    start_games = np.zeros(len(ids))
+    found = _players_by_id(session, ladder.id, named)
+    ids = np.array([row[0] for row in found], dtype=np.int64)
+    keys = [row[1] for row in found]
+    start = codec.unpack_rows([row[2] for row in found], 2 * ladder.k)
+    start_games, start_last = np.zeros(len(ids)), np.full(len(ids), np.nan)
     at = np.searchsorted(player_ids, ids)
     known = at < len(player_ids)
     known[known] = player_ids[at[known]] == ids[known]
-    start[known], start_games[known] = vectors[at[known]], games[at[known]]
+    start[known], start_games[known], start_last[known] = vectors[at[known]], games[at[known]], last[at[known]]
     log = encode([row[1] for row in rows], {key: n for n, key in enumerate(keys)}, ladder.seat_index())
     game_ids = np.array([row[0] for row in rows], dtype=np.int64)
-    return Tail(ids, keys, start, start_games, log, game_ids, None if seats is None else seats.copy())
+    times = (players.day_years(np.array([row[2] for row in rows], dtype=np.int64)), start_last)
+    return Tail(ids, keys, start, start_games, log, game_ids, times, None if seats is None else seats.copy())
 
 
-def _games_from(session: Session, ladder_id: int, first_game_id: int) -> Iterator[tuple[int, dict, dict | None]]:
-    """(id, payload, seat state) of the counted games from ``first_game_id`` on, in log order, read a chunk at a
-    time through the driver: a million rows turned into objects by one call of SQLAlchemy's compiled result
-    code held the interpreter (every other thread, ``/healthz`` too) for most of a second."""
+def _games_from(session: Session, ladder_id: int, first_game_id: int) -> Iterator[tuple[int, dict, dict | None, int]]:
+    """(id, payload, seat state, time played in µs) of the counted games from ``first_game_id`` on, in log order,
+    read a chunk at a time through the driver: a million rows turned into objects by one call of SQLAlchemy's
+    compiled result code held the interpreter (every other thread, ``/healthz`` too) for most of a second."""
     connection = session.connection()
     payload = result_converter(Game.__table__.c.payload, connection.dialect)
     seat_state = result_converter(Game.__table__.c.seat_state, connection.dialect)
-    sql = "SELECT id, payload, seat_state FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id >= ? ORDER BY id"
+    stamp = players.time_converter(connection.dialect)
+    sql = (
+        "SELECT id, payload, seat_state, played_at FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id >= ? "
+        "ORDER BY id"
+    )
     for rows in driver_chunks(connection, sql, (ladder_id, first_game_id)):
-        for game_id, p, state in rows:
-            yield game_id, payload(p), seat_state(state)
+        played = players.micros_column([row[3] for row in rows], stamp).tolist()
+        for (game_id, p, state, _), when in zip(rows, played, strict=True):
+            yield game_id, payload(p), seat_state(state), when
 
 
 #: Beyond this many players, a tail's players are read by one scan of the ladder's players in id order.
@@ -318,10 +344,10 @@ def _players_by_id(session: Session, ladder_id: int, wanted: dict[str, int]) -> 
 
 def _state_before(
     session: Session, ladder: LadderRow, player_ids: np.ndarray, initial: list[bytes], cutoffs: list[int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The vectors and games played of ``player_ids`` (sorted) just before their game ``cutoffs``, as a replay
-    of the log from the latest checkpoint gives them: the vector after a player's latest counted game since
-    the checkpoint, else the checkpoint's, else the initial one."""
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The vectors, games played (experience) and latest game times of ``player_ids`` (sorted) just before their
+    game ``cutoffs``, as a replay of the log from the latest checkpoint gives them: the vector after a player's
+    latest counted game since the checkpoint, else the checkpoint's, else the initial one."""
     dim = 2 * ladder.k
     start = codec.unpack_rows(initial, dim)
     games = np.zeros(len(player_ids))
@@ -345,7 +371,44 @@ def _state_before(
             games[row] = n
             if last_game > after:
                 start[row] = codec.unpack(vector)
-    return start, games
+    last = np.full(len(player_ids), np.nan)
+    if ladder.step_drift() > 0:
+        games, last = _experience(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))
+    return start, games, last
+
+
+def _experience(
+    session: Session, ladder: LadderRow, player_ids: np.ndarray, cutoffs: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The experience (:mod:`app.rating.experience`) and latest game time (years, NaN: none) of ``player_ids``
+    (sorted) just before their game ``cutoffs``: their counted games before it, in log order, worn by the
+    ladder's drift.  Many players are read by one scan of the ladder's games up to the last cutoff."""
+    base = (
+        "SELECT p.player_id, p.game_id, g.played_at FROM participants p JOIN games g ON g.id = p.game_id "
+        "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?"
+    )
+    top = int(cutoffs.max()) if len(cutoffs) else 0
+    if len(player_ids) > SCAN_PLAYERS:
+        rows = [row for rows in driver_chunks(session.connection(), base, (ladder.id, top)) for row in rows]
+    else:
+        rows = []
+        for lo in range(0, len(player_ids), MAX_KEYS_IN_QUERY):
+            part = player_ids[lo : lo + MAX_KEYS_IN_QUERY].tolist()
+            sql = f"{base} AND p.player_id IN ({', '.join('?' * len(part))})"
+            rows += driver_fetchall(session.connection(), sql, (ladder.id, top, *part))
+    stamp = players.time_converter(session.get_bind().dialect)
+    player = np.array([r[0] for r in rows], dtype=np.int64)
+    game = np.array([r[1] for r in rows], dtype=np.int64)
+    when = players.day_years(players.micros_column([r[2] for r in rows], stamp))
+    at = np.searchsorted(player_ids, player)
+    mine = at < len(player_ids)
+    mine[mine] = player_ids[at[mine]] == player[mine]
+    mine[mine] = game[mine] < cutoffs[at[mine]]
+    order = np.argsort(game[mine], kind="stable")
+    _, experience, last = rating.experience_before(
+        at[mine][order], when[mine][order], len(player_ids), ladder.step_drift()
+    )
+    return experience, last
 
 
 def from_checkpoint(start: np.ndarray, player_ids: np.ndarray, checkpoint, dim: int) -> int:

@@ -46,6 +46,8 @@ class Locked:
     C: np.ndarray
     counts: np.ndarray  # (n, 5): COUNTERS
     last_played: list[datetime | None]
+    #: What is known of each player (app.rating.experience), in games.
+    experience: np.ndarray
     #: The keys this lock created, and when (none if a concurrent creator made some of them first).
     created: list[str] = field(default_factory=list)
     created_at: datetime | None = None
@@ -89,13 +91,16 @@ def lock(
         C=codec.unpack_rows((row[2] for row in rows), dim),
         counts=np.array([tuple(row[3:8]) for row in rows], dtype=np.int64).reshape(-1, 5),
         last_played=[row[8] for row in rows],
+        experience=np.array([row[9] for row in rows], dtype=np.float64),
         created=missing,
         created_at=now,
         raced=raced,
     )
 
 
-_LOCK_COLUMNS = [Player.__table__.c[name] for name in ("id", "key", "vector", *COUNTERS, "last_played_at")]
+_LOCK_COLUMNS = [
+    Player.__table__.c[name] for name in ("id", "key", "vector", *COUNTERS, "last_played_at", "experience")
+]
 _LOCK = f"SELECT {', '.join(c.name for c in _LOCK_COLUMNS)} FROM players WHERE ladder_id = ?"
 
 
@@ -197,6 +202,7 @@ def save(session: Session, rows: Written) -> None:
         "vector": codec.pack_rows(rows.C),
         "last_played_at": rows.last_played,
         "strength_then": rows.strength_then.tolist(),
+        "experience": rows.experience.tolist(),
         "active": [True] * len(rows.locked.ids),
     }
     columns |= {name: rows.counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
@@ -219,17 +225,21 @@ def deactivate(session: Session, ladder_id: int, keys: list[str]) -> None:
         session.execute(query.values(active=False, changed_version=PENDING))
 
 
-def save_vectors(session: Session, ladder_id: int, ids: np.ndarray, C: np.ndarray) -> None:
-    """New vectors from outside a game commit (a replay, a checkpoint): the strengths just after the players'
-    last games are then unknown.  The caller bumps the ladder's version (:func:`ladders.bump`) before the
-    commit; under the ladder row's lock (taken here if it is not held yet) that is the version after this
-    one, so the rows are stamped with it as they are written, not written a second time by the bump (a
-    replay rewrites every player)."""
+def save_vectors(
+    session: Session, ladder_id: int, ids: np.ndarray, C: np.ndarray, experience: np.ndarray | None = None
+) -> None:
+    """New vectors (and, from a replay, ``experience``) from outside a game commit (a replay, a checkpoint): the
+    strengths just after the players' last games are then unknown.  The caller bumps the ladder's version
+    (:func:`ladders.bump`) before the commit; under the ladder row's lock (taken here if it is not held yet) that
+    is the version after this one, so the rows are stamped with it as they are written, not written a second time
+    by the bump (a replay rewrites every player)."""
     ladders.lock(session, ladder_id)
     version = driver_sql(session.connection(), "SELECT version FROM ladders WHERE id = ?", (ladder_id,)).scalar_one()
     for rows in chunks(len(ids)):  # a chunk at a time: a million players' conversion held the interpreter
         n = len(ids[rows])
         columns = {"vector": codec.pack_rows(C[rows]), "strength_then": [None] * n}
+        if experience is not None:
+            columns["experience"] = experience[rows].tolist()
         columns["changed_version"] = [version + 1] * n
         bulk_update(session.connection(), Player.__table__, ("id", ids[rows].tolist()), columns)
 
@@ -406,6 +416,17 @@ def micros(moment: datetime | None) -> int:
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
+MICROS_PER_DAY = 86_400_000_000
+
+
+def day_years(us: np.ndarray) -> np.ndarray:
+    """The UTC days of times of :func:`micros`, in years (of 365.25 days) since the epoch, as the online steps
+    count time away (:mod:`app.rating.experience`): games of one day do not wear each other, and a replay gives
+    the same steps whenever it runs (NaN for NO_TIME)."""
+    us = np.asarray(us, dtype=np.int64)
+    return np.where(us == NO_TIME, np.nan, (us // MICROS_PER_DAY) / 365.25)
+
+
 def micros_column(values: list, stamp: Callable[[Any], datetime | None]) -> np.ndarray:
     """:func:`micros` of a column of the driver's times: SQLite's text (UTC digits) parsed by NumPy at once (a
     million rows in 0.1 s, against 2 s one by one), other drivers' values one by one."""
@@ -487,6 +508,7 @@ class Written:
     counts: np.ndarray
     last_played: list[datetime | None]
     strength_then: np.ndarray
+    experience: np.ndarray
 
 
 def follow(engine: Engine, ladder_id: int, version: int, written: Written) -> bool:

@@ -57,7 +57,8 @@ def board(client, slug: str, **params) -> dict:
 def test_an_absent_players_uncertainty_grows_until_they_play_again(client):
     january, later = season()
     keys = {
-        slug: make_ladder(client, slug, k=1, seed=4, auto_refit=False, drift=drift)
+        # The steps count games on both, so both rate alike: only what is known of the ratings differs.
+        slug: make_ladder(client, slug, k=1, seed=4, auto_refit=False, drift=drift, drift_steps=False)
         for slug, drift in (("still", 0), ("drifting", 100))
     }
     for slug, key in keys.items():
@@ -252,3 +253,48 @@ def test_as_of_takes_the_start_of_the_log_played_before_it_and_any_date(client):
     assert board(client, "late", as_of="9999-12-31T23:59:59-01:00")["items"] == board(client, "late")["items"]
     r = client.get("/v1/ladders/late/leaderboard", params={"as_of": march.isoformat(), "form": "true"})
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "form"
+
+
+def vectors(client, slug: str) -> dict[str, list[float]]:
+    rows = board(client, slug, inactive="true")["items"]
+    return {row["key"]: profile(client, slug, row["key"])["vector"] for row in rows}
+
+
+def test_steps_follow_time_away_and_every_replay_keeps_them_exactly(client):
+    """With ``drift_steps`` (the default), a player back from six months away takes larger steps than the games
+    they played alone would give; voids, merges and changes of the rate replay those steps bit for bit."""
+    january, later = season()
+    back = game("away", "club0", True, START + timedelta(days=210))
+    stray = game("stray", "stay", True, START + timedelta(days=40))
+    keys = {
+        slug: make_ladder(client, slug, k=1, seed=4, auto_refit=False, drift_steps=slug != "counts")
+        for slug in ("steps", "counts", "voided")
+    }
+    assert client.get("/v1/ladders/steps").json()["drift_steps"] is True
+    for slug, key in keys.items():
+        post(client, slug, key, january + ([*later[:5], stray, *later[5:]] if slug == "voided" else later))
+    moved = {}
+    for slug in ("steps", "counts"):
+        before = profile(client, slug, "away")["elo"]
+        post(client, slug, keys[slug], [back])
+        moved[slug] = profile(client, slug, "away")["elo"] - before
+    # 56 games worn by half a year at 100 Elo points a year count as 17: η / √(1 + e/τ) is 1.7 times larger.
+    assert moved["steps"] > 1.5 * moved["counts"] > 0
+    # A void replays the steps from the players' worn experience: exactly the ladder that never had the game.
+    post(client, "voided", keys["voided"], [back])
+    number = client.get("/v1/ladders/voided/players/stray/history").json()["items"][0]["game_id"]
+    r = client.post(f"/v1/ladders/voided/games/{number}/void", headers=bearer(keys["voided"]))
+    assert r.status_code == 200, r.text
+    expected = vectors(client, "steps")
+    assert {k: v for k, v in vectors(client, "voided").items() if k != "stray"} == expected
+    # A new drift is a new rule, replayed; the old one back gives the same ratings; /audit agrees throughout.
+    h = bearer(keys["steps"])
+    changed = client.patch("/v1/ladders/steps", json={"drift": 300}, headers=h).json()
+    assert changed["auto_rate"] is False and vectors(client, "steps") != expected
+    assert client.get("/v1/ladders/steps/audit").json()["consistent"]
+    assert client.patch("/v1/ladders/steps", json={"drift": 100}, headers=h).status_code == 200
+    assert vectors(client, "steps") == expected
+    assert client.patch("/v1/ladders/steps", json={"drift_steps": False}, headers=h).status_code == 200
+    assert vectors(client, "steps") == vectors(client, "counts")
+    for slug in keys:
+        assert client.get(f"/v1/ladders/{slug}/audit").json()["consistent"], slug
