@@ -63,14 +63,25 @@ class Settings(BaseSettings):
 
     @property
     def sqlalchemy_url(self) -> str:
-        """The URL with the psycopg 3 driver selected for PostgreSQL."""
+        """The URL with the psycopg 3 driver selected for PostgreSQL (and without ``pgbouncer=…``)."""
         url = self.database_url
         for prefix in ("postgres://", "postgresql://"):
             if url.startswith(prefix):
                 url = "postgresql+psycopg://" + url[len(prefix) :]
+        parsed = make_url(url)
+        if "pgbouncer" in parsed.query:
+            url = parsed.difference_update_query(["pgbouncer"]).render_as_string(hide_password=False)
         if self.database_password is not None:
             url = make_url(url).set(password=self.database_password).render_as_string(hide_password=False)
         return url
+
+    @property
+    def transaction_pooler(self) -> bool:
+        """PostgreSQL is reached through a pooler in transaction mode: ``?pgbouncer=true`` in the URL (the name
+        other PostgreSQL clients use for it).  Each transaction may then run on another server connection, so
+        the service keeps no state on a connection beyond its transaction (docs/scaling.md)."""
+        value = make_url(self.database_url).query.get("pgbouncer", "false")
+        return str(value).lower() in ("true", "1", "yes", "on")
 
     @property
     def is_sqlite(self) -> bool:

@@ -5,7 +5,8 @@ SQLite: WAL (readers never wait for the writer), a busy timeout, and
 applied from the same stale vectors (SQLite ignores ``SELECT … FOR UPDATE``).
 Reads use a second engine with ordinary deferred transactions.
 
-PostgreSQL: one engine; writers lock the participants' rows in id order.
+PostgreSQL: one engine; writers lock the participants' rows in id order.  Through a pooler in transaction mode
+(``?pgbouncer=true``) nothing outlives a transaction: no prepared statements, time limits set per transaction.
 """
 
 from __future__ import annotations
@@ -84,6 +85,8 @@ class Database:
     async_reads: AsyncReads | None = None
     #: SQLite: the driver connection :meth:`fetch` keeps for the event loop (no pool checkout per read).
     _loop_connection: Any = None
+    #: PostgreSQL through a pooler in transaction mode (``?pgbouncer=true``): no state beyond a transaction.
+    transaction_pooler: bool = False
     _read_sessions: sessionmaker = field(init=False)
     _write_sessions: sessionmaker = field(init=False)
 
@@ -100,18 +103,40 @@ class Database:
             write = _sqlite_engine(url, True, sync)
             return cls(read, write, "sqlite", threading.Lock())
         timeout_ms = int(settings.database_timeout * 1000)
+        pooled = settings.transaction_pooler
+        connect_args: dict[str, Any] = {"connect_timeout": max(1, round(settings.connect_timeout))}
+        if pooled:  # no prepared statements: the next transaction may run on another server connection
+            connect_args["prepare_threshold"] = None
+        else:
+            connect_args["options"] = f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}"
         engine = create_engine(
             url,
             pool_size=10,
             max_overflow=20,
             pool_pre_ping=True,
             pool_timeout=settings.connect_timeout,
-            connect_args={
-                "connect_timeout": max(1, round(settings.connect_timeout)),
-                "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
-            },
+            connect_args=connect_args,
         )
-        return cls(engine, engine, "postgresql", async_reads=AsyncReads(engine.url))
+        if pooled:
+            # A pooler passes no startup options on: the time limits are set in each transaction instead.
+            limits = (
+                f"SELECT set_config('statement_timeout', '{timeout_ms}', true), "
+                f"set_config('lock_timeout', '{timeout_ms}', true)"
+            )
+
+            @event.listens_for(engine, "begin")
+            def _limits(connection) -> None:
+                connection.exec_driver_sql(limits)
+
+        reads = AsyncReads(engine.url, pooled=pooled)
+        return cls(engine, engine, "postgresql", async_reads=reads, transaction_pooler=pooled)
+
+    def child_url(self) -> str:
+        """The URL a child process opens this database with (``MELO_DATABASE_URL`` as it takes it)."""
+        url = self.write_engine.url
+        if self.transaction_pooler:
+            url = url.update_query_dict({"pgbouncer": "true"})
+        return url.render_as_string(hide_password=False)
 
     @contextmanager
     def reading(self) -> Iterator[Session]:
@@ -207,9 +232,9 @@ class AsyncReads:
     next read opens another).  Each statement has a time limit.
     """
 
-    def __init__(self, url: URL, size: int = 4, timeout: float = 5.0) -> None:
+    def __init__(self, url: URL, size: int = 4, timeout: float = 5.0, pooled: bool = False) -> None:
         self.conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        self.size, self.timeout = size, timeout
+        self.size, self.timeout, self.pooled = size, timeout, pooled
         self.idle: list[psycopg.AsyncConnection] = []
         self.opened = 0
         self.available: asyncio.Condition | None = None
@@ -234,10 +259,15 @@ class AsyncReads:
             if self.idle:
                 return self.idle.pop()
             self.opened += 1
+        # Through a pooler, no prepared statements and no startup options (its own query_timeout bounds them).
+        limits = (
+            {"prepare_threshold": None}
+            if self.pooled
+            else {"options": f"-c statement_timeout={int(self.timeout * 1000)}"}
+        )
         try:
-            options = f"-c statement_timeout={int(self.timeout * 1000)}"
             return await psycopg.AsyncConnection.connect(
-                self.conninfo, autocommit=True, connect_timeout=max(1, int(self.timeout)), options=options
+                self.conninfo, autocommit=True, connect_timeout=max(1, int(self.timeout)), **limits
             )
         except BaseException:
             await self._forget()

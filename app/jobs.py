@@ -150,7 +150,7 @@ def stop() -> None:
 
 
 def _run_child(db: Database, job_id: int, run, fail, finished) -> None:
-    url = db.write_engine.url.render_as_string(hide_password=False)
+    url = db.child_url()
     child = multiprocessing.get_context("spawn").Process(target=_child_main, args=(url, job_id, run, fail), daemon=True)
     child.start()
     _children.add(child)

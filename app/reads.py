@@ -355,7 +355,7 @@ async def _in_background(db: Database, request: Request, found: LadderRow, name:
 
 def _start(db: Database, found: LadderRow, key: tuple, compute, reports: dict) -> _Job:
     job = _Job(found.version, Future())
-    url = db.write_engine.url.render_as_string(hide_password=False)
+    url = db.child_url()
 
     def heard(fraction: float) -> None:
         job.progress = max(job.progress, min(1.0, fraction))

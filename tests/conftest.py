@@ -19,6 +19,8 @@ from app.cli import main
 from app.config import Settings, get_settings
 from app.main import create_app
 from app.migrate import upgrade
+from tests.pgbouncer import PgBouncer
+from tests.pgbouncer import installed as pgbouncer_installed
 from tests.postgres import PostgresServer
 
 ADMIN_KEY = "test-admin-key"
@@ -33,17 +35,35 @@ def postgres() -> Iterator[PostgresServer]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def pgbouncer(postgres) -> Iterator[PgBouncer]:
+    """PgBouncer in transaction mode in front of the test server (docs/scaling.md)."""
+    if not pgbouncer_installed():
+        pytest.skip("PgBouncer is not installed: scripts/ensure-postgres.sh installs Debian's package (make test does)")
+    pooler = PgBouncer(postgres)
+    pooler.start()
+    yield pooler
+    pooler.stop()
+
+
+def fresh_database(request, tmp_path, kind: str) -> str:
+    """A fresh, migrated database: a SQLite file, a PostgreSQL database, or one reached through PgBouncer."""
+    if kind == "sqlite":
+        url = f"sqlite:///{tmp_path / 'melo.db'}"
+        upgrade(Settings(database_url=url).sqlalchemy_url)
+        return url
+    server: PostgresServer = request.getfixturevalue("postgres")
+    name = f"melo_test_{next(_counter)}"
+    url = server.create_database(name)
+    upgrade(Settings(database_url=url).sqlalchemy_url)
+    return request.getfixturevalue("pgbouncer").url(name) if kind == "pgbouncer" else url
+
+
 @pytest.fixture(params=["sqlite", "postgresql"])
 def database_url(request, tmp_path) -> str:
-    """A fresh, migrated database of each kind."""
-    if request.param == "sqlite":
-        url = f"sqlite:///{tmp_path / 'melo.db'}"
-    else:
-        server: PostgresServer = request.getfixturevalue("postgres")
-        name = f"melo_test_{next(_counter)}"
-        url = server.create_database(name)
-    upgrade(Settings(database_url=url).sqlalchemy_url)
-    return url
+    """A fresh, migrated database of each kind (the modules that prove concurrency and crash safety add
+    "pgbouncer")."""
+    return fresh_database(request, tmp_path, request.param)
 
 
 @pytest.fixture

@@ -9,8 +9,15 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
+import pytest
 
-from tests.conftest import ADMIN_KEY, live_server
+from tests.conftest import ADMIN_KEY, fresh_database, live_server
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "pgbouncer"])
+def database_url(request, tmp_path) -> str:
+    """Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/scaling.md)."""
+    return fresh_database(request, tmp_path, request.param)
 
 
 def _ladder(base: str) -> str:

@@ -15,7 +15,13 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.conftest import ADMIN_KEY, free_port
+from tests.conftest import ADMIN_KEY, free_port, fresh_database
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "pgbouncer"])
+def database_url(request, tmp_path) -> str:
+    """Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/scaling.md)."""
+    return fresh_database(request, tmp_path, request.param)
 
 
 def start(database_url: str, workers: int) -> tuple[subprocess.Popen, str]:

@@ -7,23 +7,33 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from app.config import Settings
 from app.migrate import upgrade
 from tests.api.test_crash import _all_games, game
 from tests.conftest import ADMIN_KEY, live_server
+from tests.pgbouncer import PgBouncer
+from tests.pgbouncer import installed as pgbouncer_installed
 from tests.postgres import PostgresServer
 
 #: The request deadline the server is given (MELO_REQUEST_TIMEOUT), and how long each outage lasts.
 DEADLINE, OUTAGE = 2.0, 3.0
 
 
-def test_an_outage_under_load_fails_fast_and_loses_nothing():
+@pytest.mark.parametrize("through", ["direct", "pgbouncer"])
+def test_an_outage_under_load_fails_fast_and_loses_nothing(through):
+    if through == "pgbouncer" and not pgbouncer_installed():
+        pytest.skip("PgBouncer is not installed: scripts/ensure-postgres.sh installs Debian's package (make test does)")
     server = PostgresServer()
     server.start()
+    pooler = PgBouncer(server) if through == "pgbouncer" else None
     try:
         url = server.create_database("outage")
         upgrade(Settings(database_url=url).sqlalchemy_url)
+        if pooler is not None:  # the database stops behind the pooler, which stays up
+            pooler.start()
+            url = pooler.url("outage")
         with live_server(url, workers=2, env={"MELO_REQUEST_TIMEOUT": str(DEADLINE)}) as base:
             admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
             key = httpx.post(base + "/v1/ladders", json={"slug": "crash"}, headers=admin).json()["write_key"]
@@ -124,4 +134,6 @@ def test_an_outage_under_load_fails_fast_and_loses_nothing():
                 f"{len(sent) - len(stored)} applied only by the retry"
             )
     finally:
+        if pooler is not None:
+            pooler.stop()
         server.stop()

@@ -1,0 +1,142 @@
+"""Two hosts over one PostgreSQL database, through PgBouncer, behind HAProxy: posts and reads spread over both, and
+one host killed (kill -9) under load: every acknowledged game kept, each applied once, the other host serving."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import httpx
+import pytest
+
+from app.config import Settings
+from app.migrate import upgrade
+from tests.api.test_crash import _all_games, game, start
+from tests.conftest import ADMIN_KEY, free_port
+
+HAPROXY = """global
+    maxconn 4000
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 30s
+    timeout server 30s
+    retries 3
+    option redispatch
+    retry-on conn-failure empty-response
+frontend melo
+    bind 127.0.0.1:{port}
+    default_backend hosts
+    http-response set-header X-Melo-Host %s
+backend hosts
+    balance roundrobin
+    option httpchk GET /healthz
+    server a 127.0.0.1:{a} check inter 200ms fall 2 rise 1
+    server b 127.0.0.1:{b} check inter 200ms fall 2 rise 1
+"""
+
+
+@pytest.fixture
+def haproxy_config() -> str:
+    if shutil.which("haproxy") is None and not Path("/usr/sbin/haproxy").exists():
+        pytest.skip("HAProxy is not installed: scripts/ensure-postgres.sh installs Debian's package (make test does)")
+    return shutil.which("haproxy") or "/usr/sbin/haproxy"
+
+
+def test_two_hosts_behind_a_load_balancer_lose_nothing_when_one_is_killed(postgres, pgbouncer, haproxy_config):
+    postgres.create_database("hosts")
+    upgrade(Settings(database_url=postgres.url("hosts")).sqlalchemy_url)
+    url = pgbouncer.url("hosts")
+    (a, base_a), (b, base_b) = start(url, 1), start(url, 1)
+    folder = Path(tempfile.mkdtemp(prefix="melo-haproxy-"))
+    port = free_port()
+    ports = {"a": base_a.rsplit(":", 1)[1], "b": base_b.rsplit(":", 1)[1]}
+    (folder / "haproxy.cfg").write_text(HAPROXY.format(port=port, **ports))
+    balancer = subprocess.Popen([haproxy_config, "-db", "-f", str(folder / "haproxy.cfg")], stderr=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 30
+        while True:
+            try:
+                if httpx.get(base + "/healthz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.time() < deadline, "HAProxy did not start"
+            time.sleep(0.1)
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        key = httpx.post(base + "/v1/ladders", json={"slug": "crash"}, headers=admin).json()["write_key"]
+        headers = {"Authorization": f"Bearer {key}"}
+        acknowledged: dict[str, int] = {}
+        served_by: Counter[str] = Counter()
+        reads: dict[str, list[int]] = {base_a: [], base_b: []}
+        stop, killed = threading.Event(), threading.Event()
+
+        def poster(c: int) -> None:
+            with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
+                n = 0
+                while not stop.is_set():
+                    idem = f"c{c}-{n}"
+                    for _ in range(50):  # a client retries with the same key until it is told the game is in
+                        try:
+                            r = http.post("/v1/ladders/crash/games", json=game(idem), headers={"Idempotency-Key": idem})
+                        except httpx.TransportError:
+                            continue
+                        if r.status_code == 201:
+                            acknowledged[idem] = r.json()["id"]
+                            served_by[r.headers["x-melo-host"]] += 1
+                            break
+                        assert r.status_code in (502, 503), r.text
+                        time.sleep(0.05)
+                    n += 1
+
+        def reader(host: str) -> None:
+            with httpx.Client(base_url=host, timeout=30) as http:
+                while not stop.is_set():
+                    if host == base_a and killed.is_set():
+                        return
+                    try:
+                        reads[host].append(http.get("/v1/ladders/crash/leaderboard").status_code)
+                    except httpx.TransportError:
+                        assert host == base_a, "the host left standing stopped answering"
+                    time.sleep(0.02)
+
+        threads = [threading.Thread(target=poster, args=(c,)) for c in range(8)]
+        threads += [threading.Thread(target=reader, args=(host,)) for host in reads]
+        for t in threads:
+            t.start()
+        time.sleep(2.0)
+        before = dict(served_by)
+        killed.set()
+        os.killpg(a.pid, signal.SIGKILL)
+        a.wait()
+        time.sleep(2.0)
+        stop.set()
+        for t in threads:
+            t.join()
+
+        # Posts went to both hosts, and on to the one left standing; reads answered on both, throughout on b.
+        assert before.get("a", 0) > 0 and before.get("b", 0) > 0, before
+        assert served_by["b"] > before["b"], served_by
+        assert reads[base_a] and set(reads[base_a]) == {200}
+        assert reads[base_b] and set(reads[base_b]) == {200}
+        with httpx.Client(base_url=base_b, headers=headers, timeout=30) as http:
+            stored = [g["id"] for g in _all_games(http)]
+            assert len(stored) == len(set(stored)) == len(acknowledged)  # each once, none lost
+            assert set(acknowledged.values()) == set(stored)
+            assert http.get("/v1/ladders/crash/audit").json()["consistent"]
+    finally:
+        balancer.terminate()
+        balancer.wait(10)
+        for proc in (a, b):
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
