@@ -242,8 +242,14 @@ class AsyncReads:
     async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
         connection = await self._take()
         try:
-            cursor = await connection.execute(sql, parameters)
-            rows = await cursor.fetchall()
+            # Through a pooler no startup option sets a statement timeout: the time limit is kept here instead
+            # (and the connection dropped), with the pooler's query_timeout for the server's side.
+            async with asyncio.timeout(self.timeout if self.pooled else None):
+                cursor = await connection.execute(sql, parameters)
+                rows = await cursor.fetchall()
+        except TimeoutError as exc:
+            await self._drop(connection)
+            raise psycopg.errors.QueryCanceled(f"no answer within {self.timeout:g} s (through the pooler)") from exc
         except BaseException:
             await self._drop(connection)
             raise

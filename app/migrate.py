@@ -77,11 +77,9 @@ def _exclusive(sqlalchemy_url: str) -> Iterator[None]:
         return
     engine = create_engine(url)
     try:
-        with engine.connect() as conn:
-            conn.execute(text("SELECT pg_advisory_lock(:key)"), {"key": ADVISORY_KEY})
-            try:
-                yield
-            finally:
-                conn.execute(text("SELECT pg_advisory_unlock(:key)"), {"key": ADVISORY_KEY})
+        # A transaction's lock, released with it: nothing outlives the transaction, even through a pooler.
+        with engine.begin() as conn:
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": ADVISORY_KEY})
+            yield
     finally:
         engine.dispose()

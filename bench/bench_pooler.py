@@ -1,4 +1,5 @@
-"""Throughput through PgBouncer in transaction mode against the same server reached directly (issue 25, part 1).
+"""Throughput through PgBouncer in transaction mode against the same server reached directly, and of two hosts
+behind HAProxy against each alone (issue 25, parts 1 and 4).
 
     python bench/bench_pooler.py [--workers 2] [--players 10000] [--seconds 10] [--rounds 2]
 
@@ -8,8 +9,14 @@ alternation, ``--rounds`` times, so both see the same noise), a fresh database
 with the ``bench_api`` ladder, the service with ``--workers`` workers, and wrk:
 the trivial endpoint (the framework's limit, the same in both), ``POST /games``,
 ``GET /predict`` and ``GET /leaderboard`` with 16 connections each.  Target:
-through the pooler, each reaches at least 90% of its direct throughput.  Prints a
-table and writes bench/results/bench_pooler.json.
+through the pooler, each reaches at least 90% of its direct throughput.
+
+Then two hosts (one worker each, through the pooler, on one database), each
+measured alone, then both behind HAProxy (the configuration of
+tests/test_many_hosts.py): target, the pair reaches 90% of the sum of each alone.
+All of it shares this machine's cores, so the pair cannot add up here: the
+figure says what the balancer costs, not what a second machine adds.  Prints
+tables and writes bench/results/bench_pooler.json.
 """
 
 from __future__ import annotations
@@ -19,7 +26,10 @@ import json
 import os
 import platform
 import shutil
+import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 import httpx
@@ -28,9 +38,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk  # noqa: E402
+from bench.bench_api import Server, free_port, seed_ladder, trivial_baseline, wrk  # noqa: E402
 from tests.pgbouncer import PgBouncer  # noqa: E402
 from tests.postgres import PostgresServer  # noqa: E402
+from tests.test_many_hosts import HAPROXY  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TARGET = 0.90
@@ -41,16 +52,43 @@ ROWS = {
 }
 
 
-def measure(url: str, players: int, workers: int, seconds: int, key: str) -> dict[str, float]:
-    server = Server(url, workers)
+def rates(base: str, players: int, seconds: int, key: str) -> dict:
     env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players), "MELO_LADDER": "bench"}
+    wrk(base, "/healthz", "plain", 16, 2, env)  # warm-up
+    out: dict = {name: wrk(base, path, mode, 16, seconds, env)["rps"] for name, (path, mode) in ROWS.items()}
+    out["audit consistent"] = httpx.get(base + "/v1/ladders/bench/audit", timeout=600).json()["consistent"]
+    return out
+
+
+def measure(url: str, players: int, workers: int, seconds: int, key: str) -> dict:
+    server = Server(url, workers)
     try:
-        wrk(server.base, "/healthz", "plain", 16, 2, env)  # warm-up
-        out = {name: wrk(server.base, path, mode, 16, seconds, env)["rps"] for name, (path, mode) in ROWS.items()}
-        out["audit consistent"] = httpx.get(server.base + "/v1/ladders/bench/audit", timeout=600).json()["consistent"]
-        return out
+        return rates(server.base, players, seconds, key)
     finally:
         server.stop()
+
+
+def hosts(url: str, players: int, seconds: int, key: str) -> dict[str, dict]:
+    """Two one-worker hosts over ``url``: each alone, then both behind HAProxy."""
+    a, b = Server(url, 1), Server(url, 1)
+    folder = Path(tempfile.mkdtemp(prefix="melo-haproxy-"))
+    port = free_port()
+    (folder / "haproxy.cfg").write_text(HAPROXY.format(port=port, a=a.port, b=b.port))
+    haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+    balancer = subprocess.Popen([haproxy, "-db", "-f", str(folder / "haproxy.cfg")], stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(1.0)
+        return {
+            "host a alone": rates(a.base, players, seconds, key),
+            "host b alone": rates(b.base, players, seconds, key),
+            "both behind HAProxy": rates(f"http://127.0.0.1:{port}", players, seconds, key),
+        }
+    finally:
+        balancer.terminate()
+        balancer.wait(10)
+        a.stop()
+        b.stop()
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def main() -> None:
@@ -67,6 +105,7 @@ def main() -> None:
     pooler = PgBouncer(pg)
     pooler.start()
     runs: dict[str, list[dict]] = {"direct": [], "pgbouncer": []}
+    balanced: dict[str, dict] = {}
     try:
         trivial = trivial_baseline(args.workers, args.seconds)["rps"]
         for n in range(args.rounds):
@@ -75,6 +114,9 @@ def main() -> None:
                 key = seed_ladder(pg.create_database(name), args.players)
                 url = pooler.url(name) if route == "pgbouncer" else pg.url(name)
                 runs[route].append(measure(url, args.players, args.workers, args.seconds, key))
+        if shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists():
+            key = seed_ladder(pg.create_database("bench_hosts"), args.players)
+            balanced = hosts(pooler.url("bench_hosts"), args.players, args.seconds, key)
     finally:
         pooler.stop()
         pg.stop()
@@ -88,7 +130,19 @@ def main() -> None:
     print("|---|---|---|---|")
     for row in ROWS:
         print(f"| {row} | {mean['direct'][row]:,.0f} | {mean['pgbouncer'][row]:,.0f} | {ratio[row]:.2f} |")
-    consistent = all(r["audit consistent"] for rs in runs.values() for r in rs)
+    summed = {}
+    if balanced:
+        print("\ntwo one-worker hosts through the pooler, each alone and both behind HAProxy (one machine's cores)\n")
+        print("| request | host a alone | host b alone | both behind HAProxy | vs the sum (target ≥ 0.90) |")
+        print("|---|---|---|---|---|")
+        for row in ROWS:
+            alone = balanced["host a alone"][row] + balanced["host b alone"][row]
+            summed[row] = balanced["both behind HAProxy"][row] / alone
+            print(
+                f"| {row} | {balanced['host a alone'][row]:,.0f} | {balanced['host b alone'][row]:,.0f} | "
+                f"{balanced['both behind HAProxy'][row]:,.0f} | {summed[row]:.2f} |"
+            )
+    consistent = all(r["audit consistent"] for rs in [*runs.values(), balanced.values()] for r in rs)
     print(f"\naudit consistent after every run: {consistent}")
     RESULTS.mkdir(exist_ok=True)
     out = {
@@ -98,7 +152,13 @@ def main() -> None:
         "runs": runs,
         "mean": mean,
         "ratio": ratio,
-        "targets": {"within_90_percent": all(v >= TARGET for v in ratio.values()), "audit_consistent": consistent},
+        "hosts": balanced,
+        "hosts_vs_sum": summed,
+        "targets": {
+            "pooler_within_90_percent": all(v >= TARGET for v in ratio.values()),
+            "hosts_within_90_percent_of_sum": bool(summed) and all(v >= TARGET for v in summed.values()),
+            "audit_consistent": consistent,
+        },
     }
     (RESULTS / "bench_pooler.json").write_text(json.dumps(out, indent=2) + "\n")
 

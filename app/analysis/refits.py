@@ -318,10 +318,9 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     return vars(evaluate(history.C, state.log, test, seats))
 
 
-#: Multiples of the ladder's drift a rate choice also tries, where the steps follow it (Elo points a year when
-#: the drift is 0).
+#: Multiples of the ladder's drift a rate choice also tries, where the steps follow it (a drift of 0 stays: time
+#: was turned off).
 DRIFT_FACTORS = (0.0, 0.5, 2.0)
-DRIFTS_FROM_ZERO = (50.0, 100.0, 200.0)
 
 
 def _rate(ladder: LadderRow, state: LadderLog, progress) -> dict:
@@ -331,11 +330,10 @@ def _rate(ladder: LadderRow, state: LadderLog, progress) -> dict:
     current = ladder.learning_rate()
     fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
     drifts: tuple[float, ...] = ()
-    if ladder.drift_steps:
-        elo = DRIFTS_FROM_ZERO if ladder.drift == 0 else tuple(f * ladder.drift for f in DRIFT_FACTORS)
-        drifts = tuple(d / rating.ELO_PER_LOGIT for d in elo)
+    if current.drift > 0:
+        drifts = tuple(f * current.drift for f in DRIFT_FACTORS)
     choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts)
-    rows = [row | {"drift": _elo_drift(ladder, row["drift"])} for row in choice.rows]
+    rows = [row | {"drift": _elo_drift(ladder, current, row["drift"])} for row in choice.rows]
     chosen = next(
         row
         for row, rate in zip(rows, choice.rows, strict=True)
@@ -349,6 +347,7 @@ def _rate(ladder: LadderRow, state: LadderLog, progress) -> dict:
         "previous_eta": current.eta,
         "previous_eta_tau": current.tau,
         "previous_drift": ladder.drift,
+        "previous_drift_steps": ladder.drift_steps,
         "log_loss": chosen["log_loss"],
         "previous_log_loss": rows[0]["log_loss"],
         "standard_error": chosen["standard_error"],
@@ -358,10 +357,10 @@ def _rate(ladder: LadderRow, state: LadderLog, progress) -> dict:
     }
 
 
-def _elo_drift(ladder: LadderRow, drift: float) -> float:
-    """A rate's drift in logits a year as the ladder's setting (Elo points a year): the setting itself for a
-    ladder whose steps ignore it (their rates' drift is 0)."""
-    return round(drift * rating.ELO_PER_LOGIT, 9) if ladder.drift_steps else ladder.drift
+def _elo_drift(ladder: LadderRow, current: rating.LearningRate, drift: float) -> float:
+    """A rate's drift in logits a year as the ladder's setting (Elo points a year): the setting itself where it
+    is the ladder's (or the steps ignore it)."""
+    return ladder.drift if drift == current.drift else round(drift * rating.ELO_PER_LOGIT, 9)
 
 
 def _reject_and_apply_rate(session: Session, ladder: LadderRow, refit_id: int, rejected: dict) -> None:
@@ -383,7 +382,8 @@ def _set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
     if not rate or not rate["changed"] or not ladder.auto_rate:
         return False
     previous = (rate["previous_eta"], rate["previous_eta_tau"], rate.get("previous_drift", ladder.drift))
-    if (ladder.eta, ladder.eta_tau, ladder.drift) != previous:
+    steps = rate.get("previous_drift_steps", ladder.drift_steps)
+    if (ladder.eta, ladder.eta_tau, ladder.drift, ladder.drift_steps) != (*previous, steps):
         return False  # an admin set another rate since
     now = datetime.now(UTC)
     fields = ("eta", "eta_tau", "previous_eta", "previous_eta_tau", "log_loss", "previous_log_loss", "standard_error")

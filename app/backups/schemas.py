@@ -21,6 +21,8 @@ class ExportedLadder(LadderCreate):
     private: StrictBool = False
     #: Exports from before the setting came from ladders that matched keys exactly.
     case_insensitive_keys: StrictBool = False
+    #: ... and whose steps counted games.
+    drift_steps: StrictBool = False
 
 
 class Header(StrictModel):

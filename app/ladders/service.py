@@ -101,7 +101,8 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     case-insensitively from now on folds every key and alias (:func:`_fold_keys`)."""
     values = patch.model_dump(exclude_unset=True)
     steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
-    if ("eta" in values or "eta_tau" in values or ("drift" in values and steps)) and "auto_rate" not in values:
+    rule = {"eta", "eta_tau", "drift_steps"} & values.keys() or ("drift" in values and steps)
+    if rule and "auto_rate" not in values:
         values["auto_rate"] = False  # an admin's rate is pinned
     flags = ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "drift_steps")
     for name in (*flags, "k"):

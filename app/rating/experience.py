@@ -84,6 +84,7 @@ def experience_before(
                 x = x / (1.0 + x * wear * away)
             out[row] = x
             x = x + 1.0
-            before = t if not before >= t else before  # fmax: NaN (no earlier game) gives t
+            if t == t and not before >= t:  # fmax: a NaN before (no earlier game) gives t, a NaN t changes nothing
+                before = t
         e[p], last[p] = x, before
     return out, e, last

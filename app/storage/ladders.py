@@ -84,8 +84,9 @@ class LadderRow:
         return rating.LearningRate(self.eta, self.eta_tau, self.step_drift())
 
     def step_drift(self) -> float:
-        """The drift the online steps follow, in logits a year (0: they count games)."""
-        return self.drift / rating.ELO_PER_LOGIT if self.drift_steps else 0.0
+        """The drift the online steps follow, in logits a year (0: they count games; so with a constant η, whose
+        steps do not count anything)."""
+        return self.drift / rating.ELO_PER_LOGIT if self.drift_steps and self.eta_tau is not None else 0.0
 
     def seat_index(self) -> dict[str, int]:
         """Seat name -> index (empty without seats)."""

@@ -382,32 +382,35 @@ def _experience(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The experience (:mod:`app.rating.experience`) and latest game time (years, NaN: none) of ``player_ids``
     (sorted) just before their game ``cutoffs``: their counted games before it, in log order, worn by the
-    ladder's drift.  Many players are read by one scan of the ladder's games up to the last cutoff."""
+    ladder's drift.  Many players are read by one scan of the ladder's games up to the last cutoff; the rows are
+    taken a chunk at a time, each chunk carrying on from the state the one before left (the recursion is each
+    player's own, so it is the same numbers as one pass)."""
     base = (
         "SELECT p.player_id, p.game_id, g.played_at FROM participants p JOIN games g ON g.id = p.game_id "
-        "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?"
+        "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
     )
     top = int(cutoffs.max()) if len(cutoffs) else 0
     if len(player_ids) > SCAN_PLAYERS:
-        rows = [row for rows in driver_chunks(session.connection(), base, (ladder.id, top)) for row in rows]
+        reads = [(base.format(""), (ladder.id, top))]
     else:
-        rows = []
+        reads = []
         for lo in range(0, len(player_ids), MAX_KEYS_IN_QUERY):
             part = player_ids[lo : lo + MAX_KEYS_IN_QUERY].tolist()
-            sql = f"{base} AND p.player_id IN ({', '.join('?' * len(part))})"
-            rows += driver_fetchall(session.connection(), sql, (ladder.id, top, *part))
+            reads.append((base.format(f" AND p.player_id IN ({', '.join('?' * len(part))})"), (ladder.id, top, *part)))
     stamp = players.time_converter(session.get_bind().dialect)
-    player = np.array([r[0] for r in rows], dtype=np.int64)
-    game = np.array([r[1] for r in rows], dtype=np.int64)
-    when = players.day_years(players.micros_column([r[2] for r in rows], stamp))
-    at = np.searchsorted(player_ids, player)
-    mine = at < len(player_ids)
-    mine[mine] = player_ids[at[mine]] == player[mine]
-    mine[mine] = game[mine] < cutoffs[at[mine]]
-    order = np.argsort(game[mine], kind="stable")
-    _, experience, last = rating.experience_before(
-        at[mine][order], when[mine][order], len(player_ids), ladder.step_drift()
-    )
+    experience, last = np.zeros(len(player_ids)), np.full(len(player_ids), np.nan)
+    for sql, parameters in reads:
+        for rows in driver_chunks(session.connection(), sql, parameters, 100_000):
+            player = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+            game = np.fromiter((r[1] for r in rows), np.int64, len(rows))
+            when = players.day_years(players.micros_column([r[2] for r in rows], stamp))
+            at = np.searchsorted(player_ids, player)
+            mine = at < len(player_ids)
+            mine[mine] = player_ids[at[mine]] == player[mine]
+            mine[mine] = game[mine] < cutoffs[at[mine]]
+            _, experience, last = rating.experience_before(
+                at[mine], when[mine], len(player_ids), ladder.step_drift(), experience, last
+            )
     return experience, last
 
 

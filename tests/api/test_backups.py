@@ -156,3 +156,17 @@ def test_melo_backup_of_postgresql_points_to_pg_dump(monkeypatch):
             main(["backup", "x.db"])
     finally:
         get_settings.cache_clear()
+
+
+def test_an_export_from_before_drift_steps_restores_with_the_steps_it_was_rated_with(client, cli, tmp_path, capsys):
+    key = make_ladder(client, "old", k=1, seed=3, drift_steps=False)
+    post_all(client, "old", key, random_games(30, seed=2))
+    lines = export(client, "old").decode().splitlines()
+    header = json.loads(lines[0])
+    assert header["ladder"].pop("drift_steps") is False  # as an export made before the setting existed
+    path = tmp_path / "old.ndjson"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    cli(["import", "copy", str(path)])
+    capsys.readouterr()
+    assert client.get("/v1/ladders/copy").json()["drift_steps"] is False
+    assert players(client, "copy") == players(client, "old")
