@@ -6,7 +6,7 @@ behind HAProxy against each alone (issue 25, parts 1 and 4).
 One PostgreSQL server (fsync on) and Debian's PgBouncer in front of it, set as
 docs/scaling.md says.  For each route, direct and through the pooler (in
 alternation, ``--rounds`` times, so both see the same noise), a fresh database
-with the ``bench_api`` ladder, the service with ``--workers`` workers, and wrk:
+with the ``bench_api`` ladder (no auto refit: the serving path alone), the service with ``--workers`` workers, and wrk:
 the trivial endpoint (the framework's limit, the same in both), ``POST /games``,
 ``GET /predict`` and ``GET /leaderboard`` with 16 connections each.  Target:
 through the pooler, each reaches at least 90% of its direct throughput.
@@ -111,11 +111,11 @@ def main() -> None:
         for n in range(args.rounds):
             for route in runs:
                 name = f"bench_{route}_{n}"
-                key = seed_ladder(pg.create_database(name), args.players)
+                key = seed_ladder(pg.create_database(name), args.players, auto_refit=False)
                 url = pooler.url(name) if route == "pgbouncer" else pg.url(name)
                 runs[route].append(measure(url, args.players, args.workers, args.seconds, key))
         if shutil.which("haproxy") or Path("/usr/sbin/haproxy").exists():
-            key = seed_ladder(pg.create_database("bench_hosts"), args.players)
+            key = seed_ladder(pg.create_database("bench_hosts"), args.players, auto_refit=False)
             balanced = hosts(pooler.url("bench_hosts"), args.players, args.seconds, key)
     finally:
         pooler.stop()
