@@ -175,7 +175,7 @@ def choose_rate(
     """The rate among :data:`ETA_FACTORS` × :data:`TAUS` around ``current`` whose replay predicted the log best,
     if it beat ``current`` by more than one standard error of the difference (over games); else ``current``.
 
-    With ``drifts`` (logits a year) and the games' ``times``, a second round
+    With ``drifts`` (logits a year) and the games' ``times`` (if time passes in them), a second round
     tries ``current``'s drift and each of ``drifts`` with :data:`DRIFT_ETA_FACTORS`
     × :data:`TAUS` around the first round's best η (a drift wears a player's experience while they are
     away, :mod:`app.rating.experience`, which raises every step: the best η and
@@ -193,7 +193,7 @@ def choose_rate(
     losses = prequential_losses_many(C0, log, candidates, seats, progress, times)
     reference = losses[0]
     means, errors = _compare(losses, reference)
-    if times is not None and drifts:
+    if drifts and _time_passes(log, times):
         # The ladder's drift first: where the log cannot tell the drifts apart (games all on one day), it stays.
         first, tried = candidates[int(np.argmin(means))], set(candidates)
         more = [
@@ -215,6 +215,16 @@ def choose_rate(
         for rate, m, e in zip(candidates, means, errors, strict=True)
     ]
     return RateChoice(chosen, rows)
+
+
+def _time_passes(log: GameLog, times: Times) -> bool:
+    """Whether some player plays again later in the log (``times``), so a drift would wear their experience: in a
+    log played all at one time every drift gives the same steps, and trying them would tell nothing."""
+    if times is None or log.n_games == 0:
+        return False
+    when = np.asarray(times[0], dtype=np.float64)
+    before = np.asarray(times[1], dtype=np.float64) if times[1] is not None else np.array([np.nan])
+    return bool(np.ptp(when) > 0 or np.any(when.max() > before))
 
 
 def _compare(losses: Array, reference: Array) -> tuple[Array, Array]:
