@@ -92,9 +92,15 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> 
         prepared.games
     ):
         return None
-    last = _latest(part.times, part.log)
     since = storage.log.read_since(
-        session, ladder, part.last_game_id, part.player_ids, history.C, history.experience, last, history.seats
+        session,
+        ladder,
+        part.last_game_id,
+        part.player_ids,
+        history.C,
+        history.experience,
+        history.latest,
+        history.seats,
     )
     _write(session, ladder, part, history)
     replayed = part.log.n_games
@@ -103,13 +109,6 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> 
         replayed += since.log.n_games
     storage.ladders.recount_field(session, ladder)
     return replayed
-
-
-def _latest(times: tuple[np.ndarray, np.ndarray], log: rating.GameLog) -> np.ndarray:
-    """Every player's latest game time after the log (years; NaN: none)."""
-    last = times[1].copy()
-    np.fmax.at(last, log.member_player, np.repeat(times[0], np.diff(log.member_ptr)))
-    return last
 
 
 def _marks(ladder: LadderRow) -> tuple:
@@ -125,8 +124,9 @@ def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
 
 def _history(ladder: LadderRow, part: Tail | LadderLog) -> rating.History:
     rate = ladder.learning_rate()
-    start = part.start_games
-    return rating.replay_history(part.start, part.log, rate, games0=start, seats=part.start_seats, times=part.times)
+    return rating.replay_history(
+        part.start, part.log, rate, games0=part.start_games, seats=part.start_seats, times=part.times
+    )
 
 
 def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History) -> None:

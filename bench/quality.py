@@ -67,6 +67,7 @@ from app.rating.refit import L2, evaluate, fit, guard, guard_window, penalty_wei
 from app.rating.seats import Seats  # noqa: E402
 from app.rating.tuning import choose_rate  # noqa: E402
 from app.refit_policy import FIRST_GAMES, GROWTH  # noqa: E402
+from tests.rating.test_experience import comeback_stream  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 RESULTS = Path(__file__).parent / "results"
@@ -607,22 +608,11 @@ def dated(name: str) -> tuple[GameLog, int, np.ndarray]:
     return GameLog.from_pairs(i, j, log.pair_outcome, seats=(0, 1)), m, days / 365.25
 
 
-def wandering(players: int = 200, years: int = 6, walk: float = 1.0, seed: int = 0) -> tuple[GameLog, int, np.ndarray]:
-    """Games every other day among ``players`` whose Elo strengths take a random walk of ``walk`` logits a year;
-    each year a third of them take the year off, and come back the most changed."""
-    rng = np.random.default_rng(seed)
-    r = rng.normal(0, 1, players)
-    i, j, s, t = [], [], [], []
-    for year in range(years):
-        here = np.flatnonzero(rng.random(players) >= (1 / 3 if year else 0))
-        for day in range(0, 365, 2):
-            r += rng.normal(0, walk * np.sqrt(2 / 365.25), players)
-            a = rng.choice(here, size=(len(here) // 2, 2), replace=False)
-            i += a[:, 0].tolist()
-            j += a[:, 1].tolist()
-            s += (rng.random(len(a)) < expit(r[a[:, 0]] - r[a[:, 1]])).tolist()
-            t += [year + day / 365.25] * len(a)
-    return GameLog.from_pairs(np.array(i), np.array(j), np.array(s, dtype=float)), players, np.array(t)
+def wandering(players: int = 200) -> tuple[GameLog, int, np.ndarray]:
+    """Games every other day among ``players`` over six years, whose strengths take a random walk of 1 logit a
+    year; each year a third of them take the year off (the stream of tests/rating/test_experience.py)."""
+    log, when = comeback_stream(players)
+    return log, players, when
 
 
 #: Drifts (Elo points a year) the steps table's rate choice tries: half, once and twice the service's default.

@@ -98,6 +98,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def wait_up(base: str, what: str = "the server", seconds: float = 30) -> None:
+    """Wait until ``base`` answers ``/healthz`` with 200."""
+    deadline = time.time() + seconds
+    while True:
+        try:
+            if httpx.get(base + "/healthz").status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        assert time.time() < deadline, f"{what} did not start"
+        time.sleep(0.1)
+
+
 #: The server process behind each live server's base URL (a test may stop it itself).
 LIVE: dict[str, subprocess.Popen] = {}
 

@@ -19,7 +19,7 @@ import pytest
 from app.config import Settings
 from app.migrate import upgrade
 from tests.api.test_crash import _all_games, game, start
-from tests.conftest import ADMIN_KEY, free_port
+from tests.conftest import ADMIN_KEY, free_port, wait_up
 
 HAPROXY = """global
     maxconn 4000
@@ -62,15 +62,7 @@ def test_two_hosts_behind_a_load_balancer_lose_nothing_when_one_is_killed(postgr
     balancer = subprocess.Popen([haproxy_config, "-db", "-f", str(folder / "haproxy.cfg")], stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.time() < deadline, "HAProxy did not start"
-            time.sleep(0.1)
+        wait_up(base, "HAProxy")
         admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
         key = httpx.post(base + "/v1/ladders", json={"slug": "crash"}, headers=admin).json()["write_key"]
         headers = {"Authorization": f"Bearer {key}"}

@@ -8,13 +8,12 @@ import re
 import signal
 import subprocess
 import sys
-import time
 
 import httpx
 
 from app.config import Settings
 from app.migrate import upgrade
-from tests.conftest import ADMIN_KEY, free_port
+from tests.conftest import ADMIN_KEY, free_port, wait_up
 
 
 def test_metrics_are_summed_over_workers_and_each_request_is_logged_once(tmp_path):
@@ -27,14 +26,7 @@ def test_metrics_are_summed_over_workers_and_each_request_is_logged_once(tmp_pat
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + 30
-        while True:
-            try:
-                if httpx.get(base + "/healthz").status_code == 200:
-                    break
-            except httpx.TransportError:
-                assert time.time() < deadline, "the server did not start"
-                time.sleep(0.2)
+        wait_up(base)
         admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
         key = httpx.post(base + "/v1/ladders", json={"slug": "office"}, headers=admin).json()["write_key"]
         game = {"sides": [{"players": ["ann"], "rank": 1}, {"players": ["bob"], "rank": 2}]}

@@ -440,12 +440,12 @@ def _apply(
         seats = storage.ladders.seat_state(session, ladder)
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
-    when = storage.players.day_years(np.array([storage.players.micros(t) for t in played_at], dtype=np.int64))
-    last = storage.players.day_years(np.array([storage.players.micros(t) for t in locked.last_played], dtype=np.int64))
-    stage = _stage(progress, "rating")
-    rate = ladder.learning_rate()
+    rate, times = ladder.learning_rate(), None
+    if rate.drift > 0:  # the steps wear with time away: the games' days and each player's latest
+        days, micros = storage.players.day_years, storage.players.micros
+        times = (days([micros(t) for t in played_at]), days([micros(t) for t in locked.last_played]))
     history = rating.replay_history(
-        locked.C, log, rate, stage, games0=locked.experience, seats=seats, times=(when, last)
+        locked.C, log, rate, _stage(progress, "rating"), games0=locked.experience, seats=seats, times=times
     )
     if seqs is None:
         seqs = storage.ladders.take_seqs(session, ladder, len(games))

@@ -59,7 +59,8 @@ class History:
     ``seats`` is their state after the log and ``seat_before[a]`` side a's seat's
     (advantage, information) before its game (NaN for a side without a seat).
     ``experience`` is every player's after the log (their games, with a drift
-    worn by time away: :mod:`app.rating.experience`).
+    worn by time away: :mod:`app.rating.experience`), and with a drift ``latest``
+    their latest game time (None without).
     """
 
     C: Array
@@ -71,6 +72,7 @@ class History:
     seats: Seats | None = None
     seat_before: Array | None = None
     experience: Array | None = None
+    latest: Array | None = None
 
 
 Progress = Callable[[int, int], None] | None
@@ -101,7 +103,7 @@ def replay(
     ``progress(done, total)`` is called after each level.
     """
     C, log = _prepare(C0, games)
-    side_eta, _ = _member_rates(log, as_rate(eta), games0, len(C), times)
+    side_eta, _, _ = _member_rates(log, as_rate(eta), games0, len(C), times)
     _run(C, log, side_eta, progress, None, _seats(log, seats))
     return C
 
@@ -128,10 +130,10 @@ def replay_history(
     state = _seats(log, seats)
     seat_before = None if state is None else np.full((len(log.side_size), 2), np.nan)
     record = (before, after, pair_p, seat_before)
-    side_eta, experience = _member_rates(log, as_rate(eta), games0, len(C), times)
+    side_eta, experience, latest = _member_rates(log, as_rate(eta), games0, len(C), times)
     _run(C, log, side_eta, progress, record, state)
     expected, actual = log.side_share(pair_p), log.side_share(log.pair_outcome)
-    return History(C, before, after, expected, actual, pair_p, state, seat_before, experience)
+    return History(C, before, after, expected, actual, pair_p, state, seat_before, experience, latest)
 
 
 def _seats(log: GameLog, seats: Seats | None) -> Seats | None:
@@ -171,13 +173,13 @@ def member_experience(
 
 def _member_rates(
     log: GameLog, rate: LearningRate, games0: ArrayLike | None, n_players: int, times: Times
-) -> tuple[Array, Array]:
+) -> tuple[Array, Array, Array | None]:
     """η of every side of the log, at its members' mean experience before the game; and every player's
-    experience after the log."""
-    played, after, _ = member_experience(log, rate.drift, games0, n_players, times)
+    experience and (with a drift) latest game time after the log."""
+    played, after, latest = member_experience(log, rate.drift, games0, n_players, times)
     if rate.tau is None:
-        return np.full(len(log.side_size), rate.eta), after
-    return rate.at(side_games(played, log.member_side, log.side_size)), after
+        return np.full(len(log.side_size), rate.eta), after, latest
+    return rate.at(side_games(played, log.member_side, log.side_size)), after, latest
 
 
 def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game]) -> tuple[Array, GameLog]:

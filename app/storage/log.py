@@ -279,12 +279,13 @@ def read_since(
     player_ids: np.ndarray,
     vectors: np.ndarray,
     games: np.ndarray,
-    last: np.ndarray,
+    last: np.ndarray | None,
     seats: Seats | None,
 ) -> Tail:
     """The counted games after ``after_game_id`` (those committed since a replay read the log up to it) and
     the players they name, each starting from its row of ``vectors``/``games``/``last`` (of the sorted
-    ``player_ids``) or, a player new since, from its initial vector; the seats from ``seats``."""
+    ``player_ids``; ``last`` None: the steps ignore time) or, a player new since, from its initial vector; the
+    seats from ``seats``."""
     games_since = _games_from(session, ladder.id, after_game_id + 1)
     rows = [(game_id, payload, when) for game_id, payload, _, when in games_since]
     named = dict.fromkeys(key for row in rows for side in row[1]["sides"] for key in side)
@@ -296,7 +297,9 @@ def read_since(
     at = np.searchsorted(player_ids, ids)
     known = at < len(player_ids)
     known[known] = player_ids[at[known]] == ids[known]
-    start[known], start_games[known], start_last[known] = vectors[at[known]], games[at[known]], last[at[known]]
+    start[known], start_games[known] = vectors[at[known]], games[at[known]]
+    if last is not None:
+        start_last[known] = last[at[known]]
     log = encode([row[1] for row in rows], {key: n for n, key in enumerate(keys)}, ladder.seat_index())
     game_ids = np.array([row[0] for row in rows], dtype=np.int64)
     times = (players.day_years(np.array([row[2] for row in rows], dtype=np.int64)), start_last)

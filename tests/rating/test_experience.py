@@ -89,13 +89,13 @@ def test_a_replay_with_drift_is_the_games_applied_one_by_one():
         replay_history(C0, log, rate)
 
 
-def comeback_stream(m: int = 60, walk: float = 1.0, seed: int = 0) -> tuple[GameLog, np.ndarray]:
-    """Games every other day among ``m`` players over six years, whose strengths take a random walk of ``walk``
+def comeback_stream(m: int = 60, walk: float = 1.0, seed: int = 0, years: int = 6) -> tuple[GameLog, np.ndarray]:
+    """Games every other day among ``m`` players over ``years``, whose strengths take a random walk of ``walk``
     logits a year; each year a third of them take the year off (and come back the most changed)."""
     rng = np.random.default_rng(seed)
     r = rng.normal(0, 1, m)
     i, j, s, t = [], [], [], []
-    for year in range(6):
+    for year in range(years):
         here = np.flatnonzero(rng.random(m) >= (1 / 3 if year else 0))
         for day in range(0, 365, 2):
             r += rng.normal(0, walk * np.sqrt(2 / 365.25), m)
