@@ -24,7 +24,7 @@ StrengthSE = Annotated[
     float,
     Field(
         description="Standard error of the strength, in Elo points: how far the results so far leave it uncertain "
-        "(mathematics §8). Large for newcomers, shrinking with every game."
+        "(mathematics §8). Large for newcomers, shrinking with every game, and growing again with time away."
     ),
 ]
 Conservative = Annotated[

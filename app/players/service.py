@@ -130,10 +130,12 @@ def _idle(table: Table, rows: np.ndarray | None = None) -> np.ndarray:
 
 
 def _se(table: Table, ladder: LadderRow, rows: np.ndarray | None = None) -> np.ndarray:
-    games = table.counts[:, 0] if rows is None else table.counts[rows, 0]
+    # What the results tell of each player: their experience (their games, worn by earlier breaks where the steps
+    # follow time away), and the time since their last game on top.
+    known = table.experience if rows is None else table.experience[rows]
     drift = ladder.drift / rating.ELO_PER_LOGIT
     idle_years = _idle(table, rows) / YEAR
-    return rating.strength_se(table.C, games, ladder.learning_rate(), rows, idle_years, drift)
+    return rating.strength_se(table.C, known, ladder.learning_rate(), rows, idle_years, drift)
 
 
 def _strength_se(table: Table, ladder: LadderRow) -> np.ndarray:
@@ -508,7 +510,7 @@ def _conservative_bound(table: Table) -> np.ndarray:
     as informative as a game can be (σ(1 - σ) ≤ 1/4) and no wandering of the online rule."""
 
     def compute() -> np.ndarray:
-        floor = np.sqrt(1.0 / (STRENGTH_PRIOR_PRECISION + table.counts[:, 0] / 4.0))
+        floor = np.sqrt(1.0 / (STRENGTH_PRIOR_PRECISION + table.experience / 4.0))
         return rating.conservative(_hodge(table), floor)
 
     return table.derived("conservative bound", compute)

@@ -103,7 +103,7 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
         checkpoint = refits.latest_checkpoint(session, ladder.id)
     if checkpoint is not None and ladder.step_drift() > 0:
         after = from_checkpoint(start, ids, checkpoint, dim)
-        start_games, start_last = _experience(session, ladder, ids, np.full(len(ids), after + 1))
+        start_games, start_last = experience_before(session, ladder, ids, np.full(len(ids), after + 1))
     elif checkpoint is not None:
         after = from_checkpoint(start, ids, checkpoint, dim)
         counts = session.execute(
@@ -376,11 +376,11 @@ def _state_before(
                 start[row] = codec.unpack(vector)
     last = np.full(len(player_ids), np.nan)
     if ladder.step_drift() > 0:
-        games, last = _experience(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))
+        games, last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))
     return start, games, last
 
 
-def _experience(
+def experience_before(
     session: Session, ladder: LadderRow, player_ids: np.ndarray, cutoffs: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """The experience (:mod:`app.rating.experience`) and latest game time (years, NaN: none) of ``player_ids``

@@ -107,6 +107,9 @@ def _table_after(
                     placement = refits.Placement(codec.unpack_ids(row[0] or b""), codec.unpack_ids(row[1] or b""))
         last = _records(session, ladder.id, now.ids, game_id, counts, last_played)
         _vectors_after(session, now.ids, np.where(last > since, last, 0), C, dim)
+    experience = counts[:, 0].astype(np.float64)
+    if game_id is not None and ladder.step_drift() > 0:  # worn by the breaks before then
+        experience = log.experience_before(session, ladder, now.ids, np.full(n, game_id + 1, dtype=np.int64))[0]
     keep = (counts[:, 0] > 0) | (now.created < players.micros(moment))
     rows = np.flatnonzero(keep)
     return Table(
@@ -120,6 +123,7 @@ def _table_after(
         created=now.created[rows],
         active=now.active[rows],
         strength_then=np.full(len(rows), np.nan),
+        experience=experience[rows],
         placement=placement,
     )
 

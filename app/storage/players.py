@@ -298,6 +298,9 @@ class Table:
     active: np.ndarray  # of bool
     #: Hodge strength just after each player's last game (NaN: unknown).
     strength_then: np.ndarray
+    #: What the results tell of each player, in games, as their next step counts it (app.rating.experience): their
+    #: games, worn by their breaks where the ladder's steps follow time away.
+    experience: np.ndarray
     #: Who the latest applied refit found its results do not place.
     placement: refits.Placement
     memo: dict[str, Any] = field(default_factory=dict)
@@ -353,10 +356,10 @@ class Table:
         return Table(version=version, placement=placement, _row_of=row_of, _key_rank=key_rank, **columns)
 
 
-COLUMNS = ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "strength_then")
+COLUMNS = ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "strength_then", "experience")
 _SELECT = (
     "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active, "
-    "strength_then, changed_version FROM players WHERE ladder_id = ?"
+    "strength_then, changed_version, experience FROM players WHERE ladder_id = ?"
 )
 #: Every player of a ladder, and the players changed after a version.
 EVERYONE = _SELECT + " ORDER BY id"
@@ -399,6 +402,7 @@ def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], 
         created=micros_column([r[10] for r in rows], stamp),
         active=numbers(lambda part: [bool(r[11]) for r in part], bool),
         strength_then=numbers(lambda part: [np.nan if r[12] is None else r[12] for r in part], np.float64),
+        experience=numbers(lambda part: [r[14] for r in part], np.float64),
         placement=refits.Placement(),
     )
 
@@ -542,14 +546,14 @@ def settled(engine: Engine, ladder_id: int) -> Table | None:
         held, notes = held_table(engine, ladder_id), cache.of(engine, "following").pop(ladder_id, None)
     if not notes or held is None or notes[0][0] != held.version + 1:
         return held
-    rows: dict[int, tuple] = {}  # player id -> (key, vector, counts, last played, strength then, created)
+    rows: dict[int, tuple] = {}  # player id -> (key, vector, counts, last played, strength then, created, experience)
     for _, written in notes:
         locked = written.locked
         created = set(locked.created)
         for n, (player, key) in enumerate(zip(locked.ids.tolist(), locked.index, strict=True)):
-            born = micros(locked.created_at) if key in created else rows.get(player, (None,) * 6)[5]
-            then = written.strength_then[n]
-            rows[player] = (key, written.C[n], written.counts[n], written.last_played[n], then, born)
+            born = micros(locked.created_at) if key in created else rows.get(player, (None,) * 7)[5]
+            then, known = written.strength_then[n], written.experience[n]
+            rows[player] = (key, written.C[n], written.counts[n], written.last_played[n], then, born, known)
     ids = np.array(sorted(rows), dtype=np.int64)
     at = np.minimum(np.searchsorted(held.ids, ids), max(len(held.ids) - 1, 0))
     known = held.ids[at] == ids if len(held.ids) else np.zeros(len(ids), dtype=bool)
@@ -572,6 +576,7 @@ def settled(engine: Engine, ladder_id: int) -> Table | None:
         created=created,
         active=active,
         strength_then=np.array([row[4] for row in values], dtype=np.float64),
+        experience=np.array([row[6] for row in values], dtype=np.float64),
         placement=held.placement,
     )
     return keep(engine, ladder_id, held.caught_up(changed, changed.version, held.placement))

@@ -150,7 +150,7 @@ def test_the_worker_that_commits_games_follows_them_without_reading_them_back(cl
         with db.reading() as session:
             fresh = storage.players.table(session, ladder, cached=False)
         assert fresh.version == held.version
-        for name in ("ids", "keys", "names", "C", "counts", "last_played", "created", "active"):
+        for name in ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "experience"):
             assert np.array_equal(getattr(held, name), getattr(fresh, name)), name
         assert np.array_equal(held.strength_then, fresh.strength_then, equal_nan=True)
 
@@ -175,6 +175,7 @@ def random_table(n: int, seed: int) -> Table:
         created=np.zeros(n, dtype=np.int64),
         active=rng.random(n) > 0.1,
         strength_then=np.full(n, np.nan),
+        experience=counts[:, 0].astype(np.float64),
         placement=Placement.of(np.empty(0), rng.choice(n, 30, replace=False)),
     )
 

@@ -280,6 +280,16 @@ def test_steps_follow_time_away_and_every_replay_keeps_them_exactly(client):
         moved[slug] = profile(client, slug, "away")["elo"] - before
     # 56 games worn by half a year at 100 Elo points a year count as 17: η / √(1 + e/τ) is 1.7 times larger.
     assert moved["steps"] > 1.5 * moved["counts"] > 0
+    # And what is known of them is what their step counts: 18 games' worth, not 57 (both just played, so no time
+    # away is added on top), on the leaderboard, the profile and a past table alike.
+    shown = {slug: profile(client, slug, "away") for slug in ("steps", "counts")}
+    assert shown["steps"]["games"] == shown["counts"]["games"] == 57
+    assert shown["steps"]["strength_se"] > 1.4 * shown["counts"]["strength_se"]
+    row = next(r for r in board(client, "steps")["items"] if r["key"] == "away")
+    assert row["strength_se"] == shown["steps"]["strength_se"]
+    then = START + timedelta(days=211)
+    past = client.get("/v1/ladders/steps/players/away", params={"as_of": then.isoformat()}).json()
+    assert past["strength_se"] == shown["steps"]["strength_se"]
     # A void replays the steps from the players' worn experience: exactly the ladder that never had the game.
     post(client, "voided", keys["voided"], [back])
     number = client.get("/v1/ladders/voided/players/stray/history").json()["items"][0]["game_id"]
