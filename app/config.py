@@ -61,27 +61,35 @@ class Settings(BaseSettings):
     #: computed it is answered at once, naming its ladder version, while a newer one is computed.
     report_job_games: int = Field(100_000, ge=0)
 
+    #: PostgreSQL streaming replicas (hot standbys) for the reads that tolerate a short lag: leaderboards,
+    #: profiles, histories, reports and exports.  One URL, or several separated by commas.  Writes, and the reads
+    #: that must see them, go to ``database_url`` (docs/scaling.md).
+    read_database_url: str | None = None
+    #: A replica whose replay is further behind than this (seconds), or that does not stream from the primary,
+    #: is not read; the primary answers instead.
+    read_max_lag: float = Field(5.0, gt=0)
+    #: How long (seconds) a read that names a ladder version it has seen (``min_version``, ``If-None-Match``)
+    #: waits for a replica to reach it before the primary answers.
+    read_wait: float = Field(0.25, ge=0)
+
     @property
     def sqlalchemy_url(self) -> str:
         """The URL with the psycopg 3 driver selected for PostgreSQL (and without ``pgbouncer=…``)."""
-        url = self.database_url
-        for prefix in ("postgres://", "postgresql://"):
-            if url.startswith(prefix):
-                url = "postgresql+psycopg://" + url[len(prefix) :]
-        parsed = make_url(url)
-        if "pgbouncer" in parsed.query:
-            url = parsed.difference_update_query(["pgbouncer"]).render_as_string(hide_password=False)
-        if self.database_password is not None:
-            url = make_url(url).set(password=self.database_password).render_as_string(hide_password=False)
-        return url
+        return _driver_url(self.database_url, self.database_password)
 
     @property
     def transaction_pooler(self) -> bool:
         """PostgreSQL is reached through a pooler in transaction mode: ``?pgbouncer=true`` in the URL (the name
         other PostgreSQL clients use for it).  Each transaction may then run on another server connection, so
         the service keeps no state on a connection beyond its transaction (docs/scaling.md)."""
-        value = make_url(self.database_url).query.get("pgbouncer", "false")
-        return str(value).lower() in ("true", "1", "yes", "on")
+        return pooled(self.database_url)
+
+    @property
+    def replica_urls(self) -> list[tuple[str, bool]]:
+        """Each replica of ``read_database_url``: (its URL as :attr:`sqlalchemy_url` gives the primary's, whether
+        it is reached through a pooler in transaction mode).  ``database_password`` serves those without one."""
+        urls = [u.strip() for u in (self.read_database_url or "").split(",") if u.strip()]
+        return [(_driver_url(u, None if make_url(u).password else self.database_password), pooled(u)) for u in urls]
 
     @property
     def is_sqlite(self) -> bool:
@@ -90,6 +98,23 @@ class Settings(BaseSettings):
     @property
     def should_migrate_on_start(self) -> bool:
         return self.is_sqlite if self.migrate_on_start is None else self.migrate_on_start
+
+
+def _driver_url(url: str, password: str | None) -> str:
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            url = "postgresql+psycopg://" + url[len(prefix) :]
+    parsed = make_url(url)
+    if "pgbouncer" in parsed.query:
+        url = parsed.difference_update_query(["pgbouncer"]).render_as_string(hide_password=False)
+    if password is not None:
+        url = make_url(url).set(password=password).render_as_string(hide_password=False)
+    return url
+
+
+def pooled(url: str) -> bool:
+    """``?pgbouncer=true`` (or 1, yes, on) in a PostgreSQL URL."""
+    return str(make_url(url).query.get("pgbouncer", "false")).lower() in ("true", "1", "yes", "on")
 
 
 @lru_cache

@@ -12,6 +12,7 @@ PostgreSQL: one engine; writers lock the participants' rows in id order.  Throug
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -27,6 +28,8 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
+
+log = logging.getLogger("melo")
 
 T = TypeVar("T")
 #: PostgreSQL's deadlock_detected and serialization_failure: the transaction may simply be run again.
@@ -87,6 +90,8 @@ class Database:
     _loop_connection: Any = None
     #: PostgreSQL through a pooler in transaction mode (``?pgbouncer=true``): no state beyond a transaction.
     transaction_pooler: bool = False
+    #: A replica's primary: where what its readers write goes (a key's last use).
+    primary: Database | None = None
     _read_sessions: sessionmaker = field(init=False)
     _write_sessions: sessionmaker = field(init=False)
 
@@ -102,8 +107,23 @@ class Database:
             read = _sqlite_engine(url, False, sync, SQLITE_READ_CACHE_KIB)
             write = _sqlite_engine(url, True, sync)
             return cls(read, write, "sqlite", threading.Lock())
+        return cls._postgresql(url, settings.transaction_pooler, settings)
+
+    @classmethod
+    def replicas(cls, settings: Settings, primary: Database) -> list[Replica]:
+        """The streaming replicas of ``MELO_READ_DATABASE_URL`` (PostgreSQL only) of the ``primary``."""
+        if settings.replica_urls and settings.is_sqlite:
+            raise RuntimeError("MELO_READ_DATABASE_URL names PostgreSQL replicas: the primary must be PostgreSQL too.")
+        found = []
+        for url, pooled in settings.replica_urls:
+            replica = cls._postgresql(url, pooled, settings)
+            replica.primary = primary
+            found.append(Replica(replica, settings.read_max_lag))
+        return found
+
+    @classmethod
+    def _postgresql(cls, url: str, pooled: bool, settings: Settings) -> Database:
         timeout_ms = int(settings.database_timeout * 1000)
-        pooled = settings.transaction_pooler
         connect_args: dict[str, Any] = {"connect_timeout": max(1, round(settings.connect_timeout))}
         if pooled:  # no prepared statements: the next transaction may run on another server connection
             connect_args["prepare_threshold"] = None
@@ -223,6 +243,55 @@ class Database:
         if self.async_reads is not None:
             await self.async_reads.close()
         self.dispose()
+
+
+class Replica:
+    """A streaming replica (a hot standby) of the primary, read while it keeps up.
+
+    Whether it does is asked at most once a second (:meth:`usable`): it must be
+    streaming from the primary, and have replayed what it received or be at most
+    ``max_lag`` seconds behind it.  A replica that fails a read is left alone
+    for a second, its readers sent to the primary meanwhile.
+    """
+
+    #: Seconds between two checks of a replica's lag (and after a failure, before it is tried again).
+    CHECK_EVERY = 1.0
+    #: How far behind the replica is, in seconds of replay: 0 when it has replayed all it received (or it is no
+    #: standby at all), NULL when no WAL receiver runs (cut off from the primary: what it has may be old).
+    LAG = (
+        "SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 "
+        "WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN NULL "
+        "WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
+        "ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END"
+    )
+
+    def __init__(self, db: Database, max_lag: float) -> None:
+        self.db, self.max_lag = db, max_lag
+        self._ok, self._checked = False, float("-inf")
+
+    async def usable(self) -> bool:
+        now = time.monotonic()
+        if now - self._checked < self.CHECK_EVERY:
+            return self._ok
+        self._checked = now
+        try:
+            async with asyncio.timeout(self.CHECK_EVERY):  # a replica that does not answer at once is not read
+                lag = (await self.db.fetch(self.LAG, ()))[0][0]
+        except (OperationalError, psycopg.Error, TimeoutError) as exc:
+            log.warning("replica unavailable: %s", exc)
+            lag = None
+        ok = lag is not None and float(lag) <= self.max_lag
+        if ok != self._ok:
+            log.warning("replica %s", "reads resumed" if ok else f"not read (lag: {lag})")
+        self._ok = ok
+        return ok
+
+    def failed(self) -> None:
+        """A read failed on it: its readers go to the primary until the next check."""
+        self._ok, self._checked = False, time.monotonic()
+
+    async def close(self) -> None:
+        await self.db.close()
 
 
 class AsyncReads:

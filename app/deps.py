@@ -63,6 +63,17 @@ CallerDep = Annotated[Caller, Depends(caller)]
 SettingsDep = Annotated[Settings, Depends(get_app_settings)]
 #: An id in a path: a whole number the databases can store (larger ones are a 422, not a 500).
 IdPath = Annotated[int, Path(ge=1, le=MAX_ID)]
+#: A ladder version the client has seen: reads served by replicas never answer an older one.
+MinVersion = Annotated[
+    int | None,
+    Query(
+        ge=0,
+        le=MAX_ID,
+        description="A ladder version this client has seen (an answer's `ladder_version`, or its ETag): the answer "
+        "is never older. It matters where replicas serve reads (`MELO_READ_DATABASE_URL`): one that has not "
+        "reached it yet is waited for briefly, then the primary answers. `If-None-Match` names a version too.",
+    ),
+]
 #: A page's size, and the cursor of a list paged by row id.
 Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
 IdCursor = Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")]

@@ -164,6 +164,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.should_migrate_on_start:
             upgrade(settings.sqlalchemy_url)
         db = app.state.db = Database.from_settings(settings)
+        app.state.replicas = Database.replicas(settings, db)
         if (problem := await anyio.to_thread.run_sync(_schema_problem, db, True)) is not None:
             db.dispose()
             raise RuntimeError(problem)
@@ -196,6 +197,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         hub.close()
         app.state.committer.close()
         jobs.stop()
+        for replica in app.state.replicas:
+            await replica.close()
         await db.close()
 
     # The API docs are served from assets installed with the app (web.router), not from a CDN: they work offline.
@@ -212,6 +215,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         generate_unique_id_function=operation_id,
     )
     app.state.settings = settings
+    app.state.replicas = []
     app.state.schema_checked = False
     handlers.install(app)
     # Hot routes first: routes are matched in order.

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
+import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import NamedTuple, TypeVar
 
 import anyio.to_thread
 import numpy as np
+import psycopg
 from pydantic import BaseModel
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import Response
@@ -38,6 +42,7 @@ from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
 T = TypeVar("T")
+log = logging.getLogger("melo")
 
 
 class Vectors(NamedTuple):
@@ -84,8 +89,66 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
             raise Unauthorized("This ladder is private: reading it needs `Authorization: Bearer <key>`.")
         key_id = check(await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer)), "read")
         if storage.keys.due_for_use(db.read_engine, key_id):
-            await anyio.to_thread.run_sync(_used, db, key_id)
+            await anyio.to_thread.run_sync(_used, db.primary or db, key_id)
     return replace(found, version=version, private=private, reset_version=reset_version)
+
+
+#: What a read may fail with on a replica (stopped, cut off, or its query cancelled by the replay): the primary
+#: then answers.
+REPLICA_ERRORS = (DBAPIError, psycopg.Error)
+#: Which replica a read tries first: each in turn.
+_turn = itertools.count()
+
+
+async def lag_tolerant(
+    request: Request,
+    db: Database,
+    slug: str,
+    caller: Caller,
+    min_version: int | None,
+    work: Callable[[Database, LadderRow], Awaitable[Response]],
+) -> Response:
+    """``work(database, ladder)`` for a whole-ladder read that tolerates a short lag: on a streaming replica
+    (``MELO_READ_DATABASE_URL``, each in turn) that keeps up (:class:`app.db.Replica`) and has reached the ladder
+    version the client names (``min_version``, or the ETag of ``If-None-Match``), waiting up to ``MELO_READ_WAIT``
+    for it; on the primary otherwise, and if the replica fails it or answers a problem (a ladder, key or player
+    made since it replayed).  So an answer is never older than the version its client names."""
+    replicas = request.app.state.replicas
+    if replicas:
+        wanted = max(min_version or 0, _named_version(request))
+        wait = request.app.state.settings.read_wait
+        first = next(_turn) % len(replicas)
+        for replica in replicas[first:] + replicas[:first]:
+            if not await replica.usable():
+                continue
+            try:
+                found = await _reached(replica.db, slug, caller, wanted, wait)
+                if found is not None:
+                    return await work(replica.db, found)
+            except Problem:
+                break
+            except REPLICA_ERRORS as exc:
+                log.warning("a read failed on a replica, the primary answers: %s", exc)
+                replica.failed()
+    return await work(db, await ladder(db, slug, caller))
+
+
+async def _reached(db: Database, slug: str, caller: Caller, wanted: int, wait: float) -> LadderRow | None:
+    """The ladder as read on ``db`` once its version reaches ``wanted`` (None if it does not within ``wait``)."""
+    deadline = time.monotonic() + wait
+    found = await ladder(db, slug, caller)
+    while found.version < wanted:
+        if time.monotonic() >= deadline:
+            return None
+        await asyncio.sleep(0.01)
+        found = await ladder(db, slug, caller)
+    return found
+
+
+def _named_version(request: Request) -> int:
+    """The ladder version an ``If-None-Match`` ETag names (0: none)."""
+    tag = request.headers.get("if-none-match", "").removeprefix("W/").strip('"')
+    return int(tag) if tag.isdigit() and len(tag) < 19 else 0
 
 
 def _used(db: Database, key_id: int) -> None:
@@ -252,9 +315,24 @@ async def report(
     them.  The report is rendered to JSON in that thread too: a large one would
     hold the event loop for tens of milliseconds.  With ``background``, a ladder
     of at least ``MELO_REPORT_JOB_GAMES`` games has it computed in a child
-    process instead (:func:`_in_background`).
+    process instead (:func:`_in_background`), on the primary.  Where replicas serve reads, the others are
+    computed on one (:func:`lag_tolerant`).
     """
-    found = await ladder(db, slug, caller)
+
+    async def answer(db: Database, found: LadderRow) -> Response:
+        return await _report(db, request, found, name, compute, background)
+
+    return await lag_tolerant(request, db, slug, caller, None, answer)
+
+
+async def _report(
+    db: Database,
+    request: Request,
+    found: LadderRow,
+    name: str,
+    compute: Callable[[Session, LadderRow, Progress], BaseModel],
+    background: bool,
+) -> Response:
     reports = storage.cache.of(db.read_engine, "reports")
     held = reports.get((found.id, name))
     if held is not None and held[0] == found.version:
@@ -262,7 +340,8 @@ async def report(
     if background:
         rows = await db.fetch("SELECT games_count FROM ladders WHERE id = ?", (found.id,))
         if rows and rows[0][0] >= request.app.state.settings.report_job_games:
-            return await _in_background(db, request, found, name, compute)
+            # A child's minutes-long read stays on the primary: a replica may cancel it to replay the primary.
+            return await _in_background(db.primary or db, request, found, name, compute)
 
     def work() -> tuple[int, bytes]:
         kept = reports.get((found.id, name))  # a request that waited for the limiter may find it done

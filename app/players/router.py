@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from app import reads
 from app.access import ladder_for, ladder_for_read, readable
 from app.db import Database
-from app.deps import CallerDep, DatabaseDep, Limit
+from app.deps import CallerDep, DatabaseDep, Limit, MinVersion
 from app.errors import LADDER_ACCESS, InvalidInput, problems
 from app.players import service
 from app.players.schemas import (
@@ -104,18 +104,27 @@ def _profile(db: Database, ladder: LadderRow, key: str) -> dict:
 
 @router.get("/players/{key}", response_model=PlayerOut, responses=problems(404, 422, 503) | NOT_MODIFIED)
 async def get_player(
-    slug: str, key: str, db: DatabaseDep, caller: CallerDep, request: Request, as_of: AsOf = None
+    slug: str,
+    key: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    request: Request,
+    as_of: AsOf = None,
+    min_version: MinVersion = None,
 ) -> Response:
     """A player's vector, strength, record and provisional flag, at the ladder version it names; with `as_of`,
     as they stood then (a 404 if they had not played, nor been created, by then)."""
 
-    def read() -> dict:
-        with db.snapshot() if as_of is not None else db.reading() as session:
-            return service.get_player(session, readable(session, slug, caller), key, _utc(as_of))
+    async def answer(db: Database, _: LadderRow) -> Response:
+        def read() -> dict:
+            with db.snapshot() if as_of is not None else db.reading() as session:
+                return service.get_player(session, readable(session, slug, caller), key, _utc(as_of))
 
-    out = await (reads.past(request, read) if as_of is not None else anyio.to_thread.run_sync(read))
-    etag, unchanged = reads.not_modified(request, out["ladder_version"])
-    return unchanged or JSONResponse(out, headers={"ETag": etag})
+        out = await (reads.past(request, read) if as_of is not None else anyio.to_thread.run_sync(read))
+        etag, unchanged = reads.not_modified(request, out["ladder_version"])
+        return unchanged or JSONResponse(out, headers={"ETag": etag})
+
+    return await reads.lag_tolerant(request, db, slug, caller, min_version, answer)
 
 
 @router.get("/players/{key}/history", response_model=Page[HistoryItem], responses=problems(404, 422))
@@ -201,6 +210,7 @@ async def leaderboard(
     ] = False,
     form: Annotated[bool, Query(description="Add each player's last results (`form`; not with `as_of`).")] = False,
     as_of: AsOf = None,
+    min_version: MinVersion = None,
 ) -> Response:
     """Players ranked by Hodge strength (default), expected score against the field, disc strength, or conservative
     strength (mathematics §8).
@@ -224,17 +234,20 @@ async def leaderboard(
     """
     if as_of is not None and form:
         raise InvalidInput("form: not with as_of (the form is the latest results)", field="form")
-    ladder = await reads.ladder(db, slug, caller)
-    if as_of is not None:
-        body = await reads.past(request, _past_page, db, ladder, _utc(as_of), by, limit, cursor, inactive)
-        return Response(body, media_type="application/json")
-    table = await reads.table(db, ladder)
-    etag, unchanged = reads.not_modified(request, table.version)
-    if unchanged:
-        return unchanged
-    body = service.rendered_page(table, by, limit, cursor, inactive)
-    if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
-        body = await reads.compute(request, service.leaderboard, table, ladder, by, limit, cursor, inactive)
-    if form:
-        body = await _with_form(db, table, body, ("form", by, limit, inactive) if cursor is None else None)
-    return Response(body, media_type="application/json", headers={"ETag": etag})
+
+    async def answer(db: Database, ladder: LadderRow) -> Response:
+        if as_of is not None:
+            body = await reads.past(request, _past_page, db, ladder, _utc(as_of), by, limit, cursor, inactive)
+            return Response(body, media_type="application/json")
+        table = await reads.table(db, ladder)
+        etag, unchanged = reads.not_modified(request, table.version)
+        if unchanged:
+            return unchanged
+        body = service.rendered_page(table, by, limit, cursor, inactive)
+        if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
+            body = await reads.compute(request, service.leaderboard, table, ladder, by, limit, cursor, inactive)
+        if form:
+            body = await _with_form(db, table, body, ("form", by, limit, inactive) if cursor is None else None)
+        return Response(body, media_type="application/json", headers={"ETag": etag})
+
+    return await reads.lag_tolerant(request, db, slug, caller, min_version, answer)

@@ -1,0 +1,114 @@
+"""Reads on a streaming replica (``MELO_READ_DATABASE_URL``): leaderboards and profiles leave the primary, and an
+answer is never older than the ladder version its client names, while the replica keeps up, falls behind, and
+is stopped (docs/scaling.md)."""
+
+from __future__ import annotations
+
+import time
+
+import httpx
+import psycopg
+import pytest
+
+from app.config import Settings
+from app.db import Database
+from app.migrate import upgrade
+from tests.conftest import ADMIN_KEY, live_server
+from tests.postgres import PostgresServer
+from tests.replica import standby
+
+
+@pytest.fixture
+def servers():
+    try:
+        primary = PostgresServer()
+    except RuntimeError as exc:
+        pytest.skip(str(exc))
+    primary.start()
+    replica = None
+    try:
+        primary.create_database("melo")
+        replica = standby(primary)
+        yield primary, replica
+    finally:
+        primary.stop()
+        if replica is not None:
+            replica.stop()
+
+
+def game(a: str, b: str) -> dict:
+    return {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]}
+
+
+def test_reads_go_to_the_replica_and_never_answer_older_than_the_version_named(servers):
+    primary, replica = servers
+    url = primary.url("melo")
+    upgrade(Settings(database_url=url).sqlalchemy_url)
+    env = {"MELO_READ_DATABASE_URL": replica.url("melo"), "MELO_READ_MAX_LAG": "1", "MELO_READ_WAIT": "0.2"}
+    with live_server(url, 1, env) as base, httpx.Client(base_url=base, timeout=30) as http:
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        r = http.post("/v1/ladders", json={"slug": "club", "auto_refit": False}, headers=admin)
+        key = {"Authorization": f"Bearer {r.json()['write_key']}"}
+        games = [game(f"p{n % 7}", f"p{(n + 3) % 7}") for n in range(30)]
+        assert http.post("/v1/ladders/club/games/batch", json={"games": games}, headers=key).status_code == 201
+
+        def board(**params) -> httpx.Response:
+            r = http.get("/v1/ladders/club/leaderboard", params=params)
+            assert r.status_code == 200, r.text
+            return r
+
+        seen = board().json()["ladder_version"]
+        # Keeping up, the replica answers alone: the reads go on while the primary does not answer at all.
+        primary.freeze()
+        try:
+            with httpx.Client(base_url=base, timeout=5) as quick:
+                for _ in range(40):
+                    r = quick.get("/v1/ladders/club/leaderboard", params={"min_version": seen})
+                    assert r.status_code == 200 and r.json()["ladder_version"] >= seen
+                    r = quick.get("/v1/ladders/club/players/p1", params={"min_version": seen})
+                    assert r.status_code == 200 and r.json()["ladder_version"] >= seen
+                for report in ("audit", "intransitivity"):  # the reports too
+                    assert quick.get(f"/v1/ladders/club/{report}").status_code == 200, report
+        finally:
+            primary.freeze(False)
+
+        # Behind: its replay paused, a new game is the primary's alone.
+        with psycopg.connect(replica.url(), autocommit=True) as conn:
+            conn.execute("SELECT pg_wal_replay_pause()")
+        assert http.post("/v1/ladders/club/games", json=game("p1", "p2"), headers=key).status_code == 201
+        newest = seen + 1  # the version that game's commit made
+        # A client that has seen it never gets less: the replica is waited for, then the primary answers.
+        assert board(min_version=newest).json()["ladder_version"] == newest
+        etag = f'"{newest}"'
+        assert http.get("/v1/ladders/club/leaderboard", headers={"If-None-Match": etag}).status_code == 304
+        profile = http.get("/v1/ladders/club/players/p1", params={"min_version": newest})
+        assert profile.json()["ladder_version"] == newest
+        # Further behind than MELO_READ_MAX_LAG, the replica is left alone: every reader sees the newest version.
+        deadline = time.monotonic() + 10
+        while board().json()["ladder_version"] < newest:
+            assert time.monotonic() < deadline, "a replica a second behind is still read"
+            time.sleep(0.2)
+        with psycopg.connect(replica.url(), autocommit=True) as conn:
+            conn.execute("SELECT pg_wal_replay_resume()")
+
+        # Stopped: every read is answered, by the primary, none older than the last seen.
+        replica.crash()
+        for _ in range(20):
+            assert board(min_version=newest).json()["ladder_version"] == newest
+            assert board().json()["ladder_version"] == newest
+        assert http.post("/v1/ladders/club/games", json=game("p3", "p4"), headers=key).status_code == 201
+        assert board().json()["ladder_version"] == newest + 1
+
+
+def test_replica_urls_are_read_like_the_primarys():
+    settings = Settings(
+        database_url="postgresql://melo@db1/melo",
+        database_password="p@ss/word",
+        read_database_url=" postgres://melo@db2/melo , postgresql://other:own@db3/melo?pgbouncer=true ,",
+    )
+    (second, direct), (third, pooled) = settings.replica_urls
+    assert second == "postgresql+psycopg://melo:p%40ss%2Fword@db2/melo" and not direct
+    assert third == "postgresql+psycopg://other:own@db3/melo" and pooled  # its own password, through a pooler
+    assert Settings(database_url="postgresql://db1/melo").replica_urls == []
+    with pytest.raises(RuntimeError, match="PostgreSQL"):
+        Database.replicas(Settings(database_url="sqlite://", read_database_url="postgresql://db2/melo"), None)
