@@ -137,7 +137,7 @@ class GroupCommitter:
                 self.on_commit(group)
             except Exception:  # never fail a committed post for a follower's sake
                 logger.exception("after-commit hook failed")
-        return list(group.outcomes)
+        return group.answered()
 
     def expire_responses(self) -> int:
         """Delete the idempotency records past their time (in the writer's thread, between groups)."""

@@ -18,6 +18,19 @@ GameNumber = Annotated[int, Path(ge=1, le=MAX_ID, description="The game's number
 
 router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"], responses=LADDER_ACCESS)
 
+#: What a fresh post's answer says beside its body.
+POSTED = {
+    201: {
+        "headers": {
+            "Ladder-Version": {
+                "description": "The ladder version the post's commit made: a read naming it (`min_version`) sees "
+                "the game, wherever it is served. Absent from a replayed answer (`Idempotent-Replayed: true`).",
+                "schema": {"type": "integer"},
+            }
+        }
+    }
+}
+
 IdempotencyKey = Annotated[
     Annotated[str, AfterValidator(printable)] | None,
     Header(
@@ -28,7 +41,7 @@ IdempotencyKey = Annotated[
 ]
 
 
-@router.post("", status_code=201, response_model=GameOut, responses=problems(401, 403, 404, 409, 413, 422))
+@router.post("", status_code=201, response_model=GameOut, responses=problems(401, 403, 404, 409, 413, 422) | POSTED)
 async def post_game(
     slug: str, game: GameIn, caller: CallerDep, request: Request, idempotency_key: IdempotencyKey = None
 ) -> JSONResponse:
@@ -41,7 +54,9 @@ async def post_game(
     return _answer(await request.app.state.committer.submit(post))
 
 
-@router.post("/batch", status_code=201, response_model=BatchOut, responses=problems(401, 403, 404, 409, 413, 422))
+@router.post(
+    "/batch", status_code=201, response_model=BatchOut, responses=problems(401, 403, 404, 409, 413, 422) | POSTED
+)
 async def post_batch(
     slug: str,
     batch: BatchIn,
@@ -70,9 +85,12 @@ async def post_batch(
 
 
 def _answer(body: dict) -> JSONResponse:
-    """201 with the body; a replayed answer says so (``Idempotent-Replayed: true``)."""
-    replayed = {"Idempotent-Replayed": "true"} if isinstance(body, service.Replayed) else None
-    return JSONResponse(body, status_code=201, headers=replayed)
+    """201 with the body; a replayed answer says so (``Idempotent-Replayed: true``), a fresh one names the
+    ladder version its commit made (``Ladder-Version``)."""
+    headers = {"Idempotent-Replayed": "true"} if isinstance(body, service.Replayed) else None
+    if isinstance(body, service.Committed):
+        headers = {"Ladder-Version": str(body.ladder_version)}
+    return JSONResponse(body, status_code=201, headers=headers)
 
 
 @router.get("", response_model=Page[GameOut], responses=problems(404, 422))

@@ -81,6 +81,24 @@ class Group:
     written: dict[int, storage.players.Written] = field(default_factory=dict)
     #: Per ladder: each game applied, by number, as its post is answered (what the event stream sends).
     shown: dict[int, dict[int, dict]] = field(default_factory=dict)
+    #: The ladder of each post applied (by its place in ``outcomes``).
+    ladder_of: dict[int, int] = field(default_factory=dict)
+
+    def answered(self) -> list[dict | Problem]:
+        """The outcomes, each post applied by this commit as :class:`Committed`, naming the version it made."""
+        out = list(self.outcomes)
+        for n, ladder_id in self.ladder_of.items():
+            out[n] = Committed(out[n], self.versions[ladder_id])
+        return out
+
+
+class Committed(dict):
+    """A post's answer as its commit made it; ``ladder_version``: the ladder version that commit made (a read
+    naming it as ``min_version`` sees the game, wherever it is served)."""
+
+    def __init__(self, body: dict, ladder_version: int) -> None:
+        super().__init__(body)
+        self.ladder_version = ladder_version
 
 
 def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
@@ -160,6 +178,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             out = bodies[start : start + len(post.games)]
             start += len(post.games)
             outcomes[n] = {"games": out} if post.batch else out[0]
+            group.ladder_of[n] = ladder.id
             if post.record_key is not None:
                 records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
         storage.games.remember(session, records, applied.now)

@@ -73,11 +73,16 @@ def test_retry_with_idempotency_key_applies_once(client):
     assert first.status_code == again.status_code == 201
     assert first.json() == again.json()
     assert "idempotent-replayed" not in first.headers and again.headers["idempotent-replayed"] == "true"
-    assert client.get("/v1/ladders/test/players/a").json()["games"] == 1
+    # The fresh answer names the version its commit made, the one a read then shows; the replay makes none.
+    profile = client.get("/v1/ladders/test/players/a").json()
+    assert profile["games"] == 1 and int(first.headers["ladder-version"]) == profile["ladder_version"]
+    assert "ladder-version" not in again.headers
+    batch = client.post("/v1/ladders/test/games/batch", json={"games": [game(["a"], ["c"])]}, headers=bearer(key))
+    assert int(batch.headers["ladder-version"]) == profile["ladder_version"] + 1
     other = client.post("/v1/ladders/test/games", json=game(["b"], ["a"]), headers=h)
     assert other.status_code == 409
     assert other.headers["content-type"] == "application/problem+json"
-    assert client.get("/v1/ladders/test/players/a").json()["games"] == 1
+    assert client.get("/v1/ladders/test/players/a").json()["games"] == 2  # the game and the batch's
 
 
 def test_external_id_is_an_idempotency_key(client):

@@ -16,7 +16,7 @@ from app.access import Caller
 from app.db import Database
 from app.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.games.schemas import GameIn
-from app.games.service import Post, request_hash
+from app.games.service import Committed, Post, request_hash
 from app.models import IdempotencyKey
 from app.rating import RatingInputError
 from tests.conftest import ADMIN_KEY, bearer, make_ladder
@@ -70,7 +70,9 @@ def test_a_bad_post_in_a_group_gets_its_own_problem_and_the_others_are_applied(c
     ]
     outcomes = client.app.state.committer.commit(posts)
     kinds = [type(o) for o in outcomes]
-    assert kinds == [dict, NotFound, Forbidden, Conflict, dict, Conflict, InvalidInput, dict]
+    assert kinds == [Committed, NotFound, Forbidden, Conflict, Committed, Conflict, InvalidInput, Committed]
+    shown = client.get("/v1/ladders/test/leaderboard").json()["ladder_version"]
+    assert [o.ladder_version for o in outcomes if isinstance(o, Committed)] == [shown] * 3  # one commit: its version
     assert outcomes[6].extra["errors"][0]["field"] == "sides[0].players[0]"
     assert client.get("/v1/ladders/test").json()["games"] == 4  # x-y, then the three good ones
     assert client.get("/v1/ladders/closed").json()["games"] == 0

@@ -75,8 +75,10 @@ def test_reads_go_to_the_replica_and_never_answer_older_than_the_version_named(s
         # Behind: its replay paused, a new game is the primary's alone.
         with psycopg.connect(replica.url(), autocommit=True) as conn:
             conn.execute("SELECT pg_wal_replay_pause()")
-        assert http.post("/v1/ladders/club/games", json=game("p1", "p2"), headers=key).status_code == 201
-        newest = seen + 1  # the version that game's commit made
+        posted = http.post("/v1/ladders/club/games", json=game("p1", "p2"), headers=key)
+        assert posted.status_code == 201
+        newest = int(posted.headers["Ladder-Version"])  # the version that game's commit made
+        assert newest > seen
         # A client that has seen it never gets less: the replica is waited for, then the primary answers.
         assert board(min_version=newest).json()["ladder_version"] == newest
         etag = f'"{newest}"'
