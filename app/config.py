@@ -61,12 +61,12 @@ class Settings(BaseSettings):
     #: computed it is answered at once, naming its ladder version, while a newer one is computed.
     report_job_games: int = Field(100_000, ge=0)
 
-    #: PostgreSQL streaming replicas (hot standbys) for the reads that tolerate a short lag: leaderboards,
-    #: profiles, histories, reports and exports.  One URL, or several separated by commas.  Writes, and the reads
-    #: that must see them, go to ``database_url`` (docs/scaling.md).
+    #: PostgreSQL streaming replicas (hot standbys) for the reads of public ladders that tolerate a short lag:
+    #: leaderboards, profiles and reports.  One URL, or several separated by commas.  Writes, and every other
+    #: read, go to ``database_url`` (docs/scaling.md).
     read_database_url: str | None = None
-    #: A replica whose replay is further behind than this (seconds), or that does not stream from the primary,
-    #: is not read; the primary answers instead.
+    #: A replica that has not replayed what the primary had written this many seconds ago is not read; the
+    #: primary answers instead.
     read_max_lag: float = Field(5.0, gt=0)
     #: How long (seconds) a read that names a ladder version it has seen (``min_version``, ``If-None-Match``)
     #: waits for a replica to reach it before the primary answers.

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
@@ -24,7 +25,7 @@ from typing import Any, TypeVar
 import psycopg
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.config import Settings
@@ -116,13 +117,13 @@ class Database:
             raise RuntimeError("MELO_READ_DATABASE_URL names PostgreSQL replicas: the primary must be PostgreSQL too.")
         found = []
         for url, pooled in settings.replica_urls:
-            replica = cls._postgresql(url, pooled, settings)
+            replica = cls._postgresql(url, pooled, settings, bounded=True)
             replica.primary = primary
             found.append(Replica(replica, settings.read_max_lag))
         return found
 
     @classmethod
-    def _postgresql(cls, url: str, pooled: bool, settings: Settings) -> Database:
+    def _postgresql(cls, url: str, pooled: bool, settings: Settings, bounded: bool = False) -> Database:
         timeout_ms = int(settings.database_timeout * 1000)
         connect_args: dict[str, Any] = {"connect_timeout": max(1, round(settings.connect_timeout))}
         if pooled:  # no prepared statements: the next transaction may run on another server connection
@@ -148,7 +149,7 @@ class Database:
             def _limits(connection) -> None:
                 connection.exec_driver_sql(limits)
 
-        reads = AsyncReads(engine.url, pooled=pooled)
+        reads = AsyncReads(engine.url, pooled=pooled, bounded=bounded)
         return cls(engine, engine, "postgresql", async_reads=reads, transaction_pooler=pooled)
 
     def child_url(self) -> str:
@@ -248,50 +249,78 @@ class Database:
 class Replica:
     """A streaming replica (a hot standby) of the primary, read while it keeps up.
 
-    Whether it does is asked at most once a second (:meth:`usable`): it must be
-    streaming from the primary, and have replayed what it received or be at most
-    ``max_lag`` seconds behind it.  A replica that fails a read is left alone
-    for a second, its readers sent to the primary meanwhile.
+    A task of its own asks, once a second, how far the primary has written its
+    log (``pg_current_wal_lsn()``) and how far the replica has replayed it.  The
+    replica is read while it has replayed what the primary had written
+    ``max_lag`` seconds before: so a replica that is stalled, or cut off from
+    the primary, stops being read within ``max_lag`` seconds, whatever it says of
+    itself.  Requests only read the answer (:meth:`usable`).  A check that gets
+    no answer within a second, or a read that fails on the replica, sends its
+    readers to the primary until a check succeeds again.  While the primary
+    cannot be asked, its last answer stands.
     """
 
-    #: Seconds between two checks of a replica's lag (and after a failure, before it is tried again).
+    #: Seconds between two checks, and the longest a check may take.
     CHECK_EVERY = 1.0
-    #: How far behind the replica is, in seconds of replay: 0 when it has replayed all it received (or it is no
-    #: standby at all), NULL when no WAL receiver runs (cut off from the primary: what it has may be old).
-    LAG = (
-        "SELECT CASE WHEN NOT pg_is_in_recovery() THEN 0 "
-        "WHEN NOT EXISTS (SELECT 1 FROM pg_stat_wal_receiver) THEN NULL "
-        "WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0 "
-        "ELSE extract(epoch FROM now() - pg_last_xact_replay_timestamp()) END"
-    )
+    WRITTEN = "SELECT pg_current_wal_lsn()::text"
+    REPLAYED = "SELECT coalesce(pg_last_wal_replay_lsn(), pg_current_wal_lsn())::text"
 
     def __init__(self, db: Database, max_lag: float) -> None:
         self.db, self.max_lag = db, max_lag
-        self._ok, self._checked = False, float("-inf")
+        self.ok = False
+        #: (when, where the primary's log was), the oldest first: back to ``max_lag`` seconds ago.
+        self._written: deque[tuple[float, int]] = deque()
+        self._watching: asyncio.Task | None = None
 
-    async def usable(self) -> bool:
-        now = time.monotonic()
-        if now - self._checked < self.CHECK_EVERY:
-            return self._ok
-        self._checked = now
-        try:
-            async with asyncio.timeout(self.CHECK_EVERY):  # a replica that does not answer at once is not read
-                lag = (await self.db.fetch(self.LAG, ()))[0][0]
-        except (OperationalError, psycopg.Error, TimeoutError) as exc:
-            log.warning("replica unavailable: %s", exc)
-            lag = None
-        ok = lag is not None and float(lag) <= self.max_lag
-        if ok != self._ok:
-            log.warning("replica %s", "reads resumed" if ok else f"not read (lag: {lag})")
-        self._ok = ok
-        return ok
+    def start(self) -> None:
+        """Start the checks (in the running event loop); it is not read until one succeeds."""
+        self._watching = asyncio.get_running_loop().create_task(self._watch())
+
+    def usable(self) -> bool:
+        """Whether reads may go to it now."""
+        return self.ok
 
     def failed(self) -> None:
-        """A read failed on it: its readers go to the primary until the next check."""
-        self._ok, self._checked = False, time.monotonic()
+        """A read failed on it: its readers go to the primary until the next check succeeds."""
+        self.ok = False
+
+    async def _watch(self) -> None:
+        while True:
+            ok = await self._keeps_up()
+            if ok != self.ok:
+                log.warning("replica %s", "read again: it keeps up" if ok else "not read: it does not keep up")
+            self.ok = ok
+            await asyncio.sleep(self.CHECK_EVERY)
+
+    async def _keeps_up(self) -> bool:
+        now = time.monotonic()
+        primary = self.db.primary or self.db
+        try:
+            async with asyncio.timeout(self.CHECK_EVERY):
+                self._written.append((now, _lsn((await primary.fetch(self.WRITTEN, ()))[0][0])))
+        except (DBAPIError, psycopg.Error, TimeoutError) as exc:
+            log.warning("the primary's log position is unknown: %r", exc)
+        while len(self._written) > 1 and self._written[1][0] <= now - self.max_lag:
+            self._written.popleft()
+        try:
+            async with asyncio.timeout(self.CHECK_EVERY):
+                replayed = _lsn((await self.db.fetch(self.REPLAYED, ()))[0][0])
+        except (DBAPIError, psycopg.Error, TimeoutError) as exc:
+            log.warning("replica unavailable: %r", exc)
+            return False
+        # The newest position taken at least max_lag ago (the oldest kept, while none is that old yet).
+        return not self._written or replayed >= self._written[0][1]
 
     async def close(self) -> None:
+        if self._watching is not None:
+            self._watching.cancel()
         await self.db.close()
+
+
+def _lsn(text: str) -> int:
+    """A PostgreSQL log position (``16/B374D848``) as a number."""
+    high, low = text.split("/")
+    return (int(high, 16) << 32) + int(low, 16)
 
 
 class AsyncReads:
@@ -301,9 +330,13 @@ class AsyncReads:
     next read opens another).  Each statement has a time limit.
     """
 
-    def __init__(self, url: URL, size: int = 4, timeout: float = 5.0, pooled: bool = False) -> None:
+    def __init__(
+        self, url: URL, size: int = 4, timeout: float = 5.0, pooled: bool = False, bounded: bool = False
+    ) -> None:
         self.conninfo = url.set(drivername="postgresql").render_as_string(hide_password=False)
         self.size, self.timeout, self.pooled = size, timeout, pooled
+        #: Each statement bounded here too (a replica's: a server that stops answering sends its readers on).
+        self.bounded = bounded or pooled
         self.idle: list[psycopg.AsyncConnection] = []
         self.opened = 0
         self.available: asyncio.Condition | None = None
@@ -313,12 +346,12 @@ class AsyncReads:
         try:
             # Through a pooler no startup option sets a statement timeout: the time limit is kept here instead
             # (and the connection dropped), with the pooler's query_timeout for the server's side.
-            async with asyncio.timeout(self.timeout if self.pooled else None):
+            async with asyncio.timeout(self.timeout if self.bounded else None):
                 cursor = await connection.execute(sql, parameters)
                 rows = await cursor.fetchall()
         except TimeoutError as exc:
             await self._drop(connection)
-            raise psycopg.errors.QueryCanceled(f"no answer within {self.timeout:g} s (through the pooler)") from exc
+            raise psycopg.errors.QueryCanceled(f"no answer within {self.timeout:g} s") from exc
         except BaseException:
             await self._drop(connection)
             raise

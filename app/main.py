@@ -165,6 +165,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             upgrade(settings.sqlalchemy_url)
         db = app.state.db = Database.from_settings(settings)
         app.state.replicas = Database.replicas(settings, db)
+        for replica in app.state.replicas:
+            replica.start()
         if (problem := await anyio.to_thread.run_sync(_schema_problem, db, True)) is not None:
             db.dispose()
             raise RuntimeError(problem)

@@ -108,47 +108,82 @@ async def lag_tolerant(
     min_version: int | None,
     work: Callable[[Database, LadderRow], Awaitable[Response]],
 ) -> Response:
-    """``work(database, ladder)`` for a whole-ladder read that tolerates a short lag: on a streaming replica
-    (``MELO_READ_DATABASE_URL``, each in turn) that keeps up (:class:`app.db.Replica`) and has reached the ladder
-    version the client names (``min_version``, or the ETag of ``If-None-Match``), waiting up to ``MELO_READ_WAIT``
-    for it; on the primary otherwise, and if the replica fails it or answers a problem (a ladder, key or player
-    made since it replayed).  So an answer is never older than the version its client names."""
+    """``work(database, ladder)`` for a whole-ladder read that tolerates a short lag: for a public ladder, on a
+    streaming replica (``MELO_READ_DATABASE_URL``, each in turn) that keeps up (:class:`app.db.Replica`) and has
+    reached the ladder version the client names (``min_version``, or an ETag of ``If-None-Match``), waiting up to
+    ``MELO_READ_WAIT`` for it; on the primary otherwise, and if the replica fails or answers a problem (a player
+    made since it replayed, say).  So an answer is never older than the version its client names, and a private
+    ladder, its keys and their revocation are read on the primary alone."""
     replicas = request.app.state.replicas
-    if replicas:
+    if replicas and await _public(db, slug):
         wanted = max(min_version or 0, _named_version(request))
         wait = request.app.state.settings.read_wait
         first = next(_turn) % len(replicas)
         for replica in replicas[first:] + replicas[:first]:
-            if not await replica.usable():
+            if not replica.usable():
                 continue
             try:
                 found = await _reached(replica.db, slug, caller, wanted, wait)
-                if found is not None:
+                if found is not None and not found.private:
                     return await work(replica.db, found)
+            except Unavailable:  # this worker is busy: the primary would wait as long
+                raise
             except Problem:
                 break
             except REPLICA_ERRORS as exc:
-                log.warning("a read failed on a replica, the primary answers: %s", exc)
+                log.warning("a read failed on a replica, the primary answers: %r", exc)
                 replica.failed()
     return await work(db, await ladder(db, slug, caller))
 
 
+#: How long the primary's word that a ladder is public stands (seconds): a ladder made private leaves the
+#: replicas within it.
+PUBLIC_FOR = 1.0
+
+
+async def _public(db: Database, slug: str) -> bool:
+    """Whether the ladder is public, as the primary said within :data:`PUBLIC_FOR` seconds (asked again after
+    that, for half a second at most: while it cannot answer, its last word stands).  False for a ladder this
+    process has not read yet (the primary reads it first)."""
+    found = storage.ladders.from_cache(db.read_engine, slug)
+    if found is None:
+        return False
+    said = storage.cache.of(db.read_engine, "public")
+    held, now = said.get(found.id), time.monotonic()
+    if held is None or now - held[1] >= PUBLIC_FOR:
+        try:
+            async with asyncio.timeout(PUBLIC_FOR / 2):
+                state = await storage.ladders.version_and_privacy(db.fetch, found.id)
+        except (*REPLICA_ERRORS, TimeoutError):
+            return held is not None and held[0]
+        if len(said) >= 10_000:
+            said.clear()
+        held = said[found.id] = (state is not None and not state[1], now)
+    return held[0]
+
+
 async def _reached(db: Database, slug: str, caller: Caller, wanted: int, wait: float) -> LadderRow | None:
-    """The ladder as read on ``db`` once its version reaches ``wanted`` (None if it does not within ``wait``)."""
-    deadline = time.monotonic() + wait
+    """The ladder as read on ``db`` once its version reaches ``wanted`` (None if it does not within ``wait``
+    seconds; asked again after 5, 10, 20, … ms)."""
+    deadline, pause = time.monotonic() + wait, 0.005
     found = await ladder(db, slug, caller)
     while found.version < wanted:
-        if time.monotonic() >= deadline:
+        if time.monotonic() + pause > deadline:
             return None
-        await asyncio.sleep(0.01)
+        await asyncio.sleep(pause)
+        pause *= 2
         found = await ladder(db, slug, caller)
     return found
 
 
 def _named_version(request: Request) -> int:
-    """The ladder version an ``If-None-Match`` ETag names (0: none)."""
-    tag = request.headers.get("if-none-match", "").removeprefix("W/").strip('"')
-    return int(tag) if tag.isdigit() and len(tag) < 19 else 0
+    """The newest ladder version the ETags of ``If-None-Match`` name (0: none)."""
+    named = 0
+    for tag in request.headers.get("if-none-match", "").split(","):
+        tag = tag.strip().removeprefix("W/").strip('"')
+        if tag.isascii() and tag.isdigit() and len(tag) < 19:
+            named = max(named, int(tag))
+    return named
 
 
 def _used(db: Database, key_id: int) -> None:

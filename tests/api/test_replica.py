@@ -45,10 +45,19 @@ def test_reads_go_to_the_replica_and_never_answer_older_than_the_version_named(s
     url = primary.url("melo")
     upgrade(Settings(database_url=url).sqlalchemy_url)
     env = {"MELO_READ_DATABASE_URL": replica.url("melo"), "MELO_READ_MAX_LAG": "1", "MELO_READ_WAIT": "0.2"}
-    with live_server(url, 1, env) as base, httpx.Client(base_url=base, timeout=30) as http:
+    lenient_env = env | {"MELO_READ_MAX_LAG": "60"}  # a server that tolerates a minute of lag
+    with (
+        live_server(url, 1, env) as base,
+        live_server(url, 1, lenient_env) as other,
+        httpx.Client(base_url=base, timeout=30) as http,
+        httpx.Client(base_url=other, timeout=30) as lenient,
+    ):
         admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
         r = http.post("/v1/ladders", json={"slug": "club", "auto_refit": False}, headers=admin)
+        owner = {"Authorization": f"Bearer {r.json()['admin_key']}"}
         key = {"Authorization": f"Bearer {r.json()['write_key']}"}
+        r = http.post("/v1/ladders/club/keys", json={"name": "scoreboard", "role": "read"}, headers=owner)
+        reader = r.json()
         games = [game(f"p{n % 7}", f"p{(n + 3) % 7}") for n in range(30)]
         assert http.post("/v1/ladders/club/games/batch", json={"games": games}, headers=key).status_code == 201
 
@@ -58,6 +67,7 @@ def test_reads_go_to_the_replica_and_never_answer_older_than_the_version_named(s
             return r
 
         seen = board().json()["ladder_version"]
+        assert lenient.get("/v1/ladders/club/leaderboard").json()["ladder_version"] == seen  # it watches the replica
         # Keeping up, the replica answers alone: the reads go on while the primary does not answer at all.
         primary.freeze()
         try:
@@ -90,6 +100,20 @@ def test_reads_go_to_the_replica_and_never_answer_older_than_the_version_named(s
         while board().json()["ladder_version"] < newest:
             assert time.monotonic() < deadline, "a replica a second behind is still read"
             time.sleep(0.2)
+        # The lenient server still reads the paused replica (a reader naming no version gets the page as it
+        # replayed it), but privacy is the primary's word: a ladder made private leaves the
+        # replicas within a second, whatever they have replayed, and a revoked key is refused at once.
+        assert lenient.get("/v1/ladders/club/leaderboard").json()["ladder_version"] == seen
+        assert http.patch("/v1/ladders/club", json={"private": True}, headers=owner).status_code == 200
+        time.sleep(1.1)
+        assert lenient.get("/v1/ladders/club/leaderboard").status_code == 401
+        assert lenient.get("/v1/ladders/club/players/p1").status_code == 401
+        read = {"Authorization": f"Bearer {reader['key']}"}
+        assert lenient.get("/v1/ladders/club/leaderboard", headers=read).json()["ladder_version"] == newest + 1
+        assert http.delete(f"/v1/ladders/club/keys/{reader['id']}", headers=owner).status_code == 200
+        assert lenient.get("/v1/ladders/club/leaderboard", headers=read).status_code == 403
+        assert http.patch("/v1/ladders/club", json={"private": False}, headers=owner).status_code == 200
+        newest += 2  # each change of the ladder's settings made a version
         with psycopg.connect(replica.url(), autocommit=True) as conn:
             conn.execute("SELECT pg_wal_replay_resume()")
 
