@@ -86,6 +86,10 @@ def test_every_game_form_and_what_a_game_server_reads(server):
         board = list(melo.leaderboard(page_size=2))
         assert [e.rank for e in board] == [1, 2, 3, 4] and {e.key for e in board} == {"ann", "bob", "cy", "dee"}
         assert melo.players.get("ann").games == 2  # games 1 and 4 (2 is voided)
+        # A fresh post names the version it made; reads naming it are never older (wherever the server reads).
+        assert single.ladder_version is not None and seats.ladder_version > single.ladder_version
+        assert melo.players.get("ann", min_version=seats.ladder_version).ladder_version >= seats.ladder_version
+        assert len(list(melo.leaderboard(min_version=seats.ladder_version))) == 4
         renamed = melo.players.rename("ann", "anne", name="Anne")
         assert renamed.key == "anne" and renamed.name == "Anne" and "ann" in renamed.aliases
         melo.games.post(winner="dee-at-home", loser="bob")
@@ -323,7 +327,7 @@ def test_the_async_client_listens_too(server):
 def test_post_many_answers_are_games_made_when_read():
     from melo_client.models import PostedGames
 
-    answers = [({"id": n, "sides": [], "played_at": None}, n == 2) for n in range(1, 4)]
+    answers = [({"id": n, "sides": [], "played_at": None}, {"replayed": n == 2}) for n in range(1, 4)]
     posted = PostedGames(answers[:2])
     posted += PostedGames(answers[2:])
     assert len(posted) == 3 and posted._made == {}  # nothing made until read

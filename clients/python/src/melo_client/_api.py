@@ -124,14 +124,14 @@ def opponents(slug: str, player: str, limit: int, purpose: str | None) -> Call[l
 
 
 def leaderboard_page(
-    slug: str, by: str | None, inactive: bool | None, limit: int, cursor: str | None
+    slug: str, by: str | None, inactive: bool | None, limit: int, cursor: str | None, min_version: int | None = None
 ) -> Call[Page[LeaderboardEntry]]:
-    params = {"by": by, "inactive": inactive, "limit": limit, "cursor": cursor}
+    params = {"by": by, "inactive": inactive, "limit": limit, "cursor": cursor, "min_version": min_version}
     return Call("GET", ladder_path(slug, "leaderboard"), _page(LeaderboardEntry), params=params)
 
 
-def get_player(slug: str, key: str) -> Call[Player]:
-    return Call("GET", ladder_path(slug, "players", key), json_of(Player))
+def get_player(slug: str, key: str, min_version: int | None = None) -> Call[Player]:
+    return Call("GET", ladder_path(slug, "players", key), json_of(Player), params={"min_version": min_version})
 
 
 def create_player(slug: str, key: str, name: str | None) -> Call[Player]:

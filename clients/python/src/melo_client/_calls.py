@@ -119,12 +119,19 @@ def json_of(cls: type[T]) -> Callable[[httpx.Response], T]:
 
 
 def game_of(response: httpx.Response) -> Game:
-    return build(Game, response.json(), replayed=response.headers.get("idempotent-replayed") == "true")
+    return build(Game, response.json(), **_posted(response))
 
 
 def games_of(response: httpx.Response) -> PostedGames:
+    posted = _posted(response)
+    return PostedGames([(game, posted) for game in response.json()["games"]])
+
+
+def _posted(response: httpx.Response) -> dict[str, Any]:
+    """What a post's answer says beside its body: whether it is a replay, and the ladder version it made."""
+    version = response.headers.get("ladder-version")
     replayed = response.headers.get("idempotent-replayed") == "true"
-    return PostedGames([(game, replayed) for game in response.json()["games"]])
+    return {"replayed": replayed, "ladder_version": int(version) if version is not None else None}
 
 
 def game(

@@ -146,10 +146,12 @@ class AsyncMelo:
         inactive: bool | None = None,
         page_size: int = 100,
         ladder: str | None = None,
+        min_version: int | None = None,
     ) -> AsyncIterator[LeaderboardEntry]:
-        """Every entry of the leaderboard in order, a page at a time as you iterate."""
+        """Every entry of the leaderboard in order, a page at a time as you iterate; with ``min_version`` (a
+        posted game's ``ladder_version``), never older than that version."""
         slug = self.slug(ladder)
-        return self.pages(lambda cursor: _api.leaderboard_page(slug, by, inactive, page_size, cursor))
+        return self.pages(lambda cursor: _api.leaderboard_page(slug, by, inactive, page_size, cursor, min_version))
 
     async def teams(
         self, players: Sequence[str], n: int = 2, *, sizes: Sequence[int] | None = None, ladder: str | None = None
@@ -235,8 +237,9 @@ class Games(_Part):
 
 
 class Players(_Part):
-    async def get(self, key: str, *, ladder: str | None = None) -> Player:
-        return await self.melo.run(_api.get_player(self.melo.slug(ladder), key))
+    async def get(self, key: str, *, ladder: str | None = None, min_version: int | None = None) -> Player:
+        """The player's profile; with ``min_version`` (a posted game's ``ladder_version``), never older."""
+        return await self.melo.run(_api.get_player(self.melo.slug(ladder), key, min_version))
 
     async def create(self, key: str, name: str | None = None, *, ladder: str | None = None) -> Player:
         return await self.melo.run(_api.create_player(self.melo.slug(ladder), key, name))

@@ -148,10 +148,12 @@ class Melo:
         inactive: bool | None = None,
         page_size: int = 100,
         ladder: str | None = None,
+        min_version: int | None = None,
     ) -> Iterator[LeaderboardEntry]:
-        """Every entry of the leaderboard in order, a page at a time as you iterate."""
+        """Every entry of the leaderboard in order, a page at a time as you iterate; with ``min_version`` (a
+        posted game's ``ladder_version``), never older than that version."""
         slug = self.slug(ladder)
-        return self.pages(lambda cursor: _api.leaderboard_page(slug, by, inactive, page_size, cursor))
+        return self.pages(lambda cursor: _api.leaderboard_page(slug, by, inactive, page_size, cursor, min_version))
 
     def teams(
         self, players: Sequence[str], n: int = 2, *, sizes: Sequence[int] | None = None, ladder: str | None = None
@@ -237,8 +239,9 @@ class Games(_Part):
 
 
 class Players(_Part):
-    def get(self, key: str, *, ladder: str | None = None) -> Player:
-        return self.melo.run(_api.get_player(self.melo.slug(ladder), key))
+    def get(self, key: str, *, ladder: str | None = None, min_version: int | None = None) -> Player:
+        """The player's profile; with ``min_version`` (a posted game's ``ladder_version``), never older."""
+        return self.melo.run(_api.get_player(self.melo.slug(ladder), key, min_version))
 
     def create(self, key: str, name: str | None = None, *, ladder: str | None = None) -> Player:
         return self.melo.run(_api.create_player(self.melo.slug(ladder), key, name))

@@ -56,7 +56,9 @@ class GameSide:
 @dataclass(frozen=True)
 class Game:
     """A recorded game. ``id`` is its number within the ladder; ``replayed`` is true when this answer is the
-    stored one of an earlier post with the same idempotency key (the game counted once)."""
+    stored one of an earlier post with the same idempotency key (the game counted once); ``ladder_version``, for
+    the answer to a fresh post, is the ladder version its commit made (a read naming it as ``min_version`` sees
+    the game, wherever the server reads)."""
 
     id: int
     played_at: datetime
@@ -66,6 +68,7 @@ class Game:
     voided_by: str | None = None
     reason: str | None = None
     replayed: bool = False
+    ladder_version: int | None = None
 
     @property
     def elo_changes(self) -> dict[str, float]:
@@ -302,8 +305,8 @@ class PostedGames(Sequence[Game]):
     costs, and the answers are paid for only where they are looked at.
     """
 
-    def __init__(self, answers: Sequence[tuple[dict[str, Any], bool]] = ()) -> None:
-        self._answers = list(answers)  # each game's JSON, and whether its batch's answer was a replay
+    def __init__(self, answers: Sequence[tuple[dict[str, Any], dict[str, Any]]] = ()) -> None:
+        self._answers = list(answers)  # each game's JSON, and what its batch's answer said beside it
         self._made: dict[int, Game] = {}
 
     def __len__(self) -> int:
@@ -320,8 +323,8 @@ class PostedGames(Sequence[Game]):
             return [self[n] for n in range(*index.indices(len(self)))]
         n = range(len(self))[index]  # negative indices, and IndexError
         if n not in self._made:
-            answer, replayed = self._answers[n]
-            self._made[n] = build(Game, answer, replayed=replayed)
+            answer, posted = self._answers[n]
+            self._made[n] = build(Game, answer, **posted)
         return self._made[n]
 
     def __iadd__(self, other: PostedGames) -> PostedGames:
