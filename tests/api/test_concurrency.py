@@ -104,6 +104,7 @@ def test_audit_and_exports_read_one_snapshot_while_games_are_written(server):
     assert len({a["games"] for a in audits}) > 1 and len(set(exported)) > 1  # polled while the log grew
 
 
+@pytest.mark.serial  # /healthz and predict within 0.5 s, cached reports within 0.25 s
 def test_heavy_reports_are_computed_once_per_version_and_never_hold_up_liveness(tmp_path):
     with live_server(f"sqlite:///{tmp_path / 'melo.db'}") as base:
         key = _ladder(base)

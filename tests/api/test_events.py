@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import httpx
+import pytest
 
 from app.config import Settings
 from app.db import Database
@@ -84,6 +85,7 @@ def _game(winner: str, loser: str) -> dict:
     return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
 
 
+@pytest.mark.serial  # the game event within 2 s of its commit
 def test_a_listener_sees_each_change_as_it_commits(server):
     key = _ladder(server)
     listener = Listener(server + "/v1/ladders/live/events")
@@ -223,6 +225,7 @@ def test_erasing_a_player_takes_their_key_out_of_the_kept_events(server):
     assert seen[-1][2]["action"] == "erased"
 
 
+@pytest.mark.serial  # the server stops within 5 s
 def test_streams_are_bounded_and_do_not_hold_the_server_when_it_stops(tmp_path):
     with live_server(f"sqlite:///{tmp_path / 'melo.db'}", env={"MELO_MAX_STREAMS": "2"}) as base:
         _ladder(base)
