@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 
 import httpx
 import pytest
@@ -142,11 +142,29 @@ def live_server(database_url: str, workers: int = 1, env: dict[str, str] | None 
         proc.wait(timeout=30)
 
 
+def serve(database_url: str) -> AbstractContextManager[str]:
+    """A real server: two workers on PostgreSQL (they share it), one on SQLite (one writer)."""
+    return live_server(database_url, workers=2 if database_url.startswith("postgres") else 1)
+
+
 @pytest.fixture
 def server(database_url) -> Iterator[str]:
-    """A real server over a fresh database: two workers on PostgreSQL (they share it), one on SQLite (one writer)."""
-    with live_server(database_url, workers=2 if database_url.startswith("postgres") else 1) as base:
+    """A real server over a fresh database."""
+    with serve(database_url) as base:
         yield base
+
+
+def module_server(*kinds: str):
+    """A ``server`` fixture shared by a module's tests, one server over a fresh database of each of ``kinds``: for
+    tests that each make ladders of their own (slugs no other test uses) and read nothing outside them.  A server
+    takes seconds to start (two workers on a busy machine: ten)."""
+
+    @pytest.fixture(scope="module", params=kinds)
+    def server(request, tmp_path_factory) -> Iterator[str]:
+        with serve(fresh_database(request, tmp_path_factory.mktemp("db"), request.param)) as base:
+            yield base
+
+    return server
 
 
 @pytest.fixture

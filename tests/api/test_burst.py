@@ -33,6 +33,7 @@ def _ladder(base: str) -> None:
     assert r.status_code == 201, r.text
 
 
+@pytest.mark.serial  # /healthz within 250-400 ms during the bursts
 def test_a_burst_of_anonymous_predictions_never_holds_liveness(database_url):
     """350 pair predictions and 50 of the largest match the API takes (64 sides of 32 players nobody has created:
     2,048 initial vectors drawn each), all sent at once, twice.  Before requests started a few per loop iteration

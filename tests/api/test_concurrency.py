@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
@@ -11,25 +12,27 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.conftest import ADMIN_KEY, fresh_database, live_server
+from tests.conftest import ADMIN_KEY, live_server, module_server
+
+#: Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/scaling.md); each test makes a
+#: ladder of its own on the module's server.
+server = module_server("sqlite", "postgresql", "pgbouncer")
+_slugs = itertools.count()
 
 
-@pytest.fixture(params=["sqlite", "postgresql", "pgbouncer"])
-def database_url(request, tmp_path) -> str:
-    """Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/scaling.md)."""
-    return fresh_database(request, tmp_path, request.param)
+@pytest.fixture
+def slug() -> str:
+    return f"load-{next(_slugs)}"
 
 
-def _ladder(base: str) -> str:
-    r = httpx.post(
-        base + "/v1/ladders", json={"slug": "load", "k": 2}, headers={"Authorization": f"Bearer {ADMIN_KEY}"}
-    )
+def _ladder(base: str, slug: str = "load") -> str:
+    r = httpx.post(base + "/v1/ladders", json={"slug": slug, "k": 2}, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
     assert r.status_code == 201, r.text
     return r.json()["write_key"]
 
 
-def test_concurrent_games_are_each_counted_once(server):
-    key = _ladder(server)
+def test_concurrent_games_are_each_counted_once(server, slug):
+    key = _ladder(server, slug)
     rng = np.random.default_rng(0)
     n_games, n_players = 2000, 20
     pairs = [rng.choice(n_players, size=2, replace=False) for _ in range(n_games)]
@@ -39,37 +42,37 @@ def test_concurrent_games_are_each_counted_once(server):
         with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
             for i, j in chunk:
                 body = {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}]}
-                statuses.append(client.post("/v1/ladders/load/games", json=body).status_code)
+                statuses.append(client.post(f"/v1/ladders/{slug}/games", json=body).status_code)
         return statuses
 
     with ThreadPoolExecutor(8) as pool:
         statuses = [s for part in pool.map(post, [pairs[c::8] for c in range(8)]) for s in part]
     assert statuses.count(201) == n_games, {s: statuses.count(s) for s in set(statuses)}
-    assert httpx.get(server + "/v1/ladders/load").json()["games"] == n_games
-    board = httpx.get(server + "/v1/ladders/load/leaderboard?limit=100").json()["items"]
+    assert httpx.get(server + f"/v1/ladders/{slug}").json()["games"] == n_games
+    board = httpx.get(server + f"/v1/ladders/{slug}/leaderboard?limit=100").json()["items"]
     assert sum(p["games"] for p in board) == 2 * n_games
-    audit = httpx.get(server + "/v1/ladders/load/audit").json()
+    audit = httpx.get(server + f"/v1/ladders/{slug}/audit").json()
     assert audit.items() >= {"consistent": True, "games": n_games, "players": n_players, "max_abs_diff": 0.0}.items()
 
 
-def test_the_same_request_sent_concurrently_is_applied_once(server):
-    key = _ladder(server)
+def test_the_same_request_sent_concurrently_is_applied_once(server, slug):
+    key = _ladder(server, slug)
     body = {"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}
     headers = {"Authorization": f"Bearer {key}", "Idempotency-Key": "retry-me"}
 
     def post(_: int) -> httpx.Response:
-        return httpx.post(server + "/v1/ladders/load/games", json=body, headers=headers, timeout=60)
+        return httpx.post(server + f"/v1/ladders/{slug}/games", json=body, headers=headers, timeout=60)
 
     with ThreadPoolExecutor(10) as pool:
         responses = list(pool.map(post, range(10)))
     assert {r.status_code for r in responses} == {201}
     assert len({r.text for r in responses}) == 1
-    assert httpx.get(server + "/v1/ladders/load/players/a").json()["games"] == 1
-    assert httpx.get(server + "/v1/ladders/load").json()["games"] == 1
+    assert httpx.get(server + f"/v1/ladders/{slug}/players/a").json()["games"] == 1
+    assert httpx.get(server + f"/v1/ladders/{slug}").json()["games"] == 1
 
 
-def test_audit_and_exports_read_one_snapshot_while_games_are_written(server):
-    key = _ladder(server)
+def test_audit_and_exports_read_one_snapshot_while_games_are_written(server, slug):
+    key = _ladder(server, slug)
     rng = np.random.default_rng(1)
     pairs = [rng.choice(20, size=2, replace=False) for _ in range(1200)]
     done = threading.Event()
@@ -78,16 +81,16 @@ def test_audit_and_exports_read_one_snapshot_while_games_are_written(server):
         with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {key}"}, timeout=60) as client:
             for i, j in chunk:
                 body = {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}]}
-                assert client.post("/v1/ladders/load/games", json=body).status_code == 201
+                assert client.post(f"/v1/ladders/{slug}/games", json=body).status_code == 201
 
     def poll() -> tuple[list[dict], list[int]]:
         audits, exported = [], []
         with httpx.Client(base_url=server, timeout=60) as client:
             while not done.is_set():
-                r = client.get("/v1/ladders/load/audit")
+                r = client.get(f"/v1/ladders/{slug}/audit")
                 assert r.status_code == 200, r.text
                 audits.append(r.json())
-                lines = client.get("/v1/ladders/load/export").text.splitlines()
+                lines = client.get(f"/v1/ladders/{slug}/export").text.splitlines()
                 header, games = json.loads(lines[0]), [line for line in lines if line.startswith('{"game"')]
                 assert header["games"] == len(games)  # the header's count and the games: one snapshot
                 exported.append(len(games))
@@ -104,6 +107,7 @@ def test_audit_and_exports_read_one_snapshot_while_games_are_written(server):
     assert len({a["games"] for a in audits}) > 1 and len(set(exported)) > 1  # polled while the log grew
 
 
+@pytest.mark.serial  # /healthz and predict within 0.5 s, cached reports within 0.25 s
 def test_heavy_reports_are_computed_once_per_version_and_never_hold_up_liveness(tmp_path):
     with live_server(f"sqlite:///{tmp_path / 'melo.db'}") as base:
         key = _ladder(base)

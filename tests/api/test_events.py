@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import signal
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 import httpx
+import pytest
 
 from app.config import Settings
 from app.db import Database
 from app.storage import events
-from tests.conftest import ADMIN_KEY, LIVE, live_server
+from tests.conftest import ADMIN_KEY, LIVE, live_server, module_server, serve
 
 
 class Listener:
@@ -73,6 +75,23 @@ class Listener:
         self.client.close()
 
 
+#: One server over each kind of database for the module; each test makes a ladder of its own on it.
+server = module_server("sqlite", "postgresql")
+_slugs = itertools.count()
+
+
+@pytest.fixture
+def slug() -> str:
+    return f"live-{next(_slugs)}"
+
+
+@pytest.fixture
+def own_server(database_url) -> Iterator[str]:
+    """A server over a fresh database of its own, for a test that prunes every ladder's events."""
+    with serve(database_url) as base:
+        yield base
+
+
 def _ladder(base: str, slug: str = "live", **config) -> dict[str, str]:
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
     r = httpx.post(base + "/v1/ladders", json={"slug": slug, **config}, headers=admin)
@@ -84,27 +103,28 @@ def _game(winner: str, loser: str) -> dict:
     return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
 
 
-def test_a_listener_sees_each_change_as_it_commits(server):
-    key = _ladder(server)
-    listener = Listener(server + "/v1/ladders/live/events")
+@pytest.mark.serial  # the game event within 2 s of its commit
+def test_a_listener_sees_each_change_as_it_commits(server, slug):
+    key = _ladder(server, slug)
+    listener = Listener(server + f"/v1/ladders/{slug}/events")
     try:
         assert listener.status == 200 and listener.headers["content-type"].startswith("text/event-stream")
         hello = listener.wait(lambda seen: seen)[0]
         assert hello[1] == "hello" and hello[2] == {"version": 0}
-        posted = httpx.post(server + "/v1/ladders/live/games", json=_game("ann", "bob"), headers=key).json()
+        posted = httpx.post(server + f"/v1/ladders/{slug}/games", json=_game("ann", "bob"), headers=key).json()
         started = time.monotonic()
         listener.wait(lambda seen: listener.of("game"), seconds=2)  # within 2 s of its commit
         shown = listener.of("game")[0]
         assert time.monotonic() - started < 2
         assert shown["game"] == posted  # the game as the post answered it
-        assert shown["version"] == httpx.get(server + "/v1/ladders/live/leaderboard").json()["ladder_version"]
+        assert shown["version"] == httpx.get(server + f"/v1/ladders/{slug}/leaderboard").json()["ladder_version"]
 
-        assert httpx.patch(server + "/v1/ladders/live/players/ann", json={"name": "Ann"}, headers=key).is_success
-        assert httpx.delete(server + "/v1/ladders/live/games/1", headers=key).is_success
-        assert httpx.post(server + "/v1/ladders/live/games", json=_game("cy", "dee"), headers=key).is_success
-        assert httpx.post(server + "/v1/ladders/live/players/cy/merge", json={"into": "ann"}, headers=key).is_success
+        assert httpx.patch(server + f"/v1/ladders/{slug}/players/ann", json={"name": "Ann"}, headers=key).is_success
+        assert httpx.delete(server + f"/v1/ladders/{slug}/games/1", headers=key).is_success
+        assert httpx.post(server + f"/v1/ladders/{slug}/games", json=_game("cy", "dee"), headers=key).is_success
+        assert httpx.post(server + f"/v1/ladders/{slug}/players/cy/merge", json={"into": "ann"}, headers=key).is_success
         admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
-        assert httpx.patch(server + "/v1/ladders/live", json={"name": "Live"}, headers=admin).is_success
+        assert httpx.patch(server + f"/v1/ladders/{slug}", json={"name": "Live"}, headers=admin).is_success
         seen = listener.wait(lambda seen: [kind for _, kind, _ in seen][-1:] == ["ladder"])
     finally:
         listener.close()
@@ -119,18 +139,18 @@ def test_a_listener_sees_each_change_as_it_commits(server):
     assert ids == sorted(set(ids))  # increasing, none twice
 
 
-def test_concurrent_posts_reach_a_listener_once_each_in_commit_order(server):
+def test_concurrent_posts_reach_a_listener_once_each_in_commit_order(server, slug):
     """Eight clients post 240 games at once (PostgreSQL: through two workers); the listener gets each game once,
     in the order of the game numbers, which is the order of the commits."""
-    key = _ladder(server)
-    listener = Listener(server + "/v1/ladders/live/events")
+    key = _ladder(server, slug)
+    listener = Listener(server + f"/v1/ladders/{slug}/events")
     n_games = 240
 
     def post(client_number: int) -> None:
         with httpx.Client(base_url=server, headers=key, timeout=60) as client:
             for n in range(n_games // 8):
                 body = _game(f"p{client_number}", f"p{(client_number + 1 + n % 7) % 8}")
-                assert client.post("/v1/ladders/live/games", json=body).status_code == 201
+                assert client.post(f"/v1/ladders/{slug}/games", json=body).status_code == 201
 
     try:
         with ThreadPoolExecutor(8) as pool:
@@ -145,17 +165,17 @@ def test_concurrent_posts_reach_a_listener_once_each_in_commit_order(server):
     assert versions == sorted(versions)
 
 
-def test_a_listener_resumes_after_the_last_event_it_saw(server):
-    key = _ladder(server)
-    first = Listener(server + "/v1/ladders/live/events")
-    httpx.post(server + "/v1/ladders/live/games", json=_game("ann", "bob"), headers=key)
+def test_a_listener_resumes_after_the_last_event_it_saw(server, slug):
+    key = _ladder(server, slug)
+    first = Listener(server + f"/v1/ladders/{slug}/events")
+    httpx.post(server + f"/v1/ladders/{slug}/games", json=_game("ann", "bob"), headers=key)
     seen = first.wait(lambda seen: len(seen) == 2)
     first.close()
     last_id = seen[-1][0]
     for winner, loser in [("bob", "cy"), ("cy", "ann"), ("ann", "cy")]:  # while it is away
-        httpx.post(server + "/v1/ladders/live/games", json=_game(winner, loser), headers=key)
+        httpx.post(server + f"/v1/ladders/{slug}/games", json=_game(winner, loser), headers=key)
     for how in ({"headers": {"Last-Event-ID": str(last_id)}}, {"query": f"?after={last_id}"}):
-        again = Listener(server + "/v1/ladders/live/events" + how.get("query", ""), how.get("headers"))
+        again = Listener(server + f"/v1/ladders/{slug}/events" + how.get("query", ""), how.get("headers"))
         try:
             seen = again.wait(lambda seen: len(seen) >= 4)
             time.sleep(0.3)
@@ -165,7 +185,8 @@ def test_a_listener_resumes_after_the_last_event_it_saw(server):
         assert [data["game"]["id"] for data in again.of("game")] == [2, 3, 4]
 
 
-def test_a_resume_point_no_longer_kept_gets_a_reset(server, database_url):
+def test_a_resume_point_no_longer_kept_gets_a_reset(own_server, database_url):
+    server = own_server
     key = _ladder(server)
     httpx.post(server + "/v1/ladders/live/games", json=_game("ann", "bob"), headers=key)
     kept = Listener(server + "/v1/ladders/live/events?after=0")
@@ -189,31 +210,31 @@ def test_a_resume_point_no_longer_kept_gets_a_reset(server, database_url):
         assert seen[0][0] > first_id  # it goes on from now
 
 
-def test_private_ladders_need_a_key_and_bad_resume_points_are_422(server):
-    key = _ladder(server)
+def test_private_ladders_need_a_key_and_bad_resume_points_are_422(server, slug):
+    key = _ladder(server, slug)
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
-    assert httpx.patch(server + "/v1/ladders/live", json={"private": True}, headers=admin).is_success
-    anonymous = httpx.get(server + "/v1/ladders/live/events")
+    assert httpx.patch(server + f"/v1/ladders/{slug}", json={"private": True}, headers=admin).is_success
+    anonymous = httpx.get(server + f"/v1/ladders/{slug}/events")
     assert anonymous.status_code == 401
     assert anonymous.headers["content-type"] == "application/problem+json"
-    listener = Listener(server + "/v1/ladders/live/events", key)
+    listener = Listener(server + f"/v1/ladders/{slug}/events", key)
     try:
         assert listener.wait(lambda seen: seen)[0][1] == "hello"
     finally:
         listener.close()
     for headers, params in [({"Last-Event-ID": "abc"}, {}), ({}, {"after": "-1"}), ({}, {"after": "x"})]:
-        answer = httpx.get(server + "/v1/ladders/live/events", params=params, headers=key | headers)
+        answer = httpx.get(server + f"/v1/ladders/{slug}/events", params=params, headers=key | headers)
         assert answer.status_code == 422, answer.text
         assert answer.headers["content-type"] == "application/problem+json"
     assert httpx.get(server + "/v1/ladders/nowhere/events").status_code == 404
 
 
-def test_erasing_a_player_takes_their_key_out_of_the_kept_events(server):
-    key = _ladder(server)
-    httpx.post(server + "/v1/ladders/live/players", json={"key": "ann.smith"}, headers=key)
-    httpx.post(server + "/v1/ladders/live/games", json=_game("ann.smith", "bob"), headers=key)
-    assert httpx.delete(server + "/v1/ladders/live/players/ann.smith", headers=key).is_success
-    listener = Listener(server + "/v1/ladders/live/events?after=0")
+def test_erasing_a_player_takes_their_key_out_of_the_kept_events(server, slug):
+    key = _ladder(server, slug)
+    httpx.post(server + f"/v1/ladders/{slug}/players", json={"key": "ann.smith"}, headers=key)
+    httpx.post(server + f"/v1/ladders/{slug}/games", json=_game("ann.smith", "bob"), headers=key)
+    assert httpx.delete(server + f"/v1/ladders/{slug}/players/ann.smith", headers=key).is_success
+    listener = Listener(server + f"/v1/ladders/{slug}/events?after=0")
     try:
         seen = listener.wait(lambda seen: len(seen) == 4)
     finally:
@@ -223,6 +244,7 @@ def test_erasing_a_player_takes_their_key_out_of_the_kept_events(server):
     assert seen[-1][2]["action"] == "erased"
 
 
+@pytest.mark.serial  # the server stops within 5 s
 def test_streams_are_bounded_and_do_not_hold_the_server_when_it_stops(tmp_path):
     with live_server(f"sqlite:///{tmp_path / 'melo.db'}", env={"MELO_MAX_STREAMS": "2"}) as base:
         _ladder(base)

@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 import anyio
 import anyio.to_thread
 import httpx
+import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
@@ -29,6 +30,7 @@ def test_health_and_readiness(client):
     assert client.get("/readyz").json() == {"status": "ready"}
 
 
+@pytest.mark.serial  # a 503 within 10 s
 def test_a_stopped_database_is_not_ready_but_the_process_is_alive():
     server = PostgresServer()
     server.start()
@@ -112,6 +114,7 @@ def test_request_deadlines_expire_in_order_with_one_timer():
     asyncio.run(run())
 
 
+@pytest.mark.serial  # 503s within 4 s, /healthz within 1 s
 def test_a_frozen_database_gives_prompt_503s_and_the_server_recovers_by_itself():
     server = PostgresServer()
     server.start()

@@ -8,8 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import numpy as np
+import pytest
 
 from tests.conftest import ADMIN_KEY, live_server
+
+pytestmark = pytest.mark.serial  # /healthz and predictions within 0.4 s under the heaviest requests
 
 PLAYERS = 300
 #: The heaviest allowed request of each kind (the largest body or page the API accepts) on a public ladder.

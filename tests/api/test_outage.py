@@ -17,6 +17,8 @@ from tests.pgbouncer import PgBouncer
 from tests.pgbouncer import installed as pgbouncer_installed
 from tests.postgres import PostgresServer
 
+pytestmark = pytest.mark.serial  # failures within the deadline + 2 s, /healthz within 1 s, during an outage
+
 #: The request deadline the server is given (MELO_REQUEST_TIMEOUT), and how long each outage lasts.
 DEADLINE, OUTAGE = 2.0, 3.0
 

@@ -93,6 +93,7 @@ def test_every_swap_of_a_step_is_scored_as_if_the_split_were_scored_whole():
         assert scores[s] == pytest.approx(float(quality(match(C, teams(swapped))[1])), abs=1e-12)
 
 
+@pytest.mark.serial  # the search within 0.5 s
 @pytest.mark.parametrize("budget", [Budget(evaluations=5_000), Budget(seconds=0.05)])
 def test_the_largest_search_stops_within_its_budget_with_the_best_split_found(budget):
     C = np.random.default_rng(5).normal(0, 1, (64, 4))

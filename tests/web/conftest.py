@@ -85,8 +85,11 @@ def make_ladder(base: str, slug: str, games: bool = True, **config) -> Ladder:
     return ladder
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """Chromium for one test module. Playwright's sync API keeps an asyncio loop running in the main thread while it
+    is open, so a browser kept for the session made ``asyncio.run`` fail in every later test of the process: under
+    pytest-xdist, any test file a worker runs after a browser test's."""
     from playwright.sync_api import sync_playwright
 
     if not Path(CHROMIUM).exists():

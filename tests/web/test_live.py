@@ -10,6 +10,8 @@ from playwright.sync_api import expect
 
 from tests.web.conftest import make_ladder
 
+pytestmark = pytest.mark.serial  # another client's change on the page within 2 s
+
 WITHIN_MS = 2000
 
 
