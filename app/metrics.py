@@ -1,4 +1,5 @@
-"""Prometheus metrics: requests and latency per route, games applied, group-commit sizes, refits by outcome.
+"""Prometheus metrics: requests and latency per route, games applied, group-commit sizes, refits by outcome, and
+where the reads that tolerate a lag were answered.
 
 With several worker processes, ``melo serve`` points ``PROMETHEUS_MULTIPROC_DIR``
 at a fresh directory so that every worker's numbers are summed in each scrape
@@ -23,6 +24,12 @@ GROUPS = Histogram(
     "melo_commit_group_posts", "Posts applied together in one group commit.", buckets=(1, 2, 4, 8, 16, 32, 64, 128)
 )
 REFITS = Counter("melo_refits_total", "Refit jobs finished, by outcome.", ["outcome"])
+LAG_TOLERANT = Counter(
+    "melo_lag_tolerant_reads_total",
+    "Reads that tolerate a short lag (leaderboards, profiles, reports), by the database that answered them: a "
+    "replica of MELO_READ_DATABASE_URL, or the primary.",
+    ["served_by"],
+)
 
 
 def exposition() -> tuple[bytes, str]:

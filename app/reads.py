@@ -36,6 +36,7 @@ from app.access import Caller, check, check_seats, ladder_for_read
 from app.db import Database
 from app.errors import InvalidInput, NotFound, Problem, Unauthorized, Unavailable
 from app.jobs import Progress
+from app.metrics import LAG_TOLERANT
 from app.schemas import ReportPending
 from app.security import hash_key
 from app.storage.ladders import LadderRow
@@ -125,7 +126,9 @@ async def lag_tolerant(
             try:
                 found = await _reached(replica.db, slug, caller, wanted, wait)
                 if found is not None and not found.private:
-                    return await work(replica.db, found)
+                    answer = await work(replica.db, found)
+                    LAG_TOLERANT.labels("replica").inc()
+                    return answer
             except Unavailable:  # this worker is busy: the primary would wait as long
                 raise
             except Problem:
@@ -133,7 +136,9 @@ async def lag_tolerant(
             except REPLICA_ERRORS as exc:
                 log.warning("a read failed on a replica, the primary answers: %r", exc)
                 replica.failed()
-    return await work(db, await ladder(db, slug, caller))
+    answer = await work(db, await ladder(db, slug, caller))
+    LAG_TOLERANT.labels("primary").inc()
+    return answer
 
 
 #: How long the primary's word that a ladder is public stands (seconds): a ladder made private leaves the

@@ -91,6 +91,8 @@ def test_reads_go_to_the_replica_and_never_answer_older_than_the_version_named(s
                     assert quick.get(f"/v1/ladders/club/{report}").status_code == 200, report
         finally:
             primary.freeze(False)
+        served = http.get("/metrics").text
+        assert float(served.split('melo_lag_tolerant_reads_total{served_by="replica"} ')[1].split()[0]) >= 82
 
         # Behind: its replay paused, a new game is the primary's alone.
         with psycopg.connect(replica.url(), autocommit=True) as conn:
