@@ -12,6 +12,7 @@ PostgreSQL: one engine; writers lock the participants' rows in id order.  Throug
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 import time
@@ -317,6 +318,23 @@ class Replica:
         await self.db.close()
 
 
+async def _rows(connection: psycopg.AsyncConnection, sql: str, parameters: tuple) -> list[tuple]:
+    cursor = await connection.execute(sql, parameters)
+    return await cursor.fetchall()
+
+
+async def _abandon(query: asyncio.Future) -> None:
+    """Stop a statement at once.  Interrupted, psycopg asks the server to cancel it and waits up to 10 s for that
+    (a server that stopped answering never does); interrupted again, it closes the connection there and then."""
+    for _ in range(3):
+        if query.done():
+            break
+        query.cancel()
+        await asyncio.sleep(0.01)
+    with contextlib.suppress(BaseException):
+        await query
+
+
 def _lsn(text: str) -> int:
     """A PostgreSQL log position (``16/B374D848``) as a number."""
     high, low = text.split("/")
@@ -342,17 +360,25 @@ class AsyncReads:
         self.available: asyncio.Condition | None = None
 
     async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
-        connection = await self._take()
+        # Through a pooler no startup option sets a statement timeout, and a replica may stop answering: the time
+        # limit is kept here instead, for the wait for a connection too (and the connection dropped), with the
+        # pooler's query_timeout for the server's side.
+        deadline = asyncio.get_running_loop().time() + self.timeout if self.bounded else None
         try:
-            # Through a pooler no startup option sets a statement timeout: the time limit is kept here instead
-            # (and the connection dropped), with the pooler's query_timeout for the server's side.
-            async with asyncio.timeout(self.timeout if self.bounded else None):
-                cursor = await connection.execute(sql, parameters)
-                rows = await cursor.fetchall()
+            async with asyncio.timeout_at(deadline):
+                connection = await self._take()
         except TimeoutError as exc:
+            raise psycopg.errors.QueryCanceled(f"no connection within {self.timeout:g} s") from exc
+        query = asyncio.ensure_future(_rows(connection, sql, parameters))
+        try:
+            async with asyncio.timeout_at(deadline):
+                rows = await asyncio.shield(query)
+        except TimeoutError as exc:
+            await _abandon(query)
             await self._drop(connection)
             raise psycopg.errors.QueryCanceled(f"no answer within {self.timeout:g} s") from exc
         except BaseException:
+            await _abandon(query)
             await self._drop(connection)
             raise
         await self._give_back(connection)

@@ -156,13 +156,14 @@ async def _public(db: Database, slug: str) -> bool:
     said = storage.cache.of(db.read_engine, "public")
     held, now = said.get(found.id), time.monotonic()
     if held is None or now - held[1] >= PUBLIC_FOR:
+        if len(said) >= 10_000:
+            said.clear()
         try:
             async with asyncio.timeout(PUBLIC_FOR / 2):
                 state = await storage.ladders.version_and_privacy(db.fetch, found.id)
-        except (*REPLICA_ERRORS, TimeoutError):
-            return held is not None and held[0]
-        if len(said) >= 10_000:
-            said.clear()
+        except (*REPLICA_ERRORS, TimeoutError):  # its last word stands, until it is asked again
+            held = said[found.id] = (held is not None and held[0], now)
+            return held[0]
         held = said[found.id] = (state is not None and not state[1], now)
     return held[0]
 
@@ -177,7 +178,11 @@ async def _reached(db: Database, slug: str, caller: Caller, wanted: int, wait: f
             return None
         await asyncio.sleep(pause)
         pause *= 2
-        found = await ladder(db, slug, caller)
+        try:  # a replica whose connections are all taken is not waited for past the deadline either
+            async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                found = await ladder(db, slug, caller)
+        except TimeoutError:
+            return None
     return found
 
 

@@ -4,6 +4,7 @@ is stopped (docs/scaling.md)."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 
 import httpx
@@ -43,6 +44,14 @@ def caught_up(replica: PostgresServer, version: int) -> None:
         while conn.execute("SELECT version FROM ladders WHERE slug = 'club'").fetchone()[0] < version:
             assert time.monotonic() < deadline, "the replica does not replay"
             time.sleep(0.05)
+
+
+def timed_read(base: str, version: int) -> tuple[int, float]:
+    """(status, seconds) of a leaderboard read naming ``version``."""
+    start = time.monotonic()
+    r = httpx.get(base + "/v1/ladders/club/leaderboard", params={"min_version": version}, timeout=60)
+    assert r.status_code != 200 or r.json()["ladder_version"] >= version
+    return r.status_code, time.monotonic() - start
 
 
 def game(a: str, b: str) -> dict:
@@ -131,6 +140,21 @@ def test_reads_go_to_the_replica_and_never_answer_older_than_the_version_named(s
         newest += 2  # each change of the ladder's settings made a version
         with psycopg.connect(replica.url(), autocommit=True) as conn:
             conn.execute("SELECT pg_wal_replay_resume()")
+
+        # Hung (SIGSTOP) while it is read: the reads in flight give up on it within its 5 s bound and the primary
+        # answers them; the checks stop sending reads there.
+        caught_up(replica, newest)
+        time.sleep(1.5)  # the strict server reads it again
+        replica.freeze()
+        try:
+            with concurrent.futures.ThreadPoolExecutor(8) as pool:
+                timed = list(pool.map(lambda _: timed_read(base, newest), range(16)))
+            assert all(status == 200 for status, _ in timed), timed
+            assert max(seconds for _, seconds in timed) < 8, timed
+            later = [timed_read(base, newest) for _ in range(5)]
+            assert all(status == 200 and seconds < 1 for status, seconds in later), later
+        finally:
+            replica.freeze(False)
 
         # Stopped: every read is answered, by the primary, none older than the last seen.
         replica.crash()
