@@ -203,8 +203,9 @@ class Database:
                 time.sleep(0.005 * 2**attempt)
         raise AssertionError("unreachable")
 
-    async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
-        """The rows of one read statement (``?`` placeholders) for a request handler, without a thread.
+    async def fetch(self, sql: str, parameters: tuple, within: float | None = None) -> list[tuple]:
+        """The rows of one read statement (``?`` placeholders) for a request handler, without a thread; on
+        PostgreSQL, given up after ``within`` seconds if given.
 
         On SQLite it runs right here on the event loop, through one driver
         connection kept for it (autocommit mode): a point read is microseconds
@@ -215,7 +216,7 @@ class Database:
         event loop or the thread pool.
         """
         if self.async_reads is not None:
-            return await self.async_reads.fetch(sql.replace("?", "%s"), parameters)
+            return await self.async_reads.fetch(sql.replace("?", "%s"), parameters, within)
         connection = self._loop_connection
         if connection is None:
             connection = self._loop_connection = self.read_engine.raw_connection()
@@ -297,16 +298,14 @@ class Replica:
         now = time.monotonic()
         primary = self.db.primary or self.db
         try:
-            async with asyncio.timeout(self.CHECK_EVERY):
-                self._written.append((now, _lsn((await primary.fetch(self.WRITTEN, ()))[0][0])))
-        except (DBAPIError, psycopg.Error, TimeoutError) as exc:
+            self._written.append((now, _lsn((await primary.fetch(self.WRITTEN, (), self.CHECK_EVERY))[0][0])))
+        except (DBAPIError, psycopg.Error) as exc:
             log.warning("the primary's log position is unknown: %r", exc)
         while len(self._written) > 1 and self._written[1][0] <= now - self.max_lag:
             self._written.popleft()
         try:
-            async with asyncio.timeout(self.CHECK_EVERY):
-                replayed = _lsn((await self.db.fetch(self.REPLAYED, ()))[0][0])
-        except (DBAPIError, psycopg.Error, TimeoutError) as exc:
+            replayed = _lsn((await self.db.fetch(self.REPLAYED, (), self.CHECK_EVERY))[0][0])
+        except (DBAPIError, psycopg.Error) as exc:
             log.warning("replica unavailable: %r", exc)
             return False
         # The newest position taken at least max_lag ago (the oldest kept, while none is that old yet).
@@ -359,16 +358,27 @@ class AsyncReads:
         self.opened = 0
         self.available: asyncio.Condition | None = None
 
-    async def fetch(self, sql: str, parameters: tuple) -> list[tuple]:
+    async def fetch(self, sql: str, parameters: tuple, within: float | None = None) -> list[tuple]:
+        """The rows of one statement; ``within`` seconds at most, if given (a check that must not wait long)."""
+        seconds = within if within is not None else self.timeout if self.bounded else None
+        if seconds is None:  # the server's statement_timeout bounds it
+            connection = await self._take()
+            try:
+                rows = await _rows(connection, sql, parameters)
+            except BaseException:
+                await self._drop(connection)
+                raise
+            await self._give_back(connection)
+            return rows
         # Through a pooler no startup option sets a statement timeout, and a replica may stop answering: the time
         # limit is kept here instead, for the wait for a connection too (and the connection dropped), with the
         # pooler's query_timeout for the server's side.
-        deadline = asyncio.get_running_loop().time() + self.timeout if self.bounded else None
+        deadline = asyncio.get_running_loop().time() + seconds
         try:
             async with asyncio.timeout_at(deadline):
                 connection = await self._take()
         except TimeoutError as exc:
-            raise psycopg.errors.QueryCanceled(f"no connection within {self.timeout:g} s") from exc
+            raise psycopg.errors.QueryCanceled(f"no connection within {seconds:g} s") from exc
         query = asyncio.ensure_future(_rows(connection, sql, parameters))
         try:
             async with asyncio.timeout_at(deadline):
@@ -376,7 +386,7 @@ class AsyncReads:
         except TimeoutError as exc:
             await _abandon(query)
             await self._drop(connection)
-            raise psycopg.errors.QueryCanceled(f"no answer within {self.timeout:g} s") from exc
+            raise psycopg.errors.QueryCanceled(f"no answer within {seconds:g} s") from exc
         except BaseException:
             await _abandon(query)
             await self._drop(connection)

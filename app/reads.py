@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import NamedTuple, TypeVar
 
 import anyio.to_thread
@@ -159,9 +160,8 @@ async def _public(db: Database, slug: str) -> bool:
         if len(said) >= 10_000:
             said.clear()
         try:
-            async with asyncio.timeout(PUBLIC_FOR / 2):
-                state = await storage.ladders.version_and_privacy(db.fetch, found.id)
-        except (*REPLICA_ERRORS, TimeoutError):  # its last word stands, until it is asked again
+            state = await storage.ladders.version_and_privacy(partial(db.fetch, within=PUBLIC_FOR / 2), found.id)
+        except REPLICA_ERRORS:  # its last word stands, until it is asked again
             held = said[found.id] = (held is not None and held[0], now)
             return held[0]
         held = said[found.id] = (state is not None and not state[1], now)
