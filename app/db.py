@@ -288,7 +288,11 @@ class Replica:
 
     async def _watch(self) -> None:
         while True:
-            ok = await self._keeps_up()
+            try:
+                ok = await self._keeps_up()
+            except Exception:  # whatever it was, the replica is not read until a check succeeds
+                log.exception("checking a replica failed")
+                ok = False
             if ok != self.ok:
                 log.warning("replica %s", "read again: it keeps up" if ok else "not read: it does not keep up")
             self.ok = ok
@@ -300,13 +304,15 @@ class Replica:
         try:
             self._written.append((now, _lsn((await primary.fetch(self.WRITTEN, (), self.CHECK_EVERY))[0][0])))
         except (DBAPIError, psycopg.Error) as exc:
-            log.warning("the primary's log position is unknown: %r", exc)
+            if self._written and self._written[-1][0] >= now - 2 * self.CHECK_EVERY:  # said once, not every second
+                log.warning("the primary's log position is unknown: %r", exc)
         while len(self._written) > 1 and self._written[1][0] <= now - self.max_lag:
             self._written.popleft()
         try:
             replayed = _lsn((await self.db.fetch(self.REPLAYED, (), self.CHECK_EVERY))[0][0])
         except (DBAPIError, psycopg.Error) as exc:
-            log.warning("replica unavailable: %r", exc)
+            if self.ok:  # said once, when it stops being read
+                log.warning("replica unavailable: %r", exc)
             return False
         # The newest position taken at least max_lag ago (the oldest kept, while none is that old yet).
         return not self._written or replayed >= self._written[0][1]
