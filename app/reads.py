@@ -108,14 +108,16 @@ async def lag_tolerant(
     slug: str,
     caller: Caller,
     min_version: int | None,
-    work: Callable[[Database, LadderRow], Awaitable[Response]],
+    work: Callable[[Database, LadderRow | None], Awaitable[Response]],
+    ladder_needed: bool = True,
 ) -> Response:
     """``work(database, ladder)`` for a whole-ladder read that tolerates a short lag: for a public ladder, on a
     streaming replica (``MELO_READ_DATABASE_URL``, each in turn) that keeps up (:class:`app.db.Replica`) and has
     reached the ladder version the client names (``min_version``, or an ETag of ``If-None-Match``), waiting up to
     ``MELO_READ_WAIT`` for it; on the primary otherwise, and if the replica fails or answers a problem (a player
     made since it replayed, say).  So an answer is never older than the version its client names, and a private
-    ladder, its keys and their revocation are read on the primary alone."""
+    ladder, its keys and their revocation are read on the primary alone.  Without ``ladder_needed``, a read on the
+    primary is given no ladder (``work`` checks the access itself): no statement is spent on it."""
     replicas = request.app.state.replicas
     if replicas and await _public(db, slug):
         wanted = max(min_version or 0, _named_version(request))
@@ -137,7 +139,7 @@ async def lag_tolerant(
             except REPLICA_ERRORS as exc:
                 log.warning("a read failed on a replica, the primary answers: %r", exc)
                 replica.failed()
-    answer = await work(db, await ladder(db, slug, caller))
+    answer = await work(db, await ladder(db, slug, caller) if ladder_needed else None)
     LAG_TOLERANT.labels("primary").inc()
     return answer
 
@@ -364,7 +366,8 @@ async def report(
     computed on one (:func:`lag_tolerant`).
     """
 
-    async def answer(db: Database, found: LadderRow) -> Response:
+    async def answer(db: Database, found: LadderRow | None) -> Response:
+        assert found is not None  # a ladder is needed
         return await _report(db, request, found, name, compute, background)
 
     return await lag_tolerant(request, db, slug, caller, None, answer)

@@ -124,16 +124,12 @@ def live_server(database_url: str, workers: int = 1, env: dict[str, str] | None 
     proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env)
     base = f"http://127.0.0.1:{port}"
     LIVE[base] = proc
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                break
-        except httpx.TransportError:
-            time.sleep(0.1)
-    else:
+    try:
+        wait_up(base)
+    except AssertionError:
         proc.kill()
-        pytest.fail("server did not start")
+        LIVE.pop(base)
+        raise
     try:
         yield base
     finally:

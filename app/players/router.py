@@ -115,8 +115,8 @@ async def get_player(
     """A player's vector, strength, record and provisional flag, at the ladder version it names; with `as_of`,
     as they stood then (a 404 if they had not played, nor been created, by then)."""
 
-    async def answer(db: Database, _: LadderRow) -> Response:
-        def read() -> dict:
+    async def answer(db: Database, _: LadderRow | None) -> Response:
+        def read() -> dict:  # the access checked in the read's own transaction
             with db.snapshot() if as_of is not None else db.reading() as session:
                 return service.get_player(session, readable(session, slug, caller), key, _utc(as_of))
 
@@ -124,7 +124,7 @@ async def get_player(
         etag, unchanged = reads.not_modified(request, out["ladder_version"])
         return unchanged or JSONResponse(out, headers={"ETag": etag})
 
-    return await reads.lag_tolerant(request, db, slug, caller, min_version, answer)
+    return await reads.lag_tolerant(request, db, slug, caller, min_version, answer, ladder_needed=False)
 
 
 @router.get("/players/{key}/history", response_model=Page[HistoryItem], responses=problems(404, 422))
@@ -235,7 +235,8 @@ async def leaderboard(
     if as_of is not None and form:
         raise InvalidInput("form: not with as_of (the form is the latest results)", field="form")
 
-    async def answer(db: Database, ladder: LadderRow) -> Response:
+    async def answer(db: Database, ladder: LadderRow | None) -> Response:
+        assert ladder is not None  # a ladder is needed
         if as_of is not None:
             body = await reads.past(request, _past_page, db, ladder, _utc(as_of), by, limit, cursor, inactive)
             return Response(body, media_type="application/json")
