@@ -332,6 +332,9 @@ class Season(Base):
     players: Mapped[int]
     #: When a game of the season was voided or merged away after it closed (the archive stays as it was).
     changed_at: Mapped[datetime | None]
+    #: How far the ratings were pulled back toward each player's initial vector when it closed (0: not at all, 1:
+    #: afresh; mathematics §8, "Seasons").  A replay through the boundary pulls them again.
+    pull: Mapped[float] = mapped_column(default=0.0, server_default="0")
 
 
 class SeasonStanding(Base):

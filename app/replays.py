@@ -29,6 +29,7 @@ from app import rating, storage
 from app.models import Checkpoint
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog, Tail
+from app.storage.sql import driver_fetchall
 
 
 def replay_from(
@@ -47,8 +48,40 @@ def replay_from(
 
 def replay_log(session: Session, ladder: LadderRow) -> int:
     """Replay every game after the latest checkpoint (one just applied), rewrite their history and every
-    player's vector; the number of games replayed."""
-    return _replay(session, ladder, storage.log.read(session, ladder))
+    player's vector; the number of games replayed.  A season that closed with a pull after that checkpoint
+    (:func:`pull_back`) pulls the ratings again where it closed, and checkpoints them there."""
+    replayed = 0
+    latest = storage.refits.latest_checkpoint(session, ladder.id)
+    pulls: dict[int, list[float]] = {}  # by boundary: two seasons may close after the same game
+    for boundary, pull in storage.seasons.pulls(session, ladder.id, latest.after_game_id if latest else -1):
+        pulls.setdefault(boundary, []).append(pull)
+    for boundary, parts in pulls.items():
+        part = storage.log.read(session, ladder, upto=boundary)
+        _write(session, ladder, part, _history(ladder, part))
+        for pull in parts:
+            pull_back(session, ladder, boundary, pull)
+        replayed += part.log.n_games
+    return replayed + _replay(session, ladder, storage.log.read(session, ladder))
+
+
+def pull_back(session: Session, ladder: LadderRow, boundary: int, pull: float) -> None:
+    """Pull every player's stored vector the part ``pull`` back to their initial one, and keep the part 1 - pull
+    of their experience (:mod:`app.rating.seasons`), after game ``boundary`` (the log's end: the ratings stored
+    are those after it), and checkpoint the vectors there: a replay from the checkpoint starts from them, and a
+    void before it, which sets it aside, pulls them again (:func:`replay_log`)."""
+    sql = "SELECT id, initial, vector, experience FROM players WHERE ladder_id = ? ORDER BY id"
+    rows = driver_fetchall(session.connection(), sql, (ladder.id,))
+    dim = 2 * ladder.k
+    ids = np.array([row[0] for row in rows], dtype=np.int64)
+    C0 = storage.codec.unpack_rows((row[1] for row in rows), dim)
+    C = rating.pull_back(storage.codec.unpack_rows((row[2] for row in rows), dim), C0, pull)
+    experience = rating.pull_experience(np.array([row[3] for row in rows], dtype=np.float64), pull)
+    seats = storage.ladders.seat_state(session, ladder)
+    held = None if seats is None else storage.ladders.seats_to_json(seats)
+    packed = storage.codec.pack_ids(ids), storage.codec.pack(C)
+    storage.refits.insert_checkpoint(session, ladder.id, boundary, *packed, refit_id=None, seat_state=held)
+    storage.players.save_vectors(session, ladder.id, ids, C, experience)
+    storage.ladders.recount_field(session, ladder)
 
 
 @dataclass
@@ -92,6 +125,8 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> 
         prepared.games
     ):
         return None
+    if storage.seasons.pulls(session, ladder.id, prepared.checkpoint.after_game_id):
+        return None  # a season closed since with a pull: the log is replayed through it
     since = storage.log.read_since(
         session,
         ladder,

@@ -10,6 +10,7 @@ exact.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import threading
@@ -146,6 +147,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         params = RefitIn.model_validate(job.params)
         state = storage.log.read(session, ladder, from_start=True)  # every game up to state.last_game_id
         recent = storage.log.read(session, ladder) if params.auto else None  # from the latest checkpoint
+        pulls = storage.seasons.pulls(session, ladder.id)
     if not _advance(db, refit_id, "queued", status="running", after_game_id=state.last_game_id):
         return  # cancelled while it was queued
     last_write = [0.0]
@@ -159,8 +161,13 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
             _advance(db, refit_id, "running", progress=0.95 * done / total)
 
     m = len(state.keys)
+    fitted, played = _kept(state, pulls, m)
     if state.log.n_games == 0 or m < 2:  # its games were voided while it was queued
         error = "nothing to fit: the ladder has no games that count (voided since this refit was started)"
+        _advance(db, refit_id, "running", status="failed", progress=1.0, error=error, finished_at=datetime.now(UTC))
+        return
+    if not played.any():
+        error = "nothing to fit: every game is from before a season that started everyone afresh (pull 1)"
         _advance(db, refit_id, "running", status="failed", progress=1.0, error=error, finished_at=datetime.now(UTC))
         return
     # The progress bar in parts: the rate's replays (if asked for), the guard's fit (an auto refit), the fit.
@@ -185,7 +192,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         select_k = [verdict["k"]]
 
     result = fit_log(
-        state.log,
+        fitted,
         m,
         ladder.k,
         l2=params.l2,
@@ -217,6 +224,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "l2_selection": result.l2_selection,
         "games": state.log.n_games,
         "players": m,
+        "season_pulls": len(pulls),
         "seconds": result.seconds,
         "identifiability": identifiability_summary(found, state.keys),
     } | ({"guard": verdict} if verdict else {})
@@ -228,8 +236,8 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
             n = len(result.seats.advantage)
             seats.advantage[:n], seats.information[:n] = result.seats.advantage, result.seats.information
         summary["seats"] = storage.ladders.seats_to_json(seats)
-    # Players without a game have nothing fitted (only the prior): they keep their initial vectors.
-    played = np.bincount(state.log.member_player, minlength=m) > 0
+    # Players without a game (or only games a season's pull forgot) have nothing fitted, only the prior: they
+    # keep their initial vectors.
     finished = {
         "status": "done",
         "progress": 1.0,
@@ -249,6 +257,17 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
             logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
     _advance(db, refit_id, "running", **finished)
+
+
+def _kept(state: LadderLog, pulls: list[tuple[int, float]], m: int) -> tuple[rating.GameLog, np.ndarray]:
+    """The log with each game weighted by what the seasons' pulls kept of it (mathematics §8, "Seasons": a refit
+    forgets the old seasons as the online ratings did), and which players have a game it keeps."""
+    log = state.log
+    weight = rating.kept_weights(state.game_ids, [b for b, _ in pulls], [p for _, p in pulls])
+    if pulls:
+        log = dataclasses.replace(log, pair_weight=log.pair_weight * np.repeat(weight, np.diff(log.pair_ptr)))
+    kept = np.bincount(log.member_player, weights=np.repeat(weight, np.diff(log.member_ptr)), minlength=m)
+    return log, kept > 0
 
 
 def placement_of(found: Identifiability, player_ids: np.ndarray) -> storage.refits.Placement:
@@ -464,6 +483,13 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     if storage.refits.games_up_to(session, ladder.id, job.after_game_id) != job.result["games"]:
         raise Conflict(
             "The log changed below the refit's last game (a late commit or a void); run the refit again.",
+            field="refit_id",
+        )
+    pulled = storage.seasons.pulls(session, ladder.id)
+    if len([b for b, _ in pulled if b <= job.after_game_id]) != job.result.get("season_pulls", 0):
+        raise Conflict(
+            "A season closed with a pull since the refit read the log (it weighs the games by the pulls); run it "
+            "again.",
             field="refit_id",
         )
     fitted = storage.codec.unpack_ids(job.player_ids)

@@ -63,9 +63,12 @@ class ExportedCheckpoint(StrictModel):
     after_seq: int = Field(ge=0, le=MAX_ID, description="The seq of the game it follows (0: before the first).")
     vectors: dict[PlayerKey, Vector]
     seats: ExportedSeats | None = Field(None, description="The learned seats the refit set, for a ladder with seats.")
-
-
-Count = Annotated[int, Field(ge=0, lt=2**31)]
+    pulls: list[Annotated[float, Field(gt=0.0, le=1.0)]] = Field(
+        [],
+        max_length=1000,
+        description="The pulls of the seasons that closed here, in order: the vectors are the pulled ones, and the "
+        "players' experience keeps the part 1 - pull of each.",
+    )
 
 
 Count = Annotated[int, Field(ge=0, lt=2**31)]
@@ -92,6 +95,7 @@ class ExportedSeason(StrictModel):
     first_seq: int | None = Field(None, ge=1, le=MAX_ID, description="The seq of its first game (null: none).")
     games: Count
     changed_at: Moment | None = None
+    pull: float = Field(0.0, ge=0.0, le=1.0, description="How far the ratings were pulled back when it closed.")
     standings: list[ExportedStanding] = Field(max_length=10_000_000, description="As archived, by rank.")
 
 

@@ -70,6 +70,9 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
         yield b"".join(lines)
         after = page[-1][0]
     checkpoints = storage.refits.replayed_checkpoints(session, ladder.id)
+    pulls: dict[int, list[float]] = {}  # the seasons' pulls, by the game they follow
+    for boundary, pull in storage.seasons.pulls(session, ladder.id):
+        pulls.setdefault(boundary, []).append(pull)
     dim = 2 * ladder.k
     after, seq = 0, 0
     while True:
@@ -77,7 +80,7 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
         lines = []
         for game_id, game_seq, external_id, played_at, payload, voided_at, voided_by, reason in page:
             while checkpoints and checkpoints[0].after_game_id < game_id:
-                lines.append(_checkpoint_line(session, checkpoints.pop(0), seq, dim))
+                lines.append(_checkpoint_line(session, checkpoints.pop(0), seq, dim, pulls))
             game = {"seq": game_seq, "played_at": iso(played_at), "sides": _sides(payload)}
             if external_id is not None:
                 game["external_id"] = external_id
@@ -86,7 +89,7 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
             lines.append(_line({"game": game}))
             seq = game_seq
         if not page:
-            lines += [_checkpoint_line(session, checkpoint, seq, dim) for checkpoint in checkpoints]
+            lines += [_checkpoint_line(session, checkpoint, seq, dim, pulls) for checkpoint in checkpoints]
         yield b"".join(lines)
         if not page:
             for season in storage.seasons.page_of_seasons(session, ladder.id, None, None)[::-1]:
@@ -119,12 +122,13 @@ def _season_line(session: Session, season) -> bytes:
         "first_seq": season.first_seq,
         "games": season.games,
         "changed_at": iso(season.changed_at) if season.changed_at else None,
+        "pull": season.pull,
         "standings": [dict(zip(storage.seasons.STANDING, row, strict=True)) for row in standings],
     }
     return _line({"season": line})
 
 
-def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int) -> bytes:
+def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int, pulls: dict[int, list[float]]) -> bytes:
     ids = storage.codec.unpack_ids(checkpoint.player_ids)
     vectors = storage.codec.unpack_matrix(checkpoint.vectors, dim)
     keys = storage.players.keys_of(session, ids.tolist())
@@ -136,6 +140,8 @@ def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int) -> bytes:
     line = {"after_seq": seq, "vectors": held}
     if checkpoint.seat_state is not None:
         line["seats"] = checkpoint.seat_state
+    if checkpoint.after_game_id in pulls:  # seasons that pulled the ratings back here (the vectors are pulled)
+        line["pulls"] = pulls[checkpoint.after_game_id]
     return _line({"checkpoint": line})
 
 
@@ -309,7 +315,12 @@ class Restore:
         row = {key: r for r, key in enumerate(keys)}
         held = [row[key] for key in checkpoint.vectors]
         C[held] = np.array(list(checkpoint.vectors.values()), dtype=np.float64).reshape(-1, dim)
-        storage.players.save_vectors(self.session, self.ladder.id, ids, C)
+        experience = None
+        if checkpoint.pulls:  # as each season's pull left it (mathematics §8, "Seasons")
+            experience = storage.players.experience_of(self.session, self.ladder.id)
+            for pull in checkpoint.pulls:
+                experience = rating.pull_experience(experience, pull)
+        storage.players.save_vectors(self.session, self.ladder.id, ids, C, experience)
         storage.ladders.forget_field(self.session, self.ladder.id)
         order = np.argsort(ids[held], kind="stable")
         player_ids = storage.codec.pack_ids(ids[held][order])

@@ -34,6 +34,7 @@ from app.rating.model import (
     win_probability,
 )
 from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
+from app.rating.seasons import kept_weights, pull_back, pull_experience
 from app.rating.seats import Seats
 from app.rating.update import GameResult, LearningRate, apply_game, predict_match, unnormalised_update
 
@@ -66,6 +67,7 @@ __all__ = [
     "hodge_strength",
     "hodge_strength_against",
     "initial_vectors",
+    "kept_weights",
     "logits_to_elo",
     "omega",
     "outcome_probabilities",
@@ -74,6 +76,8 @@ __all__ = [
     "pair_probability",
     "predict_match",
     "probability_matrix",
+    "pull_back",
+    "pull_experience",
     "rank_share",
     "ranks_from_scores",
     "record",

@@ -21,8 +21,11 @@ def close_season(slug: str, data: SeasonCreate, db: DatabaseDep, caller: CallerD
     """Close the current season (an admin key of the ladder): the standings as they stand now are archived under
     its name, each player who played in it with their record in it, in the conservative order of the leaderboard
     (established players first). The season runs from the previous one's end (or the first game) to the newest
-    game; the next one starts after it. Ratings carry on as they are. A name the ladder has used is a 409; a season
-    without games is allowed, and empty. The boundary is part of the log: an export keeps it, with the standings."""
+    game; the next one starts after it. Ratings carry on as they are, unless `pull` asks to pull them back toward
+    where each player started (1: everyone afresh); the standings archived are those before the pull. A name the
+    ladder has used is a 409; a season without games is allowed, and empty. The boundary is part of the log: an
+    export keeps it, with the standings and the pull, and a replay of the log (after a void or a merge of an
+    earlier game) pulls the ratings again there."""
     return db.write(lambda session: service.close_season(session, ladder_for(session, slug, caller, "admin"), data))
 
 

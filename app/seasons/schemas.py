@@ -26,10 +26,26 @@ SeasonName = Annotated[
 ]
 
 
+Pull = Annotated[
+    float,
+    Field(
+        ge=0.0,
+        le=1.0,
+        description="How far every player's rating is pulled back toward where they started on the ladder for the "
+        "next season: 0 (the default) keeps the ratings as they are, 1 starts everyone afresh, 0.3 moves each "
+        "rating vector 30% of the way back. What is known of each player shrinks by the same part, so their "
+        "rating moves faster again in their next games, and the uncertainty shown grows.",
+    ),
+]
+
+
 class SeasonCreate(StrictModel):
     name: SeasonName
+    pull: Pull = 0.0
 
-    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"name": "2026 spring"}]}}
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"name": "2026 spring"}, {"name": "2026 summer", "pull": 0.3}]}
+    }
 
 
 class SeasonOut(BaseModel):
@@ -41,6 +57,7 @@ class SeasonOut(BaseModel):
     )
     games: int = Field(description="Games the season counted when it closed.")
     players: int = Field(description="Players in its standings: those who played in it.")
+    pull: float = Field(description="How far the ratings were pulled back toward the start when it closed.")
     changed_after_closing: datetime | None = Field(
         description="When a game of the season was voided, or a player of it merged into another, after it closed "
         "(the first time): the ratings were replayed, but the standings stay as they were archived. null: none."

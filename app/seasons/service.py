@@ -12,6 +12,7 @@ from app.cursors import decode_cursor, encode_cursor, is_id
 from app.errors import Conflict, NotFound
 from app.models import Season
 from app.players.service import standings
+from app.replays import pull_back
 from app.schemas import Page, one_more
 from app.seasons.schemas import SeasonCreate, SeasonOut, SeasonStandings, StandingItem
 from app.storage.ladders import LadderRow
@@ -19,7 +20,8 @@ from app.storage.ladders import LadderRow
 
 def close_season(session: Session, ladder: LadderRow, data: SeasonCreate) -> SeasonOut:
     """Close the season that runs since the previous one closed (or since the first game): its final standings
-    as they stand now, the players who played in it by conservative strength with their records in it."""
+    as they stand now, the players who played in it by conservative strength with their records in it; then the
+    ratings pulled back by ``data.pull`` (:func:`app.replays.pull_back`)."""
     storage.players.lock_all(session, ladder.id)  # no game commits while the season is read and archived
     if storage.seasons.named(session, ladder.id, data.name) is not None:
         raise Conflict(f"Ladder {ladder.slug!r} has a season {data.name!r} already.", field="name")
@@ -32,8 +34,10 @@ def close_season(session: Session, ladder: LadderRow, data: SeasonCreate) -> Sea
     games, first, last = storage.seasons.games_between(session, ladder.id, after, upto)
     values = {"name": data.name, "closed_at": datetime.now(UTC), "after_game_id": upto, "games": games}
     values |= {"first_seq": first, "after_seq": last or (previous.after_seq if previous else 0), "players": len(rows)}
-    season = storage.seasons.add(session, ladder.id, values, rows)
-    storage.events.add(session, ladder.id, "season", {"action": "closed", "name": data.name})
+    season = storage.seasons.add(session, ladder.id, values | {"pull": data.pull}, rows)
+    if data.pull > 0:  # the next season starts from ratings pulled back toward where each player started
+        pull_back(session, ladder, upto, data.pull)
+    storage.events.add(session, ladder.id, "season", {"action": "closed", "name": data.name, "pull": data.pull})
     storage.ladders.bump(session, [ladder.id])
     return season_out(season)
 
@@ -46,6 +50,7 @@ def season_out(season: Season) -> SeasonOut:
         last_game=season.after_seq if season.games else None,
         games=season.games,
         players=season.players,
+        pull=season.pull,
         changed_after_closing=season.changed_at,
     )
 

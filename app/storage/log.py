@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from app import rating
 from app.models import Checkpoint, Game, Participant
 from app.rating.seats import Seats
-from app.storage import codec, ladders, players, refits
+from app.storage import codec, ladders, players, refits, seasons
 from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc, result_converter
@@ -79,16 +79,24 @@ class LadderLog:
     stored_seats: Seats | None = None
 
 
+#: Beyond every game id: a read up to it reads the whole log.
+END = 2**62
+
+
 def read(
-    session: Session, ladder: LadderRow, from_start: bool = False, checkpoint: Checkpoint | None = None
+    session: Session,
+    ladder: LadderRow,
+    from_start: bool = False,
+    checkpoint: Checkpoint | None = None,
+    upto: int = END,
 ) -> LadderLog:
     """Players and log from the latest checkpoint (or from the initial vectors, or from ``checkpoint``, one not
-    stored yet)."""
+    stored yet), up to game ``upto``."""
     with no_cyclic_gc():
-        return _read(session, ladder, from_start, checkpoint)
+        return _read(session, ladder, from_start, checkpoint, upto)
 
 
-def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Checkpoint | None) -> LadderLog:
+def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Checkpoint | None, upto: int) -> LadderLog:
     rows = driver_fetchall(
         session.connection(),
         "SELECT id, key, initial, vector FROM players WHERE ladder_id = ? ORDER BY id",
@@ -101,9 +109,11 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
     start_games, start_last = np.zeros(len(ids)), np.full(len(ids), np.nan)
     if checkpoint is None and not from_start:
         checkpoint = refits.latest_checkpoint(session, ladder.id)
-    if checkpoint is not None and ladder.step_drift() > 0:
+    if checkpoint is not None and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id)):
         after = from_checkpoint(start, ids, checkpoint, dim)
         start_games, start_last = experience_before(session, ladder, ids, np.full(len(ids), after + 1))
+        if ladder.step_drift() == 0:
+            start_last[:] = np.nan  # the steps ignore time
     elif checkpoint is not None:
         after = from_checkpoint(start, ids, checkpoint, dim)
         counts = session.execute(
@@ -114,11 +124,11 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
         ).all()
         for player_id, n in counts:
             start_games[np.searchsorted(ids, player_id)] = n
-    counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None))
+    counted = (Game.ladder_id == ladder.id, Game.voided_at.is_(None), Game.id <= upto)
     last, games = session.execute(select(func.max(Game.id), func.count()).select_from(Game).where(*counted)).one()
     index = {key: n for n, key in enumerate(keys)}
     stored = codec.unpack_rows((r[3] for r in rows), dim)
-    found = _pair_log(session, ladder, after, index)
+    found = _pair_log(session, ladder, after, upto, index)
     if found is None:
         query = select(Game.id, Game.payload, Game.played_at).where(*counted, Game.id > after).order_by(Game.id)
         logged = session.execute(query).all()
@@ -150,10 +160,10 @@ CHUNK = 100_000
 
 
 def _pair_log(
-    session: Session, ladder: LadderRow, after: int, index: dict[str, int]
+    session: Session, ladder: LadderRow, after: int, upto: int, index: dict[str, int]
 ) -> tuple[np.ndarray, rating.GameLog, np.ndarray] | None:
-    """The counted games after ``after`` as (ids, GameLog, times played in µs) if every one is a two-player game
-    between single players without seats, else None.
+    """The counted games after ``after`` up to ``upto`` as (ids, GameLog, times played in µs) if every one is a
+    two-player game between single players without seats, else None.
 
     A million payloads read as objects cost seconds and gigabytes of
     dictionaries; these are read as text a chunk at a time, and one regular
@@ -165,11 +175,11 @@ def _pair_log(
         return None
     sql = (
         "SELECT id, CAST(payload AS TEXT), played_at FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id > ? "
-        "ORDER BY id"
+        "AND id <= ? ORDER BY id"
     )
     stamp = players.time_converter(session.get_bind().dialect)
     ids, i, j, outcome, advantage, played = [], [], [], [], [], []
-    for rows in driver_chunks(session.connection(), sql, (ladder.id, after), CHUNK):
+    for rows in driver_chunks(session.connection(), sql, (ladder.id, after, upto), CHUNK):
         found = _PAIR.findall("\n".join(row[1] for row in rows))
         if len(found) != len(rows) or any(row[6] for row in found):
             return None
@@ -377,6 +387,8 @@ def _state_before(
     last = np.full(len(player_ids), np.nan)
     if ladder.step_drift() > 0:
         games, last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))
+    elif seasons.pulls(session, ladder.id):
+        games = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))[0]
     return start, games, last
 
 
@@ -385,9 +397,10 @@ def experience_before(
 ) -> tuple[np.ndarray, np.ndarray]:
     """The experience (:mod:`app.rating.experience`) and latest game time (years, NaN: none) of ``player_ids``
     (sorted) just before their game ``cutoffs``: their counted games before it, in log order, worn by the
-    ladder's drift.  Many players are read by one scan of the ladder's games up to the last cutoff; the rows are
-    taken a chunk at a time, each chunk carrying on from the state the one before left (the recursion is each
-    player's own, so it is the same numbers as one pass)."""
+    ladder's drift, and kept the part 1 - p by each season that closed with a pull p before it
+    (:mod:`app.rating.seasons`).  Many players are read by one scan of the ladder's games up to the last cutoff;
+    the rows are taken a chunk at a time, each chunk carrying on from the state the one before left (the
+    recursion is each player's own, so it is the same numbers as one pass)."""
     base = (
         "SELECT p.player_id, p.game_id, g.played_at FROM participants p JOIN games g ON g.id = p.game_id "
         "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
@@ -402,6 +415,16 @@ def experience_before(
             reads.append((base.format(f" AND p.player_id IN ({', '.join('?' * len(part))})"), (ladder.id, top, *part)))
     stamp = players.time_converter(session.get_bind().dialect)
     experience, last = np.zeros(len(player_ids)), np.full(len(player_ids), np.nan)
+    pulls = seasons.pulls(session, ladder.id)
+
+    def pull_before(game_id: int) -> None:
+        """The pulls of the seasons that closed before game ``game_id``, on the players whose cutoff is later."""
+        nonlocal experience
+        while pulls and pulls[0][0] < game_id:
+            boundary, pull = pulls.pop(0)
+            later = cutoffs > boundary
+            experience[later] = rating.pull_experience(experience[later], pull)
+
     for sql, parameters in reads:
         for rows in driver_chunks(session.connection(), sql, parameters, 100_000):
             player = np.fromiter((r[0] for r in rows), np.int64, len(rows))
@@ -411,9 +434,16 @@ def experience_before(
             mine = at < len(player_ids)
             mine[mine] = player_ids[at[mine]] == player[mine]
             mine[mine] = game[mine] < cutoffs[at[mine]]
-            _, experience, last = rating.experience_before(
-                at[mine], when[mine], len(player_ids), ladder.step_drift(), experience, last
-            )
+            at, when, game = at[mine], when[mine], game[mine]
+            lo = 0
+            while lo < len(game):  # the rows between two seasons' boundaries at a time
+                pull_before(int(game[lo]))
+                hi = int(np.searchsorted(game, pulls[0][0], "right")) if pulls else len(game)
+                _, experience, last = rating.experience_before(
+                    at[lo:hi], when[lo:hi], len(player_ids), ladder.step_drift(), experience, last
+                )
+                lo = hi
+    pull_before(END)
     return experience, last
 
 

@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 
 from app import rating
 from app.models import Game, Refit
-from app.storage import cache, codec, ladders, log, players, refits
+from app.storage import cache, codec, ladders, log, players, refits, seasons
 from app.storage.players import NO_TIME, Table
 from app.storage.sql import driver_chunks, driver_fetchall
 
@@ -108,7 +108,8 @@ def _table_after(
         last = _records(session, ladder.id, now.ids, game_id, counts, last_played)
         _vectors_after(session, now.ids, np.where(last > since, last, 0), C, dim)
     experience = counts[:, 0].astype(np.float64)
-    if game_id is not None and ladder.step_drift() > 0:  # worn by the breaks before then
+    if game_id is not None and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id)):
+        # worn by the breaks before then, and kept in part by the seasons that pulled the ratings back
         experience = log.experience_before(session, ladder, now.ids, np.full(n, game_id + 1, dtype=np.int64))[0]
     keep = (counts[:, 0] > 0) | (now.created < players.micros(moment))
     rows = np.flatnonzero(keep)

@@ -225,6 +225,12 @@ def deactivate(session: Session, ladder_id: int, keys: list[str]) -> None:
         session.execute(query.values(active=False, changed_version=PENDING))
 
 
+def experience_of(session: Session, ladder_id: int) -> np.ndarray:
+    """Every player's experience after their latest game, in id order."""
+    sql = "SELECT experience FROM players WHERE ladder_id = ? ORDER BY id"
+    return np.array([row[0] for row in driver_fetchall(session.connection(), sql, (ladder_id,))], dtype=np.float64)
+
+
 def save_vectors(
     session: Session, ladder_id: int, ids: np.ndarray, C: np.ndarray, experience: np.ndarray | None = None
 ) -> None:

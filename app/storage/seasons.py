@@ -39,6 +39,15 @@ def add(session: Session, ladder_id: int, values: dict, standings: list[tuple]) 
     return season
 
 
+def pulls(session: Session, ladder_id: int, after: int = -1) -> list[tuple[int, float]]:
+    """(boundary game id, pull) of the ladder's seasons that pulled the ratings back, with a boundary after game
+    ``after``, in log order."""
+    query = select(Season.after_game_id, Season.pull).where(
+        Season.ladder_id == ladder_id, Season.pull > 0, Season.after_game_id > after
+    )
+    return [(int(b), float(p)) for b, p in session.execute(query.order_by(Season.after_game_id, Season.id))]
+
+
 def page_of_seasons(session: Session, ladder_id: int, limit: int | None, before: int | None) -> list[Season]:
     """Up to ``limit`` seasons, the latest closed first, before the season id ``before``."""
     query = select(Season).where(Season.ladder_id == ladder_id)

@@ -1,13 +1,17 @@
 """Seasons: closing one archives the standings as they stood, with each player's record in the season; later games
 belong to the next; a void of a closed season's game replays the ratings but leaves its archive, and says so;
-exports keep seasons."""
+exports keep seasons.  A season may pull the ratings back toward the start, and every replay pulls them again."""
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
+import pytest
+
+from tests.api.test_analysis import wait
 from tests.api.test_backups import export
-from tests.api.test_time_away import board, post, season
+from tests.api.test_time_away import board, post, profile, same, season, vectors
 from tests.conftest import bearer, make_ladder
 
 
@@ -17,8 +21,9 @@ def standings(client, slug: str, name: str, **params) -> dict:
     return r.json()
 
 
-def close(client, slug: str, key: str, name: str) -> dict:
-    r = client.post(f"/v1/ladders/{slug}/seasons", json={"name": name}, headers=bearer(key))
+def close(client, slug: str, key: str, name: str, pull: float | None = None) -> dict:
+    body = {"name": name} | ({} if pull is None else {"pull": pull})
+    r = client.post(f"/v1/ladders/{slug}/seasons", json=body, headers=bearer(key))
     assert r.status_code == 201, r.text
     return r.json()
 
@@ -121,3 +126,108 @@ def test_erasing_a_player_erases_them_from_the_archives_and_odd_names_are_refuse
         assert r.status_code == 422, name
     for path in ("a%00b", "%01"):
         assert client.get(f"/v1/ladders/office/seasons/{path}").status_code == 422, path
+
+
+def initial(client, slug: str, key: str, keys: list[str]) -> dict[str, np.ndarray]:
+    """The vectors ``keys`` start ladder ``slug`` with (seeded by the ladder's seed and the key), read from a copy
+    of its settings where they have played nothing."""
+    ladder = client.get(f"/v1/ladders/{slug}").json()
+    fresh = make_ladder(client, f"{slug}-fresh", k=ladder["k"], seed=ladder["seed"], auto_refit=False)
+    for name in keys:
+        r = client.post(f"/v1/ladders/{slug}-fresh/players", json={"key": name}, headers=bearer(fresh))
+        assert r.status_code == 201, r.text
+    return {name: np.array(profile(client, f"{slug}-fresh", name)["vector"]) for name in keys}
+
+
+@pytest.mark.parametrize("steps", [True, False], ids=["steps follow time away", "steps count games"])
+def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(client, cli, tmp_path, capsys, steps):
+    january, later = season()
+    key = make_ladder(client, "pulled", k=1, seed=2, auto_refit=False, drift_steps=steps)
+    post(client, "pulled", key, january)
+    shown = board(client, "pulled", inactive="true")["items"]
+    before = vectors(client, "pulled")
+    start = initial(client, "pulled", key, list(before))
+    winter = close(client, "pulled", key, "winter", pull=0.25)
+    assert winter["pull"] == 0.25
+    # The archive holds the standings before the pull; the ratings moved a quarter of the way back to the start.
+    rows = standings(client, "pulled", "winter", limit=500)["items"]
+    assert [(r["key"], r["elo"], r["strength_se"]) for r in rows] == [
+        (r["key"], r["elo"], r["strength_se"]) for r in shown
+    ]
+    after = vectors(client, "pulled")
+    for name, vector in after.items():
+        assert np.array_equal(vector, start[name] + 0.75 * (np.array(before[name]) - start[name])), name
+    # Less is known of everyone: the uncertainty grew, and so does the next step.
+    pulled = {r["key"]: r for r in board(client, "pulled", inactive="true")["items"]}
+    assert all(pulled[r["key"]]["strength_se"] > r["strength_se"] for r in shown)
+    assert client.get("/v1/ladders/pulled/audit").json()["consistent"]
+
+    # A void before the boundary replays the log and pulls again there: as a ladder that never had the game.
+    post(client, "pulled", key, later[:30])
+    twin = make_ladder(client, "twin", k=1, seed=2, auto_refit=False, drift_steps=steps)
+    post(client, "twin", twin, january[:4] + january[5:])
+    close(client, "twin", twin, "winter", pull=0.25)
+    post(client, "twin", twin, later[:30])
+    assert client.post("/v1/ladders/pulled/games/5/void", headers=bearer(key)).status_code == 200
+    same(board(client, "pulled", inactive="true"), board(client, "twin", inactive="true"))
+    assert vectors(client, "pulled") == vectors(client, "twin")
+    assert client.get("/v1/ladders/pulled/audit").json()["consistent"]
+    # The past goes through the pull: the table after the boundary is the pulled one.
+    same(
+        board(client, "pulled", inactive="true", as_of=later[0]["played_at"]),
+        board(client, "twin", inactive="true", as_of=later[0]["played_at"]),
+    )
+
+    # An export keeps the pull: the copy's ratings, and its next steps, are the original's.
+    path = tmp_path / "pulled.ndjson"
+    path.write_bytes(export(client, "pulled", **bearer(key)))
+    cli(["import", "copy", str(path)])
+    copy_key = json.loads(capsys.readouterr().out)["admin_key"]
+    assert [s["pull"] for s in client.get("/v1/ladders/copy/seasons").json()["items"]] == [0.25]
+    post(client, "pulled", key, later[30:40])
+    post(client, "copy", copy_key, later[30:40])
+    assert vectors(client, "copy") == vectors(client, "pulled")
+
+    for bad in (-0.1, 1.5, "half", None):
+        r = client.post("/v1/ladders/pulled/seasons", json={"name": "bad", "pull": bad}, headers=bearer(key))
+        assert r.status_code == 422, bad
+
+
+def test_a_season_that_starts_everyone_afresh_leaves_its_games_to_the_past(client):
+    january, later = season()
+    key = make_ladder(client, "afresh", k=1, seed=3, auto_refit=False)
+    post(client, "afresh", key, january)
+    names = list(vectors(client, "afresh"))
+    start = initial(client, "afresh", key, names)
+    close(client, "afresh", key, "winter", pull=1)
+    assert all(np.array_equal(v, start[n]) for n, v in vectors(client, "afresh").items())
+    # A refit forgets the games a season's pull forgot: "away", who played only then, keeps the start.
+    post(client, "afresh", key, later[:40])
+    started = client.post("/v1/ladders/afresh/refits", json={"holdout": 0}, headers=bearer(key))
+    assert started.status_code == 202, started.text
+    assert wait(client, started.headers["location"])["status"] == "done"
+    assert client.post(f"{started.headers['location']}/apply", headers=bearer(key)).status_code == 200
+    assert np.array_equal(profile(client, "afresh", "away")["vector"], start["away"])
+    assert not np.array_equal(profile(client, "afresh", "stay")["vector"], start["stay"])
+    assert client.get("/v1/ladders/afresh/audit").json()["consistent"]
+    # A refit that read the log before a season pulled the ratings back is not applied over the pull.
+    started = client.post("/v1/ladders/afresh/refits", json={"holdout": 0}, headers=bearer(key))
+    assert wait(client, started.headers["location"])["status"] == "done"
+    close(client, "afresh", key, "spring", pull=0.5)
+    refused = client.post(f"{started.headers['location']}/apply", headers=bearer(key))
+    assert refused.status_code == 409 and refused.json()["errors"][0]["field"] == "refit_id"
+
+
+def test_two_seasons_that_close_after_the_same_game_pull_twice_and_a_replay_keeps_both(client):
+    january, later = season()
+    for slug in ("double", "twin"):
+        key = make_ladder(client, slug, k=1, seed=5, auto_refit=False)
+        post(client, slug, key, january if slug == "double" else january[:2] + january[3:])
+        close(client, slug, key, "a", pull=0.5)
+        close(client, slug, key, "b", pull=0.5)
+        post(client, slug, key, later[:10])
+        if slug == "double":
+            assert client.post("/v1/ladders/double/games/3/void", headers=bearer(key)).status_code == 200
+    assert vectors(client, "double") == vectors(client, "twin")
+    same(board(client, "double", inactive="true"), board(client, "twin", inactive="true"))
+    assert client.get("/v1/ladders/double/audit").json()["consistent"]

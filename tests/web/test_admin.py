@@ -154,10 +154,12 @@ def test_an_admin_closes_a_season_and_the_ladder_page_shows_it(base, open_page):
     page = open_page("phone", saved={ladder.slug: ladder.key})
     page.goto(f"{ladder.url}/admin")
     page.fill("#season-name", "Autumn")
+    page.select_option("#season-pull", "0.25")
     page.click("#close-season")
     confirm(page, "Close the season “Autumn”?", "Close the season")
     expect(page.locator("#messages")).to_have_text("Season “Autumn” closed: 14 games, 6 players.")
     archived = ladder.get("/seasons/Autumn")["items"]
+    assert ladder.get("/seasons/Autumn")["season"]["pull"] == 0.25
     page.goto(ladder.url)
     page.click("#past-seasons summary")
     rows = page.locator("#season-standings tbody tr")

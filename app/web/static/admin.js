@@ -303,17 +303,25 @@ class AdminPage {
   seasonForm() {
     const name = h("input", { id: "season-name", maxlength: "100", autocomplete: "off", required: true,
       placeholder: "e.g. 2026 spring" });
+    const pull = h("select", { id: "season-pull" },
+      ...[["0", "carry on as they are"], ["0.25", "pulled back a quarter"], ["0.5", "pulled back half"],
+        ["1", "start afresh"]].map(([value, text]) => h("option", { value }, text)));
     const form = h("form", { id: "season-form", class: "inline-form" },
       h("div", { class: "field" }, h("label", { for: "season-name" }, "Name"), name),
+      h("div", { class: "field" }, h("label", { for: "season-pull" }, "Next season's ratings"), pull),
       h("button", { type: "submit", id: "close-season" }, "Close the season"));
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       clearMessages();
+      const part = Number(pull.value);
       const title = `Close the season “${name.value.trim()}”?`;
+      const ratings = part === 0 ? "Ratings carry on as they are"
+        : part === 1 ? "Then every rating starts afresh"
+        : `Then every rating moves ${part * 100}% of the way back to where its player started`;
       const body = ["Today's standings are archived under this name, with each player's wins, draws and losses " +
-        "since the last season closed. Ratings carry on; the next season starts with the next game."];
+        `since the last season closed. ${ratings}; the next season starts with the next game.`];
       if (!(await confirmed({ title, body, confirm: "Close the season" }))) return;
-      const closed = await guarded(() => this.api.send("POST", "/seasons", { name: name.value.trim() }));
+      const closed = await guarded(() => this.api.send("POST", "/seasons", { name: name.value.trim(), pull: part }));
       if (!closed) return;
       name.value = "";
       say(`Season “${closed.name}” closed: ${closed.games} games, ${closed.players} players.`, "info");
