@@ -236,6 +236,8 @@ class Participant(Base):
 
     game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
     player_id: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    #: Its game's ladder: the column the tables are distributed by (docs/scaling.md, migration 0029).
+    ladder_id: Mapped[int] = mapped_column(BigId)
     side: Mapped[int]
     before: Mapped[bytes] = mapped_column(LargeBinary)
     after: Mapped[bytes] = mapped_column(LargeBinary)

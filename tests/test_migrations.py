@@ -18,7 +18,7 @@ from fastapi.testclient import TestClient
 from app.config import Settings
 from app.main import create_app
 from app.migrate import MIGRATIONS
-from tests.conftest import bearer, make_ladder
+from tests.conftest import ADMIN_KEY, bearer, make_ladder
 
 _names = itertools.count()
 
@@ -145,3 +145,35 @@ def test_refits_done_before_0021_get_their_unplaced_players_by_id(client, settin
     assert np.frombuffer(after.outside_field_ids, "<i8").tolist() == sorted([ids["u1"], ids["u3"]])
     with TestClient(create_app(settings)) as fresh:  # a new process's first read
         assert fresh.get("/v1/ladders/test/leaderboard").json()["items"] == shown
+
+
+def test_memberships_get_their_games_ladder_and_every_key_includes_it(client, settings):
+    """Downgraded to 0028 (``participants.ladder_id`` dropped, the keys as they were) and upgraded again: each
+    membership gets its game's ladder back, and the ladders read and write as before."""
+    keys = {slug: bearer(make_ladder(client, slug, k=1)) for slug in ("first", "second")}
+    for n in range(3):
+        for slug, h in keys.items():
+            game = {"sides": [{"players": [f"{slug}{n}"], "rank": 1}, {"players": [f"{slug}{n + 1}"], "rank": 2}]}
+            assert client.post(f"/v1/ladders/{slug}/games", json=game, headers=h).status_code == 201
+    shown = {slug: client.get(f"/v1/ladders/{slug}/leaderboard").json()["items"] for slug in keys}
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", settings.sqlalchemy_url.replace("%", "%%"))
+    command.downgrade(config, "0028")
+    command.upgrade(config, "head")
+    engine = sa.create_engine(settings.sqlalchemy_url)
+    joined = "SELECT p.ladder_id, g.ladder_id FROM participants p JOIN games g ON g.id = p.game_id"
+    with engine.connect() as conn:
+        rows = conn.execute(sa.text(joined)).all()
+    engine.dispose()
+    assert len(rows) == 12 and all(mine == theirs for mine, theirs in rows)
+    with TestClient(create_app(settings)) as fresh:
+        for slug, h in keys.items():
+            assert fresh.get(f"/v1/ladders/{slug}/leaderboard").json()["items"] == shown[slug]
+            game = {"sides": [{"players": [f"{slug}0"], "rank": 1}, {"players": [f"{slug}3"], "rank": 2}]}
+            assert fresh.post(f"/v1/ladders/{slug}/games", json=game, headers=h).status_code == 201
+            assert fresh.post(f"/v1/ladders/{slug}/games/1/void", headers=h).status_code == 200
+            assert fresh.get(f"/v1/ladders/{slug}/audit").json()["consistent"]
+        gone = fresh.request("DELETE", "/v1/ladders/first", json={"slug": "first"}, headers=bearer(ADMIN_KEY))
+        assert gone.status_code == 200, gone.text
+        assert fresh.get("/v1/ladders/second/audit").json()["consistent"]

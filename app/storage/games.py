@@ -75,6 +75,7 @@ def insert(session: Session, new: NewGames, games_progress: Progress = None, row
     columns = {
         "game_id": np.asarray(new.ids, dtype=np.int64)[new.member_game].tolist(),
         "player_id": new.member_player.tolist(),
+        "ladder_id": [new.ladder_id] * len(new.member_game),
         "side": new.member_side.tolist(),
         "before": codec.pack_rows(new.before),
         "after": codec.pack_rows(new.after),
@@ -285,7 +286,8 @@ def resize_voided_history(session: Session, ladder_id: int, dim: int) -> None:
     """The vectors recorded for the voided games' members, cut or padded with zeros to ``dim`` numbers (a new k:
     voided games count nowhere, and are not replayed)."""
     sql = (
-        "SELECT p.game_id, p.player_id, p.before, p.after FROM participants p JOIN games g ON g.id = p.game_id "
+        "SELECT p.game_id, p.player_id, p.before, p.after FROM participants p "
+        "JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
         "WHERE g.ladder_id = ? AND g.voided_at IS NOT NULL"
     )
     rows = driver_fetchall(session.connection(), sql, (ladder_id,))
@@ -389,7 +391,7 @@ def recent_results(session: Session, player_ids: list[int], n: int) -> dict[int,
     part = (
         "SELECT * FROM (SELECT pa.player_id, pa.actual_score, "
         "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id) "
-        "FROM participants pa JOIN games g ON g.id = pa.game_id "
+        "FROM participants pa JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id "
         "WHERE pa.player_id = ? AND g.voided_at IS NULL ORDER BY pa.game_id DESC LIMIT ?) AS r"
     )
     found: dict[int, list[tuple[float, int]]] = {player_id: [] for player_id in player_ids}

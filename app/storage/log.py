@@ -372,7 +372,7 @@ def _state_before(
         " SELECT p.player_id, p.game_id, p.after, count(*) OVER (PARTITION BY p.player_id) AS n,"
         "  row_number() OVER (PARTITION BY p.player_id ORDER BY p.game_id DESC) AS r"
         " FROM c JOIN participants p ON p.player_id = c.player_id AND p.game_id < c.cutoff"
-        " JOIN games g ON g.id = p.game_id WHERE g.voided_at IS NULL) AS t WHERE r = 1"
+        " JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id WHERE g.voided_at IS NULL) AS t WHERE r = 1"
     )
     pairs = list(zip(player_ids.tolist(), cutoffs, strict=True))
     for lo in range(0, len(pairs), MAX_KEYS_IN_QUERY):
@@ -402,7 +402,8 @@ def experience_before(
     the rows are taken a chunk at a time, each chunk carrying on from the state the one before left (the
     recursion is each player's own, so it is the same numbers as one pass)."""
     base = (
-        "SELECT p.player_id, p.game_id, g.played_at FROM participants p JOIN games g ON g.id = p.game_id "
+        "SELECT p.player_id, p.game_id, g.played_at FROM participants p "
+        "JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
         "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
     )
     top = int(cutoffs.max()) if len(cutoffs) else 0

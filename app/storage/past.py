@@ -134,10 +134,12 @@ def _table_after(
 #: times arrive as objects, each converted on its own).
 _MEMBERSHIPS = (
     "SELECT p.player_id, p.game_id, p.side, p.actual_score{times} FROM participants p "
-    "JOIN games g ON g.id = p.game_id WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id > ? AND g.id <= ?"
+    "JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
+    "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id > ? AND g.id <= ?"
 )
 _LAST_PLAYED = (
-    "SELECT p.player_id, MAX(g.played_at) FROM participants p JOIN games g ON g.id = p.game_id "
+    "SELECT p.player_id, MAX(g.played_at) FROM participants p "
+    "JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
     "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id > ? AND g.id <= ? GROUP BY p.player_id"
 )
 #: Memberships read per chunk; vectors looked up a chunk of games at a time.

@@ -601,7 +601,7 @@ def uncount(session: Session, player_ids: list[int], counts: np.ndarray) -> None
 def refresh_last_played(session: Session, player_ids: list[int]) -> None:
     """Each player's last-played time from the games that count (after a void)."""
     latest = (
-        "SELECT max(g.played_at) FROM participants p JOIN games g ON g.id = p.game_id "
+        "SELECT max(g.played_at) FROM participants p JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
         "WHERE p.player_id = players.id AND g.voided_at IS NULL"
     )
     update = f"UPDATE players SET last_played_at = ({latest}), changed_version = -1 WHERE id = ?"

@@ -78,6 +78,9 @@ def load_until_killed(proc: subprocess.Popen, base: str, headers: dict, round_: 
     for t in threads:
         t.start()
     time.sleep(seconds)
+    deadline = time.monotonic() + 20  # on a loaded machine, until enough games were acknowledged to kill it under load
+    while len(acknowledged) <= 20 and time.monotonic() < deadline:
+        time.sleep(0.1)
     os.killpg(proc.pid, signal.SIGKILL)  # the server and its workers, mid-group
     stop.set()
     for t in threads:
