@@ -57,6 +57,7 @@ from app.rating import (  # noqa: E402
     Game,
     GameLog,
     LearningRate,
+    field_prior,
     hodge_strength,
     initial_vectors,
     replay_history,
@@ -405,7 +406,14 @@ def coverage(streams: dict) -> list[dict]:
             for n, t in zip(GAMES_EACH, snapshots, strict=True):
                 C, played = kept[t]
                 error = hodge_strength(C) - truth
-                se = strength_se(C, played, RATE)
+                # Each player's points (wins + ½ draws) in the first t games (two-player games: a pair per game).
+                first, second, result = (
+                    log.member_player[0 : 2 * t : 2],
+                    log.member_player[1 : 2 * t : 2],
+                    log.pair_outcome[:t],
+                )
+                score = np.bincount(first, result, minlength=m) + np.bincount(second, 1.0 - result, minlength=m)
+                se = strength_se(C, played, RATE, field=field_prior(C, played, score, RATE))
                 row[f"{n} games"] = float(np.mean(np.abs(error) <= 1.96 * se))
             rows.append(row)
             print(f"  coverage on {name}, {rater}: {time.perf_counter() - start:.1f} s", flush=True)

@@ -147,7 +147,8 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         params = RefitIn.model_validate(job.params)
         state = storage.log.read(session, ladder, from_start=True)  # every game up to state.last_game_id
         recent = storage.log.read(session, ladder) if params.auto else None  # from the latest checkpoint
-        pulls = storage.seasons.pulls(session, ladder.id)
+        # The seasons that closed by its last game (those after it are pulled again by the replay from it).
+        pulls = [(b, p) for b, p in storage.seasons.pulls(session, ladder.id) if b <= state.last_game_id]
     if not _advance(db, refit_id, "queued", status="running", after_game_id=state.last_game_id):
         return  # cancelled while it was queued
     last_write = [0.0]
@@ -224,7 +225,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         "l2_selection": result.l2_selection,
         "games": state.log.n_games,
         "players": m,
-        "season_pulls": len(pulls),
+        "season_pulls": [[b, p] for b, p in pulls],
         "seconds": result.seconds,
         "identifiability": identifiability_summary(found, state.keys),
     } | ({"guard": verdict} if verdict else {})
@@ -485,8 +486,8 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
             "The log changed below the refit's last game (a late commit or a void); run the refit again.",
             field="refit_id",
         )
-    pulled = storage.seasons.pulls(session, ladder.id)
-    if len([b for b, _ in pulled if b <= job.after_game_id]) != job.result.get("season_pulls", 0):
+    pulled = [[b, p] for b, p in storage.seasons.pulls(session, ladder.id) if b <= job.after_game_id]
+    if pulled != job.result.get("season_pulls", []):
         raise Conflict(
             "A season closed with a pull since the refit read the log (it weighs the games by the pulls); run it "
             "again.",

@@ -48,8 +48,10 @@ def export_ladder(slug: str, db: DatabaseDep, caller: CallerDep) -> StreamingRes
     `{"melo_export": 1, "ladder": {…settings and seed…}, "players": n, "games": m}`, then one
     `{"player": {key, name, active, created_at, initial?}}` per player (`initial` only when it is not the seeded
     vector), then one `{"game": {seq, played_at, sides, external_id?, voided?}}` per game in log order, voided games
-    with their `voided` mark, and `{"checkpoint": {after_seq, vectors}}` where an applied refit replaced the ratings.
-    `melo import` restores it into a new ladder with every vector bit for bit. API keys are not exported."""
+    with their `voided` mark, and `{"checkpoint": {after_seq, vectors, pulls?}}` where an applied refit replaced the
+    ratings or a season pulled them back (`pulls`: the seasons' pulls there), then one `{"season": {…}}` per closed
+    season with its pull and archived standings. `melo import` restores it into a new ladder with every vector bit
+    for bit. API keys are not exported."""
     stack = ExitStack()
     session = stack.enter_context(db.snapshot())
     try:

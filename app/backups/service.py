@@ -209,6 +209,7 @@ class Restore:
         self.external_ids: set[str] = set()
         self.pending: list[ExportedGame] = []
         self.seasons: list[tuple[int, ExportedSeason]] = []
+        self.pulls: dict[int, list[float]] = {}  # the seasons' pulls the checkpoints name, by the seq they follow
         self.seq = 0
         self.last_game_id = 0
         self.games_done = 0
@@ -317,6 +318,7 @@ class Restore:
         C[held] = np.array(list(checkpoint.vectors.values()), dtype=np.float64).reshape(-1, dim)
         experience = None
         if checkpoint.pulls:  # as each season's pull left it (mathematics §8, "Seasons")
+            self.pulls[self.seq] = list(checkpoint.pulls)
             experience = storage.players.experience_of(self.session, self.ladder.id)
             for pull in checkpoint.pulls:
                 experience = rating.pull_experience(experience, pull)
@@ -353,10 +355,20 @@ class Restore:
         self.seasons.append((n, season))
 
     def _add_seasons(self) -> None:
-        """The closed seasons, their boundaries found by the seq of their last game, in the order they closed."""
+        """The closed seasons, their boundaries found by the seq of their last game, in the order they closed.
+        A season's pull must be on the checkpoint where it closed (its vectors pulled), and only there."""
+        pulled: dict[int, list[float]] = {}
         for n, season in self.seasons:
             if season.after_seq > self.seq:
                 raise _bad(n, "season.after_seq", f"the log has {self.seq} games, not {season.after_seq}")
+            if season.pull > 0:
+                pulled.setdefault(season.after_seq, []).append(season.pull)
+                if self.pulls.get(season.after_seq, [])[: len(pulled[season.after_seq])] != pulled[season.after_seq]:
+                    raise _bad(n, "season.pull", f"no checkpoint after game {season.after_seq} names this pull")
+        for seq, pulls in self.pulls.items():
+            if pulled.get(seq) != pulls:
+                raise _bad(1, "checkpoint.pulls", f"the pulls after game {seq} are not those of its seasons")
+        for _, season in self.seasons:
             after = storage.seasons.game_of_seq(self.session, self.ladder.id, season.after_seq)
             values = season.model_dump(exclude={"standings"}) | {
                 "after_game_id": after,

@@ -129,7 +129,8 @@ def void_game(
     any more.
 
     The games after it are replayed exactly from the latest checkpoint before it, so the ratings become those of
-    a ladder that never had it; checkpoints after it are superseded. Voiding it again changes nothing.
+    a ladder that never had it; checkpoints after it are superseded (a season closed since with a pull pulls the
+    replayed ratings again where it closed). Voiding it again changes nothing.
     """
 
     def work(session) -> dict:

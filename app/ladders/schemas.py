@@ -306,5 +306,5 @@ class AuditOut(BaseModel):
     replayed_games: int = Field(description="Games replayed: those after the latest checkpoint, or all.")
     checkpoint_after_game: int | None = Field(
         description="The game (its number in the ladder) after which the checkpoint replayed from (an applied "
-        "refit) was taken, if any."
+        "refit, or a season that pulled the ratings back) was taken, if any: the audit replays the games after it."
     )

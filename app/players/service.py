@@ -135,7 +135,15 @@ def _se(table: Table, ladder: LadderRow, rows: np.ndarray | None = None) -> np.n
     known = table.experience if rows is None else table.experience[rows]
     drift = ladder.drift / rating.ELO_PER_LOGIT
     idle_years = _idle(table, rows) / YEAR
-    return rating.strength_se(table.C, known, ladder.learning_rate(), rows, idle_years, drift)
+    field = table.derived("field prior", lambda: _field_prior(table, ladder))
+    return rating.strength_se(table.C, known, ladder.learning_rate(), rows, idle_years, drift, field)
+
+
+def _field_prior(table: Table, ladder: LadderRow) -> tuple[float, float, float]:
+    """The field's prior and early lag from every player's record: games, and points (a win 1, a draw ½)
+    (mathematics §8), once per version of the ladder."""
+    points = table.counts[:, 1] + 0.5 * table.counts[:, 2]
+    return rating.field_prior(table.C, table.counts[:, 0], points, ladder.learning_rate())
 
 
 def _strength_se(table: Table, ladder: LadderRow) -> np.ndarray:

@@ -110,6 +110,7 @@ def strength_se(
     rows: ArrayLike | None = None,
     idle_years: ArrayLike | None = None,
     drift: float = 0.0,
+    field: tuple[float, float, float] | None = None,
 ) -> Array:
     """Standard error of each player's Hodge strength in logits (mathematics §8); of the players ``rows`` only
     if given (``games`` are then theirs).
@@ -131,17 +132,156 @@ def strength_se(
     ``drift`` logits (one standard deviation) a year, so ``idle_years`` since a
     player's last game add drift² · idle_years to the variance (a random walk,
     as Glicko's rating deviation grows between rating periods).
+
+    And, given the ``field``'s prior (λ₀, τ, λ) from its players' records
+    (:func:`field_prior`, computed once per field), the field itself sets the
+    prior and the lag: λ₀ becomes 1 / the field's variance, the larger of the
+    shown strengths' and of what the results imply, and the variance gains the
+    square of how far the shown field is narrower than the results say, beyond
+    its noise.  Early on the online rule and the refit both shrink the
+    strengths towards the middle (the rule starts everyone there and its steps
+    shrink; the refit's prior is wider than few games can overcome), and this
+    is the error that shrinking makes.
     """
     n = np.asarray(games, dtype=np.float64)
     w = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
-    variance = 1.0 / (STRENGTH_PRIOR_PRECISION + n * w)
+    prior, tau, lag = (STRENGTH_PRIOR_PRECISION, 0.0, 0.0) if field is None else field
+    variance = _noise(C, n, w, rate, rows, prior)
+    if tau > 0 and lag > 0:
+        variance += (tau * (1.0 - n * w / (lag + n * w))) ** 2  # b_i = n_i w_i / (λ + n_i w_i); 0 with λ = ∞
+    if idle_years is not None and drift > 0:
+        variance += drift * drift * np.maximum(np.asarray(idle_years, dtype=np.float64), 0.0)
+    return np.sqrt(variance)
+
+
+def _noise(C: Array, n: Array, w: Array, rate: LearningRate | None, rows: ArrayLike | None, prior: float) -> Array:
+    """The variance of a strength around what the results say: 1/(λ₀ + n w) for a prior precision λ₀ = ``prior``,
+    and the online rule's wander."""
+    variance = 1.0 / (prior + n * w)
     if rate is not None:
         kappa = rate.at(n) * field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
         # κw ≥ 1 (huge vectors, where the rule overshoots) would make the formula blow up: cap it there.
         variance += kappa / (2.0 - np.minimum(kappa * w, 1.0))
-    if idle_years is not None and drift > 0:
-        variance += drift * drift * np.maximum(np.asarray(idle_years, dtype=np.float64), 0.0)
-    return np.sqrt(variance)
+    return variance
+
+
+#: Gauss-Hermite nodes and weights (probabilists') for the means over a normal field in :func:`results_spread`.
+_NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
+_WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
+#: The largest spread (sd, logits) :func:`results_spread` reports: scores cannot tell wider fields apart.
+MAX_SPREAD = 10.0
+
+
+def _score_variance(tau: Array) -> Array:
+    """var of E_j σ(s_i - s_j) over a field of strengths N(0, τ²), with the probit approximation
+    E_j σ(s - s_j) ≈ σ(s / √(1 + π τ² / 8)), for each τ of an array."""
+    tau = np.asarray(tau, dtype=np.float64)[:, None]
+    f = expit(tau * _NODES[None, :] / np.sqrt(1.0 + np.pi * tau * tau / 8.0))
+    return ((f - 0.5) ** 2) @ _WEIGHTS
+
+
+_TAUS = np.linspace(0.0, MAX_SPREAD, 2001)
+_SCORE_VARIANCES = _score_variance(_TAUS)
+
+
+def _spread(excess: float) -> float:
+    """The τ whose field has this variance of expected scores (0 for none)."""
+    return float(np.interp(excess, _SCORE_VARIANCES, _TAUS)) if excess > 0 else 0.0
+
+
+#: The upper bound of :func:`results_spread` is this many standard errors above the estimate.
+BOUND_ERRORS = 2.0
+
+
+def results_spread(
+    played: ArrayLike, score: ArrayLike, sample: int = SE_SAMPLE, seed: int = 0
+) -> tuple[float, float] | None:
+    """τ, the standard deviation (logits) of the true strengths that the players' results imply, and an upper
+    bound on it; None with fewer than two players who have played.
+
+    The method of moments: the variance of the players' fractions of points,
+    less what chance alone adds to it (at most ¼ / n for n games, so τ is if
+    anything low), is the variance of their expected scores against the field,
+    which for a field of strengths N(0, τ²) is a known increasing function of τ
+    (:func:`_score_variance`).  The bound adds two standard errors of the
+    sample variance (√(2 / (m - 1)) of it, for m players: :data:`BOUND_ERRORS`).  Over the players
+    who have played among the seeded sample of ``sample`` (all of them up to
+    that many), as :func:`field_information` samples them.
+    """
+    played = np.asarray(played, dtype=np.float64)
+    score = np.asarray(score, dtype=np.float64)
+    ref = _reference(len(played), sample, seed)
+    ref = ref[played[ref] > 0]
+    if len(ref) < 2:
+        return None
+    n = played[ref]
+    fraction = score[ref] / n
+    mean = float(np.mean(fraction))
+    spread = float(np.var(fraction))
+    excess = spread - mean * (1.0 - mean) * float(np.mean(1.0 / n))
+    return _spread(excess), _spread(excess + BOUND_ERRORS * spread * np.sqrt(2.0 / (len(ref) - 1)))
+
+
+#: Below this many players with games, a field's records say too little of its spread: the refit's prior stands.
+MIN_FIELD = 50
+
+
+def field_prior(
+    C: ArrayLike, played: ArrayLike, score: ArrayLike, rate: LearningRate | None = None, sample: int = SE_SAMPLE
+) -> tuple[float, float, float]:
+    """(λ₀, τ, λ): a strength's prior precision, the spread of the true strengths, and how strongly the shown
+    strengths are shrunk towards the middle, all from the ladder's own field (mathematics §8).
+
+    The prior is the field's spread: its variance the larger of the shown
+    strengths' and of the upper bound of what the results imply
+    (:func:`results_spread`).  τ is what the results imply.  The shown field,
+    beyond its noise (:func:`_noise`), has a spread σ ≤ τ: each strength is
+    shrunk by a mean factor b̄ = σ / τ, a bias of (1 - b) s.  As a shrinkage
+    estimator with prior precision λ shrinks player i by b_i = n_i w_i / (λ + n_i w_i),
+    λ is the one whose b_i average b̄ over the field; player i's bias is then
+    of typical size τ λ / (λ + n_i w_i) (0 with λ = 0, where the shown field is
+    as wide as the results say).  Over the same seeded sample of players as the
+    field means.  With fewer than :data:`MIN_FIELD` players who have played, the
+    refit's prior (:data:`STRENGTH_PRIOR_PRECISION`) and τ = 0.
+    """
+    C = as_vectors(C, "C")
+    played = np.asarray(played, dtype=np.float64)
+    if np.count_nonzero(played) < MIN_FIELD:
+        return STRENGTH_PRIOR_PRECISION, 0.0, 0.0
+    spread = results_spread(played, score, sample)
+    if spread is None or len(C) < 2:
+        return STRENGTH_PRIOR_PRECISION, 0.0, 0.0
+    tau, bound = spread
+    ref = _reference(len(C), sample, 0)
+    shown = float(np.var(hodge_strength_against(C[ref], field_mean(C))))
+    if max(bound * bound, shown) <= 0.0:
+        return STRENGTH_PRIOR_PRECISION, 0.0, 0.0
+    prior = 1.0 / max(bound * bound, shown)
+    w = field_information(C, sample, sample, rows=ref)
+    noise = float(np.mean(_noise(C, played[ref], w, rate, ref, prior)))
+    signal = np.sqrt(max(shown - noise, 0.0))
+    if tau <= signal:
+        return prior, tau, 0.0
+    return prior, tau, _shrinkage(played[ref] * w, signal / tau)
+
+
+def _shrinkage(nw: Array, mean: float) -> float:
+    """The λ ≥ 0 with mean(nw / (λ + nw)) = ``mean`` (< 1), by bisection on log λ: a deterministic 60 steps."""
+    if mean <= 0.0 or not np.any(nw > 0):
+        return np.inf
+    lo, hi = -30.0, 30.0
+    for _ in range(60):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if np.mean(nw / (np.exp(mid) + nw)) > mean else (lo, mid)
+    return float(np.exp(0.5 * (lo + hi)))
+
+
+def _reference(m: int, sample: int, seed: int = 0) -> Array:
+    """The players a field mean is over: all of them up to ``sample``, else the seeded sample of
+    :func:`_field_mean`."""
+    if m <= sample:
+        return np.arange(m)
+    return np.sort(np.random.default_rng(seed).choice(m, size=sample, replace=False))
 
 
 def _advantages(players: Array, ref: Array) -> Array:

@@ -39,9 +39,15 @@ def pull_back(C: ArrayLike, C0: ArrayLike, pull: float) -> Array:
     return C0 + (1.0 - _checked(pull)) * (C - C0)
 
 
+#: Experience after a pull is rounded to a multiple of 2⁻²⁰ games: whole games then add to it exactly, so a
+#: replay that adds a batch of games at once and one that adds them one at a time agree to the last bit.
+GRID = 2.0**-20
+
+
 def pull_experience(experience: ArrayLike, pull: float) -> Array:
-    """(1 - p) e: the experience a pull keeps."""
-    return np.asarray(experience, dtype=np.float64) * (1.0 - _checked(pull))
+    """(1 - p) e: the experience a pull keeps (to the nearest multiple of :data:`GRID`)."""
+    kept = np.asarray(experience, dtype=np.float64) * (1.0 - _checked(pull))
+    return np.round(kept / GRID) * GRID
 
 
 def kept_weights(game_ids: ArrayLike, boundaries: ArrayLike, pulls: ArrayLike) -> Array:

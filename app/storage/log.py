@@ -407,7 +407,8 @@ def experience_before(
         "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
     )
     top = int(cutoffs.max()) if len(cutoffs) else 0
-    if len(player_ids) > SCAN_PLAYERS:
+    pulls = seasons.pulls(session, ladder.id)
+    if len(player_ids) > SCAN_PLAYERS or pulls:  # the seasons' pulls are taken in one pass over the log
         reads = [(base.format(""), (ladder.id, top))]
     else:
         reads = []
@@ -416,7 +417,6 @@ def experience_before(
             reads.append((base.format(f" AND p.player_id IN ({', '.join('?' * len(part))})"), (ladder.id, top, *part)))
     stamp = players.time_converter(session.get_bind().dialect)
     experience, last = np.zeros(len(player_ids)), np.full(len(player_ids), np.nan)
-    pulls = seasons.pulls(session, ladder.id)
 
     def pull_before(game_id: int) -> None:
         """The pulls of the seasons that closed before game ``game_id``, on the players whose cutoff is later."""

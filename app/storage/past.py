@@ -99,9 +99,10 @@ def _table_after(
         since = 0
         if checkpoint is not None:
             since = log.from_checkpoint(C, now.ids, checkpoint, dim)
-            if checkpoint.refit_id is not None:
+            refitted = [c for c in went_through if c.refit_id is not None]  # not a season's pull
+            if refitted:
                 row = session.execute(
-                    select(Refit.not_comparable_ids, Refit.outside_field_ids).where(Refit.id == checkpoint.refit_id)
+                    select(Refit.not_comparable_ids, Refit.outside_field_ids).where(Refit.id == refitted[-1].refit_id)
                 ).first()
                 if row is not None:
                     placement = refits.Placement(codec.unpack_ids(row[0] or b""), codec.unpack_ids(row[1] or b""))

@@ -5,13 +5,14 @@ exports keep seasons.  A season may pull the ratings back toward the start, and 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import numpy as np
 import pytest
 
 from tests.api.test_analysis import wait
 from tests.api.test_backups import export
-from tests.api.test_time_away import board, post, profile, same, season, vectors
+from tests.api.test_time_away import START, board, game, post, profile, same, season, vectors
 from tests.conftest import bearer, make_ladder
 
 
@@ -149,6 +150,7 @@ def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(cl
     start = initial(client, "pulled", key, list(before))
     winter = close(client, "pulled", key, "winter", pull=0.25)
     assert winter["pull"] == 0.25
+    right_after = board(client, "pulled", inactive="true")
     # The archive holds the standings before the pull; the ratings moved a quarter of the way back to the start.
     rows = standings(client, "pulled", "winter", limit=500)["items"]
     assert [(r["key"], r["elo"], r["strength_se"]) for r in rows] == [
@@ -164,6 +166,7 @@ def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(cl
 
     # A void before the boundary replays the log and pulls again there: as a ladder that never had the game.
     post(client, "pulled", key, later[:30])
+    same(board(client, "pulled", inactive="true", as_of=later[0]["played_at"]), right_after)  # the past: pulled
     twin = make_ladder(client, "twin", k=1, seed=2, auto_refit=False, drift_steps=steps)
     post(client, "twin", twin, january[:4] + january[5:])
     close(client, "twin", twin, "winter", pull=0.25)
@@ -172,7 +175,7 @@ def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(cl
     same(board(client, "pulled", inactive="true"), board(client, "twin", inactive="true"))
     assert vectors(client, "pulled") == vectors(client, "twin")
     assert client.get("/v1/ladders/pulled/audit").json()["consistent"]
-    # The past goes through the pull: the table after the boundary is the pulled one.
+    # The past goes through the pull as the void replayed it: the table after the boundary is the twin's.
     same(
         board(client, "pulled", inactive="true", as_of=later[0]["played_at"]),
         board(client, "twin", inactive="true", as_of=later[0]["played_at"]),
@@ -180,7 +183,13 @@ def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(cl
 
     # An export keeps the pull: the copy's ratings, and its next steps, are the original's.
     path = tmp_path / "pulled.ndjson"
-    path.write_bytes(export(client, "pulled", **bearer(key)))
+    exported = export(client, "pulled", **bearer(key))
+    # A file whose checkpoint does not name its season's pull (edited by hand) is refused, whole.
+    assert exported.count(b',"pulls":[0.25]') == 1
+    path.write_bytes(exported.replace(b',"pulls":[0.25]', b""))
+    with pytest.raises(SystemExit, match=r"season\.pull: no checkpoint after game 112 names this pull"):
+        cli(["import", "copy", str(path)])
+    path.write_bytes(exported)
     cli(["import", "copy", str(path)])
     copy_key = json.loads(capsys.readouterr().out)["admin_key"]
     assert [s["pull"] for s in client.get("/v1/ladders/copy/seasons").json()["items"]] == [0.25]
@@ -231,3 +240,31 @@ def test_two_seasons_that_close_after_the_same_game_pull_twice_and_a_replay_keep
     assert vectors(client, "double") == vectors(client, "twin")
     same(board(client, "double", inactive="true"), board(client, "twin", inactive="true"))
     assert client.get("/v1/ladders/double/audit").json()["consistent"]
+
+
+@pytest.mark.parametrize("pull", [0.5, 0.9])
+def test_games_posted_one_at_a_time_after_a_pull_replay_to_the_last_bit(client, pull):
+    """With steps that count games, experience after a pull of 0.9 is not a whole number: games added one at a
+    time (as posted) and all at once (as the audit replays them) still agree."""
+    key = make_ladder(client, "single", k=1, seed=2, auto_refit=False, drift_steps=False)
+    post(client, "single", key, [game("a", "b", n % 3 == 0, START + timedelta(hours=n)) for n in range(7)])
+    close(client, "single", key, "first", pull=pull)
+    for n in range(8):
+        one = game("a", "b", n % 2 == 0, START + timedelta(days=1, hours=n))
+        assert client.post("/v1/ladders/single/games", json=one, headers=bearer(key)).status_code == 201
+    audit = client.get("/v1/ladders/single/audit").json()
+    assert audit["consistent"] and audit["replayed_games"] == 8, audit
+
+
+def test_a_refit_after_the_seasons_last_game_was_voided_applies(client):
+    january, _ = season()
+    key = make_ladder(client, "voided", k=1, seed=3, auto_refit=False)
+    post(client, "voided", key, january)
+    close(client, "voided", key, "winter", pull=0.5)
+    assert client.post(f"/v1/ladders/voided/games/{len(january)}/void", headers=bearer(key)).status_code == 200
+    assert client.get("/v1/ladders/voided/audit").json()["consistent"]
+    started = client.post("/v1/ladders/voided/refits", json={"holdout": 0}, headers=bearer(key))
+    assert wait(client, started.headers["location"])["status"] == "done"
+    applied = client.post(f"{started.headers['location']}/apply", headers=bearer(key))
+    assert applied.status_code == 200, applied.text
+    assert client.get("/v1/ladders/voided/audit").json()["consistent"]

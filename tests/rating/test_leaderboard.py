@@ -8,6 +8,7 @@ from app.rating import (
     balanced_opponents,
     elo_equivalent,
     field_information,
+    field_prior,
     field_score,
     hodge_strength,
     hodge_strength_against,
@@ -119,3 +120,29 @@ def test_strength_se_covers_the_true_strengths_after_a_refit():
     error = hodge_strength(C) - (r - r.mean())
     covered = np.mean(np.abs(error) <= 1.96 * strength_se(C, games))
     assert 0.85 <= covered <= 0.995, covered
+
+
+def test_the_fields_own_records_make_the_first_games_intervals_honest():
+    """An Elo field twice as wide as the refit's prior, 10 games each through the online rule, which lags the
+    strong and the weak: with the prior the players' records imply (and the lag it measures), ±1.96 se covers
+    the truth as promised; with the fixed prior it misses about a third of the field."""
+    rng = np.random.default_rng(0)
+    m, games = 300, 1500  # 10 games each
+    r = rng.normal(scale=1.0, size=m)
+    truth = 2.0 * (r - r.mean())  # a_ij = 2 (r_i - r_j)
+    i = rng.integers(0, m, games)
+    j = (i + rng.integers(1, m, games)) % m
+    won = (rng.random(games) < expit(2.0 * (r[i] - r[j]))).astype(float)
+    log = GameLog.from_pairs(i, j, won)
+    offset = np.array([0.0, 1.0, 0.0, 0.0])
+    C0 = initial_vectors([str(n) for n in range(m)], 2, seed=0, scale=0.05, offset=offset)
+    rate = LearningRate(0.7, 3.0)
+    C = replay(C0, log, rate)
+    played = np.bincount(log.member_player, minlength=m).astype(float)
+    points = np.bincount(i, won, minlength=m) + np.bincount(j, 1.0 - won, minlength=m)
+    error = np.abs(hodge_strength(C) - truth)
+    field = field_prior(C, played, points, rate)
+    assert 0.90 <= np.mean(error <= 1.96 * strength_se(C, played, rate, field=field)) <= 0.99
+    assert np.mean(error <= 1.96 * strength_se(C, played, rate)) < 0.8
+    # A small field's records say too little: the refit's prior stands.
+    assert field_prior(C[:40], played[:40], points[:40], rate) == (STRENGTH_PRIOR_PRECISION, 0.0, 0.0)
