@@ -401,8 +401,12 @@ def experience_before(
     (:mod:`app.rating.seasons`).  Many players are read by one scan of the ladder's games up to the last cutoff;
     the rows are taken a chunk at a time, each chunk carrying on from the state the one before left (the
     recursion is each player's own, so it is the same numbers as one pass)."""
+    # PostgreSQL gives each time as the microseconds of its whole second (the steps count days): a number, not a
+    # datetime object to convert in Python (two million of them took seconds).
+    postgresql = session.get_bind().dialect.name == "postgresql"
+    played = "FLOOR(EXTRACT(EPOCH FROM g.played_at))::bigint * 1000000" if postgresql else "g.played_at"
     base = (
-        "SELECT p.player_id, p.game_id, g.played_at FROM participants p "
+        f"SELECT p.player_id, p.game_id, {played} FROM participants p "
         "JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
         "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
     )
@@ -430,7 +434,10 @@ def experience_before(
         for rows in driver_chunks(session.connection(), sql, parameters, 100_000):
             player = np.fromiter((r[0] for r in rows), np.int64, len(rows))
             game = np.fromiter((r[1] for r in rows), np.int64, len(rows))
-            when = players.day_years(players.micros_column([r[2] for r in rows], stamp))
+            if postgresql:
+                when = players.day_years(np.fromiter((r[2] for r in rows), np.int64, len(rows)))
+            else:
+                when = players.day_years(players.micros_column([r[2] for r in rows], stamp))
             at = np.searchsorted(player_ids, player)
             mine = at < len(player_ids)
             mine[mine] = player_ids[at[mine]] == player[mine]
