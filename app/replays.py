@@ -52,9 +52,7 @@ def replay_log(session: Session, ladder: LadderRow) -> int:
     (:func:`pull_back`) pulls the ratings again where it closed, and checkpoints them there."""
     replayed = 0
     latest = storage.refits.latest_checkpoint(session, ladder.id)
-    pulls: dict[int, list[float]] = {}  # by boundary: two seasons may close after the same game
-    for boundary, pull in storage.seasons.pulls(session, ladder.id, latest.after_game_id if latest else -1):
-        pulls.setdefault(boundary, []).append(pull)
+    pulls = storage.seasons.pulls_by_boundary(session, ladder.id, latest.after_game_id if latest else -1)
     for boundary, parts in pulls.items():
         part = storage.log.read(session, ladder, upto=boundary)
         _write(session, ladder, part, _history(ladder, part))

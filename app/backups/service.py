@@ -70,9 +70,7 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
         yield b"".join(lines)
         after = page[-1][0]
     checkpoints = storage.refits.replayed_checkpoints(session, ladder.id)
-    pulls: dict[int, list[float]] = {}  # the seasons' pulls, by the game they follow
-    for boundary, pull in storage.seasons.pulls(session, ladder.id):
-        pulls.setdefault(boundary, []).append(pull)
+    pulls = storage.seasons.pulls_by_boundary(session, ladder.id)  # the seasons' pulls, by the game they follow
     dim = 2 * ladder.k
     after, seq = 0, 0
     while True:

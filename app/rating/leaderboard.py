@@ -210,7 +210,7 @@ def results_spread(
     """
     played = np.asarray(played, dtype=np.float64)
     score = np.asarray(score, dtype=np.float64)
-    ref = _reference(len(played), sample, seed)
+    ref = _reference(len(played), sample, sample, seed)
     ref = ref[played[ref] > 0]
     if len(ref) < 2:
         return None
@@ -252,7 +252,7 @@ def field_prior(
     if spread is None or len(C) < 2:
         return STRENGTH_PRIOR_PRECISION, 0.0, 0.0
     tau, bound = spread
-    ref = _reference(len(C), sample, 0)
+    ref = _reference(len(C), sample, sample)
     shown = float(np.var(hodge_strength_against(C[ref], field_mean(C))))
     if max(bound * bound, shown) <= 0.0:
         return STRENGTH_PRIOR_PRECISION, 0.0, 0.0
@@ -276,10 +276,10 @@ def _shrinkage(nw: Array, mean: float) -> float:
     return float(np.exp(0.5 * (lo + hi)))
 
 
-def _reference(m: int, sample: int, seed: int = 0) -> Array:
-    """The players a field mean is over: all of them up to ``sample``, else the seeded sample of
-    :func:`_field_mean`."""
-    if m <= sample:
+def _reference(m: int, max_exact: int, sample: int, seed: int = 0) -> Array:
+    """The players a field mean is over (:func:`_field_mean`): all of them up to ``max_exact``, else a seeded
+    sample of ``sample``."""
+    if m <= max_exact:
         return np.arange(m)
     return np.sort(np.random.default_rng(seed).choice(m, size=sample, replace=False))
 
@@ -299,8 +299,7 @@ def _field_mean(C: ArrayLike, kernel, max_exact: int, sample: int, seed: int, ro
     rows = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)
     if m < 2:
         return _diagonal(C[rows], kernel)
-    rng = np.random.default_rng(seed)
-    ref = np.arange(m) if m <= max_exact else np.sort(rng.choice(m, size=sample, replace=False))
+    ref = _reference(m, max_exact, sample, seed)
     total = np.empty(len(rows))
     block = max(1, 2_000_000 // len(ref))
     for lo in range(0, len(rows), block):

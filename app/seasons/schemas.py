@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, Field, StrictFloat, StringConstraints
 
 from app.schemas import Page, StrictModel, printable
 
@@ -27,7 +27,7 @@ SeasonName = Annotated[
 
 
 Pull = Annotated[
-    float,
+    StrictFloat,  # a number: true is not 1
     Field(
         ge=0.0,
         le=1.0,

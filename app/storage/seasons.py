@@ -48,6 +48,14 @@ def pulls(session: Session, ladder_id: int, after: int = -1) -> list[tuple[int, 
     return [(int(b), float(p)) for b, p in session.execute(query.order_by(Season.after_game_id, Season.id))]
 
 
+def pulls_by_boundary(session: Session, ladder_id: int, after: int = -1) -> dict[int, list[float]]:
+    """:func:`pulls`, by boundary (two seasons may close after the same game), in log order."""
+    found: dict[int, list[float]] = {}
+    for boundary, pull in pulls(session, ladder_id, after):
+        found.setdefault(boundary, []).append(pull)
+    return found
+
+
 def page_of_seasons(session: Session, ladder_id: int, limit: int | None, before: int | None) -> list[Season]:
     """Up to ``limit`` seasons, the latest closed first, before the season id ``before``."""
     query = select(Season).where(Season.ladder_id == ladder_id)

@@ -197,7 +197,7 @@ def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(cl
     post(client, "copy", copy_key, later[30:40])
     assert vectors(client, "copy") == vectors(client, "pulled")
 
-    for bad in (-0.1, 1.5, "half", None):
+    for bad in (-0.1, 1.5, "half", None, True, "0.5"):
         r = client.post("/v1/ladders/pulled/seasons", json={"name": "bad", "pull": bad}, headers=bearer(key))
         assert r.status_code == 422, bad
 
