@@ -98,6 +98,8 @@ class Ladder(Base):
     #: The online step is taken at a player's experience, their games worn away by the drift while they were away
     #: (app.rating.experience); false: at their number of games (ladders created before this existed).
     drift_steps: Mapped[bool] = mapped_column(default=True, server_default=false())
+    #: The standard deviation (logits) of a learned seat's advantage before its first game (mathematics §5).
+    seat_prior: Mapped[float] = mapped_column(default=1.0, server_default="1.0")
     #: Players who have not played for this many days (the ladder's clock) leave the default leaderboard; null: never.
     inactive_after_days: Mapped[int | None]
     #: The hash of the key the ladder was created with (also its first admin key in api_keys).

@@ -310,7 +310,7 @@ async def seat_advantages(db: Database, ladder: LadderRow, wanted: dict[str, str
     rows = await db.fetch("SELECT seat_state FROM ladders WHERE id = ?", (ladder.id,))
     state = rows[0][0] if rows else None
     state = json.loads(state) if isinstance(state, str | bytes) else state
-    seats = storage.ladders.seats_from_json(state, len(ladder.seats or []))
+    seats = storage.ladders.seats_from_json(state, ladder)
     return dict(zip(ladder.seats or [], seats.advantage.tolist(), strict=True))
 
 

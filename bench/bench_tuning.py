@@ -11,7 +11,8 @@ fixed Elo strengths, with no seats and with a white/black seat on every game
 * :func:`app.rating.tuning.choose_rate` as a ladder with ``drift_steps`` runs it: 25
   candidate rates at the default drift, replayed together over every game from the
   initial vectors, then 45 more at drifts 0, 50 and 200 Elo points a year (the games
-  are spread over two years, a day at a time);
+  are spread over two years, a day at a time), and with seats 3 more at the other
+  priors of the seats (app.rating.tuning.SEAT_PRIOR_SDS);
 * one replay of one rate (the cost the 25 candidates would each have had when
   replayed one after the other).
 
@@ -35,9 +36,10 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, Seats, initial_vectors  # noqa: E402
+from app.ladders.schemas import DEFAULT_SEAT_PRIOR  # noqa: E402
+from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, Seats, initial_vectors, prior_precision  # noqa: E402
 from app.rating.refit import refit  # noqa: E402
-from app.rating.tuning import choose_rate, prequential_losses  # noqa: E402
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate, prequential_losses  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 DEFAULT = LearningRate(0.7, 3.0, 100 / ELO_PER_LOGIT)
@@ -63,10 +65,14 @@ def timed(work) -> tuple[float, object]:
 def run(players: int, games: int, seats: bool) -> dict:
     log = stream(players, games, seats)
     C0 = initial_vectors([f"p{n}" for n in range(players)], 1, 0, 0.5, [0.0, 1.0])
-    fresh = Seats.fresh(2) if seats else None
-    refit_s, _ = timed(lambda: refit(log, players, 1, restarts=1, select_k=[0, 1], current_seats=fresh))
+    fresh = Seats.fresh(2, prior_precision(DEFAULT_SEAT_PRIOR)) if seats else None
+    precision = prior_precision(DEFAULT_SEAT_PRIOR)
+    refit_s, _ = timed(
+        lambda: refit(log, players, 1, restarts=1, select_k=[0, 1], current_seats=fresh, seat_precision=precision)
+    )
     times = (np.floor(np.linspace(0, 730, games)) / 365.25, None)
-    choose_s, choice = timed(lambda: choose_rate(C0, log, DEFAULT, fresh, None, times, DRIFTS))
+    sds = SEAT_PRIOR_SDS if seats else ()
+    choose_s, choice = timed(lambda: choose_rate(C0, log, DEFAULT, fresh, None, times, DRIFTS, sds))
     one_s, _ = timed(lambda: prequential_losses(C0, log, DEFAULT, fresh, times))
     return {
         "players": players,
@@ -76,7 +82,12 @@ def run(players: int, games: int, seats: bool) -> dict:
         "choose_rate_s": choose_s,
         "one_replay_s": one_s,
         "candidates": len(choice.rows),
-        "chosen": {"eta": choice.rate.eta, "tau": choice.rate.tau, "drift": choice.rate.drift * ELO_PER_LOGIT},
+        "chosen": {
+            "eta": choice.rate.eta,
+            "tau": choice.rate.tau,
+            "drift": choice.rate.drift * ELO_PER_LOGIT,
+            "seat_prior": choice.seat_prior,
+        },
         "choose_vs_refit": choose_s / refit_s,
         "one_by_one_estimate_s": one_s * len(choice.rows),
     }

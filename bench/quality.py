@@ -51,6 +51,7 @@ from app.ladders.schemas import (  # noqa: E402
     DEFAULT_INIT_SCALE,
     DEFAULT_INIT_V0,
     DEFAULT_K,
+    DEFAULT_SEAT_PRIOR,
 )
 from app.rating import (  # noqa: E402
     ELO_PER_LOGIT,
@@ -65,8 +66,8 @@ from app.rating import (  # noqa: E402
 )
 from app.rating.model import omega_apply, rowdot  # noqa: E402
 from app.rating.refit import L2, evaluate, fit, guard, guard_window, penalty_weights, refit, split_games  # noqa: E402
-from app.rating.seats import Seats  # noqa: E402
-from app.rating.tuning import choose_rate  # noqa: E402
+from app.rating.seats import Seats, prior_precision  # noqa: E402
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate  # noqa: E402
 from app.refit_policy import FIRST_GAMES, GROWTH  # noqa: E402
 from tests.rating.test_experience import comeback_stream  # noqa: E402
 
@@ -134,6 +135,25 @@ def log_loss(p: np.ndarray, log: GameLog, part: slice = slice(None)) -> float:
     p = np.clip(p[q], 1e-12, 1 - 1e-12)
     s, w = log.pair_outcome[q], log.pair_weight[q]
     return float(-np.dot(w, s * np.log(p) + (1 - s) * np.log1p(-p)) / np.sum(w))
+
+
+def loss_gap(p: np.ndarray, q: np.ndarray, log: GameLog, part: slice) -> tuple[float, float]:
+    """log_loss(p) - log_loss(q) over ``part``, and its standard error over games (a ratio estimator: each
+    game's weighted loss difference d_g against its weight W_g)."""
+    lo, hi, _ = part.indices(log.n_games)
+    terms = slice(log.pair_ptr[lo], log.pair_ptr[hi])
+    s, w = log.pair_outcome[terms], log.pair_weight[terms]
+
+    def losses(x: np.ndarray) -> np.ndarray:
+        x = np.clip(x[terms], 1e-12, 1 - 1e-12)
+        return -(s * np.log(x) + (1 - s) * np.log1p(-x))
+
+    game = np.repeat(np.arange(hi - lo), np.diff(log.pair_ptr[lo : hi + 1]))
+    d = np.bincount(game, weights=w * (losses(p) - losses(q)), minlength=hi - lo)
+    W = np.bincount(game, weights=w, minlength=hi - lo)
+    gap = float(d.sum() / W.sum())
+    n = hi - lo
+    return gap, float(np.sqrt(n / (n - 1) * np.sum((d - gap * W) ** 2)) / W.sum())
 
 
 def halves(log: GameLog) -> tuple[slice, slice]:
@@ -429,6 +449,8 @@ def coverage(streams: dict) -> list[dict]:
 #: Streams whose first side has a seat of its own: white moves first, the home side plays at home.
 SEATED = {"chess": ("white", "black"), "premier league": ("home", "away"), "la liga": ("home", "away")}
 HOME_ADVANTAGES = [round(0.05 * n, 2) for n in range(17)]  # 0 to 0.8 logits
+#: Standard deviations (logits) of the seats' prior tried in the seats table.
+PRIOR_SDS = (0.25, 0.5, 1.0, 2.0, 4.0)
 
 
 def seat_table(streams: dict) -> list[dict]:
@@ -445,7 +467,8 @@ def seat_table(streams: dict) -> list[dict]:
         i, j = log.member_player[0::2], log.member_player[1::2]
         seated = GameLog.from_pairs(i, j, log.pair_outcome, seats=(0, 1))
         scored = halves(log)[1]
-        history = replay_history(start_vectors(m, DEFAULT_K, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0), seated, RATE)
+        C0 = start_vectors(m, DEFAULT_K, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0)
+        history = replay_history(C0, seated, RATE, seats=Seats.fresh(2, prior_precision(DEFAULT_SEAT_PRIOR)))
         elo_home, rate, advantage = min(
             (log_loss(online_elo(GameLog.from_pairs(i, j, log.pair_outcome, h), m, r), log, scored), r, h)
             for r in ELO_RATES
@@ -460,7 +483,14 @@ def seat_table(streams: dict) -> list[dict]:
             "Elo, tuned": tuned({r: online_elo(log, m, r) for r in ELO_RATES}, log, scored)[0],
             "Elo + advantage, tuned": elo_home,
             "Elo rate, advantage": [rate, advantage],
+            "seat prior sd": {},
         }
+        for sd in PRIOR_SDS:
+            p = replay_history(C0, seated, RATE, seats=Seats.fresh(2, prior_precision(sd)))
+            row["seat prior sd"][sd] = {
+                "first half": log_loss(p.pair_p, log, halves(log)[0]),
+                "whole": log_loss(p.pair_p, log),
+            }
         rows.append(row)
     print("\nprequential log loss on the second halves, with the first side's seat learned (lower is better);")
     print("Elo's rate and advantage tuned on that half itself (optimistic)\n")
@@ -473,6 +503,16 @@ def seat_table(streams: dict) -> list[dict]:
             f"{r['learned advantage (logits)']:.3f} | {r['Elo, tuned']:.4f} | {r['Elo + advantage, tuned']:.4f} "
             f"(rate {r['Elo rate, advantage'][0]}, advantage {r['Elo rate, advantage'][1]}) | {reached} |"
         )
+    print("\nthe seats' prior: prequential log loss over the first half / the whole stream with each seat's advantage")
+    print(
+        f"starting at 0 with this standard deviation (logits; a new ladder's is {DEFAULT_SEAT_PRIOR:g}, older ones' 1)"
+    )
+    print()
+    print("| stream | " + " | ".join(f"sd {sd:g}" for sd in PRIOR_SDS) + " |")
+    print("|---|" + "---|" * len(PRIOR_SDS))
+    for r in rows:
+        cells = (f"{v['first half']:.4f} / {v['whole']:.4f}" for v in r["seat prior sd"].values())
+        print(f"| {r['stream']} | " + " | ".join(cells) + " |")
     return rows
 
 
@@ -494,42 +534,53 @@ def rate_table(streams: dict) -> list[dict]:
             i, j = log.member_player[0::2], log.member_player[1::2]
             seated = GameLog.from_pairs(i, j, log.pair_outcome, seats=(0, 1))
         games = seated if seated is not None else log
-        seats = Seats.fresh(2) if seated is not None else None
+        seats = Seats.fresh(2, prior_precision(DEFAULT_SEAT_PRIOR)) if seated is not None else None
         C0 = start_vectors(m, DEFAULT_K, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0)
-        chosen = choose_rate(C0, games.take(np.arange(first.stop)), RATE, seats).rate
-        defaults = replay_history(C0, games, RATE).pair_p
-        tuned_rate = replay_history(C0, games, chosen).pair_p
-        if seated is not None:
-            i, j = log.member_player[0::2], log.member_player[1::2]
-            elo = min(
-                log_loss(online_elo(GameLog.from_pairs(i, j, log.pair_outcome, h), m, r), log, second)
-                for r in ELO_RATES
-                for h in HOME_ADVANTAGES
-            )
-        else:
-            elo = tuned({r: online_elo(log, m, r) for r in ELO_RATES}, log, second)[0]
+        choice = choose_rate(C0, games.take(np.arange(first.stop)), RATE, seats, seat_sds=SEAT_PRIOR_SDS)
+        chosen = choice.rate
+        defaults = replay_history(C0, games, RATE, seats=seats).pair_p
+        chosen_seats = None if seats is None else Seats.fresh(2, prior_precision(choice.seat_prior))
+        tuned_rate = replay_history(C0, games, chosen, seats=chosen_seats).pair_p
+        i, j = log.member_player[0::2], log.member_player[1::2]
+        advantages = HOME_ADVANTAGES if seated is not None else [0.0]
+        elos = {
+            (r, h): online_elo(GameLog.from_pairs(i, j, log.pair_outcome, h), m, r) if h else online_elo(log, m, r)
+            for r in ELO_RATES
+            for h in advantages
+        }
+        hindsight = min(elos, key=lambda c: log_loss(elos[c], log, second))
+        fair = min(elos, key=lambda c: log_loss(elos[c], log, first))
+        gap, gap_error = loss_gap(tuned_rate, elos[hindsight], log, second)
         rows.append(
             {
                 "stream": name,
                 "seats": seated is not None,
                 "defaults": log_loss(defaults, log, second),
                 "chosen rate": log_loss(tuned_rate, log, second),
-                "rate": {"eta": chosen.eta, "eta_tau": chosen.tau},
-                "Elo, tuned": elo,
+                "rate": {"eta": chosen.eta, "eta_tau": chosen.tau, "seat_prior": choice.seat_prior},
+                "Elo, tuned": log_loss(elos[hindsight], log, second),
+                "Elo, tuned on the first half": log_loss(elos[fair], log, second),
+                "gap to tuned Elo": gap,
+                "gap standard error": gap_error,
             }
         )
         print(f"  rate on {name}: {time.perf_counter() - start:.1f} s", flush=True)
     print("\nprequential log loss on the second halves, the rate chosen on the first (lower is better); seats where")
     print("the stream has them; Elo's rate (and first-side advantage) tuned on the half it is scored on (optimistic)\n")
-    print("| stream | seats | defaults | chosen rate (η, τ) | Elo, tuned | target |")
-    print("|---|---|---|---|---|---|")
+    print(
+        "| stream | seats | defaults | chosen rate (η, τ) | Elo, tuned | gap ± se | Elo, tuned on the first half "
+        "| target |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
     for r in rows:
         margin = 0.0 if r["stream"] in ("chess", "premier league", "la liga", "team tournament", "pure Elo") else 0.03
         r["target"] = "reached" if r["chosen rate"] <= r["Elo, tuned"] - margin else "not reached"
-        rate = f"({r['rate']['eta']:g}, {r['rate']['eta_tau']})"
+        prior = "" if r["rate"]["seat_prior"] is None else f", seats {r['rate']['seat_prior']:g}"
+        rate = f"({r['rate']['eta']:g}, {r['rate']['eta_tau']}{prior})"
         print(
             f"| {r['stream']} | {'yes' if r['seats'] else 'no'} | {r['defaults']:.4f} | {r['chosen rate']:.4f} "
-            f"{rate} | {r['Elo, tuned']:.4f} | {r['target']} |"
+            f"{rate} | {r['Elo, tuned']:.4f} | {r['gap to tuned Elo']:+.4f} ± {r['gap standard error']:.4f} | "
+            f"{r['Elo, tuned on the first half']:.4f} | {r['target']} |"
         )
     return rows
 

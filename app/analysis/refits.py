@@ -31,7 +31,7 @@ from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
-from app.rating.tuning import choose_rate
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
 from app.replays import Prepared, prepare, replay_log, replay_prepared
 from app.schemas import Page, one_more
 from app.storage.ladders import LadderRow
@@ -205,6 +205,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         progress=part("fit"),
         current_seats=state.stored_seats,
         folds=params.folds,
+        seat_precision=ladder.seat_precision(),
     )
     heldout = dict(result.heldout)
     if result.heldout_note is None:  # held-out games were drawn (the same split as the refit's)
@@ -231,8 +232,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
     } | ({"guard": verdict} if verdict else {})
     if rate is not None:
         summary["rate"] = rate
-    if ladder.seats:  # seats the log never names keep the prior
-        seats = rating.Seats.fresh(len(ladder.seats))
+    if seats := ladder.fresh_seats():  # seats the log never names keep the prior
         if result.seats is not None:
             n = len(result.seats.advantage)
             seats.advantage[:n], seats.information[:n] = result.seats.advantage, result.seats.information
@@ -316,6 +316,7 @@ def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: Refit
         params.seed,
         progress,
         state.times,
+        ladder.seat_precision(),
     )
     return vars(verdict)
 
@@ -331,9 +332,8 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
     seeded = k != ladder.k
     start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale) if seeded else state.start
-    fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
     rate = rating.LearningRate(eta, ladder.eta_tau)
-    history = rating.replay_history(start, state.log.take(train_games), rate, seats=fresh)
+    history = rating.replay_history(start, state.log.take(train_games), rate, seats=ladder.fresh_seats())
     seats = None if history.seats is None else history.seats.advantage
     return vars(evaluate(history.C, state.log, test, seats))
 
@@ -348,26 +348,28 @@ def _rate(ladder: LadderRow, state: LadderLog, progress) -> dict:
     the players' initial vectors, each candidate's prequential log loss, and the rate it was compared with.
     Where the ladder's steps follow the drift, the drift is chosen too (Elo points a year in the answer)."""
     current = ladder.learning_rate()
-    fresh = rating.Seats.fresh(len(ladder.seats)) if ladder.seats else None
+    fresh = ladder.fresh_seats()
     drifts: tuple[float, ...] = ()
     if current.drift > 0:
         drifts = tuple(f * current.drift for f in DRIFT_FACTORS)
-    choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts)
+    sds = SEAT_PRIOR_SDS if fresh is not None else ()
+    choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts, sds)
     rows = [row | {"drift": _elo_drift(ladder, current, row["drift"])} for row in choice.rows]
-    chosen = next(
-        row
-        for row, rate in zip(rows, choice.rows, strict=True)
-        if (rate["eta"], rate["tau"], rate["drift"]) == (choice.rate.eta, choice.rate.tau, choice.rate.drift)
-    )
+    for row in rows:  # the ladder's own prior as it was set, not as its precision gives it back
+        if fresh is not None and row["seat_prior"] == rows[0]["seat_prior"]:
+            row["seat_prior"] = ladder.seat_prior
+    chosen = rows[choice.index]
     return {
         "eta": choice.rate.eta,
         "eta_tau": choice.rate.tau,
         "drift": chosen["drift"],
-        "changed": choice.rate != current,
+        "seat_prior": chosen.get("seat_prior"),
+        "changed": choice.index != 0,
         "previous_eta": current.eta,
         "previous_eta_tau": current.tau,
         "previous_drift": ladder.drift,
         "previous_drift_steps": ladder.drift_steps,
+        "previous_seat_prior": ladder.seat_prior if fresh is not None else None,
         "log_loss": chosen["log_loss"],
         "previous_log_loss": rows[0]["log_loss"],
         "standard_error": chosen["standard_error"],
@@ -403,13 +405,17 @@ def _set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
         return False
     previous = (rate["previous_eta"], rate["previous_eta_tau"], rate.get("previous_drift", ladder.drift))
     steps = rate.get("previous_drift_steps", ladder.drift_steps)
-    if (ladder.eta, ladder.eta_tau, ladder.drift, ladder.drift_steps) != (*previous, steps):
+    prior = rate.get("previous_seat_prior") or ladder.seat_prior
+    if (ladder.eta, ladder.eta_tau, ladder.drift, ladder.drift_steps, ladder.seat_prior) != (*previous, steps, prior):
         return False  # an admin set another rate since
     now = datetime.now(UTC)
     fields = ("eta", "eta_tau", "previous_eta", "previous_eta_tau", "log_loss", "previous_log_loss", "standard_error")
     choice = {name: rate[name] for name in (*fields, "games")} | {"refit": job.id, "applied_at": now.isoformat()}
     choice |= {"drift": rate.get("drift", ladder.drift), "previous_drift": previous[2]}
     values = {"eta": rate["eta"], "eta_tau": rate["eta_tau"], "drift": choice["drift"], "rate_choice": choice}
+    if rate.get("seat_prior") is not None:
+        choice |= {"seat_prior": rate["seat_prior"], "previous_seat_prior": prior}
+        values["seat_prior"] = rate["seat_prior"]
     storage.ladders.change(session, ladder.id, values)
     storage.refits.update(session, job.id, {"result": job.result | {"rate": rate | {"applied": True}}})
     return True

@@ -21,8 +21,10 @@ class ExportedLadder(LadderCreate):
     private: StrictBool = False
     #: Exports from before the setting came from ladders that matched keys exactly.
     case_insensitive_keys: StrictBool = False
-    #: ... and whose steps counted games.
+    #: ... and whose steps counted games ...
     drift_steps: StrictBool = False
+    #: ... and whose seats' prior was 1 logit.
+    seat_prior: float = Field(1.0, ge=0.01, le=10)
 
 
 class Header(StrictModel):

@@ -13,6 +13,9 @@ DEFAULT_ETA = 0.7
 DEFAULT_ETA_TAU = 3.0
 DEFAULT_INIT_SCALE = 0.05
 DEFAULT_INIT_V0 = 1.0
+#: The seats' prior of a new ladder (logits): home and first-move advantages are rarely beyond 0.5 logit, and
+#: this predicted each seated stream of bench/quality.py better than 1 did (its seats table).
+DEFAULT_SEAT_PRIOR = 0.5
 DEFAULT_AUTO_REFIT = True
 # The largest drift two football seasons leave room for (README, "Time away").
 DEFAULT_DRIFT = 100.0
@@ -30,6 +33,11 @@ DRIFT_STEPS = (
     "newcomer and again for a player back from a long absence, and small for a settled regular (with `eta_tau`; "
     "a constant η ignores it). With it, the drift is one of the values the auto refits choose (`auto_rate`). "
     "false: the step counts games and ignores time (ladders created before it existed)."
+)
+SEAT_PRIOR = (
+    "How far a seat's advantage may be from 0 before its first game, in logits (one standard deviation of its "
+    "prior; mathematics §5): small, and the first games move it little; large, and they move it a lot. With "
+    "`auto_rate`, the auto refits choose it from the log, with the rate. Ladders created before the setting keep 1."
 )
 INACTIVE_AFTER_DAYS = (
     "Players who have not played for this many days (by the ladder's clock, the newest `played_at` of its games) "
@@ -84,6 +92,7 @@ class LadderCreate(StrictModel):
     )
     drift: float = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
     drift_steps: bool = Field(True, description=DRIFT_STEPS)
+    seat_prior: float = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)
     inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     case_insensitive_keys: bool = Field(
         True,
@@ -130,6 +139,9 @@ class LadderPatch(StrictModel):
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
     drift: float | None = Field(None, ge=0, le=2000, description=DRIFT)
     drift_steps: StrictBool | None = Field(None, description=DRIFT_STEPS)
+    seat_prior: float | None = Field(
+        None, ge=0.01, le=10, description=SEAT_PRIOR + " Setting it pins the rate, as `eta` does, and replays the log."
+    )
     inactive_after_days: int | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
     )
@@ -239,6 +251,8 @@ class RateChoiceOut(BaseModel):
     previous_eta_tau: float | None
     drift: float | None = Field(None, description="The drift chosen with it (`drift_steps`); null: not chosen.")
     previous_drift: float | None = None
+    seat_prior: float | None = Field(None, description="The seats' prior chosen with it; null: no seats.")
+    previous_seat_prior: float | None = None
     log_loss: float = Field(description="Mean prequential log loss per game of the log at the chosen rate.")
     previous_log_loss: float = Field(description="The same at the rate it replaced.")
     standard_error: float = Field(description="The standard error (over games) of the difference of the two.")
@@ -268,6 +282,7 @@ class LadderOut(BaseModel):
     case_insensitive_keys: bool
     drift: float = Field(description=DRIFT)
     drift_steps: bool = Field(description=DRIFT_STEPS)
+    seat_prior: float = Field(description=SEAT_PRIOR)
     inactive_after_days: int | None = Field(description=INACTIVE_AFTER_DAYS)
     created_at: datetime
     players: int

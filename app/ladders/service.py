@@ -101,7 +101,7 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     case-insensitively from now on folds every key and alias (:func:`_fold_keys`)."""
     values = patch.model_dump(exclude_unset=True)
     steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
-    rule = {"eta", "eta_tau", "drift_steps"} & values.keys() or ("drift" in values and steps)
+    rule = {"eta", "eta_tau", "drift_steps", "seat_prior"} & values.keys() or ("drift" in values and steps)
     if rule and "auto_rate" not in values:
         values["auto_rate"] = False  # an admin's rate is pinned
     flags = ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "drift_steps")
@@ -109,7 +109,7 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         if name in values and values[name] is None:
             message = "must be a whole number from 1 to 8" if name == "k" else "must be true or false"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
-    for name, bounds in (("eta", "0 to 10"), ("drift", "0 to 2000")):
+    for name, bounds in (("eta", "0 to 10"), ("drift", "0 to 2000"), ("seat_prior", "0.01 to 10")):
         if name in values and values[name] is None:
             message = f"must be a number from {bounds}"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
@@ -117,6 +117,8 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     rate = {name: values[name] for name in ("eta", "eta_tau", "k", "drift_steps") if name in values}
     if "drift" in values and steps:
         rate["drift"] = values["drift"]
+    if "seat_prior" in values and ladder.seats:  # the seats start from it: a replay from the start shows it
+        rate["seat_prior"] = values["seat_prior"]
     if rate.keys() - {"k"}:
         values["rate_choice"] = None  # the rate is the admin's now, not a refit's choice
     folding = values.get("case_insensitive_keys") is True

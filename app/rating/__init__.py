@@ -36,7 +36,7 @@ from app.rating.model import (
 )
 from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
 from app.rating.seasons import kept_weights, pull_back, pull_experience
-from app.rating.seats import Seats
+from app.rating.seats import Seats, prior_precision
 from app.rating.update import GameResult, LearningRate, apply_game, predict_match, unnormalised_update
 
 __all__ = [
@@ -77,6 +77,7 @@ __all__ = [
     "pair_outcomes",
     "pair_probability",
     "predict_match",
+    "prior_precision",
     "probability_matrix",
     "pull_back",
     "pull_experience",

@@ -100,10 +100,17 @@ def _select(log: GameLog, pairs: IntArray | None) -> IntArray:
 
 
 def _objective(
-    C: Array, log: GameLog, pairs: IntArray, l2: float | ArrayLike, gradient: bool, seats: Array | None = None
+    C: Array,
+    log: GameLog,
+    pairs: IntArray,
+    l2: float | ArrayLike,
+    gradient: bool,
+    seats: Array | None = None,
+    seat_precision: float = SEAT_PRIOR_PRECISION,
 ) -> tuple[float, Array | tuple[Array, Array] | None]:
     """-ℓ(C) and, if asked, its gradient; with ``seats`` (advantages of the learned seats) their terms too,
-    the prior's ½ λ_seat h² included, and the gradient is then the pair (∂/∂C, ∂/∂h)."""
+    the prior's ½ λ_seat h² included (λ_seat = ``seat_precision``), and the gradient is then the pair
+    (∂/∂C, ∂/∂h)."""
     singles = log.single_players()
     if singles is not None:
         # Every side one player (the common case): pair terms index players directly, no side layer.
@@ -118,7 +125,7 @@ def _objective(
     D = C - elo_manifold(C.shape[1] // 2)
     value = -float(np.dot(w, log_p - (1.0 - s) * x)) + float(np.sum(l2 * D * D))
     if seats is not None:
-        value += 0.5 * SEAT_PRIOR_PRECISION * float(np.dot(seats, seats))
+        value += 0.5 * seat_precision * float(np.dot(seats, seats))
     if not gradient:
         return value, None
     r = w * (s - np.exp(log_p))  # ∂ℓ/∂x
@@ -144,7 +151,7 @@ def _objective(
     seat_grad = np.bincount(seat_a[on_a], weights=r[on_a], minlength=n) - np.bincount(
         seat_b[on_b], weights=r[on_b], minlength=n
     )
-    return value, (grad, -seat_grad + SEAT_PRIOR_PRECISION * seats)
+    return value, (grad, -seat_grad + seat_precision * seats)
 
 
 def _seat_sums(C: Array, log: GameLog, seats: Array) -> tuple[Array, Array]:
@@ -154,22 +161,26 @@ def _seat_sums(C: Array, log: GameLog, seats: Array) -> tuple[Array, Array]:
     return seat_sums(len(seats), seat_a, seat_b, log.pair_weight, log.pair_outcome, p)
 
 
-def seat_information(C: ArrayLike, log: GameLog, seats: ArrayLike) -> Seats:
+def seat_information(
+    C: ArrayLike, log: GameLog, seats: ArrayLike, seat_precision: float = SEAT_PRIOR_PRECISION
+) -> Seats:
     """The learned seats at ``seats`` (advantages) with their information there (mathematics §5): the prior's
     precision plus Σ w p(1 - p) over the pair terms naming each, counted as the online step counts it."""
     h = np.array(seats, dtype=np.float64)
     information, _ = _seat_sums(np.asarray(C, dtype=np.float64), log, h)
-    return Seats(h, SEAT_PRIOR_PRECISION + information)
+    return Seats(h, seat_precision + information)
 
 
-def fit_seats(C: ArrayLike, log: GameLog, n_seats: int, iterations: int = 25) -> Array:
+def fit_seats(
+    C: ArrayLike, log: GameLog, n_seats: int, iterations: int = 25, seat_precision: float = SEAT_PRIOR_PRECISION
+) -> Array:
     """The seats' penalised maximum-likelihood advantages with the vectors ``C`` held fixed (Newton steps on
     the diagonal of the Hessian, which is exact for one seat per side)."""
     C = np.asarray(C, dtype=np.float64)
     h = np.zeros(n_seats)
     for _ in range(iterations):
         information, gain = _seat_sums(C, log, h)
-        step = (gain - SEAT_PRIOR_PRECISION * h) / (SEAT_PRIOR_PRECISION + information)
+        step = (gain - seat_precision * h) / (seat_precision + information)
         h += step
         if np.max(np.abs(step), initial=0.0) < 1e-10:
             break
@@ -202,8 +213,10 @@ def fit(
     tol: float = 1e-9,
     polish: bool = False,
     progress: Progress = None,
+    seat_precision: float = SEAT_PRIOR_PRECISION,
 ) -> Fit:
-    """Maximise ℓ over the selected pair terms with L-BFGS, from ``C0`` or a seeded random start.
+    """Maximise ℓ over the selected pair terms with L-BFGS, from ``C0`` or a seeded random start (and the learned
+    seats' advantages, under their prior of precision ``seat_precision``).
 
     The penalty is Σ_i Σ_d λ_d (c_id - μ_d)² with λ = ``l2`` (one number, or one
     per coordinate: :func:`penalty_weights`) and μ the Elo manifold's
@@ -235,7 +248,7 @@ def fit(
             value, grad = _objective(C, log, pairs, l2, True)
             calls[0] += 1
             return value, grad.ravel()
-        value, (grad, seat_grad) = _objective(C, log, pairs, l2, True, flat[size:])
+        value, (grad, seat_grad) = _objective(C, log, pairs, l2, True, flat[size:], seat_precision)
         calls[0] += 1
         return value, np.concatenate([grad.ravel(), seat_grad])
 
@@ -500,6 +513,7 @@ def refit(
     progress: Progress = None,
     current_seats: Seats | None = None,
     folds: int = FOLDS,
+    seat_precision: float = SEAT_PRIOR_PRECISION,
 ) -> Report:
     """Fit on the training games from ``restarts`` starts, report held-out metrics, then refit on all games.
 
@@ -554,7 +568,8 @@ def refit(
                 progress(int(1000 * (fits_done[0] + it / total) / n_fits), 1000)
 
         lam = penalty_weights(kk, penalty if lam is None else lam)
-        result = fit(log, n_players, kk, lam, pairs, C0=C0, seed=s, max_iter=max_iter, progress=each)
+        options = {"C0": C0, "seed": s, "max_iter": max_iter, "progress": each, "seat_precision": seat_precision}
+        result = fit(log, n_players, kk, lam, pairs, **options)
         fits_done[0] += 1
         return result
 
@@ -587,7 +602,10 @@ def refit(
         if progress is not None:
             progress(1000, 1000)
         C = _pad(elo_vectors(full.ratings, 1), k, seed)
-        seats = None if log.side_seat is None else seat_information(C, log, fit_seats(C, log, log.n_seats_needed))
+        seats = None
+        if log.side_seat is not None:
+            h = fit_seats(C, log, log.n_seats_needed, seat_precision=seat_precision)
+            seats = seat_information(C, log, h, seat_precision)
         seconds = time.perf_counter() - start
         return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, seconds, seats=seats, heldout_note=note)
 
@@ -611,7 +629,7 @@ def refit(
         progress(1000, 1000)
     rows = [{"log_likelihood": f.log_likelihood, "iterations": f.iterations, "converged": f.converged} for f in fits]
     C = final.C if chosen == k else _pad(final.C, k, seed)
-    seats = None if final.seats is None else seat_information(final.C, log, final.seats)
+    seats = None if final.seats is None else seat_information(final.C, log, final.seats, seat_precision)
     seconds = time.perf_counter() - start
     return Report(
         chosen,
@@ -680,6 +698,7 @@ def guard(
     seed: int = 0,
     progress: Progress = None,
     times: Times = None,
+    seat_precision: float = SEAT_PRIOR_PRECISION,
 ) -> Guard:
     """Would a refit have predicted the latest ``window`` games better than the online forecasts ``online_p``?
 
@@ -696,7 +715,9 @@ def guard(
         raise RatingInputError("window", f"must be between 1 and {n - 1} games")
     before, after = log.take(np.arange(n - window)), log.take(np.arange(n - window, n))
     m = len(start)
-    trial = refit(before, m, k, l2=l2, restarts=1, seed=seed, select_k=select_k, progress=progress)
+    trial = refit(
+        before, m, k, l2=l2, restarts=1, seed=seed, select_k=select_k, progress=progress, seat_precision=seat_precision
+    )
     played = np.bincount(before.member_player, minlength=m)
     games0, later = played, None
     if times is not None:
@@ -707,7 +728,7 @@ def guard(
     C[played > 0] = trial.C[played > 0]
     seats = trial.seats
     if seats is not None and after.n_seats_needed > len(seats.advantage):  # a seat first named in the window
-        fresh = Seats.fresh(after.n_seats_needed)
+        fresh = Seats.fresh(after.n_seats_needed, seat_precision)
         fresh.advantage[: len(seats.advantage)], fresh.information[: len(seats.advantage)] = (
             seats.advantage,
             seats.information,

@@ -9,12 +9,13 @@ it is learned like one: an online Newton (Kalman) step per game,
     I_s ← I_s + Σ w p(1 - p)        h_s ← h_s ± Σ w (S - p) / I_s
 
 over the game's pair terms that involve side s (weight w = 1/(N-1), ± for the
-first or second side of the pair).  I_s starts at the prior precision
-:data:`SEAT_PRIOR_PRECISION` and counts twice when both sides of a pair take
-seats, because then the correction of h_a - h_b is shared by two seats; h_s is
-then the posterior mean of a normal approximation and 1/√I_s its standard
-error.  Games naming one seat depend on each other through it: replay orders
-them like games sharing a player (:func:`app.rating.replay.dependency_levels`).
+first or second side of the pair).  I_s starts at the prior precision 1/σ₀²
+(σ₀ the ladder's ``seat_prior``; :data:`SEAT_PRIOR_PRECISION` where none is
+given) and counts twice when both sides of a pair take seats, because then
+the correction of h_a - h_b is shared by two seats; h_s is then the
+posterior mean of a normal approximation and 1/√I_s its standard error.
+Games naming one seat depend on each other through it: replay orders them
+like games sharing a player (:func:`app.rating.replay.dependency_levels`).
 """
 
 from __future__ import annotations
@@ -28,8 +29,16 @@ from app.rating.errors import RatingInputError
 from app.rating.games import IntArray
 from app.rating.model import Array
 
-#: Precision of a seat's advantage before any game: a standard deviation of 1 logit (174 Elo points).
+#: Precision of a seat's advantage before any game where none is given: a standard deviation of 1 logit (174 Elo
+#: points), what ladders created before the setting keep.
 SEAT_PRIOR_PRECISION = 1.0
+
+
+def prior_precision(sd: float) -> float:
+    """The precision 1/σ₀² of a seat's prior of standard deviation ``sd`` (logits, > 0)."""
+    if not (np.isfinite(sd) and sd > 0):
+        raise RatingInputError("seat_prior", f"must be a finite number > 0, got {sd!r}")
+    return 1.0 / (sd * sd)
 
 
 @dataclass(frozen=True)
@@ -40,9 +49,9 @@ class Seats:
     information: Array
 
     @classmethod
-    def fresh(cls, n: int) -> Seats:
-        """n seats before any game: no advantage, the prior's precision."""
-        return cls(np.zeros(n), np.full(n, SEAT_PRIOR_PRECISION))
+    def fresh(cls, n: int, precision: float = SEAT_PRIOR_PRECISION) -> Seats:
+        """n seats before any game: no advantage, the prior's ``precision``."""
+        return cls(np.zeros(n), np.full(n, float(precision)))
 
     @classmethod
     def of(cls, advantage: ArrayLike, information: ArrayLike) -> Seats:

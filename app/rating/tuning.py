@@ -34,7 +34,7 @@ from app.rating.replay import (
     member_experience,
     replay_history,
 )
-from app.rating.seats import Seats
+from app.rating.seats import Seats, prior_precision
 from app.rating.update import LearningRate, side_games
 
 #: Multiples of the current η, and decays τ (None: a constant η), whose every combination is tried.
@@ -42,13 +42,20 @@ ETA_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 TAUS = (None, 1.0, 3.0, 10.0, 30.0)
 
 
+#: Standard deviations (logits) of the seats' prior a choice tries, where the log names seats.
+SEAT_PRIOR_SDS = (0.25, 0.5, 1.0, 2.0)
+
+
 @dataclass(frozen=True)
 class RateChoice:
-    """The rate chosen, and per candidate its mean prequential log loss per game and the standard error of its
-    difference to the current rate's (over games)."""
+    """The rate chosen (and the seats' prior, a standard deviation in logits; None where the log names no seat),
+    and per candidate (``rows``; the chosen one is ``rows[index]``, the current one ``rows[0]``) its mean
+    prequential log loss per game and the standard error of its difference to the current rate's (over games)."""
 
     rate: LearningRate
     rows: list[dict]
+    seat_prior: float | None = None
+    index: int = 0
 
 
 def prequential_losses(
@@ -65,11 +72,12 @@ def prequential_losses_many(
     C0: ArrayLike,
     log: GameLog,
     rates: list[LearningRate],
-    seats: Seats | None = None,
+    seats: Seats | list[Seats] | None = None,
     progress: Callable[[int, int], None] | None = None,
     times: Times = None,
 ) -> Array:
-    """:func:`prequential_losses` of each rate (a row each), the rates replayed side by side in one pass.
+    """:func:`prequential_losses` of each rate (a row each), the rates replayed side by side in one pass; the
+    seats start from ``seats``, or from ``seats[n]`` for rate n if a list is given.
 
     A log of two-player games is replayed level by level (games on one level
     share no player and no seat) with every rate's ratings stacked, so each level
@@ -79,10 +87,11 @@ def prequential_losses_many(
     taken for all rates at once.)  Other logs (teams, free-for-all) are replayed
     one rate at a time.
     """
+    starts = seats if isinstance(seats, list) else [seats] * len(rates)
     if not _two_player_singles(log):
         rows = []
         for n, rate in enumerate(rates):
-            rows.append(prequential_losses(C0, log, rate, None if seats is None else seats.copy(), times))
+            rows.append(prequential_losses(C0, log, rate, None if starts[n] is None else starts[n].copy(), times))
             if progress is not None:
                 progress(n + 1, len(rates))
         return np.array(rows)
@@ -110,12 +119,12 @@ def prequential_losses_many(
     taus = np.array([np.inf if rate.tau is None else rate.tau for rate in rates])[:, None]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     if log.side_seat is not None:
-        seats = seats if seats is not None else Seats.fresh(log.n_seats_needed)
-        if log.n_seats_needed > len(seats.advantage):
+        starts = [start if start is not None else Seats.fresh(log.n_seats_needed) for start in starts]
+        if any(log.n_seats_needed > len(start.advantage) for start in starts):
             raise RatingInputError("games", f"seat index {log.n_seats_needed - 1} is outside the seats given")
         seat_i, seat_j = log.side_seat[0::2][order], log.side_seat[1::2][order]
-        advantage = np.repeat(np.append(seats.advantage, 0.0)[None], len(rates), axis=0)  # [:, -1]: no seat
-        information = np.repeat(np.append(seats.information, 1.0)[None], len(rates), axis=0)
+        advantage = np.array([np.append(start.advantage, 0.0) for start in starts])  # [:, -1]: no seat
+        information = np.array([np.append(start.information, 1.0) for start in starts])
     bounds = _level_bounds(level, int(level.max()))
     for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         a, b = i[lo:hi], j[lo:hi]
@@ -171,9 +180,14 @@ def choose_rate(
     progress: Callable[[int, int], None] | None = None,
     times: Times = None,
     drifts: tuple[float, ...] = (),
+    seat_sds: tuple[float, ...] = (),
 ) -> RateChoice:
     """The rate among :data:`ETA_FACTORS` × :data:`TAUS` around ``current`` whose replay predicted the log best,
     if it beat ``current`` by more than one standard error of the difference (over games); else ``current``.
+
+    With ``seats`` (their state before the log: no advantage, the ladder's prior) and ``seat_sds``, where the
+    log names seats, a last round tries the seats' prior at each of those standard deviations (logits) with the
+    best rate so far: the prior sets how fast a seat's advantage is learned from its first games.
 
     With ``drifts`` (logits a year) and the games' ``times`` (if time passes in them), a second round
     tries ``current``'s drift and each of ``drifts`` with :data:`DRIFT_ETA_FACTORS`
@@ -208,13 +222,25 @@ def choose_rate(
             m, e = _compare(prequential_losses_many(C0, log, part, seats, None, times), reference)
             candidates += part
             means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
+    current_sd = None if seats is None or log.side_seat is None else float(1.0 / np.sqrt(seats.information[0]))
+    sds = [current_sd] * len(candidates)
+    if current_sd is not None and seat_sds:
+        best_rate = candidates[int(np.argmin(means))]
+        tried = [sd for sd in seat_sds if prior_precision(sd) != seats.information[0]]
+        starts = [Seats.fresh(len(seats.advantage), prior_precision(sd)) for sd in tried]
+        m, e = _compare(prequential_losses_many(C0, log, [best_rate] * len(tried), starts, None, times), reference)
+        candidates += [best_rate] * len(tried)
+        sds += tried
+        means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
     best = int(np.argmin(means))
-    chosen = candidates[best] if means[0] - means[best] > errors[best] else current
+    if not means[0] - means[best] > errors[best]:
+        best = 0
     rows = [
         {"eta": rate.eta, "tau": rate.tau, "drift": rate.drift, "log_loss": float(m), "standard_error": float(e)}
-        for rate, m, e in zip(candidates, means, errors, strict=True)
+        | ({} if sd is None else {"seat_prior": sd})
+        for rate, sd, m, e in zip(candidates, sds, means, errors, strict=True)
     ]
-    return RateChoice(chosen, rows)
+    return RateChoice(candidates[best], rows, sds[best], best)
 
 
 def _time_passes(log: GameLog, times: Times) -> bool:

@@ -62,6 +62,8 @@ class LadderRow:
     drift: float
     #: The online step follows each player's experience, worn away by the drift while they are away.
     drift_steps: bool
+    #: The standard deviation (logits) of a learned seat's advantage before its first game.
+    seat_prior: float
     #: Players idle this many days (the ladder's clock) leave the default leaderboard; None: never.
     inactive_after_days: int | None
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
@@ -87,6 +89,14 @@ class LadderRow:
         """The drift the online steps follow, in logits a year (0: they count games; so with a constant η, whose
         steps do not count anything)."""
         return self.drift / rating.ELO_PER_LOGIT if self.drift_steps and self.eta_tau is not None else 0.0
+
+    def seat_precision(self) -> float:
+        """The precision of the seats' prior, 1/seat_prior²."""
+        return rating.prior_precision(self.seat_prior)
+
+    def fresh_seats(self) -> Seats | None:
+        """The ladder's seats before any game (None without seats)."""
+        return Seats.fresh(len(self.seats), self.seat_precision()) if self.seats else None
 
     def seat_index(self) -> dict[str, int]:
         """Seat name -> index (empty without seats)."""
@@ -270,7 +280,7 @@ def seat_state(session: Session, ladder: LadderRow) -> Seats | None:
     if not ladder.seats:
         return None
     state = session.scalar(select(Ladder.seat_state).where(Ladder.id == ladder.id))
-    return seats_from_json(state, len(ladder.seats))
+    return seats_from_json(state, ladder)
 
 
 def save_seat_state(session: Session, ladder_id: int, seats: Seats | None) -> None:
@@ -328,8 +338,11 @@ def seats_to_json(seats: Seats) -> dict:
     return {"advantage": seats.advantage.tolist(), "information": seats.information.tolist()}
 
 
-def seats_from_json(state: dict | None, n: int) -> Seats:
-    return Seats.fresh(n) if state is None else Seats.of(state["advantage"], state["information"])
+def seats_from_json(state: dict | None, ladder: LadderRow) -> Seats:
+    """Seats as stored, or the ladder's before any game (``state`` None)."""
+    if state is None:
+        return Seats.fresh(len(ladder.seats or []), ladder.seat_precision())
+    return Seats.of(state["advantage"], state["information"])
 
 
 def lock(session: Session, ladder_id: int) -> None:

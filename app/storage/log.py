@@ -139,7 +139,7 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
     start_seats = stored_seats = None
     if ladder.seats:
         held = None if checkpoint is None else checkpoint.seat_state
-        start_seats = ladders.seats_from_json(held, len(ladder.seats))
+        start_seats = ladders.seats_from_json(held, ladder)
         stored_seats = ladders.seat_state(session, ladder)
     times = (players.day_years(played), start_last)
     return LadderLog(

@@ -144,7 +144,7 @@ def test_a_refit_estimates_the_seats_with_the_vectors_and_applies_them(client):
 
 
 def test_an_export_restores_the_seats(client, cli, tmp_path, capsys):
-    key = make_ladder(client, "league", k=1, seed=4, seats=["home", "away"])
+    key = make_ladder(client, "league", k=1, seed=4, seats=["home", "away"], seat_prior=0.25)
     ids = post_all(client, "league", key, home_games(150, seed=7))
     started = client.post("/v1/ladders/league/refits", json={"restarts": 1, "holdout": 0}, headers=bearer(key))
     job = wait(client, started.headers["Location"])
@@ -153,7 +153,7 @@ def test_an_export_restores_the_seats(client, cli, tmp_path, capsys):
     assert client.delete(f"/v1/ladders/league/games/{ids[160]}", headers=bearer(key)).status_code == 200
     data = export(client, "league")
     lines = [json.loads(line) for line in data.splitlines()]
-    assert lines[0]["ladder"]["seats"] == ["home", "away"]
+    assert (lines[0]["ladder"]["seats"], lines[0]["ladder"]["seat_prior"]) == (["home", "away"], 0.25)
     assert [len(line["checkpoint"]["seats"]["advantage"]) for line in lines if "checkpoint" in line] == [2]
     path = tmp_path / "league.ndjson"
     path.write_bytes(data)
@@ -163,3 +163,48 @@ def test_an_export_restores_the_seats(client, cli, tmp_path, capsys):
     assert players(client, "copy") == players(client, "league")
     assert client.get("/v1/ladders/copy/audit").json()["consistent"]
     assert export(client, "copy").split(b"\n", 1)[1] == data.split(b"\n", 1)[1]
+    assert client.get("/v1/ladders/copy").json()["seat_prior"] == 0.25
+    # An export from before the setting came from a ladder whose seats' prior was 1 logit.
+    del lines[0]["ladder"]["seat_prior"]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    cli(["import", "older", str(path)])
+    capsys.readouterr()
+    assert client.get("/v1/ladders/older").json()["seat_prior"] == 1.0
+
+
+def test_the_seats_prior_is_a_setting_the_rate_choice_picks_and_an_admin_pins(client):
+    # A new ladder starts its seats at 0.5 logit; setting 1 replays the log into the ratings of a ladder that
+    # always had 1, and pins the rate.
+    games = home_games(200, seed=3)
+    narrow = make_ladder(client, "narrow", k=1, seed=5, seats=["home", "away"])
+    wide = make_ladder(client, "wide", k=1, seed=5, seats=["home", "away"], seat_prior=1.0)
+    for slug, key in (("narrow", narrow), ("wide", wide)):
+        r = client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games}, headers=bearer(key))
+        assert r.status_code == 201, r.text
+    assert client.get("/v1/ladders/narrow").json()["seat_prior"] == 0.5
+    assert players(client, "narrow") != players(client, "wide")
+    changed = client.patch("/v1/ladders/narrow", json={"seat_prior": 1.0}, headers=bearer(narrow)).json()
+    assert (changed["seat_prior"], changed["auto_rate"]) == (1.0, False)
+    assert players(client, "narrow") == players(client, "wide")
+    assert client.get("/v1/ladders/narrow").json()["seats"] == client.get("/v1/ladders/wide").json()["seats"]
+    assert client.get("/v1/ladders/narrow/audit").json()["consistent"]
+    for bad in (None, 0, -1, 11, "wide"):
+        r = client.patch("/v1/ladders/narrow", json={"seat_prior": bad}, headers=bearer(narrow))
+        assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", (bad, r.text)
+
+    # Home sides that win 92% of games on a ladder whose prior keeps a seat near 0: the log asks for a wider one,
+    # chosen with the rate, and applying the refit replays the log with both.
+    key = make_ladder(client, "tight", k=1, seed=5, seats=["home", "away"], seat_prior=0.05, auto_refit=False)
+    games = home_games(1_200, seed=4, home_edge=2.5)
+    for batch in (games[:600], games[600:]):
+        r = client.post("/v1/ladders/tight/games/batch", json={"games": batch}, headers=bearer(key))
+        assert r.status_code == 201, r.text
+    started = client.post("/v1/ladders/tight/refits", json={"tune_rate": True}, headers=bearer(key))
+    rate = wait(client, started.headers["location"])["result"]["rate"]
+    assert rate["changed"] and rate["previous_seat_prior"] == 0.05 and rate["seat_prior"] in (1.0, 2.0)
+    assert [row["seat_prior"] for row in rate["candidates"][-4:]] == [0.25, 0.5, 1.0, 2.0]
+    assert client.post(f"{started.headers['location']}/apply", headers=bearer(key)).status_code == 200
+    ladder = client.get("/v1/ladders/tight").json()
+    assert ladder["seat_prior"] == rate["seat_prior"] == ladder["rate_choice"]["seat_prior"]
+    assert ladder["rate_choice"]["previous_seat_prior"] == 0.05
+    assert client.get("/v1/ladders/tight/audit").json()["consistent"]

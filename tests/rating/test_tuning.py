@@ -89,3 +89,40 @@ def test_seats_the_log_names_must_be_given():
     log = GameLog.from_pairs(np.array([0, 1]), np.array([1, 0]), np.array([1.0, 0.0]), seats=(0, 1))
     with pytest.raises(RatingInputError):
         prequential_losses_many(start(2), log, [DEFAULT], Seats.fresh(1))
+
+
+def seated_stream(m: int, n: int, advantage: float, seed: int) -> GameLog:
+    """``n`` games between ``m`` players of fixed Elo strengths, the first side in seat 0 (``advantage`` logits
+    ahead) and the second in seat 1."""
+    rng = np.random.default_rng(seed)
+    r = rng.normal(0, 1, m)
+    i = rng.integers(0, m, n)
+    j = (i + rng.integers(1, m, n)) % m
+    outcome = (rng.random(n) < expit(r[i] - r[j] + advantage)).astype(float)
+    return GameLog.from_pairs(i, j, outcome, seats=(0, 1))
+
+
+def test_each_rate_may_start_its_seats_from_its_own_prior():
+    log = seated_stream(30, 2_000, 0.5, seed=5)
+    rates = [LearningRate(0.7, 3.0), LearningRate(0.7, 3.0), LearningRate(1.4, None)]
+    priors = [Seats.fresh(2, 16.0), Seats.fresh(2, 0.25), Seats.fresh(2, 1.0)]
+    together = prequential_losses_many(start(30), log, rates, priors)
+    for rate, prior, row in zip(rates, priors, together, strict=True):
+        np.testing.assert_array_equal(row, prequential_losses(start(30), log, rate, prior))
+    assert not np.array_equal(together[0], together[1])  # the prior changed the forecasts
+
+
+def test_the_seats_prior_is_chosen_with_the_rate():
+    # White wins far more than a prior of 0.25 logit expects: the log asks for a wider one.
+    log = seated_stream(30, 1_500, 2.5, seed=6)
+    choice = choose_rate(start(30), log, DEFAULT, Seats.fresh(2, 16.0), seat_sds=(0.25, 0.5, 1.0, 2.0))
+    assert choice.seat_prior in (1.0, 2.0)
+    assert choice.rows[0]["seat_prior"] == 0.25 and choice.rows[choice.index]["seat_prior"] == choice.seat_prior
+    assert (
+        choice.rows[0]["log_loss"] - choice.rows[choice.index]["log_loss"] > choice.rows[choice.index]["standard_error"]
+    )
+    assert len(choice.rows) == 25 + 3  # the rates, then the other priors at the best of them
+
+    # Without seats there is no prior to choose.
+    plain = choose_rate(start(30), elo_stream(30, 300, 0.0, seed=6), DEFAULT, seat_sds=(0.25, 2.0))
+    assert plain.seat_prior is None and "seat_prior" not in plain.rows[0]
