@@ -72,11 +72,22 @@ class Base(DeclarativeBase):
     type_annotation_map: ClassVar = {datetime: UTCDateTime()}
 
 
+class LadderSlug(Base):
+    """A ladder's slug, unique, and the ladder it names: a table of no ladder (docs/scaling.md §6), so slugs stay
+    unique where the ladders' rows are spread by id, and a slug finds its ladder's id in one place."""
+
+    __tablename__ = "ladder_slugs"
+
+    slug: Mapped[str] = mapped_column(String(64), primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(BigId)
+
+
 class Ladder(Base):
     __tablename__ = "ladders"
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
-    slug: Mapped[str] = mapped_column(String(64), unique=True)
+    #: Unique among the ladders not deleted, as :class:`LadderSlug` keeps it (SQLite also by a constraint here).
+    slug: Mapped[str] = mapped_column(String(64), index=True)
     name: Mapped[str | None] = mapped_column(String(200))
     k: Mapped[int]
     eta: Mapped[float]

@@ -24,16 +24,16 @@ from app.config import Settings
 
 migration = importlib.import_module("migrations.versions.0029_keys_by_ladder")
 
-#: Tables of no ladder, replicated to every node as they are.
-REFERENCE = {"alembic_version"}
-#: What breaks the rules today, on each database: (table, what).  On PostgreSQL, one: slugs are unique across
-#: ladders (the plan: a reference table of slugs).  SQLite keeps its tables keyed by their own ids: it counts ids
-#: up only for a lone ``INTEGER PRIMARY KEY``, and a SQLite database is one file, never distributed.
-SLUGS = ("ladders", "unique (slug)")
+#: Tables of no ladder, replicated to every node as they are: the migrations' version, and the slugs (unique
+#: across ladders, which a table spread by ladder could not keep; migration 0031).
+REFERENCE = {"alembic_version", "ladder_slugs"}
+#: What breaks the rules today, on each database: (table, what).  On PostgreSQL, nothing.  SQLite keeps its
+#: tables keyed by their own ids (it counts ids up only for a lone ``INTEGER PRIMARY KEY``) and its slugs unique
+#: in ``ladders`` too: a SQLite database is one file, never distributed.
 KNOWN = {
-    "postgresql": {SLUGS},
+    "postgresql": set(),
     "sqlite": {
-        SLUGS,
+        ("ladders", "unique (slug)"),
         *((table, "primary key (id)") for table in migration.BY_ID),
         *((table, f"foreign key ({column}) -> {referred} (id)") for table, column, referred, _ in migration.FOREIGN),
         ("participants", "primary key (game_id, player_id)"),

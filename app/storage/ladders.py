@@ -20,6 +20,7 @@ from app.models import (
     IdempotencyKey,
     Ladder,
     LadderEvent,
+    LadderSlug,
     Player,
     Refit,
     Season,
@@ -135,15 +136,23 @@ def _row(row, session: Session | None = None) -> LadderRow:
     return replace(ladder, aliases=aliases)
 
 
-_BY_SLUG = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE slug = ? AND deleted_at IS NULL"
+_BY_ID = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE id = ? AND deleted_at IS NULL"
 
 
 def by_slug(session: Session, slug: str) -> LadderRow | None:
-    """The ladder as it is now (write transactions read it here: its settings may change)."""
-    rows = fetch_typed(session, _BY_SLUG, (slug,), _COLUMNS)
-    if not rows:
+    """The ladder as it is now (write transactions read it here: its settings may change).
+
+    Read by its id, the column ladders are distributed by (docs/scaling.md §6): the id this process last found
+    for the slug, else the one ``ladder_slugs`` gives (a slug whose ladder was deleted may name another since).
+    """
+    held = cache.of(session, "ladders").get(slug)
+    ladder = None if held is None else by_id(session, held.id)
+    if ladder is None or ladder.slug != slug:
+        found = session.execute(select(LadderSlug.ladder_id).where(LadderSlug.slug == slug)).first()
+        ladder = None if found is None else by_id(session, found[0])
+    if ladder is None:
+        cache.of(session, "ladders").pop(slug, None)
         return None
-    ladder = _row(rows[0], session)
     cache.of(session, "ladders")[slug] = ladder
     return ladder
 
@@ -168,8 +177,8 @@ def from_cache(engine: Engine, slug: str) -> LadderRow | None:
 
 
 def by_id(session: Session, ladder_id: int) -> LadderRow | None:
-    row = session.execute(select(*_COLUMNS).where(Ladder.id == ladder_id, Ladder.deleted_at.is_(None))).first()
-    return None if row is None else _row(row, session)
+    rows = fetch_typed(session, _BY_ID, (ladder_id,), _COLUMNS)
+    return _row(rows[0], session) if rows else None
 
 
 def page_of_ladders(session: Session, limit: int | None, after: str | None, private: bool) -> list[LadderRow]:
@@ -186,10 +195,11 @@ def insert(session: Session, values: dict) -> LadderRow | None:
     """A new ladder; None if its slug is taken."""
     try:
         with session.begin_nested():
-            session.execute(Ladder.__table__.insert().values(**values))
+            ladder_id = session.execute(Ladder.__table__.insert().values(**values).returning(Ladder.id)).scalar_one()
+            session.execute(LadderSlug.__table__.insert().values(slug=values["slug"], ladder_id=ladder_id))
     except IntegrityError:
         return None
-    return by_slug(session, values["slug"])
+    return by_id(session, ladder_id)
 
 
 def delete(session: Session, ladder: LadderRow) -> None:
@@ -199,6 +209,7 @@ def delete(session: Session, ladder: LadderRow) -> None:
     lock(session, ladder.id)
     for table in (SeasonStanding, Season, Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player):
         session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
+    session.execute(LadderSlug.__table__.delete().where(LadderSlug.slug == ladder.slug))
     session.execute(
         Ladder.__table__.update()
         .where(Ladder.id == ladder.id)

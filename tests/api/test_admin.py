@@ -150,29 +150,34 @@ def test_a_games_id_is_its_number_within_its_ladder_everywhere(client):
     assert client.get("/v1/ladders/test/audit").json()["checkpoint_after_game"] == 6
 
 
-def test_deleting_a_ladder_takes_everything_in_it_and_frees_its_slug(client):
+def test_deleting_a_ladder_takes_everything_in_it_and_frees_its_slug(client, settings):
     office = bearer(make_ladder(client, k=1))
     client.post("/v1/ladders/test/games/batch", json={"games": [game("ann", "bob"), game("bob", "cy")]}, headers=office)
     writer = client.post("/v1/ladders/test/keys", json={"name": "w", "role": "write"}, headers=office).json()
     assert client.get("/v1/ladders/test/leaderboard").status_code == 200  # this process now remembers the ladder
-    assert client.request("DELETE", "/v1/ladders/test", headers=office).status_code == 422  # no confirmation
-    wrong = client.request("DELETE", "/v1/ladders/test", json={"slug": "tset"}, headers=office)
-    assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "slug", wrong.text
-    by_writer = client.request("DELETE", "/v1/ladders/test", json={"slug": "test"}, headers=bearer(writer["key"]))
-    assert by_writer.status_code == 403
-    assert client.request("DELETE", "/v1/ladders/test", json={"slug": "test"}).status_code == 401
-    deleted = client.request("DELETE", "/v1/ladders/test", json={"slug": "test"}, headers=office)
-    assert deleted.status_code == 200 and deleted.json() == {"slug": "test", "players": 3, "games": 2}
-    for path in ("/v1/ladders/test", "/v1/ladders/test/leaderboard", "/v1/ladders/test/players/ann"):
-        assert client.get(path).status_code == 404, path
-    assert client.post("/v1/ladders/test/games", json=game("ann", "bob"), headers=office).status_code == 404
-    again = bearer(make_ladder(client, k=1))  # the slug is free: a new, empty ladder
-    assert (
-        client.get("/v1/ladders/test").json()["games"] == 0
-        and client.get("/v1/ladders/test/leaderboard").json()["items"] == []
-    )
-    assert client.post("/v1/ladders/test/games", json=game("ann", "bob"), headers=office).status_code == 403
-    assert client.post("/v1/ladders/test/games", json=game("ann", "bob"), headers=again).json()["id"] == 1
+    with TestClient(create_app(settings)) as other:  # another worker, which remembers the ladder too
+        assert other.post("/v1/ladders/test/games", json=game("cy", "ann"), headers=office).status_code == 201
+        assert client.request("DELETE", "/v1/ladders/test", headers=office).status_code == 422  # no confirmation
+        wrong = client.request("DELETE", "/v1/ladders/test", json={"slug": "tset"}, headers=office)
+        assert wrong.status_code == 422 and wrong.json()["errors"][0]["field"] == "slug", wrong.text
+        by_writer = client.request("DELETE", "/v1/ladders/test", json={"slug": "test"}, headers=bearer(writer["key"]))
+        assert by_writer.status_code == 403
+        assert client.request("DELETE", "/v1/ladders/test", json={"slug": "test"}).status_code == 401
+        deleted = client.request("DELETE", "/v1/ladders/test", json={"slug": "test"}, headers=office)
+        assert deleted.status_code == 200 and deleted.json() == {"slug": "test", "players": 3, "games": 3}
+        for path in ("/v1/ladders/test", "/v1/ladders/test/leaderboard", "/v1/ladders/test/players/ann"):
+            assert client.get(path).status_code == 404, path
+        assert client.post("/v1/ladders/test/games", json=game("ann", "bob"), headers=office).status_code == 404
+        again = bearer(make_ladder(client, k=1))  # the slug is free: a new, empty ladder
+        assert (
+            client.get("/v1/ladders/test").json()["games"] == 0
+            and client.get("/v1/ladders/test/leaderboard").json()["items"] == []
+        )
+        assert client.post("/v1/ladders/test/games", json=game("ann", "bob"), headers=office).status_code == 403
+        assert client.post("/v1/ladders/test/games", json=game("ann", "bob"), headers=again).json()["id"] == 1
+        # The other worker finds the new ladder by its slug, not the deleted one it remembered.
+        assert other.post("/v1/ladders/test/games", json=game("bob", "ann"), headers=again).json()["id"] == 2
+        assert other.post("/v1/ladders/test/games", json=game("bob", "ann"), headers=office).status_code == 403
 
 
 def test_a_new_learning_rate_replays_the_log_exactly(client, settings):
