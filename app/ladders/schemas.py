@@ -140,7 +140,10 @@ class LadderPatch(StrictModel):
     drift: float | None = Field(None, ge=0, le=2000, description=DRIFT)
     drift_steps: StrictBool | None = Field(None, description=DRIFT_STEPS)
     seat_prior: float | None = Field(
-        None, ge=0.01, le=10, description=SEAT_PRIOR + " Setting it pins the rate, as `eta` does, and replays the log."
+        None,
+        ge=0.01,
+        le=10,
+        description=SEAT_PRIOR + " With seats, setting it pins the rate, as `eta` does, and replays the log.",
     )
     inactive_after_days: int | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."

@@ -93,15 +93,16 @@ def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
 
 
 def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
-    """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``, ``drift_steps``, and ``drift``
-    where the steps follow it; setting one pins the rate, as ``auto_rate: false``, unless ``auto_rate`` is given
-    too) takes effect by replaying the
+    """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``, ``drift_steps``, ``drift``
+    where the steps follow it, and ``seat_prior`` where there are seats; setting one pins the rate, as
+    ``auto_rate: false``, unless ``auto_rate`` is given too) takes effect by replaying the
     log with it, exactly as a void's replay does: the ratings then equal those of a ladder that always had it (for
     a new k, from the start; for a new rate, since the latest checkpoint), which ``/audit`` checks.  Matching keys
     case-insensitively from now on folds every key and alias (:func:`_fold_keys`)."""
     values = patch.model_dump(exclude_unset=True)
     steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
-    rule = {"eta", "eta_tau", "drift_steps", "seat_prior"} & values.keys() or ("drift" in values and steps)
+    rule = {"eta", "eta_tau", "drift_steps"} & values.keys() or ("drift" in values and steps)
+    rule = rule or ("seat_prior" in values and bool(ladder.seats))  # part of the rate where there are seats
     if rule and "auto_rate" not in values:
         values["auto_rate"] = False  # an admin's rate is pinned
     flags = ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "drift_steps")
