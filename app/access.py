@@ -76,7 +76,7 @@ def authorize(session: Session, ladder: LadderRow, caller: Caller, need: str) ->
     key = storage.keys.find(session, ladder.id, hash_key(caller.bearer))
     key_id = check(key and (key.id, key.role, key.revoked_at is not None, key.expires_at), need)
     if session.info.get("writing") and storage.keys.due_for_use(session, key_id):
-        storage.keys.used(session, key_id)
+        storage.keys.used(session, ladder.id, key_id)
     return str(key_id)
 
 

@@ -294,11 +294,11 @@ def cmd_refit(args: argparse.Namespace) -> None:
         job = refits.start_refit(session, ladder_for_read(session, args.ladder, fresh=True), params)
     bar = ProgressBar()
     try:
-        refits.run_refit(db, job.id, progress=lambda done, total: bar("fitting", done, total))
+        refits.run_refit(db, job.ladder_id, job.id, progress=lambda done, total: bar("fitting", done, total))
     except ValueError as exc:
         raise SystemExit(f"refit {job.id}: {exc}") from None
     with db.reading() as session:
-        job = storage.refits.get(session, job.id)
+        job = storage.refits.get(session, job.ladder_id, job.id)
     if job.status == "failed":
         raise SystemExit(f"refit {job.id}: {job.error}")
     result = job.result
@@ -328,7 +328,7 @@ def cmd_refit(args: argparse.Namespace) -> None:
     if args.apply:
         with db.writing() as session:
             ladder = ladder_for_read(session, args.ladder, fresh=True)
-            checkpoint = refits.apply_refit(session, ladder, storage.refits.get(session, job.id))
+            checkpoint = refits.apply_refit(session, ladder, storage.refits.get(session, ladder.id, job.id))
         print(f"applied: checkpoint {checkpoint.id} after game {checkpoint.after_game}, "
               f"{checkpoint.replayed_games} later games replayed")  # fmt: skip
 

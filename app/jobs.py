@@ -130,14 +130,16 @@ def _work_main(url: str, work, args: tuple, send) -> None:
 
 def submit(
     db: Database,
+    ladder_id: int,
     job_id: int,
-    run: Callable[[Database, int], None],
-    fail: Callable[[Database, int, str], None],
-    finished: Callable[[Database, int], None] | None = None,
+    run: Callable[[Database, int, int], None],
+    fail: Callable[[Database, int, int, str], None],
+    finished: Callable[[Database, int, int], None] | None = None,
 ) -> None:
-    """Queue ``run(db, job_id)`` for a child process; ``fail(db, job_id, why)`` records a child that died, and
-    ``finished(db, job_id)`` is called in this process once the child is gone."""
-    _jobs.submit(_run_child, db, job_id, run, fail, finished)
+    """Queue ``run(db, ladder_id, job_id)`` for a child process (the ladder's job ``job_id``); ``fail(db,
+    ladder_id, job_id, why)`` records a child that died, and ``finished(db, ladder_id, job_id)`` is called in this
+    process once the child is gone."""
+    _jobs.submit(_run_child, db, ladder_id, job_id, run, fail, finished)
 
 
 def stop() -> None:
@@ -149,31 +151,32 @@ def stop() -> None:
         child.terminate()
 
 
-def _run_child(db: Database, job_id: int, run, fail, finished) -> None:
+def _run_child(db: Database, ladder_id: int, job_id: int, run, fail, finished) -> None:
     url = db.child_url()
-    child = multiprocessing.get_context("spawn").Process(target=_child_main, args=(url, job_id, run, fail), daemon=True)
+    args = (url, ladder_id, job_id, run, fail)
+    child = multiprocessing.get_context("spawn").Process(target=_child_main, args=args, daemon=True)
     child.start()
     _children.add(child)
     child.join()
     _children.discard(child)
     if child.exitcode != 0:
-        fail(db, job_id, f"the refit process exited with code {child.exitcode}")
+        fail(db, ladder_id, job_id, f"the refit process exited with code {child.exitcode}")
     if finished is not None:
         try:
-            finished(db, job_id)
+            finished(db, ladder_id, job_id)
         except Exception:
             logger.exception("after job %s", job_id)
 
 
-def _child_main(url: str, job_id: int, run, fail) -> None:
+def _child_main(url: str, ladder_id: int, job_id: int, run, fail) -> None:
     _die_with_parent()
     os.nice(10)
     db = Database.from_settings(Settings(database_url=url))
     try:
-        run(db, job_id)
+        run(db, ladder_id, job_id)
     except Exception as exc:  # the job's row records the failure
         logger.exception("job %s failed", job_id)
-        fail(db, job_id, f"{type(exc).__name__}: {exc}")
+        fail(db, ladder_id, job_id, f"{type(exc).__name__}: {exc}")
     finally:
         db.dispose()
 

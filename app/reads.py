@@ -91,7 +91,7 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
             raise Unauthorized("This ladder is private: reading it needs `Authorization: Bearer <key>`.")
         key_id = check(await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer)), "read")
         if storage.keys.due_for_use(db.read_engine, key_id):
-            await anyio.to_thread.run_sync(_used, db.primary or db, key_id)
+            await anyio.to_thread.run_sync(_used, db.primary or db, found.id, key_id)
     return replace(found, version=version, private=private, reset_version=reset_version)
 
 
@@ -198,9 +198,9 @@ def _named_version(request: Request) -> int:
     return named
 
 
-def _used(db: Database, key_id: int) -> None:
+def _used(db: Database, ladder_id: int, key_id: int) -> None:
     with db.writing() as session:
-        storage.keys.used(session, key_id)
+        storage.keys.used(session, ladder_id, key_id)
 
 
 #: At most this many changed players are read on the event loop to catch a table up (a millisecond's work);

@@ -168,10 +168,11 @@ def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history:
     if part.start_seats is not None:
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
         states = storage.games.seat_states(part.log, history, ladder.seats or [])
-        storage.games.rewrite_seat_states(session, part.game_ids.tolist(), states)
+        storage.games.rewrite_seat_states(session, ladder.id, part.game_ids.tolist(), states)
     member_game = np.repeat(part.game_ids, np.diff(part.log.member_ptr))
     storage.games.rewrite_history(
         session,
+        ladder.id,
         member_game,
         part.player_ids[part.log.member_player],
         history.before,

@@ -70,7 +70,7 @@ def main() -> None:
         rating.replay(state.start, state.log, rating.LearningRate(ladder.eta, ladder.eta_tau), games0=state.start_games)
         replay = time.perf_counter() - start
         with db.reading() as session:  # the games' numbers in the ladder: what a void names
-            ids = [storage.games.number_of(session, int(g)) for g in state.game_ids[[-1, -100, 9]]]
+            ids = [storage.games.number_of(session, ladder.id, int(g)) for g in state.game_ids[[-1, -100, 9]]]
         del state
 
         rows = {"replay of the whole log in memory (floor)": (args.games, replay)}

@@ -56,7 +56,7 @@ def main(url: str, players: int, cap_gb: float) -> dict:
     t = time.perf_counter()
     with db.writing() as session:
         job = refits.start_refit(session, ladder_for_read(session, "big", fresh=True), RefitIn(restarts=1))
-    refits.run_refit(db, job.id)
+    refits.run_refit(db, job.ladder_id, job.id)
     seconds["refit"] = time.perf_counter() - t
     with db.reading() as session:
         done = refits.get_refit(session, ladder_for_read(session, "big", fresh=True), job.id)

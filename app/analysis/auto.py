@@ -87,7 +87,7 @@ def start_if_due(db: Database, ladder_id: int) -> int | None:
             job_id = refits.start_refit(session, ladder, params, log_games=games).id
         except TooManyRequests:  # the queue is full: the policy asks again as the log grows
             return None
-    refits.submit(db, job_id)
+    refits.submit(db, ladder.id, job_id)
     return job_id
 
 

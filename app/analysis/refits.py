@@ -84,72 +84,75 @@ def recover(db: Database) -> list[int]:
     server; running it again could kill this one the same way)."""
     me, resumed = jobs.owner(), []
     with db.writing() as session:
-        for refit_id, status, owner in storage.refits.unfinished(session):
+        for ladder_id, refit_id, status, owner in storage.refits.unfinished(session):
             if not jobs.owner_gone(owner):
                 continue
-            if status == "queued" and storage.refits.take_over(session, refit_id, owner, me):
-                resumed.append(refit_id)
+            if status == "queued" and storage.refits.take_over(session, ladder_id, refit_id, owner, me):
+                resumed.append((ladder_id, refit_id))
             elif status == "running":
                 why = "its server process stopped while it ran; start a new refit"
                 values = {"status": "failed", "error": why, "owner": me, "finished_at": datetime.now(UTC)}
-                storage.refits.update(session, refit_id, values)
-    for refit_id in resumed:
-        submit(db, refit_id)
+                storage.refits.update(session, ladder_id, refit_id, values)
+    for ladder_id, refit_id in resumed:
+        submit(db, ladder_id, refit_id)
     if resumed:
-        logger.info("resumed refits %s queued by a server that stopped", resumed)
-    return resumed
+        logger.info("resumed refits %s queued by a server that stopped", [refit_id for _, refit_id in resumed])
+    return [refit_id for _, refit_id in resumed]
 
 
-def submit(db: Database, refit_id: int) -> None:
-    """Queue the refit; it runs in a child process (:mod:`app.jobs`)."""
-    jobs.submit(db, refit_id, _run_job, fail, _count)
+def submit(db: Database, ladder_id: int, refit_id: int) -> None:
+    """Queue the ladder's refit; it runs in a child process (:mod:`app.jobs`)."""
+    jobs.submit(db, ladder_id, refit_id, _run_job, fail, _count)
 
 
-def _run_job(db: Database, refit_id: int) -> None:
+def _run_job(db: Database, ladder_id: int, refit_id: int) -> None:
     """:func:`run_refit` in a job's child process, which ends as soon as the job is cancelled."""
-    threading.Thread(target=_stop_if_cancelled, args=(db, refit_id), name="melo-cancel", daemon=True).start()
-    run_refit(db, refit_id)
+    watch = threading.Thread(target=_stop_if_cancelled, args=(db, ladder_id, refit_id), name="melo-cancel", daemon=True)
+    watch.start()
+    run_refit(db, ladder_id, refit_id)
 
 
-def _stop_if_cancelled(db: Database, refit_id: int) -> None:
+def _stop_if_cancelled(db: Database, ladder_id: int, refit_id: int) -> None:
     while True:
         time.sleep(CANCEL_CHECK)
         with db.reading() as session:
-            if storage.refits.status(session, refit_id) == "cancelled":
+            if storage.refits.status(session, ladder_id, refit_id) == "cancelled":
                 logger.info("refit %s was cancelled; its process stops", refit_id)
                 os._exit(0)
 
 
-def _count(db: Database, refit_id: int) -> None:
+def _count(db: Database, ladder_id: int, refit_id: int) -> None:
     """The finished job's outcome in the metrics: done, rejected, failed, or applied (an auto refit)."""
     with db.reading() as session:
-        job = storage.refits.get(session, refit_id)
+        job = storage.refits.get(session, ladder_id, refit_id)
     if job is not None:
         REFITS.labels("applied" if job.applied_at is not None else job.status).inc()
 
 
-def fail(db: Database, refit_id: int, error: str) -> None:
+def fail(db: Database, ladder_id: int, refit_id: int, error: str) -> None:
     with db.writing() as session:
-        job = storage.refits.get(session, refit_id)
+        job = storage.refits.get(session, ladder_id, refit_id)
         if job is not None and job.status in ("queued", "running"):
             now = datetime.now(UTC)
-            storage.refits.update(session, refit_id, {"status": "failed", "error": error[:2000], "finished_at": now})
+            values = {"status": "failed", "error": error[:2000], "finished_at": now}
+            storage.refits.update(session, ladder_id, refit_id, values)
 
 
-def run_refit(db: Database, refit_id: int, progress=None) -> None:
-    """Fit, check identifiability of the fit, store the result (also used by ``melo refit``).
+def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> None:
+    """Fit the ladder's refit ``refit_id``, check identifiability of the fit, store the result (also used by
+    ``melo refit``).
 
     An ``auto`` refit is guarded first (:func:`_guard`) and applied when it passes.
     """
     with db.snapshot() as session:
-        job = storage.refits.get(session, refit_id)
+        job = storage.refits.get(session, ladder_id, refit_id)
         ladder = storage.ladders.by_id(session, job.ladder_id)
         params = RefitIn.model_validate(job.params)
         state = storage.log.read(session, ladder, from_start=True)  # every game up to state.last_game_id
         recent = storage.log.read(session, ladder) if params.auto else None  # from the latest checkpoint
         # The seasons that closed by its last game (those after it are pulled again by the replay from it).
         pulls = [(b, p) for b, p in storage.seasons.pulls(session, ladder.id) if b <= state.last_game_id]
-    if not _advance(db, refit_id, "queued", status="running", after_game_id=state.last_game_id):
+    if not _advance(db, ladder_id, refit_id, "queued", status="running", after_game_id=state.last_game_id):
         return  # cancelled while it was queued
     last_write = [0.0]
 
@@ -159,17 +162,19 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
         now = time.monotonic()
         if now - last_write[0] >= PROGRESS_EVERY:
             last_write[0] = now
-            _advance(db, refit_id, "running", progress=0.95 * done / total)
+            _advance(db, ladder_id, refit_id, "running", progress=0.95 * done / total)
 
     m = len(state.keys)
     fitted, played = _kept(state, pulls, m)
     if state.log.n_games == 0 or m < 2:  # its games were voided while it was queued
         error = "nothing to fit: the ladder has no games that count (voided since this refit was started)"
-        _advance(db, refit_id, "running", status="failed", progress=1.0, error=error, finished_at=datetime.now(UTC))
+        failed = {"status": "failed", "progress": 1.0, "error": error, "finished_at": datetime.now(UTC)}
+        _advance(db, ladder_id, refit_id, "running", **failed)
         return
     if not played.any():
         error = "nothing to fit: every game is from before a season that started everyone afresh (pull 1)"
-        _advance(db, refit_id, "running", status="failed", progress=1.0, error=error, finished_at=datetime.now(UTC))
+        failed = {"status": "failed", "progress": 1.0, "error": error, "finished_at": datetime.now(UTC)}
+        _advance(db, ladder_id, refit_id, "running", **failed)
         return
     # The progress bar in parts: the rate's replays (if asked for), the guard's fit (an auto refit), the fit.
     parts = [name for name, wanted in (("rate", params.tune_rate), ("guard", params.auto), ("fit", True)) if wanted]
@@ -188,7 +193,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
             if rate is not None and rate["changed"]:  # the rate has its own guard: applied all the same
                 db.write(lambda session: _reject_and_apply_rate(session, ladder, refit_id, rejected))
             else:
-                _advance(db, refit_id, "running", **rejected)
+                _advance(db, ladder_id, refit_id, "running", **rejected)
             return
         select_k = [verdict["k"]]
 
@@ -257,7 +262,7 @@ def run_refit(db: Database, refit_id: int, progress=None) -> None:
             return
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
             logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
-    _advance(db, refit_id, "running", **finished)
+    _advance(db, ladder_id, refit_id, "running", **finished)
 
 
 def _kept(state: LadderLog, pulls: list[tuple[int, float]], m: int) -> tuple[rating.GameLog, np.ndarray]:
@@ -283,8 +288,8 @@ def placement_of(found: Identifiability, player_ids: np.ndarray) -> storage.refi
 def _finish_and_apply(
     session: Session, ladder: LadderRow, refit_id: int, finished: dict, prepared: Prepared | None
 ) -> None:
-    if storage.refits.advance(session, refit_id, "running", finished):  # not cancelled meanwhile
-        apply_refit(session, ladder, storage.refits.get(session, refit_id), prepared)
+    if storage.refits.advance(session, ladder.id, refit_id, "running", finished):  # not cancelled meanwhile
+        apply_refit(session, ladder, storage.refits.get(session, ladder.id, refit_id), prepared)
 
 
 def _guard(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
@@ -387,11 +392,11 @@ def _elo_drift(ladder: LadderRow, current: rating.LearningRate, drift: float) ->
 
 def _reject_and_apply_rate(session: Session, ladder: LadderRow, refit_id: int, rejected: dict) -> None:
     """An auto refit whose fit the guard rejected, but whose rate choice stands: recorded, and the rate applied."""
-    if not storage.refits.advance(session, refit_id, "running", rejected):  # cancelled meanwhile
+    if not storage.refits.advance(session, ladder.id, refit_id, "running", rejected):  # cancelled meanwhile
         return
     storage.players.lock_all(session, ladder.id)
     fresh = storage.ladders.by_id(session, ladder.id)
-    if fresh is not None and _set_rate(session, fresh, storage.refits.get(session, refit_id)):
+    if fresh is not None and _set_rate(session, fresh, storage.refits.get(session, ladder.id, refit_id)):
         replay_log(session, storage.ladders.by_id(session, ladder.id))
         storage.ladders.bump(session, [ladder.id], reset=True)
 
@@ -417,18 +422,18 @@ def _set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
         choice |= {"seat_prior": rate["seat_prior"], "previous_seat_prior": prior}
         values["seat_prior"] = rate["seat_prior"]
     storage.ladders.change(session, ladder.id, values)
-    storage.refits.update(session, job.id, {"result": job.result | {"rate": rate | {"applied": True}}})
+    storage.refits.update(session, job.ladder_id, job.id, {"result": job.result | {"rate": rate | {"applied": True}}})
     return True
 
 
-def _advance(db: Database, refit_id: int, current: str, **values) -> bool:
-    """Set fields of the job if its status is still ``current`` (not cancelled): whether it was."""
+def _advance(db: Database, ladder_id: int, refit_id: int, current: str, **values) -> bool:
+    """Set fields of the ladder's job if its status is still ``current`` (not cancelled): whether it was."""
     with db.writing() as session:
-        return storage.refits.advance(session, refit_id, current, values)
+        return storage.refits.advance(session, ladder_id, refit_id, current, values)
 
 
 def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:
-    job = storage.refits.get(session, refit_id, ladder.id)
+    job = storage.refits.get(session, ladder.id, refit_id)
     if job is None:
         raise NotFound(f"There is no refit {refit_id} in ladder {ladder.slug!r}.")
     return job
@@ -457,7 +462,7 @@ def refit_out(session: Session, job: Refit) -> RefitOut:
         params=job.params,
         result=job.result,
         error=error,
-        after_game=storage.games.number_of(session, job.after_game_id),
+        after_game=storage.games.number_of(session, job.ladder_id, job.after_game_id),
         created_at=job.created_at,
         finished_at=job.finished_at,
         applied_at=job.applied_at,
@@ -515,8 +520,8 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
         replayed = replay_prepared(session, ladder, prepared)  # stale after a new rate: None
     if replayed is None:
         replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
-    storage.refits.update(session, job.id, {"applied_at": datetime.now(UTC)})
+    storage.refits.update(session, ladder.id, job.id, {"applied_at": datetime.now(UTC)})
     storage.events.add(session, ladder.id, "refit", {"refit": job.id})
     storage.ladders.bump(session, [ladder.id], reset=new_rate)
-    after_game = storage.games.number_of(session, job.after_game_id) or 0
+    after_game = storage.games.number_of(session, ladder.id, job.after_game_id) or 0
     return CheckpointOut(id=checkpoint.id, refit=job.id, after_game=after_game, replayed_games=replayed)

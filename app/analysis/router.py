@@ -32,7 +32,7 @@ def start_refit(slug: str, params: RefitIn, db: DatabaseDep, caller: CallerDep, 
     with db.writing() as session:
         job = refits.start_refit(session, ladder_for(session, slug, caller, "write"), params)
         out = refits.refit_out(session, job)
-    refits.submit(db, job.id)
+    refits.submit(db, job.ladder_id, job.id)
     response.headers["Location"] = f"/v1/ladders/{slug}/refits/{job.id}"
     return out
 

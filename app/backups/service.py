@@ -56,7 +56,7 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
     while page := storage.players.export_page(session, ladder.id, after, PAGE):
         keys = [row[1] for row in page]
         seeded = rating.initial_vectors(keys, ladder.k, ladder.seed, ladder.init_scale, ladder.init_offset)
-        aliases = storage.aliases.of_players(session, [row[0] for row in page])
+        aliases = storage.aliases.of_players(session, ladder.id, [row[0] for row in page])
         lines = []
         for (player_id, key, name, active, initial, created), own in zip(
             page, storage.codec.pack_rows(seeded), strict=True
@@ -112,7 +112,7 @@ def _sides(payload: dict) -> list[dict]:
 
 
 def _season_line(session: Session, season) -> bytes:
-    standings = storage.seasons.standings(session, season.id, 0, None)
+    standings = storage.seasons.standings(session, season.ladder_id, season.id, 0, None)
     line = {
         "name": season.name,
         "closed_at": iso(season.closed_at),
@@ -129,7 +129,7 @@ def _season_line(session: Session, season) -> bytes:
 def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int, pulls: dict[int, list[float]]) -> bytes:
     ids = storage.codec.unpack_ids(checkpoint.player_ids)
     vectors = storage.codec.unpack_matrix(checkpoint.vectors, dim)
-    keys = storage.players.keys_of(session, ids.tolist())
+    keys = storage.players.keys_of(session, checkpoint.ladder_id, ids.tolist())
     held = {
         keys[player_id]: vector
         for player_id, vector in zip(ids.tolist(), vectors.tolist(), strict=True)

@@ -504,7 +504,7 @@ def _apply(
         # Each player's strength just after this batch (their last game in it), against the field then.
         strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
         written = storage.players.Written(locked, history.C, counts, last_played, strength_then, history.experience)
-        storage.players.save(session, written)
+        storage.players.save(session, ladder.id, written)
     storage.ladders.save_field(session, ladder.id, field_sum, field_count)
     field = field_sum / max(field_count, 1)
     return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now, field, written)
@@ -575,8 +575,9 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
     members = [m.player_id for m in record.members]
     shares = np.array([m.actual_score for m in record.members])
-    storage.players.uncount(session, members, rating.record(shares, np.full(len(shares), len(record.payload["sides"]))))
-    storage.players.refresh_last_played(session, members)
+    record_of = rating.record(shares, np.full(len(shares), len(record.payload["sides"])))
+    storage.players.uncount(session, ladder.id, members, record_of)
+    storage.players.refresh_last_played(session, ladder.id, members)
     if superseded:  # players the tail does not reach hold that checkpoint's vectors: replay from the one before
         replay_log(session, ladder)
     else:

@@ -155,7 +155,7 @@ def _new_dimension(session: Session, old: LadderRow, new: LadderRow) -> None:
     C0 = rating.initial_vectors(keys, new.k, new.seed, new.init_scale, new.init_offset)
     kept = min(2 * old.k, 2 * new.k)
     C0[:, :kept] = initial[:, :kept]
-    storage.players.save_initial(session, ids, C0)
+    storage.players.save_initial(session, old.id, ids, C0)
     storage.refits.supersede_checkpoints(session, old.id, 0)
     storage.games.resize_voided_history(session, old.id, 2 * new.k)
     storage.ladders.forget_field(session, old.id)
@@ -184,9 +184,9 @@ def _fold_keys(session: Session, ladder: LadderRow) -> None:
         )
     for player_id, key, name in players:
         if fold(key) != key:
-            games = storage.games.of_player_all(session, player_id)
-            storage.games.rename_player(session, games, key, fold(key))
-            storage.players.rekey(session, player_id, fold(key), name if name is not None else key)
+            games = storage.games.of_player_all(session, ladder.id, player_id)
+            storage.games.rename_player(session, ladder.id, games, key, fold(key))
+            storage.players.rekey(session, ladder.id, player_id, fold(key), name if name is not None else key)
     keys = {fold(key) for _, key, _ in players}
     # Aliases to drop: those not folded, and folded ones that are a key now (a merged "ann" of "Ann"); then each
     # folded form that is neither a key nor an alias left, once.
@@ -257,5 +257,5 @@ def audit(session: Session, ladder: LadderRow) -> AuditOut:
         players=len(state.keys),
         max_abs_diff=diff,
         replayed_games=state.log.n_games,
-        checkpoint_after_game=storage.games.number_of(session, state.after_game_id or None),
+        checkpoint_after_game=storage.games.number_of(session, ladder.id, state.after_game_id or None),
     )

@@ -173,14 +173,14 @@ def _past_page(
     return service.leaderboard(table, ladder, by, limit, cursor, inactive)
 
 
-async def _with_form(db: Database, table: Table, body: bytes, memo: tuple | None) -> bytes:
+async def _with_form(db: Database, ladder: LadderRow, table: Table, body: bytes, memo: tuple | None) -> bytes:
     """The page with each player's form (read in a thread), kept with the table for its first pages."""
     if memo is not None and memo in table.memo:
         return table.memo[memo]
 
     def read() -> bytes:
         with db.reading() as session:
-            return service.with_form(session, table, body)
+            return service.with_form(session, ladder, table, body)
 
     shown = await anyio.to_thread.run_sync(read)
     if memo is not None:
@@ -248,7 +248,8 @@ async def leaderboard(
         if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
             body = await reads.compute(request, service.leaderboard, table, ladder, by, limit, cursor, inactive)
         if form:
-            body = await _with_form(db, table, body, ("form", by, limit, inactive) if cursor is None else None)
+            memo = ("form", by, limit, inactive) if cursor is None else None
+            body = await _with_form(db, ladder, table, body, memo)
         return Response(body, media_type="application/json", headers={"ETag": etag})
 
     return await reads.lag_tolerant(request, db, slug, caller, min_version, answer)

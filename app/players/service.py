@@ -303,8 +303,9 @@ def _rekey(session: Session, ladder: LadderRow, key: str, new_key: str) -> None:
         raise Conflict(f"key: {message}.", errors=[{"field": "key", "message": message}])
     _not_an_alias(session, ladder, new_key, "key", player_id)
     storage.aliases.remove(session, ladder.id, [new_key])
-    storage.games.rename_player(session, storage.games.of_player_all(session, player_id), key, new_key)
-    storage.players.rekey(session, player_id, new_key)
+    games = storage.games.of_player_all(session, ladder.id, player_id)
+    storage.games.rename_player(session, ladder.id, games, key, new_key)
+    storage.players.rekey(session, ladder.id, player_id, new_key)
     storage.aliases.add(session, ladder.id, [key], player_id)
 
 
@@ -324,16 +325,16 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
             f"into: there is no player {into!r}", errors=[{"field": "into", "message": "unknown player"}]
         )
     storage.players.lock_all(session, ladder.id)
-    games = storage.games.of_player_all(session, source[0])
-    shared = {g for g, _, _ in storage.games.of_player_all(session, target[0])} & {g for g, _, _ in games}
+    games = storage.games.of_player_all(session, ladder.id, source[0])
+    shared = {g for g, _, _ in storage.games.of_player_all(session, ladder.id, target[0])} & {g for g, _, _ in games}
     if shared:
         first = min(shared)
         raise Conflict(
             f"{key!r} and {into!r} both played in game {first}: they cannot be one player.", field="into", game=first
         )
-    storage.games.rename_player(session, games, key, into)
-    storage.games.move_memberships(session, source[0], target[0])
-    storage.aliases.move(session, source[0], target[0])  # the merged player's aliases, and its key, lead on
+    storage.games.rename_player(session, ladder.id, games, key, into)
+    storage.games.move_memberships(session, ladder.id, source[0], target[0])
+    storage.aliases.move(session, ladder.id, source[0], target[0])  # the merged player's aliases, and its key, lead on
     storage.aliases.add(session, ladder.id, [key], target[0])
     storage.players.merge_counters(session, ladder.id, source[0], target[0])
     counting = [g for g, _, voided in games if not voided]
@@ -345,7 +346,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
             replay_from(session, ladder, counting[0], [into])
     storage.events.add(session, ladder.id, "player", {"action": "merged", "key": key, "into": into})
     storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone, an alias is new
-    aliases = storage.aliases.of_players(session, [target[0]]).get(target[0], [])
+    aliases = storage.aliases.of_players(session, ladder.id, [target[0]]).get(target[0], [])
     return profile(storage.players.table(session, ladder, cached=False), ladder, into, aliases)
 
 
@@ -359,13 +360,15 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
     pseudonym = "erased-" + secrets.token_hex(8)
     storage.players.lock_all(session, ladder.id)
-    storage.games.rename_player(session, storage.games.of_player_all(session, row[0]), key, pseudonym)
-    former = storage.aliases.of_players(session, [row[0]]).get(row[0], [])
+    storage.games.rename_player(
+        session, ladder.id, storage.games.of_player_all(session, ladder.id, row[0]), key, pseudonym
+    )
+    former = storage.aliases.of_players(session, ladder.id, [row[0]]).get(row[0], [])
     for old in [key, *former]:  # responses recorded under a former key name the person too
         storage.games.scrub_responses(session, ladder.id, old, pseudonym)
-    storage.players.erase(session, row[0], pseudonym)
+    storage.players.erase(session, ladder.id, row[0], pseudonym)
     had_aliases = bool(former)
-    storage.aliases.drop(session, row[0])
+    storage.aliases.drop(session, ladder.id, row[0])
     storage.events.scrub(session, ladder.id, [key, *former], pseudonym)
     storage.seasons.scrub(session, ladder.id, [key, *former], pseudonym)
     storage.events.add(session, ladder.id, "player", {"action": "erased", "key": pseudonym})
@@ -563,11 +566,12 @@ FORM_GAMES = 5
 LETTERS = {1: "W", 0: "D", -1: "L"}
 
 
-def with_form(session: Session, table: Table, body: bytes) -> bytes:
-    """A leaderboard page (a JSON body) with each player's ``form``: their last results, newest first."""
+def with_form(session: Session, ladder: LadderRow, table: Table, body: bytes) -> bytes:
+    """A leaderboard page (a JSON body) of the ladder with each player's ``form``: their last results, newest
+    first."""
     page = json.loads(body)
     ids = [int(table.ids[table.row(item["key"])]) for item in page["items"]]
-    recent = storage.games.recent_results(session, ids, FORM_GAMES)
+    recent = storage.games.recent_results(session, ladder.id, ids, FORM_GAMES)
     for item, player_id in zip(page["items"], ids, strict=True):
         games = np.array(recent[player_id], dtype=np.float64).reshape(-1, 2)
         item["form"] = [LETTERS[r] for r in rating.results(games[:, 0], games[:, 1]).tolist()]
@@ -721,7 +725,7 @@ def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose
     table = _table(session, ladder)
     i = _row(table, ladder, key)
     if purpose == "comparable":
-        found = _comparing(session, table, _listed(table, ladder), i, limit)
+        found = _comparing(session, ladder.id, table, _listed(table, ladder), i, limit)
         if found is not None:
             return found
     listed = _listed(table, ladder)  # inactive players are not suggested
@@ -734,9 +738,12 @@ def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose
     ]
 
 
-def _comparing(session: Session, table: Table, listed: np.ndarray, i: int, limit: int) -> list[dict] | None:
+def _comparing(
+    session: Session, ladder_id: int, table: Table, listed: np.ndarray, i: int, limit: int
+) -> list[dict] | None:
     """Opponents along the witness direction of player ``i``'s results; None if they are comparable already."""
-    games = [payload for _, payload, voided in storage.games.of_player_all(session, int(table.ids[i])) if not voided]
+    played = storage.games.of_player_all(session, ladder_id, int(table.ids[i]))
+    games = [payload for _, payload, voided in played if not voided]
     W = np.zeros((table.C.shape[1], 0))
     if games:
         log = storage.log.encode(games, {key: n for n, key in enumerate(table.keys.tolist())})

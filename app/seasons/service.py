@@ -68,7 +68,7 @@ def season_standings(session: Session, ladder: LadderRow, name: str, limit: int,
     if season is None:
         raise NotFound(f"Ladder {ladder.slug!r} has no season {name!r}.")
     after = decode_cursor(cursor, is_id) if cursor is not None else 0
-    rows = storage.seasons.standings(session, season.id, after, one_more(limit))
+    rows = storage.seasons.standings(session, ladder.id, season.id, after, one_more(limit))
     page = Page[StandingItem].of(
         rows,
         limit,

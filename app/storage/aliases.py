@@ -9,18 +9,18 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import select
+from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
 from app.models import Player, PlayerAlias
-from app.storage.sql import driver_sql
+from app.storage.sql import driver_sql, unindexed_on_sqlite
 
 
 def of_ladder(session: Session, ladder_id: int) -> dict[str, str]:
     """Every alias of the ladder and the key of the player it leads to."""
     query = (
         select(PlayerAlias.alias, Player.key)
-        .join(Player, Player.id == PlayerAlias.player_id)
+        .join(Player, and_(Player.id == PlayerAlias.player_id, Player.ladder_id == PlayerAlias.ladder_id))
         .where(PlayerAlias.ladder_id == ladder_id)
     )
     return dict(session.execute(query).all())
@@ -33,7 +33,7 @@ def find(session: Session, ladder_id: int, keys: list[str]) -> dict[str, str]:
     for lo in range(0, len(keys), CHUNK):
         query = (
             select(PlayerAlias.alias, Player.key)
-            .join(Player, Player.id == PlayerAlias.player_id)
+            .join(Player, and_(Player.id == PlayerAlias.player_id, Player.ladder_id == PlayerAlias.ladder_id))
             .where(PlayerAlias.ladder_id == ladder_id, PlayerAlias.alias.in_(keys[lo : lo + CHUNK]))
         )
         found.update(session.execute(query).all())
@@ -71,27 +71,28 @@ def remove(session: Session, ladder_id: int, aliases: list[str]) -> None:
         session.execute(table.delete().where(table.c.ladder_id == ladder_id, table.c.alias.in_(part)))
 
 
-def move(session: Session, source_id: int, target_id: int) -> None:
-    """Every alias of player ``source_id`` leads to ``target_id`` instead (a merge)."""
+def move(session: Session, ladder_id: int, source_id: int, target_id: int) -> None:
+    """Every alias of the ladder's player ``source_id`` leads to ``target_id`` instead (a merge)."""
     session.info["aliases_changed"] = True
-    driver_sql(
-        session.connection(), "UPDATE player_aliases SET player_id = ? WHERE player_id = ?", (target_id, source_id)
-    )
+    sql = "UPDATE player_aliases SET player_id = ? WHERE player_id = ? AND ladder_id = ?"
+    driver_sql(session.connection(), sql, (target_id, source_id, ladder_id))
 
 
-def drop(session: Session, player_id: int) -> None:
-    """Forget every alias of the player (an erased person's former keys)."""
+def drop(session: Session, ladder_id: int, player_id: int) -> None:
+    """Forget every alias of the ladder's player (an erased person's former keys)."""
     session.info["aliases_changed"] = True
-    driver_sql(session.connection(), "DELETE FROM player_aliases WHERE player_id = ?", (player_id,))
+    sql = "DELETE FROM player_aliases WHERE player_id = ? AND ladder_id = ?"
+    driver_sql(session.connection(), sql, (player_id, ladder_id))
 
 
-def of_players(session: Session, player_ids: list[int]) -> dict[int, list[str]]:
-    """The aliases of each of ``player_ids`` that has some, sorted."""
+def of_players(session: Session, ladder_id: int, player_ids: list[int]) -> dict[int, list[str]]:
+    """The aliases of each of the ladder's players ``player_ids`` that has some, sorted."""
     if not player_ids:
         return {}
+    ladder = unindexed_on_sqlite(session, PlayerAlias.ladder_id) == ladder_id  # found by player
     query = (
         select(PlayerAlias.player_id, PlayerAlias.alias)
-        .where(PlayerAlias.player_id.in_(player_ids))
+        .where(ladder, PlayerAlias.player_id.in_(player_ids))
         .order_by(PlayerAlias.player_id, PlayerAlias.alias)
     )
     found: dict[int, list[str]] = {}

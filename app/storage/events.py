@@ -70,4 +70,5 @@ def scrub(session: Session, ladder_id: int, keys: list[str], pseudonym: str) -> 
         data = parse(data)
         if gone & {data.get(field) for field in ("key", "was", "into")}:
             scrubbed = {field: pseudonym if value in gone else value for field, value in data.items()}
-            session.execute(update(LadderEvent).where(LadderEvent.id == event_id).values(data=scrubbed))
+            query = update(LadderEvent).where(LadderEvent.id == event_id, LadderEvent.ladder_id == ladder_id)
+            session.execute(query.values(data=scrubbed))

@@ -8,14 +8,22 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import bindparam, delete, select, text, tuple_
+from sqlalchemy import and_, bindparam, delete, select, text, tuple_
 from sqlalchemy.orm import Session
 
 from app import rating
 from app.models import Game, IdempotencyKey, Participant, Player
 from app.storage import codec
 from app.storage.players import MAX_KEYS_IN_QUERY
-from app.storage.sql import bulk_insert, bulk_update, chunks, driver_fetchall, driver_sql, fetch_typed
+from app.storage.sql import (
+    bulk_insert,
+    bulk_update,
+    chunks,
+    driver_fetchall,
+    driver_sql,
+    fetch_typed,
+    unindexed_on_sqlite,
+)
 
 Progress = Callable[[int, int], None] | None
 
@@ -158,12 +166,13 @@ class GameRecord:
     seat_state: dict | None = None
 
 
-def _records(session: Session, games: list[Game]) -> list[GameRecord]:
+def _records(session: Session, ladder_id: int, games: list[Game]) -> list[GameRecord]:
     by_game: dict[int, list[Member]] = {g.id: [] for g in games}
+    same_ladder = unindexed_on_sqlite(session, Player.ladder_id) == Participant.ladder_id  # players found by id
     rows = session.execute(
         select(Participant, Player.key)
-        .join(Player, Player.id == Participant.player_id)
-        .where(Participant.game_id.in_(list(by_game)))
+        .join(Player, and_(Player.id == Participant.player_id, same_ladder))
+        .where(Participant.ladder_id == ladder_id, Participant.game_id.in_(list(by_game)))
         .order_by(Participant.game_id, Participant.side, Participant.player_id)
     ).all()
     for part, key in rows:
@@ -200,31 +209,36 @@ def page(session: Session, ladder_id: int, limit: int, before: int | None) -> li
     query = select(Game).where(Game.ladder_id == ladder_id)
     if before is not None:
         query = query.where(Game.seq < before)
-    return _records(session, list(session.scalars(query.order_by(Game.seq.desc()).limit(limit))))
+    return _records(session, ladder_id, list(session.scalars(query.order_by(Game.seq.desc()).limit(limit))))
 
 
 def get(session: Session, ladder_id: int, number: int) -> GameRecord | None:
     """The ladder's game number ``number`` (its ``seq``: the id the API shows)."""
     game = session.scalar(select(Game).where(Game.ladder_id == ladder_id, Game.seq == number))
-    return None if game is None else _records(session, [game])[0]
+    return None if game is None else _records(session, ladder_id, [game])[0]
 
 
-def number_of(session: Session, game_id: int | None) -> int | None:
-    """The number within its ladder of the game with the internal id ``game_id``."""
-    return None if game_id is None else session.scalar(select(Game.seq).where(Game.id == game_id))
+def number_of(session: Session, ladder_id: int, game_id: int | None) -> int | None:
+    """The number within the ladder of its game with the internal id ``game_id``."""
+    if game_id is None:
+        return None
+    return session.scalar(select(Game.seq).where(Game.id == game_id, Game.ladder_id == ladder_id))
 
 
 def of_player(session: Session, ladder_id: int, key: str, limit: int, before_id: int | None) -> list[GameRecord]:
     """The games of one player that count (not voided), newest first, below ``before_id`` if given."""
     query = (
         select(Game)
-        .join(Participant, Participant.game_id == Game.id)
-        .join(Player, Player.id == Participant.player_id)
+        .join(Participant, and_(Participant.game_id == Game.id, Participant.ladder_id == Game.ladder_id))
+        .join(Player, and_(Player.id == Participant.player_id, Player.ladder_id == Participant.ladder_id))
         .where(Player.ladder_id == ladder_id, Player.key == key, Game.voided_at.is_(None))
     )
+    # By the membership's game id (the game's id): SQLite's planner then walks the player's memberships in order,
+    # not the ladder's games.
     if before_id is not None:
-        query = query.where(Game.id < before_id)
-    return _records(session, list(session.scalars(query.order_by(Game.id.desc()).limit(limit))))
+        query = query.where(Participant.game_id < before_id)
+    query = query.order_by(Participant.game_id.desc()).limit(limit)
+    return _records(session, ladder_id, list(session.scalars(query)))
 
 
 _EXPORT_COLUMNS = [
@@ -263,6 +277,7 @@ def log_counts(session: Session, ladder_id: int, game_id: int) -> tuple[int, int
 
 def rewrite_history(
     session: Session,
+    ladder_id: int,
     game_ids: np.ndarray,
     player_ids: np.ndarray,
     before: np.ndarray,
@@ -270,7 +285,8 @@ def rewrite_history(
     actual: np.ndarray,
     expected: np.ndarray,
 ) -> None:
-    """New vectors and expected scores of memberships (game id, player id) after a replay, a chunk at a time."""
+    """New vectors and expected scores of the ladder's memberships (game id, player id) after a replay, a chunk at a
+    time."""
     for rows in chunks(len(game_ids)):
         columns = {
             "before": codec.pack_rows(before[rows]),
@@ -279,7 +295,7 @@ def rewrite_history(
             "expected_score": expected[rows].tolist(),
         }
         keys = list(zip(game_ids[rows].tolist(), player_ids[rows].tolist(), strict=True))
-        bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
+        bulk_update(session.connection(), Participant.__table__, ladder_id, (("game_id", "player_id"), keys), columns)
 
 
 def resize_voided_history(session: Session, ladder_id: int, dim: int) -> None:
@@ -300,7 +316,7 @@ def resize_voided_history(session: Session, ladder_id: int, dim: int) -> None:
 
     keys = [(row[0], row[1]) for row in rows]
     columns = {"before": [resized(row[2]) for row in rows], "after": [resized(row[3]) for row in rows]}
-    bulk_update(session.connection(), Participant.__table__, (("game_id", "player_id"), keys), columns)
+    bulk_update(session.connection(), Participant.__table__, ladder_id, (("game_id", "player_id"), keys), columns)
 
 
 def seat_states(log: rating.GameLog, history: rating.History, names: list[str]) -> list[dict | None] | None:
@@ -317,28 +333,30 @@ def seat_states(log: rating.GameLog, history: rating.History, names: list[str]) 
     return out
 
 
-def rewrite_seat_states(session: Session, game_ids: list[int], states: list[dict | None] | None) -> None:
-    """New seat states of replayed games (the state of their seats just before each)."""
+def rewrite_seat_states(
+    session: Session, ladder_id: int, game_ids: list[int], states: list[dict | None] | None
+) -> None:
+    """New seat states of the ladder's replayed games (the state of their seats just before each)."""
     pairs = zip(game_ids, states or [], strict=states is not None)
-    rows = [{"game": g, "state": state} for g, state in pairs if state is not None]
+    rows = [{"game": g, "ladder": ladder_id, "state": state} for g, state in pairs if state is not None]
     if rows:
         table = Game.__table__
-        update = table.update().where(table.c.id == bindparam("game")).values(seat_state=bindparam("state"))
-        session.execute(update, rows)
+        which = (table.c.id == bindparam("game"), table.c.ladder_id == bindparam("ladder"))
+        session.execute(table.update().where(*which).values(seat_state=bindparam("state")), rows)
 
 
-def of_player_all(session: Session, player_id: int) -> list[tuple[int, dict, bool]]:
-    """(game id, payload, voided) of every game of a player, voided ones too, in log order."""
+def of_player_all(session: Session, ladder_id: int, player_id: int) -> list[tuple[int, dict, bool]]:
+    """(game id, payload, voided) of every game of one of the ladder's players, voided ones too, in log order."""
     query = (
         select(Game.id, Game.payload, Game.voided_at.is_not(None))
-        .join(Participant, Participant.game_id == Game.id)
-        .where(Participant.player_id == player_id)
-        .order_by(Game.id)
+        .join(Participant, and_(Participant.game_id == Game.id, Participant.ladder_id == Game.ladder_id))
+        .where(Participant.ladder_id == ladder_id, Participant.player_id == player_id)
+        .order_by(Participant.game_id)  # (the game's id: SQLite's planner then walks the player's memberships)
     )
     return [(row[0], row[1], bool(row[2])) for row in session.execute(query)]
 
 
-def rename_player(session: Session, games: list[tuple[int, dict, bool]], old: str, new: str) -> None:
+def rename_player(session: Session, ladder_id: int, games: list[tuple[int, dict, bool]], old: str, new: str) -> None:
     """Write ``new`` for the player key ``old`` in the payloads of ``games`` (as :func:`of_player_all` lists them)."""
     if not games:
         return
@@ -346,14 +364,13 @@ def rename_player(session: Session, games: list[tuple[int, dict, bool]], old: st
         payload | {"sides": [[new if key == old else key for key in side] for side in payload["sides"]]}
         for _, payload, _ in games
     ]
-    bulk_update(session.connection(), Game.__table__, ("id", [g[0] for g in games]), {"payload": payloads})
+    bulk_update(session.connection(), Game.__table__, ladder_id, ("id", [g[0] for g in games]), {"payload": payloads})
 
 
-def move_memberships(session: Session, source_id: int, target_id: int) -> None:
-    """Every game of player ``source_id`` becomes a game of ``target_id``."""
-    driver_sql(
-        session.connection(), "UPDATE participants SET player_id = ? WHERE player_id = ?", (target_id, source_id)
-    )
+def move_memberships(session: Session, ladder_id: int, source_id: int, target_id: int) -> None:
+    """Every game of the ladder's player ``source_id`` becomes a game of ``target_id``."""
+    sql = "UPDATE participants SET player_id = ? WHERE player_id = ? AND ladder_id = ?"
+    driver_sql(session.connection(), sql, (target_id, source_id, ladder_id))
 
 
 def scrub_responses(session: Session, ladder_id: int, old: str, new: str) -> None:
@@ -378,27 +395,31 @@ def scrub_responses(session: Session, ladder_id: int, old: str, new: str) -> Non
 def numbered(session: Session, ladder_id: int, numbers: list[int]) -> list[GameRecord]:
     """The ladder's games with these numbers (``seq``), in number order; numbers no game has are left out."""
     query = select(Game).where(Game.ladder_id == ladder_id, Game.seq.in_(numbers)).order_by(Game.seq)
-    return _records(session, list(session.scalars(query)))
+    return _records(session, ladder_id, list(session.scalars(query)))
 
 
 #: Players whose latest games one statement reads (SQLite allows 500 terms in a compound SELECT).
 RECENT_PER_STATEMENT = 100
 
 
-def recent_results(session: Session, player_ids: list[int], n: int) -> dict[int, list[tuple[float, int]]]:
-    """Each player's last ``n`` games that count, newest first, as (rank-share score, number of sides): one
-    indexed look per player (``LIMIT n`` on (player_id, game_id)), however many games they have played."""
+def recent_results(
+    session: Session, ladder_id: int, player_ids: list[int], n: int
+) -> dict[int, list[tuple[float, int]]]:
+    """Each of the ladder's players' last ``n`` games that count, newest first, as (rank-share score, number of
+    sides): one indexed look per player (``LIMIT n`` on (player_id, game_id)), however many games they have
+    played."""
     part = (
         "SELECT * FROM (SELECT pa.player_id, pa.actual_score, "
-        "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id) "
+        "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id AND q.ladder_id = pa.ladder_id) "
         "FROM participants pa JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id "
-        "WHERE pa.player_id = ? AND g.voided_at IS NULL ORDER BY pa.game_id DESC LIMIT ?) AS r"
+        "WHERE pa.player_id = ? AND pa.ladder_id = ? AND g.voided_at IS NULL ORDER BY pa.game_id DESC LIMIT ?) AS r"
     )
     found: dict[int, list[tuple[float, int]]] = {player_id: [] for player_id in player_ids}
     connection = session.connection()
     for lo in range(0, len(player_ids), RECENT_PER_STATEMENT):
         chunk = player_ids[lo : lo + RECENT_PER_STATEMENT]
         sql = " UNION ALL ".join([part] * len(chunk))
-        for player_id, actual, sides in driver_fetchall(connection, sql, tuple(v for p in chunk for v in (p, n))):
+        params = tuple(v for p in chunk for v in (p, ladder_id, n))
+        for player_id, actual, sides in driver_fetchall(connection, sql, params):
             found[player_id].append((actual, sides))
     return found

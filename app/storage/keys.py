@@ -117,6 +117,7 @@ def due_for_use(source, key_id: int) -> bool:
     return True
 
 
-def used(session: Session, key_id: int) -> None:
-    """Record that key ``key_id`` was used now."""
-    session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=datetime.now(UTC)))
+def used(session: Session, ladder_id: int, key_id: int) -> None:
+    """Record that the ladder's key ``key_id`` was used now."""
+    query = update(ApiKey).where(ApiKey.id == key_id, ApiKey.ladder_id == ladder_id)
+    session.execute(query.values(last_used_at=datetime.now(UTC)))

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import func, select
+from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from app import rating
@@ -118,7 +118,7 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
         after = from_checkpoint(start, ids, checkpoint, dim)
         counts = session.execute(
             select(Participant.player_id, func.count())
-            .join(Game, Game.id == Participant.game_id)
+            .join(Game, and_(Game.id == Participant.game_id, Game.ladder_id == Participant.ladder_id))
             .where(Game.ladder_id == ladder.id, Game.id <= after, Game.voided_at.is_(None))
             .group_by(Participant.player_id)
         ).all()
@@ -372,13 +372,14 @@ def _state_before(
         " SELECT p.player_id, p.game_id, p.after, count(*) OVER (PARTITION BY p.player_id) AS n,"
         "  row_number() OVER (PARTITION BY p.player_id ORDER BY p.game_id DESC) AS r"
         " FROM c JOIN participants p ON p.player_id = c.player_id AND p.game_id < c.cutoff"
-        " JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id WHERE g.voided_at IS NULL) AS t WHERE r = 1"
+        " JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id WHERE p.ladder_id = ? AND g.voided_at IS NULL"
+        ") AS t WHERE r = 1"
     )
     pairs = list(zip(player_ids.tolist(), cutoffs, strict=True))
     for lo in range(0, len(pairs), MAX_KEYS_IN_QUERY):
         part = pairs[lo : lo + MAX_KEYS_IN_QUERY]
         sql = latest.format(", ".join(["(?, ?)"] * len(part)))
-        params = tuple(v for pair in part for v in pair)
+        params = (*(v for pair in part for v in pair), ladder.id)
         for player_id, last_game, n, vector in driver_fetchall(session.connection(), sql, params):
             row = np.searchsorted(player_ids, player_id)
             games[row] = n

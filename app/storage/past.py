@@ -102,12 +102,14 @@ def _table_after(
             refitted = [c for c in went_through if c.refit_id is not None]  # not a season's pull
             if refitted:
                 row = session.execute(
-                    select(Refit.not_comparable_ids, Refit.outside_field_ids).where(Refit.id == refitted[-1].refit_id)
+                    select(Refit.not_comparable_ids, Refit.outside_field_ids).where(
+                        Refit.id == refitted[-1].refit_id, Refit.ladder_id == ladder.id
+                    )
                 ).first()
                 if row is not None:
                     placement = refits.Placement(codec.unpack_ids(row[0] or b""), codec.unpack_ids(row[1] or b""))
         last = _records(session, ladder.id, now.ids, game_id, counts, last_played)
-        _vectors_after(session, now.ids, np.where(last > since, last, 0), C, dim)
+        _vectors_after(session, ladder.id, now.ids, np.where(last > since, last, 0), C, dim)
     experience = counts[:, 0].astype(np.float64)
     if game_id is not None and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id)):
         # worn by the breaks before then, and kept in part by the seasons that pulled the ratings back
@@ -202,17 +204,19 @@ def _records(
     return last
 
 
-def _vectors_after(session: Session, ids: np.ndarray, games: np.ndarray, C: np.ndarray, dim: int) -> None:
-    """Into ``C``: the vector of each player ``ids[n]`` after their game ``games[n]`` (those with ``games`` > 0),
-    read by game (the memberships' primary key) a chunk of games at a time."""
+def _vectors_after(
+    session: Session, ladder_id: int, ids: np.ndarray, games: np.ndarray, C: np.ndarray, dim: int
+) -> None:
+    """Into ``C``: the vector of each of the ladder's players ``ids[n]`` after their game ``games[n]`` (those with
+    ``games`` > 0), read by game (the memberships' primary key) a chunk of games at a time."""
     rows = np.flatnonzero(games > 0)
     connection = session.connection()
     for lo in range(0, len(rows), PAIRS):
         part = rows[lo : lo + PAIRS]
         wanted = np.unique(games[part])
         marks = ", ".join(["?"] * len(wanted))
-        sql = f"SELECT game_id, player_id, after FROM participants WHERE game_id IN ({marks})"
-        found = driver_fetchall(connection, sql, tuple(int(g) for g in wanted))
+        sql = f"SELECT game_id, player_id, after FROM participants WHERE ladder_id = ? AND game_id IN ({marks})"
+        found = driver_fetchall(connection, sql, (ladder_id, *(int(g) for g in wanted)))
         player = np.array([r[1] for r in found], dtype=np.int64)
         at = np.searchsorted(ids, player)
         mine = games[at] == np.array([r[0] for r in found], dtype=np.int64)  # that player's last game, not a partner's

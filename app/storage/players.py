@@ -26,6 +26,7 @@ from app.storage.sql import (
     driver_sql,
     fetch_typed,
     result_converter,
+    unindexed_on_sqlite,
 )
 
 #: Above this many players a request locks the ladder's whole player table (in id
@@ -166,14 +167,14 @@ def export_page(session: Session, ladder_id: int, after_id: int, limit: int) -> 
     return fetch_typed(session, sql, (ladder_id, after_id, limit), _EXPORT_COLUMNS)
 
 
-def keys_of(session: Session, player_ids: list[int]) -> dict[int, str]:
-    """The keys of players by id."""
+def keys_of(session: Session, ladder_id: int, player_ids: list[int]) -> dict[int, str]:
+    """The keys of the ladder's players by id."""
     found: dict[int, str] = {}
+    ladder = unindexed_on_sqlite(session, Player.ladder_id) == ladder_id  # found by id
     for lo in range(0, len(player_ids), MAX_KEYS_IN_QUERY):
         part = player_ids[lo : lo + MAX_KEYS_IN_QUERY]
-        found.update(
-            (row[0], row[1]) for row in session.execute(select(Player.id, Player.key).where(Player.id.in_(part)))
-        )
+        query = select(Player.id, Player.key).where(ladder, Player.id.in_(part))
+        found.update((row[0], row[1]) for row in session.execute(query))
     return found
 
 
@@ -195,7 +196,7 @@ def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
     return found
 
 
-def save(session: Session, rows: Written) -> None:
+def save(session: Session, ladder_id: int, rows: Written) -> None:
     """New vectors, counters, last-played times and strengths just after the game of the locked rows, in one
     ``executemany``.  A player who plays is active again."""
     columns: dict[str, Any] = {
@@ -207,7 +208,7 @@ def save(session: Session, rows: Written) -> None:
     }
     columns |= {name: rows.counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
     columns["changed_version"] = [PENDING] * len(rows.locked.ids)
-    bulk_update(session.connection(), Player.__table__, ("id", rows.locked.ids.tolist()), columns)
+    bulk_update(session.connection(), Player.__table__, ladder_id, ("id", rows.locked.ids.tolist()), columns)
 
 
 def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:
@@ -247,7 +248,7 @@ def save_vectors(
         if experience is not None:
             columns["experience"] = experience[rows].tolist()
         columns["changed_version"] = [version + 1] * n
-        bulk_update(session.connection(), Player.__table__, ("id", ids[rows].tolist()), columns)
+        bulk_update(session.connection(), Player.__table__, ladder_id, ("id", ids[rows].tolist()), columns)
 
 
 def insert(session: Session, ladder_id: int, key: str, name: str | None, vector: np.ndarray) -> bool:
@@ -591,21 +592,22 @@ def settled(engine: Engine, ladder_id: int) -> Table | None:
 _following = threading.Lock()
 
 
-def uncount(session: Session, player_ids: list[int], counts: np.ndarray) -> None:
-    """Take counters (rows of COUNTERS) off players: a voided game's record."""
+def uncount(session: Session, ladder_id: int, player_ids: list[int], counts: np.ndarray) -> None:
+    """Take counters (rows of COUNTERS) off the ladder's players: a voided game's record."""
     assignments = ", ".join(f"{name} = {name} - ?" for name in COUNTERS)
-    rows = [(*row, player) for row, player in zip(counts.tolist(), player_ids, strict=True)]
-    driver_sql(session.connection(), f"UPDATE players SET {assignments}, changed_version = -1 WHERE id = ?", rows)
+    rows = [(*row, player, ladder_id) for row, player in zip(counts.tolist(), player_ids, strict=True)]
+    sql = f"UPDATE players SET {assignments}, changed_version = -1 WHERE id = ? AND ladder_id = ?"
+    driver_sql(session.connection(), sql, rows)
 
 
-def refresh_last_played(session: Session, player_ids: list[int]) -> None:
-    """Each player's last-played time from the games that count (after a void)."""
+def refresh_last_played(session: Session, ladder_id: int, player_ids: list[int]) -> None:
+    """Each of the ladder's players' last-played time from the games that count (after a void)."""
     latest = (
         "SELECT max(g.played_at) FROM participants p JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
-        "WHERE p.player_id = players.id AND g.voided_at IS NULL"
+        "WHERE p.player_id = players.id AND p.ladder_id = players.ladder_id AND g.voided_at IS NULL"
     )
-    update = f"UPDATE players SET last_played_at = ({latest}), changed_version = -1 WHERE id = ?"
-    driver_sql(session.connection(), update, [(p,) for p in player_ids])
+    update = f"UPDATE players SET last_played_at = ({latest}), changed_version = -1 WHERE id = ? AND ladder_id = ?"
+    driver_sql(session.connection(), update, [(p, ladder_id) for p in player_ids])
 
 
 def get_row(session: Session, ladder_id: int, key: str) -> tuple[int, str | None] | None:
@@ -618,20 +620,23 @@ def get_row(session: Session, ladder_id: int, key: str) -> tuple[int, str | None
 
 def merge_counters(session: Session, ladder_id: int, source_id: int, target_id: int) -> None:
     """Add the source player's counters and last-played time to the target's, then delete the source's row."""
-    add = ", ".join(f"{name} = {name} + (SELECT {name} FROM players WHERE id = ?)" for name in COUNTERS)
-    params = (*([source_id] * len(COUNTERS)), target_id)
-    driver_sql(session.connection(), f"UPDATE players SET {add}, changed_version = -1 WHERE id = ?", params)
-    refresh_last_played(session, [target_id])
-    driver_sql(session.connection(), "DELETE FROM players WHERE id = ?", (source_id,))
+    add = ", ".join(
+        f"{name} = {name} + (SELECT {name} FROM players WHERE id = ? AND ladder_id = ?)" for name in COUNTERS
+    )
+    params = (*([source_id, ladder_id] * len(COUNTERS)), target_id, ladder_id)
+    sql = f"UPDATE players SET {add}, changed_version = -1 WHERE id = ? AND ladder_id = ?"
+    driver_sql(session.connection(), sql, params)
+    refresh_last_played(session, ladder_id, [target_id])
+    driver_sql(session.connection(), "DELETE FROM players WHERE id = ? AND ladder_id = ?", (source_id, ladder_id))
     ladders.count(session, ladder_id, players=-1)
 
 
-def rekey(session: Session, player_id: int, key: str, name: str | None = None) -> None:
+def rekey(session: Session, ladder_id: int, player_id: int, key: str, name: str | None = None) -> None:
     """The player's key becomes ``key``, and their name ``name`` if given (the caller rewrites the log and the
     aliases)."""
-    sql, params = "UPDATE players SET key = ?, changed_version = -1 WHERE id = ?", (key, player_id)
-    if name is not None:
-        sql, params = "UPDATE players SET key = ?, name = ?, changed_version = -1 WHERE id = ?", (key, name, player_id)
+    named = ", name = ?" if name is not None else ""
+    sql = f"UPDATE players SET key = ?{named}, changed_version = -1 WHERE id = ? AND ladder_id = ?"
+    params = (key, *([name] if name is not None else []), player_id, ladder_id)
     driver_sql(session.connection(), sql, params)
 
 
@@ -641,19 +646,19 @@ def keys_and_names(session: Session, ladder_id: int) -> list[tuple[int, str, str
     return [tuple(row) for row in driver_fetchall(session.connection(), sql, (ladder_id,))]
 
 
-def save_initial(session: Session, ids: np.ndarray, C0: np.ndarray) -> None:
+def save_initial(session: Session, ladder_id: int, ids: np.ndarray, C0: np.ndarray) -> None:
     """New initial vectors (a new k), which are also the players' vectors until the log is replayed on them."""
     for rows in chunks(len(ids)):
         blobs, n = codec.pack_rows(C0[rows]), len(ids[rows])
         columns = {"initial": blobs, "vector": blobs, "strength_then": [None] * n, "changed_version": [PENDING] * n}
-        bulk_update(session.connection(), Player.__table__, ("id", ids[rows].tolist()), columns)
+        bulk_update(session.connection(), Player.__table__, ladder_id, ("id", ids[rows].tolist()), columns)
 
 
-def erase(session: Session, player_id: int, pseudonym: str) -> None:
+def erase(session: Session, ladder_id: int, player_id: int, pseudonym: str) -> None:
     """The person is gone: their name removed, their key replaced by an opaque pseudonym, and off the leaderboard
     (inactive)."""
-    rename = "UPDATE players SET key = ?, name = NULL, active = ?, changed_version = -1 WHERE id = ?"
-    driver_sql(session.connection(), rename, (pseudonym, False, player_id))
+    rename = "UPDATE players SET key = ?, name = NULL, active = ?, changed_version = -1 WHERE id = ? AND ladder_id = ?"
+    driver_sql(session.connection(), rename, (pseudonym, False, player_id, ladder_id))
 
 
 def all_exist(session: Session, ladder_id: int, player_ids: np.ndarray) -> bool:

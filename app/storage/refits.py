@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 
 import numpy as np
 from sqlalchemy import and_, func, or_, select
+from sqlalchemy import update as orm_update
 from sqlalchemy.orm import Session, defer
 
 from app.models import Checkpoint, Game, Refit
@@ -20,15 +21,16 @@ def insert(session: Session, ladder_id: int, params: dict, owner: str, log_games
     return job
 
 
-def unfinished(session: Session) -> list[tuple[int, str, str | None]]:
-    """(id, status, owner) of every job queued or running."""
-    query = select(Refit.id, Refit.status, Refit.owner).where(Refit.status.in_(("queued", "running")))
+def unfinished(session: Session) -> list[tuple[int, int, str, str | None]]:
+    """(ladder id, id, status, owner) of every job queued or running, of every ladder."""
+    query = select(Refit.ladder_id, Refit.id, Refit.status, Refit.owner).where(Refit.status.in_(("queued", "running")))
     return [tuple(row) for row in session.execute(query.order_by(Refit.id))]
 
 
-def take_over(session: Session, refit_id: int, owner: str | None, new_owner: str) -> bool:
+def take_over(session: Session, ladder_id: int, refit_id: int, owner: str | None, new_owner: str) -> bool:
     """Make ``new_owner`` the job's owner if ``owner`` still is (one of several starting servers wins)."""
-    query = Refit.__table__.update().where(Refit.id == refit_id, Refit.owner == owner, Refit.status == "queued")
+    which = (Refit.id == refit_id, Refit.ladder_id == ladder_id, Refit.owner == owner, Refit.status == "queued")
+    query = Refit.__table__.update().where(*which)
     return session.execute(query.values(owner=new_owner, updated_at=datetime.now(UTC))).rowcount == 1
 
 
@@ -40,35 +42,32 @@ def cancel_auto(session: Session, ladder_id: int, why: str) -> list[int]:
         now = datetime.now(UTC)
         values = {"status": "cancelled", "error": why, "finished_at": now, "updated_at": now}
         unfinished = Refit.status.in_(("queued", "running"))
-        session.execute(Refit.__table__.update().where(Refit.id.in_(ids), unfinished).values(**values))
+        which = (Refit.ladder_id == ladder_id, Refit.id.in_(ids), unfinished)
+        session.execute(Refit.__table__.update().where(*which).values(**values))
     return ids
 
 
-def advance(session: Session, refit_id: int, status: str, values: dict) -> bool:
-    """Set fields of a job if it is still ``status`` (not cancelled meanwhile): whether it was."""
-    query = Refit.__table__.update().where(Refit.id == refit_id, Refit.status == status)
+def advance(session: Session, ladder_id: int, refit_id: int, status: str, values: dict) -> bool:
+    """Set fields of the ladder's job if it is still ``status`` (not cancelled meanwhile): whether it was."""
+    which = (Refit.id == refit_id, Refit.ladder_id == ladder_id, Refit.status == status)
+    query = Refit.__table__.update().where(*which)
     return session.execute(query.values(**values, updated_at=datetime.now(UTC))).rowcount == 1
 
 
-def status(session: Session, refit_id: int) -> str | None:
-    return session.scalar(select(Refit.status).where(Refit.id == refit_id))
+def status(session: Session, ladder_id: int, refit_id: int) -> str | None:
+    return session.scalar(select(Refit.status).where(Refit.id == refit_id, Refit.ladder_id == ladder_id))
 
 
-def get(session: Session, refit_id: int, ladder_id: int | None = None) -> Refit | None:
-    query = select(Refit).where(Refit.id == refit_id)
-    if ladder_id is not None:
-        query = query.where(Refit.ladder_id == ladder_id)
-    return session.scalar(query)
+def get(session: Session, ladder_id: int, refit_id: int) -> Refit | None:
+    """The ladder's job ``refit_id``, or None."""
+    return session.scalar(select(Refit).where(Refit.id == refit_id, Refit.ladder_id == ladder_id))
 
 
-def update(session: Session, refit_id: int, values: dict) -> Refit:
-    """Set fields of a job (and its ``updated_at``)."""
-    job = session.get(Refit, refit_id)
-    for name, value in values.items():
-        setattr(job, name, value)
-    job.updated_at = datetime.now(UTC)
-    session.flush()
-    return job
+def update(session: Session, ladder_id: int, refit_id: int, values: dict) -> None:
+    """Set fields of the ladder's job (and its ``updated_at``), on the job this session holds too (an ORM-enabled
+    UPDATE; a change flushed by the ORM's unit of work would match the mapped primary key, ``id``, alone)."""
+    query = orm_update(Refit).where(Refit.id == refit_id, Refit.ladder_id == ladder_id)
+    session.execute(query.values(**values, updated_at=datetime.now(UTC)))
 
 
 def recent(
@@ -150,7 +149,9 @@ def placement(session: Session, ladder_id: int) -> Placement:
     read = cache.of(session, "placement")  # by (refit id, applied at): an applied refit never changes
     found = read.get(tuple(latest))
     if found is None:
-        query = select(Refit.not_comparable_ids, Refit.outside_field_ids).where(Refit.id == latest.id)
+        query = select(Refit.not_comparable_ids, Refit.outside_field_ids).where(
+            Refit.id == latest.id, Refit.ladder_id == ladder_id
+        )
         not_comparable, outside = session.execute(query).one()
         found = Placement(codec.unpack_ids(not_comparable or b""), codec.unpack_ids(outside or b""))
         if len(read) >= 1024:

@@ -64,10 +64,12 @@ def page_of_seasons(session: Session, ladder_id: int, limit: int | None, before:
     return list(session.scalars(query.order_by(Season.id.desc()).limit(limit)))
 
 
-def standings(session: Session, season_id: int, after_rank: int, limit: int | None) -> list[tuple]:
-    """Up to ``limit`` standings rows after rank ``after_rank``, as tuples of :data:`STANDING`."""
+def standings(session: Session, ladder_id: int, season_id: int, after_rank: int, limit: int | None) -> list[tuple]:
+    """Up to ``limit`` standings rows of the ladder's season after rank ``after_rank``, as tuples of
+    :data:`STANDING`."""
     columns = [getattr(SeasonStanding, name) for name in STANDING]
-    query = select(*columns).where(SeasonStanding.season_id == season_id, SeasonStanding.rank > after_rank)
+    which = (SeasonStanding.ladder_id == ladder_id, SeasonStanding.season_id == season_id)
+    query = select(*columns).where(*which, SeasonStanding.rank > after_rank)
     return [tuple(row) for row in session.execute(query.order_by(SeasonStanding.rank).limit(limit))]
 
 
@@ -84,7 +86,8 @@ def mark_changed(session: Session, ladder_id: int, game_ids: list[int], now: dat
     reached = {rows[at][0] for at in {bisect_left(boundaries, game) for game in game_ids} if at < len(rows)}
     if not reached:
         return 0
-    query = update(Season).where(Season.id.in_(reached), Season.changed_at.is_(None)).values(changed_at=now)
+    query = update(Season).where(Season.ladder_id == ladder_id, Season.id.in_(reached), Season.changed_at.is_(None))
+    query = query.values(changed_at=now)
     session.execute(query)
     return len(reached)
 

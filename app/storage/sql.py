@@ -15,8 +15,21 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import Column, Connection, CursorResult, DateTime, Dialect, Float, Integer, LargeBinary, String, Table
-from sqlalchemy.orm import Session
+from sqlalchemy import (
+    Column,
+    ColumnElement,
+    Connection,
+    CursorResult,
+    DateTime,
+    Dialect,
+    Float,
+    Integer,
+    LargeBinary,
+    String,
+    Table,
+    literal_column,
+)
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from app.models import UTCDateTime
 
@@ -83,13 +96,17 @@ def bulk_insert(
 def bulk_update(
     connection: Connection,
     table: Table,
+    ladder_id: int,
     where: tuple[str | tuple[str, ...], Sequence],
     columns: dict[str, Sequence],
 ) -> None:
-    """UPDATE row n of ``where = (key column(s), values)`` with value n of each of ``columns``.
+    """UPDATE row n of ``where = (key column(s), values)`` of the ladder ``ladder_id`` with value n of each of
+    ``columns``.
 
     A composite key is given as a tuple of column names and a tuple of values per row.
-    SQLite: one ``executemany``; PostgreSQL: ``UPDATE … FROM unnest(…)``, one statement per chunk.
+    SQLite: one ``executemany``; PostgreSQL: ``UPDATE … FROM unnest(…)``, one statement per chunk.  Each
+    statement also matches ``ladder_id = ?`` (one value, not a column of the rows): a database distributed by
+    ladder sends it to the ladder's shard.
     """
     names, values = where
     if not len(values):
@@ -103,14 +120,17 @@ def bulk_update(
         assignments = ", ".join(f"{name} = v.{name}" for name in columns)
         match = " AND ".join(f"{table.name}.{name} = v.{name}" for name in key_names)
         alias = ", ".join([*columns, *key_names])
-
-        statement = f"UPDATE {table.name} SET {assignments} FROM {{rows}} AS v({alias}) WHERE {match}"
+        statement = (
+            f"UPDATE {table.name} SET {assignments} FROM {{rows}} AS v({alias}) "
+            f"WHERE {match} AND {table.name}.ladder_id = ?"
+        )
         values = _driver_columns(connection, table, {**columns, **key_columns})
-        _unnest(connection, table, [*columns, *key_names], values, statement, None)
+        _unnest(connection, table, [*columns, *key_names], values, statement, None, (ladder_id,))
         return
+    key_columns["ladder_id"] = [ladder_id] * len(values)
     rows = _driver_rows(connection, table, {**columns, **key_columns})
     assignments = ", ".join(f"{name} = ?" for name in columns)
-    match = " AND ".join(f"{name} = ?" for name in key_names)
+    match = " AND ".join(f"{name} = ?" for name in key_columns)
     driver_sql(connection, f"UPDATE {table.name} SET {assignments} WHERE {match}", rows)
 
 
@@ -121,9 +141,11 @@ def _unnest(
     values: list[Sequence],
     statement: str,
     progress: Callable[[int, int], None] | None,
+    after: tuple = (),
 ) -> int:
     """Rows given as one array per column, ``unnest(?::type[], …)`` for ``{rows}`` in ``statement``: a chunk of
-    :data:`BULK_ROWS` rows is one statement of one parameter per column.
+    :data:`BULK_ROWS` rows is one statement of one parameter per column (then the parameters ``after``, for the
+    placeholders ``statement`` has after ``{rows}``).
 
     PostgreSQL runs each row of an ``executemany`` as a statement of its own
     (a group of 16 games cost 80 round trips), and a multi-row ``VALUES`` list
@@ -138,7 +160,8 @@ def _unnest(
     total = len(values[0])
     changed = 0
     for lo in range(0, total, BULK_ROWS):
-        changed += driver_sql(connection, sql, tuple(list(column[lo : lo + BULK_ROWS]) for column in values)).rowcount
+        arrays = tuple(list(column[lo : lo + BULK_ROWS]) for column in values)
+        changed += driver_sql(connection, sql, (*arrays, *after)).rowcount
         if progress is not None:
             progress(min(lo + BULK_ROWS, total), total)
     return changed
@@ -170,6 +193,18 @@ def _driver_columns(connection: Connection, table: Table, columns: dict[str, Seq
         else:
             processed.append([process(value) for value in values])
     return processed
+
+
+def unindexed_on_sqlite(session: Session, column: InstrumentedAttribute) -> ColumnElement:
+    """``column``, written ``+table.column`` on SQLite, whose planner then takes no index for a term on it.
+
+    Without statistics SQLite's planner takes an index on ``ladder_id = ?`` (it expects 10 rows of a ladder) over
+    the look-up of more than a few rows by id, and walks every row of the ladder: so a statement that looks rows up
+    by id, and names their ladder too (a database distributed by ladder needs it), names it this way.
+    """
+    if session.get_bind().dialect.name != "sqlite":
+        return column
+    return literal_column(f"+{column.table.name}.{column.name}", column.type)
 
 
 def result_converter(column: Column, dialect: Dialect) -> Callable[[Any], Any]:

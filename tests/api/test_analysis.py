@@ -461,9 +461,10 @@ def test_a_refit_asked_for_cancels_the_ladders_auto_refit_queued_or_running(clie
     db, cancelled_before = Database.from_settings(settings), cancelled_count(client)
     auto_params = RefitIn(select_k=[0, 1, 2], restarts=3, l2=None, auto=True)
     with db.writing() as session:
+        ladder_id = ladder_for_read(session, "test", fresh=True).id
         running = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), auto_params).id
         queued = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), auto_params).id
-    refits.submit(db, running)
+    refits.submit(db, ladder_id, running)
     deadline = time.time() + 60
     while client.get(f"/v1/ladders/test/refits/{running}").json()["status"] != "running":
         assert time.time() < deadline
@@ -476,7 +477,7 @@ def test_a_refit_asked_for_cancels_the_ladders_auto_refit_queued_or_running(clie
         assert out["status"] == "cancelled" and out["error"].startswith("a refit of the ladder was asked"), out
     assert wait(client, asked.headers["Location"])["status"] == "done"
     assert time.time() - t < 30  # it did not wait for the auto refit's fit
-    refits.run_refit(db, queued)  # a cancelled job that comes to its turn does nothing
+    refits.run_refit(db, ladder_id, queued)  # a cancelled job that comes to its turn does nothing
     with db.reading() as session:
         jobs = {job.id: job for job in session.scalars(select(Refit).where(Refit.id.in_([running, queued])))}
     db.dispose()
@@ -639,7 +640,7 @@ def test_a_refit_whose_games_were_all_voided_while_it_was_queued_fails_saying_wh
         job = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), RefitIn())
     for item in client.get("/v1/ladders/test/games").json()["items"]:
         assert client.delete(f"/v1/ladders/test/games/{item['id']}", headers=h).status_code == 200
-    refits.run_refit(db, job.id)
+    refits.run_refit(db, job.ladder_id, job.id)
     db.dispose()
     out = client.get(f"/v1/ladders/test/refits/{job.id}").json()
     assert out["status"] == "failed" and out["error"].startswith("nothing to fit"), out
