@@ -45,9 +45,8 @@ from tests.test_schema_rules import REFERENCE
 #: The tables of ladder data: all but the reference tables (``ladders`` is distributed by its own id).
 TABLES = set(Base.metadata.tables) - REFERENCE
 
-#: Statements that span ladders by design (docs/scaling.md §6; the audit's section 2), by a distinctive part of
-#: their text, lower case: each is either a multi-shard statement Citus runs as such, or waits for the reference
-#: table of slugs.
+#: Statements that span ladders by design (docs/scaling.md §6), by a distinctive part of their text, lower case:
+#: each is a multi-shard statement Citus runs as such, or one it routes by a value it makes itself.
 CROSS_LADDER = {
     # The refits queued or running on any ladder, read once at a server's start (analysis.refits.recover).
     "from refits where refits.status in (",
@@ -58,9 +57,7 @@ CROSS_LADDER = {
     "delete from idempotency_keys where (idempotency_keys.ladder_id, idempotency_keys.key) in (select",
     # GET /v1/ladders: the ladders listed by slug.
     "from ladders where ladders.deleted_at is null",
-    # A ladder by its slug (storage.ladders.by_slug), and a new ladder (slugs are unique across ladders): both wait
-    # for the reference table of slugs, which another change brings.
-    "from ladders where slug = ?",
+    # A new ladder: its id, the column it is distributed by, comes from the coordinator's sequence.
     "insert into ladders ",
     # SQLite's next game ids (storage.games.allocate_ids): a SQLite database is one file, never distributed.
     "select max(id) from games",
