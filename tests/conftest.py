@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -46,16 +48,37 @@ def pgbouncer(postgres) -> Iterator[PgBouncer]:
     pooler.stop()
 
 
+@pytest.fixture(scope="session")
+def migrated_sqlite(tmp_path_factory) -> Path:
+    """A SQLite file migrated to the head once a session: each test's database is a copy (``fresh_database``).
+    The migrations themselves are tested in test_migrations.py."""
+    path = tmp_path_factory.mktemp("migrated") / "melo.db"
+    upgrade(Settings(database_url=f"sqlite:///{path}").sqlalchemy_url)
+    # Every connection closed, in the default rollback-journal mode: the file alone is the whole database.
+    assert not [p.name for p in path.parent.glob("melo.db-*")], "the migrated SQLite file is still open"
+    return path
+
+
+@pytest.fixture(scope="session")
+def migrated_postgres(postgres) -> str:
+    """The name of a PostgreSQL database migrated to the head once a session, that each test's database is made
+    from (``CREATE DATABASE … TEMPLATE``); no one connects to it after."""
+    name = "melo_migrated"
+    upgrade(Settings(database_url=postgres.create_database(name)).sqlalchemy_url)
+    return name
+
+
 def fresh_database(request, tmp_path, kind: str) -> str:
-    """A fresh, migrated database: a SQLite file, a PostgreSQL database, or one reached through PgBouncer."""
+    """A fresh, migrated database: a SQLite file, a PostgreSQL database, or one reached through PgBouncer.  Each
+    is a copy of a database that the migrations brought to the head in this session (running them for each test
+    took most of a short test's time)."""
     if kind == "sqlite":
-        url = f"sqlite:///{tmp_path / 'melo.db'}"
-        upgrade(Settings(database_url=url).sqlalchemy_url)
-        return url
+        path = tmp_path / "melo.db"
+        shutil.copyfile(request.getfixturevalue("migrated_sqlite"), path)
+        return f"sqlite:///{path}"
     server: PostgresServer = request.getfixturevalue("postgres")
     name = f"melo_test_{next(_counter)}"
-    url = server.create_database(name)
-    upgrade(Settings(database_url=url).sqlalchemy_url)
+    url = server.create_database(name, template=request.getfixturevalue("migrated_postgres"))
     return request.getfixturevalue("pgbouncer").url(name) if kind == "pgbouncer" else url
 
 

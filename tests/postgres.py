@@ -76,10 +76,14 @@ class PostgresServer:
         for pid in [postmaster, *map(int, children)]:
             os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
 
-    def create_database(self, name: str) -> str:
-        """A new, empty database on this server; its URL."""
+    def create_database(self, name: str, template: str | None = None) -> str:
+        """A new database on this server, empty or a copy of ``template`` (a database no one is connected to); its
+        URL."""
+        # FILE_COPY copies the template's files as they are (the default, WAL_LOG, also writes them all to the
+        # write-ahead log).
+        copy = f' TEMPLATE "{template}" STRATEGY FILE_COPY' if template else ""
         with psycopg.connect(self.url(), autocommit=True) as conn:
-            conn.execute(f'CREATE DATABASE "{name}"')
+            conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)
 
     def url(self, database: str = "postgres") -> str:
