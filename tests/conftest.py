@@ -79,6 +79,9 @@ def fresh_database(request, tmp_path, kind: str) -> str:
     server: PostgresServer = request.getfixturevalue("postgres")
     name = f"melo_test_{next(_counter)}"
     url = server.create_database(name, template=request.getfixturevalue("migrated_postgres"))
+    # Dropped when the fixture that asked for it ends: the server's data stays small (a replica's base backup, the
+    # final clean-up), and files deleted early are mostly never written out to the disk.
+    request.addfinalizer(lambda: server.drop_database(name))
     return request.getfixturevalue("pgbouncer").url(name) if kind == "pgbouncer" else url
 
 

@@ -86,5 +86,10 @@ class PostgresServer:
             conn.execute(f'CREATE DATABASE "{name}"{copy}')
         return self.url(name)
 
+    def drop_database(self, name: str) -> None:
+        """Drop a database, cutting off whoever is still connected to it."""
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
     def url(self, database: str = "postgres") -> str:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"

@@ -27,5 +27,9 @@ def test_100000_players_refit_and_report_in_4_gb(tmp_path):
 
 
 def test_the_same_on_postgresql(postgres: PostgresServer):
-    found = run_scale(postgres.create_database("scale"), 50_000)
+    url = postgres.create_database("scale")
+    try:
+        found = run_scale(url, 50_000)
+    finally:
+        postgres.drop_database("scale")  # the largest database of the session's server
     assert found["refit"] == "done" and found["consistent"], found
