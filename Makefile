@@ -25,13 +25,14 @@ lint: $(VENV)/.installed
 # Chromium (both installed from the distribution if missing).
 # pytest exits non-zero when it collects no tests, so an empty run fails too.
 # Most of the suite waits on servers, sockets and PostgreSQL, so it runs on $(TEST_WORKERS) workers (pytest-xdist),
-# a test file to a worker, each worker with a PostgreSQL server of its own; the tests marked `serial` assert latency
-# bounds under a load they make themselves, and run after, alone.
+# a test file to a worker (the longest files first: SLOW_FILES in tests/conftest.py), each worker with a PostgreSQL
+# server of its own; the tests marked `serial` assert latency bounds under a load they make themselves, and run after,
+# alone.
 TEST_WORKERS ?= 2
 test: lint
 	scripts/ensure-postgres.sh
 	scripts/ensure-chromium.sh
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile -m 'not serial'
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
 	$(PY) -m pytest -m serial
 
 # bench_api needs wrk and PostgreSQL from the distribution; both are installed if missing.
