@@ -42,6 +42,7 @@ SLOW_FILES = [
     "tests/api/test_refit_apply.py",
     "tests/rating/test_refit.py",
     "tests/api/test_seats.py",
+    "tests/test_query_rules.py",
     "tests/api/test_void.py",
     "tests/api/test_audit_race.py",
     "tests/client/test_client.py",
