@@ -87,7 +87,7 @@ def unrouted(statement: str) -> bool:
     if not mentioned or any(allowed in text for allowed in CROSS_LADDER):
         return False
     by_value = len(_BY_VALUE.findall(text))
-    by_value += sum(1 for table, columns in _INSERT.findall(text) if "ladder_id" in columns.replace(" ", "").split(","))
+    by_value += sum(1 for _, columns in _INSERT.findall(text) if "ladder_id" in columns.replace(" ", "").split(","))
     if "ladders" in mentioned:
         aliases = {"ladders"} | set(_LADDER_ALIAS.findall(text)) - _NOT_ALIAS
         qualified = rf"\b(?:{'|'.join(sorted(aliases))})\.id = {_PARAM}"
@@ -277,7 +277,6 @@ def _plain(client, settings) -> None:
     L = "/v1/ladders/plain"
     unseated = [{"sides": [{k: v for k, v in s.items() if k != "seat"} for s in g["sides"]]} for g in _games(30, 2)]
     _ok(client.post(f"{L}/games/batch", json={"games": unseated}, headers=h), 201)
-    # (purpose=comparable here: on a ladder with seats it fails, a KeyError in players.service._comparing)
     _ok(client.get(f"{L}/players/bob/opponents", params={"purpose": "comparable"}))
     gone = subprocess.Popen(["true"])
     gone.wait()
@@ -354,6 +353,8 @@ def test_every_statement_past_sqlalchemys_events_is_recorded():
         ("SELECT id FROM players WHERE ladder_id = ? AND key = ?", True),
         ("UPDATE players SET key = %s WHERE id = %s", False),
         ("UPDATE players SET key = ? WHERE id = ? AND ladder_id = ?", True),
+        ("SELECT players.id FROM players WHERE +players.ladder_id = ? AND players.id IN (?, ?)", True),
+        ('UPDATE players SET "key" = %(key)s WHERE players.id = %(id_1)s::BIGINT', False),
         ("SELECT a.x FROM player_aliases a JOIN players p ON p.id = a.player_id WHERE a.ladder_id = ?", False),
         (
             "SELECT a.x FROM player_aliases a JOIN players p ON p.id = a.player_id AND p.ladder_id = a.ladder_id "

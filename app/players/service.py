@@ -725,7 +725,7 @@ def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose
     table = _table(session, ladder)
     i = _row(table, ladder, key)
     if purpose == "comparable":
-        found = _comparing(session, ladder.id, table, _listed(table, ladder), i, limit)
+        found = _comparing(session, ladder, table, _listed(table, ladder), i, limit)
         if found is not None:
             return found
     listed = _listed(table, ladder)  # inactive players are not suggested
@@ -739,14 +739,14 @@ def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose
 
 
 def _comparing(
-    session: Session, ladder_id: int, table: Table, listed: np.ndarray, i: int, limit: int
+    session: Session, ladder: LadderRow, table: Table, listed: np.ndarray, i: int, limit: int
 ) -> list[dict] | None:
     """Opponents along the witness direction of player ``i``'s results; None if they are comparable already."""
-    played = storage.games.of_player_all(session, ladder_id, int(table.ids[i]))
+    played = storage.games.of_player_all(session, ladder.id, int(table.ids[i]))
     games = [payload for _, payload, voided in played if not voided]
     W = np.zeros((table.C.shape[1], 0))
     if games:
-        log = storage.log.encode(games, {key: n for n, key in enumerate(table.keys.tolist())})
+        log = storage.log.encode(games, {key: n for n, key in enumerate(table.keys.tolist())}, ladder.seat_index())
         W = Results.of(log).directions(omega_apply(table.C), i)
     found = comparing_opponents(table.C, i, W, limit, among=listed)
     if found is None:

@@ -101,6 +101,13 @@ def test_predictions_take_seats(client):
     assert r.status_code == 200 and r.json()["probability"] == pytest.approx(p1)
 
 
+def test_opponents_that_would_make_a_player_comparable_read_their_seated_games(client):
+    key = make_ladder(client, "league", k=1, seats=["home", "away"])
+    post_all(client, "league", key, home_games(40, seed=5))
+    r = client.get("/v1/ladders/league/players/t0/opponents", params={"purpose": "comparable", "limit": 3})
+    assert r.status_code == 200, r.text  # was a 500: the games' seats were read without the ladder's seat names
+
+
 def test_bad_seats_are_422_and_change_nothing(client):
     key = make_ladder(client, "league", k=1, seats=["home", "away"])
     game = {"sides": [{"players": ["a"], "rank": 1, "seat": "home"}, {"players": ["b"], "rank": 2, "seat": "home"}]}

@@ -53,7 +53,7 @@ def test_who_would_win_fair_teams_seats_and_cycles(base, open_page):
     page.locator("#insights").scroll_into_view_if_needed()
     page.wait_for_selector("#intransitivity")
     assert INTRANSITIVITY_SCALE in page.inner_text("#intransitivity")
-    expect(page.locator("#learned-seats li").first).to_have_text("white: 0 ± 347 Elo")  # the prior, no seat yet
+    expect(page.locator("#learned-seats li").first).to_have_text("white: 0 ± 174 Elo")  # the prior: 0.5 logit
 
     page.fill("#h2h-a", "ann")
     page.keyboard.press("Enter")
