@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, StrictFloat
 
 from app.games.schemas import GameIn
 from app.ladders.schemas import LadderCreate
@@ -24,7 +24,7 @@ class ExportedLadder(LadderCreate):
     #: ... and whose steps counted games ...
     drift_steps: StrictBool = False
     #: ... and whose seats' prior was 1 logit.
-    seat_prior: float = Field(1.0, ge=0.01, le=10)
+    seat_prior: StrictFloat = Field(1.0, ge=0.01, le=10)
 
 
 class Header(StrictModel):

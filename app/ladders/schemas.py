@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, StrictBool, field_validator
+from pydantic import BaseModel, Field, StrictBool, StrictFloat, field_validator
 
 from app.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
 
@@ -92,7 +92,7 @@ class LadderCreate(StrictModel):
     )
     drift: float = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
     drift_steps: bool = Field(True, description=DRIFT_STEPS)
-    seat_prior: float = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)
+    seat_prior: StrictFloat = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)  # true is not 1
     inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     case_insensitive_keys: bool = Field(
         True,
@@ -139,7 +139,7 @@ class LadderPatch(StrictModel):
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
     drift: float | None = Field(None, ge=0, le=2000, description=DRIFT)
     drift_steps: StrictBool | None = Field(None, description=DRIFT_STEPS)
-    seat_prior: float | None = Field(
+    seat_prior: StrictFloat | None = Field(
         None,
         ge=0.01,
         le=10,

@@ -198,7 +198,7 @@ def test_the_seats_prior_is_a_setting_the_rate_choice_picks_and_an_admin_pins(cl
     plain = make_ladder(client, "plain", k=1)  # no seats: the prior is kept for them, the rate is not pinned
     kept = client.patch("/v1/ladders/plain", json={"seat_prior": 2.0}, headers=bearer(plain)).json()
     assert (kept["seat_prior"], kept["auto_rate"]) == (2.0, True)
-    for bad in (None, 0, -1, 11, "wide"):
+    for bad in (None, 0, -1, 11, "wide", True):
         r = client.patch("/v1/ladders/narrow", json={"seat_prior": bad}, headers=bearer(narrow))
         assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", (bad, r.text)
 
