@@ -414,7 +414,7 @@ def cmd_keys(args: argparse.Namespace) -> None:
             )
         print(f"key {created.id} ({created.role}), shown only now: {created.key}")
     else:
-        if not args.target or not args.target.isdigit():
+        if not (args.target and args.target.isascii() and args.target.isdigit()):
             raise SystemExit("melo keys: revoke needs the key's id (see `melo keys LADDER`)")
         with db.writing() as session:
             revoked = ladders.revoke_key(session, _ladder(session, args.ladder), int(args.target))

@@ -131,6 +131,8 @@ class Ladder(Base):
     case_insensitive_keys: Mapped[bool] = mapped_column(default=False, server_default=false())
     #: The seq of the ladder's latest game.
     last_seq: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: The number of the ladder's latest event (:class:`LadderEvent`), never given out again.
+    last_event: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: The names of the seats whose advantages the ladder learns (mathematics §5), or null.
     seats: Mapped[list[str] | None] = mapped_column(JSON)
     #: Each seat's advantage (logits) and information now: {"advantage": [...], "information": [...]}.
@@ -378,22 +380,24 @@ class LadderEvent(Base):
     """What changed in a ladder, in commit order: what the event stream (``GET …/events``) reads and sends.
 
     Written by the transaction that makes the change, after it took the
-    ladder's row (:func:`app.storage.ladders.bump`): the ids of one ladder's
-    events grow in commit order, so a listener resumes after the last id it saw.
+    ladder's row (:func:`app.storage.ladders.bump`): the numbers of one ladder's
+    events grow in commit order, so a listener resumes after the last one it saw (the stream's event ids).
     ``data`` says which game, player or refit; the stream shows each as the API does when it sends it.
     """
 
     __tablename__ = "ladder_events"
     # AUTOINCREMENT: SQLite must never give an id out again, even once every event is pruned.
     __table_args__ = (
-        Index("ix_ladder_events_ladder_id_id", "ladder_id", "id"),
+        Index("ix_ladder_events_ladder_id_number", "ladder_id", "number", unique=True),
         Index("ix_ladder_events_created_at", "created_at"),  # pruning
         {"sqlite_autoincrement": True},
     )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    #: The event's number in its ladder (1, 2, …, from ``ladders.last_event``): what the stream shows as its id.
+    number: Mapped[int] = mapped_column(BigInteger, server_default="0")
     version: Mapped[int] = mapped_column(BigInteger)
-    kind: Mapped[str] = mapped_column(String(16))  # game, void, player, refit, ladder
+    kind: Mapped[str] = mapped_column(String(16))  # game, void, player, refit, ladder, season, access
     data: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

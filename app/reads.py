@@ -20,6 +20,7 @@ import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from datetime import datetime
 from functools import partial
 from typing import NamedTuple, TypeVar
 
@@ -68,6 +69,12 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
     whether it is private are read anew (one indexed statement), so a ladder
     made private is private at once in every worker.
     """
+    return (await readable_until(db, slug, caller))[0]
+
+
+async def readable_until(db: Database, slug: str, caller: Caller) -> tuple[LadderRow, datetime | None]:
+    """:func:`ladder`, and when the caller's access lapses by itself: the expiry of the key a private ladder
+    needs (None: not by itself)."""
 
     def load() -> LadderRow:
         with db.reading() as session:
@@ -86,13 +93,15 @@ async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:
     if now[2] > found.reset_version:  # a change this process's copy cannot follow (a merge, a new learning rate)
         found = await anyio.to_thread.run_sync(load)
     version, private, reset_version = now
+    expires = None
     if private and not caller.server_admin:
         if not caller.bearer:
             raise Unauthorized("This ladder is private: reading it needs `Authorization: Bearer <key>`.")
-        key_id = check(await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer)), "read")
+        key = await storage.keys.find_now(db.fetch, found.id, hash_key(caller.bearer))
+        key_id, expires = check(key, "read"), key[3] if key else None
         if storage.keys.due_for_use(db.read_engine, key_id):
             await anyio.to_thread.run_sync(_used, db.primary or db, found.id, key_id)
-    return replace(found, version=version, private=private, reset_version=reset_version)
+    return replace(found, version=version, private=private, reset_version=reset_version), expires
 
 
 #: What a read may fail with on a replica (stopped, cut off, or its query cancelled by the replay): the primary

@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, Strict, StringConstraints, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StringConstraints,
+    model_validator,
+)
 
 from app.rating import advantage_from_probability
 
@@ -69,8 +79,20 @@ def in_window(value: datetime) -> datetime:
     raise ValueError(f"must be between {iso(EARLIEST)} and {iso(LATEST)} in UTC")
 
 
-#: A date given to the service: checked in UTC against the window, returned in UTC.
-Moment = Annotated[datetime, AfterValidator(in_window)]
+#: What a date given to the service starts with: pydantic would take a number, or a string of digits, as Unix time.
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+
+
+def a_date(value: Any) -> Any:
+    """``value`` if it is a date in ISO 8601 (or already a ``datetime``): a number is refused, not read as a Unix
+    time, which a client sending ``1735689600`` or ``-1`` by mistake would not see."""
+    if isinstance(value, datetime) or (isinstance(value, str) and _DATE.match(value)):
+        return value
+    raise ValueError("must be a date and time in ISO 8601, e.g. 2026-03-01T12:00:00Z")
+
+
+#: A date given to the service: ISO 8601, checked in UTC against the window, returned in UTC.
+Moment = Annotated[datetime, BeforeValidator(a_date), AfterValidator(in_window)]
 
 
 def iso(moment: datetime | None) -> str | None:

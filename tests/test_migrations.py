@@ -177,3 +177,38 @@ def test_memberships_get_their_games_ladder_and_every_key_includes_it(client, se
         gone = fresh.request("DELETE", "/v1/ladders/first", json={"slug": "first"}, headers=bearer(ADMIN_KEY))
         assert gone.status_code == 200, gone.text
         assert fresh.get("/v1/ladders/second/audit").json()["consistent"]
+
+
+def test_events_written_before_0032_keep_their_ids_as_numbers_and_ladders_go_on_above_them(client, settings):
+    """Event ids were one sequence for the server; 0032 numbers each ladder's events.  An event from before keeps
+    its id, so a client's resume point stays exact, and every ladder's next number is above every id given out."""
+    write_key = make_ladder(client, "a")
+    make_ladder(client, "b")
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", settings.sqlalchemy_url.replace("%", "%%"))
+    command.downgrade(config, "0031")
+    engine = sa.create_engine(settings.sqlalchemy_url)
+    with engine.begin() as conn:  # events as the server wrote them before: ids from one sequence
+        ladders = [conn.execute(sa.text("SELECT id FROM ladders WHERE slug = :s"), {"s": s}).scalar() for s in "ab"]
+        for n, ladder_id in enumerate([ladders[0], ladders[1], ladders[0]]):
+            insert = "INSERT INTO ladder_events (ladder_id, version, kind, data, created_at) VALUES "
+            insert += "(:ladder, :n, 'ladder', '{}', CURRENT_TIMESTAMP)"
+            conn.execute(sa.text(insert), {"ladder": ladder_id, "n": n})
+        old = conn.execute(sa.text("SELECT ladder_id, id FROM ladder_events ORDER BY id")).all()
+    command.upgrade(config, "head")
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT ladder_id, number FROM ladder_events ORDER BY id")).all() == old
+        counters = conn.execute(sa.text("SELECT last_event FROM ladders WHERE id IN (:a, :b)"),
+                                {"a": ladders[0], "b": ladders[1]}).scalars().all()  # fmt: skip
+    engine.dispose()
+    assert counters == [old[-1][1]] * 2
+    with TestClient(create_app(settings)) as fresh:
+        game = {"sides": [{"players": ["ann"], "rank": 1}, {"players": ["bob"], "rank": 2}]}
+        posted = fresh.post("/v1/ladders/a/games", json=game, headers=bearer(write_key))
+        assert posted.status_code == 201
+    with engine.connect() as conn:
+        newest = conn.execute(sa.text("SELECT max(number) FROM ladder_events WHERE ladder_id = :a"),
+                              {"a": ladders[0]}).scalar()  # fmt: skip
+    engine.dispose()
+    assert newest > old[-1][1]

@@ -6,10 +6,17 @@ someone listens: it reads the new events when this process commits games (a
 poke) or every :data:`POLL` seconds (another worker's commits, a void, a
 rename), renders them once as the API shows them, and keeps the latest
 :data:`KEPT` for its listeners.  A listener is a coroutine, not a thread: it
-sends what the feed has after its last id, reads the log itself only when it
-is further behind than that (a resume after an absence), then waits for the
-feed.  Ids grow in commit order within a ladder, so ``id > last`` is exactly
-what a listener has not seen, however its connection came and went.
+sends what the feed has after its last id, catches up from the log when it
+is further behind than that (a resume after an absence: pages shared by the
+ladder's listeners, read one at a time per ladder, and never more than
+:data:`CATCH_UP` events: further behind, ``reset``), then waits for the feed.
+Ids grow in commit order within a ladder, so ``id > last`` is exactly what a
+listener has not seen, however its connection came and went.
+
+Access is checked again in the log's order: a revoked key or changed settings
+are an event of the ladder's log, and a listener checks that it may still read
+the ladder before it sends anything that came after one.  It also checks when
+its key expires, and every :data:`KEEP_ALIVE` seconds whatever the traffic.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from asyncio import FIRST_COMPLETED
 from bisect import bisect_right
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -37,12 +45,26 @@ POLL = 0.5
 #: one wake-up of each listener.  Every LISTENERS more listeners add a GAP, up to a second: waking 900 listeners
 #: ten times a second held the event loop (posts 6 ms -> 26 ms, /healthz up to 386 ms).
 GAP, LISTENERS = 0.1, 100
-#: A comment line this often (seconds) on a quiet stream: proxies keep the connection, the listener knows the
-#: server is there, and the server checks that the listener may still read the ladder.
+#: A comment line this often (seconds) on a quiet stream: proxies keep the connection, and the listener knows the
+#: server is there.  A stream checks this often too that its listener may still read the ladder, whatever the
+#: traffic (besides the checks the log's order calls for).
 KEEP_ALIVE = 15.0
 #: Events a feed keeps for listeners a little behind, and events read from the log at a time.
 KEPT = 2000
 PAGE = 500
+#: The most events a listener may catch up on from the log; further behind, it is sent ``reset`` (read the ladder
+#: anew) and goes on from the latest event.  Catch-up pages are read one at a time per ladder and
+#: :data:`CATCH_UP_READS` at a time per process, and shared by the listeners: the latest :data:`PAGES` read are
+#: kept (30,000 events, some 20 MB).
+CATCH_UP = 10_000
+CATCH_UP_READS = 1
+#: A catch-up page: short, so that its reading thread shares the interpreter with the event loop in short turns.
+CATCH_UP_PAGE = 100
+PAGES = 300
+#: The most events a listener sends in one step (some 60 kB of games).
+SEND = 100
+#: Events after which a listener checks that it may still read the ladder before it sends anything more.
+RECHECK = frozenset({"access", "ladder"})
 #: What an EventSource waits before it reconnects (milliseconds), sent first on every stream.
 RETRY = b"retry: 2000\n\n"
 KEEP_ALIVE_LINE = b": keep-alive\n\n"
@@ -57,7 +79,8 @@ def frame(kind: str, data: dict, event_id: int | None = None) -> bytes:
 @dataclass(frozen=True)
 class Frame:
     id: int
-    text: bytes
+    text: bytes  # empty: nothing to send (an event the stream does not show)
+    recheck: bool = False  # access may have changed here: check before sending it or anything after
 
 
 @dataclass(eq=False)
@@ -77,6 +100,7 @@ class Feed:
     task: asyncio.Task | None = None
     #: Games this process committed, by number, as their posts were answered, until the feed reads their events.
     posted: dict[int, dict] = field(default_factory=dict)
+    reading: asyncio.Semaphore = field(default_factory=lambda: asyncio.Semaphore(1))
 
     def after(self, last: int) -> list[Frame] | None:
         """The kept frames after id ``last``; None if ``last`` is older than what is kept."""
@@ -107,6 +131,9 @@ class Hub:
         self.feeds: dict[int, Feed] = {}
         self.streams = 0
         self.closing = False
+        self.catching_up = asyncio.Semaphore(CATCH_UP_READS)
+        #: Catch-up pages of the logs by (ladder, start: a multiple of CATCH_UP_PAGE), the latest read last.
+        self.pages: dict[tuple[int, int], asyncio.Future[list[Frame]]] = {}
         self.loop = asyncio.get_running_loop()  # made by the app's startup, on its loop
 
     @property
@@ -140,44 +167,92 @@ class Hub:
         ladder_id: int,
         version: int,
         start: int | None,
-        allowed: Callable[[], Awaitable[bool]],
+        access: Callable[[], Awaitable[float | None]],
+        lapse: float,
         receive: Callable[[], Awaitable[dict]],
     ) -> AsyncIterator[bytes]:
-        """The stream of one listener: ``hello``, a ``reset`` if ``start`` is no longer kept, then every event
-        after ``start`` (or from now), with keep-alive comments.  It ends when the listener goes (``receive``:
-        the request's ASGI channel, which says so at once, not at the next write), when ``allowed()`` says it may
-        no longer read the ladder, or when the server stops."""
+        """The stream of one listener: ``hello``, a ``reset`` if ``start`` is no longer kept or too far behind,
+        then every event after ``start`` (or from now), with keep-alive comments.
+
+        ``access()`` checks that the listener may still read the ladder: the seconds until that lapses by
+        itself (a key's expiry; ``inf``: never), None if it may not; ``lapse`` is what the request's own check
+        said.  The stream ends when the listener goes (``receive``: the request's ASGI channel, which says so at
+        once, not at the next write), when ``access()`` says it may no longer read the ladder, or when the
+        server stops."""
         self.streams += 1
         feed = self._join(ladder_id)
         gone = asyncio.ensure_future(_disconnected(receive))
+        due = time.monotonic() + min(KEEP_ALIVE, lapse)  # when access is checked again at the latest
         try:
             head = await self._latest(ladder_id)
             last, reset = head, False
             if start is not None and start != head:
-                reset = start > head or (start > 0 and not await self.db.fetch(storage.events.KEPT, (ladder_id, start)))
+                reset = start > head or await self._too_far(ladder_id, start, head)
                 last = head if reset else start
             yield RETRY + frame("hello", {"version": version}, last)
             if reset:
                 yield frame("reset", {})
             while not self.closing:
                 frames = feed.after(last)
-                if frames is None:  # further behind than the feed keeps: from the log
-                    frames = await self._read(ladder_id, last)
+                if frames is None:  # further behind than the feed keeps: from the log, or anew
+                    if feed.head - last > CATCH_UP:
+                        last = feed.head
+                        yield frame("reset", {}, last)
+                        continue
+                    frames = await self._catch_up(feed, last)
                 if frames:
-                    yield b"".join(f.text for f in frames)
-                    last = frames[-1].id
+                    if frames[0].recheck or time.monotonic() >= due:
+                        if (lapse := await access()) is None:
+                            return
+                        due = time.monotonic() + min(KEEP_ALIVE, lapse)
+                    # up to the next change of access, which is checked before it is sent, and SEND at a time: a
+                    # hundred listeners catching up take turns with the other requests in short steps
+                    cut = next((n for n, f in enumerate(frames[:SEND]) if n and f.recheck), min(len(frames), SEND))
+                    if text := b"".join(f.text for f in frames[:cut]):
+                        yield text
+                    last = frames[cut - 1].id
                     continue
-                done, _ = await asyncio.wait((feed.changed, gone), timeout=KEEP_ALIVE, return_when=FIRST_COMPLETED)
+                wait = max(due - time.monotonic(), 0)
+                done, _ = await asyncio.wait((feed.changed, gone), timeout=wait, return_when=FIRST_COMPLETED)
                 if gone in done:
                     return
                 if not done:
-                    if not await allowed():
+                    if (lapse := await access()) is None:
                         return
+                    due = time.monotonic() + min(KEEP_ALIVE, lapse)
                     yield KEEP_ALIVE_LINE
         finally:
             gone.cancel()
             self.streams -= 1
             self._leave(feed)
+
+    async def _too_far(self, ladder_id: int, start: int, head: int) -> bool:
+        """Whether a resume from ``start`` cannot be served: pruned, or more than CATCH_UP events behind."""
+        if start > 0 and not await self.db.fetch(storage.events.KEPT, (ladder_id, start)):
+            return True
+        if head - start <= CATCH_UP:  # numbers grow by one an event: no count needed
+            return False
+        return int((await self.db.fetch(storage.events.BEHIND, (ladder_id, start, CATCH_UP + 1)))[0][0]) > CATCH_UP
+
+    async def _catch_up(self, feed: Feed, last: int) -> list[Frame]:
+        """The events after ``last`` from the page of the log that holds it, read once for every listener there
+        (a full page stays kept for the next; the log's last page is read anew)."""
+        at = (feed.ladder_id, last - last % CATCH_UP_PAGE)
+        page = self.pages.get(at)
+        if page is None:
+            page = self.pages[at] = asyncio.ensure_future(self._read_page(feed, at[1]))
+            while len(self.pages) > PAGES:
+                del self.pages[next(iter(self.pages))]
+        try:
+            frames = await asyncio.shield(page)  # a listener that goes does not cancel the others' read
+        finally:
+            if self.pages.get(at) is page and page.done() and (page.exception() or len(page.result()) < CATCH_UP_PAGE):
+                del self.pages[at]
+        return frames[bisect_right([f.id for f in frames], last) :]
+
+    async def _read_page(self, feed: Feed, start: int) -> list[Frame]:
+        async with feed.reading, self.catching_up:
+            return await self._read(feed.ladder_id, start, limit=CATCH_UP_PAGE)
 
     def _join(self, ladder_id: int) -> Feed:
         feed = self.feeds.get(ladder_id)
@@ -216,12 +291,15 @@ class Hub:
             feed.poked.clear()
 
     async def _latest(self, ladder_id: int) -> int:
-        return int((await self.db.fetch(storage.events.LATEST, (ladder_id,)))[0][0])
+        rows = await self.db.fetch(storage.events.LATEST, (ladder_id,))
+        return int(rows[0][0]) if rows else 0
 
-    async def _read(self, ladder_id: int, after: int, posted: dict[int, dict] | None = None) -> list[Frame]:
-        """The events after id ``after`` (at most PAGE), rendered: a game as ``posted`` has it (taken out), else
-        read in a thread."""
-        rows = await self.db.fetch(storage.events.SINCE, (ladder_id, after, PAGE))
+    async def _read(
+        self, ladder_id: int, after: int, posted: dict[int, dict] | None = None, limit: int = PAGE
+    ) -> list[Frame]:
+        """The events after id ``after`` (at most ``limit``), rendered: a game as ``posted`` has it (taken out),
+        else read in a thread."""
+        rows = await self.db.fetch(storage.events.SINCE, (ladder_id, after, limit))
         events = [(event_id, version, kind, storage.events.parse(data)) for event_id, version, kind, data in rows]
         shown, numbers = {}, []
         for _, _, kind, data in events:
@@ -231,14 +309,21 @@ class Hub:
                 numbers.append(data["game"])
         if numbers:  # a void, or a game another worker committed: as it is now
             shown |= await anyio.to_thread.run_sync(self._games, ladder_id, numbers)
+        if any(kind == "player" and data.get("action") == "erased" for _, _, kind, data in events):
+            for at in [at for at in self.pages if at[0] == ladder_id]:  # kept pages name the erased player's keys
+                del self.pages[at]
         frames = []
         for event_id, version, kind, data in events:
+            if kind == "access":  # a key revoked: not shown, but checked at
+                frames.append(Frame(event_id, b"", recheck=True))
+                continue
             if kind in ("game", "void"):
                 if data["game"] not in shown:  # the ladder was deleted meanwhile: nothing to send, but read
                     frames.append(Frame(event_id, b""))
                     continue
                 data = {"game": shown[data["game"]]}
-            frames.append(Frame(event_id, frame(kind, {"version": version} | data, event_id)))
+            text = frame(kind, {"version": version} | data, event_id)
+            frames.append(Frame(event_id, text, recheck=kind in RECHECK))
         return frames
 
     def _games(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:

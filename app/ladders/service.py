@@ -228,7 +228,11 @@ def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:
             "before revoking it.",
             errors=[{"field": "key_id", "message": "the ladder's last working admin key"}],
         )
-    return _key_out(storage.keys.revoke(session, ladder.id, key_id))
+    revoked = storage.keys.revoke(session, ladder.id, key_id)
+    if key.revoked_at is None:  # in the ladder's log, in commit order: open event streams check their key again
+        storage.events.add(session, ladder.id, "access", {"key": key_id})
+        storage.ladders.bump(session, [ladder.id])
+    return _key_out(revoked)
 
 
 def audit(session: Session, ladder: LadderRow) -> AuditOut:

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 import anyio.to_thread
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
+from pydantic import BeforeValidator
 
 from app import reads
 from app.access import ladder_for, ladder_for_read, readable
@@ -22,7 +23,7 @@ from app.players.schemas import (
     PlayerOut,
     PlayerPatch,
 )
-from app.schemas import EARLIEST, LATEST, Page
+from app.schemas import EARLIEST, LATEST, Page, a_date
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
@@ -37,7 +38,7 @@ AS_OF = (
     "their initial ratings. Before the first game: no player who came with the games; after the newest game: today's "
     "table. Read from the log, one such read at a time per server process."
 )
-AsOf = Annotated[datetime | None, Query(description=AS_OF)]
+AsOf = Annotated[datetime | None, BeforeValidator(a_date), Query(description=AS_OF)]
 
 
 def _utc(moment: datetime | None) -> datetime | None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import unicodedata
 from datetime import datetime
 from typing import Annotated
 
@@ -14,8 +15,19 @@ def _not_only_dots(name: str) -> str:
     return name
 
 
+def _composed(name: str) -> str:
+    """The name in Unicode's composed form (NFC): "á" typed as one character or as "a" and an accent is one
+    season, as it looks."""
+    return unicodedata.normalize("NFC", name)
+
+
+def _positive_zero(pull: float) -> float:
+    return 0.0 if pull == 0 else pull  # -0.0 is 0.0: stored and shown without its sign
+
+
 SeasonName = Annotated[
     str,
+    AfterValidator(_composed),
     StringConstraints(min_length=1, max_length=100, pattern=r"^[^/\s](?:[^/]*[^/\s])?$"),
     AfterValidator(printable),
     AfterValidator(_not_only_dots),
@@ -28,6 +40,7 @@ SeasonName = Annotated[
 
 Pull = Annotated[
     StrictFloat,  # a number: true is not 1
+    AfterValidator(_positive_zero),
     Field(
         ge=0.0,
         le=1.0,

@@ -4,8 +4,10 @@ A transaction notes its changes with :func:`add` as it makes them;
 :func:`app.storage.ladders.bump`, last before the commit and holding the
 ladder's row, writes them with the ladder's new version (:func:`write`), or
 one ``ladder`` event if the transaction noted none: every change reaches the
-listeners.  Ids are given out under that lock, so within a ladder they grow in
-commit order and ``id > last`` never skips an event committed later.
+listeners.  Each ladder numbers its own events (``ladders.last_event``) under
+that lock, so within a ladder the numbers grow in commit order, ``number >
+last`` never skips an event committed later, and a ladder's numbers say
+nothing of the others' traffic.
 """
 
 from __future__ import annotations
@@ -19,11 +21,15 @@ from sqlalchemy.orm import Session
 from app.models import LadderEvent, utcnow
 from app.storage.sql import bulk_insert
 
-#: Events after a given id, oldest first (``?`` placeholders, for :meth:`app.db.Database.fetch`).
-SINCE = "SELECT id, version, kind, data FROM ladder_events WHERE ladder_id = ? AND id > ? ORDER BY id LIMIT ?"
-#: The ladder's latest event id (0: none), and whether an id is one of its events (a resume point still kept).
-LATEST = "SELECT coalesce(max(id), 0) FROM ladder_events WHERE ladder_id = ?"
-KEPT = "SELECT 1 FROM ladder_events WHERE ladder_id = ? AND id = ?"
+#: Events after a given number, oldest first (``?`` placeholders, for :meth:`app.db.Database.fetch`).
+SINCE = (
+    "SELECT number, version, kind, data FROM ladder_events WHERE ladder_id = ? AND number > ? ORDER BY number LIMIT ?"
+)
+#: The number of the ladder's latest event (0: none yet); whether a number is one of its events (a resume point
+#: still kept); and the numbers of up to so many events after one (how far behind a resume point is).
+LATEST = "SELECT last_event FROM ladders WHERE id = ?"
+KEPT = "SELECT 1 FROM ladder_events WHERE ladder_id = ? AND number = ?"
+BEHIND = "SELECT count(*) FROM (SELECT 1 FROM ladder_events WHERE ladder_id = ? AND number > ? LIMIT ?) AS kept"
 
 
 def add(session: Session, ladder_id: int, kind: str, *data: dict) -> None:
@@ -31,18 +37,23 @@ def add(session: Session, ladder_id: int, kind: str, *data: dict) -> None:
     session.info.setdefault("ladder_events", {}).setdefault(ladder_id, []).extend((kind, d) for d in data)
 
 
-def write(session: Session, ladder_id: int, version: int) -> None:
-    """Write the events noted for the ladder (or one ``ladder`` event) with its new ``version``."""
-    noted = session.info.get("ladder_events", {}).pop(ladder_id, None) or [("ladder", {})]
+def noted(session: Session, ladder_id: int) -> list[tuple[str, dict]]:
+    """The events noted for the ladder by this transaction, taken (one ``ladder`` event if none)."""
+    return session.info.get("ladder_events", {}).pop(ladder_id, None) or [("ladder", {})]
+
+
+def write(session: Session, ladder_id: int, version: int, events: list[tuple[str, dict]], last: int) -> None:
+    """Write ``events`` (from :func:`noted`) with the ladder's new ``version``, numbered up to ``last``."""
     bulk_insert(
         session.connection(),
         LadderEvent.__table__,
         {
-            "ladder_id": [ladder_id] * len(noted),
-            "version": [version] * len(noted),
-            "kind": [kind for kind, _ in noted],
-            "data": [data for _, data in noted],
-            "created_at": [utcnow()] * len(noted),
+            "ladder_id": [ladder_id] * len(events),
+            "number": list(range(last - len(events) + 1, last + 1)),
+            "version": [version] * len(events),
+            "kind": [kind for kind, _ in events],
+            "data": [data for _, data in events],
+            "created_at": [utcnow()] * len(events),
         },
     )
 

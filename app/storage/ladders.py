@@ -398,7 +398,7 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[i
     ``reset`` (rows were deleted) readers older than this version read the
     players anew.  On PostgreSQL this locks the ladder's row until the commit,
     so it comes after every other lock (one order: no deadlocks) and is held
-    briefly; versions, and the ids of the events the transaction noted
+    briefly; versions, and the numbers of the events the transaction noted
     (:mod:`app.storage.events`), are then given out in commit order.  The players and games the transaction
     :func:`count`\ ed are added to the ladders' counts in the same statement.  Returns each ladder's new version.
     """
@@ -408,13 +408,15 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[i
     versions = {}
     for ladder_id in sorted(set(ladder_ids) | set(counts)):
         players, games, draws, room = counts.get(ladder_id, (0, 0, 0, 0.0))
+        noted = events.noted(session, ladder_id)
         sql = (
             f"UPDATE ladders SET version = version + 1{also}, players_count = players_count + ?, "
-            "games_count = games_count + ?, draws = draws + ?, draw_room = draw_room + ? WHERE id = ? RETURNING version"
+            "games_count = games_count + ?, draws = draws + ?, draw_room = draw_room + ?, "
+            "last_event = last_event + ? WHERE id = ? RETURNING version, last_event"
         )
-        values = (players, games, draws, float(room), ladder_id)
-        versions[ladder_id] = driver_sql(connection, sql, values).scalar_one()
+        values = (players, games, draws, float(room), len(noted), ladder_id)
+        versions[ladder_id], last_event = driver_sql(connection, sql, values).one()
         stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
         driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
-        events.write(session, ladder_id, versions[ladder_id])
+        events.write(session, ladder_id, versions[ladder_id], noted, last_event)
     return versions

@@ -17,6 +17,7 @@ import pytest
 
 from app.config import Settings
 from app.db import Database
+from app.events import hub
 from app.storage import events
 from tests.conftest import ADMIN_KEY, LIVE, live_server, module_server, serve
 
@@ -265,3 +266,158 @@ def test_streams_are_bounded_and_do_not_hold_the_server_when_it_stops(tmp_path):
         assert time.monotonic() - started < 5  # the open streams ended
         for listener in listeners:
             listener.close()
+
+
+class Pacer:
+    """A game every ``every`` seconds on the ladder from another thread, as a busy office or game server posts;
+    the numbers of the games committed after :meth:`mark` was called."""
+
+    def __init__(self, base: str, slug: str, key: dict[str, str], every: float = 1.0) -> None:
+        self.url, self.key, self.every = base + f"/v1/ladders/{slug}/games", key, every
+        self.stop, self.marked = threading.Event(), threading.Event()
+        self.after_mark: list[int] = []
+        self.thread = threading.Thread(target=self._post, daemon=True)
+        self.thread.start()
+
+    def _post(self) -> None:
+        for n in itertools.count():
+            marked = self.marked.is_set()
+            answer = httpx.post(self.url, json=_game(f"p{n % 5}", f"p{(n + 1) % 5}"), headers=self.key)
+            assert answer.status_code == 201, answer.text
+            if marked:  # posted after the mark: committed after it
+                self.after_mark.append(answer.json()["id"])
+            if self.stop.wait(self.every):
+                return
+
+    def mark(self) -> None:
+        self.marked.set()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(10)
+
+
+def _ended(listener: Listener, seconds: float) -> bool:
+    """Whether the server ended the listener's stream within ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            if listener.socket.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b"":
+                return True
+        except BlockingIOError:
+            pass
+        time.sleep(0.05)
+    return False
+
+
+def _private(base: str, slug: str) -> None:
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    assert httpx.patch(base + f"/v1/ladders/{slug}", json={"private": True}, headers=admin).is_success
+
+
+def _key(base: str, slug: str, role: str = "read", **fields) -> tuple[int, dict[str, str]]:
+    admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+    made = httpx.post(base + f"/v1/ladders/{slug}/keys", json={"name": role, "role": role, **fields}, headers=admin)
+    assert made.status_code == 201, made.text
+    return made.json()["id"], {"Authorization": f"Bearer {made.json()['key']}"}
+
+
+def test_a_stream_ends_before_the_first_game_after_its_key_is_revoked_with_a_game_every_second(server, slug):
+    """A read key's listener on a private ladder posted to every second: the revocation is in the log's order,
+    so no game committed after it reaches the listener, and the stream ends at once (not at a quiet moment)."""
+    key = _ladder(server, slug)
+    _private(server, slug)
+    key_id, reader = _key(server, slug)
+    listener = Listener(server + f"/v1/ladders/{slug}/events", reader)
+    pacer = Pacer(server, slug, key)
+    try:
+        listener.wait(lambda seen: len(listener.of("game")) >= 2)
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        pacer.mark()
+        assert httpx.delete(server + f"/v1/ladders/{slug}/keys/{key_id}", headers=admin).status_code == 200
+        assert _ended(listener, 3), "the stream went on after its key was revoked"
+        time.sleep(1.5)  # games go on being posted
+    finally:
+        pacer.close()
+        listener.close()
+    assert len(pacer.after_mark) >= 2
+    sent = {data["game"]["id"] for data in listener.of("game")}
+    assert not sent & set(pacer.after_mark[1:]), "a game committed after the revocation was sent"
+
+
+def test_a_stream_ends_when_its_ladder_is_made_private_or_its_key_expires(server, slug):
+    key = _ladder(server, slug)
+    _, reader = _key(server, slug)
+    expires = time.monotonic() + 8
+    _, expiring = _key(server, slug, expires_at=(events.utcnow() + timedelta(seconds=8)).isoformat())
+    anonymous = Listener(server + f"/v1/ladders/{slug}/events")
+    keyed, short = (Listener(server + f"/v1/ladders/{slug}/events", headers) for headers in (reader, expiring))
+    pacer = Pacer(server, slug, key, every=0.5)
+    try:
+        anonymous.wait(lambda seen: len(anonymous.of("game")) >= 2)
+        pacer.mark()
+        _private(server, slug)
+        assert _ended(anonymous, 3), "an anonymous stream went on after its ladder was made private"
+        assert _ended(short, expires - time.monotonic() + 2), "a stream went on after its key expired"
+        assert time.monotonic() > expires - 0.5  # not before
+        assert not _ended(keyed, 0.5)  # a key that still reads the private ladder
+        assert keyed.wait(lambda seen: [kind for _, kind, _ in seen].count("ladder") == 1)
+    finally:
+        pacer.close()
+        for listener in (anonymous, keyed, short):
+            listener.close()
+    assert not {data["game"]["id"] for data in anonymous.of("game")} & set(pacer.after_mark[1:])
+
+
+def test_superscript_and_overlong_last_event_ids_are_422_even_without_a_key(server, slug):
+    """``"²".isdigit()`` is true and ``int("²")`` raises: such a header was a 500, before any key check."""
+    _ladder(server, slug)
+    _private(server, slug)
+    for value in (b"\xb2", b"\xb9", b"\xb3", b"1\xb2", b"1" * 5000, b"", b"1 1", b"-1"):
+        answer = httpx.get(server + f"/v1/ladders/{slug}/events", headers={"Last-Event-ID": value})
+        assert answer.status_code == 422, (value[:10], answer.status_code, answer.text)
+        assert answer.headers["content-type"] == "application/problem+json"
+
+
+def test_each_ladder_numbers_its_own_events(server, slug):
+    """A ladder's event ids say nothing of the other ladders' traffic: a new ladder starts at 0, whatever the
+    server has seen."""
+    busy = _ladder(server, slug + "-busy")
+    for n in range(5):
+        httpx.post(server + f"/v1/ladders/{slug}-busy/games", json=_game(f"a{n}", f"b{n}"), headers=busy)
+    key = _ladder(server, slug)
+    listener = Listener(server + f"/v1/ladders/{slug}/events")
+    try:
+        assert listener.wait(lambda seen: seen)[0][:2] == (0, "hello")
+        httpx.post(server + f"/v1/ladders/{slug}/games", json=_game("ann", "bob"), headers=key)
+        seen = listener.wait(lambda seen: listener.of("game"))
+    finally:
+        listener.close()
+    assert [(event_id, kind) for event_id, kind, _ in seen] == [(0, "hello"), (1, "game")]
+
+
+def test_a_resume_more_than_the_catch_up_bound_behind_gets_a_reset(server, slug):
+    """Catching up from the log is bounded (``CATCH_UP`` events): further back, a listener reads the ladder
+    anew, rather than each of many listeners replaying the log on its own."""
+    key = _ladder(server, slug, k=1)
+    url = server + f"/v1/ladders/{slug}/games/batch"
+    for start in range(0, hub.CATCH_UP + 1, 1000):
+        games = [_game(f"p{n % 40}", f"p{(n + 1 + n // 40 % 39) % 40}") for n in range(start, start + 1000)]
+        assert httpx.post(url, json={"games": games}, headers=key, timeout=120).status_code == 201
+    latest = Listener(server + f"/v1/ladders/{slug}/events")
+    head = latest.wait(lambda seen: seen)[0][0]
+    latest.close()
+    for after, expected in ((0, ["hello", "reset"]), (head - hub.CATCH_UP - 1, ["hello", "reset"])):
+        listener = Listener(server + f"/v1/ladders/{slug}/events?after={after}")
+        try:
+            seen = listener.wait(lambda seen: len(seen) >= 2)
+            time.sleep(0.3)
+        finally:
+            listener.close()
+        assert [kind for _, kind, _ in seen] == expected and seen[0][0] == head
+    near = Listener(server + f"/v1/ladders/{slug}/events?after={head - 1200}")  # within the bound: every game
+    try:
+        near.wait(lambda seen: len(near.of("game")) == 1200, seconds=20)
+    finally:
+        near.close()
+    assert [event_id for event_id, kind, _ in near.events if kind == "game"] == list(range(head - 1199, head + 1))

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import itertools
 import zlib
+from datetime import datetime
 
 import httpx
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -83,3 +85,51 @@ def test_no_input_gets_a_server_error_or_an_undocumented_answer(fuzz_server):
         fuzz()
     print(f"{ran} generated requests")
     assert ran > 500
+
+
+# Latin-1 text (what an HTTP header carries) leaning toward digits, Unicode's other digits ("²", "١") among them.
+_DIGITY = st.text(st.sampled_from("0123456789²³¹١٢۳߀௧ -+.eE_") | st.characters(max_codepoint=255), max_size=30)
+
+
+def test_no_last_event_id_gets_a_server_error(fuzz_server):
+    """The stream's resume header, which the schema-driven fuzzing above leaves out (a stream stays open): a 200
+    stream or a 422, whatever the header holds, before any key is checked (a 500 before: ``"²".isdigit()``)."""
+
+    @given(value=_DIGITY | st.integers(min_value=-(2**70), max_value=2**70).map(str))
+    @settings(max_examples=100, derandomize=True, deadline=None, database=None)
+    def fuzz(value):
+        try:
+            header = value.encode("latin-1")
+        except UnicodeEncodeError:
+            header = value.encode()
+        with httpx.Client(timeout=30) as client:
+            url = fuzz_server + "/v1/ladders/fuzz/events"
+            request = client.build_request("GET", url, headers={"Last-Event-ID": header})
+            try:
+                response = client.send(request, stream=True)
+            except httpx.LocalProtocolError:  # not a header value at all (a line break): no request
+                return
+            try:
+                # 400: the HTTP server's own answer to a header that no HTTP request may hold (a control character)
+                assert response.status_code in (200, 400, 422), (value, response.status_code)
+            finally:
+                response.close()
+
+    fuzz()
+
+
+def test_no_as_of_gets_a_server_error(fuzz_server):
+    """``as_of`` on the table and a profile: a date in ISO 8601 or a 422 naming it (a number is not a Unix time)."""
+
+    @given(value=_DIGITY | st.datetimes().map(datetime.isoformat) | st.integers().map(str))
+    @settings(max_examples=100, derandomize=True, deadline=None, database=None)
+    def fuzz(value):
+        for path in ("leaderboard", f"players/{PLAYERS[0]}"):
+            response = httpx.get(fuzz_server + f"/v1/ladders/fuzz/{path}", params={"as_of": value}, timeout=60)
+            assert response.status_code in (200, 404, 422), (value, response.status_code, response.text)
+            if response.status_code == 422:
+                assert response.json()["errors"][0]["field"] == "query.as_of"
+            elif value.lstrip("-+").replace(".", "", 1).isdigit():
+                raise AssertionError(f"{value!r}, a number, was taken as a date")
+
+    fuzz()

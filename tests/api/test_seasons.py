@@ -129,6 +129,17 @@ def test_erasing_a_player_erases_them_from_the_archives_and_odd_names_are_refuse
         assert client.get(f"/v1/ladders/office/seasons/{path}").status_code == 422, path
 
 
+def test_season_names_that_look_the_same_are_one_season_and_a_pull_of_minus_zero_is_zero(client):
+    """ "á" as one character (NFC) or as "a" and a combining accent (NFD) is one name, and -0.0 is 0."""
+    key = make_ladder(client, "names", k=1, auto_refit=False)
+    post(client, "names", key, season()[0][:4])
+    composed = close(client, "names", key, "verano m\u00e1s", pull=-0.0)
+    assert composed["name"] == "verano m\u00e1s" and json.dumps(composed["pull"]) == "0.0"
+    again = client.post("/v1/ladders/names/seasons", json={"name": "verano ma\u0301s"}, headers=bearer(key))
+    assert again.status_code == 409, again.text
+    assert standings(client, "names", "verano ma\u0301s")["season"]["name"] == "verano m\u00e1s"
+
+
 def initial(client, slug: str, key: str, keys: list[str]) -> dict[str, np.ndarray]:
     """The vectors ``keys`` start ladder ``slug`` with (seeded by the ladder's seed and the key), read from a copy
     of its settings where they have played nothing."""

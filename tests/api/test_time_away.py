@@ -188,9 +188,12 @@ def test_standings_as_of_a_date_are_those_the_ladder_showed_then(client):
     # Before the first game: empty; after the newest: today's table; a malformed date: a 422.
     assert board(client, "whole", as_of="2025-01-01T00:00:00Z")["items"] == []
     assert board(client, "whole", as_of="2200-01-01T00:00:00Z")["items"] == board(client, "whole")["items"]
-    for bad in ("yesterday", "2026-13-01", "2026-03-01T25:00:00Z"):
-        r = client.get("/v1/ladders/whole/leaderboard", params={"as_of": bad})
-        assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", bad
+    # A number is not a date (pydantic would read it as Unix time): so said, for the table and a profile.
+    for bad in ("yesterday", "2026-13-01", "2026-03-01T25:00:00Z", "1735689600", "-1", "0", "1735689600.5"):
+        for path in ("leaderboard", "players/away"):
+            r = client.get(f"/v1/ladders/whole/{path}", params={"as_of": bad})
+            assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", bad
+            assert r.json()["errors"][0]["field"] == "query.as_of", r.text
     assert client.get("/v1/ladders/whole/players/away", params={"as_of": "2025-01-01"}).status_code == 404
     # A void of a January game sets the checkpoint aside and replays everything: the past table is then that of
     # a ladder that never had the game.

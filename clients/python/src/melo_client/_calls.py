@@ -104,7 +104,8 @@ class EventReader:
         fields, self.fields = self.fields, {}
         if "data" not in fields:
             return None
-        event_id = int(fields["id"]) if fields.get("id", "").isdigit() else None
+        number = fields.get("id", "")  # ASCII digits only: "²".isdigit() is true, and int() refuses it
+        event_id = int(number) if number.isascii() and number.isdigit() else None
         return Event(event_id, fields.get("event", "message"), json.loads(fields["data"]))
 
 
