@@ -3,10 +3,17 @@
 --   predict: GET the win probability of a random pair
 --   plain:   GET the URL given on the command line (the trivial endpoint, the leaderboard)
 -- MELO_DELAY_MS paces each connection: that many milliseconds between its requests (a steady rate).
+-- MELO_LADDERS spreads the games over that many ladders, MELO_LADDER0 .. MELO_LADDER<n-1> (each posted with its own
+-- key, MELO_WRITE_KEYS: comma-separated, in the same order); without it, every game goes to MELO_LADDER.
 -- At the end it prints one line "RESULT {json}" with counts and latency percentiles (µs).
 local mode = os.getenv("MELO_BENCH_MODE") or "plain"
 local players = tonumber(os.getenv("MELO_PLAYERS") or "10000")
 local ladder = os.getenv("MELO_LADDER") or "bench"
+local ladders = tonumber(os.getenv("MELO_LADDERS") or "0")
+local keys = {}
+for key in string.gmatch(os.getenv("MELO_WRITE_KEYS") or "", "[^,]+") do
+  keys[#keys + 1] = key
+end
 
 function setup(thread)
   thread:set("seed", math.random(1, 2 ^ 30))
@@ -17,7 +24,7 @@ function init(args)
   if mode == "games" then
     wrk.method = "POST"
     wrk.headers["Content-Type"] = "application/json"
-    wrk.headers["Authorization"] = "Bearer " .. os.getenv("MELO_WRITE_KEY")
+    wrk.headers["Authorization"] = "Bearer " .. (os.getenv("MELO_WRITE_KEY") or "")
   end
 end
 
@@ -38,6 +45,11 @@ function request()
     local a, b = pair()
     local body = string.format(
       '{"sides":[{"players":["p%d"],"rank":%d},{"players":["p%d"],"rank":%d}]}', a, 1, b, math.random(1, 2))
+    if ladders > 0 then
+      local n = math.random(0, ladders - 1)
+      local headers = {["Authorization"] = "Bearer " .. keys[n + 1], ["Content-Type"] = "application/json"}
+      return wrk.format(nil, "/v1/ladders/" .. ladder .. n .. "/games", headers, body)
+    end
     return wrk.format(nil, "/v1/ladders/" .. ladder .. "/games", nil, body)
   elseif mode == "predict" then
     local a, b = pair()

@@ -75,8 +75,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def seed_ladder(url: str, players: int, auto_refit: bool = True) -> str:
-    """Migrate, create the ``bench`` ladder and give every player two games; return the write key."""
+def seed_ladder(url: str, players: int, auto_refit: bool = True, slug: str = "bench") -> str:
+    """Migrate, create the ladder ``slug`` and give every player two games; return the write key."""
     upgrade(Settings(database_url=url).sqlalchemy_url)
     db = Database.from_settings(Settings(database_url=url))
     rng = np.random.default_rng(0)
@@ -87,9 +87,9 @@ def seed_ladder(url: str, players: int, auto_refit: bool = True) -> str:
         for a, b in zip(i.tolist(), j.tolist(), strict=True)
     ]
     with db.writing() as session:
-        key = create_ladder(session, LadderCreate(slug="bench", k=1, auto_refit=auto_refit)).write_key
+        key = create_ladder(session, LadderCreate(slug=slug, k=1, auto_refit=auto_refit)).write_key
     with db.writing() as session:
-        import_games(session, ladder_for_read(session, "bench", fresh=True), games)
+        import_games(session, ladder_for_read(session, slug, fresh=True), games)
     if db.dialect == "postgresql":  # the planner's statistics, as autovacuum would gather them on a live server
         with db.write_engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
             connection.exec_driver_sql("ANALYZE")

@@ -181,9 +181,12 @@ def test_memberships_get_their_games_ladder_and_every_key_includes_it(client, se
 
 def test_events_written_before_0032_keep_their_ids_as_numbers_and_ladders_go_on_above_them(client, settings):
     """Event ids were one sequence for the server; 0032 numbers each ladder's events.  An event from before keeps
-    its id, so a client's resume point stays exact, and every ladder's next number is above every id given out."""
+    its id, so a client's resume point stays exact, and every ladder's next number is above every id given out,
+    pruned ones too.  Season names are composed (NFC), as they are taken now."""
     write_key = make_ladder(client, "a")
     make_ladder(client, "b")
+    season = client.post("/v1/ladders/a/seasons", json={"name": "verano m\u00e1s"}, headers=bearer(write_key))
+    assert season.status_code == 201, season.text
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     config.set_main_option("sqlalchemy.url", settings.sqlalchemy_url.replace("%", "%%"))
@@ -196,9 +199,13 @@ def test_events_written_before_0032_keep_their_ids_as_numbers_and_ladders_go_on_
             insert += "(:ladder, :n, 'ladder', '{}', CURRENT_TIMESTAMP)"
             conn.execute(sa.text(insert), {"ladder": ladder_id, "n": n})
         old = conn.execute(sa.text("SELECT ladder_id, id FROM ladder_events ORDER BY id")).all()
+        conn.execute(sa.text("DELETE FROM ladder_events WHERE id = :id"), {"id": old[-1][1]})  # pruned
+        decomposed = {"name": "verano ma\u0301s"}  # as a season could be named before
+        conn.execute(sa.text("UPDATE seasons SET name = :name"), decomposed)
     command.upgrade(config, "head")
     with engine.connect() as conn:
-        assert conn.execute(sa.text("SELECT ladder_id, number FROM ladder_events ORDER BY id")).all() == old
+        assert conn.execute(sa.text("SELECT ladder_id, number FROM ladder_events ORDER BY id")).all() == old[:-1]
+        assert conn.execute(sa.text("SELECT name FROM seasons")).scalar_one() == "verano m\u00e1s"
         counters = conn.execute(sa.text("SELECT last_event FROM ladders WHERE id IN (:a, :b)"),
                                 {"a": ladders[0], "b": ladders[1]}).scalars().all()  # fmt: skip
     engine.dispose()

@@ -168,23 +168,24 @@ class Hub:
         version: int,
         start: int | None,
         access: Callable[[], Awaitable[float | None]],
-        lapse: float,
         receive: Callable[[], Awaitable[dict]],
     ) -> AsyncIterator[bytes]:
         """The stream of one listener: ``hello``, a ``reset`` if ``start`` is no longer kept or too far behind,
         then every event after ``start`` (or from now), with keep-alive comments.
 
         ``access()`` checks that the listener may still read the ladder: the seconds until that lapses by
-        itself (a key's expiry; ``inf``: never), None if it may not; ``lapse`` is what the request's own check
-        said.  The stream ends when the listener goes (``receive``: the request's ASGI channel, which says so at
-        once, not at the next write), when ``access()`` says it may no longer read the ladder, or when the
-        server stops."""
+        itself (a key's expiry; ``inf``: never), None if it may not.  It is asked again once the stream's start
+        is read (a change committed since the request's own check lies below it).  The stream ends when the
+        listener goes (``receive``: the request's ASGI channel, which says so at once, not at the next write),
+        when ``access()`` says it may no longer read the ladder, or when the server stops."""
         self.streams += 1
         feed = self._join(ladder_id)
         gone = asyncio.ensure_future(_disconnected(receive))
-        due = time.monotonic() + min(KEEP_ALIVE, lapse)  # when access is checked again at the latest
         try:
             head = await self._latest(ladder_id)
+            if (lapse := await access()) is None:
+                return
+            due = time.monotonic() + min(KEEP_ALIVE, lapse)  # when access is checked again at the latest
             last, reset = head, False
             if start is not None and start != head:
                 reset = start > head or await self._too_far(ladder_id, start, head)
@@ -196,10 +197,14 @@ class Hub:
                 frames = feed.after(last)
                 if frames is None:  # further behind than the feed keeps: from the log, or anew
                     if feed.head - last > CATCH_UP:
-                        last = feed.head
+                        last, due = feed.head, 0.0  # a change of access may be among the events skipped
                         yield frame("reset", {}, last)
                         continue
-                    frames = await self._catch_up(feed, last)
+                    try:
+                        frames = await self._catch_up(feed, last)
+                    except Exception:  # a database that is down: the listener reconnects and resumes
+                        logger.warning("catching up on ladder %d's events failed", ladder_id, exc_info=True)
+                        return
                 if frames:
                     if frames[0].recheck or time.monotonic() >= due:
                         if (lapse := await access()) is None:
@@ -269,6 +274,9 @@ class Hub:
             feed.poked.set()  # its reader sees nobody listens, and stops
             if self.feeds.get(feed.ladder_id) is feed:
                 del self.feeds[feed.ladder_id]
+                # nobody here follows its log now (an erasure would go unseen): no page of it is kept
+                for at in [at for at in self.pages if at[0] == feed.ladder_id]:
+                    del self.pages[at]
 
     async def _follow(self, feed: Feed) -> None:
         """Read the ladder's new events while anyone listens: when poked, else every POLL seconds."""
