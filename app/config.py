@@ -31,6 +31,10 @@ class Settings(BaseSettings):
     #: Requests served at once per worker process (its thread pool).  More threads
     #: than this only queue for the interpreter lock and raise every request's latency.
     threads: int = 4
+    #: PostgreSQL: writers per worker process, each with its connection and its group commits; a ladder's posts
+    #: always go to one of them (by slug), so posts to different ladders commit side by side, never waiting for
+    #: each other's locks.  SQLite has one writer (the database takes one write transaction at a time).
+    writers: int = Field(4, ge=1, le=64)
     #: Run migrations when the app starts (default for the embedded SQLite database).
     migrate_on_start: bool | None = None
     #: SQLite's durability. NORMAL (default, with WAL): a commit survives a crash of the process, but the last

@@ -181,6 +181,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             on_commit=committed,
             keep_responses=timedelta(hours=settings.idempotency_ttl_hours),
             keep_events=timedelta(hours=settings.events_ttl_hours),
+            writers=settings.writers,
         )
         _on_stop(asyncio.get_running_loop(), hub.close)
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads

@@ -1,9 +1,13 @@
 """Group commit: the game posts that arrive together are applied in one write transaction by one writer.
 
-Each worker process has one writer thread.  Requests queue in the event loop;
-the writer takes every request waiting (up to :data:`MAX_GAMES` games) and
-applies them in one transaction (:func:`app.games.service.apply_posts`), then
-answers each with its own response or its own problem.  A request on an idle
+Each worker process has its writers: one thread each, on SQLite one in all, on
+PostgreSQL ``MELO_WRITERS``, a ladder's posts always going to the same one (by
+slug), so that posts to different ladders commit side by side and never wait
+for each other's row locks, while one ladder's posts keep their order.
+Requests queue in the event loop; a writer takes every request waiting for it
+(up to :data:`MAX_GAMES` games) and applies them in one transaction
+(:func:`app.games.service.apply_posts`), then answers each with its own
+response or its own problem.  A request on an idle
 server is taken at once, without waiting for company; under load the requests
 that queue while a group commits form the next group, and the writer waits at
 most :data:`LINGER` for the clients just answered to send their next posts, so
@@ -19,10 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
+import zlib
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.exc import IntegrityError
@@ -43,8 +50,19 @@ EXPIRY_EVERY = 600.0
 LINGER, LINGER_STEP = 0.002, 0.0005
 
 
+@dataclass(eq=False)
+class Writer:
+    """One writer: its queue of posts, its thread, and the task that forms its groups."""
+
+    queue: asyncio.Queue[tuple[Post, asyncio.Future]] = field(default_factory=asyncio.Queue)
+    executor: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-writer")
+    )
+    task: asyncio.Task | None = None
+
+
 class GroupCommitter:
-    """The writer of one worker process; :meth:`submit` answers a post once its group has committed."""
+    """The writers of one worker process; :meth:`submit` answers a post once its group has committed."""
 
     def __init__(
         self,
@@ -52,48 +70,50 @@ class GroupCommitter:
         on_commit: Callable[[service.Group], None] | None = None,
         keep_responses: timedelta = timedelta(days=7),
         keep_events: timedelta = timedelta(days=7),
+        writers: int = 1,
     ) -> None:
         self.db = db
+        self.writers = [Writer() for _ in range(writers if db.dialect == "postgresql" else 1)]
         self.on_commit = on_commit
         #: Idempotency records older than this are deleted by the writer, at most every EXPIRY_EVERY seconds.
         self.keep_responses = keep_responses
         #: Events older than this are deleted at the same time.
         self.keep_events = keep_events
         self.next_expiry = 0.0
-        self.queue: asyncio.Queue[tuple[Post, asyncio.Future]] = asyncio.Queue()
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-writer")
-        self.task: asyncio.Task | None = None
+        self.expiring = threading.Lock()
         #: How many groups of each size (requests) committed: the metrics and the tests read it.
         self.group_sizes: Counter[int] = Counter()
+        self.counting = threading.Lock()
 
     async def submit(self, post: Post) -> dict:
         """The post's response body; raises its problem."""
-        if self.task is None:
-            self.task = asyncio.get_running_loop().create_task(self._run())
+        writer = self.writers[zlib.crc32(post.slug.encode()) % len(self.writers)]
+        if writer.task is None:
+            writer.task = asyncio.get_running_loop().create_task(self._run(writer))
         future = asyncio.get_running_loop().create_future()
-        await self.queue.put((post, future))
+        await writer.queue.put((post, future))
         return await future
 
-    async def _run(self) -> None:
+    async def _run(self, writer: Writer) -> None:
         loop = asyncio.get_running_loop()
-        last_size = 0
+        queue, last_size = writer.queue, 0
         while True:
-            group = [await self.queue.get()]
+            group = [await queue.get()]
             # Under load (the last group had company), the clients it answered are sending their next posts:
             # waiting a moment for them makes one commit of the next group instead of one for its first post.
             waited = 0.0
-            while last_size > 1 and self.queue.qsize() + 1 < last_size // 2 and waited < LINGER:
+            while last_size > 1 and queue.qsize() + 1 < last_size // 2 and waited < LINGER:
                 await asyncio.sleep(LINGER_STEP)
                 waited += LINGER_STEP
             games = len(group[0][0].games)
-            while not self.queue.empty() and games < MAX_GAMES:
-                item = self.queue.get_nowait()
+            while not queue.empty() and games < MAX_GAMES:
+                item = queue.get_nowait()
                 group.append(item)
                 games += len(item[0].games)
             posts = [post for post, _ in group]
             last_size = len(posts)
             try:
-                outcomes = await loop.run_in_executor(self.executor, self.commit, posts)
+                outcomes = await loop.run_in_executor(writer.executor, self.commit, posts)
             except BaseException as exc:  # the loop must survive whatever happens to one group
                 outcomes = [exc] * len(group)
             for (_, future), outcome in zip(group, outcomes, strict=True):
@@ -120,7 +140,8 @@ class GroupCommitter:
                     return [again]
             else:
                 return [exc]
-        self.group_sizes[len(posts)] += 1
+        with self.counting:
+            self.group_sizes[len(posts)] += 1
         GROUPS.observe(len(posts))
         GAMES.inc(sum(group.applied.values()))
         try:  # this process's copy of the players follows the commit without reading it back
@@ -129,9 +150,12 @@ class GroupCommitter:
                     storage.players.follow(self.db.read_engine, ladder_id, version, group.written[ladder_id])
         except Exception:  # never fail a committed post for a copy's sake: readers catch up by reading
             logger.exception("following a commit in this process's copy failed")
-        if time.monotonic() >= self.next_expiry:
-            self.expire_responses()
-            self.expire_events()
+        if time.monotonic() >= self.next_expiry and self.expiring.acquire(blocking=False):
+            try:  # by one writer: the others go on committing
+                self.expire_responses()
+                self.expire_events()
+            finally:
+                self.expiring.release()
         if self.on_commit is not None and group.applied:
             try:
                 self.on_commit(group)
@@ -159,6 +183,7 @@ class GroupCommitter:
             return 0
 
     def close(self) -> None:
-        if self.task is not None:
-            self.task.cancel()
-        self.executor.shutdown(wait=True)
+        for writer in self.writers:
+            if writer.task is not None:
+                writer.task.cancel()
+            writer.executor.shutdown(wait=True)

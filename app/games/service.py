@@ -151,6 +151,10 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
 
     group = Group(outcomes)  # type: ignore[arg-type]
     by_id = {ladder.id: ladder for ladder in ladders.values()}
+    # The ladders' games, and the responses recorded, are written together after the loop: one insert per table
+    # whatever the number of ladders in the group.
+    written: list[storage.games.NewGames] = []
+    records: list[tuple[int, str, str, dict]] = []
     for ladder_id in sorted(live):
         ladder = by_id[ladder_id]
         members = live[ladder_id]
@@ -168,11 +172,11 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         games = [g for n in members for g in posts[n].games]
         if not games:
             continue
-        applied = _apply(session, ladder, locked, games, None)
+        applied = _apply(session, ladder, locked, games, None, pending=written)
         storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))
         bodies = applied.responses()
         group.shown[ladder.id] = dict(zip(applied.seqs, bodies, strict=True))
-        records, start = [], 0
+        start = 0
         for n in members:
             post = posts[n]
             out = bodies[start : start + len(post.games)]
@@ -181,10 +185,12 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             group.ladder_of[n] = ladder.id
             if post.record_key is not None:
                 records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
-        storage.games.remember(session, records, applied.now)
         group.applied[ladder.id] = len(games)
         if applied.written is not None:
             group.written[ladder.id] = applied.written
+    if written:
+        storage.games.insert(session, written)
+    storage.games.remember(session, records, datetime.now(UTC))
     for n, first in same_as.items():
         outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])
     group.versions = storage.ladders.bump(session, list(group.applied))
@@ -446,16 +452,18 @@ def _apply(
     games: list[GameIn],
     progress: Progress,
     count: bool = True,
+    pending: list[storage.games.NewGames] | None = None,
 ) -> Applied:
     """Apply the validated games to the locked rows (mathematics §3-§6) and write the log, history and (if they
-    ``count``) ratings."""
+    ``count``) ratings; the log and history are added to ``pending`` instead, if given, for the caller to write
+    with other ladders' (:func:`app.storage.games.insert`)."""
     stored = payloads(games)
     log = storage.log.encode(stored, locked.index, ladder.seat_index())
     # Shared state (the seats, the field's vector sum) is read under the ladder row's lock, which take_seqs takes:
     # before the replay when it needs the seats, else after it (the lock is then held only for the writes).
-    seats = seqs = None
+    seats = taken = None
     if log.side_seat is not None:
-        seqs = storage.ladders.take_seqs(session, ladder, len(games))
+        taken = storage.ladders.take_seqs(session, ladder, len(games))
         seats = storage.ladders.seat_state(session, ladder)
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
@@ -466,10 +474,9 @@ def _apply(
     history = rating.replay_history(
         locked.C, log, rate, _stage(progress, "rating"), games0=locked.experience, seats=seats, times=times
     )
-    if seqs is None:
-        seqs = storage.ladders.take_seqs(session, ladder, len(games))
+    seqs, kept = taken or storage.ladders.take_seqs(session, ladder, len(games))
     created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
-    field_sum, field_count = storage.ladders.field_sum(session, ladder, created, recount=locked.raced)
+    field_sum, field_count = storage.ladders.field_sum(session, ladder, created, recount=locked.raced, kept=kept)
     ids = storage.games.allocate_ids(session, len(games))
     members_per_game = np.diff(log.member_ptr)
     member_game = np.repeat(np.arange(len(games)), members_per_game)
@@ -492,7 +499,10 @@ def _apply(
         expected=history.expected[log.member_side],
         seat_states=storage.games.seat_states(log, history, ladder.seats or []),
     )
-    storage.games.insert(session, new, _stage(progress, "games"), _stage(progress, "history"))
+    if pending is None:
+        storage.games.insert(session, [new], _stage(progress, "games"), _stage(progress, "history"))
+    else:
+        pending.append(new)
     if count and seats is not None:
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
     written = None
@@ -505,7 +515,7 @@ def _apply(
         strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
         written = storage.players.Written(locked, history.C, counts, last_played, strength_then, history.experience)
         storage.players.save(session, ladder.id, written)
-    storage.ladders.save_field(session, ladder.id, field_sum, field_count)
+    storage.ladders.note_field(session, ladder.id, field_sum, field_count)
     field = field_sum / max(field_count, 1)
     return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now, field, written)
 

@@ -42,20 +42,19 @@ def noted(session: Session, ladder_id: int) -> list[tuple[str, dict]]:
     return session.info.get("ladder_events", {}).pop(ladder_id, None) or [("ladder", {})]
 
 
-def write(session: Session, ladder_id: int, version: int, events: list[tuple[str, dict]], last: int) -> None:
-    """Write ``events`` (from :func:`noted`) with the ladder's new ``version``, numbered up to ``last``."""
-    bulk_insert(
-        session.connection(),
-        LadderEvent.__table__,
-        {
-            "ladder_id": [ladder_id] * len(events),
-            "number": list(range(last - len(events) + 1, last + 1)),
-            "version": [version] * len(events),
-            "kind": [kind for kind, _ in events],
-            "data": [data for _, data in events],
-            "created_at": [utcnow()] * len(events),
-        },
-    )
+def write(session: Session, numbered: list[tuple[int, int, list[tuple[str, dict]], int]]) -> None:
+    """Write the events of each ladder (ladder id, its new version, events from :func:`noted`, the last number
+    they take), in one insert for them all."""
+    rows = [
+        (ladder_id, number, version, kind, data)
+        for ladder_id, version, events, last in numbered
+        for number, (kind, data) in enumerate(events, start=last - len(events) + 1)
+    ]
+    if not rows:
+        return
+    ladder_ids, numbers, versions, kinds, datas = (list(column) for column in zip(*rows, strict=True))
+    columns = {"ladder_id": ladder_ids, "number": numbers, "version": versions, "kind": kinds, "data": datas}
+    bulk_insert(session.connection(), LadderEvent.__table__, columns | {"created_at": [utcnow()] * len(rows)})
 
 
 def parse(data: dict | str) -> dict:

@@ -37,8 +37,12 @@ def allocate_ids(session: Session, n: int) -> list[int]:
                 {"n": n},
             )
         )
-    # SQLite: the write transaction (BEGIN IMMEDIATE) excludes every other writer.
-    start = (driver_sql(session.connection(), "SELECT max(id) FROM games", ()).scalar() or 0) + 1
+    # SQLite: the write transaction (BEGIN IMMEDIATE) excludes every other writer.  Ids this transaction took
+    # for games it has not inserted yet (a group commit writes its ladders' games together) are not in the table.
+    start = session.info.get("next_game_id")
+    if start is None:
+        start = (driver_sql(session.connection(), "SELECT max(id) FROM games", ()).scalar() or 0) + 1
+    session.info["next_game_id"] = start + n
     return list(range(start, start + n))
 
 
@@ -64,31 +68,33 @@ class NewGames:
     seat_states: list[dict | None] | None = None
 
 
-def insert(session: Session, new: NewGames, games_progress: Progress = None, rows_progress: Progress = None) -> None:
-    """The games and their participants, one ``executemany`` per table."""
+def insert(
+    session: Session, news: list[NewGames], games_progress: Progress = None, rows_progress: Progress = None
+) -> None:
+    """The games of ``news`` (of one ladder or several: a group commit writes its ladders' games together) and
+    their participants, one ``executemany`` per table."""
     connection = session.connection()
-    n = len(new.ids)
-    columns = {
-        "id": new.ids,
-        "seq": new.seqs,
-        "ladder_id": [new.ladder_id] * n,
-        "external_id": new.external_ids,
-        "played_at": new.played_at,
-        "created_at": [new.created_at] * n,
-        "payload": new.payloads,
+    columns: dict[str, list] = {
+        "id": [n for new in news for n in new.ids],
+        "seq": [n for new in news for n in new.seqs],
+        "ladder_id": [new.ladder_id for new in news for _ in new.ids],
+        "external_id": [e for new in news for e in new.external_ids],
+        "played_at": [t for new in news for t in new.played_at],
+        "created_at": [new.created_at for new in news for _ in new.ids],
+        "payload": [p for new in news for p in new.payloads],
     }
-    if new.seat_states is not None:
-        columns["seat_state"] = new.seat_states
+    if any(new.seat_states is not None for new in news):
+        columns["seat_state"] = [s for new in news for s in new.seat_states or [None] * len(new.ids)]
     bulk_insert(connection, Game.__table__, columns, progress=games_progress)
     columns = {
-        "game_id": np.asarray(new.ids, dtype=np.int64)[new.member_game].tolist(),
-        "player_id": new.member_player.tolist(),
-        "ladder_id": [new.ladder_id] * len(new.member_game),
-        "side": new.member_side.tolist(),
-        "before": codec.pack_rows(new.before),
-        "after": codec.pack_rows(new.after),
-        "actual_score": new.actual.tolist(),
-        "expected_score": new.expected.tolist(),
+        "game_id": [g for new in news for g in np.asarray(new.ids, dtype=np.int64)[new.member_game].tolist()],
+        "player_id": [p for new in news for p in new.member_player.tolist()],
+        "ladder_id": [new.ladder_id for new in news for _ in new.member_game],
+        "side": [side for new in news for side in new.member_side.tolist()],
+        "before": [b for new in news for b in codec.pack_rows(new.before)],
+        "after": [a for new in news for a in codec.pack_rows(new.after)],
+        "actual_score": [a for new in news for a in new.actual.tolist()],
+        "expected_score": [e for new in news for e in new.expected.tolist()],
     }
     bulk_insert(connection, Participant.__table__, columns, progress=rows_progress)
 

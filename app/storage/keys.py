@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.models import ApiKey
 from app.storage import cache
-from app.storage.sql import Fetch
+from app.storage.sql import Fetch, driver_fetchall
 
 #: A key's ``last_used_at`` is written at most this often (seconds) per key and server process.
 USE_EVERY = 60.0
@@ -50,16 +50,23 @@ def insert(
     return KeyRow(key.id, ladder_id, name, role, key.created_at, None, None, expires_at)
 
 
-def find(session: Session, ladder_id: int, key_hash: str) -> KeyRow | None:
-    """The key with this hash, revoked or not."""
-    row = session.execute(select(*_COLUMNS).where(ApiKey.ladder_id == ladder_id, ApiKey.key_hash == key_hash)).first()
-    return None if row is None else KeyRow(*row)
+#: (id, role, revoked at, expires at) of a ladder's key by its hash: what a request's check needs.
+_CHECK = "SELECT id, role, revoked_at, expires_at FROM api_keys WHERE ladder_id = ? AND key_hash = ?"
+
+
+def find(session: Session, ladder_id: int, key_hash: str) -> tuple[int, str, bool, datetime | None] | None:
+    """(id, role, revoked, expires at) of the key with this hash, revoked or not: a write's check (one statement
+    through the driver, once per ladder and key in each group commit)."""
+    rows = driver_fetchall(session.connection(), _CHECK, (ladder_id, key_hash))
+    return _checked(rows)
 
 
 async def find_now(fetch: Fetch, ladder_id: int, key_hash: str) -> tuple[int, str, bool, datetime | None] | None:
     """(id, role, revoked, expires at) of the key with this hash: the hot read path's check."""
-    sql = "SELECT id, role, revoked_at, expires_at FROM api_keys WHERE ladder_id = ? AND key_hash = ?"
-    rows = await fetch(sql, (ladder_id, key_hash))
+    return _checked(await fetch(_CHECK, (ladder_id, key_hash)))
+
+
+def _checked(rows: list) -> tuple[int, str, bool, datetime | None] | None:
     if not rows:
         return None
     key_id, role, revoked, expires = rows[0]

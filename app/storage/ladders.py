@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
@@ -300,13 +301,24 @@ def save_seat_state(session: Session, ladder_id: int, seats: Seats | None) -> No
         session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
 
 
+_UNREAD: dict = {}
+
+
 def field_sum(
-    session: Session, ladder: LadderRow, created: np.ndarray | None = None, recount: bool = False
+    session: Session,
+    ladder: LadderRow,
+    created: np.ndarray | None = None,
+    recount: bool = False,
+    kept: dict | None = _UNREAD,
 ) -> tuple[np.ndarray, int]:
-    """The sum of every player's vector and their number, as kept by game commits with the players this
-    transaction ``created`` (their vectors) added, or read from the players if it was forgotten
-    (:func:`forget_field`) or ``recount``.  Read it in a write after :func:`take_seqs` (the row is locked)."""
-    kept = None if recount else session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder.id))
+    """The sum of every player's vector and their number, as kept by game commits (``kept``: as
+    :func:`take_seqs` read it, else read here) with the players this transaction ``created`` (their vectors)
+    added, or read from the players if it was forgotten (:func:`forget_field`) or ``recount``.  Read it in a
+    write after :func:`take_seqs` (the row is locked)."""
+    if recount:
+        kept = None
+    elif kept is _UNREAD:
+        kept = session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder.id))
     if kept is not None:
         total, count = np.array(kept["sum"], dtype=np.float64), int(kept["count"])
         if created is not None and len(created):
@@ -320,6 +332,12 @@ def field_sum(
 def save_field(session: Session, ladder_id: int, total: np.ndarray, count: int) -> None:
     field = {"sum": total.tolist(), "count": count}
     session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=field))
+
+
+def note_field(session: Session, ladder_id: int, total: np.ndarray, count: int) -> None:
+    """The field sum after this transaction's games: :func:`bump` writes it in the statement that gives out the
+    ladder's new version (one statement on the ladder's row per commit, not two)."""
+    session.info.setdefault("ladder_fields", {})[ladder_id] = json.dumps({"sum": total.tolist(), "count": count})
 
 
 def add_to_field(session: Session, ladder: LadderRow, vectors: np.ndarray) -> None:
@@ -372,8 +390,9 @@ def lock(session: Session, ladder_id: int) -> None:
 _WRITE_SETTINGS = ("k", "eta", "eta_tau", "drift", "drift_steps", "case_insensitive_keys")
 
 
-def take_seqs(session: Session, ladder: LadderRow, n: int) -> list[int]:
-    """The next ``n`` game numbers of the ladder (1, 2, 3, …).
+def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], dict | None]:
+    """The next ``n`` game numbers of the ladder (1, 2, 3, …), and its kept field sum as of now (``kept`` for
+    :func:`field_sum`), in one statement.
 
     This locks the ladder's row until the commit (on PostgreSQL other writers
     of the ladder wait here), so take them after the players' rows, just
@@ -383,11 +402,11 @@ def take_seqs(session: Session, ladder: LadderRow, n: int) -> list[int]:
     caller retries with the ladder as it is now.
     """
     settings = ", ".join(_WRITE_SETTINGS)
-    sql = f"UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, {settings}"
-    last, *now = driver_sql(session.connection(), sql, (n, ladder.id)).one()
+    sql = f"UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, field_sum, {settings}"
+    last, kept, *now = driver_sql(session.connection(), sql, (n, ladder.id)).one()
     if tuple(now) != tuple(getattr(ladder, name) for name in _WRITE_SETTINGS):
         raise LadderChanged()
-    return list(range(last - n + 1, last + 1))
+    return list(range(last - n + 1, last + 1)), json.loads(kept) if isinstance(kept, str) else kept
 
 
 def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[int, int]:
@@ -400,23 +419,27 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[i
     so it comes after every other lock (one order: no deadlocks) and is held
     briefly; versions, and the numbers of the events the transaction noted
     (:mod:`app.storage.events`), are then given out in commit order.  The players and games the transaction
-    :func:`count`\ ed are added to the ladders' counts in the same statement.  Returns each ladder's new version.
+    :func:`count`\ ed are added to the ladders' counts, and a field sum :func:`noted <note_field>` is written, in
+    the same statement.  Returns each ladder's new version.
     """
     connection = session.connection()
     also = ", reset_version = version + 1" if reset else ""
     counts = session.info.pop("ladder_counts", {})
-    versions = {}
-    for ladder_id in sorted(set(ladder_ids) | set(counts)):
+    fields = session.info.pop("ladder_fields", {})
+    versions, numbered = {}, []
+    for ladder_id in sorted(set(ladder_ids) | set(counts) | set(fields)):
         players, games, draws, room = counts.get(ladder_id, (0, 0, 0, 0.0))
         noted = events.noted(session, ladder_id)
+        field = ", field_sum = ?" if ladder_id in fields else ""
         sql = (
             f"UPDATE ladders SET version = version + 1{also}, players_count = players_count + ?, "
-            "games_count = games_count + ?, draws = draws + ?, draw_room = draw_room + ?, "
+            f"games_count = games_count + ?, draws = draws + ?, draw_room = draw_room + ?{field}, "
             "last_event = last_event + ? WHERE id = ? RETURNING version, last_event"
         )
-        values = (players, games, draws, float(room), len(noted), ladder_id)
+        values = (players, games, draws, float(room), *([fields[ladder_id]] if field else []), len(noted), ladder_id)
         versions[ladder_id], last_event = driver_sql(connection, sql, values).one()
         stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
         driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
-        events.write(session, ladder_id, versions[ladder_id], noted, last_event)
+        numbered.append((ladder_id, versions[ladder_id], noted, last_event))
+    events.write(session, numbered)
     return versions

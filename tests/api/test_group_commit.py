@@ -53,6 +53,31 @@ def test_a_group_sharing_players_equals_the_games_posted_one_by_one(client):
     assert audit["consistent"] and audit["games"] == 12
 
 
+def test_a_group_over_many_ladders_commits_once_and_equals_each_ladder_posted_alone(client):
+    """Posts to four ladders, interleaved, form one transaction (not one per post, as a group that fails and is
+    retried one post at a time would), and each ladder ends as the same games posted to it alone leave it."""
+    slugs = [f"many{n}" for n in range(4)]
+    keys = {slug: make_ladder(client, slug, seed=7) for slug in slugs}
+    alone = {slug: make_ladder(client, f"{slug}-alone", seed=7) for slug in slugs}
+    rng = np.random.default_rng(2)
+    games = [(slugs[n % 4], game_in(*rng.choice(["a", "b", "c", "d"], 2, replace=False).tolist())) for n in range(16)]
+    committer = client.app.state.committer
+    before = sum(committer.group_sizes.values())
+    outcomes = committer.commit([post(keys[slug], g, slug) for slug, g in games])
+    assert sum(committer.group_sizes.values()) == before + 1 and committer.group_sizes[16] >= 1  # one commit
+    assert all(isinstance(o, dict) for o in outcomes)
+    for slug, g in games:
+        answer = client.post(
+            f"/v1/ladders/{slug}-alone/games", json=g.model_dump(mode="json"), headers=bearer(alone[slug])
+        )
+        assert answer.status_code == 201
+    for slug in slugs:
+        assert vectors(client, slug) == vectors(client, f"{slug}-alone")  # bit for bit
+        assert [o["id"] for (s, _), o in zip(games, outcomes, strict=True) if s == slug] == [1, 2, 3, 4]
+        audit = client.get(f"/v1/ladders/{slug}/audit").json()
+        assert audit["consistent"] and audit["games"] == 4
+
+
 def test_a_bad_post_in_a_group_gets_its_own_problem_and_the_others_are_applied(client):
     key = make_ladder(client)
     closed = make_ladder(client, "closed", auto_create_players=False)
