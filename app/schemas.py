@@ -10,7 +10,6 @@ from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 from pydantic import (
     AfterValidator,
     BaseModel,
-    BeforeValidator,
     ConfigDict,
     Field,
     Strict,
@@ -85,14 +84,15 @@ _DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 def a_date(value: Any) -> Any:
     """``value`` if it is a date in ISO 8601 (or already a ``datetime``): a number is refused, not read as a Unix
-    time, which a client sending ``1735689600`` or ``-1`` by mistake would not see."""
+    time, which a client sending ``as_of=1735689600`` or ``-1`` by mistake would not see.  (Bodies' dates, JSON
+    numbers among them, keep taking Unix times: clients send them so.)"""
     if isinstance(value, datetime) or (isinstance(value, str) and _DATE.match(value)):
         return value
     raise ValueError("must be a date and time in ISO 8601, e.g. 2026-03-01T12:00:00Z")
 
 
-#: A date given to the service: ISO 8601, checked in UTC against the window, returned in UTC.
-Moment = Annotated[datetime, BeforeValidator(a_date), AfterValidator(in_window)]
+#: A date given to the service: checked in UTC against the window, returned in UTC.
+Moment = Annotated[datetime, AfterValidator(in_window)]
 
 
 def iso(moment: datetime | None) -> str | None:

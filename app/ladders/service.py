@@ -231,7 +231,7 @@ def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:
     revoked = storage.keys.revoke(session, ladder.id, key_id)
     if key.revoked_at is None:  # in the ladder's log, in commit order: open event streams check their key again
         storage.events.add(session, ladder.id, "access", {"key": key_id})
-        storage.ladders.bump(session, [ladder.id])
+        storage.ladders.log_events(session, ladder.id)
     return _key_out(revoked)
 
 

@@ -409,6 +409,15 @@ def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], d
     return list(range(last - n + 1, last + 1)), json.loads(kept) if isinstance(kept, str) else kept
 
 
+def log_events(session: Session, ladder_id: int) -> None:
+    """Write the events this transaction noted for the ladder at its current version, without a new one: a
+    change no read shows (a key revoked).  Numbered under the ladder row's lock, as :func:`bump` numbers them."""
+    noted = events.noted(session, ladder_id)
+    sql = "UPDATE ladders SET last_event = last_event + ? WHERE id = ? RETURNING version, last_event"
+    version, last_event = driver_sql(session.connection(), sql, (len(noted), ladder_id)).one()
+    events.write(session, [(ladder_id, version, noted, last_event)])
+
+
 def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[int, int]:
     r"""Mark the ladders changed by this transaction; call it last, just before the commit.
 
