@@ -42,6 +42,7 @@ bench: $(VENV)/.installed
 	command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
 	$(PY) bench/bench_rating.py
 	$(PY) bench/bench_api.py
+	$(PY) bench/bench_scale.py
 	$(PY) bench/bench_mixed.py
 	$(PY) bench/bench_apply.py
 	$(PY) bench/bench_import.py

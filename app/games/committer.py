@@ -7,11 +7,11 @@ for each other's row locks, while one ladder's posts keep their order.
 Requests queue in the event loop; a writer takes every request waiting for it
 (up to :data:`MAX_GAMES` games) and applies them in one transaction
 (:func:`app.games.service.apply_posts`), then answers each with its own
-response or its own problem.  A request on an idle
-server is taken at once, without waiting for company; under load the requests
-that queue while a group commits form the next group, and the writer waits at
-most :data:`LINGER` for the clients just answered to send their next posts, so
-the commit cost is shared.  A response is sent only after its group commits.
+response or its own problem.  A request on an idle server is taken at once,
+without waiting for company; under load the requests that queue while a group
+commits form the next group, and the writer waits at most :data:`LINGER` for
+the clients just answered to send their next posts, so the commit cost is
+shared.  A response is sent only after its group commits.
 
 If the group's transaction fails as a whole (an error no single request's
 checks foresaw, say a unique-key race with another worker), it is rolled back
