@@ -148,3 +148,57 @@ def test_heavy_reports_are_computed_once_per_version_and_never_hold_up_liveness(
               f"{worst['healthz'] * 1000:.1f} ms, worst predict {worst['predict'] * 1000:.1f} ms")  # fmt: skip
         assert worst["healthz"] < 0.5 and worst["predict"] < 0.5, worst
         assert max(again) < 0.25 and max(again) < max(first) / 2
+
+
+def test_posts_over_many_ladders_with_retries_and_bad_games_equal_a_one_by_one_replay(server, slug):
+    """Eight clients post at once over six ladders (PostgreSQL: two workers, each with its writers), retrying
+    some posts with the same Idempotency-Key and sending some bad games.  Every ladder then holds each game
+    acknowledged once, `/audit` is consistent, and its players' vectors equal those of the acknowledged games
+    posted one by one, in the ladder's order, to a ladder of the same seed."""
+    slugs = [f"{slug}-{n}" for n in range(6)]
+    keys = {s: _ladder(server, s) for s in slugs}
+    rng = np.random.default_rng(3)
+    day = "2026-01-01T00:00:00Z"  # one date: the steps that follow time away are the same in the replay
+
+    def body(i: int, j: int) -> dict:
+        return {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}], "played_at": day}
+
+    posts = []
+    for n in range(300):
+        i, j = (int(x) for x in rng.choice(12, size=2, replace=False))
+        bad = n % 20 == 7  # one player on both sides: a 422 that must change nothing
+        posts.append((slugs[n % 6], body(i, i if bad else j), f"key-{n}", bad))
+
+    def post(chunk: list) -> list[tuple[str, int, dict]]:
+        answers = []
+        with httpx.Client(base_url=server, timeout=60) as client:
+            for ladder, game, idempotency, bad in chunk:
+                headers = {"Authorization": f"Bearer {keys[ladder]}", "Idempotency-Key": idempotency}
+                for _ in range(2 if idempotency.endswith("3") else 1):  # a tenth retried at once
+                    r = client.post(f"/v1/ladders/{ladder}/games", json=game, headers=headers)
+                    assert r.status_code == (422 if bad else 201), r.text
+                    if not bad:
+                        answers.append((ladder, r.json()["id"], game))
+        return answers
+
+    with ThreadPoolExecutor(8) as pool:
+        answers = [a for part in pool.map(post, [posts[c::8] for c in range(8)]) for a in part]
+    for ladder in slugs:
+        acknowledged = {number: game for s, number, game in answers if s == ladder}
+        good = [p for p in posts if p[0] == ladder and not p[3]]
+        assert sorted(acknowledged) == list(range(1, len(good) + 1))  # each once, numbered without a gap
+        assert httpx.get(server + f"/v1/ladders/{ladder}").json()["games"] == len(good)
+        assert httpx.get(server + f"/v1/ladders/{ladder}/audit").json()["consistent"]
+        seed = httpx.get(server + f"/v1/ladders/{ladder}").json()["seed"]
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        made = httpx.post(server + "/v1/ladders", json={"slug": f"{ladder}-alone", "k": 2, "seed": seed}, headers=admin)
+        alone = {"Authorization": f"Bearer {made.json()['write_key']}"}
+        for number in sorted(acknowledged):
+            r = httpx.post(server + f"/v1/ladders/{ladder}-alone/games", json=acknowledged[number], headers=alone)
+            assert r.status_code == 201
+        for player in {k for game in acknowledged.values() for side in game["sides"] for k in side["players"]}:
+            shown, replayed = (
+                httpx.get(server + f"/v1/ladders/{name}/players/{player}").json()["vector"]
+                for name in (ladder, f"{ladder}-alone")
+            )
+            assert shown == replayed, (ladder, player)
