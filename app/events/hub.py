@@ -183,9 +183,8 @@ class Hub:
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
             head = await self._latest(ladder_id)
-            if (lapse := await access()) is None:
+            if (due := await _recheck(access)) is None:  # due: when access is checked again at the latest
                 return
-            due = time.monotonic() + min(KEEP_ALIVE, lapse)  # when access is checked again at the latest
             last, reset = head, False
             if start is not None and start != head:
                 reset = start > head or await self._too_far(ladder_id, start, head)
@@ -206,10 +205,9 @@ class Hub:
                         logger.warning("catching up on ladder %d's events failed", ladder_id, exc_info=True)
                         return
                 if frames:
-                    if frames[0].recheck or time.monotonic() >= due:
-                        if (lapse := await access()) is None:
-                            return
-                        due = time.monotonic() + min(KEEP_ALIVE, lapse)
+                    checking = frames[0].recheck or time.monotonic() >= due
+                    if checking and (due := await _recheck(access)) is None:
+                        return
                     # up to the next change of access, which is checked before it is sent, and SEND at a time: a
                     # hundred listeners catching up take turns with the other requests in short steps
                     cut = next((n for n, f in enumerate(frames[:SEND]) if n and f.recheck), min(len(frames), SEND))
@@ -222,9 +220,8 @@ class Hub:
                 if gone in done:
                     return
                 if not done:
-                    if (lapse := await access()) is None:
+                    if (due := await _recheck(access)) is None:
                         return
-                    due = time.monotonic() + min(KEEP_ALIVE, lapse)
                     yield KEEP_ALIVE_LINE
         finally:
             gone.cancel()
@@ -255,6 +252,10 @@ class Hub:
                 del self.pages[at]
         return frames[bisect_right([f.id for f in frames], last) :]
 
+    def _drop_pages(self, ladder_id: int) -> None:
+        for at in [at for at in self.pages if at[0] == ladder_id]:
+            del self.pages[at]
+
     async def _read_page(self, feed: Feed, start: int) -> list[Frame]:
         async with feed.reading, self.catching_up:
             return await self._read(feed.ladder_id, start, limit=CATCH_UP_PAGE)
@@ -275,8 +276,7 @@ class Hub:
             if self.feeds.get(feed.ladder_id) is feed:
                 del self.feeds[feed.ladder_id]
                 # nobody here follows its log now (an erasure would go unseen): no page of it is kept
-                for at in [at for at in self.pages if at[0] == feed.ladder_id]:
-                    del self.pages[at]
+                self._drop_pages(feed.ladder_id)
 
     async def _follow(self, feed: Feed) -> None:
         """Read the ladder's new events while anyone listens: when poked, else every POLL seconds."""
@@ -318,8 +318,7 @@ class Hub:
         if numbers:  # a void, or a game another worker committed: as it is now
             shown |= await anyio.to_thread.run_sync(self._games, ladder_id, numbers)
         if any(kind == "player" and data.get("action") == "erased" for _, _, kind, data in events):
-            for at in [at for at in self.pages if at[0] == ladder_id]:  # kept pages name the erased player's keys
-                del self.pages[at]
+            self._drop_pages(ladder_id)  # kept pages name the erased player's keys
         frames = []
         for event_id, version, kind, data in events:
             if kind == "access":  # a key revoked: not shown, but checked at
@@ -337,6 +336,13 @@ class Hub:
     def _games(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
         with self.db.reading() as session:
             return games.bodies(session, ladder_id, numbers)
+
+
+async def _recheck(access: Callable[[], Awaitable[float | None]]) -> float | None:
+    """When (``time.monotonic()``) to check again that the listener may read the ladder: at its key's expiry or
+    after KEEP_ALIVE seconds, whichever is first; None if it may not now."""
+    lapse = await access()
+    return None if lapse is None else time.monotonic() + min(KEEP_ALIVE, lapse)
 
 
 async def _disconnected(receive: Callable[[], Awaitable[dict]]) -> None:
