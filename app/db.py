@@ -76,6 +76,34 @@ def _sqlite_engine(url: str, immediate: bool, synchronous: str = "NORMAL", cache
     return engine
 
 
+class FairLock:
+    """A lock handed to its waiters in the order they asked: SQLite's writers in one process (the group
+    commit's and any other write, a refit's apply, a void) take turns.  A plain lock is taken again by the thread
+    that just released it: the group commit, always with a group waiting, kept a refit's apply out for over 30 s."""
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._waiters: deque[threading.Lock] = deque()
+        self._held = False
+
+    def __enter__(self) -> None:
+        with self._mutex:
+            if not self._held:
+                self._held = True
+                return
+            turn = threading.Lock()
+            turn.acquire()
+            self._waiters.append(turn)
+        turn.acquire()  # released by the holder before us: the lock is ours
+
+    def __exit__(self, *exc: object) -> None:
+        with self._mutex:
+            if self._waiters:
+                self._waiters.popleft().release()  # held still: handed over
+            else:
+                self._held = False
+
+
 @dataclass
 class Database:
     """The read and write session factories of one database."""
@@ -85,7 +113,7 @@ class Database:
     dialect: str
     #: SQLite admits one writer; this process's writers queue here instead of in
     #: SQLite's busy handler, whose sleeps grow to 100 ms and made p99 latency seconds.
-    _write_lock: threading.Lock | None = None
+    _write_lock: FairLock | None = None
     #: PostgreSQL: the asynchronous connections of :meth:`fetch`.
     async_reads: AsyncReads | None = None
     #: SQLite: the driver connection :meth:`fetch` keeps for the event loop (no pool checkout per read).
@@ -108,7 +136,7 @@ class Database:
             sync = settings.sqlite_synchronous
             read = _sqlite_engine(url, False, sync, SQLITE_READ_CACHE_KIB)
             write = _sqlite_engine(url, True, sync)
-            return cls(read, write, "sqlite", threading.Lock())
+            return cls(read, write, "sqlite", FairLock())
         return cls._postgresql(url, settings.transaction_pooler, settings)
 
     @classmethod

@@ -5,6 +5,12 @@ In a thread, a refit's fit and its identifiability linear programs held the
 interpreter lock the request threads need (bench_api: predict p50 3.4 -> 9.6
 ms, POST /games 142 -> 70 req/s); a child process at a lower CPU priority does
 not.  A child that dies marks its job failed; server shutdown stops it, and so does the server's death.
+
+Only the child's working thread is lowered (on Linux a nice value belongs to a
+thread): what must not wait behind a low priority, a refit's short write under
+the writers' locks, runs in a thread the child keeps at the server's priority
+(:func:`at_server_priority`).  A holder of the writer's lock that the
+scheduler starves stalls every game post behind it (one post waited 16 s).
 """
 
 from __future__ import annotations
@@ -59,6 +65,24 @@ def owner_gone(name: str | None) -> bool:
 
 
 _children: set[multiprocessing.process.BaseProcess] = set()
+#: In a child, a thread at the server's priority (started before the child lowers its own).
+_server_priority: ThreadPoolExecutor | None = None
+
+
+def at_server_priority(work: Callable[[], T]) -> T:
+    """``work()`` at the server's CPU priority: in a job's child, in the thread it kept at that priority (on
+    Linux; elsewhere a nice value is the whole process's); in the server, here."""
+    if _server_priority is None:
+        return work()
+    return _server_priority.submit(work).result()
+
+
+def _lower_priority() -> None:
+    """Keep a thread at the server's priority for :func:`at_server_priority`, then lower this one's."""
+    global _server_priority
+    _server_priority = ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-write")
+    _server_priority.submit(int).result()  # its thread starts now, before the nice value below
+    os.nice(10)
 
 
 class ChildFailed(Exception):
@@ -112,7 +136,7 @@ def run_in_child(
 
 def _work_main(url: str, work, args: tuple, send) -> None:
     _die_with_parent()
-    os.nice(10)
+    _lower_priority()
     db = Database.from_settings(Settings(database_url=url))
     try:
         result = work(db, lambda fraction: send.send(("progress", fraction)), *args)
@@ -170,7 +194,7 @@ def _run_child(db: Database, ladder_id: int, job_id: int, run, fail, finished) -
 
 def _child_main(url: str, ladder_id: int, job_id: int, run, fail) -> None:
     _die_with_parent()
-    os.nice(10)
+    _lower_priority()
     db = Database.from_settings(Settings(database_url=url))
     try:
         run(db, ladder_id, job_id)

@@ -20,13 +20,14 @@ new to the ladder, which waits for the ladder's row before it reads the seats.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.models import Checkpoint
+from app.rating.seats import Seats
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog, Tail
 from app.storage.sql import driver_fetchall
@@ -84,18 +85,46 @@ def pull_back(session: Session, ladder: LadderRow, boundary: int, pull: float) -
 
 @dataclass
 class Prepared:
-    """The log replayed from a checkpoint not applied yet, up to its newest game (``part.last_game_id``), in a
-    read snapshot outside the writer's locks (:func:`prepare`), for :func:`replay_prepared` to finish."""
+    """The log replayed from a checkpoint not applied yet, up to a recent game (``last_game_id``), in read
+    snapshots outside the writer's locks (:func:`prepare`, :func:`catch_up`), for :func:`replay_prepared` to
+    finish."""
 
     checkpoint: Checkpoint
-    part: LadderLog
-    history: rating.History
+    #: The replayed parts of the log, in order: the log after the checkpoint, then the games each catch-up read.
+    parts: list[tuple[LadderLog | Tail, rating.History]]
+    #: Every player the parts name (id order), with their vectors, experience and latest game times after them.
+    player_ids: np.ndarray
+    C: np.ndarray
+    experience: np.ndarray
+    latest: np.ndarray | None
+    seats: Seats | None
+    last_game_id: int
     #: What the replay depended on beyond the games: a change of one (a merge, k, the learning rate, the seats,
     #: how keys match) makes it stale.
     marks: tuple
-    #: The games up to ``part.last_game_id`` (all, and those that count): a late commit or a void below it
-    #: changes them.
+    #: The games up to ``last_game_id`` (all, and those that count): a late commit or a void below it changes them.
     games: tuple[int, int]
+
+    def add(self, part: LadderLog | Tail, history: rating.History) -> None:
+        """A replayed part after the others: its players' states replace theirs."""
+        self.parts.append((part, history))
+        ids = np.union1d(self.player_ids, part.player_ids)
+        old, new = np.searchsorted(ids, self.player_ids), np.searchsorted(ids, part.player_ids)
+        self.player_ids = ids
+        self.C = _placed(len(ids), (old, self.C), (new, history.C))
+        self.experience = _placed(len(ids), (old, self.experience), (new, history.experience))
+        if self.latest is not None and history.latest is not None:
+            self.latest = _placed(len(ids), (old, self.latest), (new, history.latest))
+        self.seats = history.seats
+
+
+def _placed(n: int, *parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+    """Rows put at their places in an array of ``n`` rows, later parts over earlier ones."""
+    first = parts[0][1]
+    out = np.empty((n, *first.shape[1:]), dtype=first.dtype)
+    for at, rows in parts:
+        out[at] = rows
+    return out
 
 
 def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint) -> Prepared | None:
@@ -107,41 +136,71 @@ def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint) -> Prepare
         return None
     part = storage.log.read(session, ladder, checkpoint=checkpoint)
     games = storage.games.log_counts(session, ladder.id, part.last_game_id)
-    return Prepared(checkpoint, part, _history(ladder, part), _marks(ladder), games)
+    h = _history(ladder, part)
+    ids = part.player_ids
+    return Prepared(
+        checkpoint, [(part, h)], ids, h.C, h.experience, h.latest, h.seats, part.last_game_id, _marks(ladder), games
+    )
 
 
-def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> int | None:
+def catch_up(session: Session, prepared: Prepared) -> int:
+    """Replay, in a read snapshot (``session``), the games committed after a prepared replay's last game, on top
+    of it: the number of games it added (0: none since, or the replay is stale and left for the apply to find)."""
+    ladder = storage.ladders.by_id(session, prepared.checkpoint.ladder_id)
+    if ladder is None or _marks(ladder) != prepared.marks:
+        return 0
+    since = _since(session, ladder, prepared)
+    if since.log.n_games == 0:
+        return 0
+    prepared.add(since, _history(ladder, since))
+    prepared.last_game_id = int(since.game_ids[-1])
+    prepared.games = storage.games.log_counts(session, ladder.id, prepared.last_game_id)
+    return since.log.n_games
+
+
+def write_history(session: Session, ladder: LadderRow, prepared: Prepared) -> int:
+    """PostgreSQL: write a prepared replay's history before :func:`app.storage.players.lock_all` (rows that no game
+    commit locks, so the players stay locked for less); the parts written, for :func:`replay_prepared`.  Should
+    the replay prove stale, the log's replay writes every game after the checkpoint again, or the apply fails and
+    is rolled back."""
+    if session.get_bind().dialect.name != "postgresql":
+        return 0  # SQLite's writer holds the whole database already
+    for part, history in prepared.parts:
+        _write_history(session, ladder, part, history)
+    return len(prepared.parts)
+
+
+def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, written: int = 0) -> int | None:
     """Write a :func:`prepared <prepare>` replay under :func:`app.storage.players.lock_all`, with the games
     committed since replayed on top (a few: the writer is held for the writes, not for reading and replaying
     the log); the number of games replayed, or None if it is stale (the caller replays the log as it is).
+    The history of the first ``written`` parts is written already (:func:`write_history`).
 
-    Replaying the log in two parts applies every game to the same vectors, games counts and seats as one
+    Replaying the log in parts applies every game to the same vectors, games counts and seats as one
     replay does, so the ratings are the same bit for bit (``/audit`` checks it).
     """
-    part, history = prepared.part, prepared.history
-    if _marks(ladder) != prepared.marks or storage.games.log_counts(session, ladder.id, part.last_game_id) != (
+    if _marks(ladder) != prepared.marks or storage.games.log_counts(session, ladder.id, prepared.last_game_id) != (
         prepared.games
     ):
         return None
     if storage.seasons.pulls(session, ladder.id, prepared.checkpoint.after_game_id):
         return None  # a season closed since with a pull: the log is replayed through it
-    since = storage.log.read_since(
-        session,
-        ladder,
-        part.last_game_id,
-        part.player_ids,
-        history.C,
-        history.experience,
-        history.latest,
-        history.seats,
-    )
-    _write(session, ladder, part, history)
-    replayed = part.log.n_games
+    since = _since(session, ladder, prepared)
+    prepared = replace(prepared, parts=list(prepared.parts))  # as it was, if this transaction is run again
     if since.log.n_games:
-        _write(session, ladder, since, _history(ladder, since))
-        replayed += since.log.n_games
+        prepared.add(since, _history(ladder, since))
+    for part, history in prepared.parts[written:]:
+        _write_history(session, ladder, part, history)
+    # Each player's vector once, as the last part left it (not once per part: a row written again is a new row).
+    storage.players.save_vectors(session, ladder.id, prepared.player_ids, prepared.C, prepared.experience)
+    storage.ladders.save_seat_state(session, ladder.id, prepared.seats)
     storage.ladders.recount_field(session, ladder)
-    return replayed
+    return sum(part.log.n_games for part, _ in prepared.parts)
+
+
+def _since(session: Session, ladder: LadderRow, prepared: Prepared) -> Tail:
+    p = prepared
+    return storage.log.read_since(session, ladder, p.last_game_id, p.player_ids, p.C, p.experience, p.latest, p.seats)
 
 
 def _marks(ladder: LadderRow) -> tuple:
@@ -167,6 +226,12 @@ def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history:
     storage.players.save_vectors(session, ladder.id, part.player_ids, history.C, history.experience)
     if part.start_seats is not None:
         storage.ladders.save_seat_state(session, ladder.id, history.seats)
+    _write_history(session, ladder, part, history)
+
+
+def _write_history(session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History) -> None:
+    """A replay's games' history: each membership's vectors and scores, and each game's seats."""
+    if part.start_seats is not None:
         states = storage.games.seat_states(part.log, history, ladder.seats or [])
         storage.games.rewrite_seat_states(session, ladder.id, part.game_ids.tolist(), states)
     member_game = np.repeat(part.game_ids, np.diff(part.log.member_ptr))

@@ -26,13 +26,13 @@ from app.analysis.schemas import CheckpointOut, RefitIn, RefitOut
 from app.db import Database
 from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests
 from app.metrics import REFITS
-from app.models import Refit
+from app.models import Checkpoint, Refit
 from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
-from app.replays import Prepared, prepare, replay_log, replay_prepared
+from app.replays import Prepared, catch_up, prepare, replay_log, replay_prepared, write_history
 from app.schemas import Page, one_more
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
@@ -255,10 +255,12 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
     }
     if params.auto:  # done and applied in one transaction: never seen done but not applied
         checkpoint = storage.refits.checkpoint_of(ladder.id, refit_id, state.last_game_id, finished)
-        with db.snapshot() as session:  # replayed holding no lock; the apply writes it
-            prepared = prepare(session, ladder.id, checkpoint)
+        prepared = _prepared(db, ladder.id, checkpoint)  # replayed holding no lock; the apply writes it
         try:
-            db.write(lambda session: _finish_and_apply(session, ladder, refit_id, finished, prepared))
+            # Under the writers' locks: at their priority, not this child's (a starved holder stalls every post).
+            jobs.at_server_priority(
+                lambda: db.write(lambda session: _finish_and_apply(session, ladder, refit_id, finished, prepared))
+            )
             return
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
             logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
@@ -475,9 +477,26 @@ def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | Non
     if job.status != "done":
         return None
     finished = {"player_ids": job.player_ids, "vectors": job.vectors, "result": job.result}
-    checkpoint = storage.refits.checkpoint_of(ladder.id, job.id, job.after_game_id, finished)
+    return _prepared(db, ladder.id, storage.refits.checkpoint_of(ladder.id, job.id, job.after_game_id, finished))
+
+
+#: An apply's replay catches up with the games committed while it replayed, outside the writers' locks, until
+#: this few are left for the apply to replay under them (or after CATCH_UP_ROUNDS rounds, on a ladder posted to
+#: faster than it replays).
+CAUGHT_UP, CATCH_UP_ROUNDS = 64, 8
+
+
+def _prepared(db: Database, ladder_id: int, checkpoint: Checkpoint) -> Prepared | None:
+    """The log replayed from ``checkpoint`` (not applied yet) up to a recent game, in read snapshots."""
     with db.snapshot() as session:
-        return prepare(session, ladder.id, checkpoint)
+        prepared = prepare(session, ladder_id, checkpoint)
+    for _ in range(CATCH_UP_ROUNDS):
+        if prepared is None:
+            break
+        with db.snapshot() as session:
+            if catch_up(session, prepared) <= CAUGHT_UP:
+                break
+    return prepared
 
 
 def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepared | None = None) -> CheckpointOut:
@@ -490,6 +509,9 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     replaying the log (a stale one is dropped and the log replayed here)."""
     if job.status != "done":
         raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.", field="refit_id")
+    if prepared is not None and prepared.checkpoint.refit_id != job.id:
+        prepared = None
+    written = 0 if prepared is None else write_history(session, ladder, prepared)
     storage.players.lock_all(session, ladder.id)
     ladder = storage.ladders.by_id(session, ladder.id) or ladder  # its settings as they are under the lock
     if storage.refits.games_up_to(session, ladder.id, job.after_game_id) != job.result["games"]:
@@ -516,8 +538,8 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
         ladder = storage.ladders.by_id(session, ladder.id) or ladder
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
     replayed = None
-    if prepared is not None and prepared.checkpoint.refit_id == job.id:
-        replayed = replay_prepared(session, ladder, prepared)  # stale after a new rate: None
+    if prepared is not None:
+        replayed = replay_prepared(session, ladder, prepared, written)  # stale after a new rate: None
     if replayed is None:
         replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, ladder.id, job.id, {"applied_at": datetime.now(UTC)})

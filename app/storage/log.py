@@ -406,9 +406,12 @@ def experience_before(
     # datetime object to convert in Python (two million of them took seconds).
     postgresql = session.get_bind().dialect.name == "postgresql"
     played = "FLOOR(EXTRACT(EPOCH FROM g.played_at))::bigint * 1000000" if postgresql else "g.played_at"
+    # SQLite's CROSS JOIN keeps the participants the outer loop (by player, through their index): left to itself
+    # it walked the games and probed each for every player listed, 10,000 players x 100,000 games in over 200 s.
+    join = "JOIN" if postgresql else "CROSS JOIN"
     base = (
         f"SELECT p.player_id, p.game_id, {played} FROM participants p "
-        "JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
+        f"{join} games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
         "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
     )
     top = int(cutoffs.max()) if len(cutoffs) else 0

@@ -63,8 +63,8 @@ def _log_replays(monkeypatch) -> list[int]:
 
 def test_games_committed_after_the_replay_are_replayed_on_top_bit_for_bit(client, settings, monkeypatch):
     """Two ladders with the same games (seats, a learning rate shrinking with games played, k = 2): one applies
-    its refit from the replay prepared outside the locks, with games, a team game and a new player committed
-    after it; the other is given the same games and replays its whole log under the locks. Same ratings."""
+    its refit from the replay prepared outside the locks, caught up once with games committed meanwhile (a new
+    player among them), with more games and another new player committed after that; the other is given the same games and replays its whole log under the locks. Same ratings."""
     db = Database.from_settings(settings)
     config = {"k": 2, "seed": 5, "eta": 0.3, "eta_tau": 20.0, "seats": ["home", "away"]}
     ladders = {slug: bearer(make_ladder(client, slug, **config)) for slug in ("prepared", "whole")}
@@ -73,21 +73,33 @@ def test_games_committed_after_the_replay_are_replayed_on_top_bit_for_bit(client
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[:200]}, headers=h).status_code == 201
     refit_ids = {slug: _refit(client, slug, h) for slug, h in ladders.items()}
     after_refit = games[200:220]  # posted while the refit ran: in the prepared replay
-    since = [  # committed after it: replayed under the locks
-        *games[220:],
+    caught_up = [  # committed while it was prepared: replayed on top by a catch-up, outside the locks too
+        *games[220:230],
         {"sides": [{"players": ["t1", "t2"], "rank": 1}, {"players": ["t3", "newcomer"], "rank": 2}]},
+    ]
+    since = [  # committed after it: replayed under the locks
+        *games[230:],
         {"sides": [{"players": ["newcomer"], "rank": 1, "seat": "home"}, {"players": ["t0"], "rank": 2}]},
+        {"sides": [{"players": ["latecomer"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]},
     ]
     for slug, h in ladders.items():
         client.post(f"/v1/ladders/{slug}/games/batch", json={"games": after_refit}, headers=h)
     prepared = _prepare(db, "prepared", refit_ids["prepared"])
     for slug, h in ladders.items():
+        assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": caught_up}, headers=h).status_code == 201
+    with db.snapshot() as session:
+        assert refits.catch_up(session, prepared) == len(caught_up)
+    with db.snapshot() as session:
+        assert refits.catch_up(session, prepared) == 0
+    assert len(prepared.parts) == 2
+    for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": since}, headers=h).status_code == 201
 
     replays = _log_replays(monkeypatch)
-    assert _apply(db, "prepared", refit_ids["prepared"], prepared) == len(after_refit) + len(since)
-    assert replays == []  # only the games committed since the prepared replay were read and replayed
-    assert _apply(db, "whole", refit_ids["whole"], None) == len(after_refit) + len(since)
+    posted = len(after_refit) + len(caught_up) + len(since)
+    assert _apply(db, "prepared", refit_ids["prepared"], prepared) == posted
+    assert replays == []  # only the games committed since the caught-up replay were read and replayed
+    assert _apply(db, "whole", refit_ids["whole"], None) == posted
     assert len(replays) == 1
     db.dispose()
 
