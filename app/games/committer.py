@@ -1,17 +1,21 @@
 """Group commit: the game posts that arrive together are applied in one write transaction by one writer.
 
-Each worker process has its writers: one thread each, on SQLite one in all, on
-PostgreSQL ``MELO_WRITERS``, a ladder's posts always going to the same one (by
-slug), so that posts to different ladders commit side by side and never wait
-for each other's row locks, while one ladder's posts keep their order.
-Requests queue in the event loop; a writer takes every request waiting for it
-(up to :data:`MAX_GAMES` games) and applies them in one transaction
-(:func:`app.games.service.apply_posts`), then answers each with its own
-response or its own problem.  A request on an idle server is taken at once,
-without waiting for company; under load the requests that queue while a group
-commits form the next group, and the writer waits at most :data:`LINGER` for
-the clients just answered to send their next posts, so the commit cost is
+Requests queue in the event loop, in lanes; a lane takes every request waiting
+in it (up to :data:`MAX_GAMES` games) and applies them in one transaction
+(:func:`app.games.service.apply_posts`) in a writer thread, then answers each
+with its own response or its own problem.  A request on an idle server is taken
+at once, without waiting for company; under load the requests that queue while
+a group commits form the next group, and the lane waits at most :data:`LINGER`
+for the clients just answered to send their next posts, so the commit cost is
 shared.  A response is sent only after its group commits.
+
+On SQLite (one writer for the whole database) one lane takes every ladder's
+posts: a group of many ladders is one transaction and one sync to disk.  On
+PostgreSQL each ladder has a lane of its own, and ``MELO_WRITERS`` threads per
+worker process commit the lanes' groups side by side: a transaction holds one
+ladder's rows, so posts to different ladders never wait for each other's locks
+(in this process or another), while a ladder's groups commit one after another,
+in order.  A lane with nothing to do for :data:`IDLE` seconds is dropped.
 
 If the group's transaction fails as a whole (an error no single request's
 checks foresaw, say a unique-key race with another worker), it is rolled back
@@ -25,7 +29,6 @@ import asyncio
 import logging
 import threading
 import time
-import zlib
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -50,14 +53,15 @@ EXPIRY_EVERY = 600.0
 LINGER, LINGER_STEP = 0.002, 0.0005
 
 
+#: Seconds a ladder's lane (PostgreSQL) waits for a post before it is dropped.
+IDLE = 60.0
+
+
 @dataclass(eq=False)
-class Writer:
-    """One writer: its queue of posts, its thread, and the task that forms its groups."""
+class Lane:
+    """Posts queued for one writer at a time, in order: SQLite's one, or one ladder's on PostgreSQL."""
 
     queue: asyncio.Queue[tuple[Post, asyncio.Future]] = field(default_factory=asyncio.Queue)
-    executor: ThreadPoolExecutor = field(
-        default_factory=lambda: ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-writer")
-    )
     task: asyncio.Task | None = None
 
 
@@ -73,7 +77,12 @@ class GroupCommitter:
         writers: int = 1,
     ) -> None:
         self.db = db
-        self.writers = [Writer() for _ in range(writers if db.dialect == "postgresql" else 1)]
+        #: SQLite: one lane for every ladder (key None); PostgreSQL: a lane per ladder, by slug.
+        self.per_ladder = db.dialect == "postgresql"
+        self.lanes: dict[str | None, Lane] = {}
+        self.executor = ThreadPoolExecutor(
+            max_workers=writers if self.per_ladder else 1, thread_name_prefix="melo-writer"
+        )
         self.on_commit = on_commit
         #: Idempotency records older than this are deleted by the writer, at most every EXPIRY_EVERY seconds.
         self.keep_responses = keep_responses
@@ -87,18 +96,27 @@ class GroupCommitter:
 
     async def submit(self, post: Post) -> dict:
         """The post's response body; raises its problem."""
-        writer = self.writers[zlib.crc32(post.slug.encode()) % len(self.writers)]
-        if writer.task is None:
-            writer.task = asyncio.get_running_loop().create_task(self._run(writer))
+        name = post.slug if self.per_ladder else None
+        lane = self.lanes.get(name)
+        if lane is None:
+            lane = self.lanes[name] = Lane()
+            lane.task = asyncio.get_running_loop().create_task(self._run(name, lane))
         future = asyncio.get_running_loop().create_future()
-        await writer.queue.put((post, future))
+        lane.queue.put_nowait((post, future))
         return await future
 
-    async def _run(self, writer: Writer) -> None:
+    async def _run(self, name: str | None, lane: Lane) -> None:
         loop = asyncio.get_running_loop()
-        queue, last_size = writer.queue, 0
+        queue, last_size = lane.queue, 0
         while True:
-            group = [await queue.get()]
+            try:
+                first = await asyncio.wait_for(queue.get(), IDLE) if self.per_ladder else await queue.get()
+            except TimeoutError:
+                if queue.empty():  # nothing was put since: the lane goes (the next post makes a new one)
+                    del self.lanes[name]
+                    return
+                continue
+            group = [first]
             # Under load (the last group had company), the clients it answered are sending their next posts:
             # waiting a moment for them makes one commit of the next group instead of one for its first post.
             waited = 0.0
@@ -113,7 +131,7 @@ class GroupCommitter:
             posts = [post for post, _ in group]
             last_size = len(posts)
             try:
-                outcomes = await loop.run_in_executor(writer.executor, self.commit, posts)
+                outcomes = await loop.run_in_executor(self.executor, self.commit, posts)
             except BaseException as exc:  # the loop must survive whatever happens to one group
                 outcomes = [exc] * len(group)
             for (_, future), outcome in zip(group, outcomes, strict=True):
@@ -183,7 +201,7 @@ class GroupCommitter:
             return 0
 
     def close(self) -> None:
-        for writer in self.writers:
-            if writer.task is not None:
-                writer.task.cancel()
-            writer.executor.shutdown(wait=True)
+        for lane in self.lanes.values():
+            if lane.task is not None:
+                lane.task.cancel()
+        self.executor.shutdown(wait=True)

@@ -155,6 +155,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     # whatever the number of ladders in the group.
     written: list[storage.games.NewGames] = []
     records: list[tuple[int, str, str, dict]] = []
+    stamped = True
     for ladder_id in sorted(live):
         ladder = by_id[ladder_id]
         members = live[ladder_id]
@@ -171,6 +172,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
                 members.remove(n)
         games = [g for n in members for g in posts[n].games]
         if not games:
+            stamped = stamped and not locked.created  # players made for nothing but replays: their rows unsaved
             continue
         applied = _apply(session, ladder, locked, games, None, pending=written)
         storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))
@@ -193,7 +195,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     storage.games.remember(session, records, datetime.now(UTC))
     for n, first in same_as.items():
         outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])
-    group.versions = storage.ladders.bump(session, list(group.applied))
+    # The players' rows were written with their ladder's new version (storage.players.save): none left to stamp.
+    group.versions = storage.ladders.bump(session, list(group.applied), stamped=stamped)
     return group
 
 
@@ -474,10 +477,10 @@ def _apply(
     history = rating.replay_history(
         locked.C, log, rate, _stage(progress, "rating"), games0=locked.experience, seats=seats, times=times
     )
-    seqs, kept = taken or storage.ladders.take_seqs(session, ladder, len(games))
+    seqs, kept, version, ids = taken or storage.ladders.take_seqs(session, ladder, len(games))
     created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
     field_sum, field_count = storage.ladders.field_sum(session, ladder, created, recount=locked.raced, kept=kept)
-    ids = storage.games.allocate_ids(session, len(games))
+    ids = ids or storage.games.allocate_ids(session, len(games))
     members_per_game = np.diff(log.member_ptr)
     member_game = np.repeat(np.arange(len(games)), members_per_game)
     member_n_sides = np.diff(log.side_ptr)[member_game]
@@ -514,7 +517,7 @@ def _apply(
         # Each player's strength just after this batch (their last game in it), against the field then.
         strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
         written = storage.players.Written(locked, history.C, counts, last_played, strength_then, history.experience)
-        storage.players.save(session, ladder.id, written)
+        storage.players.save(session, ladder.id, written, version + 1)  # the version bump gives out
     storage.ladders.note_field(session, ladder.id, field_sum, field_count)
     field = field_sum / max(field_count, 1)
     return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now, field, written)

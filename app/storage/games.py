@@ -8,12 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import and_, bindparam, delete, select, text, tuple_
+from sqlalchemy import and_, bindparam, delete, select, tuple_
 from sqlalchemy.orm import Session
 
 from app import rating
 from app.models import Game, IdempotencyKey, Participant, Player
 from app.storage import codec
+from app.storage.ladders import NEW_GAME_IDS
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import (
     bulk_insert,
@@ -29,14 +30,10 @@ Progress = Callable[[int, int], None] | None
 
 
 def allocate_ids(session: Session, n: int) -> list[int]:
-    """``n`` increasing game ids, to be taken while the participants are locked (they order the log)."""
+    """``n`` increasing game ids, to be taken while the participants are locked (they order the log); a game
+    commit on PostgreSQL takes them with its numbers instead (:func:`app.storage.ladders.take_seqs`)."""
     if session.get_bind().dialect.name == "postgresql":
-        return list(
-            session.scalars(
-                text("SELECT nextval(pg_get_serial_sequence('games', 'id')) FROM generate_series(1, :n) ORDER BY 1"),
-                {"n": n},
-            )
-        )
+        return sorted(driver_sql(session.connection(), NEW_GAME_IDS, (n,)).scalar_one())
     # SQLite: the write transaction (BEGIN IMMEDIATE) excludes every other writer.  Ids this transaction took
     # for games it has not inserted yet (a group commit writes its ladders' games together) are not in the table.
     start = session.info.get("next_game_id")

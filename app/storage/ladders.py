@@ -386,13 +386,16 @@ def lock(session: Session, ladder_id: int) -> None:
         driver_sql(session.connection(), "SELECT id FROM ladders WHERE id = ? FOR UPDATE", (ladder_id,))
 
 
+#: PostgreSQL: ``?`` new game ids, as an array (in the order they were given out).
+NEW_GAME_IDS = "SELECT array_agg(nextval(pg_get_serial_sequence('games', 'id'))) FROM generate_series(1, ?)"
 #: The settings a game commit applies, read before its locks: a change of one meanwhile makes it retry.
 _WRITE_SETTINGS = ("k", "eta", "eta_tau", "drift", "drift_steps", "case_insensitive_keys")
 
 
-def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], dict | None]:
-    """The next ``n`` game numbers of the ladder (1, 2, 3, …), and its kept field sum as of now (``kept`` for
-    :func:`field_sum`), in one statement.
+def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], dict | None, int, list[int] | None]:
+    """The next ``n`` game numbers of the ladder (1, 2, 3, …), its kept field sum as of now (``kept`` for
+    :func:`field_sum`), its version (:func:`bump` gives out the next one) and, on PostgreSQL, ``n`` new game ids
+    (:func:`app.storage.games.allocate_ids`), in one statement.
 
     This locks the ladder's row until the commit (on PostgreSQL other writers
     of the ladder wait here), so take them after the players' rows, just
@@ -402,11 +405,17 @@ def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], d
     caller retries with the ladder as it is now.
     """
     settings = ", ".join(_WRITE_SETTINGS)
-    sql = f"UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, field_sum, {settings}"
-    last, kept, *now = driver_sql(session.connection(), sql, (n, ladder.id)).one()
+    sql = f"UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, field_sum, version, {settings}"
+    parameters: tuple = (n, ladder.id)
+    postgresql = session.get_bind().dialect.name == "postgresql"
+    if postgresql:
+        sql += f", ({NEW_GAME_IDS})"
+        parameters += (n,)
+    last, kept, version, *now = driver_sql(session.connection(), sql, parameters).one()
+    ids = sorted(now.pop()) if postgresql else None
     if tuple(now) != tuple(getattr(ladder, name) for name in _WRITE_SETTINGS):
         raise LadderChanged()
-    return list(range(last - n + 1, last + 1)), json.loads(kept) if isinstance(kept, str) else kept
+    return list(range(last - n + 1, last + 1)), json.loads(kept) if isinstance(kept, str) else kept, version, ids
 
 
 def log_events(session: Session, ladder_id: int) -> None:
@@ -418,11 +427,12 @@ def log_events(session: Session, ladder_id: int) -> None:
     events.write(session, [(ladder_id, version, noted, last_event)])
 
 
-def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[int, int]:
+def bump(session: Session, ladder_ids: list[int], reset: bool = False, stamped: bool = False) -> dict[int, int]:
     r"""Mark the ladders changed by this transaction; call it last, just before the commit.
 
     The player rows the transaction wrote (``changed_version`` -1) are stamped
-    with the new version, so readers catch up by reading them alone; with
+    with the new version, so readers catch up by reading them alone (a game
+    commit writes its players' rows with it already, ``stamped``: :func:`take_seqs`); with
     ``reset`` (rows were deleted) readers older than this version read the
     players anew.  On PostgreSQL this locks the ladder's row until the commit,
     so it comes after every other lock (one order: no deadlocks) and is held
@@ -447,8 +457,9 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False) -> dict[i
         )
         values = (players, games, draws, float(room), *([fields[ladder_id]] if field else []), len(noted), ladder_id)
         versions[ladder_id], last_event = driver_sql(connection, sql, values).one()
-        stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
-        driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
+        if not stamped:
+            stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
+            driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
         numbered.append((ladder_id, versions[ladder_id], noted, last_event))
     events.write(session, numbered)
     return versions

@@ -196,9 +196,10 @@ def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
     return found
 
 
-def save(session: Session, ladder_id: int, rows: Written) -> None:
+def save(session: Session, ladder_id: int, rows: Written, version: int) -> None:
     """New vectors, counters, last-played times and strengths just after the game of the locked rows, in one
-    ``executemany``.  A player who plays is active again."""
+    statement, stamped with the ladder's ``version`` this commit makes (each row written once, not again by
+    :func:`app.storage.ladders.bump`).  A player who plays is active again."""
     columns: dict[str, Any] = {
         "vector": codec.pack_rows(rows.C),
         "last_played_at": rows.last_played,
@@ -207,7 +208,7 @@ def save(session: Session, ladder_id: int, rows: Written) -> None:
         "active": [True] * len(rows.locked.ids),
     }
     columns |= {name: rows.counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
-    columns["changed_version"] = [PENDING] * len(rows.locked.ids)
+    columns["changed_version"] = [version] * len(rows.locked.ids)
     bulk_update(session.connection(), Player.__table__, ladder_id, ("id", rows.locked.ids.tolist()), columns)
 
 
