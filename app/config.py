@@ -31,9 +31,9 @@ class Settings(BaseSettings):
     #: Requests served at once per worker process (its thread pool).  More threads
     #: than this only queue for the interpreter lock and raise every request's latency.
     threads: int = 4
-    #: PostgreSQL: writers per worker process, each with its connection and its group commits; a ladder's posts
-    #: always go to one of them (by slug), so posts to different ladders commit side by side, never waiting for
-    #: each other's locks.  SQLite has one writer (the database takes one write transaction at a time).
+    #: PostgreSQL: writer threads per worker process, each with its connection, committing the ladders' groups of
+    #: posts (one ladder a transaction) side by side, so posts to different ladders never wait for each other's
+    #: locks.  SQLite has one writer (the database takes one write transaction at a time).
     writers: int = Field(4, ge=1, le=64)
     #: Run migrations when the app starts (default for the embedded SQLite database).
     migrate_on_start: bool | None = None
