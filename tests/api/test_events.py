@@ -399,8 +399,9 @@ def test_each_ladder_numbers_its_own_events(server, slug):
 
 def test_a_resume_more_than_the_catch_up_bound_behind_gets_a_reset(server, slug):
     """Catching up from the log is bounded (``CATCH_UP`` events): further back, a listener reads the ladder
-    anew, rather than each of many listeners replaying the log on its own."""
-    key = _ladder(server, slug, k=1)
+    anew, rather than each of many listeners replaying the log on its own.  Exactly CATCH_UP back is caught up.
+    (No auto refit: its event, landing after ``head`` was read, made the resume at the bound one too far.)"""
+    key = _ladder(server, slug, k=1, auto_refit=False)
     url = server + f"/v1/ladders/{slug}/games/batch"
     for start in range(0, hub.CATCH_UP + 1, 1000):
         games = [_game(f"p{n % 40}", f"p{(n + 1 + n // 40 % 39) % 40}") for n in range(start, start + 1000)]
@@ -416,6 +417,15 @@ def test_a_resume_more_than_the_catch_up_bound_behind_gets_a_reset(server, slug)
         finally:
             listener.close()
         assert [kind for _, kind, _ in seen] == expected and seen[0][0] == head
+    at_the_bound = Listener(server + f"/v1/ladders/{slug}/events?after={head - hub.CATCH_UP}")
+    try:
+        seen = at_the_bound.wait(lambda seen: len(seen) >= 2)
+        assert [(event_id, kind) for event_id, kind, _ in seen[:2]] == [
+            (head - hub.CATCH_UP, "hello"),
+            (head - hub.CATCH_UP + 1, "game"),
+        ]
+    finally:
+        at_the_bound.close()
     near = Listener(server + f"/v1/ladders/{slug}/events?after={head - 1200}")  # within the bound: every game
     try:
         near.wait(lambda seen: len(near.of("game")) == 1200, seconds=20)

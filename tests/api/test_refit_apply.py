@@ -64,7 +64,8 @@ def _log_replays(monkeypatch) -> list[int]:
 def test_games_committed_after_the_replay_are_replayed_on_top_bit_for_bit(client, settings, monkeypatch):
     """Two ladders with the same games (seats, a learning rate shrinking with games played, k = 2): one applies
     its refit from the replay prepared outside the locks, caught up once with games committed meanwhile (a new
-    player among them), with more games and another new player committed after that; the other is given the same games and replays its whole log under the locks. Same ratings."""
+    player among them), with more games and another new player committed after that; the other is given the same
+    games and replays its whole log under the locks. Same ratings."""
     db = Database.from_settings(settings)
     config = {"k": 2, "seed": 5, "eta": 0.3, "eta_tau": 20.0, "seats": ["home", "away"]}
     ladders = {slug: bearer(make_ladder(client, slug, **config)) for slug in ("prepared", "whole")}
