@@ -94,14 +94,25 @@ class FairLock:
             turn = threading.Lock()
             turn.acquire()
             self._waiters.append(turn)
-        turn.acquire()  # released by the holder before us: the lock is ours
+        try:
+            turn.acquire()  # released by the holder before us: the lock is ours
+        except BaseException:  # interrupted while waiting: leave the queue, or pass on a turn handed over meanwhile
+            with self._mutex:
+                if turn in self._waiters:
+                    self._waiters.remove(turn)
+                else:
+                    self._hand_over()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         with self._mutex:
-            if self._waiters:
-                self._waiters.popleft().release()  # held still: handed over
-            else:
-                self._held = False
+            self._hand_over()
+
+    def _hand_over(self) -> None:
+        if self._waiters:
+            self._waiters.popleft().release()  # held still: handed over
+        else:
+            self._held = False
 
 
 @dataclass

@@ -104,6 +104,8 @@ class Prepared:
     marks: tuple
     #: The games up to ``last_game_id`` (all, and those that count): a late commit or a void below it changes them.
     games: tuple[int, int]
+    #: A catch-up found the log changed below ``last_game_id`` (a void, a late commit): the apply replays the log.
+    stale: bool = False
 
     def add(self, part: LadderLog | Tail, history: rating.History) -> None:
         """A replayed part after the others: its players' states replace theirs."""
@@ -113,7 +115,8 @@ class Prepared:
         self.player_ids = ids
         self.C = _placed(len(ids), (old, self.C), (new, history.C))
         self.experience = _placed(len(ids), (old, self.experience), (new, history.experience))
-        if self.latest is not None and history.latest is not None:
+        if self.latest is not None:  # the steps follow time away (a setting in the marks: every part or none)
+            assert history.latest is not None
             self.latest = _placed(len(ids), (old, self.latest), (new, history.latest))
         self.seats = history.seats
 
@@ -149,6 +152,9 @@ def catch_up(session: Session, prepared: Prepared) -> int:
     ladder = storage.ladders.by_id(session, prepared.checkpoint.ladder_id)
     if ladder is None or _marks(ladder) != prepared.marks:
         return 0
+    if storage.games.log_counts(session, ladder.id, prepared.last_game_id) != prepared.games:
+        prepared.stale = True  # a void or a late commit below what it replayed: nothing on top of it counts
+        return 0
     since = _since(session, ladder, prepared)
     if since.log.n_games == 0:
         return 0
@@ -159,12 +165,20 @@ def catch_up(session: Session, prepared: Prepared) -> int:
 
 
 def write_history(session: Session, ladder: LadderRow, prepared: Prepared) -> int:
-    """PostgreSQL: write a prepared replay's history before :func:`app.storage.players.lock_all` (rows that no game
-    commit locks, so the players stay locked for less); the parts written, for :func:`replay_prepared`.  Should
-    the replay prove stale, the log's replay writes every game after the checkpoint again, or the apply fails and
-    is rolled back."""
-    if session.get_bind().dialect.name != "postgresql":
+    """PostgreSQL: write a prepared replay's history before :func:`app.storage.players.lock_all`, so the players
+    stay locked for less; the parts written, for :func:`replay_prepared`.  It holds the ladder's replay lock
+    (:func:`app.storage.players.lock_replays`): no void, merge or other replay rewrites these rows meanwhile, or
+    holds the players while it waits for them, and none can have changed the log since it checks it here.  A game
+    commit locks none of these rows.  Should a late commit below the replay's last game still make it stale, the
+    log's replay writes every counted game after the checkpoint again."""
+    if session.get_bind().dialect.name != "postgresql" or prepared.stale:
         return 0  # SQLite's writer holds the whole database already
+    storage.players.lock_replays(session, ladder.id)
+    ladder = storage.ladders.by_id(session, ladder.id) or ladder  # its settings as they are now
+    if _marks(ladder) != prepared.marks or storage.games.log_counts(session, ladder.id, prepared.last_game_id) != (
+        prepared.games
+    ):
+        return 0
     for part, history in prepared.parts:
         _write_history(session, ladder, part, history)
     return len(prepared.parts)
@@ -179,8 +193,10 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     Replaying the log in parts applies every game to the same vectors, games counts and seats as one
     replay does, so the ratings are the same bit for bit (``/audit`` checks it).
     """
-    if _marks(ladder) != prepared.marks or storage.games.log_counts(session, ladder.id, prepared.last_game_id) != (
-        prepared.games
+    if (
+        prepared.stale
+        or _marks(ladder) != prepared.marks
+        or storage.games.log_counts(session, ladder.id, prepared.last_game_id) != prepared.games
     ):
         return None
     if storage.seasons.pulls(session, ladder.id, prepared.checkpoint.after_game_id):

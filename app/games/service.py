@@ -172,7 +172,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
                 members.remove(n)
         games = [g for n in members for g in posts[n].games]
         if not games:
-            stamped = stamped and not locked.created  # players made for nothing but replays: their rows unsaved
+            stamped = stamped and not (locked.created or locked.raced)  # rows made for nothing but replays: unsaved
             continue
         applied = _apply(session, ladder, locked, games, None, pending=written)
         storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))

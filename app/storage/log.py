@@ -406,23 +406,24 @@ def experience_before(
     # datetime object to convert in Python (two million of them took seconds).
     postgresql = session.get_bind().dialect.name == "postgresql"
     played = "FLOOR(EXTRACT(EPOCH FROM g.played_at))::bigint * 1000000" if postgresql else "g.played_at"
-    # SQLite's CROSS JOIN keeps the participants the outer loop (by player, through their index): left to itself
-    # it walked the games and probed each for every player listed, 10,000 players x 100,000 games in over 200 s.
-    join = "JOIN" if postgresql else "CROSS JOIN"
     base = (
         f"SELECT p.player_id, p.game_id, {played} FROM participants p "
-        f"{join} games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
+        "{join} games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
         "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
     )
     top = int(cutoffs.max()) if len(cutoffs) else 0
     pulls = seasons.pulls(session, ladder.id)
     if len(player_ids) > SCAN_PLAYERS or pulls:  # the seasons' pulls are taken in one pass over the log
-        reads = [(base.format(""), (ladder.id, top))]
+        reads = [(base.format("", join="JOIN"), (ladder.id, top))]
     else:
+        # SQLite's CROSS JOIN keeps the listed players' participants the outer loop (through their index): left to
+        # itself it walked the games and probed each for every player listed, 10,000 x 100,000 in over 200 s.
+        join = "JOIN" if postgresql else "CROSS JOIN"
         reads = []
         for lo in range(0, len(player_ids), MAX_KEYS_IN_QUERY):
             part = player_ids[lo : lo + MAX_KEYS_IN_QUERY].tolist()
-            reads.append((base.format(f" AND p.player_id IN ({', '.join('?' * len(part))})"), (ladder.id, top, *part)))
+            listed = f" AND p.player_id IN ({', '.join('?' * len(part))})"
+            reads.append((base.format(listed, join=join), (ladder.id, top, *part)))
     stamp = players.time_converter(session.get_bind().dialect)
     experience, last = np.zeros(len(player_ids)), np.full(len(player_ids), np.nan)
 

@@ -107,17 +107,31 @@ _LOCK = f"SELECT {', '.join(c.name for c in _LOCK_COLUMNS)} FROM players WHERE l
 
 def lock_all(session: Session, ladder_id: int) -> None:
     """Lock every player row of the ladder, in id order, then the ladder's row (a replay or a checkpoint rewrites
-    the players and the learned seats).
+    the players and the learned seats); on PostgreSQL the ladder's replay lock (:func:`lock_replays`) first.
 
     The ladder's row is what keeps out a game between players the ladder did not have yet: their rows are
     not among those locked here, but the game waits for the ladder's row before it reads the seats (one order,
     players then ladder, as game commits take them: no deadlocks)."""
     if session.get_bind().dialect.name == "postgresql":  # SQLite's writer holds the whole database already
+        lock_replays(session, ladder_id)
         # The rows are locked as the statement reads them; none is turned into a Python object (a million would
         # hold the interpreter for most of a second).
         sql = "SELECT id FROM players WHERE ladder_id = ? ORDER BY id FOR UPDATE"
         driver_sql(session.connection(), sql, (ladder_id,)).close()
     ladders.lock(session, ladder_id)
+
+
+#: The first key of the ladders' replay locks (PostgreSQL advisory locks: this number and the ladder's id).
+REPLAY_LOCKS = 0x6D656C6F
+
+
+def lock_replays(session: Session, ladder_id: int) -> None:
+    """PostgreSQL: the ladder's replay lock, until the commit.  :func:`lock_all` takes it first, so whoever rewrites
+    the log's history before locking the players (a refit's apply) holds it too, and no void or merge waits on
+    those rows while holding the players (a deadlock). Game commits never take it."""
+    if session.get_bind().dialect.name == "postgresql":
+        sql = "SELECT pg_advisory_xact_lock(?::integer, ?::integer)"
+        driver_sql(session.connection(), sql, (REPLAY_LOCKS, ladder_id)).close()
 
 
 def lock_by_keys(dialect: str, n: int) -> str:

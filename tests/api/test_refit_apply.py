@@ -117,10 +117,11 @@ def test_games_committed_after_the_replay_are_replayed_on_top_bit_for_bit(client
     assert strip[0] == strip[1]
 
 
-@pytest.mark.parametrize("change", ["void", "merge", "eta"])
+@pytest.mark.parametrize("change", ["void", "void, caught up", "merge", "eta"])
 def test_a_prepared_replay_made_stale_is_dropped_and_the_log_replayed(client, settings, monkeypatch, change):
-    """A void below the prepared replay's newest game, a merge or a new learning rate after it was prepared: the
-    apply replays the log under the locks instead, and the ratings are exact."""
+    """A void below the prepared replay's newest game (found by the apply, or by a catch-up with a game committed
+    after the void), a merge or a new learning rate after it was prepared: the apply replays the log under the
+    locks instead, the ratings are exact, and the voided game's history is left as it was."""
     db = Database.from_settings(settings)
     h = bearer(make_ladder(client, "test", k=1, seed=2, eta=0.2))
     games = home_games(160, seed=3)
@@ -136,8 +137,17 @@ def test_a_prepared_replay_made_stale_is_dropped_and_the_log_replayed(client, se
     ]
     client.post("/v1/ladders/test/games/batch", json={"games": extra}, headers=h)
     prepared = _prepare(db, "test", refit_id)
-    if change == "void":
-        assert client.post(f"/v1/ladders/test/games/{posted['games'][5]['id']}/void", headers=h).status_code == 200
+    voided = posted["games"][5]["id"]
+    if change.startswith("void"):
+        assert client.post(f"/v1/ladders/test/games/{voided}/void", headers=h).status_code == 200
+        history = _vectors_and_scores(client.get(f"/v1/ladders/test/games/{voided}").json())
+    if change == "void, caught up":
+        client.post("/v1/ladders/test/games", json=extra[0], headers=h)
+        with db.snapshot() as session:
+            assert refits.catch_up(session, prepared) == 0
+        assert prepared.stale
+    elif change == "void":
+        pass
     elif change == "merge":  # neither was fitted by the refit
         assert client.post("/v1/ladders/test/players/y/merge", json={"into": "x"}, headers=h).status_code == 200
     else:
@@ -148,6 +158,8 @@ def test_a_prepared_replay_made_stale_is_dropped_and_the_log_replayed(client, se
     db.dispose()
     audit = client.get("/v1/ladders/test/audit").json()
     assert audit["consistent"] and audit["counts_consistent"], audit
+    if change.startswith("void"):
+        assert _vectors_and_scores(client.get(f"/v1/ladders/test/games/{voided}").json()) == history
 
 
 def test_the_apply_route_replays_the_log_before_it_takes_the_locks(client, monkeypatch):
