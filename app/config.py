@@ -31,7 +31,7 @@ class Settings(BaseSettings):
     #: Requests served at once per worker process (its thread pool).  More threads
     #: than this only queue for the interpreter lock and raise every request's latency.
     threads: int = 4
-    #: PostgreSQL: writer threads per worker process, each with its connection, committing the ladders' groups of
+    #: PostgreSQL: writer threads per worker process, each on a pooled connection, committing the ladders' groups of
     #: posts (one ladder a transaction) side by side, so posts to different ladders never wait for each other's
     #: locks.  SQLite has one writer (the database takes one write transaction at a time).
     writers: int = Field(4, ge=1, le=64)

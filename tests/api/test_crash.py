@@ -1,4 +1,5 @@
-"""kill -9 in the middle of group commits: no acknowledged game is lost, none is applied twice."""
+"""kill -9 in the middle of group commits: no acknowledged game is lost, none is applied twice.  The posts go to
+16 ladders at once (on SQLite a group spans ladders; on PostgreSQL each ladder commits its own)."""
 
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def start(database_url: str, workers: int) -> tuple[subprocess.Popen, str]:
 
 #: Crashes per test: each restart must recover what the one before left, retries included.
 KILLS = 2
+LADDERS = [f"crash{n}" for n in range(16)]
 
 
 def game(idem: str) -> dict:
@@ -51,8 +53,19 @@ def game(idem: str) -> dict:
     return {"sides": [{"players": [f"p{n % 12}"], "rank": 1}, {"players": [f"p{(n + 5) % 12}"], "rank": 2}]}
 
 
-def load_until_killed(proc: subprocess.Popen, base: str, headers: dict, round_: int, seconds: float = 1.5):
-    """Eight clients post games with unique Idempotency-Keys; the server and its workers are killed mid-load.
+def ladder_of(idem: str) -> str:
+    """The ladder a key's game goes to, on every retry."""
+    return LADDERS[sum(map(ord, idem)) * 7 % len(LADDERS)]
+
+
+def post(http: httpx.Client, keys: dict[str, dict], idem: str) -> httpx.Response:
+    slug = ladder_of(idem)
+    return http.post(f"/v1/ladders/{slug}/games", json=game(idem), headers={**keys[slug], "Idempotency-Key": idem})
+
+
+def load_until_killed(proc: subprocess.Popen, base: str, keys: dict[str, dict], round_: int, seconds: float = 1.5):
+    """Eight clients post games with unique Idempotency-Keys over the ladders; the server and its workers are
+    killed mid-load.
 
     Returns what was acknowledged (key -> game id) and every key sent.
     """
@@ -61,13 +74,13 @@ def load_until_killed(proc: subprocess.Popen, base: str, headers: dict, round_: 
     stop = threading.Event()
 
     def client(c: int) -> None:
-        with httpx.Client(base_url=base, headers=headers, timeout=10) as http:
+        with httpx.Client(base_url=base, timeout=10) as http:
             n = 0
             while not stop.is_set():
                 idem = f"r{round_}-c{c}-{n}"
                 sent.append(idem)
                 try:
-                    r = http.post("/v1/ladders/crash/games", json=game(idem), headers={"Idempotency-Key": idem})
+                    r = post(http, keys, idem)
                 except httpx.TransportError:
                     return  # the server died under this request: it may or may not have committed
                 if r.status_code == 201:
@@ -93,38 +106,42 @@ def load_until_killed(proc: subprocess.Popen, base: str, headers: dict, round_: 
 def test_kill_9_under_load_loses_no_acknowledged_game(database_url, workers):
     proc, base = start(database_url, workers)
     admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
-    key = httpx.post(base + "/v1/ladders", json={"slug": "crash"}, headers=admin).json()
-    headers = {"Authorization": f"Bearer {key['write_key']}"}
+    keys = {}
+    for slug in LADDERS:
+        made = httpx.post(base + "/v1/ladders", json={"slug": slug}, headers=admin).json()
+        keys[slug] = {"Authorization": f"Bearer {made['write_key']}"}
     acknowledged: dict[str, int] = {}
     sent: list[str] = []
     for round_ in range(KILLS):
         if round_:
             proc, base = start(database_url, workers)
-        acked, tried = load_until_killed(proc, base, headers, round_)
+        acked, tried = load_until_killed(proc, base, keys, round_)
         assert len(acked) > 20, len(acked)  # the kill landed under load
         acknowledged |= acked
         sent += tried
 
     proc, base = start(database_url, workers)
     try:
-        with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
-            stored = {g["id"] for g in _all_games(http)}
-            lost = set(acknowledged.values()) - stored
+        with httpx.Client(base_url=base, timeout=30) as http:
+            stored = {(slug, g["id"]) for slug in LADDERS for g in _all_games(http, slug)}
+            lost = {(ladder_of(idem), game_id) for idem, game_id in acknowledged.items()} - stored
             assert not lost  # every acknowledged game is there
             # Retrying every request sent, acknowledged or not, applies none twice: each key has its one game.
 
             def retry(idem: str) -> tuple[str, int]:
-                r = http.post("/v1/ladders/crash/games", json=game(idem), headers={"Idempotency-Key": idem})
+                r = post(http, keys, idem)
                 assert r.status_code == 201, r.text
                 return idem, r.json()["id"]
 
             with ThreadPoolExecutor(8) as pool:
                 retried = dict(pool.map(retry, sent))
             assert all(retried[idem] == game_id for idem, game_id in acknowledged.items())
-            games = _all_games(http)
-            assert len(games) == len(set(sent)) == len({g["id"] for g in games})
-            audit = http.get("/v1/ladders/crash/audit").json()
-            assert audit["consistent"] and audit["games"] == len(sent)
+            for slug in LADDERS:
+                games = _all_games(http, slug)
+                wanted = {idem for idem in sent if ladder_of(idem) == slug}
+                assert len(games) == len(wanted) == len({g["id"] for g in games}), slug
+                audit = http.get(f"/v1/ladders/{slug}/audit").json()
+                assert audit["consistent"] and audit["games"] == len(wanted), (slug, audit)
             print(
                 f"{KILLS} kills, {workers} workers: {len(acknowledged)} acknowledged, {len(lost)} lost, "
                 f"{len(sent)} sent, {len(sent) - len(stored)} applied only by the retry"
@@ -134,11 +151,11 @@ def test_kill_9_under_load_loses_no_acknowledged_game(database_url, workers):
         proc.wait(timeout=30)
 
 
-def _all_games(http: httpx.Client) -> list[dict]:
+def _all_games(http: httpx.Client, slug: str = "crash") -> list[dict]:
     games, cursor = [], None
     while True:
         page = http.get(
-            "/v1/ladders/crash/games", params={"limit": 500} | ({"cursor": cursor} if cursor else {})
+            f"/v1/ladders/{slug}/games", params={"limit": 500} | ({"cursor": cursor} if cursor else {})
         ).json()
         games += page["items"]
         cursor = page["next_cursor"]

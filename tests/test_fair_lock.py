@@ -1,0 +1,49 @@
+"""SQLite's writers in one process take turns (app.db.FairLock): a writer that asks while the group commit keeps
+committing gets the lock next, not after the group commit has taken it again and again (a refit's apply waited
+over 30 s behind it with a plain lock)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from app.db import FairLock
+
+
+def test_a_waiting_writer_goes_next_however_busy_the_holder():
+    lock, stop = FairLock(), threading.Event()
+    turns: list[str] = []
+
+    def busy() -> None:  # the group commit: takes the lock again as soon as it let it go
+        while not stop.is_set():
+            with lock:
+                turns.append("group")
+                time.sleep(0.001)
+
+    holder = threading.Thread(target=busy)
+    holder.start()
+    time.sleep(0.05)
+    asked = len(turns)
+    with lock:
+        turns.append("apply")
+    stop.set()
+    holder.join()
+    assert turns.index("apply") - asked <= 1  # at most the holder's turn in progress came before it
+
+
+def test_turns_are_taken_in_the_order_asked():
+    lock, order = FairLock(), []
+    lock.__enter__()
+    waiters = []
+    for n in range(4):
+        t = threading.Thread(target=lambda n=n: (lock.__enter__(), order.append(n), lock.__exit__()))
+        t.start()
+        waiters.append(t)
+        while len(lock._waiters) < n + 1:  # queued before the next one asks
+            time.sleep(0.001)
+    lock.__exit__()
+    for t in waiters:
+        t.join()
+    assert order == [0, 1, 2, 3]
+    with lock:  # free again: taken at once
+        assert not lock._waiters
