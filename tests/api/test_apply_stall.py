@@ -25,7 +25,7 @@ from tests.conftest import ADMIN_KEY
 
 pytestmark = pytest.mark.serial  # the slowest post while a refit is applied
 
-PLAYERS, GAMES, POSTERS = 2_000, 20_000, 8
+PLAYERS, GAMES, POSTERS = 2_000, 10_000, 8
 #: The slowest post allowed while the apply runs: seen here 0.14-0.23 s (0.1-0.13 s before it); bench_apply's
 #: target at 64 connections is 0.25 s.
 BOUND = 0.75
