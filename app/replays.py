@@ -140,9 +140,17 @@ def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint) -> Prepare
     part = storage.log.read(session, ladder, checkpoint=checkpoint)
     games = storage.games.log_counts(session, ladder.id, part.last_game_id)
     h = _history(ladder, part)
-    ids = part.player_ids
     return Prepared(
-        checkpoint, [(part, h)], ids, h.C, h.experience, h.latest, h.seats, part.last_game_id, _marks(ladder), games
+        checkpoint,
+        [(part, h)],
+        part.player_ids,
+        h.C,
+        h.experience,
+        h.latest,
+        h.seats,
+        part.last_game_id,
+        _marks(ladder),
+        games,
     )
 
 
@@ -150,10 +158,10 @@ def catch_up(session: Session, prepared: Prepared) -> int:
     """Replay, in a read snapshot (``session``), the games committed after a prepared replay's last game, on top
     of it: the number of games it added (0: none since, or the replay is stale and left for the apply to find)."""
     ladder = storage.ladders.by_id(session, prepared.checkpoint.ladder_id)
-    if ladder is None or _marks(ladder) != prepared.marks:
+    if ladder is None:
         return 0
-    if storage.games.log_counts(session, ladder.id, prepared.last_game_id) != prepared.games:
-        prepared.stale = True  # a void or a late commit below what it replayed: nothing on top of it counts
+    if not _holds(session, ladder, prepared):
+        prepared.stale = True  # new settings, or a void or a late commit below it: nothing on top of it counts
         return 0
     since = _since(session, ladder, prepared)
     if since.log.n_games == 0:
@@ -175,9 +183,7 @@ def write_history(session: Session, ladder: LadderRow, prepared: Prepared) -> in
         return 0  # SQLite's writer holds the whole database already
     storage.players.lock_replays(session, ladder.id)
     ladder = storage.ladders.by_id(session, ladder.id) or ladder  # its settings as they are now
-    if _marks(ladder) != prepared.marks or storage.games.log_counts(session, ladder.id, prepared.last_game_id) != (
-        prepared.games
-    ):
+    if not _holds(session, ladder, prepared):
         return 0
     for part, history in prepared.parts:
         _write_history(session, ladder, part, history)
@@ -193,11 +199,7 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     Replaying the log in parts applies every game to the same vectors, games counts and seats as one
     replay does, so the ratings are the same bit for bit (``/audit`` checks it).
     """
-    if (
-        prepared.stale
-        or _marks(ladder) != prepared.marks
-        or storage.games.log_counts(session, ladder.id, prepared.last_game_id) != prepared.games
-    ):
+    if prepared.stale or not _holds(session, ladder, prepared):
         return None
     if storage.seasons.pulls(session, ladder.id, prepared.checkpoint.after_game_id):
         return None  # a season closed since with a pull: the log is replayed through it
@@ -212,6 +214,13 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     storage.ladders.save_seat_state(session, ladder.id, prepared.seats)
     storage.ladders.recount_field(session, ladder)
     return sum(part.log.n_games for part, _ in prepared.parts)
+
+
+def _holds(session: Session, ladder: LadderRow, prepared: Prepared) -> bool:
+    """Whether a prepared replay still holds: the same settings, and the same games up to its last one (no void or
+    late commit below it)."""
+    counts = storage.games.log_counts(session, ladder.id, prepared.last_game_id)
+    return _marks(ladder) == prepared.marks and counts == prepared.games
 
 
 def _since(session: Session, ladder: LadderRow, prepared: Prepared) -> Tail:
