@@ -16,8 +16,8 @@ run: $(VENV)/.installed
 	scripts/run.sh
 
 lint: $(VENV)/.installed
-	$(PY) -m ruff check app tests bench migrations clients
-	$(PY) -m ruff format --check app tests bench migrations clients
+	$(PY) -m ruff check app devtools tests bench migrations clients
+	$(PY) -m ruff format --check app devtools tests bench migrations clients
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m mypy --strict clients/python/src
 

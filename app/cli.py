@@ -24,20 +24,20 @@ from pydantic import TypeAdapter, ValidationError
 from sqlalchemy import make_url
 
 from app import storage
-from app.access import ladder_for_read
 from app.analysis import refits, reports
 from app.analysis.schemas import INTRANSITIVITY_SCALE, RefitIn
 from app.backups import service as backups
-from app.config import Settings, get_settings
-from app.db import Database
-from app.errors import Problem
+from app.core.config import Settings, get_settings
+from app.core.db import Database
+from app.core.errors import Problem
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
 from app.games import service as games
 from app.games.schemas import GameIn
 from app.games.service import import_games
 from app.ladders import service as ladders
 from app.ladders.schemas import KeyCreate, LadderCreate
 from app.ladders.service import create_ladder
-from app.migrate import upgrade
 from app.players import service as players
 from app.players.schemas import PlayerPatch
 from app.storage.sql import no_cyclic_gc

@@ -17,28 +17,29 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.routing import APIRoute
 
-from app import errors, handlers, jobs
 from app.analysis import auto, refits
 from app.analysis.router import router as analysis_router
 from app.backups.router import router as backups_router
-from app.config import Settings, get_settings
-from app.db import Database
-from app.deps import known_query
+from app.core import errors, jobs
+from app.core.config import Settings, get_settings
+from app.core.db import Database
+from app.core.metrics import exposition
+from app.core.migrate import schema_problem, upgrade
+from app.core.security import weakness
 from app.events.hub import Hub
 from app.events.router import router as events_router
 from app.games.committer import GroupCommitter
 from app.games.router import router as games_router
 from app.games.service import Group
+from app.http import handlers
+from app.http.deps import known_query
+from app.http.middleware import BodyLimit, Edge
 from app.ladders.router import router as ladders_router
-from app.metrics import exposition
-from app.middleware import BodyLimit, Edge
-from app.migrate import schema_problem, upgrade
 from app.players.router import router as players_router
-from app.predictions.hot import HotPredictions
+from app.predictions.fast_path import FastPredictions
 from app.predictions.router import router as predictions_router
 from app.predictions.router import teams_router
 from app.seasons.router import router as seasons_router
-from app.security import weakness
 from app.web.router import docs_assets, static
 from app.web.router import router as web_router
 
@@ -268,7 +269,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     app.mount("/static", static, name="static")
     app.mount("/docs-assets", docs_assets, name="docs-assets")
-    app.add_middleware(HotPredictions)  # innermost: GET …/predict's plain case, before routing
+    app.add_middleware(FastPredictions)  # innermost: GET …/predict's plain case, before routing
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(
         Edge,

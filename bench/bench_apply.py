@@ -36,16 +36,16 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.access import ladder_for_read
-from app.config import Settings
-from app.db import Database
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
 from app.games.schemas import GameIn
 from app.games.service import import_games
 from app.ladders.schemas import LadderCreate
 from app.ladders.service import create_ladder
-from app.migrate import upgrade
 from bench.bench_api import RESULTS, Server, wrk
-from tests.postgres import PostgresServer
+from devtools.postgres import PostgresServer
 
 #: The read-model issue's target: POST p99 at 64 connections while an auto refit is applied.
 TARGET_P99_MS = 100.0

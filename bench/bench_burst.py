@@ -42,7 +42,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_api import Server, seed_ladder, wrk  # noqa: E402
-from tests.burst import Probe, at_once, request  # noqa: E402
+from devtools.burst import Probe, at_once, request  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 #: The target: no probe waits longer than this while a burst is answered.

@@ -39,8 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.config import Settings  # noqa: E402
-from app.migrate import upgrade  # noqa: E402
+from app.core.config import Settings  # noqa: E402
+from app.core.migrate import upgrade  # noqa: E402
 from bench.bench_api import Server  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"

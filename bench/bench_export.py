@@ -57,11 +57,11 @@ def run(args: list[str], env: dict) -> tuple[float, float]:
 
 def python_heap_mb(url: str) -> float:
     """Peak Python heap (tracemalloc) of an in-process export to nowhere: SQLite's page cache, which the process's
-    resident peak includes and which is capped per connection (app.db.SQLITE_CACHE_KIB), is not in it."""
-    from app.access import ladder_for_read
+    resident peak includes and which is capped per connection (app.core.db.SQLITE_CACHE_KIB), is not in it."""
     from app.backups.service import export_lines
-    from app.config import Settings
-    from app.db import Database
+    from app.core.config import Settings
+    from app.core.db import Database
+    from app.domain.access import ladder_for_read
 
     db = Database.from_settings(Settings(database_url=url))
     tracemalloc.start()

@@ -35,12 +35,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.access import Caller  # noqa: E402
-from app.config import Settings  # noqa: E402
-from app.db import Database  # noqa: E402
+from app.core.config import Settings  # noqa: E402
+from app.core.db import Database  # noqa: E402
+from app.core.migrate import upgrade  # noqa: E402
+from app.domain.access import Caller  # noqa: E402
 from app.games.schemas import GameIn  # noqa: E402
 from app.games.service import Post, apply_posts  # noqa: E402
-from app.migrate import upgrade  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 MELO = [sys.executable, "-m", "app.cli"]

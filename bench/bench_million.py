@@ -47,17 +47,17 @@ import psycopg
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.access import ladder_for_read  # noqa: E402
-from app.config import Settings  # noqa: E402
-from app.db import Database  # noqa: E402
+from app.core.config import Settings  # noqa: E402
+from app.core.db import Database  # noqa: E402
+from app.core.migrate import upgrade  # noqa: E402
+from app.domain.access import ladder_for_read  # noqa: E402
 from app.games.schemas import GameIn  # noqa: E402
 from app.games.service import import_games  # noqa: E402
 from app.ladders.schemas import LadderCreate  # noqa: E402
 from app.ladders.service import create_ladder  # noqa: E402
-from app.migrate import upgrade  # noqa: E402
 from bench.bench_api import Server, wrk  # noqa: E402
 from bench.bench_mixed import resident_mb  # noqa: E402
-from tests.postgres import PostgresServer  # noqa: E402
+from devtools.postgres import PostgresServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 CHUNK = 200_000

@@ -39,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk  # noqa: E402
-from tests.postgres import PostgresServer  # noqa: E402
+from devtools.postgres import PostgresServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 #: The issue's targets: fractions of each request's throughput alone, and the leaderboard's p99 under writes.

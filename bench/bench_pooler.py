@@ -39,9 +39,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_api import Server, free_port, seed_ladder, trivial_baseline, wrk  # noqa: E402
-from tests.pgbouncer import PgBouncer  # noqa: E402
-from tests.postgres import PostgresServer  # noqa: E402
-from tests.test_many_hosts import HAPROXY  # noqa: E402
+from devtools.haproxy import HAPROXY  # noqa: E402
+from devtools.pgbouncer import PgBouncer  # noqa: E402
+from devtools.postgres import PostgresServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TARGET = 0.90

@@ -37,8 +37,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk  # noqa: E402
 from bench.bench_mixed import together  # noqa: E402
-from tests.postgres import PostgresServer  # noqa: E402
-from tests.replica import standby  # noqa: E402
+from devtools.postgres import PostgresServer  # noqa: E402
+from devtools.replica import standby  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TARGETS = {"primary_reads_drop": 0.90, "posts_kept": 0.80}

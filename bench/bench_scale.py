@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.bench_api import Server, seed_ladder, wrk  # noqa: E402
-from tests.postgres import PostgresServer  # noqa: E402
+from devtools.postgres import PostgresServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 LADDERS, ONE_PLAYERS, EACH_PLAYERS = 16, 10_000, 2_000

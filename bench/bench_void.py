@@ -28,14 +28,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app import rating, storage  # noqa: E402
-from app.access import ladder_for_read  # noqa: E402
-from app.config import Settings  # noqa: E402
-from app.db import Database  # noqa: E402
+from app.core.config import Settings  # noqa: E402
+from app.core.db import Database  # noqa: E402
+from app.core.migrate import upgrade  # noqa: E402
+from app.domain.access import ladder_for_read  # noqa: E402
 from app.games.schemas import GameIn  # noqa: E402
 from app.games.service import import_games, void_game  # noqa: E402
 from app.ladders.schemas import LadderCreate  # noqa: E402
 from app.ladders.service import audit, create_ladder  # noqa: E402
-from app.migrate import upgrade  # noqa: E402
 from bench.bench_import import write_games  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"

@@ -45,6 +45,7 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.domain.refit_policy import FIRST_GAMES, GROWTH  # noqa: E402
 from app.ladders.schemas import (  # noqa: E402
     DEFAULT_ETA,
     DEFAULT_ETA_TAU,
@@ -68,8 +69,7 @@ from app.rating.model import omega_apply, rowdot  # noqa: E402
 from app.rating.refit import L2, evaluate, fit, guard, guard_window, penalty_weights, refit, split_games  # noqa: E402
 from app.rating.seats import Seats, prior_precision  # noqa: E402
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate  # noqa: E402
-from app.refit_policy import FIRST_GAMES, GROWTH  # noqa: E402
-from tests.rating.test_experience import comeback_stream  # noqa: E402
+from devtools.streams import comeback_stream  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 RESULTS = Path(__file__).parent / "results"

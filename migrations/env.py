@@ -3,8 +3,8 @@
 from alembic import context
 from sqlalchemy import create_engine
 
-from app.config import get_settings
-from app.models import Base
+from app.core.config import get_settings
+from app.storage.tables import Base
 
 config = context.config
 url = config.get_main_option("sqlalchemy.url") or get_settings().sqlalchemy_url

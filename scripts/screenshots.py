@@ -27,8 +27,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.conftest import ADMIN_KEY, LIVE, live_server  # noqa: E402
-from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, SIZES  # noqa: E402
+from devtools.browser import CHROMIUM, CHROMIUM_ARGS, SIZES  # noqa: E402
+from devtools.server import ADMIN_KEY, LIVE, live_server  # noqa: E402
 
 SLUG = "office"
 

@@ -3,29 +3,23 @@
 from __future__ import annotations
 
 import itertools
-import os
 import shutil
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
-import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.config import Settings, get_settings
+from app.core.config import Settings, get_settings
+from app.core.migrate import upgrade
 from app.main import create_app
-from app.migrate import upgrade
-from tests.pgbouncer import PgBouncer
-from tests.pgbouncer import installed as pgbouncer_installed
-from tests.postgres import PostgresServer
+from devtools.pgbouncer import PgBouncer
+from devtools.pgbouncer import installed as pgbouncer_installed
+from devtools.postgres import PostgresServer
+from devtools.server import ADMIN_KEY, live_server
 
-ADMIN_KEY = "test-admin-key"
 _counter = itertools.count()
 
 
@@ -157,52 +151,6 @@ def make_ladder(client: TestClient, slug: str = "test", **config) -> str:
     r = client.post("/v1/ladders", json={"slug": slug, **config}, headers=admin())
     assert r.status_code == 201, r.text
     return r.json()["write_key"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_up(base: str, what: str = "the server", seconds: float = 30) -> None:
-    """Wait until ``base`` answers ``/healthz`` with 200."""
-    deadline = time.time() + seconds
-    while True:
-        try:
-            if httpx.get(base + "/healthz").status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert time.time() < deadline, f"{what} did not start"
-        time.sleep(0.1)
-
-
-#: The server process behind each live server's base URL (a test may stop it itself).
-LIVE: dict[str, subprocess.Popen] = {}
-
-
-@contextmanager
-def live_server(database_url: str, workers: int = 1, env: dict[str, str] | None = None) -> Iterator[str]:
-    """A real server: ``uvicorn app.main:app`` in a subprocess on a free loopback port; yields its base URL."""
-    port = free_port()
-    env = os.environ | {"MELO_DATABASE_URL": database_url, "MELO_ADMIN_KEY": ADMIN_KEY} | (env or {})
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--workers", str(workers)]
-    proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env)
-    base = f"http://127.0.0.1:{port}"
-    LIVE[base] = proc
-    try:
-        wait_up(base)
-    except AssertionError:
-        proc.kill()
-        LIVE.pop(base)
-        raise
-    try:
-        yield base
-    finally:
-        LIVE.pop(base)
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def serve(database_url: str) -> AbstractContextManager[str]:

@@ -18,16 +18,16 @@ import time
 
 import numpy as np
 
-from app.access import ladder_for_read
 from app.analysis import refits, reports
 from app.analysis.schemas import RefitIn
-from app.config import Settings
-from app.db import Database
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
 from app.games.schemas import GameIn
 from app.games.service import import_games
 from app.ladders.schemas import LadderCreate
 from app.ladders.service import audit, create_ladder
-from app.migrate import upgrade
 
 CHUNK = 200_000
 

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from app.analysis.schemas import INTRANSITIVITY_SCALE
 from app.cli import main
-from app.config import Settings, get_settings
+from app.core.config import Settings, get_settings
 from app.main import create_app
 
 DATA = Path(__file__).parent / "data"

@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import free_port
+from devtools.server import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""SQLite's writers in one process take turns (app.db.FairLock): a writer that asks while the group commit keeps
+"""SQLite's writers in one process take turns (app.core.db.FairLock): a writer that asks while the group commit keeps
 committing gets the lock next, not after the group commit has taken it again and again (a refit's apply waited
 over 30 s behind it with a plain lock)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from app.db import FairLock
+from app.core.db import FairLock
 
 
 def test_a_waiting_writer_goes_next_however_busy_the_holder():

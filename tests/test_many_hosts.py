@@ -16,31 +16,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.config import Settings
-from app.migrate import upgrade
+from app.core.config import Settings
+from app.core.migrate import upgrade
+from devtools.haproxy import HAPROXY
+from devtools.server import ADMIN_KEY, free_port, wait_up
 from tests.api.test_crash import _all_games, game, start
-from tests.conftest import ADMIN_KEY, free_port, wait_up
-
-HAPROXY = """global
-    maxconn 4000
-defaults
-    mode http
-    timeout connect 1s
-    timeout client 30s
-    timeout server 30s
-    retries 3
-    option redispatch
-    retry-on conn-failure empty-response
-frontend melo
-    bind 127.0.0.1:{port}
-    default_backend hosts
-    http-response set-header X-Melo-Host %s
-backend hosts
-    balance roundrobin
-    option httpchk GET /healthz
-    server a 127.0.0.1:{a} check inter 200ms fall 2 rise 1
-    server b 127.0.0.1:{b} check inter 200ms fall 2 rise 1
-"""
 
 
 @pytest.fixture

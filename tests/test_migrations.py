@@ -15,10 +15,11 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.migrate import MIGRATIONS
 from app.main import create_app
-from app.migrate import MIGRATIONS
-from tests.conftest import ADMIN_KEY, bearer, make_ladder
+from devtools.server import ADMIN_KEY
+from tests.conftest import bearer, make_ladder
 
 _names = itertools.count()
 
@@ -70,7 +71,7 @@ def test_games_of_existing_ladders_are_numbered_and_their_keys_become_admin_keys
 
 def test_processes_starting_together_migrate_a_fresh_database_once(fresh_url):
     # Workers or replicas starting at once each run the migrations; the lock makes one do it and the others wait.
-    script = f"from app.migrate import upgrade; upgrade({fresh_url!r})"
+    script = f"from app.core.migrate import upgrade; upgrade({fresh_url!r})"
     procs = [subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE) for _ in range(6)]
     errors = [proc.communicate(timeout=120)[1].decode() for proc in procs]
     assert [proc.returncode for proc in procs] == [0] * 6, errors
@@ -93,7 +94,7 @@ def _config(url: str) -> Config:
 def test_sqlite_finds_a_games_players_by_key_and_pages_players_in_id_order_without_a_scan(tmp_path):
     """The plans of the statements a game commit and an export page run on a migrated SQLite database: by the
     key index, and through the index of players in id order, never a walk over every player of the ladder."""
-    from app.migrate import upgrade
+    from app.core.migrate import upgrade
     from app.storage.players import lock_by_keys
 
     url = Settings(database_url=f"sqlite:///{tmp_path / 'plans.db'}").sqlalchemy_url

@@ -4,7 +4,7 @@ cluster of co-located tables distributed by ``ladder_id`` (docs/scaling.md §6) 
 A workload through the HTTP API (and ``melo import``), on each database, runs with every statement recorded: those
 SQLAlchemy executes (its ``before_cursor_execute`` event, ``exec_driver_sql`` too), those the hot and bulk paths
 send straight to the driver's cursor (:func:`app.storage.sql.driver_fetchall`, :func:`~app.storage.sql.driver_chunks`
-and :meth:`app.db.Database.fetch`, wrapped here), and those of a refit's child process (recorded to a file).
+and :meth:`app.core.db.Database.fetch`, wrapped here), and those of a refit's child process (recorded to a file).
 
 The rule, one statement at a time (whitespace normalised, case ignored): each mention of a table of ladder data
 (its name after FROM, JOIN, UPDATE or INTO) needs a ``ladder_id`` predicate: an equality with a value, or a join on
@@ -32,11 +32,12 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine, event
 
-from app import jobs, storage
-from app.db import Database
+from app import storage
+from app.core import jobs
+from app.core.db import Database
 from app.main import create_app
-from app.models import Base, Refit
 from app.storage import sql as driver
+from app.storage.tables import Base, Refit
 from tests.api.test_analysis import wait
 from tests.api.test_backups import export
 from tests.conftest import admin, bearer
@@ -145,7 +146,7 @@ def _record(note: Callable[[str, str], None]) -> Callable[[], None]:
 
 
 def _recorded_child(*args) -> None:
-    """A refit's child process (:func:`app.jobs._child_main`), recording its statements to the file ``CHILD_LOG``
+    """A refit's child process (:func:`app.core.jobs._child_main`), recording its statements to the file ``CHILD_LOG``
     names, one a line."""
     path = os.environ[CHILD_LOG]
 
@@ -320,12 +321,12 @@ def test_every_statement_on_ladder_data_names_its_ladder(statements, client, cli
 
 
 #: Where the app takes the driver's own cursor or connection, past SQLAlchemy's events: (file, function).  Each
-#: statement there is recorded by the wrappers above (``fetch`` runs those of :class:`app.db.AsyncReads`), or runs
+#: statement there is recorded by the wrappers above (``fetch`` runs those of :class:`app.core.db.AsyncReads`), or runs
 #: none on ladder data (SQLite's pragmas, on each new connection).
 RAW = {
-    ("app/db.py", "_on_connect"),
-    ("app/db.py", "fetch"),
-    ("app/db.py", "_take"),
+    ("app/core/db.py", "_on_connect"),
+    ("app/core/db.py", "fetch"),
+    ("app/core/db.py", "_take"),
     ("app/storage/sql.py", "driver_chunks"),
     ("app/storage/sql.py", "driver_fetchall"),
 }

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.postgres import PostgresServer
+from devtools.postgres import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -20,7 +20,7 @@ import importlib
 
 from sqlalchemy import create_engine, inspect
 
-from app.config import Settings
+from app.core.config import Settings
 
 migration = importlib.import_module("migrations.versions.0029_keys_by_ladder")
 

@@ -11,9 +11,9 @@ import sys
 
 import httpx
 
-from app.config import Settings
-from app.migrate import upgrade
-from tests.conftest import ADMIN_KEY, free_port, wait_up
+from app.core.config import Settings
+from app.core.migrate import upgrade
+from devtools.server import ADMIN_KEY, free_port, wait_up
 
 
 def test_metrics_are_summed_over_workers_and_each_request_is_logged_once(tmp_path):

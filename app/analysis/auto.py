@@ -1,9 +1,9 @@
 """A ladder's auto-refit policy: a guarded background refit as the log grows (mathematics §9).
 
-When a ladder with ``auto_refit`` has at least :data:`~app.refit_policy.FIRST_GAMES`
-games and its log has grown by :data:`~app.refit_policy.GROWTH` since the last
+When a ladder with ``auto_refit`` has at least :data:`~app.domain.refit_policy.FIRST_GAMES`
+games and its log has grown by :data:`~app.domain.refit_policy.GROWTH` since the last
 auto refit started (more after failures in a row:
-:func:`~app.refit_policy.policy`), the service starts an ``auto`` refit (k
+:func:`~app.domain.refit_policy.policy`), the service starts an ``auto`` refit (k
 chosen among 0..k).  The job applies itself as a checkpoint only if it would
 have predicted the latest games better than the online ratings did
 (``refits._guard``); the per-game update stays the normalised, distributed
@@ -27,9 +27,9 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.analysis import refits
 from app.analysis.schemas import RefitIn
-from app.db import Database
-from app.errors import TooManyRequests
-from app.refit_policy import policy
+from app.core.db import Database
+from app.core.errors import TooManyRequests
+from app.domain.refit_policy import policy
 from app.storage.ladders import LadderRow
 
 logger = logging.getLogger("melo")

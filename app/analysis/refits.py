@@ -20,22 +20,23 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app import jobs, rating, storage
+from app import rating, storage
 from app.analysis.reports import identifiability_summary
 from app.analysis.schemas import CheckpointOut, RefitIn, RefitOut
-from app.db import Database
-from app.errors import Conflict, InvalidInput, NotFound, TooManyRequests
-from app.metrics import REFITS
-from app.models import Checkpoint, Refit
+from app.core import jobs
+from app.core.db import Database
+from app.core.errors import Conflict, InvalidInput, NotFound, TooManyRequests
+from app.core.metrics import REFITS
+from app.core.schemas import Page, one_more
+from app.domain.replays import Prepared, catch_up, prepare, replay_log, replay_prepared, write_history
 from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit import evaluate, guard, guard_window, split_games
 from app.rating.refit import refit as fit_log
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
-from app.replays import Prepared, catch_up, prepare, replay_log, replay_prepared, write_history
-from app.schemas import Page, one_more
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
+from app.storage.tables import Checkpoint, Refit
 
 logger = logging.getLogger("melo")
 #: Seconds between progress writes.
@@ -101,7 +102,7 @@ def recover(db: Database) -> list[int]:
 
 
 def submit(db: Database, ladder_id: int, refit_id: int) -> None:
-    """Queue the ladder's refit; it runs in a child process (:mod:`app.jobs`)."""
+    """Queue the ladder's refit; it runs in a child process (:mod:`app.core.jobs`)."""
     jobs.submit(db, ladder_id, refit_id, _run_job, fail, _count)
 
 

@@ -15,9 +15,9 @@ from app.analysis.schemas import (
     IntransitivityOut,
     NotComparable,
 )
-from app.cursors import encode_cursor
-from app.errors import Conflict
-from app.jobs import Progress
+from app.core.cursors import encode_cursor
+from app.core.errors import Conflict
+from app.core.jobs import Progress
 from app.rating.analysis import canonical as canonical_form
 from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts

@@ -5,8 +5,6 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app import reads
-from app.access import ladder_for, readable
 from app.analysis import refits, reports
 from app.analysis.schemas import (
     INTRANSITIVITY_SCALE,
@@ -17,10 +15,12 @@ from app.analysis.schemas import (
     RefitIn,
     RefitOut,
 )
-from app.cursors import decode_cursor, is_id
-from app.deps import CallerDep, DatabaseDep, IdCursor, IdPath
-from app.errors import LADDER_ACCESS, problems
-from app.schemas import Page, ReportPending
+from app.core.cursors import decode_cursor, is_id
+from app.core.errors import LADDER_ACCESS, problems
+from app.core.schemas import Page, ReportPending
+from app.domain.access import ladder_for, readable
+from app.http import reads
+from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)
 

@@ -5,8 +5,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
+from app.core.schemas import Number, StrictModel
 from app.rating.refit import FOLDS, L2, L2_CHOICES
-from app.schemas import Number, StrictModel
 
 
 class RefitIn(StrictModel):

@@ -7,10 +7,10 @@ from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from app.access import readable
 from app.backups import service
-from app.deps import CallerDep, DatabaseDep
-from app.errors import problems
+from app.core.errors import problems
+from app.domain.access import readable
+from app.http.deps import CallerDep, DatabaseDep
 
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 

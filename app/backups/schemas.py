@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StrictBool, StrictFloat
 
+from app.core.schemas import MAX_ID, Component, Moment, Name, PlayerKey, Reason, StrictModel, Vector
 from app.games.schemas import GameIn
 from app.ladders.schemas import LadderCreate
-from app.schemas import MAX_ID, Component, Moment, Name, PlayerKey, Reason, StrictModel, Vector
 from app.seasons.schemas import SeasonName
 
 #: The export format's version, in the header line.

@@ -24,13 +24,13 @@ from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.access import ladder_for_read
 from app.backups.schemas import FORMAT, LINES, ExportedCheckpoint, ExportedGame, ExportedPlayer, ExportedSeason, Header
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
+from app.core.schemas import StrictModel, iso
+from app.domain.access import ladder_for_read
 from app.games.service import Voided, import_games
 from app.ladders.schemas import LadderCreate, LadderCreated
 from app.ladders.service import create_ladder, ladder_out
-from app.schemas import StrictModel, iso
 from app.storage.ladders import LadderRow
 
 #: Rows read per query while exporting, and games applied per step while restoring.

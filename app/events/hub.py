@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 import anyio.to_thread
 
 from app import storage
-from app.db import Database
+from app.core.db import Database
 from app.games import service as games
 
 logger = logging.getLogger("melo")

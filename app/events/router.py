@@ -8,11 +8,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
 
-from app import reads
-from app.deps import CallerDep, DatabaseDep
-from app.errors import InvalidInput, Problem, Unavailable, problems
+from app.core.errors import InvalidInput, Problem, Unavailable, problems
+from app.core.schemas import MAX_ID
 from app.events.hub import Hub
-from app.schemas import MAX_ID
+from app.http import reads
+from app.http.deps import CallerDep, DatabaseDep
 
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 logger = logging.getLogger("melo")

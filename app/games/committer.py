@@ -38,11 +38,11 @@ from datetime import UTC, datetime, timedelta
 from sqlalchemy.exc import IntegrityError
 
 from app import storage
-from app.db import Database
-from app.errors import LadderChanged
+from app.core.db import Database
+from app.core.errors import LadderChanged
+from app.core.metrics import GAMES, GROUPS
 from app.games import service
 from app.games.service import Post
-from app.metrics import GAMES, GROUPS
 
 logger = logging.getLogger("melo")
 #: Most games applied in one transaction (a batch request larger than this forms a group of its own).

@@ -6,12 +6,12 @@ from fastapi import APIRouter, Body, Header, Path, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import AfterValidator
 
-from app.access import ladder_and_key, readable
-from app.deps import CallerDep, DatabaseDep, IdCursor, Limit, SettingsDep
-from app.errors import LADDER_ACCESS, InvalidInput, problems
+from app.core.errors import LADDER_ACCESS, InvalidInput, problems
+from app.core.schemas import MAX_ID, Page, printable
+from app.domain.access import ladder_and_key, readable
 from app.games import service
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
-from app.schemas import MAX_ID, Page, printable
+from app.http.deps import CallerDep, DatabaseDep, IdCursor, Limit, SettingsDep
 
 #: A game in a URL: its number within the ladder (the `id` of its answers).
 GameNumber = Annotated[int, Path(ge=1, le=MAX_ID, description="The game's number within the ladder (its `id`).")]

@@ -4,7 +4,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field, field_validator
 
-from app.schemas import ExternalId, Moment, Number, PlayerKey, Reason, SeatAdvantage, StrictModel, distinct_seats
+from app.core.schemas import ExternalId, Moment, Number, PlayerKey, Reason, SeatAdvantage, StrictModel, distinct_seats
 
 
 class SideIn(SeatAdvantage):

@@ -31,11 +31,11 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.access import Caller, authorize, check_seats, ladder_for_read
-from app.errors import Conflict, InvalidInput, NotFound, Problem
+from app.core.errors import Conflict, InvalidInput, NotFound, Problem
+from app.core.schemas import Page, iso
+from app.domain.access import Caller, authorize, check_seats, ladder_for_read
+from app.domain.replays import replay_from, replay_log
 from app.games.schemas import BatchIn, GameIn
-from app.replays import replay_from, replay_log
-from app.schemas import Page, iso
 from app.storage.ladders import LadderRow
 
 Progress = Callable[[str, int, int], None] | None

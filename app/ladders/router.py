@@ -4,10 +4,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app import reads
-from app.access import ladder_for, readable
-from app.deps import CallerDep, DatabaseDep, IdCursor, IdPath, Limit
-from app.errors import Forbidden, Unauthorized, problems
+from app.core.errors import Forbidden, Unauthorized, problems
+from app.core.schemas import Page
+from app.domain.access import ladder_for, readable
+from app.http import reads
+from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath, Limit
 from app.ladders import service
 from app.ladders.schemas import (
     AuditOut,
@@ -21,7 +22,6 @@ from app.ladders.schemas import (
     LadderOut,
     LadderPatch,
 )
-from app.schemas import Page
 
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 

@@ -5,7 +5,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, StrictBool, StrictFloat, field_validator
 
-from app.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
+from app.core.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
 
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (README).
 DEFAULT_K = 2

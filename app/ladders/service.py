@@ -8,10 +8,14 @@ from datetime import UTC, datetime
 import numpy as np
 from sqlalchemy.orm import Session
 
-from app import rating, refit_policy, storage
-from app.access import Caller
-from app.cursors import decode_cursor, encode_cursor
-from app.errors import Conflict, InvalidInput, NotFound
+from app import rating, storage
+from app.core.cursors import decode_cursor, encode_cursor
+from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.schemas import Page, one_more
+from app.core.security import hash_key, new_key
+from app.domain import refit_policy
+from app.domain.access import Caller
+from app.domain.replays import replay_log
 from app.ladders.schemas import (
     DEFAULT_INIT_V0,
     AuditOut,
@@ -26,9 +30,6 @@ from app.ladders.schemas import (
     LadderPatch,
     SeatOut,
 )
-from app.replays import replay_log
-from app.schemas import Page, one_more
-from app.security import hash_key, new_key
 from app.storage.keys import KeyRow
 from app.storage.ladders import LadderRow
 

@@ -8,11 +8,12 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BeforeValidator
 
-from app import reads
-from app.access import ladder_for, ladder_for_read, readable
-from app.db import Database
-from app.deps import CallerDep, DatabaseDep, Limit, MinVersion
-from app.errors import LADDER_ACCESS, InvalidInput, problems
+from app.core.db import Database
+from app.core.errors import LADDER_ACCESS, InvalidInput, problems
+from app.core.schemas import EARLIEST, LATEST, Page, a_date
+from app.domain.access import ladder_for, ladder_for_read, readable
+from app.http import reads
+from app.http.deps import CallerDep, DatabaseDep, Limit, MinVersion
 from app.players import service
 from app.players.schemas import (
     HistoryItem,
@@ -23,7 +24,6 @@ from app.players.schemas import (
     PlayerOut,
     PlayerPatch,
 )
-from app.schemas import EARLIEST, LATEST, Page, a_date
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
-from app.schemas import Name, Page, PlayerKey, StrictModel, Vector
+from app.core.schemas import Name, Page, PlayerKey, StrictModel, Vector
 
 
 class PlayerCreate(StrictModel):

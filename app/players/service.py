@@ -17,15 +17,15 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.cursors import decode_cursor, encode_cursor, is_id
-from app.errors import Conflict, InvalidInput, NotFound
+from app.core.cursors import decode_cursor, encode_cursor, is_id
+from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.schemas import iso
+from app.domain.replays import replay_from, replay_log
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.rating.analysis import canonical
 from app.rating.identifiability import Results, comparing_opponents
 from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION
 from app.rating.model import omega_apply
-from app.replays import replay_from, replay_log
-from app.schemas import iso
 from app.storage.ladders import LadderRow
 from app.storage.players import NO_TIME, Table
 

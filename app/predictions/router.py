@@ -5,12 +5,12 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from app import reads
-from app.deps import CallerDep, DatabaseDep
-from app.errors import LADDER_ACCESS, InvalidInput, problems
+from app.core.errors import LADDER_ACCESS, InvalidInput, problems
+from app.core.schemas import PlayerKey, SeatName
+from app.http import reads
+from app.http.deps import CallerDep, DatabaseDep
 from app.predictions import service
 from app.predictions.schemas import MatchIn, MatchPrediction, PairPrediction, TeamsIn, TeamsOut
-from app.schemas import PlayerKey, SeatName
 
 router = APIRouter(prefix="/v1/ladders/{slug}/predict", tags=["predictions"], responses=LADDER_ACCESS)
 
@@ -28,7 +28,7 @@ async def predict_pair(
     """P(a beats b), and the advantage in logits and Elo points (with the seats' learned advantages, if given).
     A key that names no player yet stands for the initial vector they would start from (`a_known` or `b_known`
     false), so a newcomer can be matched before their first game."""
-    ladder = await reads.ladder(db, slug, caller)  # the plain case is answered before routing (app.predictions.hot)
+    ladder = await reads.ladder(db, slug, caller)  # the plain case never gets here: app.predictions.fast_path
     seats = {name: seat for name, seat in (("a_seat", a_seat), ("b_seat", b_seat)) if seat is not None}
     if a_seat is not None and a_seat == b_seat:
         raise InvalidInput("b_seat: a seat is taken by one side only", errors=[{"field": "b_seat"}])

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, Field, StrictInt, field_validator
 
-from app.schemas import PlayerKey, SeatAdvantage, StrictModel, distinct_seats
+from app.core.schemas import PlayerKey, SeatAdvantage, StrictModel, distinct_seats
 
 #: The draw model, as the answers state it.
 DRAW_MODEL = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from app import rating
-from app.errors import InvalidInput
+from app.core.errors import InvalidInput
 from app.predictions.schemas import MatchIn, TeamsIn
 from app.rating import teams
 

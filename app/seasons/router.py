@@ -4,10 +4,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from app.access import ladder_for, readable
-from app.deps import CallerDep, DatabaseDep, Limit
-from app.errors import LADDER_ACCESS, problems
-from app.schemas import Page
+from app.core.errors import LADDER_ACCESS, problems
+from app.core.schemas import Page
+from app.domain.access import ladder_for, readable
+from app.http.deps import CallerDep, DatabaseDep, Limit
 from app.seasons import service
 from app.seasons.schemas import SeasonCreate, SeasonName, SeasonOut, SeasonStandings
 

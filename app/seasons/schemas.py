@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, StrictFloat, StringConstraints
 
-from app.schemas import Page, StrictModel, printable
+from app.core.schemas import Page, StrictModel, printable
 
 
 def _not_only_dots(name: str) -> str:

@@ -12,8 +12,8 @@ from datetime import UTC, datetime
 from sqlalchemy import and_, select
 from sqlalchemy.orm import Session
 
-from app.models import Player, PlayerAlias
 from app.storage.sql import driver_sql, unindexed_on_sqlite
+from app.storage.tables import Player, PlayerAlias
 
 
 def of_ladder(session: Session, ladder_id: int) -> dict[str, str]:

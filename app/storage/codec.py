@@ -11,7 +11,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from app.errors import LadderChanged
+from app.core.errors import LadderChanged
 
 FLOAT = "<f8"
 INT = "<i8"

@@ -18,10 +18,10 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from app.models import LadderEvent, utcnow
 from app.storage.sql import bulk_insert
+from app.storage.tables import LadderEvent, utcnow
 
-#: Events after a given number, oldest first (``?`` placeholders, for :meth:`app.db.Database.fetch`).
+#: Events after a given number, oldest first (``?`` placeholders, for :meth:`app.core.db.Database.fetch`).
 SINCE = (
     "SELECT number, version, kind, data FROM ladder_events WHERE ladder_id = ? AND number > ? ORDER BY number LIMIT ?"
 )

@@ -12,7 +12,6 @@ from sqlalchemy import and_, bindparam, delete, select, tuple_
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.models import Game, IdempotencyKey, Participant, Player
 from app.storage import codec
 from app.storage.ladders import NEW_GAME_IDS
 from app.storage.players import MAX_KEYS_IN_QUERY
@@ -25,6 +24,7 @@ from app.storage.sql import (
     fetch_typed,
     unindexed_on_sqlite,
 )
+from app.storage.tables import Game, IdempotencyKey, Participant, Player
 
 Progress = Callable[[int, int], None] | None
 

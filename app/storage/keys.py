@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.models import ApiKey
 from app.storage import cache
 from app.storage.sql import Fetch, driver_fetchall
+from app.storage.tables import ApiKey
 
 #: A key's ``last_used_at`` is written at most this often (seconds) per key and server process.
 USE_EVERY = 60.0

@@ -13,8 +13,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.errors import InvalidInput, LadderChanged
-from app.models import (
+from app.core.errors import InvalidInput, LadderChanged
+from app.rating.seats import Seats
+from app.storage import aliases as storage_aliases
+from app.storage import cache, codec, events
+from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed
+from app.storage.tables import (
     ApiKey,
     Checkpoint,
     Game,
@@ -27,10 +31,6 @@ from app.models import (
     Season,
     SeasonStanding,
 )
-from app.rating.seats import Seats
-from app.storage import aliases as storage_aliases
-from app.storage import cache, codec, events
-from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed
 
 
 @dataclass(frozen=True)

@@ -11,12 +11,12 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.models import Checkpoint, Game, Participant
 from app.rating.seats import Seats
 from app.storage import codec, ladders, players, refits, seasons
 from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc, result_converter
+from app.storage.tables import Checkpoint, Game, Participant
 
 
 def encode(payloads: Sequence[dict], index: dict[str, int], seat_index: dict[str, int] | None = None) -> rating.GameLog:

@@ -18,10 +18,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.models import Game, Refit
 from app.storage import cache, codec, ladders, log, players, refits, seasons
 from app.storage.players import NO_TIME, Table
 from app.storage.sql import driver_chunks, driver_fetchall
+from app.storage.tables import Game, Refit
 
 #: Past tables this process keeps (the most recently read).
 MAX_PAST = 8

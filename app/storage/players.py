@@ -14,7 +14,6 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.models import Player
 from app.storage import aliases, cache, codec, ladders, refits
 from app.storage.sql import (
     Fetch,
@@ -28,6 +27,7 @@ from app.storage.sql import (
     result_converter,
     unindexed_on_sqlite,
 )
+from app.storage.tables import Player
 
 #: Above this many players a request locks the ladder's whole player table (in id
 #: order, as always) instead of listing the keys, which would exceed driver limits.

@@ -10,8 +10,8 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy import update as orm_update
 from sqlalchemy.orm import Session, defer
 
-from app.models import Checkpoint, Game, Refit
 from app.storage import cache, codec
+from app.storage.tables import Checkpoint, Game, Refit
 
 
 def insert(session: Session, ladder_id: int, params: dict, owner: str, log_games: int | None = None) -> Refit:
@@ -170,7 +170,7 @@ def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> int
     """Checkpoints that saw game ``game_id`` (now voided) are never replayed from again; how many there were.
 
     When there were some, the ratings came through one of them: the caller replays the whole log from the
-    latest checkpoint left (:func:`app.replays.replay_log`), not only what the change reaches."""
+    latest checkpoint left (:func:`app.domain.replays.replay_log`), not only what the change reaches."""
     saw_it = (
         Checkpoint.ladder_id == ladder_id,
         Checkpoint.after_game_id >= game_id,

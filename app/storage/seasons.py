@@ -8,8 +8,8 @@ from datetime import datetime
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
-from app.models import Game, Season, SeasonStanding
 from app.storage.sql import bulk_insert
+from app.storage.tables import Game, Season, SeasonStanding
 
 #: The columns of a standings row, in the order :func:`add` takes them.
 STANDING = ("rank", "key", "name", "elo", "strength_se", "conservative", "provisional", "games", "wins", "draws")

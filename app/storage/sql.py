@@ -31,7 +31,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from app.models import UTCDateTime
+from app.storage.tables import UTCDateTime
 
 #: Rows per ``executemany`` call of :func:`bulk_insert`.
 BULK_ROWS = 50_000
@@ -302,5 +302,5 @@ def driver_fetchall(connection: Connection, sql: str, parameters: tuple) -> list
 
 
 #: ``await fetch(sql, parameters)``: the rows of one statement written with ``?`` placeholders, read the
-#: fastest way the database allows (:meth:`app.db.Database.fetch`): the hot reads of request handlers.
+#: fastest way the database allows (:meth:`app.core.db.Database.fetch`): the hot reads of request handlers.
 Fetch = Callable[[str, tuple], Awaitable[list[tuple]]]

@@ -11,7 +11,7 @@ from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from app.errors import EXPLAINED
+from app.core.errors import EXPLAINED
 
 WEB = Path(__file__).resolve().parent
 static = StaticFiles(directory=WEB / "static")

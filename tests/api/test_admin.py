@@ -10,9 +10,9 @@ import psycopg
 import pytest
 from fastapi.testclient import TestClient
 
-from app.config import Settings
+from app.core.config import Settings
+from app.core.migrate import head, upgrade
 from app.main import create_app
-from app.migrate import head, upgrade
 from tests.api.test_analysis import wait
 from tests.conftest import bearer, make_ladder
 

@@ -15,10 +15,10 @@ from sqlalchemy import select
 
 from app.analysis import auto
 from app.analysis.schemas import INTRANSITIVITY_SCALE
-from app.db import Database
+from app.core.db import Database
 from app.main import create_app
-from app.models import Ladder, Refit
 from app.rating.analysis import hodge_norms
+from app.storage.tables import Ladder, Refit
 from tests.conftest import bearer, make_ladder
 
 SEED_7_2 = {"p1": [-1.0, 2.0], "p2": [0.0, 2.0], "p3": [1.0, 2.0], "p4": [0.3, -0.4]}  # [Guide] §7.2
@@ -444,9 +444,9 @@ def test_a_small_ladder_with_ordinary_play_stays_established_at_any_k(client, k)
 def test_a_refit_asked_for_cancels_the_ladders_auto_refit_queued_or_running(client, settings):
     """One refit of a ladder at a time: the one asked for cancels the auto refit, whose process stops at once
     (its fit would take far longer) and which applies nothing."""
-    from app.access import ladder_for_read
     from app.analysis import refits
     from app.analysis.schemas import RefitIn
+    from app.domain.access import ladder_for_read
 
     key = make_ladder(client, k=2, auto_refit=False)
     h = bearer(key)
@@ -627,9 +627,9 @@ def test_refit_options_are_strict(client):
 
 
 def test_a_refit_whose_games_were_all_voided_while_it_was_queued_fails_saying_why(client, settings):
-    from app.access import ladder_for_read
     from app.analysis import refits
     from app.analysis.schemas import RefitIn
+    from app.domain.access import ladder_for_read
 
     key = make_ladder(client)
     h = bearer(key)
@@ -679,7 +679,7 @@ def test_failed_auto_refits_back_off_and_the_ladder_says_why(client, settings):
 def test_a_starting_server_takes_over_the_refits_of_a_server_that_stopped(client, settings):
     """A job queued by a server process that is gone runs on the next server to start on the host; one that was
     running is failed, saying why; a live server's queued job is left to it."""
-    from app import jobs
+    from app.core import jobs
 
     key = make_ladder(client)
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(60)}, headers=bearer(key))
@@ -710,7 +710,7 @@ def test_a_large_ladders_reports_are_computed_in_a_child_process_and_say_how_far
     a 202 with progress until the first is ready (the same report the server's own thread computes), then the
     latest one at once, naming its version, while a newer one is computed; a refusal stays a refusal, and a
     child that runs out of time is a 503 saying so."""
-    from app import reads
+    from app.http import reads
 
     with TestClient(create_app(settings)) as small:
         key = make_ladder(small, k=1)

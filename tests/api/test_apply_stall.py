@@ -19,9 +19,9 @@ import httpx
 import numpy as np
 import pytest
 
-from app import jobs
+from app.core import jobs
+from devtools.server import ADMIN_KEY
 from tests.api.test_analysis import wait
-from tests.conftest import ADMIN_KEY
 
 pytestmark = pytest.mark.serial  # the slowest post while a refit is applied
 

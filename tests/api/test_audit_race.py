@@ -25,16 +25,17 @@ import httpx
 import pytest
 
 from app import storage
-from app.access import Caller, ladder_for_read
 from app.analysis import refits
-from app.db import Database
+from app.core.db import Database
+from app.domain.access import Caller, ladder_for_read
 from app.games.schemas import GameIn
 from app.games.service import Post, apply_posts, request_hash, void_game
 from app.players import service as players_service
 from app.players.service import merge_players
+from devtools.server import ADMIN_KEY
 from tests.api.test_analysis import wait
 from tests.api.test_void import post_all
-from tests.conftest import ADMIN_KEY, bearer, make_ladder
+from tests.conftest import bearer, make_ladder
 
 #: Seconds of load: before the fix, PostgreSQL's audit went inconsistent within the first two seconds (3 of 3
 #: runs of 10 s).

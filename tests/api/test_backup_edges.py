@@ -11,11 +11,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.config import Settings, get_settings
+from app.core.config import Settings, get_settings
 from app.main import create_app
+from devtools.server import ADMIN_KEY
 from tests.api.test_analysis import wait
 from tests.api.test_backups import export
-from tests.conftest import ADMIN_KEY, bearer, elo_rounded, make_ladder
+from tests.conftest import bearer, elo_rounded, make_ladder
 
 SLUG = "edge"
 #: Dates at both ends of the window, with the widest offsets and forms a JSON body can give them in; which of them

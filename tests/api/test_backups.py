@@ -8,11 +8,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.cli import main
-from app.config import Settings, get_settings
+from app.core.config import Settings, get_settings
 from app.main import create_app
+from devtools.server import ADMIN_KEY
 from tests.api.test_analysis import wait
 from tests.api.test_void import players, post_all, random_games
-from tests.conftest import ADMIN_KEY, bearer, elo_rounded, make_ladder
+from tests.conftest import bearer, elo_rounded, make_ladder
 
 
 def export(client, slug: str, **headers) -> bytes:

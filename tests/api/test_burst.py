@@ -11,9 +11,9 @@ import time
 import httpx
 import pytest
 
-from app.middleware import Edge, Turns
-from tests.burst import Probe, at_once, request
-from tests.conftest import ADMIN_KEY, live_server
+from app.http.middleware import Edge, Turns
+from devtools.burst import Probe, at_once, request
+from devtools.server import ADMIN_KEY, live_server
 
 PLAYERS = 200
 

@@ -12,7 +12,8 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.conftest import ADMIN_KEY, live_server, module_server
+from devtools.server import ADMIN_KEY, live_server
+from tests.conftest import module_server
 
 #: Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/scaling.md); each test makes a
 #: ladder of its own on the module's server.

@@ -16,7 +16,8 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.conftest import ADMIN_KEY, free_port, fresh_database
+from devtools.server import ADMIN_KEY, free_port
+from tests.conftest import fresh_database
 
 
 @pytest.fixture(params=["sqlite", "postgresql", "pgbouncer"])

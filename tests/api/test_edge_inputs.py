@@ -7,8 +7,9 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
+from devtools.server import ADMIN_KEY
 from tests.api.test_analysis import wait
-from tests.conftest import ADMIN_KEY, admin, bearer, make_ladder
+from tests.conftest import admin, bearer, make_ladder
 
 
 def duel(a: str, b: str, **extra) -> dict:

@@ -15,11 +15,12 @@ from datetime import timedelta
 import httpx
 import pytest
 
-from app.config import Settings
-from app.db import Database
+from app.core.config import Settings
+from app.core.db import Database
 from app.events import hub
 from app.storage import events
-from tests.conftest import ADMIN_KEY, LIVE, live_server, module_server, serve
+from devtools.server import ADMIN_KEY, LIVE, live_server
+from tests.conftest import module_server, serve
 
 
 class Listener:

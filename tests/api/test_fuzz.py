@@ -26,9 +26,9 @@ from schemathesis.specs.openapi.checks import (
     unsupported_method,
 )
 
-from app.config import Settings
-from app.migrate import upgrade
-from tests.conftest import ADMIN_KEY, live_server
+from app.core.config import Settings
+from app.core.migrate import upgrade
+from devtools.server import ADMIN_KEY, live_server
 
 EXAMPLES = 25
 PLAYERS = ["ann", "bob", "cy", "dee"]

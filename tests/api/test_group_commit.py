@@ -12,14 +12,15 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import numpy as np
 
-from app.access import Caller
-from app.db import Database
-from app.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.core.db import Database
+from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from app.domain.access import Caller
 from app.games.schemas import GameIn
 from app.games.service import Committed, Post, request_hash
-from app.models import IdempotencyKey
 from app.rating import RatingInputError
-from tests.conftest import ADMIN_KEY, bearer, make_ladder
+from app.storage.tables import IdempotencyKey
+from devtools.server import ADMIN_KEY
+from tests.conftest import bearer, make_ladder
 
 
 def game_in(winner: str, loser: str, **extra) -> GameIn:

@@ -16,13 +16,14 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from app.config import Settings
-from app.db import Database
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.http.middleware import Deadlines
 from app.main import create_app
-from app.middleware import Deadlines
-from app.migrate import upgrade
-from tests.conftest import ADMIN_KEY, bearer, free_port, live_server
-from tests.postgres import PostgresServer
+from devtools.postgres import PostgresServer
+from devtools.server import ADMIN_KEY, free_port, live_server
+from tests.conftest import bearer
 
 
 def test_health_and_readiness(client):
@@ -212,7 +213,7 @@ def test_liveness_answered_at_the_edge_is_the_documented_answer(client):
 
 
 def test_every_problem_type_is_a_page_of_this_service(client):
-    from app.errors import EXPLAINED
+    from app.core.errors import EXPLAINED
 
     answers = [
         client.get("/v1/ladders/nowhere"),

@@ -10,7 +10,7 @@ import httpx
 import numpy as np
 import pytest
 
-from tests.conftest import ADMIN_KEY, live_server
+from devtools.server import ADMIN_KEY, live_server
 
 pytestmark = pytest.mark.serial  # /healthz and predictions within 0.4 s under the heaviest requests
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from app import storage
-from app.db import Database
-from app.errors import LadderChanged
+from app.core.db import Database
+from app.core.errors import LadderChanged
 from tests.api.test_admin import game
 from tests.conftest import bearer, make_ladder
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from app import storage
-from app.access import ladder_for_read
-from app.db import Database
+from app.core.db import Database
+from app.domain.access import ladder_for_read
 from tests.conftest import bearer, make_ladder
 
 KEYS = ["ann", "bob", 'say "hi"', "zoë", "back\\slash", "cy"]

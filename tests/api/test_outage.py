@@ -9,13 +9,13 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from app.config import Settings
-from app.migrate import upgrade
+from app.core.config import Settings
+from app.core.migrate import upgrade
+from devtools.pgbouncer import PgBouncer
+from devtools.pgbouncer import installed as pgbouncer_installed
+from devtools.postgres import PostgresServer
+from devtools.server import ADMIN_KEY, live_server
 from tests.api.test_crash import _all_games, game
-from tests.conftest import ADMIN_KEY, live_server
-from tests.pgbouncer import PgBouncer
-from tests.pgbouncer import installed as pgbouncer_installed
-from tests.postgres import PostgresServer
 
 pytestmark = pytest.mark.serial  # failures within the deadline + 2 s, /healthz within 1 s, during an outage
 

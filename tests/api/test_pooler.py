@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-from app.config import Settings
-from app.db import Database
+from app.core.config import Settings
+from app.core.db import Database
 
 
 def test_each_transaction_through_the_pooler_carries_the_time_limits(postgres, pgbouncer):

@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from fastapi.testclient import TestClient
 
-from app import reads, storage
-from app.access import ladder_for_read
+from app import storage
+from app.domain.access import ladder_for_read
+from app.http import reads
 from app.main import create_app
 from app.players import service
 from app.storage.ladders import LadderRow

@@ -4,9 +4,9 @@ committed meanwhile is replayed under them; the ratings are those of one replay,
 import numpy as np
 import pytest
 
-from app.access import ladder_for_read
 from app.analysis import refits
-from app.db import Database
+from app.core.db import Database
+from app.domain.access import ladder_for_read
 from tests.api.test_analysis import disc_games, wait
 from tests.api.test_seats import home_games
 from tests.conftest import bearer, make_ladder

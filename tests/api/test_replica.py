@@ -11,12 +11,12 @@ import httpx
 import psycopg
 import pytest
 
-from app.config import Settings
-from app.db import Database
-from app.migrate import upgrade
-from tests.conftest import ADMIN_KEY, live_server
-from tests.postgres import PostgresServer
-from tests.replica import standby
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from devtools.postgres import PostgresServer
+from devtools.replica import standby
+from devtools.server import ADMIN_KEY, live_server
 
 
 @pytest.fixture

@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from app import storage
-from app.access import ladder_for_read
-from app.db import Database
+from app.core.db import Database
+from app.domain.access import ladder_for_read
+from devtools.server import ADMIN_KEY
 from tests.api.test_analysis import wait
-from tests.conftest import ADMIN_KEY, bearer, make_ladder
+from tests.conftest import bearer, make_ladder
 
 
 def random_games(n: int, seed: int = 0) -> list[dict]:

@@ -30,7 +30,8 @@ from melo_client import (
     game,
 )
 
-from tests.conftest import ADMIN_KEY, free_port, module_server
+from devtools.server import ADMIN_KEY, free_port
+from tests.conftest import module_server
 
 README = Path(__file__).parents[2] / "clients" / "python" / "README.md"
 

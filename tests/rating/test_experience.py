@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from scipy.special import expit
 
 from app.rating import Game, GameLog, LearningRate, apply_game, experience_before, games_before, initial_vectors
 from app.rating.replay import member_experience, replay_history
 from app.rating.tuning import choose_rate
+from devtools.streams import comeback_stream
 
 
 def reference(player, time, n_players, drift, start=None, start_time=None):
@@ -87,24 +87,6 @@ def test_a_replay_with_drift_is_the_games_applied_one_by_one():
     assert np.array_equal(rest.C, history.C) and np.array_equal(rest.experience, history.experience)
     with pytest.raises(Exception, match="times"):
         replay_history(C0, log, rate)
-
-
-def comeback_stream(m: int = 60, walk: float = 1.0, seed: int = 0, years: int = 6) -> tuple[GameLog, np.ndarray]:
-    """Games every other day among ``m`` players over ``years``, whose strengths take a random walk of ``walk``
-    logits a year; each year a third of them take the year off (and come back the most changed)."""
-    rng = np.random.default_rng(seed)
-    r = rng.normal(0, 1, m)
-    i, j, s, t = [], [], [], []
-    for year in range(years):
-        here = np.flatnonzero(rng.random(m) >= (1 / 3 if year else 0))
-        for day in range(0, 365, 2):
-            r += rng.normal(0, walk * np.sqrt(2 / 365.25), m)
-            a = rng.choice(here, size=(len(here) // 2, 2), replace=False)
-            i += a[:, 0].tolist()
-            j += a[:, 1].tolist()
-            s += (rng.random(len(a)) < expit(r[a[:, 0]] - r[a[:, 1]])).tolist()
-            t += [year + day / 365.25] * len(a)
-    return GameLog.from_pairs(np.array(i), np.array(j), np.array(s, dtype=float)), np.array(t)
 
 
 def test_the_rate_choice_finds_a_drift_where_strengths_wander_and_none_where_they_stand_still():

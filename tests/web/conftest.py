@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.conftest import ADMIN_KEY, live_server
-from tests.web.browser import CHROMIUM, CHROMIUM_ARGS, SIZES
+from devtools.browser import CHROMIUM, CHROMIUM_ARGS, SIZES
+from devtools.server import ADMIN_KEY, live_server
 
 # A small office: the key and the name of each player.
 PEOPLE = {

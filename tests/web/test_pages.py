@@ -10,7 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.conftest import ADMIN_KEY
+from devtools.server import ADMIN_KEY
 from tests.web.conftest import make_ladder
 
 BAD_WORDS = re.compile(r"\b(null|undefined|NaN)\b")

@@ -8,8 +8,8 @@ import math
 from sqlalchemy.orm import Session
 
 from app import storage
-from app.models import Refit
 from app.storage.ladders import LadderRow
+from app.storage.tables import Refit
 
 #: The first auto refit starts at this many games, the next each time the log has grown by GROWTH since the last
 #: one started (``bench/quality.py`` measured the policy and chose these numbers).

@@ -14,9 +14,9 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from app.errors import PROBLEM_JSON, InvalidInput, Problem, Unavailable
+from app.core.errors import PROBLEM_JSON, InvalidInput, Problem, Unavailable
+from app.core.schemas import PATTERNS
 from app.rating import RatingInputError
-from app.schemas import PATTERNS
 
 log = logging.getLogger("melo")
 
@@ -39,7 +39,7 @@ def _field(loc: tuple[Any, ...] | list[Any]) -> str:
 
 def _message(error: dict) -> str:
     """Pydantic's message for people: without its "Value error, " prefix, and a pattern as the rule it stands for
-    (:data:`app.schemas.PATTERNS`), not as a regular expression."""
+    (:data:`app.core.schemas.PATTERNS`), not as a regular expression."""
     if error["type"] == "string_pattern_mismatch":
         pattern = (error.get("ctx") or {}).get("pattern")
         return PATTERNS.get(pattern, "has characters or a form this field does not take")

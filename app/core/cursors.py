@@ -8,8 +8,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from app.errors import InvalidInput
-from app.schemas import MAX_ID
+from app.core.errors import InvalidInput
+from app.core.schemas import MAX_ID
 
 
 def encode_cursor(value: object) -> str:

@@ -1,4 +1,4 @@
-"""Domain errors as RFC 9457 problems (``app.handlers`` turns them into HTTP responses)."""
+"""Domain errors as RFC 9457 problems (``app.http.handlers`` turns them into HTTP responses)."""
 
 from __future__ import annotations
 

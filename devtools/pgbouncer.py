@@ -11,7 +11,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from tests.postgres import PostgresServer, _free_port
+from devtools.postgres import PostgresServer, _free_port
 
 #: The settings docs/scaling.md gives, on a throwaway port: transaction pooling, and the startup parameter psycopg
 #: sends that PgBouncer does not pass on.  The query timeout bounds what the service's per-transaction timeouts

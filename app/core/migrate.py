@@ -19,7 +19,7 @@ from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine, make_url, text
 from sqlalchemy.exc import ProgrammingError
 
-from app.db import ensure_sqlite_dir
+from app.core.db import ensure_sqlite_dir
 
 MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
 #: The PostgreSQL advisory lock key of migrations (any constant the service uses for nothing else).

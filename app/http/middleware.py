@@ -14,8 +14,9 @@ from datetime import UTC, datetime
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app import errors, handlers
-from app.metrics import LATENCY, REQUESTS
+from app.core import errors
+from app.core.metrics import LATENCY, REQUESTS
+from app.http import handlers
 
 
 class BodyLimit:

@@ -1,5 +1,5 @@
 """``GET /v1/ladders/{slug}/predict?a=…&b=…`` answered without FastAPI's routing, dependency and validation
-machinery: matchmaking's hot path.
+machinery: matchmaking's fast path.
 
 This layer answers only the plain case: exactly the parameters ``a`` and ``b``, each a valid key, on a public
 ladder this process knows whose players both exist.  The answer is the route's, byte for byte (the same reads,
@@ -19,17 +19,17 @@ from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app import reads
+from app.core.schemas import PlayerKey
+from app.http import reads
 from app.predictions import service
 from app.predictions.router import predict_pair, router
-from app.schemas import PlayerKey
 
 PATH = re.compile(r"/v1/ladders/([^/]+)/predict")
 ROUTE = next(route for route in router.routes if isinstance(route, APIRoute) and route.endpoint is predict_pair)
 KEY = TypeAdapter(PlayerKey)
 
 
-class HotPredictions:
+class FastPredictions:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 

@@ -26,11 +26,11 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.models import Checkpoint
 from app.rating.seats import Seats
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog, Tail
 from app.storage.sql import driver_fetchall
+from app.storage.tables import Checkpoint
 
 
 def replay_from(

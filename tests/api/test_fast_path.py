@@ -1,4 +1,4 @@
-"""GET …/predict's hot path (app.predictions.hot) answers its plain case exactly as the route does, and leaves
+"""GET …/predict's fast path (app.predictions.fast_path) answers its plain case exactly as the route does, and leaves
 every other case to the route."""
 
 from __future__ import annotations
@@ -8,16 +8,16 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from app.access import ladder_for_read
-from app.deps import caller
-from app.errors import Unavailable
+from app.core.errors import Unavailable
+from app.domain.access import ladder_for_read
+from app.http.deps import caller
 from app.main import create_app
-from app.predictions.hot import HotPredictions
+from app.predictions.fast_path import FastPredictions
 from tests.api.test_admin import game
 from tests.conftest import admin, bearer, make_ladder
 
 L = "/v1/ladders/test"
-#: Requests the hot path answers.
+#: Requests the fast path answers.
 PLAIN = [
     "?a=ann&b=bob",
     "?b=bob&a=ann",
@@ -42,14 +42,14 @@ OTHERS = [
 ]
 
 
-def _without_hot_path(app):
-    """The app without its hot path (before its first request builds the middleware stack)."""
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not HotPredictions]
+def _without_fast_path(app):
+    """The app without its fast path (before its first request builds the middleware stack)."""
+    app.user_middleware = [m for m in app.user_middleware if m.cls is not FastPredictions]
     return app
 
 
 def _route_refuses(app):
-    """The app with a route that answers every request 503: what still answers 200 is the hot path."""
+    """The app with a route that answers every request 503: what still answers 200 is the fast path."""
 
     def refuse() -> None:
         raise Unavailable("the route was asked")
@@ -60,12 +60,12 @@ def _route_refuses(app):
 
 @pytest.fixture
 def clients(client, settings) -> Iterator[tuple[TestClient, TestClient, TestClient]]:
-    """The app (hot path and route), the route alone, and the hot path alone, over one database."""
+    """The app (fast path and route), the route alone, and the fast path alone, over one database."""
     with (
-        TestClient(_without_hot_path(create_app(settings))) as route_only,
-        TestClient(_route_refuses(create_app(settings))) as hot_only,
+        TestClient(_without_fast_path(create_app(settings))) as route_only,
+        TestClient(_route_refuses(create_app(settings))) as fast_only,
     ):
-        yield client, route_only, hot_only
+        yield client, route_only, fast_only
 
 
 def _known(client: TestClient) -> None:
@@ -91,46 +91,46 @@ def _same(one, other) -> None:
 
 
 def test_the_hot_path_answers_as_the_route_does(clients):
-    app, route_only, hot_only = clients
+    app, route_only, fast_only = clients
     _seed(app)
-    for c in (app, route_only, hot_only):  # each process reads the ladder once
+    for c in (app, route_only, fast_only):  # each process reads the ladder once
         _known(c)
     for query in PLAIN:
         answer = app.get(f"{L}/predict{query}")
         assert answer.status_code == 200, (query, answer.text)
         _same(answer, route_only.get(f"{L}/predict{query}"))
-        _same(answer, hot_only.get(f"{L}/predict{query}"))  # answered without the route
+        _same(answer, fast_only.get(f"{L}/predict{query}"))  # answered without the route
     for query in OTHERS:
         answer = app.get(f"{L}/predict{query}")
         _same(answer, route_only.get(f"{L}/predict{query}"))
-        assert hot_only.get(f"{L}/predict{query}").status_code in (422, 503)  # left to the route
+        assert fast_only.get(f"{L}/predict{query}").status_code in (422, 503)  # left to the route
 
 
 def test_a_private_or_deleted_ladder_is_left_to_the_route(clients):
-    app, route_only, hot_only = clients
+    app, route_only, fast_only = clients
     _seed(app)
     plain = f"{L}/predict?a=ann&b=bob"
-    assert hot_only.get(plain).status_code == 503  # a ladder this process has not read yet
-    _known(hot_only)
-    assert hot_only.get(plain).status_code == 200
+    assert fast_only.get(plain).status_code == 503  # a ladder this process has not read yet
+    _known(fast_only)
+    assert fast_only.get(plain).status_code == 200
     assert app.patch(L, json={"private": True}, headers=admin()).status_code == 200
-    assert hot_only.get(plain).status_code == 503
+    assert fast_only.get(plain).status_code == 503
     assert app.get(plain).status_code == 401
     _same(app.get(plain, headers=admin()), route_only.get(plain, headers=admin()))
     assert app.request("DELETE", L, json={"slug": "test"}, headers=admin()).status_code == 200
-    assert hot_only.get(plain).status_code == 503
+    assert fast_only.get(plain).status_code == 503
     _same(app.get(plain), route_only.get(plain))
     assert app.get(plain).status_code == 404
 
 
 def test_a_game_is_seen_by_the_next_hot_prediction(clients):
-    app, route_only, hot_only = clients
+    app, route_only, fast_only = clients
     h = _seed(app)
-    _known(hot_only)
+    _known(fast_only)
     plain = f"{L}/predict?a=ann&b=cy"
-    before = hot_only.get(plain).json()
+    before = fast_only.get(plain).json()
     assert app.post(f"{L}/games", json=game("ann", "cy"), headers=h).status_code == 201
-    after = hot_only.get(plain)
+    after = fast_only.get(plain)
     assert after.json()["ladder_version"] > before["ladder_version"]
     assert after.json()["probability"] > before["probability"]
     _same(after, route_only.get(plain))

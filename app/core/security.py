@@ -6,7 +6,7 @@ import hashlib
 import hmac
 import secrets
 
-from app.errors import Forbidden
+from app.core.errors import Forbidden
 
 
 def new_key() -> str:

@@ -1,4 +1,4 @@
-"""A streaming replica of a throwaway PostgreSQL server (tests/postgres.py), as an operator makes one."""
+"""A streaming replica of a throwaway PostgreSQL server (devtools/postgres.py), as an operator makes one."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import time
 
 import psycopg
 
-from tests.postgres import PostgresServer
+from devtools.postgres import PostgresServer
 
 
 def standby(primary: PostgresServer) -> PostgresServer:

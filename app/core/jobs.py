@@ -28,9 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from app.config import Settings
-from app.db import Database
-from app.errors import Problem
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.errors import Problem
 
 logger = logging.getLogger("melo")
 T = TypeVar("T")
@@ -98,7 +98,7 @@ def run_in_child(
 ) -> T:
     """``work(db, progress, *args)`` in a child process (lower priority, dies with this server), on the
     database at ``url``: its result.  ``progress(fraction)`` hears the child's progress as it reports it.
-    A :class:`app.errors.Problem` the work raises is raised here; anything else it raises, its death, or its
+    A :class:`app.core.errors.Problem` the work raises is raised here; anything else it raises, its death, or its
     running longer than ``seconds`` (then it is stopped) raises :class:`ChildFailed`.  ``work`` and ``args``
     must be picklable: a module-level function and plain values."""
     context = multiprocessing.get_context("spawn")

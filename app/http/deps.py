@@ -7,11 +7,11 @@ from typing import Annotated
 from fastapi import Depends, Path, Query, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from app.access import Caller
-from app.config import Settings
-from app.db import Database
-from app.errors import InvalidInput
-from app.schemas import MAX_ID
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.errors import InvalidInput
+from app.core.schemas import MAX_ID
+from app.domain.access import Caller
 
 
 async def get_db(request: Request) -> Database:

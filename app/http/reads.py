@@ -1,6 +1,6 @@
 """The reads of request handlers: a ladder, its player table, some players' vectors, and the expensive reports.
 
-The hot reads are one statement through :meth:`app.db.Database.fetch` when
+The hot reads are one statement through :meth:`app.core.db.Database.fetch` when
 this process's caches are current; a player table whose ladder version has
 moved catches up with one more (the rows changed since), and the thread pool
 does the rare full read (a ladder seen for the first time, a merge).  CPU-bound
@@ -33,14 +33,15 @@ from sqlalchemy.orm import Session
 from starlette.requests import Request
 from starlette.responses import Response
 
-from app import jobs, storage
-from app.access import Caller, check, check_seats, ladder_for_read
-from app.db import Database
-from app.errors import InvalidInput, NotFound, Problem, Unauthorized, Unavailable
-from app.jobs import Progress
-from app.metrics import LAG_TOLERANT
-from app.schemas import ReportPending
-from app.security import hash_key
+from app import storage
+from app.core import jobs
+from app.core.db import Database
+from app.core.errors import InvalidInput, NotFound, Problem, Unauthorized, Unavailable
+from app.core.jobs import Progress
+from app.core.metrics import LAG_TOLERANT
+from app.core.schemas import ReportPending
+from app.core.security import hash_key
+from app.domain.access import Caller, check, check_seats, ladder_for_read
 from app.storage.ladders import LadderRow
 from app.storage.players import Table
 
@@ -121,7 +122,7 @@ async def lag_tolerant(
     ladder_needed: bool = True,
 ) -> Response:
     """``work(database, ladder)`` for a whole-ladder read that tolerates a short lag: for a public ladder, on a
-    streaming replica (``MELO_READ_DATABASE_URL``, each in turn) that keeps up (:class:`app.db.Replica`) and has
+    streaming replica (``MELO_READ_DATABASE_URL``, each in turn) that keeps up (:class:`app.core.db.Replica`) and has
     reached the ladder version the client names (``min_version``, or an ETag of ``If-None-Match``), waiting up to
     ``MELO_READ_WAIT`` for it; on the primary otherwise, and if the replica fails or answers a problem (a player
     made since it replayed, say).  So an answer is never older than the version its client names, and a private

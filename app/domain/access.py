@@ -4,7 +4,7 @@ A ladder has keys with roles: ``read`` keys read a private ladder, ``write``
 keys also post players and games, ``admin`` keys also manage keys and settings.
 The server admin key (``MELO_ADMIN_KEY``) may do everything.  Reads are public
 unless the ladder is private; then they need one of its keys too.  Keys are
-kept as SHA-256 hashes and compared in constant time (:mod:`app.security`); a
+kept as SHA-256 hashes and compared in constant time (:mod:`app.core.security`); a
 revoked or expired key is refused at once.  A key's last use is recorded at
 most once a minute per server process.
 """
@@ -18,8 +18,8 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app import storage
-from app.errors import Forbidden, InvalidInput, NotFound, Unauthorized
-from app.security import hash_key
+from app.core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from app.core.security import hash_key
 from app.storage.ladders import LadderRow
 
 #: What each role may do; a role may do what the roles below it may.
