@@ -21,7 +21,7 @@ from sqlalchemy.exc import ProgrammingError
 
 from app.core.db import ensure_sqlite_dir
 
-MIGRATIONS = Path(__file__).resolve().parent.parent / "migrations"
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 #: The PostgreSQL advisory lock key of migrations (any constant the service uses for nothing else).
 ADVISORY_KEY = 0x6D656C6F  # "melo"
 
