@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli import main
+from app.cli.main import main
 from app.core.config import Settings, get_settings
 from app.core.migrate import upgrade
 from app.main import create_app

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.analysis.schemas import INTRANSITIVITY_SCALE
-from app.cli import main
+from app.cli.main import main
 from app.core.config import Settings, get_settings
 from app.main import create_app
 
@@ -293,10 +293,10 @@ def test_the_admin_commands_of_the_cli(tmp_path, monkeypatch, capsys):
 def test_progress_rates_are_per_stage_even_when_a_stage_reports_only_its_end(monkeypatch):
     from io import StringIO
 
-    from app.cli import ProgressBar
+    from app.cli.terminal import ProgressBar
 
     clock = iter([0.0, 1.0, 3.0])  # created, then two stages each reported once, at their end
-    monkeypatch.setattr("app.cli.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("app.cli.terminal.time.perf_counter", lambda: next(clock))
     out = StringIO()
     bar = ProgressBar(out)
     bar("reading", 100, 100)

@@ -7,7 +7,7 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from app.cli import main
+from app.cli.main import main
 from app.core.config import Settings, get_settings
 from app.main import create_app
 from devtools.server import ADMIN_KEY

@@ -1,0 +1,104 @@
+"""The commands that move data in and out: import (games, or a ladder export to restore), export and backup."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sqlite3
+import sys
+import time
+from pathlib import Path
+
+from sqlalchemy import make_url
+
+from app import storage
+from app.backups import service as backups
+from app.cli.formats import is_export, parse_games
+from app.cli.ladders import ladder_options
+from app.cli.terminal import ProgressBar
+from app.core.config import get_settings
+from app.core.db import Database
+from app.domain.access import ladder_for_read
+from app.games.service import import_games
+from app.ladders.service import create_ladder
+from app.storage.sql import no_cyclic_gc
+
+
+def cmd_restore(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    db = Database.from_settings(get_settings())
+    with no_cyclic_gc(), Path(args.file).open("rb") as lines, db.writing() as session:
+        created = backups.restore(session, lines, args.ladder, ProgressBar())
+    db.dispose()
+    seconds = time.perf_counter() - start
+    print(f"restored {args.file} as ladder {created.slug!r} in {seconds:.1f} s: {created.players:,} players, "
+          f"{created.games:,} games", file=sys.stderr)  # fmt: skip
+    print(json.dumps(created.model_dump(mode="json"), indent=2))
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    start = time.perf_counter()
+    db = Database.from_settings(get_settings())
+    out = sys.stdout.buffer if args.output == "-" else Path(args.output).open("wb")  # noqa: SIM115
+    games = None
+    try:
+        with db.snapshot() as session:
+            for chunk in backups.export_lines(session, ladder_for_read(session, args.ladder, fresh=True)):
+                out.write(chunk)
+                if games is None:  # the first chunk is the header line, which counts the games
+                    games = json.loads(chunk)["games"]
+    finally:
+        if out is not sys.stdout.buffer:
+            out.close()
+    db.dispose()
+    seconds = time.perf_counter() - start
+    print(f"exported {games:,} games of {args.ladder!r} in {seconds:.1f} s ({games / seconds:,.0f} games/s)",
+          file=sys.stderr)  # fmt: skip
+
+
+def cmd_backup(args: argparse.Namespace) -> None:
+    """A consistent copy of the SQLite database while the server runs (SQLite's online backup)."""
+    settings = get_settings()
+    if not settings.is_sqlite:
+        raise SystemExit("melo backup: the database is PostgreSQL; back it up with pg_dump (see the README)")
+    target = Path(args.file)
+    if target.exists():
+        raise SystemExit(f"melo backup: {target} exists already; give a new file")
+    if not target.parent.is_dir():
+        raise SystemExit(f"melo backup: there is no folder {target.parent}; create it first")
+    start = time.perf_counter()
+    source = sqlite3.connect(make_url(settings.sqlalchemy_url).database)
+    copy = sqlite3.connect(target)
+    try:
+        with copy:
+            source.backup(copy, pages=1024)
+    finally:
+        copy.close()
+        source.close()
+    size = target.stat().st_size
+    print(f"backed up to {target} ({size / 1e6:,.1f} MB) in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+
+
+def cmd_import(args: argparse.Namespace) -> None:
+    if args.format == "jsonl" and is_export(Path(args.file)):
+        cmd_restore(args)
+        return
+    start = time.perf_counter()
+    progress = ProgressBar()
+    with no_cyclic_gc():
+        games = parse_games(Path(args.file), args.format, progress)
+        db = Database.from_settings(get_settings())
+        with db.writing() as session:
+            ladder = storage.ladders.by_slug(session, args.ladder)
+            if ladder is None:  # a new ladder, with the options create-ladder takes
+                created = create_ladder(session, ladder_options(args, args.ladder))
+                print(f"created ladder {args.ladder!r}; its admin key, shown only now: {created.admin_key}")
+                ladder = storage.ladders.by_slug(session, args.ladder)
+            import_games(session, ladder, games, progress)
+            players, counted = storage.ladders.sizes(session, ladder.id)
+        db.dispose()
+    seconds = time.perf_counter() - start
+    print(
+        f"imported {len(games):,} games into {args.ladder!r} in {seconds:.1f} s ({len(games) / seconds:,.0f} games/s);"
+        f" it has {players:,} players and {counted:,} games"
+    )
