@@ -15,7 +15,8 @@ from app.games import service as games
 from app.ladders import service as ladders
 from app.ladders.schemas import KeyCreate, LadderCreate
 from app.ladders.service import create_ladder
-from app.players import service as players
+from app.players.changes import change_player, merge_players
+from app.players.leaderboard import leaderboard
 from app.players.schemas import PlayerPatch
 
 
@@ -61,7 +62,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
     with db.snapshot() as session:
         ladder = _ladder(session, args.ladder)
         held = storage.players.table(session, ladder)
-        page = json.loads(players.leaderboard(held, ladder, args.by, max(1, min(args.limit, 1000)), None, False))
+        page = json.loads(leaderboard(held, ladder, args.by, max(1, min(args.limit, 1000)), None, False))
     db.dispose()
     rows = [
         [row["rank"] or "–", row["key"], row["name"] or "", round(row["elo"]), row["games"],
@@ -115,7 +116,7 @@ def cmd_void(args: argparse.Namespace) -> None:
 
 def cmd_merge(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
-    db.write(lambda session: players.merge_players(session, _ladder(session, args.ladder), args.source, args.into))
+    db.write(lambda session: merge_players(session, _ladder(session, args.ladder), args.source, args.into))
     db.dispose()
     print(f"{args.source!r} merged into {args.into!r} in {args.ladder!r}")
 
@@ -123,6 +124,6 @@ def cmd_merge(args: argparse.Namespace) -> None:
 def cmd_rename(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
     patch = PlayerPatch(name=args.name)
-    db.write(lambda session: players.change_player(session, _ladder(session, args.ladder), args.key, patch))
+    db.write(lambda session: change_player(session, _ladder(session, args.ladder), args.key, patch))
     db.dispose()
     print(f"{args.key!r} of {args.ladder!r} is now called {args.name!r}")

@@ -14,7 +14,8 @@ from app.core.schemas import EARLIEST, LATEST, Page, a_date
 from app.domain.access import ladder_for, ladder_for_read, readable
 from app.http import reads
 from app.http.deps import CallerDep, DatabaseDep, Limit, MinVersion
-from app.players import service
+from app.players import changes, matchmaking, profile
+from app.players import leaderboard as leaderboards
 from app.players.schemas import (
     HistoryItem,
     LeaderboardPage,
@@ -59,7 +60,7 @@ def create_player(slug: str, data: PlayerCreate, db: DatabaseDep, caller: Caller
     """Add a player, optionally with an explicit initial vector (ladder write key)."""
     with db.writing() as session:
         ladder = ladder_for(session, slug, caller, "write")
-        service.create_player(session, ladder, data)
+        changes.create_player(session, ladder, data)
     return JSONResponse(_profile(db, ladder, data.key), status_code=201)
 
 
@@ -71,7 +72,7 @@ def change_player(slug: str, key: str, patch: PlayerPatch, db: DatabaseDep, call
     need = "admin" if "key" in patch.model_fields_set else "write"
     with db.writing() as session:
         ladder = ladder_for(session, slug, caller, need)
-        key = service.change_player(session, ladder, key, patch)
+        key = changes.change_player(session, ladder, key, patch)
     return JSONResponse(_profile(db, ladder, key))
 
 
@@ -81,7 +82,7 @@ def merge_player(slug: str, key: str, data: MergeIn, db: DatabaseDep, caller: Ca
     ratings are replayed exactly as if those games had been posted with `into`. 409 names a game both played."""
 
     def work(session) -> dict:
-        return service.merge_players(session, ladder_for(session, slug, caller, "admin"), key, data.into)
+        return changes.merge_players(session, ladder_for(session, slug, caller, "admin"), key, data.into)
 
     return JSONResponse(db.write(work))
 
@@ -92,7 +93,7 @@ def erase_player(slug: str, key: str, db: DatabaseDep, caller: CallerDep) -> JSO
     the games and everyone's ratings stay. Answers the player under the pseudonym."""
     with db.writing() as session:
         ladder = ladder_for(session, slug, caller, "admin")
-        pseudonym = service.erase_player(session, ladder, key)
+        pseudonym = changes.erase_player(session, ladder, key)
     return JSONResponse(_profile(db, ladder, pseudonym))
 
 
@@ -100,7 +101,7 @@ def _profile(db: Database, ladder: LadderRow, key: str) -> dict:
     """A player's profile just after a change committed: this worker's copy catches up with the rows changed, and
     the ladder's aliases are read as they are now."""
     with db.reading() as session:
-        return service.get_player(session, ladder_for_read(session, ladder.slug, fresh=True), key)
+        return profile.get_player(session, ladder_for_read(session, ladder.slug, fresh=True), key)
 
 
 @router.get("/players/{key}", response_model=PlayerOut, responses=problems(404, 422, 503) | NOT_MODIFIED)
@@ -119,7 +120,7 @@ async def get_player(
     async def answer(db: Database, _: LadderRow | None) -> Response:
         def read() -> dict:  # the access checked in the read's own transaction
             with db.snapshot() if as_of is not None else db.reading() as session:
-                return service.get_player(session, readable(session, slug, caller), key, _utc(as_of))
+                return profile.get_player(session, readable(session, slug, caller), key, _utc(as_of))
 
         out = await (reads.past(request, read) if as_of is not None else anyio.to_thread.run_sync(read))
         etag, unchanged = reads.not_modified(request, out["ladder_version"])
@@ -134,7 +135,7 @@ def history(
 ) -> JSONResponse:
     """The player's games, newest first: vectors and expected scores before and after each."""
     with db.reading() as session:
-        return JSONResponse(service.history(session, readable(session, slug, caller), key, limit, cursor))
+        return JSONResponse(profile.history(session, readable(session, slug, caller), key, limit, cursor))
 
 
 @router.get("/players/{key}/opponents", response_model=Page[OpponentItem], responses=problems(404, 422, 503))
@@ -147,7 +148,7 @@ async def opponents(
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
     cursor: Annotated[
         int | None,
-        Query(ge=1, le=service.MAX_OPPONENTS - 1, description="`next_cursor` of the previous page."),
+        Query(ge=1, le=matchmaking.MAX_OPPONENTS - 1, description="`next_cursor` of the previous page."),
     ] = None,
     purpose: Literal["balanced", "comparable"] = "balanced",
 ) -> JSONResponse:
@@ -160,7 +161,9 @@ async def opponents(
 
     def work() -> dict:
         with db.reading() as session:
-            return service.opponents_page(session, readable(session, slug, caller), key, limit, cursor or 0, purpose)
+            return matchmaking.opponents_page(
+                session, readable(session, slug, caller), key, limit, cursor or 0, purpose
+            )
 
     return JSONResponse(await reads.compute(request, work))
 
@@ -170,8 +173,8 @@ def _past_page(
 ) -> bytes:
     """A leaderboard page of the ladder as it stood at ``as_of`` (in one snapshot)."""
     with db.snapshot() as session:
-        table = service.past_table(session, ladder, as_of)
-    return service.leaderboard(table, ladder, by, limit, cursor, inactive)
+        table = profile.past_table(session, ladder, as_of)
+    return leaderboards.leaderboard(table, ladder, by, limit, cursor, inactive)
 
 
 async def _with_form(db: Database, ladder: LadderRow, table: Table, body: bytes, memo: tuple | None) -> bytes:
@@ -181,7 +184,7 @@ async def _with_form(db: Database, ladder: LadderRow, table: Table, body: bytes,
 
     def read() -> bytes:
         with db.reading() as session:
-            return service.with_form(session, ladder, table, body)
+            return leaderboards.with_form(session, ladder, table, body)
 
     shown = await anyio.to_thread.run_sync(read)
     if memo is not None:
@@ -245,9 +248,9 @@ async def leaderboard(
         etag, unchanged = reads.not_modified(request, table.version)
         if unchanged:
             return unchanged
-        body = service.rendered_page(table, by, limit, cursor, inactive)
+        body = leaderboards.rendered_page(table, by, limit, cursor, inactive)
         if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
-            body = await reads.compute(request, service.leaderboard, table, ladder, by, limit, cursor, inactive)
+            body = await reads.compute(request, leaderboards.leaderboard, table, ladder, by, limit, cursor, inactive)
         if form:
             memo = ("form", by, limit, inactive) if cursor is None else None
             body = await _with_form(db, ladder, table, body, memo)

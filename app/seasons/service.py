@@ -12,7 +12,7 @@ from app.core.cursors import decode_cursor, encode_cursor, is_id
 from app.core.errors import Conflict, NotFound
 from app.core.schemas import Page, one_more
 from app.domain.replays import pull_back
-from app.players.service import standings
+from app.players.standings import standings
 from app.seasons.schemas import SeasonCreate, SeasonOut, SeasonStandings, StandingItem
 from app.storage.ladders import LadderRow
 from app.storage.tables import Season

@@ -30,8 +30,8 @@ from app.core.db import Database
 from app.domain.access import Caller, ladder_for_read
 from app.games.schemas import GameIn
 from app.games.service import Post, apply_posts, request_hash, void_game
-from app.players import service as players_service
-from app.players.service import merge_players
+from app.players import changes as player_changes
+from app.players.changes import merge_players
 from devtools.server import ADMIN_KEY
 from tests.api.test_analysis import wait
 from tests.api.test_void import post_all
@@ -270,7 +270,7 @@ def test_a_void_reads_its_game_after_a_concurrent_merge_rewrote_it(client, setti
     post_all(client, "race", key, [seated("dup", "p9", 1)])
     ids += post_all(client, "race", key, [seated(*pair, 1) for pair in [("p1", "p2"), ("p3", "p4"), ("p2", "p3")]])
     merged, go, voiding_waits = threading.Event(), threading.Event(), threading.Event()
-    real_replay, real_lock = players_service.replay_from, storage.players.lock_all
+    real_replay, real_lock = player_changes.replay_from, storage.players.lock_all
 
     def replay_from(*args, **kwargs):
         out = real_replay(*args, **kwargs)
@@ -283,7 +283,7 @@ def test_a_void_reads_its_game_after_a_concurrent_merge_rewrote_it(client, setti
             voiding_waits.set()
         return real_lock(*args, **kwargs)
 
-    monkeypatch.setattr(players_service, "replay_from", replay_from)
+    monkeypatch.setattr(player_changes, "replay_from", replay_from)
     monkeypatch.setattr(storage.players, "lock_all", lock_all)
     merging = Run(lambda: _merge(db, "dup", "p0"))
     merging.start()

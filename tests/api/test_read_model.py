@@ -13,7 +13,7 @@ from app import storage
 from app.domain.access import ladder_for_read
 from app.http import reads
 from app.main import create_app
-from app.players import service
+from app.players.leaderboard import leaderboard
 from app.storage.ladders import LadderRow
 from app.storage.players import NO_TIME, Table
 from app.storage.refits import Placement
@@ -195,9 +195,9 @@ def test_a_first_page_equals_the_whole_order_read_page_by_page(by):
         walked: list[dict] = []
         cursor = None
         while len(walked) < 700:
-            page = json.loads(service.leaderboard(random_table(5000, 3), ladder, by, 250, cursor, inactive))
+            page = json.loads(leaderboard(random_table(5000, 3), ladder, by, 250, cursor, inactive))
             walked += page["items"]
             cursor = page["next_cursor"]
         for limit in (1, 7, 250, 700):
-            first = json.loads(service.leaderboard(random_table(5000, 3), ladder, by, limit, None, inactive))
+            first = json.loads(leaderboard(random_table(5000, 3), ladder, by, limit, None, inactive))
             assert first["items"] == walked[:limit], (by, inactive, limit)
