@@ -29,8 +29,8 @@ from app.core.security import weakness
 from app.events.hub import Hub
 from app.events.router import router as events_router
 from app.games.committer import GroupCommitter
+from app.games.posts import Group
 from app.games.router import router as games_router
-from app.games.service import Group
 from app.http import handlers
 from app.http.deps import known_query
 from app.http.middleware import BodyLimit, Edge

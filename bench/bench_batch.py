@@ -28,8 +28,9 @@ from app.core.config import Settings  # noqa: E402
 from app.core.db import Database  # noqa: E402
 from app.core.migrate import upgrade  # noqa: E402
 from app.domain.access import Caller  # noqa: E402
+from app.games.intake import Post  # noqa: E402
+from app.games.posts import apply_posts  # noqa: E402
 from app.games.schemas import GameIn  # noqa: E402
-from app.games.service import Post, apply_posts  # noqa: E402
 from app.ladders.schemas import LadderCreate  # noqa: E402
 from app.ladders.service import create_ladder  # noqa: E402
 

@@ -39,8 +39,9 @@ from app.core.config import Settings  # noqa: E402
 from app.core.db import Database  # noqa: E402
 from app.core.migrate import upgrade  # noqa: E402
 from app.domain.access import Caller  # noqa: E402
+from app.games.intake import Post  # noqa: E402
+from app.games.posts import apply_posts  # noqa: E402
 from app.games.schemas import GameIn  # noqa: E402
-from app.games.service import Post, apply_posts  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 MELO = [sys.executable, "-m", "app.cli"]

@@ -32,8 +32,9 @@ from app.core.config import Settings  # noqa: E402
 from app.core.db import Database  # noqa: E402
 from app.core.migrate import upgrade  # noqa: E402
 from app.domain.access import ladder_for_read  # noqa: E402
+from app.games.apply import import_games  # noqa: E402
 from app.games.schemas import GameIn  # noqa: E402
-from app.games.service import import_games, void_game  # noqa: E402
+from app.games.voiding import void_game  # noqa: E402
 from app.ladders.schemas import LadderCreate  # noqa: E402
 from app.ladders.service import audit, create_ladder  # noqa: E402
 from bench.bench_import import write_games  # noqa: E402

@@ -24,8 +24,8 @@ from app.core.config import Settings
 from app.core.db import Database
 from app.core.migrate import upgrade
 from app.domain.access import ladder_for_read
+from app.games.apply import import_games
 from app.games.schemas import GameIn
-from app.games.service import import_games
 from app.ladders.schemas import LadderCreate
 from app.ladders.service import audit, create_ladder
 

@@ -28,7 +28,7 @@ from app.backups.schemas import FORMAT, LINES, ExportedCheckpoint, ExportedGame,
 from app.core.errors import InvalidInput
 from app.core.schemas import StrictModel, iso
 from app.domain.access import ladder_for_read
-from app.games.service import Voided, import_games
+from app.games.apply import Voided, import_games
 from app.ladders.schemas import LadderCreate, LadderCreated
 from app.ladders.service import create_ladder, ladder_out
 from app.storage.ladders import LadderRow

@@ -11,7 +11,7 @@ from app.cli.terminal import table
 from app.core.config import get_settings
 from app.core.db import Database
 from app.domain.access import ladder_for_read
-from app.games import service as games
+from app.games.voiding import void_game
 from app.ladders import service as ladders
 from app.ladders.schemas import KeyCreate, LadderCreate
 from app.ladders.service import create_ladder
@@ -107,9 +107,7 @@ def _when(moment) -> str:
 
 def cmd_void(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
-    voided = db.write(
-        lambda session: games.void_game(session, _ladder(session, args.ladder), args.game, "cli", args.reason)
-    )
+    voided = db.write(lambda session: void_game(session, _ladder(session, args.ladder), args.game, "cli", args.reason))
     db.dispose()
     print(f"game {voided['id']} of {args.ladder!r} voided; the later games it touched were replayed")
 

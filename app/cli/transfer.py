@@ -19,7 +19,7 @@ from app.cli.terminal import ProgressBar
 from app.core.config import get_settings
 from app.core.db import Database
 from app.domain.access import ladder_for_read
-from app.games.service import import_games
+from app.games.apply import import_games
 from app.ladders.service import create_ladder
 from app.storage.sql import no_cyclic_gc
 

@@ -35,7 +35,7 @@ import anyio.to_thread
 
 from app import storage
 from app.core.db import Database
-from app.games import service as games
+from app.games import answers
 
 logger = logging.getLogger("melo")
 
@@ -335,7 +335,7 @@ class Hub:
 
     def _games(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
         with self.db.reading() as session:
-            return games.bodies(session, ladder_id, numbers)
+            return answers.bodies(session, ladder_id, numbers)
 
 
 async def _recheck(access: Callable[[], Awaitable[float | None]]) -> float | None:

@@ -2,7 +2,7 @@
 
 Requests queue in the event loop, in lanes; a lane takes every request waiting
 in it (up to :data:`MAX_GAMES` games) and applies them in one transaction
-(:func:`app.games.service.apply_posts`) in a writer thread, then answers each
+(:func:`app.games.posts.apply_posts`) in a writer thread, then answers each
 with its own response or its own problem.  A request on an idle server is taken
 at once, without waiting for company; under load the requests that queue while
 a group commits form the next group, and the lane waits at most :data:`LINGER`
@@ -41,8 +41,8 @@ from app import storage
 from app.core.db import Database
 from app.core.errors import LadderChanged
 from app.core.metrics import GAMES, GROUPS
-from app.games import service
-from app.games.service import Post
+from app.games.intake import Post
+from app.games.posts import Group, apply_posts
 
 logger = logging.getLogger("melo")
 #: Most games applied in one transaction (a batch request larger than this forms a group of its own).
@@ -71,7 +71,7 @@ class GroupCommitter:
     def __init__(
         self,
         db: Database,
-        on_commit: Callable[[service.Group], None] | None = None,
+        on_commit: Callable[[Group], None] | None = None,
         keep_responses: timedelta = timedelta(days=7),
         keep_events: timedelta = timedelta(days=7),
         writers: int = 1,
@@ -145,7 +145,7 @@ class GroupCommitter:
     def commit(self, posts: list[Post]) -> list[dict | BaseException]:
         """Apply the posts in one transaction, or, if that fails, one transaction each."""
         try:
-            group = self.db.write(lambda session: service.apply_posts(session, posts))
+            group = self.db.write(lambda session: apply_posts(session, posts))
         except Exception as exc:
             if len(posts) > 1:
                 logger.info("a group of %d posts failed (%s); retrying them one by one", len(posts), exc)
@@ -153,7 +153,7 @@ class GroupCommitter:
             # A concurrent identical request committed first (it is found now), or the ladder's settings changed.
             if isinstance(exc, IntegrityError | LadderChanged):
                 try:
-                    group = self.db.write(lambda session: service.apply_posts(session, posts))
+                    group = self.db.write(lambda session: apply_posts(session, posts))
                 except Exception as again:
                     return [again]
             else:

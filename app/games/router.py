@@ -9,7 +9,9 @@ from pydantic import AfterValidator
 from app.core.errors import LADDER_ACCESS, InvalidInput, problems
 from app.core.schemas import MAX_ID, Page, printable
 from app.domain.access import ladder_and_key, readable
-from app.games import service
+from app.games import listing, voiding
+from app.games.intake import Post, Replayed, request_hash
+from app.games.posts import Committed
 from app.games.schemas import BatchIn, BatchOut, GameIn, GameOut, VoidIn
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, Limit, SettingsDep
 
@@ -50,7 +52,7 @@ async def post_game(
     Posts that arrive together are applied in one transaction (group commit); each gets its own response or
     error, and is answered only once its game is committed.
     """
-    post = service.Post(slug, caller, [game], idempotency_key, service.request_hash(game), batch=False)
+    post = Post(slug, caller, [game], idempotency_key, request_hash(game), batch=False)
     return _answer(await request.app.state.committer.submit(post))
 
 
@@ -80,15 +82,15 @@ async def post_batch(
             f"games: at most {limit:,} player appearances per batch ({appearances:,} here); split it",
             errors=[{"field": "games", "message": f"at most {limit} player appearances in all games together"}],
         )
-    post = service.Post(slug, caller, batch.games, idempotency_key, service.request_hash(batch), batch=True)
+    post = Post(slug, caller, batch.games, idempotency_key, request_hash(batch), batch=True)
     return _answer(await request.app.state.committer.submit(post))
 
 
 def _answer(body: dict) -> JSONResponse:
     """201 with the body; a replayed answer says so (``Idempotent-Replayed: true``), a fresh one names the
     ladder version its commit made (``Ladder-Version``)."""
-    headers = {"Idempotent-Replayed": "true"} if isinstance(body, service.Replayed) else None
-    if isinstance(body, service.Committed):
+    headers = {"Idempotent-Replayed": "true"} if isinstance(body, Replayed) else None
+    if isinstance(body, Committed):
         headers = {"Ladder-Version": str(body.ladder_version)}
     return JSONResponse(body, status_code=201, headers=headers)
 
@@ -103,7 +105,7 @@ def list_games(
 ) -> Response:
     """The ladder's games, newest first. A game's `id` is its number within the ladder: 1, 2, 3, … in log order."""
     with db.reading() as session:
-        page = service.list_games(session, readable(session, slug, caller), limit, cursor)
+        page = listing.list_games(session, readable(session, slug, caller), limit, cursor)
     # Rendered here, in the request's thread: a page of 500 games is half a megabyte of JSON, which the event loop
     # would otherwise validate and render while every other request waits.
     rendered = Page[GameOut].model_validate({"items": page.items, "next_cursor": page.next_cursor}).model_dump_json()
@@ -114,7 +116,7 @@ def list_games(
 def get_game(slug: str, game_id: GameNumber, db: DatabaseDep, caller: CallerDep) -> dict:
     """One game, by its number within the ladder (its `id`), with every participant's vector before and after."""
     with db.reading() as session:
-        return service.get_game(session, readable(session, slug, caller), game_id)
+        return listing.get_game(session, readable(session, slug, caller), game_id)
 
 
 @router.delete("/{game_id}", response_model=GameOut, responses=problems(401, 403, 404, 422))
@@ -135,7 +137,7 @@ def void_game(
 
     def work(session) -> dict:
         ladder, key_id = ladder_and_key(session, slug, caller, "write")
-        return service.void_game(session, ladder, game_id, key_id, void.reason if void else None)
+        return voiding.void_game(session, ladder, game_id, key_id, void.reason if void else None)
 
     return db.write(work)
 

@@ -28,8 +28,10 @@ from app import storage
 from app.analysis import refits
 from app.core.db import Database
 from app.domain.access import Caller, ladder_for_read
+from app.games.intake import Post, request_hash
+from app.games.posts import apply_posts
 from app.games.schemas import GameIn
-from app.games.service import Post, apply_posts, request_hash, void_game
+from app.games.voiding import void_game
 from app.players import changes as player_changes
 from app.players.changes import merge_players
 from devtools.server import ADMIN_KEY

@@ -15,8 +15,9 @@ import numpy as np
 from app.core.db import Database
 from app.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from app.domain.access import Caller
+from app.games.intake import Post, request_hash
+from app.games.posts import Committed
 from app.games.schemas import GameIn
-from app.games.service import Committed, Post, request_hash
 from app.rating import RatingInputError
 from app.storage.tables import IdempotencyKey
 from devtools.server import ADMIN_KEY

@@ -1,0 +1,152 @@
+"""Intake of posted games: what a post is, its idempotency record, and the checks it passes before it is applied.
+
+Exactly-once: an ``Idempotency-Key`` header (or the game's ``external_id``) is
+recorded with the response in the same transaction as the game; a retry finds
+it and gets the stored response.  The check is repeated after the
+participants are locked, so concurrent identical requests apply once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.core.errors import Conflict, InvalidInput
+from app.domain.access import Caller, check_seats
+from app.games.schemas import BatchIn, GameIn
+from app.storage.ladders import LadderRow
+
+
+def request_hash(body: GameIn | BatchIn) -> str:
+    """A digest of the validated request: the same game sent again, however its JSON is spaced, hashes the same."""
+    return hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+
+
+@dataclass
+class Post:
+    """One posted request: a game, or a batch applied all or nothing."""
+
+    slug: str
+    caller: Caller
+    games: list[GameIn]
+    idempotency_key: str | None
+    digest: str
+    batch: bool
+    #: A new player's name: the key as the post spelled it, where case folding changed it.
+    names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def record_key(self) -> str | None:
+        """The key its response is recorded under: the Idempotency-Key, else a single game's external_id."""
+        if self.idempotency_key is None and not self.batch and self.games[0].external_id is not None:
+            return EXTERNAL + self.games[0].external_id
+        return self.idempotency_key
+
+    def field(self, index: int, rest: str) -> str:
+        return f"games[{index}].{rest}" if self.batch else rest
+
+
+class Replayed(dict):
+    """The answer first given to a post whose idempotency key (or external id) was seen before: the game counted
+    once, and this request applied nothing (``Idempotent-Replayed: true``)."""
+
+
+def recorded_answer(session: Session, ladder: LadderRow, key: str, digest: str) -> dict | None:
+    """The response recorded for ``key``, or None; 409 if the key came with another body."""
+    found = storage.games.stored_response(session, ladder.id, key)
+    if found is None:
+        return None
+    if found[0] != digest:
+        raise key_reused(key)
+    return found[1]
+
+
+EXTERNAL = "external_id:"
+
+
+def key_reused(key: str) -> Conflict:
+    if key.startswith(EXTERNAL):  # a single game's external_id, recorded as its idempotency key
+        external_id = key[len(EXTERNAL) :]
+        return Conflict(
+            f"external_id: a game with external_id {external_id!r} exists already (with other content).",
+            errors=[{"field": "external_id", "message": "taken by another game"}],
+        )
+    return Conflict(
+        f"Idempotency key {key!r} was already used with a different request body.",
+        errors=[{"field": "Idempotency-Key", "message": "already used with a different body"}],
+    )
+
+
+def check_external_ids(session: Session, ladder: LadderRow, post: Post, seen: set[str]) -> None:
+    ids = [g.external_id for g in post.games if g.external_id is not None]
+    if not ids:
+        return
+    taken = storage.games.taken_external_ids(session, ladder.id, ids) | seen
+    mine: set[str] = set()
+    for n, game in enumerate(post.games):
+        ext = game.external_id
+        if ext is None:
+            continue
+        if ext in taken:
+            name = post.field(n, "external_id")
+            raise Conflict(f"{name}: a game with external_id {ext!r} exists already.", errors=[{"field": name}])
+        if ext in mine:
+            name = post.field(n, "external_id")
+            raise Conflict(f"{name}: external_id {ext!r} appears twice in this batch.", errors=[{"field": name}])
+        mine.add(ext)
+
+
+def resolve_players(ladder: LadderRow, post: Post) -> None:
+    """Name each player of the post's games by the key the ladder knows them by: case-folded if it matches keys
+    so, and through its aliases (:meth:`LadderRow.player_key`).  Two keys of one game that name one player are a
+    422; a new player's spelling that folding changed becomes their name (``post.names``)."""
+    if not ladder.case_insensitive_keys and not ladder.aliases:
+        return
+    games = []
+    for g, game in enumerate(post.games):
+        seen: dict[str, str] = {}
+        sides = []
+        for s, side in enumerate(game.sides):
+            players = []
+            for m, key in enumerate(side.players):
+                folded = storage.ladders.fold(key) if ladder.case_insensitive_keys else key
+                player = ladder.aliases.get(folded, folded)
+                if player in seen:
+                    name = post.field(g, f"sides[{s}].players[{m}]")
+                    message = f"{key!r} and {seen[player]!r} are one player, {player!r}"
+                    raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
+                seen[player] = key
+                if folded != key and player == folded:
+                    post.names.setdefault(player, key)
+                players.append(player)
+            sides.append(side.model_copy(update={"players": players}))
+        games.append(game.model_copy(update={"sides": sides}))
+    post.games = games
+
+
+def check_players_exist(session: Session, ladder: LadderRow, post: Post) -> None:
+    keys = sorted({k for g in post.games for side in g.sides for k in side.players})
+    known = storage.players.existing(session, ladder.id, keys)
+    for g, game in enumerate(post.games):
+        for s, side in enumerate(game.sides):
+            for n, key in enumerate(side.players):
+                if key not in known:
+                    name = post.field(g, f"sides[{s}].players[{n}]")
+                    raise InvalidInput(
+                        f"{name}: unknown player {key!r} (this ladder does not create players automatically)",
+                        errors=[{"field": name, "message": f"unknown player {key!r}"}],
+                    )
+
+
+def check_post_seats(ladder: LadderRow, post: Post) -> None:
+    """Every seat a side takes is one the ladder names (422 naming the field otherwise)."""
+    wanted = {
+        post.field(g, f"sides[{s}].seat"): side.seat
+        for g, game in enumerate(post.games)
+        for s, side in enumerate(game.sides)
+        if side.seat is not None
+    }
+    check_seats(ladder, wanted)

@@ -1,0 +1,155 @@
+"""A group of posted requests applied in one transaction, each post with its own outcome (group commit)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.core.errors import Conflict, Problem
+from app.domain.access import Caller, authorize, ladder_for_read
+from app.games.apply import apply_games, initial_vectors
+from app.games.intake import (
+    Post,
+    Replayed,
+    check_external_ids,
+    check_players_exist,
+    check_post_seats,
+    key_reused,
+    recorded_answer,
+    resolve_players,
+)
+from app.storage.ladders import LadderRow
+
+
+@dataclass
+class Group:
+    """What a group of posts came to: one outcome per post, and the games applied per ladder."""
+
+    outcomes: list[dict | Problem]
+    applied: dict[int, int] = field(default_factory=dict)
+    #: Per ladder: the version this group's commit makes, and the player rows it wrote.
+    versions: dict[int, int] = field(default_factory=dict)
+    written: dict[int, storage.players.Written] = field(default_factory=dict)
+    #: Per ladder: each game applied, by number, as its post is answered (what the event stream sends).
+    shown: dict[int, dict[int, dict]] = field(default_factory=dict)
+    #: The ladder of each post applied (by its place in ``outcomes``).
+    ladder_of: dict[int, int] = field(default_factory=dict)
+
+    def answered(self) -> list[dict | Problem]:
+        """The outcomes, each post applied by this commit as :class:`Committed`, naming the version it made."""
+        out = list(self.outcomes)
+        for n, ladder_id in self.ladder_of.items():
+            out[n] = Committed(out[n], self.versions[ladder_id])
+        return out
+
+
+class Committed(dict):
+    """A post's answer as its commit made it; ``ladder_version``: the ladder version that commit made (a read
+    naming it as ``min_version`` sees the game, wherever it is served)."""
+
+    def __init__(self, body: dict, ladder_version: int) -> None:
+        super().__init__(body)
+        self.ladder_version = ladder_version
+
+
+def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
+    """Apply every valid post, in order, inside the caller's transaction.
+
+    Each post is checked on its own (ladder, key, idempotency record,
+    external ids, unknown players): a post that fails gets its own problem
+    and changes nothing, and the others are applied.  Then each ladder's
+    posts are applied together: one lock of all their participants, one
+    replay, one insert per table.  An unexpected error raises, and the caller
+    retries the posts one by one.
+    """
+    outcomes: list[dict | Problem | None] = [None] * len(posts)
+    ladders: dict[str, LadderRow] = {}
+    keys_checked: dict[tuple[int, Caller], str] = {}
+    live: dict[int, list[int]] = {}
+    claimed: dict[tuple[int, str], int] = {}
+    same_as: dict[int, int] = {}
+    external: dict[int, set[str]] = {}
+    for n, post in enumerate(posts):
+        try:
+            if post.slug not in ladders:
+                ladders[post.slug] = ladder_for_read(session, post.slug, fresh=True)
+            ladder = ladders[post.slug]
+            allowed = (ladder.id, post.caller)
+            if allowed not in keys_checked:  # every post's own key, looked up once per group
+                keys_checked[allowed] = authorize(session, ladder, post.caller, "write")
+            key = post.record_key
+            if key is not None:
+                found = recorded_answer(session, ladder, key, post.digest)
+                if found is not None:
+                    outcomes[n] = Replayed(found)
+                    continue
+                first = claimed.setdefault((ladder.id, key), n)
+                if first != n:
+                    if posts[first].digest != post.digest:
+                        raise key_reused(key)
+                    same_as[n] = first
+                    continue
+            resolve_players(ladder, post)
+            seen = external.setdefault(ladder.id, set())
+            check_external_ids(session, ladder, post, seen)
+            if not ladder.auto_create_players:
+                check_players_exist(session, ladder, post)
+            check_post_seats(ladder, post)
+            seen.update(g.external_id for g in post.games if g.external_id is not None)
+            live.setdefault(ladder.id, []).append(n)
+        except Problem as exc:
+            outcomes[n] = exc
+
+    group = Group(outcomes)  # type: ignore[arg-type]
+    by_id = {ladder.id: ladder for ladder in ladders.values()}
+    # The ladders' games, and the responses recorded, are written together after the loop: one insert per table
+    # whatever the number of ladders in the group.
+    written: list[storage.games.NewGames] = []
+    records: list[tuple[int, str, str, dict]] = []
+    stamped = True
+    for ladder_id in sorted(live):
+        ladder = by_id[ladder_id]
+        members = live[ladder_id]
+        keys = [k for n in members for g in posts[n].games for side in g.sides for k in side.players]
+        names = {key: name for n in reversed(members) for key, name in posts[n].names.items()}
+        locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, initial_vectors(ladder), names)
+        if len(locked.index) < len(set(keys)):
+            raise Conflict("a player disappeared while the game was applied", field="sides")  # retried one by one
+        # A concurrent identical request (another worker) may have committed while we waited for the locks.
+        for n in list(members):
+            key = posts[n].record_key
+            if key is not None and (found := recorded_answer(session, ladder, key, posts[n].digest)) is not None:
+                outcomes[n] = Replayed(found)
+                members.remove(n)
+        games = [g for n in members for g in posts[n].games]
+        if not games:
+            stamped = stamped and not (locked.created or locked.raced)  # rows made for nothing but replays: unsaved
+            continue
+        applied = apply_games(session, ladder, locked, games, None, pending=written)
+        storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))
+        bodies = applied.responses()
+        group.shown[ladder.id] = dict(zip(applied.seqs, bodies, strict=True))
+        start = 0
+        for n in members:
+            post = posts[n]
+            out = bodies[start : start + len(post.games)]
+            start += len(post.games)
+            outcomes[n] = {"games": out} if post.batch else out[0]
+            group.ladder_of[n] = ladder.id
+            if post.record_key is not None:
+                records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
+        group.applied[ladder.id] = len(games)
+        if applied.written is not None:
+            group.written[ladder.id] = applied.written
+    if written:
+        storage.games.insert(session, written)
+    storage.games.remember(session, records, datetime.now(UTC))
+    for n, first in same_as.items():
+        outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])
+    # The players' rows were written with their ladder's new version (storage.players.save): none left to stamp.
+    group.versions = storage.ladders.bump(session, list(group.applied), stamped=stamped)
+    return group

@@ -1,0 +1,63 @@
+"""Voiding a game: it stays in the log and counts nowhere; the games after it are replayed."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import rating, storage
+from app.core.errors import NotFound
+from app.domain.replays import replay_from, replay_log
+from app.games.answers import field_mean, stored_body
+from app.storage.ladders import LadderRow
+
+
+def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason: str | None) -> dict:
+    """Void a game: it stays in the log as an audit trail and counts nowhere; the games after it are replayed.
+
+    The later games its players reach are replayed exactly from their state
+    before it, so the ratings equal those of a ladder that never received it,
+    and ``/audit`` stays consistent.  Checkpoints that saw it are superseded;
+    if there were any, the ratings came through one, and the whole log is
+    replayed from the latest checkpoint left.  The game is read again once
+    every player row and the ladder's row are locked (a merge, a void or an
+    applied refit may have rewritten it meanwhile).
+    Every membership of a replayed game gets its new vectors and expected
+    score.  Voiding a voided game changes nothing.
+    """
+    record = storage.games.get(session, ladder.id, number)
+    if record is None:
+        raise NotFound(f"There is no game {number} in ladder {ladder.slug!r}.")
+    if record.voided_at is not None:
+        return stored_body(record, field_mean(session, ladder))
+    storage.players.lock_all(session, ladder.id)
+    # Read again under the locks: a merge, void or applied refit that held them meanwhile may have rewritten
+    # the game (its members, its seats' state before it), or voided it.
+    record = storage.games.get(session, ladder.id, number)
+    if record.voided_at is not None:
+        return stored_body(record, field_mean(session, ladder))
+    game_id = record.id
+    now = datetime.now(UTC)
+    storage.games.void(session, ladder.id, game_id, by, reason, now)
+    # Its share of what the draw model is fitted on comes off too (each side's scores, from its first member).
+    sides = [next(m for m in record.members if m.side == s) for s in range(len(record.payload["sides"]))]
+    actual, expected = (np.array([getattr(m, name) for m in sides]) for name in ("actual_score", "expected_score"))
+    draws, room = rating.two_sided_draws(np.array([0, len(sides)]), actual, expected)
+    storage.ladders.count(session, ladder.id, games=-1, draws=-draws, draw_room=-room)
+    superseded = storage.refits.supersede_checkpoints(session, ladder.id, game_id)
+    storage.seasons.mark_changed(session, ladder.id, [game_id], now)  # its season's archive stays as it was
+    # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).
+    members = [m.player_id for m in record.members]
+    shares = np.array([m.actual_score for m in record.members])
+    record_of = rating.record(shares, np.full(len(shares), len(record.payload["sides"])))
+    storage.players.uncount(session, ladder.id, members, record_of)
+    storage.players.refresh_last_played(session, ladder.id, members)
+    if superseded:  # players the tail does not reach hold that checkpoint's vectors: replay from the one before
+        replay_log(session, ladder)
+    else:
+        replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
+    storage.events.add(session, ladder.id, "void", {"game": number})
+    storage.ladders.bump(session, [ladder.id])
+    return stored_body(storage.games.get(session, ladder.id, number), field_mean(session, ladder))
