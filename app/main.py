@@ -17,7 +17,7 @@ from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.routing import APIRoute
 
-from app.analysis import auto, refits
+from app.analysis import auto, refit_jobs
 from app.analysis.router import router as analysis_router
 from app.backups.router import router as backups_router
 from app.core import errors, jobs
@@ -194,7 +194,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         _tune_garbage_collector()
         _prime_endpoints(app)
         try:  # the jobs of a server that stopped on this host
-            await anyio.to_thread.run_sync(refits.recover, db)
+            await anyio.to_thread.run_sync(refit_jobs.recover, db)
         except Exception:  # a database that is down now: the jobs wait for the next start
             logging.getLogger("melo").exception("taking over the refits of stopped servers failed")
         yield

@@ -32,7 +32,9 @@ sys.path.insert(0, str(ROOT))
 from app.rating import GameLog  # noqa: E402
 from app.rating.elo import fit_elo, pair_counts  # noqa: E402
 from app.rating.model import omega_apply, rowdot  # noqa: E402
-from app.rating.refit import evaluate, fit, split_games  # noqa: E402
+from app.rating.refit.fit import fit  # noqa: E402
+from app.rating.refit.metrics import evaluate  # noqa: E402
+from app.rating.refit.split import split_games  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TARGET_SECONDS = 60.0  # 1M games, 10k players, k = 2

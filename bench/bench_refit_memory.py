@@ -28,7 +28,7 @@ sys.path.insert(0, {root!r})
 import numpy as np
 from app.rating import Game, GameLog
 from app.rating.identifiability import identifiability
-from app.rating.refit import refit
+from app.rating.refit.pipeline import RefitOptions, refit
 rng = np.random.default_rng(0)
 games = []
 for _ in range({games}):
@@ -38,7 +38,7 @@ for _ in range({games}):
 log = GameLog.from_games(games)
 start = time.perf_counter()
 if {stage!r} == "fit":
-    refit(log, 3000, 2, restarts=1, holdout=0)
+    refit(log, 3000, 2, RefitOptions(restarts=1, holdout=0))
 elif {stage!r} == "identifiability":
     identifiability(np.random.default_rng(1).normal(size=(3000, 4)), log, 3000)
 seconds, peak = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

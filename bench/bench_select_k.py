@@ -38,7 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from app.rating import Game, GameLog, pair_probability  # noqa: E402
 from app.rating.elo import fit_elo, pair_counts  # noqa: E402
-from app.rating.refit import FOLDS, refit  # noqa: E402
+from app.rating.refit.pipeline import RefitOptions, refit  # noqa: E402
+from app.rating.refit.selection import FOLDS  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 CHOICES = [0, 1, 2, 3]
@@ -86,7 +87,7 @@ def fixed(log: GameLog, n: int, k: int) -> np.ndarray:
     if k == 0:
         ratings = fit_elo(pair_counts(log, n)).ratings
         return np.column_stack([ratings, np.ones(n)])
-    return refit(log, n, k, holdout=0, restarts=1).C
+    return refit(log, n, k, RefitOptions(holdout=0, restarts=1)).C
 
 
 def main() -> None:
@@ -104,7 +105,9 @@ def main() -> None:
             C = matrix(kind, args.players, rng)
             log = observe(C, args.games_per_pair, rng)
             errors = {k: mse(fixed(log, args.players, k), C) for k in CHOICES}
-            report = refit(log, args.players, max(CHOICES), select_k=CHOICES, restarts=1, folds=args.folds, seed=seed)
+            report = refit(
+                log, args.players, max(CHOICES), RefitOptions(select_k=CHOICES, restarts=1, folds=args.folds, seed=seed)
+            )
             best = min(errors.values())
             rows.append({
                 "matrix": kind,

@@ -6,7 +6,7 @@ For each log size, a log of two-player games between ``--players`` players of
 fixed Elo strengths, with no seats and with a white/black seat on every game
 (white wins more):
 
-* the auto refit as a ladder runs it (:func:`app.rating.refit.refit` with k
+* the auto refit as a ladder runs it (:func:`app.rating.refit.pipeline.refit` with k
   chosen among 0 and 1 by cross-validation over matchups, one start);
 * :func:`app.rating.tuning.choose_rate` as a ladder with ``drift_steps`` runs it: 25
   candidate rates at the default drift, replayed together over every game from the
@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 from app.ladders.schemas import DEFAULT_SEAT_PRIOR  # noqa: E402
 from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, Seats, initial_vectors, prior_precision  # noqa: E402
-from app.rating.refit import refit  # noqa: E402
+from app.rating.refit.pipeline import RefitOptions, refit  # noqa: E402
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate, prequential_losses  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -68,7 +68,9 @@ def run(players: int, games: int, seats: bool) -> dict:
     fresh = Seats.fresh(2, prior_precision(DEFAULT_SEAT_PRIOR)) if seats else None
     precision = prior_precision(DEFAULT_SEAT_PRIOR)
     refit_s, _ = timed(
-        lambda: refit(log, players, 1, restarts=1, select_k=[0, 1], current_seats=fresh, seat_precision=precision)
+        lambda: refit(
+            log, players, 1, RefitOptions(restarts=1, select_k=[0, 1], seat_precision=precision), current_seats=fresh
+        )
     )
     times = (np.floor(np.linspace(0, 730, games)) / 365.25, None)
     sds = SEAT_PRIOR_SDS if seats else ()

@@ -66,7 +66,12 @@ from app.rating import (  # noqa: E402
     strength_se,
 )
 from app.rating.model import omega_apply, rowdot  # noqa: E402
-from app.rating.refit import L2, evaluate, fit, guard, guard_window, penalty_weights, refit, split_games  # noqa: E402
+from app.rating.refit.fit import fit  # noqa: E402
+from app.rating.refit.guard import guard, guard_window  # noqa: E402
+from app.rating.refit.metrics import evaluate  # noqa: E402
+from app.rating.refit.pipeline import RefitOptions, refit  # noqa: E402
+from app.rating.refit.prior import L2, penalty_weights  # noqa: E402
+from app.rating.refit.split import split_games  # noqa: E402
 from app.rating.seats import Seats, prior_precision  # noqa: E402
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate  # noqa: E402
 from devtools.streams import comeback_stream  # noqa: E402
@@ -201,7 +206,7 @@ def with_refits(
 ):
     """The normalised rule plus the service's auto-refit policy; the forecasts, each refit's outcome, snapshots.
 
-    The same policy and guard as ``app.analysis.auto`` and ``service._guard``:
+    The same policy and guard as ``app.analysis.auto`` and ``app.analysis.refit_guard.guard_verdict``:
     a refit is due at FIRST_GAMES games and whenever the log has grown by GROWTH
     since the last one.  It is fitted (k chosen among 0..k, mathematics §9) on the games
     before the latest games of the log (``guard_window``: never reaching back past
@@ -232,7 +237,7 @@ def with_refits(
             served = p_out[log.pair_ptr[end - window] : log.pair_ptr[end]]
             verdict = guard(seen, C0, window, served, rate, k, list(range(k + 1)))
             if verdict.better:
-                full = refit(seen, m, k, select_k=[verdict.k], restarts=1)
+                full = refit(seen, m, k, RefitOptions(select_k=[verdict.k], restarts=1))
                 C[played > 0] = full.C[played > 0]
                 applied = end
             outcomes.append(verdict.k if verdict.better else None)

@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from app.analysis import refits, reports
+from app.analysis import refit_jobs, refit_run, refit_views, reports
 from app.analysis.schemas import RefitIn
 from app.core.config import Settings
 from app.core.db import Database
@@ -55,11 +55,11 @@ def main(url: str, players: int, cap_gb: float) -> dict:
     seconds["import"] = time.perf_counter() - t
     t = time.perf_counter()
     with db.writing() as session:
-        job = refits.start_refit(session, ladder_for_read(session, "big", fresh=True), RefitIn(restarts=1))
-    refits.run_refit(db, job.ladder_id, job.id)
+        job = refit_jobs.start_refit(session, ladder_for_read(session, "big", fresh=True), RefitIn(restarts=1))
+    refit_run.run_refit(db, job.ladder_id, job.id)
     seconds["refit"] = time.perf_counter() - t
     with db.reading() as session:
-        done = refits.get_refit(session, ladder_for_read(session, "big", fresh=True), job.id)
+        done = refit_views.get_refit(session, ladder_for_read(session, "big", fresh=True), job.id)
         status, error = done.status, done.error
     out = {"players": players, "refit": status, "error": error}
     with db.snapshot() as session:

@@ -49,9 +49,9 @@ TABLES = set(Base.metadata.tables) - REFERENCE
 #: Statements that span ladders by design (docs/scaling.md §6), by a distinctive part of their text, lower case:
 #: each is a multi-shard statement Citus runs as such, or one it routes by a value it makes itself.
 CROSS_LADDER = {
-    # The refits queued or running on any ladder, read once at a server's start (analysis.refits.recover).
+    # The refits queued or running on any ladder, read once at a server's start (analysis.refit_jobs.recover).
     "from refits where refits.status in (",
-    # The cap on the refits queued or running per server, across ladders (analysis.refits.MAX_ACTIVE).
+    # The cap on the refits queued or running per server, across ladders (analysis.refit_jobs.MAX_ACTIVE).
     "from refits where refits.status = ? and refits.updated_at >= ? or refits.status = ? and refits.updated_at >= ?",
     # Housekeeping every 10 minutes: the events and idempotency records past their time, oldest first.
     "delete from ladder_events where ladder_events.id in (select ladder_events.id from ladder_events where",

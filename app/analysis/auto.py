@@ -6,7 +6,7 @@ auto refit started (more after failures in a row:
 :func:`~app.domain.refit_policy.policy`), the service starts an ``auto`` refit (k
 chosen among 0..k).  The job applies itself as a checkpoint only if it would
 have predicted the latest games better than the online ratings did
-(``refits._guard``); the per-game update stays the normalised, distributed
+(``refit_guard.guard_verdict``); the per-game update stays the normalised, distributed
 rule.
 
 Every worker process counts the games it posts per ladder and looks at the
@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app import storage
-from app.analysis import refits
+from app.analysis import refit_jobs
 from app.analysis.schemas import RefitIn
 from app.core.db import Database
 from app.core.errors import TooManyRequests
@@ -84,10 +84,10 @@ def start_if_due(db: Database, ladder_id: int) -> int | None:
         ladder, games = due
         params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True, tune_rate=ladder.auto_rate)
         try:
-            job_id = refits.start_refit(session, ladder, params, log_games=games).id
+            job_id = refit_jobs.start_refit(session, ladder, params, log_games=games).id
         except TooManyRequests:  # the queue is full: the policy asks again as the log grows
             return None
-    refits.submit(db, ladder.id, job_id)
+    refit_jobs.submit(db, ladder.id, job_id)
     return job_id
 
 
@@ -99,6 +99,6 @@ def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int] | None:
     _, games = storage.ladders.sizes(session, ladder_id)
     last, _, next_at = policy(session, ladder_id)
     running = last is not None and last.status in ("queued", "running")
-    if running and datetime.now(UTC) - last.updated_at <= refits.STALE:
+    if running and datetime.now(UTC) - last.updated_at <= refit_jobs.STALE:
         return None
     return (ladder, games) if games >= next_at else None

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 
-from app.analysis import refits, reports
+from app.analysis import refit_apply, refit_jobs, refit_views, reports
 from app.analysis.schemas import (
     INTRANSITIVITY_SCALE,
     CanonicalOut,
@@ -30,9 +30,9 @@ def start_refit(slug: str, params: RefitIn, db: DatabaseDep, caller: CallerDep, 
     """Start a maximum-likelihood refit of the whole log in the background (mathematics §9); poll its `Location`.
     At most 2 refits per ladder and 8 per server are queued or running at once: 429 with `Retry-After` beyond."""
     with db.writing() as session:
-        job = refits.start_refit(session, ladder_for(session, slug, caller, "write"), params)
-        out = refits.refit_out(session, job)
-    refits.submit(db, job.ladder_id, job.id)
+        job = refit_jobs.start_refit(session, ladder_for(session, slug, caller, "write"), params)
+        out = refit_views.refit_out(session, job)
+    refit_jobs.submit(db, job.ladder_id, job.id)
     response.headers["Location"] = f"/v1/ladders/{slug}/refits/{job.id}"
     return out
 
@@ -47,14 +47,14 @@ def list_refits(
 ) -> Page[RefitOut]:
     """The ladder's refits, newest first: those posted, and those its auto-refit policy started (`params.auto`)."""
     with db.reading() as session:
-        return refits.list_refits(session, readable(session, slug, caller), limit, cursor)
+        return refit_views.list_refits(session, readable(session, slug, caller), limit, cursor)
 
 
 @router.get("/refits/{refit_id}", response_model=RefitOut, responses=problems(404))
 def get_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> RefitOut:
     """A refit's status, progress (0-1) and, when done, its report."""
     with db.reading() as session:
-        return refits.refit_out(session, refits.get_refit(session, readable(session, slug, caller), refit_id))
+        return refit_views.refit_out(session, refit_views.get_refit(session, readable(session, slug, caller), refit_id))
 
 
 @router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
@@ -62,12 +62,12 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep)
     """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (mathematics §9)."""
     with db.reading() as session:
         ladder = ladder_for(session, slug, caller, "write")
-        job = refits.get_refit(session, ladder, refit_id)
-    prepared = refits.prepare_apply(db, ladder, job)  # the replay, before the writer's locks are taken
+        job = refit_views.get_refit(session, ladder, refit_id)
+    prepared = refit_apply.prepare_apply(db, ladder, job)  # the replay, before the writer's locks are taken
 
     def work(session):
         ladder = ladder_for(session, slug, caller, "write")
-        return refits.apply_refit(session, ladder, refits.get_refit(session, ladder, refit_id), prepared)
+        return refit_apply.apply_refit(session, ladder, refit_views.get_refit(session, ladder, refit_id), prepared)
 
     return db.write(work)
 

@@ -6,7 +6,8 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, StrictBool, StrictInt
 
 from app.core.schemas import Number, StrictModel
-from app.rating.refit import FOLDS, L2, L2_CHOICES
+from app.rating.refit.prior import L2
+from app.rating.refit.selection import FOLDS, L2_CHOICES
 
 
 class RefitIn(StrictModel):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from app import storage
-from app.analysis import refits, reports
+from app.analysis import refit_apply, refit_jobs, refit_run, reports
 from app.analysis.schemas import INTRANSITIVITY_SCALE, RefitIn
 from app.cli.terminal import ProgressBar, table
 from app.core.config import get_settings
@@ -25,10 +25,10 @@ def cmd_refit(args: argparse.Namespace) -> None:
         seed=args.seed,
     )
     with db.writing() as session:
-        job = refits.start_refit(session, ladder_for_read(session, args.ladder, fresh=True), params)
+        job = refit_jobs.start_refit(session, ladder_for_read(session, args.ladder, fresh=True), params)
     bar = ProgressBar()
     try:
-        refits.run_refit(db, job.ladder_id, job.id, progress=lambda done, total: bar("fitting", done, total))
+        refit_run.run_refit(db, job.ladder_id, job.id, progress=lambda done, total: bar("fitting", done, total))
     except ValueError as exc:
         raise SystemExit(f"refit {job.id}: {exc}") from None
     with db.reading() as session:
@@ -62,7 +62,7 @@ def cmd_refit(args: argparse.Namespace) -> None:
     if args.apply:
         with db.writing() as session:
             ladder = ladder_for_read(session, args.ladder, fresh=True)
-            checkpoint = refits.apply_refit(session, ladder, storage.refits.get(session, ladder.id, job.id))
+            checkpoint = refit_apply.apply_refit(session, ladder, storage.refits.get(session, ladder.id, job.id))
         print(f"applied: checkpoint {checkpoint.id} after game {checkpoint.after_game}, "
               f"{checkpoint.replayed_games} later games replayed")  # fmt: skip
 

@@ -12,7 +12,7 @@ from scipy.special import expit
 
 from app.rating.errors import RatingInputError
 from app.rating.model import ELO_PER_LOGIT, Array, as_vectors, omega_apply, rowdot
-from app.rating.refit import ELO_R_L2
+from app.rating.refit.prior import ELO_R_L2
 from app.rating.update import LearningRate
 
 #: Elo-equivalent points of a player with Hodge strength 0.

@@ -444,7 +444,7 @@ def test_a_small_ladder_with_ordinary_play_stays_established_at_any_k(client, k)
 def test_a_refit_asked_for_cancels_the_ladders_auto_refit_queued_or_running(client, settings):
     """One refit of a ladder at a time: the one asked for cancels the auto refit, whose process stops at once
     (its fit would take far longer) and which applies nothing."""
-    from app.analysis import refits
+    from app.analysis import refit_jobs, refit_run
     from app.analysis.schemas import RefitIn
     from app.domain.access import ladder_for_read
 
@@ -462,9 +462,9 @@ def test_a_refit_asked_for_cancels_the_ladders_auto_refit_queued_or_running(clie
     auto_params = RefitIn(select_k=[0, 1, 2], restarts=3, l2=None, auto=True)
     with db.writing() as session:
         ladder_id = ladder_for_read(session, "test", fresh=True).id
-        running = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), auto_params).id
-        queued = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), auto_params).id
-    refits.submit(db, ladder_id, running)
+        running = refit_jobs.start_refit(session, ladder_for_read(session, "test", fresh=True), auto_params).id
+        queued = refit_jobs.start_refit(session, ladder_for_read(session, "test", fresh=True), auto_params).id
+    refit_jobs.submit(db, ladder_id, running)
     deadline = time.time() + 60
     while client.get(f"/v1/ladders/test/refits/{running}").json()["status"] != "running":
         assert time.time() < deadline
@@ -477,7 +477,7 @@ def test_a_refit_asked_for_cancels_the_ladders_auto_refit_queued_or_running(clie
         assert out["status"] == "cancelled" and out["error"].startswith("a refit of the ladder was asked"), out
     assert wait(client, asked.headers["Location"])["status"] == "done"
     assert time.time() - t < 30  # it did not wait for the auto refit's fit
-    refits.run_refit(db, ladder_id, queued)  # a cancelled job that comes to its turn does nothing
+    refit_run.run_refit(db, ladder_id, queued)  # a cancelled job that comes to its turn does nothing
     with db.reading() as session:
         jobs = {job.id: job for job in session.scalars(select(Refit).where(Refit.id.in_([running, queued])))}
     db.dispose()
@@ -627,7 +627,7 @@ def test_refit_options_are_strict(client):
 
 
 def test_a_refit_whose_games_were_all_voided_while_it_was_queued_fails_saying_why(client, settings):
-    from app.analysis import refits
+    from app.analysis import refit_jobs, refit_run
     from app.analysis.schemas import RefitIn
     from app.domain.access import ladder_for_read
 
@@ -637,10 +637,10 @@ def test_a_refit_whose_games_were_all_voided_while_it_was_queued_fails_saying_wh
         assert client.post("/v1/ladders/test/games", json=game(winner, loser), headers=h).status_code == 201
     db = Database.from_settings(settings)
     with db.writing() as session:  # queued, as the API would leave it for a worker
-        job = refits.start_refit(session, ladder_for_read(session, "test", fresh=True), RefitIn())
+        job = refit_jobs.start_refit(session, ladder_for_read(session, "test", fresh=True), RefitIn())
     for item in client.get("/v1/ladders/test/games").json()["items"]:
         assert client.delete(f"/v1/ladders/test/games/{item['id']}", headers=h).status_code == 200
-    refits.run_refit(db, job.ladder_id, job.id)
+    refit_run.run_refit(db, job.ladder_id, job.id)
     db.dispose()
     out = client.get(f"/v1/ladders/test/refits/{job.id}").json()
     assert out["status"] == "failed" and out["error"].startswith("nothing to fit"), out

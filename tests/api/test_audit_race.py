@@ -25,7 +25,7 @@ import httpx
 import pytest
 
 from app import storage
-from app.analysis import refits
+from app.analysis import refit_apply, refit_views
 from app.core.db import Database
 from app.domain.access import Caller, ladder_for_read
 from app.games.intake import Post, request_hash
@@ -214,7 +214,7 @@ def _merge(db: Database, key: str, into: str) -> None:
 def _apply(db: Database, refit_id: int) -> None:
     def work(session):
         ladder = ladder_for_read(session, "race", fresh=True)
-        refits.apply_refit(session, ladder, refits.get_refit(session, ladder, refit_id))
+        refit_apply.apply_refit(session, ladder, refit_views.get_refit(session, ladder, refit_id))
 
     db.write(work)
 

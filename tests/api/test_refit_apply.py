@@ -4,7 +4,7 @@ committed meanwhile is replayed under them; the ratings are those of one replay,
 import numpy as np
 import pytest
 
-from app.analysis import refits
+from app.analysis import refit_apply, refit_views
 from app.core.db import Database
 from app.domain.access import ladder_for_read
 from tests.api.test_analysis import disc_games, wait
@@ -24,19 +24,19 @@ def _vectors_and_scores(game: dict) -> list:
     ]
 
 
-def _prepare(db: Database, slug: str, refit_id: int) -> refits.Prepared:
+def _prepare(db: Database, slug: str, refit_id: int) -> refit_apply.Prepared:
     with db.reading() as session:
         ladder = ladder_for_read(session, slug, fresh=True)
-        prepared = refits.prepare_apply(db, ladder, refits.get_refit(session, ladder, refit_id))
+        prepared = refit_apply.prepare_apply(db, ladder, refit_views.get_refit(session, ladder, refit_id))
     assert prepared is not None
     return prepared
 
 
-def _apply(db: Database, slug: str, refit_id: int, prepared: refits.Prepared | None) -> int:
+def _apply(db: Database, slug: str, refit_id: int, prepared: refit_apply.Prepared | None) -> int:
     def work(session):
         ladder = ladder_for_read(session, slug, fresh=True)
-        job = refits.get_refit(session, ladder, refit_id)
-        return refits.apply_refit(session, ladder, job, prepared).replayed_games
+        job = refit_views.get_refit(session, ladder, refit_id)
+        return refit_apply.apply_refit(session, ladder, job, prepared).replayed_games
 
     return db.write(work)
 
@@ -51,13 +51,13 @@ def _refit(client, slug: str, h: dict) -> int:
 def _log_replays(monkeypatch) -> list[int]:
     """How often the apply replayed the whole log under the writer's locks (it returns as it would)."""
     calls: list[int] = []
-    whole = refits.replay_log
+    whole = refit_apply.replay_log
 
     def counted(session, ladder):
         calls.append(ladder.id)
         return whole(session, ladder)
 
-    monkeypatch.setattr(refits, "replay_log", counted)
+    monkeypatch.setattr(refit_apply, "replay_log", counted)
     return calls
 
 
@@ -89,9 +89,9 @@ def test_games_committed_after_the_replay_are_replayed_on_top_bit_for_bit(client
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": caught_up}, headers=h).status_code == 201
     with db.snapshot() as session:
-        assert refits.catch_up(session, prepared) == len(caught_up)
+        assert refit_apply.catch_up(session, prepared) == len(caught_up)
     with db.snapshot() as session:
-        assert refits.catch_up(session, prepared) == 0
+        assert refit_apply.catch_up(session, prepared) == 0
     assert len(prepared.parts) == 2
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": since}, headers=h).status_code == 201
@@ -144,7 +144,7 @@ def test_a_prepared_replay_made_stale_is_dropped_and_the_log_replayed(client, se
     if change == "void, caught up":
         client.post("/v1/ladders/test/games", json=extra[0], headers=h)
         with db.snapshot() as session:
-            assert refits.catch_up(session, prepared) == 0
+            assert refit_apply.catch_up(session, prepared) == 0
         assert prepared.stale
     elif change == "void":
         pass

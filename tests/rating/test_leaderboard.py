@@ -19,7 +19,7 @@ from app.rating import (
 )
 from app.rating.games import GameLog
 from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION, field_gain
-from app.rating.refit import refit
+from app.rating.refit.pipeline import RefitOptions, refit
 
 from .helpers import random_symplectic
 
@@ -115,7 +115,7 @@ def test_strength_se_covers_the_true_strengths_after_a_refit():
     j = (i + rng.integers(1, m, len(i))) % m
     won = (rng.random(len(i)) < expit(r[i] - r[j])).astype(float)
     log = GameLog.from_pairs(i, j, won)
-    C = refit(log, m, 2, restarts=1, holdout=0).C
+    C = refit(log, m, 2, RefitOptions(restarts=1, holdout=0)).C
     games = np.bincount(log.member_player, minlength=m)
     error = hodge_strength(C) - (r - r.mean())
     covered = np.mean(np.abs(error) <= 1.96 * strength_se(C, games))

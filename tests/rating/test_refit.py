@@ -12,24 +12,14 @@ from app.rating.analysis import canonical
 from app.rating.elo import fit_elo, pair_counts
 from app.rating.errors import RatingInputError
 from app.rating.model import omega_apply, rowdot
-from app.rating.refit import (
-    FOLDS,
-    L2,
-    Metrics,
-    evaluate,
-    evaluate_elo,
-    fit,
-    fold_terms,
-    guard,
-    log_likelihood,
-    log_likelihood_gradient,
-    matchups,
-    pair_logits,
-    penalty_weights,
-    refit,
-    simplest_over_folds,
-    split_games,
-)
+from app.rating.refit.fit import fit
+from app.rating.refit.guard import guard
+from app.rating.refit.likelihood import log_likelihood, log_likelihood_gradient, pair_logits
+from app.rating.refit.metrics import Metrics, evaluate, evaluate_elo
+from app.rating.refit.pipeline import RefitOptions, refit
+from app.rating.refit.prior import L2, penalty_weights
+from app.rating.refit.selection import FOLDS, simplest_over_folds
+from app.rating.refit.split import fold_terms, matchups, split_games
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -83,7 +73,7 @@ def test_recovers_a_known_low_rank_advantage_matrix(k):
     rng = np.random.default_rng(10 + k)
     C_true = rng.normal(size=(60, 2 * k))
     log = sampled_games(C_true, 40_000, rng)
-    report = refit(log, 60, k, restarts=3, holdout=0.2, seed=1)
+    report = refit(log, 60, k, RefitOptions(restarts=3, holdout=0.2, seed=1))
     _, test = split_games(log, 0.2, 1)
     truth = evaluate(C_true, log, test)
     # Within 0.025 nats of the truth on matchups never seen in training (0.018 for k = 2: 4 numbers per player
@@ -131,7 +121,9 @@ def test_chess_data_choose_k_by_cross_validation():
     log = GameLog.from_pairs([index[w] for w, _, _ in games], [index[b] for _, b, _ in games],
                              [score[r] for _, _, r in games])  # fmt: skip
     current = np.random.default_rng(0).normal(scale=0.1, size=(len(names), 4))
-    report = refit(log, len(names), 2, restarts=2, holdout=0.2, seed=0, current=current, select_k=[0, 1, 2])
+    report = refit(
+        log, len(names), 2, RefitOptions(restarts=2, holdout=0.2, seed=0, select_k=[0, 1, 2]), current=current
+    )
     losses = {row["k"]: row["heldout_log_loss"] for row in report.k_selection}
     errors = {row["k"]: row["standard_error"] for row in report.k_selection}
     assert sorted(losses) == [0, 1, 2]
@@ -185,7 +177,7 @@ def test_a_sparse_log_chooses_a_firmer_prior():
     rng = np.random.default_rng(4)
     C_true = rng.normal(size=(500, 4))
     log = sampled_games(C_true, 5_000, rng)
-    report = refit(log, 500, 2, l2=None, restarts=1, holdout=0.2, seed=0)
+    report = refit(log, 500, 2, RefitOptions(l2=None, restarts=1, holdout=0.2, seed=0))
     losses = {row["l2"]: row["heldout_log_loss"] for row in report.l2_selection}
     assert report.l2 == min(losses, key=losses.get) and report.l2 > 0.5
     assert report.heldout["refit"]["log_loss"] < losses[0.5]
@@ -228,7 +220,7 @@ def test_held_out_matchups_choose_elo_where_elo_predicts_unseen_pairs_best():
     kept = {(min(x, y), max(x, y)) for x, y in zip(a[train].tolist(), b[train].tolist(), strict=True)}
     assert held and not held & kept and held | kept == matchups  # no matchup on both sides of the split
     assert 0.1 < len(test) / log.n_games < 0.3
-    report = refit(log, n, 3, restarts=1, select_k=[0, 1, 2, 3])
+    report = refit(log, n, 3, RefitOptions(restarts=1, select_k=[0, 1, 2, 3]))
     assert report.k == 0, report.k_selection
 
 
@@ -243,7 +235,7 @@ def test_cross_validation_finds_the_k_of_elo_plus_a_cyclic_disc():
     seen = rng.random(len(i)) < 0.5
     pairs = np.repeat(np.column_stack([i[seen], j[seen]]), 10, axis=0)
     log = sampled_games(C_true, len(pairs), rng, pairs=pairs[rng.permutation(len(pairs))])
-    report = refit(log, n, 3, restarts=1, select_k=[0, 1, 2, 3])
+    report = refit(log, n, 3, RefitOptions(restarts=1, select_k=[0, 1, 2, 3]))
     assert report.k == 2, report.k_selection
     rows = {row["k"]: row for row in report.k_selection}
     assert all(len(row["fold_log_losses"]) == FOLDS for row in rows.values())
@@ -269,7 +261,7 @@ def test_a_log_too_small_to_hold_out_is_fitted_on_every_game_and_says_why(games)
     for seed in range(4):
         train, test = split_games(log, 0.2, seed)
         for options in ({}, {"select_k": [0, 1, 2]}, {"l2": None}, {"select_k": [1, 2], "l2": None}, {"l2": 8.0}):
-            report = refit(log, m, 2, restarts=2, seed=seed, current=current, **options)
+            report = refit(log, m, 2, RefitOptions(restarts=2, seed=seed, **options), current=current)
             assert np.all(np.isfinite(report.C)) and np.isfinite(report.log_likelihood)
             assert report.C.shape == (m, 4) and np.isfinite(report.restart_max_abs_dp)
             if len(train) and len(test):  # a real split: held-out metrics, choices by held-out loss
@@ -288,10 +280,10 @@ def test_a_log_too_small_to_hold_out_is_fitted_on_every_game_and_says_why(games)
 
 def test_holdout_zero_with_one_k_needs_no_choice_and_says_nothing_was_held_out():
     log = GameLog.from_pairs(np.array([0, 1, 2]), np.array([1, 2, 0]), np.ones(3))
-    report = refit(log, 3, 2, restarts=1, holdout=0.0, select_k=[1])  # what an applied auto refit fits
+    report = refit(log, 3, 2, RefitOptions(restarts=1, holdout=0.0, select_k=[1]))  # what an applied auto refit fits
     assert report.k == 1 and report.heldout == {} and "holdout is 0" in report.heldout_note
     with pytest.raises(RatingInputError):  # a real choice needs held-out games
-        refit(log, 3, 2, restarts=1, holdout=0.0, select_k=[0, 1])
+        refit(log, 3, 2, RefitOptions(restarts=1, holdout=0.0, select_k=[0, 1]))
 
 
 def test_metrics_of_no_terms_is_an_error_and_accuracy_of_draws_only_is_null():
@@ -321,7 +313,7 @@ def test_the_penalty_is_chosen_on_predictions_with_the_learned_seats():
     away = (home + rng.integers(1, m, n)) % m
     won = rng.random(n) < expit(r[home] - r[away] + 1.5)
     log = GameLog.from_pairs(home, away, won.astype(float), seats=(np.zeros(n, int), np.ones(n, int)))
-    report = refit(log, m, 1, l2=None, restarts=1, seed=0)
+    report = refit(log, m, 1, RefitOptions(l2=None, restarts=1, seed=0))
     train, test = split_games(log, 0.2, 0)
     for row in report.l2_selection:
         trial = fit(log, m, 1, row["l2"], train, seed=0)

@@ -1,0 +1,44 @@
+"""The auto refit's guard on a ladder (mathematics §9): the refit against the forecasts the ladder served on its
+latest games."""
+
+from __future__ import annotations
+
+from app import rating
+from app.analysis.schemas import RefitIn
+from app.rating.refit.guard import guard, guard_window
+from app.storage.ladders import LadderRow
+from app.storage.log import LadderLog
+
+
+def guard_verdict(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
+    """:func:`app.rating.refit.guard.guard` on the latest games of the log.
+
+    The window (:func:`app.rating.refit.guard.guard_window`) never reaches back past
+    the latest checkpoint, so the online forecasts it compares with
+    are exactly those the ladder served (replayed from that checkpoint, as
+    ``/audit`` does).
+    """
+    n = state.log.n_games
+    window = guard_window(n, recent.log.n_games)
+    if not 0 < window < n:
+        return {"better": False, "window_games": window, "reason": "no games to compare on"}
+    rate = ladder.learning_rate()
+    served = rating.replay_history(
+        recent.start, recent.log, rate, games0=recent.start_games, seats=recent.start_seats, times=recent.times
+    ).pair_p
+    in_window = len(served) - (len(state.log.pair_a) - int(state.log.pair_ptr[n - window]))
+    verdict = guard(
+        state.log,
+        state.start,  # from_start: the initial vectors
+        window,
+        served[in_window:],
+        rate,
+        ladder.k,
+        params.select_k,
+        params.l2,
+        params.seed,
+        progress,
+        state.times,
+        ladder.seat_precision(),
+    )
+    return vars(verdict)

@@ -1,0 +1,96 @@
+"""The learning rate a refit chooses from the ladder's log (``tune_rate``), and giving it to the ladder."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from app import rating, storage
+from app.domain.replays import replay_log
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
+from app.storage.ladders import LadderRow
+from app.storage.log import LadderLog
+from app.storage.tables import Refit
+
+#: Multiples of the ladder's drift a rate choice also tries, where the steps follow it (a drift of 0 stays: time
+#: was turned off).
+DRIFT_FACTORS = (0.0, 0.5, 2.0)
+
+
+def rate_choice(ladder: LadderRow, state: LadderLog, progress) -> dict:
+    """The learning rate the ladder's log itself chooses (:func:`app.rating.tuning.choose_rate`), replayed from
+    the players' initial vectors, each candidate's prequential log loss, and the rate it was compared with.
+    Where the ladder's steps follow the drift, the drift is chosen too (Elo points a year in the answer)."""
+    current = ladder.learning_rate()
+    fresh = ladder.fresh_seats()
+    drifts: tuple[float, ...] = ()
+    if current.drift > 0:
+        drifts = tuple(f * current.drift for f in DRIFT_FACTORS)
+    sds = SEAT_PRIOR_SDS if fresh is not None else ()
+    choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts, sds)
+    rows = [row | {"drift": _elo_drift(ladder, current, row["drift"])} for row in choice.rows]
+    for row in rows:  # the ladder's own prior as it was set, not as its precision gives it back
+        if fresh is not None and row["seat_prior"] == rows[0]["seat_prior"]:
+            row["seat_prior"] = ladder.seat_prior
+    chosen = rows[choice.index]
+    return {
+        "eta": choice.rate.eta,
+        "eta_tau": choice.rate.tau,
+        "drift": chosen["drift"],
+        "seat_prior": chosen.get("seat_prior"),
+        "changed": choice.index != 0,
+        "previous_eta": current.eta,
+        "previous_eta_tau": current.tau,
+        "previous_drift": ladder.drift,
+        "previous_drift_steps": ladder.drift_steps,
+        "previous_seat_prior": ladder.seat_prior if fresh is not None else None,
+        "log_loss": chosen["log_loss"],
+        "previous_log_loss": rows[0]["log_loss"],
+        "standard_error": chosen["standard_error"],
+        "games": state.log.n_games,
+        "applied": False,
+        "candidates": rows,
+    }
+
+
+def _elo_drift(ladder: LadderRow, current: rating.LearningRate, drift: float) -> float:
+    """A rate's drift in logits a year as the ladder's setting (Elo points a year): the setting itself where it
+    is the ladder's (or the steps ignore it)."""
+    return ladder.drift if drift == current.drift else round(drift * rating.ELO_PER_LOGIT, 9)
+
+
+def reject_and_apply_rate(session: Session, ladder: LadderRow, refit_id: int, rejected: dict) -> None:
+    """An auto refit whose fit the guard rejected, but whose rate choice stands: recorded, and the rate applied."""
+    if not storage.refits.advance(session, ladder.id, refit_id, "running", rejected):  # cancelled meanwhile
+        return
+    storage.players.lock_all(session, ladder.id)
+    fresh = storage.ladders.by_id(session, ladder.id)
+    if fresh is not None and set_rate(session, fresh, storage.refits.get(session, ladder.id, refit_id)):
+        replay_log(session, storage.ladders.by_id(session, ladder.id))
+        storage.ladders.bump(session, [ladder.id], reset=True)
+
+
+def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
+    """Give the ladder the learning rate the refit ``job`` chose, if it chose a new one, the ladder's rate is not
+    pinned, and it is still the one the choice was compared with (the caller holds every player's lock, then
+    replays the log and bumps the ladder with ``reset``); record it on the ladder and in the refit's report."""
+    rate = (job.result or {}).get("rate")
+    if not rate or not rate["changed"] or not ladder.auto_rate:
+        return False
+    previous = (rate["previous_eta"], rate["previous_eta_tau"], rate.get("previous_drift", ladder.drift))
+    steps = rate.get("previous_drift_steps", ladder.drift_steps)
+    prior = rate.get("previous_seat_prior") or ladder.seat_prior
+    if (ladder.eta, ladder.eta_tau, ladder.drift, ladder.drift_steps, ladder.seat_prior) != (*previous, steps, prior):
+        return False  # an admin set another rate since
+    now = datetime.now(UTC)
+    fields = ("eta", "eta_tau", "previous_eta", "previous_eta_tau", "log_loss", "previous_log_loss", "standard_error")
+    choice = {name: rate[name] for name in (*fields, "games")} | {"refit": job.id, "applied_at": now.isoformat()}
+    choice |= {"drift": rate.get("drift", ladder.drift), "previous_drift": previous[2]}
+    values = {"eta": rate["eta"], "eta_tau": rate["eta_tau"], "drift": choice["drift"], "rate_choice": choice}
+    if rate.get("seat_prior") is not None:
+        choice |= {"seat_prior": rate["seat_prior"], "previous_seat_prior": prior}
+        values["seat_prior"] = rate["seat_prior"]
+    storage.ladders.change(session, ladder.id, values)
+    storage.refits.update(session, job.ladder_id, job.id, {"result": job.result | {"rate": rate | {"applied": True}}})
+    return True
