@@ -192,7 +192,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             group.written[ladder.id] = applied.written
     if written:
         storage.games.insert(session, written)
-    storage.games.remember(session, records, datetime.now(UTC))
+    storage.idempotency.remember(session, records, datetime.now(UTC))
     for n, first in same_as.items():
         outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])
     # The players' rows were written with their ladder's new version (storage.players.save): none left to stamp.
@@ -207,7 +207,7 @@ class Replayed(dict):
 
 def _stored(session: Session, ladder: LadderRow, key: str, digest: str) -> dict | None:
     """The response recorded for ``key``, or None; 409 if the key came with another body."""
-    found = storage.games.stored_response(session, ladder.id, key)
+    found = storage.idempotency.stored_response(session, ladder.id, key)
     if found is None:
         return None
     if found[0] != digest:
@@ -472,7 +472,7 @@ def _apply(
     played_at = [game.played_at or now for game in games]
     rate, times = ladder.learning_rate(), None
     if rate.drift > 0:  # the steps wear with time away: the games' days and each player's latest
-        days, micros = storage.players.day_years, storage.players.micros
+        days, micros = storage.codec.day_years, storage.codec.micros
         times = (days([micros(t) for t in played_at]), days([micros(t) for t in locked.last_played]))
     history = rating.replay_history(
         locked.C, log, rate, _stage(progress, "rating"), games0=locked.experience, seats=seats, times=times

@@ -1,7 +1,7 @@
 """Players: creation, profiles, leaderboards, history and matchmaking (mathematics §7, §8).
 
 Everything that ranks players reads the ladder's player table through
-:func:`app.storage.players.table`, a per-process copy kept until the ladder's
+:func:`app.storage.read_model.current_table`, a per-process copy kept until the ladder's
 version moves; the strengths and orders derived from it are computed once
 per version.
 """
@@ -26,8 +26,9 @@ from app.rating.analysis import canonical
 from app.rating.identifiability import Results, comparing_opponents
 from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION
 from app.rating.model import omega_apply
+from app.storage.codec import NO_TIME
 from app.storage.ladders import LadderRow
-from app.storage.players import NO_TIME, Table
+from app.storage.read_model import Table
 
 #: The leaderboard orders (``by``).
 ORDERS = ("hodge", "field", "disc", "conservative")
@@ -55,7 +56,7 @@ def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> No
 
 
 def _table(session: Session, ladder: LadderRow) -> Table:
-    return storage.players.table(session, ladder)
+    return storage.read_model.current_table(session, ladder)
 
 
 def _hodge(table: Table) -> np.ndarray:
@@ -219,11 +220,11 @@ def get_player(session: Session, ladder: LadderRow, key: str, as_of: datetime | 
 def past_table(session: Session, ladder: LadderRow, moment: datetime) -> Table:
     """The players as they stood after the last game of the log played before ``moment`` (mathematics §8): those
     who had played by then or were created before it, none before the first game, today's table after the newest.
-    One pass over the memberships up to that game (:mod:`app.storage.past`), in one snapshot."""
+    One pass over the memberships up to that game (:mod:`app.storage.as_of`), in one snapshot."""
     now = _table(session, ladder)
-    game = storage.past.last_game_before(session, ladder.id, moment)
-    newest = game is not None and game == storage.past.last_game(session, ladder.id)
-    return storage.past.table_after(session, ladder, now, game, moment, iso(moment), newest)
+    game = storage.as_of.last_game_before(session, ladder.id, moment)
+    newest = game is not None and game == storage.as_of.last_game(session, ladder.id)
+    return storage.as_of.table_after(session, ladder, now, game, moment, iso(moment), newest)
 
 
 def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None = None) -> dict:
@@ -239,8 +240,8 @@ def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None
         **_record(table, ladder, n, _page_se(table, ladder, np.array([n]))[0]),
         "vector": table.C[n].tolist(),
         "strength": float(_hodge(table)[n]),
-        "created_at": iso(storage.players.moment(table.created[n])),
-        "ladder_clock": iso(storage.players.moment(clock(table))),
+        "created_at": iso(storage.codec.moment(table.created[n])),
+        "ladder_clock": iso(storage.codec.moment(clock(table))),
     }
 
 
@@ -260,7 +261,7 @@ def _record(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
         "losses": losses,
         "provisional": bool(_provisional(table, ladder.k)[n]),
         "provisional_reason": _provisional_reason(table, ladder.k, n),
-        "last_played_at": iso(storage.players.moment(table.last_played[n])),
+        "last_played_at": iso(storage.codec.moment(table.last_played[n])),
         "active": bool(table.active[n]),
         "inactive_reason": _inactive_reason(table, ladder, n),
     }
@@ -347,7 +348,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.events.add(session, ladder.id, "player", {"action": "merged", "key": key, "into": into})
     storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone, an alias is new
     aliases = storage.aliases.of_players(session, ladder.id, [target[0]]).get(target[0], [])
-    return profile(storage.players.table(session, ladder, cached=False), ladder, into, aliases)
+    return profile(storage.read_model.current_table(session, ladder, cached=False), ladder, into, aliases)
 
 
 def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
@@ -365,7 +366,7 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     )
     former = storage.aliases.of_players(session, ladder.id, [row[0]]).get(row[0], [])
     for old in [key, *former]:  # responses recorded under a former key name the person too
-        storage.games.scrub_responses(session, ladder.id, old, pseudonym)
+        storage.idempotency.scrub_responses(session, ladder.id, old, pseudonym)
     storage.players.erase(session, ladder.id, row[0], pseudonym)
     had_aliases = bool(former)
     storage.aliases.drop(session, ladder.id, row[0])
@@ -611,7 +612,7 @@ def _page(table: Table, ladder: LadderRow, by: str, inactive: bool, page: _Page,
         after = [int(page.group[last]), page.score[last].item(), str(table.keys[page.rows[last]])]
         listing = {"by": by, "inactive": inactive} | ({"as_of": table.as_of} if table.as_of else {})
         next_cursor = encode_cursor(listing | {"after": after})
-    clock_now = iso(storage.players.moment(clock(table)))
+    clock_now = iso(storage.codec.moment(clock(table)))
     return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version, "ladder_clock": clock_now}
 
 
