@@ -42,7 +42,7 @@ from devtools.replica import standby  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 TARGETS = {"primary_reads_drop": 0.90, "posts_kept": 0.80}
-#: The statements of a leaderboard read (app.storage.ladders.version_and_privacy, app.storage.players.CHANGED and
+#: The statements of a leaderboard read (app.storage.ladders.version_and_privacy, app.storage.read_model.CHANGED and
 #: EVERYONE), as pg_stat_statements normalises them.
 READ_PATH = ("SELECT version, private, reset_version FROM ladders%", "%changed_version, experience FROM players%")
 

@@ -121,7 +121,7 @@ def intransitivity(session: Session, ladder: LadderRow, progress: Progress = _ig
 def canonical(session: Session, ladder: LadderRow, limit: int, after: int = 0) -> CanonicalOut:
     """A page of players' canonical disc coordinates, in the order they joined (after player id ``after``), and
     the per-block summary (mathematics §12); the form is computed once per ladder version."""
-    table = storage.players.table(session, ladder)
+    table = storage.read_model.current_table(session, ladder)
     form = table.derived("canonical", lambda: canonical_form(table.C))
     dominant = form.blocks[0] if form.blocks else None
     strength = form.disc_strength() if dominant is not None and dominant.transitive else None

@@ -61,7 +61,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
     with db.snapshot() as session:
         ladder = _ladder(session, args.ladder)
-        held = storage.players.table(session, ladder)
+        held = storage.read_model.current_table(session, ladder)
         page = json.loads(leaderboard(held, ladder, args.by, max(1, min(args.limit, 1000)), None, False))
     db.dispose()
     rows = [

@@ -29,7 +29,6 @@ from app import rating, storage
 from app.rating.seats import Seats
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog, Tail
-from app.storage.sql import driver_fetchall
 from app.storage.tables import Checkpoint
 
 
@@ -68,13 +67,9 @@ def pull_back(session: Session, ladder: LadderRow, boundary: int, pull: float) -
     of their experience (:mod:`app.rating.seasons`), after game ``boundary`` (the log's end: the ratings stored
     are those after it), and checkpoint the vectors there: a replay from the checkpoint starts from them, and a
     void before it, which sets it aside, pulls them again (:func:`replay_log`)."""
-    sql = "SELECT id, initial, vector, experience FROM players WHERE ladder_id = ? ORDER BY id"
-    rows = driver_fetchall(session.connection(), sql, (ladder.id,))
-    dim = 2 * ladder.k
-    ids = np.array([row[0] for row in rows], dtype=np.int64)
-    C0 = storage.codec.unpack_rows((row[1] for row in rows), dim)
-    C = rating.pull_back(storage.codec.unpack_rows((row[2] for row in rows), dim), C0, pull)
-    experience = rating.pull_experience(np.array([row[3] for row in rows], dtype=np.float64), pull)
+    ids, C0, C, experience = storage.players.initial_and_current(session, ladder.id, 2 * ladder.k)
+    C = rating.pull_back(C, C0, pull)
+    experience = rating.pull_experience(experience, pull)
     seats = storage.ladders.seat_state(session, ladder)
     held = None if seats is None else storage.ladders.seats_to_json(seats)
     packed = storage.codec.pack_ids(ids), storage.codec.pack(C)

@@ -159,7 +159,7 @@ def apply_games(
     played_at = [game.played_at or now for game in games]
     rate, times = ladder.learning_rate(), None
     if rate.drift > 0:  # the steps wear with time away: the games' days and each player's latest
-        days, micros = storage.players.day_years, storage.players.micros
+        days, micros = storage.codec.day_years, storage.codec.micros
         times = (days([micros(t) for t in played_at]), days([micros(t) for t in locked.last_played]))
     history = rating.replay_history(
         locked.C, log, rate, _stage(progress, "rating"), games0=locked.experience, seats=seats, times=times

@@ -165,7 +165,7 @@ class GroupCommitter:
         try:  # this process's copy of the players follows the commit without reading it back
             for ladder_id, version in group.versions.items():
                 if ladder_id in group.written:
-                    storage.players.follow(self.db.read_engine, ladder_id, version, group.written[ladder_id])
+                    storage.read_model.note_commit(self.db.read_engine, ladder_id, version, group.written[ladder_id])
         except Exception:  # never fail a committed post for a copy's sake: readers catch up by reading
             logger.exception("following a commit in this process's copy failed")
         if time.monotonic() >= self.next_expiry and self.expiring.acquire(blocking=False):
@@ -186,7 +186,7 @@ class GroupCommitter:
         self.next_expiry = time.monotonic() + EXPIRY_EVERY
         before = datetime.now(UTC) - self.keep_responses
         try:
-            return self.db.write(lambda session: storage.games.forget_responses(session, before))
+            return self.db.write(lambda session: storage.idempotency.forget_responses(session, before))
         except Exception:  # never fail a committed post for the housekeeping's sake
             logger.exception("expiring idempotency records failed")
             return 0

@@ -56,7 +56,7 @@ class Replayed(dict):
 
 def recorded_answer(session: Session, ladder: LadderRow, key: str, digest: str) -> dict | None:
     """The response recorded for ``key``, or None; 409 if the key came with another body."""
-    found = storage.games.stored_response(session, ladder.id, key)
+    found = storage.idempotency.stored_response(session, ladder.id, key)
     if found is None:
         return None
     if found[0] != digest:

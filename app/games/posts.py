@@ -147,7 +147,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             group.written[ladder.id] = applied.written
     if written:
         storage.games.insert(session, written)
-    storage.games.remember(session, records, datetime.now(UTC))
+    storage.idempotency.remember(session, records, datetime.now(UTC))
     for n, first in same_as.items():
         outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])
     # The players' rows were written with their ladder's new version (storage.players.save): none left to stamp.

@@ -126,7 +126,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.events.add(session, ladder.id, "player", {"action": "merged", "key": key, "into": into})
     storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone, an alias is new
     aliases = storage.aliases.of_players(session, ladder.id, [target[0]]).get(target[0], [])
-    return profile(storage.players.table(session, ladder, cached=False), ladder, into, aliases)
+    return profile(storage.read_model.current_table(session, ladder, cached=False), ladder, into, aliases)
 
 
 def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
@@ -144,7 +144,7 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     )
     former = storage.aliases.of_players(session, ladder.id, [row[0]]).get(row[0], [])
     for old in [key, *former]:  # responses recorded under a former key name the person too
-        storage.games.scrub_responses(session, ladder.id, old, pseudonym)
+        storage.idempotency.scrub_responses(session, ladder.id, old, pseudonym)
     storage.players.erase(session, ladder.id, row[0], pseudonym)
     had_aliases = bool(former)
     storage.aliases.drop(session, ladder.id, row[0])

@@ -17,7 +17,7 @@ from app.players.records import clock, conservative, hodge, is_listed, listed_ro
 from app.rating.analysis import canonical
 from app.rating.ranking import conservative_bound, first_rows, first_rows_by_bound, leaderboard_order, rows_through
 from app.storage.ladders import LadderRow
-from app.storage.players import Table
+from app.storage.read_model import Table
 
 #: The leaderboard orders (``by``).
 ORDERS = ("hodge", "field", "disc", "conservative")
@@ -177,7 +177,7 @@ def _page(table: Table, ladder: LadderRow, by: str, inactive: bool, page: _Page,
         after = [int(page.group[last]), page.score[last].item(), str(table.keys[page.rows[last]])]
         listing = {"by": by, "inactive": inactive} | ({"as_of": table.as_of} if table.as_of else {})
         next_cursor = encode_cursor(listing | {"after": after})
-    clock_now = iso(storage.players.moment(clock(table)))
+    clock_now = iso(storage.codec.moment(clock(table)))
     return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version, "ladder_clock": clock_now}
 
 

@@ -10,7 +10,7 @@ from app.players.records import is_listed, listed_rows, row_of
 from app.rating.identifiability import Results, comparing_opponents
 from app.rating.model import omega_apply
 from app.storage.ladders import LadderRow
-from app.storage.players import Table
+from app.storage.read_model import Table
 
 #: Opponents are suggested from the best this many (later pages of the list end there).
 MAX_OPPONENTS = 1000
@@ -27,7 +27,7 @@ def opponents_page(session: Session, ladder: LadderRow, key: str, limit: int, of
 def opponents(session: Session, ladder: LadderRow, key: str, limit: int, purpose: str = "balanced") -> list[dict]:
     """The players against whom ``key`` has the most even chances (mathematics §7), or, for ``purpose="comparable"``,
     those whose games would best make a player who is not yet comparable comparable (mathematics §10)."""
-    table = storage.players.table(session, ladder)
+    table = storage.read_model.current_table(session, ladder)
     i = row_of(table, ladder, key)
     if purpose == "comparable":
         found = _comparing(session, ladder, table, is_listed(table, ladder), i, limit)

@@ -13,12 +13,12 @@ from app.core.errors import NotFound
 from app.core.schemas import iso
 from app.players.records import clock, hodge, page_se, record_fields, row_of
 from app.storage.ladders import LadderRow
-from app.storage.players import Table
+from app.storage.read_model import Table
 
 
 def get_player(session: Session, ladder: LadderRow, key: str, as_of: datetime | None = None) -> dict:
     """A player's profile with the ladder version it was read at; ``as_of``: as they stood then."""
-    table = storage.players.table(session, ladder) if as_of is None else past_table(session, ladder, as_of)
+    table = storage.read_model.current_table(session, ladder) if as_of is None else past_table(session, ladder, as_of)
     if as_of is not None and table.row(ladder.player_key(key)) is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r} before {iso(as_of)}.")
     return profile(table, ladder, key) | {"ladder_version": table.version}
@@ -27,11 +27,11 @@ def get_player(session: Session, ladder: LadderRow, key: str, as_of: datetime | 
 def past_table(session: Session, ladder: LadderRow, moment: datetime) -> Table:
     """The players as they stood after the last game of the log played before ``moment`` (mathematics §8): those
     who had played by then or were created before it, none before the first game, today's table after the newest.
-    One pass over the memberships up to that game (:mod:`app.storage.past`), in one snapshot."""
-    now = storage.players.table(session, ladder)
-    game = storage.past.last_game_before(session, ladder.id, moment)
-    newest = game is not None and game == storage.past.last_game(session, ladder.id)
-    return storage.past.table_after(session, ladder, now, game, moment, iso(moment), newest)
+    One pass over the memberships up to that game (:mod:`app.storage.as_of`), in one snapshot."""
+    now = storage.read_model.current_table(session, ladder)
+    game = storage.as_of.last_game_before(session, ladder.id, moment)
+    newest = game is not None and game == storage.as_of.last_game(session, ladder.id)
+    return storage.as_of.table_after(session, ladder, now, game, moment, iso(moment), newest)
 
 
 def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None = None) -> dict:
@@ -47,8 +47,8 @@ def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None
         **record_fields(table, ladder, n, page_se(table, ladder, np.array([n]))[0]),
         "vector": table.C[n].tolist(),
         "strength": float(hodge(table)[n]),
-        "created_at": iso(storage.players.moment(table.created[n])),
-        "ladder_clock": iso(storage.players.moment(clock(table))),
+        "created_at": iso(storage.codec.moment(table.created[n])),
+        "ladder_clock": iso(storage.codec.moment(clock(table))),
     }
 
 
@@ -58,7 +58,7 @@ RESULTS = {1: "win", 0: "draw", -1: "loss"}
 
 def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: str | None) -> dict:
     """The player's games, newest first, with vectors and expected scores before and after."""
-    table = storage.players.table(session, ladder)
+    table = storage.read_model.current_table(session, ladder)
     key = table.keys[row_of(table, ladder, key)]
     before_id = None
     if cursor is not None:

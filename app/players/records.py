@@ -3,7 +3,7 @@ provisional and inactive flags, the ladder's clock, and the record a profile and
 (mathematics §8, §10).
 
 Everything that ranks players reads the ladder's player table through
-:func:`app.storage.players.table`, a per-process copy kept until the ladder's
+:func:`app.storage.read_model.current_table`, a per-process copy kept until the ladder's
 version moves; the strengths and orders derived from it are computed once
 per version.
 """
@@ -17,8 +17,9 @@ from app.core.errors import NotFound
 from app.core.schemas import iso
 from app.rating import ranking
 from app.rating.ranking import ELO_RESULTS
+from app.storage.codec import NO_TIME
 from app.storage.ladders import LadderRow
-from app.storage.players import NO_TIME, Table
+from app.storage.read_model import Table
 
 
 def hodge(table: Table) -> np.ndarray:
@@ -182,7 +183,7 @@ def record_fields(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
         "losses": losses,
         "provisional": bool(provisional(table, ladder.k)[n]),
         "provisional_reason": _provisional_reason(table, ladder.k, n),
-        "last_played_at": iso(storage.players.moment(table.last_played[n])),
+        "last_played_at": iso(storage.codec.moment(table.last_played[n])),
         "active": bool(table.active[n]),
         "inactive_reason": _inactive_reason(table, ladder, n),
     }

@@ -26,7 +26,7 @@ from app.players.schemas import (
     PlayerPatch,
 )
 from app.storage.ladders import LadderRow
-from app.storage.players import Table
+from app.storage.read_model import Table
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADDER_ACCESS)
 

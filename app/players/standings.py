@@ -8,7 +8,7 @@ from app import rating
 from app.players.records import hodge, page_se, provisional
 from app.rating.ranking import leaderboard_order
 from app.storage.ladders import LadderRow
-from app.storage.players import Table
+from app.storage.read_model import Table
 
 
 def standings(table: Table, ladder: LadderRow, counts: np.ndarray) -> list[tuple]:

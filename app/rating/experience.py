@@ -22,11 +22,15 @@ and the replay stays one vectorised pass over its levels.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Iterable, Sequence
+
 import numpy as np
 from numpy.typing import ArrayLike
 
 from app.rating.games import IntArray
 from app.rating.model import Array
+from app.rating.seasons import pull_experience
 
 #: The information of a game between even players, in the units of experience (one game).
 EVEN_GAME_INFORMATION = 0.25
@@ -88,3 +92,46 @@ def experience_before(
                 before = t
         e[p], last[p] = x, before
     return out, e, last
+
+
+def experience_before_cutoffs(
+    memberships: Iterable[tuple[IntArray, IntArray, Array]],
+    player_ids: IntArray,
+    cutoffs: IntArray,
+    drift: float,
+    pulls: Sequence[tuple[int, float]] = (),
+) -> tuple[Array, Array]:
+    """The experience and latest game time (years, NaN: none) of ``player_ids`` (sorted) just before their game
+    ``cutoffs``: their games before it, in log order, worn by the ``drift``, and kept the part 1 - p by each
+    season that closed with a pull p before it (``pulls``: (boundary game id, p), in log order;
+    :mod:`app.rating.seasons`).
+
+    ``memberships`` are the log's memberships in game order, in parts of (player id, game id, time in years);
+    those of other players, or at or after their player's cutoff, are skipped.  Each part carries on from the
+    state the one before left (the recursion is each player's own, so it is the same numbers as one pass).
+    """
+    pulls = list(pulls)
+    experience, last = np.zeros(len(player_ids)), np.full(len(player_ids), np.nan)
+
+    def pull_before(game_id: float) -> None:
+        """The pulls of the seasons that closed before game ``game_id``, on the players whose cutoff is later."""
+        nonlocal experience
+        while pulls and pulls[0][0] < game_id:
+            boundary, pull = pulls.pop(0)
+            later = cutoffs > boundary
+            experience[later] = pull_experience(experience[later], pull)
+
+    for player, game, when in memberships:
+        at = np.searchsorted(player_ids, player)
+        mine = at < len(player_ids)
+        mine[mine] = player_ids[at[mine]] == player[mine]
+        mine[mine] = game[mine] < cutoffs[at[mine]]
+        at, when, game = at[mine], when[mine], game[mine]
+        lo = 0
+        while lo < len(game):  # the rows between two seasons' boundaries at a time
+            pull_before(int(game[lo]))
+            hi = int(np.searchsorted(game, pulls[0][0], "right")) if pulls else len(game)
+            _, experience, last = experience_before(at[lo:hi], when[lo:hi], len(player_ids), drift, experience, last)
+            lo = hi
+    pull_before(math.inf)  # every pull left
+    return experience, last

@@ -27,9 +27,9 @@ def close_season(session: Session, ladder: LadderRow, data: SeasonCreate) -> Sea
         raise Conflict(f"Ladder {ladder.slug!r} has a season {data.name!r} already.", field="name")
     previous = storage.seasons.latest(session, ladder.id)
     after = previous.after_game_id if previous is not None else 0
-    upto = max(storage.past.last_game(session, ladder.id) or 0, after)
-    table = storage.players.table(session, ladder, cached=False)
-    counts = storage.past.records(session, ladder.id, table.ids, after, upto)
+    upto = max(storage.as_of.last_game(session, ladder.id) or 0, after)
+    table = storage.read_model.current_table(session, ladder, cached=False)
+    counts = storage.as_of.records(session, ladder.id, table.ids, after, upto)
     rows = standings(table, ladder, counts)
     games, first, last = storage.seasons.games_between(session, ladder.id, after, upto)
     values = {"name": data.name, "closed_at": datetime.now(UTC), "after_game_id": upto, "games": games}

@@ -1,6 +1,6 @@
 """Storage: every read and write of the rating rows, and their codec.
 
-Players (vectors and counters), the game log (games and participants),
+Players (vectors and counters) and their per-process read model, the game log (games and participants),
 idempotency records, the ladders' change log (events), refit jobs and checkpoints, API keys, player aliases,
 and ladder rows with the version that keys the per-process read caches.  Domain services call these
 functions; they write no SQL and decode no bytes.  This package imports no
@@ -9,19 +9,36 @@ the pure rating core (to encode the log), and the domain's errors for the few
 refusals only storage can see (a key too long once case-folded, a ladder changed under a write).
 """
 
-from app.storage import aliases, cache, codec, events, games, keys, ladders, log, past, players, refits, seasons
+from app.storage import (
+    aliases,
+    as_of,
+    cache,
+    codec,
+    events,
+    games,
+    idempotency,
+    keys,
+    ladders,
+    log,
+    players,
+    read_model,
+    refits,
+    seasons,
+)
 
 __all__ = [
     "aliases",
+    "as_of",
     "cache",
     "codec",
     "events",
     "games",
+    "idempotency",
     "keys",
     "ladders",
     "log",
-    "past",
     "players",
+    "read_model",
     "refits",
     "seasons",
 ]

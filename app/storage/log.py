@@ -11,8 +11,9 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from app import rating
+from app.rating.experience import experience_before_cutoffs
 from app.rating.seats import Seats
-from app.storage import codec, ladders, players, refits, seasons
+from app.storage import codec, ladders, refits, seasons
 from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc, result_converter
@@ -133,7 +134,7 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
         query = select(Game.id, Game.payload, Game.played_at).where(*counted, Game.id > after).order_by(Game.id)
         logged = session.execute(query).all()
         log = encode([row[1] for row in logged], index, ladder.seat_index())
-        played = np.array([players.micros(row[2]) for row in logged], dtype=np.int64)
+        played = np.array([codec.micros(row[2]) for row in logged], dtype=np.int64)
         found = np.array([row[0] for row in logged], dtype=np.int64), log, played
     game_ids, log, played = found
     start_seats = stored_seats = None
@@ -141,7 +142,7 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
         held = None if checkpoint is None else checkpoint.seat_state
         start_seats = ladders.seats_from_json(held, ladder)
         stored_seats = ladders.seat_state(session, ladder)
-    times = (players.day_years(played), start_last)
+    times = (codec.day_years(played), start_last)
     return LadderLog(
         ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games, times, start_seats, stored_seats
     )
@@ -177,7 +178,7 @@ def _pair_log(
         "SELECT id, CAST(payload AS TEXT), played_at FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id > ? "
         "AND id <= ? ORDER BY id"
     )
-    stamp = players.time_converter(session.get_bind().dialect)
+    stamp = codec.time_converter(session.get_bind().dialect)
     ids, i, j, outcome, advantage, played = [], [], [], [], [], []
     for rows in driver_chunks(session.connection(), sql, (ladder.id, after, upto), CHUNK):
         found = _PAIR.findall("\n".join(row[1] for row in rows))
@@ -185,7 +186,7 @@ def _pair_log(
             return None
         a, b, r1, r2, h1, h2, _ = zip(*found, strict=True)
         ids.append(np.fromiter((row[0] for row in rows), np.int64, len(rows)))
-        played.append(players.micros_column([row[2] for row in rows], stamp))
+        played.append(codec.micros_column([row[2] for row in rows], stamp))
         i.append(np.fromiter(map(index.__getitem__, a), np.int64, len(rows)))
         j.append(np.fromiter(map(index.__getitem__, b), np.int64, len(rows)))
         first, second = np.array(r1, dtype=np.float64), np.array(r2, dtype=np.float64)
@@ -278,7 +279,7 @@ def _read_tail(
         for name, (advantage, information) in seat_start.items():
             n = ladder.seat_index()[name]
             seats.advantage[n], seats.information[n] = advantage, information
-    times = (players.day_years(np.array(played, dtype=np.int64)), start_last)
+    times = (codec.day_years(np.array(played, dtype=np.int64)), start_last)
     return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64), times, seats)
 
 
@@ -312,7 +313,7 @@ def read_since(
         start_last[known] = last[at[known]]
     log = encode([row[1] for row in rows], {key: n for n, key in enumerate(keys)}, ladder.seat_index())
     game_ids = np.array([row[0] for row in rows], dtype=np.int64)
-    times = (players.day_years(np.array([row[2] for row in rows], dtype=np.int64)), start_last)
+    times = (codec.day_years(np.array([row[2] for row in rows], dtype=np.int64)), start_last)
     return Tail(ids, keys, start, start_games, log, game_ids, times, None if seats is None else seats.copy())
 
 
@@ -323,13 +324,13 @@ def _games_from(session: Session, ladder_id: int, first_game_id: int) -> Iterato
     connection = session.connection()
     payload = result_converter(Game.__table__.c.payload, connection.dialect)
     seat_state = result_converter(Game.__table__.c.seat_state, connection.dialect)
-    stamp = players.time_converter(connection.dialect)
+    stamp = codec.time_converter(connection.dialect)
     sql = (
         "SELECT id, payload, seat_state, played_at FROM games WHERE ladder_id = ? AND voided_at IS NULL AND id >= ? "
         "ORDER BY id"
     )
     for rows in driver_chunks(connection, sql, (ladder_id, first_game_id)):
-        played = players.micros_column([row[3] for row in rows], stamp).tolist()
+        played = codec.micros_column([row[3] for row in rows], stamp).tolist()
         for (game_id, p, state, _), when in zip(rows, played, strict=True):
             yield game_id, payload(p), seat_state(state), when
 
@@ -400,8 +401,8 @@ def experience_before(
     (sorted) just before their game ``cutoffs``: their counted games before it, in log order, worn by the
     ladder's drift, and kept the part 1 - p by each season that closed with a pull p before it
     (:mod:`app.rating.seasons`).  Many players are read by one scan of the ladder's games up to the last cutoff;
-    the rows are taken a chunk at a time, each chunk carrying on from the state the one before left (the
-    recursion is each player's own, so it is the same numbers as one pass)."""
+    the rows are taken a chunk at a time, and :func:`app.rating.experience.experience_before_cutoffs` carries
+    each chunk on from the state the one before left."""
     # PostgreSQL gives each time as the microseconds of its whole second (the steps count days): a number, not a
     # datetime object to convert in Python (two million of them took seconds).
     postgresql = session.get_bind().dialect.name == "postgresql"
@@ -424,40 +425,20 @@ def experience_before(
             part = player_ids[lo : lo + MAX_KEYS_IN_QUERY].tolist()
             listed = f" AND p.player_id IN ({', '.join('?' * len(part))})"
             reads.append((base.format(listed, join=join), (ladder.id, top, *part)))
-    stamp = players.time_converter(session.get_bind().dialect)
-    experience, last = np.zeros(len(player_ids)), np.full(len(player_ids), np.nan)
+    stamp = codec.time_converter(session.get_bind().dialect)
 
-    def pull_before(game_id: int) -> None:
-        """The pulls of the seasons that closed before game ``game_id``, on the players whose cutoff is later."""
-        nonlocal experience
-        while pulls and pulls[0][0] < game_id:
-            boundary, pull = pulls.pop(0)
-            later = cutoffs > boundary
-            experience[later] = rating.pull_experience(experience[later], pull)
+    def memberships() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        for sql, parameters in reads:
+            for rows in driver_chunks(session.connection(), sql, parameters, 100_000):
+                player = np.fromiter((r[0] for r in rows), np.int64, len(rows))
+                game = np.fromiter((r[1] for r in rows), np.int64, len(rows))
+                if postgresql:
+                    when = codec.day_years(np.fromiter((r[2] for r in rows), np.int64, len(rows)))
+                else:
+                    when = codec.day_years(codec.micros_column([r[2] for r in rows], stamp))
+                yield player, game, when
 
-    for sql, parameters in reads:
-        for rows in driver_chunks(session.connection(), sql, parameters, 100_000):
-            player = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-            game = np.fromiter((r[1] for r in rows), np.int64, len(rows))
-            if postgresql:
-                when = players.day_years(np.fromiter((r[2] for r in rows), np.int64, len(rows)))
-            else:
-                when = players.day_years(players.micros_column([r[2] for r in rows], stamp))
-            at = np.searchsorted(player_ids, player)
-            mine = at < len(player_ids)
-            mine[mine] = player_ids[at[mine]] == player[mine]
-            mine[mine] = game[mine] < cutoffs[at[mine]]
-            at, when, game = at[mine], when[mine], game[mine]
-            lo = 0
-            while lo < len(game):  # the rows between two seasons' boundaries at a time
-                pull_before(int(game[lo]))
-                hi = int(np.searchsorted(game, pulls[0][0], "right")) if pulls else len(game)
-                _, experience, last = rating.experience_before(
-                    at[lo:hi], when[lo:hi], len(player_ids), ladder.step_drift(), experience, last
-                )
-                lo = hi
-    pull_before(END)
-    return experience, last
+    return experience_before_cutoffs(memberships(), player_ids, cutoffs, ladder.step_drift(), pulls)
 
 
 def from_checkpoint(start: np.ndarray, player_ids: np.ndarray, checkpoint, dim: int) -> int:

@@ -1,20 +1,19 @@
-"""Player rows: vectors and counters, locked for writes, and a versioned per-process table for reads."""
+"""Player rows: vectors, counters and names, locked and written by the write paths, read by key or id."""
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Dialect, Engine, select
+from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.storage import aliases, cache, codec, ladders, refits
+from app.storage import aliases, codec, ladders
 from app.storage.sql import (
     Fetch,
     bulk_insert,
@@ -24,7 +23,6 @@ from app.storage.sql import (
     driver_fetchall,
     driver_sql,
     fetch_typed,
-    result_converter,
     unindexed_on_sqlite,
 )
 from app.storage.tables import Player
@@ -201,6 +199,19 @@ def initial_rows(session: Session, ladder_id: int, dim: int) -> tuple[np.ndarray
     return ids, [r[1] for r in rows], codec.unpack_rows((r[2] for r in rows), dim)
 
 
+def initial_and_current(
+    session: Session, ladder_id: int, dim: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Ids, initial vectors, vectors and experience of every player of the ladder, in id order (what a season's
+    pull reads)."""
+    sql = "SELECT id, initial, vector, experience FROM players WHERE ladder_id = ? ORDER BY id"
+    rows = driver_fetchall(session.connection(), sql, (ladder_id,))
+    ids = np.array([row[0] for row in rows], dtype=np.int64)
+    C0 = codec.unpack_rows((row[1] for row in rows), dim)
+    C = codec.unpack_rows((row[2] for row in rows), dim)
+    return ids, C0, C, np.array([row[3] for row in rows], dtype=np.float64)
+
+
 def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
     """Which of ``keys`` are players of the ladder."""
     found: set[str] = set()
@@ -301,233 +312,9 @@ async def vectors(
 
 
 @dataclass
-class Table:
-    """A ladder's players at one version, in id order, as columns: what leaderboards and profiles read.
-
-    ``memo`` holds what readers derive from it (strengths, orders), computed
-    once per version and per process.  A table is never changed in place:
-    :meth:`caught_up` makes the next version's from the rows changed since.
-    """
-
-    version: int
-    ids: np.ndarray
-    keys: np.ndarray  # of str
-    names: np.ndarray  # of str | None
-    C: np.ndarray
-    counts: np.ndarray  # (n, 5): COUNTERS
-    last_played: np.ndarray  # microseconds since the epoch (int64), NO_TIME for never
-    created: np.ndarray  # microseconds since the epoch (int64)
-    active: np.ndarray  # of bool
-    #: Hodge strength just after each player's last game (NaN: unknown).
-    strength_then: np.ndarray
-    #: What the results tell of each player, in games, as their next step counts it (app.rating.experience): their
-    #: games, worn by their breaks where the ladder's steps follow time away.
-    experience: np.ndarray
-    #: Who the latest applied refit found its results do not place.
-    placement: refits.Placement
-    memo: dict[str, Any] = field(default_factory=dict)
-    #: A past table's time (``as_of``, ISO 8601), which its leaderboard cursors name; None for the current one.
-    as_of: str | None = None
-    _row_of: dict[str, int] | None = None
-    _key_rank: np.ndarray | None = None
-
-    def row(self, key: str) -> int | None:
-        if self._row_of is None:
-            self._row_of = {k: n for n, k in enumerate(self.keys.tolist())}
-        return self._row_of.get(key)
-
-    def key_rank(self) -> np.ndarray:
-        """Each row's place among the keys in sorted order: ties between equal scores are broken by key, and
-        sorting by these numbers costs far less than by the strings."""
-        if self._key_rank is None:
-            rank = np.empty(len(self.keys), dtype=np.int64)
-            rank[np.argsort(self.keys.astype(str), kind="stable")] = np.arange(len(self.keys))
-            self._key_rank = rank
-        return self._key_rank
-
-    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
-        """``compute()``, once per table (readers in other threads may compute it too; the results agree)."""
-        if name not in self.memo:
-            self.memo[name] = compute()
-        return self.memo[name]
-
-    def caught_up(self, changed: Table, version: int, placement: refits.Placement) -> Table:
-        """The table at ``version``: this one with the rows of ``changed`` (the players written since, in id
-        order) in place of theirs, and new players in their place by id."""
-        at = np.searchsorted(self.ids, changed.ids)
-        known = at < len(self.ids)
-        known[known] = self.ids[at[known]] == changed.ids[known]
-        columns = {}
-        for name in COLUMNS:
-            old, new = getattr(self, name), getattr(changed, name)
-            if known.all() and np.array_equal(old[at], new):  # unchanged (keys, names): shared, never written
-                columns[name] = old
-                continue
-            column = old.copy()
-            column[at[known]] = new[known]
-            if not known.all():
-                column = np.concatenate([column, new[~known]])
-            columns[name] = column
-        row_of, key_rank = self._row_of, self._key_rank  # kept while the keys stay as they were
-        if not known.all():
-            order = np.argsort(columns["ids"], kind="stable")
-            columns = {name: column[order] for name, column in columns.items()}
-            row_of = key_rank = None
-        elif not np.array_equal(self.keys[at], changed.keys):  # an erased player's new key
-            row_of = key_rank = None
-        return Table(version=version, placement=placement, _row_of=row_of, _key_rank=key_rank, **columns)
-
-
-COLUMNS = ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "strength_then", "experience")
-_SELECT = (
-    "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active, "
-    "strength_then, changed_version, experience FROM players WHERE ladder_id = ?"
-)
-#: Every player of a ladder, and the players changed after a version.
-EVERYONE = _SELECT + " ORDER BY id"
-CHANGED = _SELECT + " AND changed_version > ? ORDER BY id"
-
-#: Rows per NumPy conversion when a table is read (:func:`from_rows`).
-CHUNK_ROWS = 50_000
-#: Ladders whose tables this process keeps (the most recently read).
-MAX_TABLES = 64
-
-
-def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], datetime | None]) -> Table:
-    """A table of the rows of :data:`EVERYONE` or :data:`CHANGED`; ``stamp`` converts the driver's times.
-
-    Its version is ``version`` (read before the rows) or the latest that changed a row read, if later: on
-    PostgreSQL each statement sees the latest commits, and versions are given out in commit order, so rows
-    of version v mean every change up to v is in.
-    """
-    version = max([version, *(r[13] for r in rows)])
-
-    def objects(values: list) -> np.ndarray:
-        out = np.empty(len(values), dtype=object)
-        out[:] = values
-        return out
-
-    def numbers(pick: Callable[[list[tuple]], list], dtype: type) -> np.ndarray:
-        # A chunk at a time: NumPy converts a list in one call that holds the interpreter (a million rows'
-        # counts took a third of a second, stalling every other thread and /healthz).
-        chunks = [np.array(pick(rows[lo : lo + CHUNK_ROWS]), dtype=dtype) for lo in range(0, len(rows), CHUNK_ROWS)]
-        return np.concatenate(chunks) if chunks else np.array(pick([]), dtype=dtype)
-
-    return Table(
-        version=version,
-        ids=numbers(lambda part: [r[0] for r in part], np.int64),
-        keys=objects([r[1] for r in rows]),
-        names=objects([r[2] for r in rows]),
-        C=codec.unpack_rows((r[3] for r in rows), dim),
-        counts=numbers(lambda part: [r[4:9] for r in part], np.int64).reshape(-1, 5),
-        last_played=micros_column([r[9] for r in rows], stamp),
-        created=micros_column([r[10] for r in rows], stamp),
-        active=numbers(lambda part: [bool(r[11]) for r in part], bool),
-        strength_then=numbers(lambda part: [np.nan if r[12] is None else r[12] for r in part], np.float64),
-        experience=numbers(lambda part: [r[14] for r in part], np.float64),
-        placement=refits.Placement(),
-    )
-
-
-#: ``last_played`` of a player who has not played.
-NO_TIME = np.iinfo(np.int64).min
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def micros(moment: datetime | None) -> int:
-    """A time as whole microseconds since the epoch (exact, unlike seconds in a float), NO_TIME for None."""
-    if moment is None:
-        return NO_TIME
-    delta = moment.astimezone(UTC) - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
-
-
-MICROS_PER_DAY = 86_400_000_000
-
-
-def day_years(us: np.ndarray) -> np.ndarray:
-    """The UTC days of times of :func:`micros`, in years (of 365.25 days) since the epoch, as the online steps
-    count time away (:mod:`app.rating.experience`): games of one day do not wear each other, and a replay gives
-    the same steps whenever it runs (NaN for NO_TIME)."""
-    us = np.asarray(us, dtype=np.int64)
-    return np.where(us == NO_TIME, np.nan, (us // MICROS_PER_DAY) / 365.25)
-
-
-def micros_column(values: list, stamp: Callable[[Any], datetime | None]) -> np.ndarray:
-    """:func:`micros` of a column of the driver's times: SQLite's text (UTC digits) parsed by NumPy at once (a
-    million rows in 0.1 s, against 2 s one by one), other drivers' values one by one."""
-    present = [v for v in values if v is not None]
-    if present and isinstance(present[0], str):
-        try:  # a chunk at a time, for the other threads (see from_rows)
-            chunks = range(0, len(present), CHUNK_ROWS)
-            parsed = np.concatenate(
-                [np.array(present[lo : lo + CHUNK_ROWS], dtype="datetime64[us]").astype(np.int64) for lo in chunks]
-            )
-        except ValueError:  # not the digits SQLAlchemy writes: convert them one by one
-            parsed = None
-        if parsed is not None:
-            out = np.full(len(values), NO_TIME, dtype=np.int64)
-            out[np.array([v is not None for v in values], dtype=bool)] = parsed
-            return out
-    return np.array([micros(stamp(v)) for v in values], dtype=np.int64)
-
-
-def moment(us: int) -> datetime | None:
-    """The time of :func:`micros`."""
-    return None if us == NO_TIME else _EPOCH + timedelta(microseconds=int(us))
-
-
-def time_converter(dialect: Dialect) -> Callable[[Any], datetime | None]:
-    """What the driver's times become, as the ORM would convert them."""
-    return result_converter(Player.__table__.c.last_played_at, dialect)
-
-
-def held_table(engine: Engine, ladder_id: int) -> Table | None:
-    """This process's copy of the ladder's player table, at whatever version it is."""
-    return cache.of(engine, "tables").get(ladder_id)
-
-
-def keep(engine: Engine, ladder_id: int, fresh: Table) -> Table:
-    """Keep ``fresh`` as this process's copy, unless a newer one is kept already; the copy kept."""
-    tables = cache.of(engine, "tables")
-    held = tables.get(ladder_id)
-    if held is not None and held.version >= fresh.version:
-        return held
-    if len(tables) >= MAX_TABLES:
-        tables.clear()
-    tables[ladder_id] = fresh
-    return fresh
-
-
-def table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> Table:
-    """The ladder's players as of now: this process's copy brought up to date, or read anew.
-
-    The copy catches up by reading only the players changed since its version
-    (one indexed statement), unless a change since could not be followed row
-    by row (a merge).  Version and rows are read in one snapshot on
-    PostgreSQL; on SQLite a read transaction is one.  A write transaction
-    reads with ``cached=False``: what it sees may never commit.
-    """
-    current, reset = ladders.version_and_reset(session, ladder.id)
-    held = settled(session.get_bind(), ladder.id) if cached else None
-    if held is not None and held.version == current:
-        return held
-    stamp = time_converter(session.get_bind().dialect)
-    connection, dim = session.connection(), 2 * ladder.k
-    placement = refits.placement(session, ladder.id)
-    if held is not None and held.version >= reset:
-        changed = from_rows(driver_fetchall(connection, CHANGED, (ladder.id, held.version)), current, dim, stamp)
-        fresh = held.caught_up(changed, changed.version, placement)
-    else:
-        fresh = from_rows(driver_fetchall(connection, EVERYONE, (ladder.id,)), current, dim, stamp)
-        fresh.placement = placement
-    return keep(session.get_bind(), ladder.id, fresh) if cached else fresh
-
-
-@dataclass
 class Written:
     """A game commit's player rows as it wrote them, in id order: what lets its own process's copy follow it
-    without reading them back (:func:`follow`)."""
+    without reading them back (:func:`app.storage.read_model.note_commit`)."""
 
     locked: Locked
     C: np.ndarray
@@ -535,76 +322,6 @@ class Written:
     last_played: list[datetime | None]
     strength_then: np.ndarray
     experience: np.ndarray
-
-
-def follow(engine: Engine, ladder_id: int, version: int, written: Written) -> bool:
-    """Note, for this process's copy of the ladder, that the commit of ``version`` wrote the rows ``written``:
-    the copy is brought up to date from the notes (:func:`settled`), without reading the rows back, at once for
-    a ladder of up to :data:`FOLLOW_AT_ONCE` players, else by its next reader in one step however many commits
-    it spans.  False (readers will read the rows) if the notes and the copy do not reach ``version - 1``."""
-    notes = cache.of(engine, "following")
-    with _following:
-        held = held_table(engine, ladder_id)
-        kept = notes.get(ladder_id, [])
-        last = kept[-1][0] if kept else (held.version if held is not None else None)
-        if last != version - 1:
-            notes.pop(ladder_id, None)
-            return False
-        notes[ladder_id] = [*kept, (version, written)]
-    if held is not None and len(held.ids) <= FOLLOW_AT_ONCE:
-        settled(engine, ladder_id)  # cheap here, and it spares the next reader a thread
-    return True
-
-
-#: Up to this many players, the committing writer applies its notes at once (a copy of each column costs about a
-#: millisecond per 100,000 players); beyond, its readers apply them, once for however many commits.
-FOLLOW_AT_ONCE = 200_000
-
-
-def settled(engine: Engine, ladder_id: int) -> Table | None:
-    """This process's copy of the ladder with the commits noted since (:func:`follow`) applied: the rows they
-    wrote replace the copy's, with one copy of each column for all of them."""
-    with _following:
-        held, notes = held_table(engine, ladder_id), cache.of(engine, "following").pop(ladder_id, None)
-    if not notes or held is None or notes[0][0] != held.version + 1:
-        return held
-    rows: dict[int, tuple] = {}  # player id -> (key, vector, counts, last played, strength then, created, experience)
-    for _, written in notes:
-        locked = written.locked
-        created = set(locked.created)
-        for n, (player, key) in enumerate(zip(locked.ids.tolist(), locked.index, strict=True)):
-            born = micros(locked.created_at) if key in created else rows.get(player, (None,) * 7)[5]
-            then, known = written.strength_then[n], written.experience[n]
-            rows[player] = (key, written.C[n], written.counts[n], written.last_played[n], then, born, known)
-    ids = np.array(sorted(rows), dtype=np.int64)
-    at = np.minimum(np.searchsorted(held.ids, ids), max(len(held.ids) - 1, 0))
-    known = held.ids[at] == ids if len(held.ids) else np.zeros(len(ids), dtype=bool)
-    if any(rows[player][5] is None for player in ids[~known].tolist()):
-        return held  # a row neither held nor created by a noted commit: readers read the rows
-    values = [rows[player] for player in ids.tolist()]
-    names = np.full(len(ids), None, dtype=object)
-    names[known] = held.names[at[known]]
-    created = np.array([row[5] if row[5] is not None else 0 for row in values], dtype=np.int64)
-    created[known] = held.created[at[known]]
-    active = np.ones(len(ids), dtype=bool)  # they played: active again (:func:`save`)
-    changed = Table(
-        version=notes[-1][0],
-        ids=ids,
-        keys=np.array([row[0] for row in values], dtype=object),
-        names=names,
-        C=np.array([row[1] for row in values], dtype=np.float64).reshape(len(ids), held.C.shape[1]),
-        counts=np.array([row[2] for row in values], dtype=np.int64).reshape(len(ids), len(COUNTERS)),
-        last_played=np.array([micros(row[3]) for row in values], dtype=np.int64),
-        created=created,
-        active=active,
-        strength_then=np.array([row[4] for row in values], dtype=np.float64),
-        experience=np.array([row[6] for row in values], dtype=np.float64),
-        placement=held.placement,
-    )
-    return keep(engine, ladder_id, held.caught_up(changed, changed.version, held.placement))
-
-
-_following = threading.Lock()
 
 
 def uncount(session: Session, ladder_id: int, player_ids: list[int], counts: np.ndarray) -> None:

@@ -14,8 +14,9 @@ from app.domain.access import ladder_for_read
 from app.http import reads
 from app.main import create_app
 from app.players.leaderboard import leaderboard
+from app.storage.codec import NO_TIME
 from app.storage.ladders import LadderRow
-from app.storage.players import NO_TIME, Table
+from app.storage.read_model import Table
 from app.storage.refits import Placement
 from tests.conftest import admin, bearer, make_ladder
 
@@ -131,7 +132,7 @@ def test_the_worker_that_commits_games_follows_them_without_reading_them_back(cl
     or its next reader applies the notes of several commits in one step (a large one); the copy equals a fresh
     load: known players, new ones, and a batch."""
     if not at_once:
-        monkeypatch.setattr(storage.players, "FOLLOW_AT_ONCE", 0)
+        monkeypatch.setattr(storage.read_model, "APPLY_AT_ONCE", 0)
     h = bearer(make_ladder(client, k=1))
     client.post("/v1/ladders/test/players", json={"key": "named", "name": "Named One"}, headers=h)
     client.post("/v1/ladders/test/games", json=game("named", "b"), headers=h)
@@ -142,14 +143,14 @@ def test_the_worker_that_commits_games_follows_them_without_reading_them_back(cl
     batch = {"games": [game("b", "c"), game("c", "new3"), game("new3", "named")]}
     rounds = [[game("named", "b")], [game("c", "named"), game("new1", "new2")], [batch, game("new3", "new4")]]
     for bodies in rounds:
-        before = storage.players.settled(db.read_engine, ladder.id)
+        before = storage.read_model.apply_notes(db.read_engine, ladder.id)
         for body in bodies:
             path = "/v1/ladders/test/games/batch" if "games" in body else "/v1/ladders/test/games"
             assert client.post(path, json=body, headers=h).status_code == 201
-        held = storage.players.settled(db.read_engine, ladder.id)  # from the notes alone: no read
+        held = storage.read_model.apply_notes(db.read_engine, ladder.id)  # from the notes alone: no read
         assert held.version == before.version + len(bodies)
         with db.reading() as session:
-            fresh = storage.players.table(session, ladder, cached=False)
+            fresh = storage.read_model.current_table(session, ladder, cached=False)
         assert fresh.version == held.version
         for name in ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "experience"):
             assert np.array_equal(getattr(held, name), getattr(fresh, name)), name

@@ -18,8 +18,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.storage import cache, codec, ladders, log, players, refits, seasons
-from app.storage.players import NO_TIME, Table
+from app.storage import cache, codec, ladders, log, read_model, refits, seasons
+from app.storage.codec import NO_TIME
+from app.storage.read_model import Table
 from app.storage.sql import driver_chunks, driver_fetchall
 from app.storage.tables import Game, Refit
 
@@ -72,8 +73,8 @@ def table_after(
 
 def _today(now: Table, moment: datetime) -> Table:
     """``now`` without the players created after ``moment`` who have not played since."""
-    rows = np.flatnonzero((now.counts[:, 0] > 0) | (now.created < players.micros(moment)))
-    columns = {name: getattr(now, name)[rows] for name in players.COLUMNS}
+    rows = np.flatnonzero((now.counts[:, 0] > 0) | (now.created < codec.micros(moment)))
+    columns = {name: getattr(now, name)[rows] for name in read_model.COLUMNS}
     return Table(version=now.version, placement=now.placement, **columns)
 
 
@@ -114,7 +115,7 @@ def _table_after(
     if game_id is not None and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id)):
         # worn by the breaks before then, and kept in part by the seasons that pulled the ratings back
         experience = log.experience_before(session, ladder, now.ids, np.full(n, game_id + 1, dtype=np.int64))[0]
-    keep = (counts[:, 0] > 0) | (now.created < players.micros(moment))
+    keep = (counts[:, 0] > 0) | (now.created < codec.micros(moment))
     rows = np.flatnonzero(keep)
     return Table(
         version=now.version,
@@ -169,7 +170,7 @@ def _records(
     """Into ``counts`` (COUNTERS, as a game commit counts them: :func:`app.rating.record`) and ``last_played``:
     each player's record over the games after ``after`` up to ``game_id``; each player's last game (0: none)."""
     dialect = session.get_bind().dialect
-    stamp, in_scan = players.time_converter(dialect), dialect.name == "sqlite"
+    stamp, in_scan = codec.time_converter(dialect), dialect.name == "sqlite"
     sql, span = _MEMBERSHIPS.format(times=", g.played_at" if in_scan else ""), (ladder_id, after, game_id)
     player, game, side, actual, when = [], [], [], [], []
     for rows in driver_chunks(session.connection(), sql, span, CHUNK):
@@ -180,7 +181,7 @@ def _records(
         side.append(np.array([r[2] for r in rows], dtype=np.int64))
         actual.append(np.array([r[3] for r in rows], dtype=np.float64))
         if in_scan:
-            when.append(players.micros_column([r[4] for r in rows], stamp))
+            when.append(codec.micros_column([r[4] for r in rows], stamp))
     last = np.zeros(len(ids), dtype=np.int64)
     if not player:
         return last
@@ -199,7 +200,7 @@ def _records(
     else:
         found = driver_fetchall(session.connection(), _LAST_PLAYED, span)
         at = np.searchsorted(ids, np.array([r[0] for r in found], dtype=np.int64))
-        last_played[at] = players.micros_column([r[1] for r in found], stamp)
+        last_played[at] = codec.micros_column([r[1] for r in found], stamp)
     np.maximum.at(last, row, games)
     return last
 
