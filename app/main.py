@@ -33,7 +33,7 @@ from app.games.posts import Group
 from app.games.router import router as games_router
 from app.http import handlers
 from app.http.deps import known_query
-from app.http.middleware import BodyLimit, Edge
+from app.http.middleware import BodyLimit, RequestGuard
 from app.ladders.router import router as ladders_router
 from app.players.router import router as players_router
 from app.predictions.fast_path import FastPredictions
@@ -272,7 +272,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(FastPredictions)  # innermost: GET …/predict's plain case, before routing
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(
-        Edge,
+        RequestGuard,
         seconds=settings.request_timeout,
         per_step=settings.requests_per_step,
         queued=settings.max_waiting_requests,

@@ -1,13 +1,13 @@
-"""SQLite's writers in one process take turns (app.core.db.FairLock): a writer that asks while the group commit keeps
-committing gets the lock next, not after the group commit has taken it again and again (a refit's apply waited
-over 30 s behind it with a plain lock)."""
+"""SQLite's writers in one process take turns (app.core.fair_lock.FairLock): a writer that asks while the group
+commit keeps committing gets the lock next, not after the group commit has taken it again and again (a refit's
+apply waited over 30 s behind it with a plain lock)."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from app.core.db import FairLock
+from app.core.fair_lock import FairLock
 
 
 def test_a_waiting_writer_goes_next_however_busy_the_holder():

@@ -321,12 +321,12 @@ def test_every_statement_on_ladder_data_names_its_ladder(statements, client, cli
 
 
 #: Where the app takes the driver's own cursor or connection, past SQLAlchemy's events: (file, function).  Each
-#: statement there is recorded by the wrappers above (``fetch`` runs those of :class:`app.core.db.AsyncReads`), or runs
-#: none on ladder data (SQLite's pragmas, on each new connection).
+#: statement there is recorded by the wrappers above (``fetch`` runs those of
+#: :class:`app.core.async_reads.AsyncReads`), or runs none on ladder data (SQLite's pragmas, on each new connection).
 RAW = {
     ("app/core/db.py", "_on_connect"),
     ("app/core/db.py", "fetch"),
-    ("app/core/db.py", "_take"),
+    ("app/core/async_reads.py", "_take"),
     ("app/storage/sql.py", "driver_chunks"),
     ("app/storage/sql.py", "driver_fetchall"),
 }

@@ -19,7 +19,7 @@ from app.core.cursors import decode_cursor, is_id
 from app.core.errors import LADDER_ACCESS, problems
 from app.core.schemas import Page, ReportPending
 from app.domain.access import ladder_for, readable
-from app.http import reads
+from app.http import report_jobs
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["analysis"], responses=LADDER_ACCESS)
@@ -90,7 +90,7 @@ async def identifiability(
     Computed once per ladder version; on a large ladder in the background (202 with progress until the first is
     ready, then the latest one computed, naming its `ladder_version`)."""
     compute = partial(reports.identifiability, ratings=ratings)
-    return await reads.report(db, request, slug, caller, f"identifiability:{ratings}", compute, background=True)
+    return await report_jobs.report(db, request, slug, caller, f"identifiability:{ratings}", compute, background=True)
 
 
 @router.get(
@@ -102,7 +102,9 @@ async def identifiability(
     "`…/identifiability`.",
 )
 async def intransitivity(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
-    return await reads.report(db, request, slug, caller, "intransitivity", reports.intransitivity, background=True)
+    return await report_jobs.report(
+        db, request, slug, caller, "intransitivity", reports.intransitivity, background=True
+    )
 
 
 @router.get("/canonical", response_model=CanonicalOut, responses=problems(404, 422))
@@ -122,7 +124,7 @@ async def canonical(
     def compute(session, ladder, _):
         return reports.canonical(session, ladder, limit, after)
 
-    return await reads.report(db, request, slug, caller, f"canonical:{limit}:{after}", compute)
+    return await report_jobs.report(db, request, slug, caller, f"canonical:{limit}:{after}", compute)
 
 
 def _valid_after(value: object) -> bool:

@@ -11,7 +11,7 @@ from fastapi.responses import StreamingResponse
 from app.core.errors import InvalidInput, Problem, Unavailable, problems
 from app.core.schemas import MAX_ID
 from app.events.hub import Hub
-from app.http import reads
+from app.http import ladder_access
 from app.http.deps import CallerDep, DatabaseDep
 
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
@@ -76,13 +76,13 @@ async def events(
             message = "must be an event id (a whole number) from this stream"
             raise InvalidInput(f"Last-Event-ID: {message}", errors=[{"field": "Last-Event-ID", "message": message}])
         start = int(last_event_id)
-    ladder = await reads.ladder(db, slug, caller)
+    ladder = await ladder_access.ladder(db, slug, caller)
     if hub.full:
         raise Unavailable("This server holds as many event streams as it may; try again shortly.")
 
     async def access() -> float | None:  # a key revoked or expired, a ladder made private or deleted: None
         try:
-            found, expires = await reads.readable_until(db, slug, caller)
+            found, expires = await ladder_access.readable_until(db, slug, caller)
         except Problem:
             return None
         except Exception:  # a database that is down: the stream ends, and the listener reconnects and resumes

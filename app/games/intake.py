@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.core.errors import Conflict, InvalidInput
 from app.domain.access import Caller, check_seats
+from app.domain.player_keys import players_named
 from app.games.schemas import BatchIn, GameIn
 from app.storage.ladders import LadderRow
 
@@ -107,18 +108,16 @@ def resolve_players(ladder: LadderRow, post: Post) -> None:
         return
     games = []
     for g, game in enumerate(post.games):
-        seen: dict[str, str] = {}
+        named = players_named(ladder, [key for side in game.sides for key in side.players])
         sides = []
         for s, side in enumerate(game.sides):
             players = []
             for m, key in enumerate(side.players):
-                folded = storage.ladders.fold(key) if ladder.case_insensitive_keys else key
-                player = ladder.aliases.get(folded, folded)
-                if player in seen:
+                folded, player, first = next(named)
+                if first != key:
                     name = post.field(g, f"sides[{s}].players[{m}]")
-                    message = f"{key!r} and {seen[player]!r} are one player, {player!r}"
+                    message = f"{key!r} and {first!r} are one player, {player!r}"
                     raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
-                seen[player] = key
                 if folded != key and player == folded:
                     post.names.setdefault(player, key)
                 players.append(player)

@@ -73,11 +73,11 @@ DOCS_POLICY = PAGE_POLICY.replace(b"script-src 'self'", b"script-src 'self' 'uns
 )
 
 
-class Edge:
+class RequestGuard:
     """What every HTTP request gets, in one layer (each layer costs every request):
 
     * a turn: requests start at most ``per_step`` per iteration of the event loop, fewer while iterations run
-      long, the rest waiting in order of arrival (:class:`Turns`); beyond ``queued`` waiting, a request gets a
+      long, the rest waiting in order of arrival (:class:`StartPacer`); beyond ``queued`` waiting, a request gets a
       503 with ``Retry-After`` at once;
     * a deadline: a request that has not begun its answer after ``seconds`` gets a 503 problem with
       ``Retry-After``.  A worker thread blocked on a database that stopped answering (a frozen server, a network
@@ -93,7 +93,7 @@ class Edge:
     def __init__(self, app: ASGIApp, seconds: float, per_step: int = 16, queued: int = 4096) -> None:
         self.app, self.seconds = app, seconds
         self.deadlines = Deadlines(seconds)
-        self.turns = Turns(per_step, queued)
+        self.turns = StartPacer(per_step, queued)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -163,7 +163,7 @@ class Edge:
 BUSY = errors.Unavailable("The server has too many requests waiting; try again in a second.")
 
 
-class Turns:
+class StartPacer:
     """Requests start a few at a time: at most ``allowance`` in each iteration of the event loop, the others
     waiting in order of arrival (at most ``queued`` of them).
 

@@ -7,7 +7,7 @@ from fastapi import APIRouter, Query, Request, Response
 from app.core.errors import Forbidden, Unauthorized, problems
 from app.core.schemas import Page
 from app.domain.access import ladder_for, readable
-from app.http import reads
+from app.http import report_jobs
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath, Limit
 from app.ladders import service
 from app.ladders.schemas import (
@@ -75,7 +75,7 @@ def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: Caller
 async def audit(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
     """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings.
     Computed once per ladder version."""
-    return await reads.report(db, request, slug, caller, "audit", lambda s, ladder, _: service.audit(s, ladder))
+    return await report_jobs.report(db, request, slug, caller, "audit", lambda s, ladder, _: service.audit(s, ladder))
 
 
 @router.post("/{slug}/keys", status_code=201, response_model=KeyCreated, responses=problems(401, 403, 404, 422))

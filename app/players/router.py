@@ -12,7 +12,7 @@ from app.core.db import Database
 from app.core.errors import LADDER_ACCESS, InvalidInput, problems
 from app.core.schemas import EARLIEST, LATEST, Page, a_date
 from app.domain.access import ladder_for, ladder_for_read, readable
-from app.http import reads
+from app.http import offload, player_table, replica_routing
 from app.http.deps import CallerDep, DatabaseDep, Limit, MinVersion
 from app.players import changes, matchmaking, profile
 from app.players import leaderboard as leaderboards
@@ -122,11 +122,11 @@ async def get_player(
             with db.snapshot() if as_of is not None else db.reading() as session:
                 return profile.get_player(session, readable(session, slug, caller), key, _utc(as_of))
 
-        out = await (reads.past(request, read) if as_of is not None else anyio.to_thread.run_sync(read))
-        etag, unchanged = reads.not_modified(request, out["ladder_version"])
+        out = await (offload.past(request, read) if as_of is not None else anyio.to_thread.run_sync(read))
+        etag, unchanged = replica_routing.not_modified(request, out["ladder_version"])
         return unchanged or JSONResponse(out, headers={"ETag": etag})
 
-    return await reads.lag_tolerant(request, db, slug, caller, min_version, answer, ladder_needed=False)
+    return await replica_routing.lag_tolerant(request, db, slug, caller, min_version, answer, ladder_needed=False)
 
 
 @router.get("/players/{key}/history", response_model=Page[HistoryItem], responses=problems(404, 422))
@@ -165,7 +165,7 @@ async def opponents(
                 session, readable(session, slug, caller), key, limit, cursor or 0, purpose
             )
 
-    return JSONResponse(await reads.compute(request, work))
+    return JSONResponse(await offload.compute(request, work))
 
 
 def _past_page(
@@ -242,18 +242,18 @@ async def leaderboard(
     async def answer(db: Database, ladder: LadderRow | None) -> Response:
         assert ladder is not None  # a ladder is needed
         if as_of is not None:
-            body = await reads.past(request, _past_page, db, ladder, _utc(as_of), by, limit, cursor, inactive)
+            body = await offload.past(request, _past_page, db, ladder, _utc(as_of), by, limit, cursor, inactive)
             return Response(body, media_type="application/json")
-        table = await reads.table(db, ladder)
-        etag, unchanged = reads.not_modified(request, table.version)
+        table = await player_table.table(db, ladder)
+        etag, unchanged = replica_routing.not_modified(request, table.version)
         if unchanged:
             return unchanged
         body = leaderboards.rendered_page(table, by, limit, cursor, inactive)
         if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
-            body = await reads.compute(request, leaderboards.leaderboard, table, ladder, by, limit, cursor, inactive)
+            body = await offload.compute(request, leaderboards.leaderboard, table, ladder, by, limit, cursor, inactive)
         if form:
             memo = ("form", by, limit, inactive) if cursor is None else None
             body = await _with_form(db, ladder, table, body, memo)
         return Response(body, media_type="application/json", headers={"ETag": etag})
 
-    return await reads.lag_tolerant(request, db, slug, caller, min_version, answer)
+    return await replica_routing.lag_tolerant(request, db, slug, caller, min_version, answer)

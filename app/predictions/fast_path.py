@@ -20,7 +20,7 @@ from starlette.datastructures import QueryParams
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.core.schemas import PlayerKey
-from app.http import reads
+from app.http import prediction_inputs
 from app.predictions import service
 from app.predictions.router import predict_pair, router
 
@@ -52,7 +52,7 @@ class FastPredictions:
             a, b = (KEY.validate_python(value) for _, value in sorted(params))
         except ValidationError:
             return None
-        found = await reads.public_vectors(scope["app"].state.db, slug, [a, b])
+        found = await prediction_inputs.public_vectors(scope["app"].state.db, slug, [a, b])
         if found is None:
             return None
         return JSONResponse(service.pair(a, b, *found))

@@ -710,7 +710,7 @@ def test_a_large_ladders_reports_are_computed_in_a_child_process_and_say_how_far
     a 202 with progress until the first is ready (the same report the server's own thread computes), then the
     latest one at once, naming its version, while a newer one is computed; a refusal stays a refusal, and a
     child that runs out of time is a 503 saying so."""
-    from app.http import reads
+    from app.http import report_jobs
 
     with TestClient(create_app(settings)) as small:
         key = make_ladder(small, k=1)
@@ -718,7 +718,7 @@ def test_a_large_ladders_reports_are_computed_in_a_child_process_and_say_how_far
         expected = {
             name: small.get(f"/v1/ladders/test/{name}").json() for name in ("identifiability", "intransitivity")
         }
-    monkeypatch.setattr(reads, "REPORT_WAIT", 0.0)
+    monkeypatch.setattr(report_jobs, "REPORT_WAIT", 0.0)
     large = settings.model_copy(update={"report_job_games": 50})
     with TestClient(create_app(large)) as client:
         for name, report in expected.items():
@@ -740,7 +740,7 @@ def test_a_large_ladders_reports_are_computed_in_a_child_process_and_say_how_far
         assert client.get("/v1/ladders/test/identifiability?ratings=refit").status_code in (202, 409)
         assert _polled(client, "/v1/ladders/test/identifiability?ratings=refit", status=409)["status"] == 409
 
-    monkeypatch.setattr(reads, "REPORT_SECONDS", 0.01)
+    monkeypatch.setattr(report_jobs, "REPORT_SECONDS", 0.01)
     with TestClient(create_app(large)) as client:
         failed = _polled(client, "/v1/ladders/test/intransitivity", status=503)
         assert "took longer than 0.01 s" in failed["detail"], failed

@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from app.http.middleware import Edge, Turns
+from app.http.middleware import RequestGuard, StartPacer
 from devtools.burst import Probe, at_once, request
 from devtools.server import ADMIN_KEY, live_server
 
@@ -75,7 +75,7 @@ def _started(n: int, most: int, queued: int, work: float, budget: float) -> tupl
     each was let in (False: the queue was full), in order of arrival, and how many started in each iteration."""
 
     async def scenario() -> tuple[list[bool], dict[int, int]]:
-        turns, iteration, order, per_iteration = Turns(most, queued, budget), 0, [], {}
+        turns, iteration, order, per_iteration = StartPacer(most, queued, budget), 0, [], {}
 
         def tick() -> None:
             nonlocal iteration
@@ -115,7 +115,7 @@ def test_heavy_requests_start_one_or_two_per_loop_iteration():
 @pytest.mark.parametrize("cancel_at", [0, 5])
 def test_a_request_that_gives_up_while_waiting_leaves_the_queue(cancel_at):
     async def scenario() -> None:
-        turns = Turns(1, queued=10)
+        turns = StartPacer(1, queued=10)
         assert turns.enter_now()
         waiters = [asyncio.create_task(turns.wait()) for _ in range(6)]
         await asyncio.sleep(0)
@@ -155,7 +155,7 @@ def test_a_request_that_ends_as_its_deadline_passes_gets_its_503_before_it_ends(
             await send({"type": "http.response.start", "status": 200, "headers": []})
             await send({"type": "http.response.body", "body": b"late"})
 
-        edge, sent = Edge(app, seconds=1000), []
+        edge, sent = RequestGuard(app, seconds=1000), []
 
         async def send(message: dict) -> None:
             sent.append(message)

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app import storage
 from app.domain.access import ladder_for_read
-from app.http import reads
+from app.http import player_table
 from app.main import create_app
 from app.players.leaderboard import leaderboard
 from app.storage.codec import NO_TIME
@@ -27,12 +27,12 @@ def game(winner: str, loser: str) -> dict:
     return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
 
 
-@pytest.mark.parametrize("changed_here", [reads.CHANGED_HERE, 1])
+@pytest.mark.parametrize("changed_here", [player_table.CHANGED_HERE, 1])
 def test_two_workers_copies_equal_a_fresh_load_after_every_kind_of_change(client, settings, monkeypatch, changed_here):
     """``client`` and ``other`` are two workers (each app keeps its own copy of the ladder); after each change,
     made through either, both answer exactly what a worker reading everything anew answers, at the same
     version. (With ``changed_here`` 1, a copy behind by more than one changed player catches up in a thread.)"""
-    monkeypatch.setattr(reads, "CHANGED_HERE", changed_here)
+    monkeypatch.setattr(player_table, "CHANGED_HERE", changed_here)
     key = make_ladder(client, k=2)
     h = bearer(key)
     with TestClient(create_app(settings)) as other:
