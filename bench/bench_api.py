@@ -4,7 +4,7 @@
                               [--no-auto-refit]
 
 For each database and each number of workers (``--workers`` applies to
-PostgreSQL; SQLite is measured with one worker, see the README): a fresh
+PostgreSQL; SQLite is measured with one worker, see bench/README.md): a fresh
 database and a ladder of ``--players`` players (k = 1, seeded with two games
 per player through the bulk import), uvicorn on loopback, then wrk (Debian
 package ``wrk``; ``make bench`` installs it) runs, one after another:

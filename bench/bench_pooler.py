@@ -4,7 +4,7 @@ behind HAProxy against each alone (issue 25, parts 1 and 4).
     python bench/bench_pooler.py [--workers 2] [--players 10000] [--seconds 10] [--rounds 2]
 
 One PostgreSQL server (fsync on) and Debian's PgBouncer in front of it, set as
-docs/scaling.md says.  For each route, direct and through the pooler (in
+docs/operations.md says.  For each route, direct and through the pooler (in
 alternation, ``--rounds`` times, so both see the same noise), a fresh database
 with the ``bench_api`` ladder (no auto refit: the serving path alone), the service with ``--workers`` workers, and wrk:
 the trivial endpoint (the framework's limit, the same in both), ``POST /games``,

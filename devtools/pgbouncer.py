@@ -13,7 +13,7 @@ from pathlib import Path
 
 from devtools.postgres import PostgresServer, _free_port
 
-#: The settings docs/scaling.md gives, on a throwaway port: transaction pooling, and the startup parameter psycopg
+#: The settings docs/operations.md gives, on a throwaway port: transaction pooling, and the startup parameter psycopg
 #: sends that PgBouncer does not pass on.  The query timeout bounds what the service's per-transaction timeouts
 #: cannot reach (reads outside a transaction).
 INI = """[databases]

@@ -74,7 +74,7 @@ def postgres() -> Iterator[PostgresServer]:
 
 @pytest.fixture(scope="session")
 def pgbouncer(postgres) -> Iterator[PgBouncer]:
-    """PgBouncer in transaction mode in front of the test server (docs/scaling.md)."""
+    """PgBouncer in transaction mode in front of the test server (docs/operations.md)."""
     if not pgbouncer_installed():
         pytest.skip("PgBouncer is not installed: scripts/ensure-postgres.sh installs Debian's package (make test does)")
     pooler = PgBouncer(postgres)

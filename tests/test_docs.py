@@ -20,8 +20,6 @@ DOCS = sorted(
 
 #: Targets the docs name before they exist, and why. Each must still be missing (see the last test): once it is
 #: written, take it off this list so that its links are checked like any other.
-PENDING = {"docs/architecture.md": "written once the code layout settles"}
-
 #: Where a path named in backticks starts, for it to be taken as a path of this repository.
 PREFIXES = ("app/", "bench/", "scripts/", "tests/", "docs/", "migrations/", "deploy/", "clients/", ".ci/")
 
@@ -73,10 +71,6 @@ def relative(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
-def pending(target: Path) -> bool:
-    return target.is_relative_to(ROOT) and relative(target) in PENDING
-
-
 def broken_links(doc: Path) -> list[str]:
     """Each relative link of ``doc`` that leads nowhere, with its line."""
     problems = []
@@ -90,8 +84,6 @@ def broken_links(doc: Path) -> list[str]:
             continue  # a web address: not this repository's business
         file, _, anchor = href.partition("#")
         target = (doc.parent / file).resolve() if file else doc
-        if pending(target):
-            continue
         if not target.exists():
             problems.append(f"line {number}: {href}: no such file")
         elif anchor and target.suffix == ".md" and anchor not in anchors(target):
@@ -108,7 +100,7 @@ def missing_paths(doc: Path) -> list[str]:
             word = word.rstrip(".,;:)")
             if not word.startswith(PREFIXES) or re.search(r"[^\w./-]", word):
                 continue  # not a path, or a pattern (`…/refits/{id}`, `bench/results/<script>.json`)
-            if word not in PENDING and not (ROOT / word).exists():
+            if not (ROOT / word).exists():
                 problems.append(f"line {line_of(text, span.start())}: `{word}` does not exist")
     return problems
 
@@ -142,8 +134,3 @@ def test_the_checks_catch_a_broken_link_a_missing_anchor_and_a_missing_path(tmp_
         "line 8: docs/also-gone.md: no such file",
     ]
     assert missing_paths(doc) == ["line 7: `docs/gone.py` does not exist", "line 9: `docs/gone-too.md` does not exist"]
-
-
-def test_the_pending_targets_are_still_missing():
-    """A target written since it was listed must come off PENDING, so that its links are checked again."""
-    assert [path for path in PENDING if (ROOT / path).exists()] == []

@@ -1,5 +1,5 @@
 """Every SQL statement the service runs on a table of ladder data names its ladder (``ladder_id = ?``), so a Citus
-cluster of co-located tables distributed by ``ladder_id`` (docs/scaling.md §6) routes each to one shard.
+cluster of co-located tables distributed by ``ladder_id`` (docs/operations.md §6) routes each to one shard.
 
 A workload through the HTTP API (and ``melo import``), on each database, runs with every statement recorded: those
 SQLAlchemy executes (its ``before_cursor_execute`` event, ``exec_driver_sql`` too), those the hot and bulk paths
@@ -46,7 +46,7 @@ from tests.test_schema_rules import REFERENCE
 #: The tables of ladder data: all but the reference tables (``ladders`` is distributed by its own id).
 TABLES = set(Base.metadata.tables) - REFERENCE
 
-#: Statements that span ladders by design (docs/scaling.md §6), by a distinctive part of their text, lower case:
+#: Statements that span ladders by design (docs/operations.md §6), by a distinctive part of their text, lower case:
 #: each is a multi-shard statement Citus runs as such, or one it routes by a value it makes itself.
 CROSS_LADDER = {
     # The refits queued or running on any ladder, read once at a server's start (analysis.refit_jobs.recover).

@@ -1,4 +1,4 @@
-"""The rules a schema must keep to be distributed by ladder (Citus's co-located tables, docs/scaling.md), checked on
+"""The rules a schema must keep to be distributed by ladder (Citus's co-located tables, docs/operations.md), checked on
 the migrated schema of each database, and what breaks them today.
 
 Every table of ladder data is distributed by ``ladder_id`` (``ladders`` by its own ``id``), so:

@@ -67,7 +67,7 @@ class Settings(BaseSettings):
 
     #: PostgreSQL streaming replicas (hot standbys) for the reads of public ladders that tolerate a short lag:
     #: leaderboards, profiles and reports.  One URL, or several separated by commas.  Writes, and every other
-    #: read, go to ``database_url`` (docs/scaling.md).
+    #: read, go to ``database_url`` (docs/operations.md).
     read_database_url: str | None = None
     #: A replica that has not replayed what the primary had written this many seconds ago is not read; the
     #: primary answers instead.
@@ -85,7 +85,7 @@ class Settings(BaseSettings):
     def transaction_pooler(self) -> bool:
         """PostgreSQL is reached through a pooler in transaction mode: ``?pgbouncer=true`` in the URL (the name
         other PostgreSQL clients use for it).  Each transaction may then run on another server connection, so
-        the service keeps no state on a connection beyond its transaction (docs/scaling.md)."""
+        the service keeps no state on a connection beyond its transaction (docs/operations.md)."""
         return pooled(self.database_url)
 
     @property

@@ -7,7 +7,7 @@ from pydantic import BaseModel, Field, StrictBool, StrictFloat, field_validator
 
 from app.core.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
 
-# Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (README).
+# Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (docs/api.md, "Ladder defaults, and why").
 DEFAULT_K = 2
 DEFAULT_ETA = 0.7
 DEFAULT_ETA_TAU = 3.0
@@ -17,7 +17,7 @@ DEFAULT_INIT_V0 = 1.0
 #: this predicted each seated stream of bench/quality.py better than 1 did (its seats table).
 DEFAULT_SEAT_PRIOR = 0.5
 DEFAULT_AUTO_REFIT = True
-# The largest drift two football seasons leave room for (README, "Time away").
+# The largest drift two football seasons leave room for (docs/api.md, "Time away").
 DEFAULT_DRIFT = 100.0
 MAX_INACTIVE_DAYS = 36_500
 

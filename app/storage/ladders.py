@@ -143,7 +143,7 @@ _BY_ID = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE id = 
 def by_slug(session: Session, slug: str) -> LadderRow | None:
     """The ladder as it is now (write transactions read it here: its settings may change).
 
-    Read by its id, the column ladders are distributed by (docs/scaling.md §6): the id this process last found
+    Read by its id, the column ladders are distributed by (docs/operations.md §6): the id this process last found
     for the slug, else the one ``ladder_slugs`` gives (a slug whose ladder was deleted may name another since).
     """
     held = cache.of(session, "ladders").get(slug)

@@ -73,7 +73,7 @@ class Base(DeclarativeBase):
 
 
 class LadderSlug(Base):
-    """A ladder's slug, unique, and the ladder it names: a table of no ladder (docs/scaling.md §6), so slugs stay
+    """A ladder's slug, unique, and the ladder it names: a table of no ladder (docs/operations.md §6), so slugs stay
     unique where the ladders' rows are spread by id, and a slug finds its ladder's id in one place."""
 
     __tablename__ = "ladder_slugs"
@@ -251,7 +251,7 @@ class Participant(Base):
 
     game_id: Mapped[int] = mapped_column(ForeignKey("games.id", ondelete="CASCADE"), primary_key=True)
     player_id: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
-    #: Its game's ladder: the column the tables are distributed by (docs/scaling.md, migration 0029).
+    #: Its game's ladder: the column the tables are distributed by (docs/operations.md, migration 0029).
     ladder_id: Mapped[int] = mapped_column(BigId)
     side: Mapped[int]
     before: Mapped[bytes] = mapped_column(LargeBinary)

@@ -1,5 +1,5 @@
 """Keys by ladder, so PostgreSQL's tables can be distributed by ``ladder_id`` (Citus's co-located tables,
-docs/scaling.md): ``participants.ladder_id`` (its game's ladder); on PostgreSQL, every primary key of ladder data
+docs/operations.md): ``participants.ladder_id`` (its game's ladder); on PostgreSQL, every primary key of ladder data
 includes ``ladder_id`` after the columns it had (lookups by id keep their index), and every foreign key between
 those tables joins on it.
 

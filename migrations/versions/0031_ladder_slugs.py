@@ -1,6 +1,6 @@
 """Slugs in a table of their own: ``ladder_slugs`` (slug -> ladder id), a table of no ladder.
 
-A slug is unique across ladders, which a table distributed by ladder cannot enforce (docs/scaling.md §6): the
+A slug is unique across ladders, which a table distributed by ladder cannot enforce (docs/operations.md §6): the
 slugs move to a small table of their own, replicated to every node as a reference table, whose primary key keeps
 them unique and which resolves a slug to its ladder's id.  On PostgreSQL ``ladders.slug`` keeps an ordinary index
 (listings by slug) and loses its unique constraint; SQLite, never distributed, keeps it as well.

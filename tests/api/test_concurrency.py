@@ -15,7 +15,7 @@ import pytest
 from devtools.server import ADMIN_KEY, live_server
 from tests.conftest import module_server
 
-#: Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/scaling.md); each test makes a
+#: Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/operations.md); each test makes a
 #: ladder of its own on the module's server.
 server = module_server("sqlite", "postgresql", "pgbouncer")
 _slugs = itertools.count()

@@ -22,7 +22,7 @@ from tests.conftest import fresh_database
 
 @pytest.fixture(params=["sqlite", "postgresql", "pgbouncer"])
 def database_url(request, tmp_path) -> str:
-    """Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/scaling.md)."""
+    """Each kind of database, and PostgreSQL through PgBouncer in transaction mode (docs/operations.md)."""
     return fresh_database(request, tmp_path, request.param)
 
 

@@ -1,6 +1,6 @@
 """Reads on a streaming replica (``MELO_READ_DATABASE_URL``): leaderboards and profiles leave the primary, and an
 answer is never older than the ladder version its client names, while the replica keeps up, falls behind, and
-is stopped (docs/scaling.md)."""
+is stopped (docs/operations.md)."""
 
 from __future__ import annotations
 
