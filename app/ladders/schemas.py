@@ -7,7 +7,8 @@ from pydantic import BaseModel, Field, StrictBool, StrictFloat, field_validator
 
 from app.core.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
 
-# Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves (docs/api.md, "Ladder defaults, and why").
+# Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves
+# (docs/api.md, "Ladder defaults, and why").
 DEFAULT_K = 2
 DEFAULT_ETA = 0.7
 DEFAULT_ETA_TAU = 3.0
