@@ -6,8 +6,6 @@ import hashlib
 import hmac
 import secrets
 
-from app.core.errors import Forbidden
-
 
 def new_key() -> str:
     return "mk_" + secrets.token_urlsafe(24)
@@ -35,8 +33,3 @@ def weakness(key: str) -> str | None:
     if len(set(key)) < 5:
         return "it repeats a few characters"
     return None
-
-
-def require(presented: str, stored_hash: str | None, what: str) -> None:
-    if stored_hash is None or not key_matches(presented, stored_hash):
-        raise Forbidden(f"The key is not the {what}.")
