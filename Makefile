@@ -32,8 +32,8 @@ TEST_WORKERS ?= 2
 test: lint
 	scripts/ensure-postgres.sh
 	scripts/ensure-chromium.sh
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial'
-	$(PY) -m pytest -m serial
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial' --durations=30
+	$(PY) -m pytest -m serial --durations=10
 
 # bench_api needs wrk and PostgreSQL from the distribution; both are installed if missing.
 bench: $(VENV)/.installed

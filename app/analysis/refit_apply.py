@@ -16,7 +16,7 @@ from app.analysis.refit_rate import set_rate
 from app.analysis.schemas import CheckpointOut
 from app.core.db import Database
 from app.core.errors import Conflict
-from app.domain.replays import Prepared, catch_up, prepare, replay_log, replay_prepared, write_history
+from app.domain.rerating import Prepared, catch_up, prepare, replay_log, replay_prepared, write_history
 from app.storage.ladders import LadderRow
 from app.storage.tables import Checkpoint, Refit
 

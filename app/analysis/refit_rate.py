@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.domain.replays import replay_log
+from app.domain.rerating import replay_log
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog

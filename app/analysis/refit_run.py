@@ -24,7 +24,7 @@ from app.analysis.schemas import RefitIn
 from app.core import jobs
 from app.core.db import Database
 from app.core.errors import Conflict
-from app.domain.replays import Prepared
+from app.domain.rerating import Prepared
 from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit.metrics import evaluate
@@ -139,7 +139,7 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         if result.seats is not None:
             n = len(result.seats.advantage)
             seats.advantage[:n], seats.information[:n] = result.seats.advantage, result.seats.information
-        summary["seats"] = storage.ladders.seats_to_json(seats)
+        summary["seats"] = storage.ladder_state.seats_to_json(seats)
     # Players without a game (or only games a season's pull forgot) have nothing fitted, only the prior: they
     # keep their initial vectors.
     finished = {

@@ -321,7 +321,7 @@ class Restore:
             for pull in checkpoint.pulls:
                 experience = rating.pull_experience(experience, pull)
         storage.players.save_vectors(self.session, self.ladder.id, ids, C, experience)
-        storage.ladders.forget_field(self.session, self.ladder.id)
+        storage.ladder_state.forget_field(self.session, self.ladder.id)
         order = np.argsort(ids[held], kind="stable")
         player_ids = storage.codec.pack_ids(ids[held][order])
         vectors = storage.codec.pack_rows(C[held][order].reshape(1, -1))[0] if held else b""
@@ -332,7 +332,7 @@ class Restore:
             if given is None or len(given.advantage) != count or len(given.information) != count:
                 raise _bad(n, "checkpoint.seats", f"expected the state of the ladder's {count} seats")
             seats = given.model_dump()
-            storage.ladders.save_seat_state(self.session, self.ladder.id, rating.Seats.of(**seats))
+            storage.ladder_state.save_seat_state(self.session, self.ladder.id, rating.Seats.of(**seats))
         storage.refits.insert_checkpoint(
             self.session, self.ladder.id, self.last_game_id, player_ids, vectors, None, seats
         )
@@ -407,7 +407,7 @@ class Restore:
             [p.active for p in players],
             [p.created_at or now for p in players],
         )
-        storage.ladders.forget_field(self.session, ladder.id)
+        storage.ladder_state.forget_field(self.session, ladder.id)
         for player in players:
             if player.aliases:
                 player_id = storage.players.get_row(self.session, ladder.id, player.key)[0]

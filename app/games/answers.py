@@ -52,7 +52,7 @@ def game_body(
 
 def field_mean(session: Session, ladder: LadderRow) -> np.ndarray:
     """The mean vector of the ladder's players now (the kept sum: one row read)."""
-    total, count = storage.ladders.field_sum(session, ladder)
+    total, count = storage.ladder_state.field_sum(session, ladder)
     return total / max(count, 1)
 
 

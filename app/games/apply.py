@@ -154,7 +154,7 @@ def apply_games(
     seats = taken = None
     if log.side_seat is not None:
         taken = storage.ladders.take_seqs(session, ladder, len(games))
-        seats = storage.ladders.seat_state(session, ladder)
+        seats = storage.ladder_state.seat_state(session, ladder)
     now = datetime.now(UTC)
     played_at = [game.played_at or now for game in games]
     rate, times = ladder.learning_rate(), None
@@ -166,7 +166,7 @@ def apply_games(
     )
     seqs, kept, version, ids = taken or storage.ladders.take_seqs(session, ladder, len(games))
     created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
-    field_sum, field_count = storage.ladders.field_sum(session, ladder, created, recount=locked.raced, kept=kept)
+    field_sum, field_count = storage.ladder_state.field_sum(session, ladder, created, recount=locked.raced, kept=kept)
     ids = ids or storage.games.allocate_ids(session, len(games))
     members_per_game = np.diff(log.member_ptr)
     member_game = np.repeat(np.arange(len(games)), members_per_game)
@@ -194,7 +194,7 @@ def apply_games(
     else:
         pending.append(new)
     if count and seats is not None:
-        storage.ladders.save_seat_state(session, ladder.id, history.seats)
+        storage.ladder_state.save_seat_state(session, ladder.id, history.seats)
     written = None
     if count:
         draws, room = rating.two_sided_draws(log.side_ptr, history.actual, history.expected)
@@ -205,7 +205,7 @@ def apply_games(
         strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
         written = storage.players.Written(locked, history.C, counts, last_played, strength_then, history.experience)
         storage.players.save(session, ladder.id, written, version + 1)  # the version bump gives out
-    storage.ladders.note_field(session, ladder.id, field_sum, field_count)
+    storage.ladder_state.note_field(session, ladder.id, field_sum, field_count)
     field = field_sum / max(field_count, 1)
     return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now, field, written)
 

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.errors import NotFound
-from app.domain.replays import replay_from, replay_log
+from app.domain.rerating import replay_from, replay_log
 from app.games.answers import field_mean, stored_body
 from app.storage.ladders import LadderRow
 

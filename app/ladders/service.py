@@ -15,7 +15,7 @@ from app.core.schemas import Page, one_more
 from app.core.security import hash_key, new_key
 from app.domain import refit_policy
 from app.domain.access import Caller
-from app.domain.replays import replay_log
+from app.domain.rerating import replay_log
 from app.ladders.schemas import (
     DEFAULT_INIT_V0,
     AuditOut,
@@ -83,7 +83,7 @@ def ladder_out(session: Session, ladder: LadderRow) -> LadderOut:
 
 
 def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
-    seats = storage.ladders.seat_state(session, ladder)
+    seats = storage.ladder_state.seat_state(session, ladder)
     if seats is None:
         return None
     elo = rating.ELO_PER_LOGIT
@@ -159,7 +159,7 @@ def _new_dimension(session: Session, old: LadderRow, new: LadderRow) -> None:
     storage.players.save_initial(session, old.id, ids, C0)
     storage.refits.supersede_checkpoints(session, old.id, 0)
     storage.games.resize_voided_history(session, old.id, 2 * new.k)
-    storage.ladders.forget_field(session, old.id)
+    storage.ladder_state.forget_field(session, old.id)
 
 
 def _fold_keys(session: Session, ladder: LadderRow) -> None:

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.errors import Conflict, InvalidInput, NotFound
-from app.domain.replays import replay_from, replay_log
+from app.domain.rerating import replay_from, replay_log
 from app.players.profile import profile
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.storage.ladders import LadderRow
@@ -32,7 +32,7 @@ def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> No
     _not_an_alias(session, ladder, key, "key")
     if not storage.players.insert(session, ladder.id, key, name, vector):
         raise Conflict(f"Player {key!r} exists already.", errors=[{"field": "key", "message": "taken"}])
-    storage.ladders.add_to_field(session, ladder, np.asarray(vector, dtype=np.float64)[None, :])
+    storage.ladder_state.add_to_field(session, ladder, np.asarray(vector, dtype=np.float64)[None, :])
     storage.events.add(session, ladder.id, "player", {"action": "created", "key": key})
     storage.ladders.bump(session, [ladder.id])
 

@@ -6,7 +6,7 @@ This package imports NumPy and SciPy only, never the database or HTTP layers.
 from app.rating.draws import draw_probability, draw_room, draw_share, outcome_probabilities, two_sided_draws
 from app.rating.errors import RatingInputError
 from app.rating.experience import experience_before
-from app.rating.games import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores, record, results
+from app.rating.game_log import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores, record, results
 from app.rating.initial import initial_vectors, stable_hash
 from app.rating.leaderboard import (
     balanced_opponents,
@@ -35,7 +35,7 @@ from app.rating.model import (
     win_probability,
 )
 from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
-from app.rating.seasons import kept_weights, pull_back, pull_experience
+from app.rating.season_pull import kept_weights, pull_back, pull_experience
 from app.rating.seats import Seats, prior_precision
 from app.rating.update import GameResult, LearningRate, apply_game, predict_match, unnormalised_update
 

@@ -32,7 +32,7 @@ from scipy import sparse
 from scipy.special import expit, log_expit
 
 from app.rating.errors import RatingInputError
-from app.rating.games import GameLog, IntArray
+from app.rating.game_log import GameLog, IntArray
 from app.rating.model import Array
 
 

@@ -28,9 +28,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from numpy.typing import ArrayLike
 
-from app.rating.games import IntArray
+from app.rating.game_log import IntArray
 from app.rating.model import Array
-from app.rating.seasons import pull_experience
+from app.rating.season_pull import pull_experience
 
 #: The information of a game between even players, in the units of experience (one game).
 EVEN_GAME_INFORMATION = 0.25
@@ -104,7 +104,7 @@ def experience_before_cutoffs(
     """The experience and latest game time (years, NaN: none) of ``player_ids`` (sorted) just before their game
     ``cutoffs``: their games before it, in log order, worn by the ``drift``, and kept the part 1 - p by each
     season that closed with a pull p before it (``pulls``: (boundary game id, p), in log order;
-    :mod:`app.rating.seasons`).
+    :mod:`app.rating.season_pull`).
 
     ``memberships`` are the log's memberships in game order, in parts of (player id, game id, time in years);
     those of other players, or at or after their player's cutoff, are skipped.  Each part carries on from the

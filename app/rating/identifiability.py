@@ -32,7 +32,7 @@ from scipy.sparse import coo_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
-from app.rating.games import GameLog
+from app.rating.game_log import GameLog
 from app.rating.model import Array, omega_apply
 
 #: Numerical rank tolerance of the directions, relative to their largest singular value.

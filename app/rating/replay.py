@@ -20,7 +20,7 @@ from scipy.special import expit
 
 from app.rating.errors import RatingInputError
 from app.rating.experience import experience_before
-from app.rating.games import Game, GameLog, IntArray
+from app.rating.game_log import Game, GameLog, IntArray
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.seats import Seats, seat_shift, seat_step
 from app.rating.update import LearningRate, as_rate, side_games, step_disjoint

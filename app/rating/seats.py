@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from app.rating.errors import RatingInputError
-from app.rating.games import IntArray
+from app.rating.game_log import IntArray
 from app.rating.model import Array
 
 #: Precision of a seat's advantage before any game where none is given: a standard deviation of 1 logit (174 Elo

@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from app.rating.errors import RatingInputError
-from app.rating.games import GameLog
+from app.rating.game_log import GameLog
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.refit.metrics import term_losses
 from app.rating.replay import (

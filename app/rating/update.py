@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from app.rating.errors import RatingInputError
-from app.rating.games import Game, GameLog, IntArray, _share
+from app.rating.game_log import Game, GameLog, IntArray, _share
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 
 

@@ -11,7 +11,7 @@ from app import storage
 from app.core.cursors import decode_cursor, encode_cursor, is_id
 from app.core.errors import Conflict, NotFound
 from app.core.schemas import Page, one_more
-from app.domain.replays import pull_back
+from app.domain.rerating import pull_back
 from app.players.standings import standings
 from app.seasons.schemas import SeasonCreate, SeasonOut, SeasonStandings, StandingItem
 from app.storage.ladders import LadderRow
@@ -21,7 +21,7 @@ from app.storage.tables import Season
 def close_season(session: Session, ladder: LadderRow, data: SeasonCreate) -> SeasonOut:
     """Close the season that runs since the previous one closed (or since the first game): its final standings
     as they stand now, the players who played in it by conservative strength with their records in it; then the
-    ratings pulled back by ``data.pull`` (:func:`app.domain.replays.pull_back`)."""
+    ratings pulled back by ``data.pull`` (:func:`app.domain.rerating.pull_back`)."""
     storage.players.lock_all(session, ladder.id)  # no game commits while the season is read and archived
     if storage.seasons.named(session, ladder.id, data.name) is not None:
         raise Conflict(f"Ladder {ladder.slug!r} has a season {data.name!r} already.", field="name")

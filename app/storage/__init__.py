@@ -18,12 +18,14 @@ from app.storage import (
     games,
     idempotency,
     keys,
+    ladder_state,
     ladders,
     log,
     players,
     read_model,
     refits,
     seasons,
+    state_before,
 )
 
 __all__ = [
@@ -35,10 +37,12 @@ __all__ = [
     "games",
     "idempotency",
     "keys",
+    "ladder_state",
     "ladders",
     "log",
     "players",
     "read_model",
     "refits",
     "seasons",
+    "state_before",
 ]

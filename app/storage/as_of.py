@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.storage import cache, codec, ladders, log, read_model, refits, seasons
+from app.storage import cache, codec, ladders, read_model, refits, seasons, state_before
 from app.storage.codec import NO_TIME
 from app.storage.read_model import Table
 from app.storage.sql import driver_chunks, driver_fetchall
@@ -99,7 +99,7 @@ def _table_after(
         checkpoint = went_through[-1] if went_through else None
         since = 0
         if checkpoint is not None:
-            since = log.from_checkpoint(C, now.ids, checkpoint, dim)
+            since = state_before.from_checkpoint(C, now.ids, checkpoint, dim)
             refitted = [c for c in went_through if c.refit_id is not None]  # not a season's pull
             if refitted:
                 row = session.execute(
@@ -114,7 +114,9 @@ def _table_after(
     experience = counts[:, 0].astype(np.float64)
     if game_id is not None and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id)):
         # worn by the breaks before then, and kept in part by the seasons that pulled the ratings back
-        experience = log.experience_before(session, ladder, now.ids, np.full(n, game_id + 1, dtype=np.int64))[0]
+        experience = state_before.experience_before(session, ladder, now.ids, np.full(n, game_id + 1, dtype=np.int64))[
+            0
+        ]
     keep = (counts[:, 0] > 0) | (now.created < codec.micros(moment))
     rows = np.flatnonzero(keep)
     return Table(

@@ -7,7 +7,8 @@ import json
 
 from app.rating.seats import Seats
 from app.storage import read_model
-from app.storage.ladders import LadderRow, seats_from_json
+from app.storage.ladder_state import seats_from_json
+from app.storage.ladders import LadderRow
 from app.storage.sql import Fetch
 
 

@@ -16,8 +16,8 @@ from app import rating
 from app.core.errors import InvalidInput, LadderChanged
 from app.rating.seats import Seats
 from app.storage import aliases as storage_aliases
-from app.storage import cache, codec, events
-from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed
+from app.storage import cache, events
+from app.storage.sql import Fetch, driver_sql, fetch_typed
 from app.storage.tables import (
     ApiKey,
     Checkpoint,
@@ -284,96 +284,6 @@ def version(session: Session, ladder_id: int) -> int:
     return session.scalar(select(Ladder.version).where(Ladder.id == ladder_id)) or 0
 
 
-def seat_state(session: Session, ladder: LadderRow) -> Seats | None:
-    """The ladder's learned seats now (fresh before any game names them), or None if it has none.
-
-    Read it after :func:`take_seqs` or :func:`lock` in a write: the ladder's row is then locked, so no other
-    writer can move the seats under the transaction."""
-    if not ladder.seats:
-        return None
-    state = session.scalar(select(Ladder.seat_state).where(Ladder.id == ladder.id))
-    return seats_from_json(state, ladder)
-
-
-def save_seat_state(session: Session, ladder_id: int, seats: Seats | None) -> None:
-    if seats is not None:
-        values = {"seat_state": seats_to_json(seats)}
-        session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
-
-
-_UNREAD: dict = {}
-
-
-def field_sum(
-    session: Session,
-    ladder: LadderRow,
-    created: np.ndarray | None = None,
-    recount: bool = False,
-    kept: dict | None = _UNREAD,
-) -> tuple[np.ndarray, int]:
-    """The sum of every player's vector and their number, as kept by game commits (``kept``: as
-    :func:`take_seqs` read it, else read here) with the players this transaction ``created`` (their vectors)
-    added, or read from the players if it was forgotten (:func:`forget_field`) or ``recount``.  Read it in a
-    write after :func:`take_seqs` (the row is locked)."""
-    if recount:
-        kept = None
-    elif kept is _UNREAD:
-        kept = session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder.id))
-    if kept is not None:
-        total, count = np.array(kept["sum"], dtype=np.float64), int(kept["count"])
-        if created is not None and len(created):
-            total, count = total + created.sum(axis=0), count + len(created)
-        return total, count
-    rows = driver_fetchall(session.connection(), "SELECT vector FROM players WHERE ladder_id = ?", (ladder.id,))
-    vectors = codec.unpack_rows((row[0] for row in rows), 2 * ladder.k)
-    return vectors.sum(axis=0), len(vectors)
-
-
-def save_field(session: Session, ladder_id: int, total: np.ndarray, count: int) -> None:
-    field = {"sum": total.tolist(), "count": count}
-    session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=field))
-
-
-def note_field(session: Session, ladder_id: int, total: np.ndarray, count: int) -> None:
-    """The field sum after this transaction's games: :func:`bump` writes it in the statement that gives out the
-    ladder's new version (one statement on the ladder's row per commit, not two)."""
-    session.info.setdefault("ladder_fields", {})[ladder_id] = json.dumps({"sum": total.tolist(), "count": count})
-
-
-def add_to_field(session: Session, ladder: LadderRow, vectors: np.ndarray) -> None:
-    """New players outside a game commit: their vectors join the kept field sum (if it is kept), under the
-    ladder row's lock, so the next commit need not read every player."""
-    lock(session, ladder.id)
-    kept = session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder.id))
-    if kept is not None:
-        total = np.array(kept["sum"], dtype=np.float64) + vectors.sum(axis=0)
-        save_field(session, ladder.id, total, int(kept["count"]) + len(vectors))
-
-
-def recount_field(session: Session, ladder: LadderRow) -> None:
-    """Vectors changed outside a game commit (a replay): the kept sum counted anew from the players, in the same
-    transaction, so neither the next commit nor a read of games (whose Elo-equivalent points are against the
-    field) has to read every player."""
-    total, count = field_sum(session, ladder, recount=True)
-    save_field(session, ladder.id, total, count)
-
-
-def forget_field(session: Session, ladder_id: int) -> None:
-    """Vectors changed outside a game commit (a replay, a new player): the next commit sums the players anew."""
-    session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=None))
-
-
-def seats_to_json(seats: Seats) -> dict:
-    return {"advantage": seats.advantage.tolist(), "information": seats.information.tolist()}
-
-
-def seats_from_json(state: dict | None, ladder: LadderRow) -> Seats:
-    """Seats as stored, or the ladder's before any game (``state`` None)."""
-    if state is None:
-        return Seats.fresh(len(ladder.seats or []), ladder.seat_precision())
-    return Seats.of(state["advantage"], state["information"])
-
-
 def lock(session: Session, ladder_id: int) -> None:
     """Lock the ladder's row until the commit (PostgreSQL; SQLite's writer holds the database already).
 
@@ -394,8 +304,8 @@ _WRITE_SETTINGS = ("k", "eta", "eta_tau", "drift", "drift_steps", "case_insensit
 
 def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], dict | None, int, list[int] | None]:
     """The next ``n`` game numbers of the ladder (1, 2, 3, …), its kept field sum as of now (``kept`` for
-    :func:`field_sum`), its version (:func:`bump` gives out the next one) and, on PostgreSQL, ``n`` new game ids
-    (:func:`app.storage.games.allocate_ids`), in one statement.
+    :func:`~app.storage.ladder_state.field_sum`), its version (:func:`bump` gives out the next one) and, on
+    PostgreSQL, ``n`` new game ids (:func:`app.storage.games.allocate_ids`), in one statement.
 
     This locks the ladder's row until the commit (on PostgreSQL other writers
     of the ladder wait here), so take them after the players' rows, just
@@ -438,8 +348,9 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False, stamped: 
     so it comes after every other lock (one order: no deadlocks) and is held
     briefly; versions, and the numbers of the events the transaction noted
     (:mod:`app.storage.events`), are then given out in commit order.  The players and games the transaction
-    :func:`count`\ ed are added to the ladders' counts, and a field sum :func:`noted <note_field>` is written, in
-    the same statement.  Returns each ladder's new version.
+    :func:`count`\ ed are added to the ladders' counts, and a field sum
+    :func:`noted <app.storage.ladder_state.note_field>` is written, in the same statement.
+    Returns each ladder's new version.
     """
     connection = session.connection()
     also = ", reset_version = version + 1" if reset else ""

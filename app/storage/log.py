@@ -11,12 +11,12 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.rating.experience import experience_before_cutoffs
 from app.rating.seats import Seats
-from app.storage import codec, ladders, refits, seasons
+from app.storage import codec, ladder_state, refits, seasons
 from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc, result_converter
+from app.storage.state_before import SCAN_PLAYERS, experience_before, from_checkpoint, state_before
 from app.storage.tables import Checkpoint, Game, Participant
 
 
@@ -140,8 +140,8 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
     start_seats = stored_seats = None
     if ladder.seats:
         held = None if checkpoint is None else checkpoint.seat_state
-        start_seats = ladders.seats_from_json(held, ladder)
-        stored_seats = ladders.seat_state(session, ladder)
+        start_seats = ladder_state.seats_from_json(held, ladder)
+        stored_seats = ladder_state.seat_state(session, ladder)
     times = (codec.day_years(played), start_last)
     return LadderLog(
         ids, keys, start, start_games, stored, log, game_ids, after, last or 0, games, times, start_seats, stored_seats
@@ -271,11 +271,11 @@ def _read_tail(
     player_ids = np.array([row[0] for row in rows], dtype=np.int64)
     keys = [row[1] for row in rows]
     cutoffs = [reached[key] for key in keys]
-    start, start_games, start_last = _state_before(session, ladder, player_ids, [row[2] for row in rows], cutoffs)
+    start, start_games, start_last = state_before(session, ladder, player_ids, [row[2] for row in rows], cutoffs)
     log = encode(payloads, {key: n for n, key in enumerate(keys)}, ladder.seat_index())
     seats = None
     if ladder.seats:
-        seats = ladders.seat_state(session, ladder)  # seats the tail does not reach stay as they are
+        seats = ladder_state.seat_state(session, ladder)  # seats the tail does not reach stay as they are
         for name, (advantage, information) in seat_start.items():
             n = ladder.seat_index()[name]
             seats.advantage[n], seats.information[n] = advantage, information
@@ -336,9 +336,6 @@ def _games_from(session: Session, ladder_id: int, first_game_id: int) -> Iterato
 
 
 #: Beyond this many players, a tail's players are read by one scan of the ladder's players in id order.
-SCAN_PLAYERS = 10_000
-
-
 def _players_by_id(session: Session, ladder_id: int, wanted: dict[str, int]) -> list[tuple]:
     """(id, key, initial) of the players ``wanted`` (by key), in id order.  Many are read by one scan in id
     order, kept by key; a few by key, then sorted (no sort of a million keys or rows: one call that long holds
@@ -354,98 +351,3 @@ def _players_by_id(session: Session, ladder_id: int, wanted: dict[str, int]) -> 
         sql = f"SELECT id, key, initial FROM players WHERE ladder_id = ? AND key IN ({marks})"
         rows += driver_fetchall(session.connection(), sql, (ladder_id, *part))
     return sorted(rows)
-
-
-def _state_before(
-    session: Session, ladder: LadderRow, player_ids: np.ndarray, initial: list[bytes], cutoffs: list[int]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The vectors, games played (experience) and latest game times of ``player_ids`` (sorted) just before their
-    game ``cutoffs``, as a replay of the log from the latest checkpoint gives them: the vector after a player's
-    latest counted game since the checkpoint, else the checkpoint's, else the initial one."""
-    dim = 2 * ladder.k
-    start = codec.unpack_rows(initial, dim)
-    games = np.zeros(len(player_ids))
-    checkpoint = refits.latest_checkpoint(session, ladder.id)
-    after = 0 if checkpoint is None else from_checkpoint(start, player_ids, checkpoint, dim)
-    latest = (
-        "WITH c(player_id, cutoff) AS (VALUES {}) "
-        "SELECT player_id, game_id, n, after FROM ("
-        " SELECT p.player_id, p.game_id, p.after, count(*) OVER (PARTITION BY p.player_id) AS n,"
-        "  row_number() OVER (PARTITION BY p.player_id ORDER BY p.game_id DESC) AS r"
-        " FROM c JOIN participants p ON p.player_id = c.player_id AND p.game_id < c.cutoff"
-        " JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id WHERE p.ladder_id = ? AND g.voided_at IS NULL"
-        ") AS t WHERE r = 1"
-    )
-    pairs = list(zip(player_ids.tolist(), cutoffs, strict=True))
-    for lo in range(0, len(pairs), MAX_KEYS_IN_QUERY):
-        part = pairs[lo : lo + MAX_KEYS_IN_QUERY]
-        sql = latest.format(", ".join(["(?, ?)"] * len(part)))
-        params = (*(v for pair in part for v in pair), ladder.id)
-        for player_id, last_game, n, vector in driver_fetchall(session.connection(), sql, params):
-            row = np.searchsorted(player_ids, player_id)
-            games[row] = n
-            if last_game > after:
-                start[row] = codec.unpack(vector)
-    last = np.full(len(player_ids), np.nan)
-    if ladder.step_drift() > 0:
-        games, last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))
-    elif seasons.pulls(session, ladder.id):
-        games = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))[0]
-    return start, games, last
-
-
-def experience_before(
-    session: Session, ladder: LadderRow, player_ids: np.ndarray, cutoffs: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """The experience (:mod:`app.rating.experience`) and latest game time (years, NaN: none) of ``player_ids``
-    (sorted) just before their game ``cutoffs``: their counted games before it, in log order, worn by the
-    ladder's drift, and kept the part 1 - p by each season that closed with a pull p before it
-    (:mod:`app.rating.seasons`).  Many players are read by one scan of the ladder's games up to the last cutoff;
-    the rows are taken a chunk at a time, and :func:`app.rating.experience.experience_before_cutoffs` carries
-    each chunk on from the state the one before left."""
-    # PostgreSQL gives each time as the microseconds of its whole second (the steps count days): a number, not a
-    # datetime object to convert in Python (two million of them took seconds).
-    postgresql = session.get_bind().dialect.name == "postgresql"
-    played = "FLOOR(EXTRACT(EPOCH FROM g.played_at))::bigint * 1000000" if postgresql else "g.played_at"
-    base = (
-        f"SELECT p.player_id, p.game_id, {played} FROM participants p "
-        "{join} games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
-        "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
-    )
-    top = int(cutoffs.max()) if len(cutoffs) else 0
-    pulls = seasons.pulls(session, ladder.id)
-    if len(player_ids) > SCAN_PLAYERS or pulls:  # the seasons' pulls are taken in one pass over the log
-        reads = [(base.format("", join="JOIN"), (ladder.id, top))]
-    else:
-        # SQLite's CROSS JOIN keeps the listed players' participants the outer loop (through their index): left to
-        # itself it walked the games and probed each for every player listed, 10,000 x 100,000 in over 200 s.
-        join = "JOIN" if postgresql else "CROSS JOIN"
-        reads = []
-        for lo in range(0, len(player_ids), MAX_KEYS_IN_QUERY):
-            part = player_ids[lo : lo + MAX_KEYS_IN_QUERY].tolist()
-            listed = f" AND p.player_id IN ({', '.join('?' * len(part))})"
-            reads.append((base.format(listed, join=join), (ladder.id, top, *part)))
-    stamp = codec.time_converter(session.get_bind().dialect)
-
-    def memberships() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
-        for sql, parameters in reads:
-            for rows in driver_chunks(session.connection(), sql, parameters, 100_000):
-                player = np.fromiter((r[0] for r in rows), np.int64, len(rows))
-                game = np.fromiter((r[1] for r in rows), np.int64, len(rows))
-                if postgresql:
-                    when = codec.day_years(np.fromiter((r[2] for r in rows), np.int64, len(rows)))
-                else:
-                    when = codec.day_years(codec.micros_column([r[2] for r in rows], stamp))
-                yield player, game, when
-
-    return experience_before_cutoffs(memberships(), player_ids, cutoffs, ladder.step_drift(), pulls)
-
-
-def from_checkpoint(start: np.ndarray, player_ids: np.ndarray, checkpoint, dim: int) -> int:
-    """Put the checkpoint's vectors in the rows of ``start`` of the players (sorted ``player_ids``) it holds;
-    players it holds that are gone (merged away) are skipped.  The game it follows."""
-    held = codec.unpack_ids(checkpoint.player_ids)
-    vectors = codec.unpack_matrix(checkpoint.vectors, dim)
-    mine = np.isin(held, player_ids)
-    start[np.searchsorted(player_ids, held[mine])] = vectors[mine]
-    return checkpoint.after_game_id

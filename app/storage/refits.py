@@ -170,7 +170,7 @@ def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> int
     """Checkpoints that saw game ``game_id`` (now voided) are never replayed from again; how many there were.
 
     When there were some, the ratings came through one of them: the caller replays the whole log from the
-    latest checkpoint left (:func:`app.domain.replays.replay_log`), not only what the change reaches."""
+    latest checkpoint left (:func:`app.domain.rerating.replay_log`), not only what the change reaches."""
     saw_it = (
         Checkpoint.ladder_id == ladder_id,
         Checkpoint.after_game_id >= game_id,

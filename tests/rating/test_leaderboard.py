@@ -17,7 +17,7 @@ from app.rating import (
     replay,
     strength_se,
 )
-from app.rating.games import GameLog
+from app.rating.game_log import GameLog
 from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION, field_gain
 from app.rating.refit.pipeline import RefitOptions, refit
 

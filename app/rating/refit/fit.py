@@ -12,7 +12,7 @@ from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 
 from app.rating.errors import RatingInputError
-from app.rating.games import GameLog, IntArray
+from app.rating.game_log import GameLog, IntArray
 from app.rating.model import Array
 from app.rating.refit.likelihood import objective, selected_pairs
 from app.rating.refit.prior import L2, elo_manifold

@@ -9,7 +9,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from app.rating.errors import RatingInputError
-from app.rating.games import GameLog
+from app.rating.game_log import GameLog
 from app.rating.refit.fit import Progress
 from app.rating.refit.metrics import Metrics
 from app.rating.refit.pipeline import RefitOptions, refit

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit, log_expit
 
-from app.rating.games import GameLog, IntArray
+from app.rating.game_log import GameLog, IntArray
 from app.rating.model import Array, omega_apply, rowdot
 from app.rating.refit.prior import elo_manifold
 from app.rating.seats import SEAT_PRIOR_PRECISION, seat_shift

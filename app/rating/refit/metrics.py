@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from app.rating.errors import RatingInputError
-from app.rating.games import GameLog, IntArray
+from app.rating.game_log import GameLog, IntArray
 from app.rating.model import Array
 from app.rating.refit.likelihood import pair_logits, side_vectors
 

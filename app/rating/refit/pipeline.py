@@ -16,7 +16,7 @@ from numpy.typing import ArrayLike
 
 from app.rating.elo import fit_elo, pair_counts
 from app.rating.errors import RatingInputError
-from app.rating.games import GameLog, IntArray
+from app.rating.game_log import GameLog, IntArray
 from app.rating.model import Array
 from app.rating.refit.fit import Fit, Progress, fit
 from app.rating.refit.likelihood import observed_pair_probability

@@ -7,7 +7,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
-from app.rating.games import GameLog
+from app.rating.game_log import GameLog
 from app.rating.model import Array
 from app.rating.refit.likelihood import pair_logits
 from app.rating.seats import SEAT_PRIOR_PRECISION, Seats, seat_sums

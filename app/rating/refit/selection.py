@@ -9,7 +9,7 @@ import numpy as np
 from scipy.special import expit
 
 from app.rating.elo import fit_elo, pair_counts
-from app.rating.games import GameLog, IntArray
+from app.rating.game_log import GameLog, IntArray
 from app.rating.model import Array
 from app.rating.refit.fit import Fit
 from app.rating.refit.likelihood import pair_logits

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from app.rating.errors import RatingInputError
-from app.rating.games import GameLog, IntArray
+from app.rating.game_log import GameLog, IntArray
 
 
 def matchups(log: GameLog, pairs: IntArray | None = None) -> IntArray:

@@ -64,18 +64,18 @@ def replay_log(session: Session, ladder: LadderRow) -> int:
 
 def pull_back(session: Session, ladder: LadderRow, boundary: int, pull: float) -> None:
     """Pull every player's stored vector the part ``pull`` back to their initial one, and keep the part 1 - pull
-    of their experience (:mod:`app.rating.seasons`), after game ``boundary`` (the log's end: the ratings stored
+    of their experience (:mod:`app.rating.season_pull`), after game ``boundary`` (the log's end: the ratings stored
     are those after it), and checkpoint the vectors there: a replay from the checkpoint starts from them, and a
     void before it, which sets it aside, pulls them again (:func:`replay_log`)."""
     ids, C0, C, experience = storage.players.initial_and_current(session, ladder.id, 2 * ladder.k)
     C = rating.pull_back(C, C0, pull)
     experience = rating.pull_experience(experience, pull)
-    seats = storage.ladders.seat_state(session, ladder)
-    held = None if seats is None else storage.ladders.seats_to_json(seats)
+    seats = storage.ladder_state.seat_state(session, ladder)
+    held = None if seats is None else storage.ladder_state.seats_to_json(seats)
     packed = storage.codec.pack_ids(ids), storage.codec.pack(C)
     storage.refits.insert_checkpoint(session, ladder.id, boundary, *packed, refit_id=None, seat_state=held)
     storage.players.save_vectors(session, ladder.id, ids, C, experience)
-    storage.ladders.recount_field(session, ladder)
+    storage.ladder_state.recount_field(session, ladder)
 
 
 @dataclass
@@ -206,8 +206,8 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
         _write_history(session, ladder, part, history)
     # Each player's vector once, as the last part left it (not once per part: a row written again is a new row).
     storage.players.save_vectors(session, ladder.id, prepared.player_ids, prepared.C, prepared.experience)
-    storage.ladders.save_seat_state(session, ladder.id, prepared.seats)
-    storage.ladders.recount_field(session, ladder)
+    storage.ladder_state.save_seat_state(session, ladder.id, prepared.seats)
+    storage.ladder_state.recount_field(session, ladder)
     return sum(part.log.n_games for part, _ in prepared.parts)
 
 
@@ -230,7 +230,7 @@ def _marks(ladder: LadderRow) -> tuple:
 
 def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
     _write(session, ladder, part, _history(ladder, part))
-    storage.ladders.recount_field(session, ladder)
+    storage.ladder_state.recount_field(session, ladder)
     return part.log.n_games
 
 
@@ -245,7 +245,7 @@ def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history:
     """Store a replay: the vectors of its players, the seats, and its games' history."""
     storage.players.save_vectors(session, ladder.id, part.player_ids, history.C, history.experience)
     if part.start_seats is not None:
-        storage.ladders.save_seat_state(session, ladder.id, history.seats)
+        storage.ladder_state.save_seat_state(session, ladder.id, history.seats)
     _write_history(session, ladder, part, history)
 
 
