@@ -76,14 +76,13 @@ def _on_stop(loop: asyncio.AbstractEventLoop, close: Callable[[], None]) -> None
 
 
 def _tune_garbage_collector() -> None:
-    """Fewer, cheaper cyclic collections: they paused every request in flight.
+    """Fewer, cheaper cyclic collections: each pauses every request in flight.
 
     What the app holds from start-up (modules, routes, schemas) never becomes
     garbage, so it is moved out of the collector's way, and the youngest
-    generation is collected every 50,000 allocations instead of 700.  With
-    the defaults, full collections over the cached player tables made the p99
-    of ``POST /games`` 72-86 ms at 16 connections against a p50 of 10 ms;
-    with these, 18-22 ms (SQLite, 10,000 players).
+    generation is collected every 50,000 allocations instead of the default 700: with the
+    defaults, full collections over the cached player tables dominate the tail
+    latency of ``POST /games``.
     """
     gc.collect()
     gc.freeze()
@@ -95,8 +94,8 @@ def _prime_endpoints(app: FastAPI) -> None:
 
     FastAPI (0.16x) looks up where each endpoint is defined, for its error
     messages, on the endpoint's first request: it reads and tokenizes the
-    source file, 10-70 ms on the event loop, so a fresh worker's first burst
-    of requests stalled every request in flight (predictions waited 100 ms).
+    source file on the event loop, so a fresh worker's first burst of
+    requests would stall every request in flight.
     """
     extract = getattr(fastapi.routing, "_extract_endpoint_context", None)
     if extract is not None:

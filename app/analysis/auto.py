@@ -6,7 +6,7 @@ auto refit started (more after failures in a row:
 :func:`~app.domain.refit_policy.policy`), the service starts an ``auto`` refit (k
 chosen among 0..k).  The job applies itself as a checkpoint only if it would
 have predicted the latest games better than the online ratings did
-(``refit_guard.guard_verdict``); the per-game update stays the normalised, distributed
+(:func:`~app.analysis.refit_guard.guard_verdict`); the per-game update stays the normalised, distributed
 rule.
 
 Every worker process counts the games it posts per ladder and looks at the

@@ -51,7 +51,7 @@ SUMMARY_LIST = 100
 def identifiability_summary(found: Identifiability, keys: list[str]) -> dict:
     """A refit's identifiability: the report with each list cut to :data:`SUMMARY_LIST` entries (a component to
     as many players), beside the full lengths in ``counts``; ``GET …/identifiability?ratings=refit`` has them
-    all. (Stored whole, a million-player ladder's lists made a 150 MB result to parse at every look at the job.)"""
+    all (stored whole, a large ladder's lists would make every look at the job parse a huge result)."""
     n = SUMMARY_LIST
     shown = Identifiability(
         unique=found.unique,

@@ -77,7 +77,7 @@ class Database:
     write_engine: Engine
     dialect: str
     #: SQLite admits one writer; this process's writers queue here instead of in
-    #: SQLite's busy handler, whose sleeps grow to 100 ms and made p99 latency seconds.
+    #: SQLite's busy handler, whose sleeps grow to 100 ms and stretch the tail latency.
     _write_lock: FairLock | None = None
     #: PostgreSQL: the asynchronous connections of :meth:`fetch`.
     async_reads: AsyncReads | None = None

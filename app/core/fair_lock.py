@@ -9,7 +9,7 @@ from collections import deque
 class FairLock:
     """A lock handed to its waiters in the order they asked: SQLite's writers in one process (the group
     commit's and any other write, a refit's apply, a void) take turns.  A plain lock is taken again by the thread
-    that just released it: the group commit, always with a group waiting, kept a refit's apply out for over 30 s."""
+    that just released it: the group commit, always with a group waiting, would keep a refit's apply out."""
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()

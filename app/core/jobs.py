@@ -1,16 +1,15 @@
 """The job runner: each refit, and each ladder-wide report of a large ladder, runs in a child process of its own,
 one at a time per server process (a refit and a report may run side by side).
 
-In a thread, a refit's fit and its identifiability linear programs held the
-interpreter lock the request threads need (bench_api: predict p50 3.4 -> 9.6
-ms, POST /games 142 -> 70 req/s); a child process at a lower CPU priority does
+In a thread, a refit's fit and its identifiability linear programs would hold the
+interpreter lock the request threads need; a child process at a lower CPU priority does
 not.  A child that dies marks its job failed; server shutdown stops it, and so does the server's death.
 
 Only the child's working thread is lowered (on Linux a nice value belongs to a
 thread): what must not wait behind a low priority, a refit's short write under
 the writers' locks, runs in a thread the child keeps at the server's priority
 (:func:`at_server_priority`).  A holder of the writer's lock that the
-scheduler starves stalls every game post behind it (one post waited 16 s).
+scheduler starves stalls every game post behind it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Who may do what to a ladder: finding it for a request and checking the caller's key (shared by every domain).
+"""Who may do what to a ladder: finding it for a request and checking the caller's key.
 
 A ladder has keys with roles: ``read`` keys read a private ladder, ``write``
 keys also post players and games, ``admin`` keys also manage keys and settings.

@@ -1,5 +1,5 @@
 """Replaying the log after it changed below its end (an applied refit, a voided game, merged players),
-shared by the domains.
+shared by the features.
 
 After a change at one game (a void, a merge), only what the change can reach
 is replayed: the games from the changed one on that share a player with it,

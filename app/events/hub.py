@@ -42,8 +42,8 @@ logger = logging.getLogger("melo")
 #: How often (seconds) a feed with listeners looks at its ladder's log when nothing pokes it.
 POLL = 0.5
 #: The least time (seconds) between two looks, however often commits poke: a burst of games is one read, and
-#: one wake-up of each listener.  Every LISTENERS more listeners add a GAP, up to a second: waking 900 listeners
-#: ten times a second held the event loop (posts 6 ms -> 26 ms, /healthz up to 386 ms).
+#: one wake-up of each listener.  Every LISTENERS more listeners add a GAP, up to a second: waking hundreds of
+#: listeners ten times a second would hold the event loop.
 GAP, LISTENERS = 0.1, 100
 #: A comment line this often (seconds) on a quiet stream: proxies keep the connection, and the listener knows the
 #: server is there.  A stream checks this often too that its listener may still read the ladder, whatever the

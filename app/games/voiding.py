@@ -15,17 +15,11 @@ from app.storage.ladders import LadderRow
 
 
 def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason: str | None) -> dict:
-    """Void a game: it stays in the log as an audit trail and counts nowhere; the games after it are replayed.
+    """Void game ``number`` and answer it as stored; voiding a voided game changes nothing.
 
-    The later games its players reach are replayed exactly from their state
-    before it, so the ratings equal those of a ladder that never received it,
-    and ``/audit`` stays consistent.  Checkpoints that saw it are superseded;
-    if there were any, the ratings came through one, and the whole log is
-    replayed from the latest checkpoint left.  The game is read again once
-    every player row and the ladder's row are locked (a merge, a void or an
-    applied refit may have rewritten it meanwhile).
-    Every membership of a replayed game gets its new vectors and expected
-    score.  Voiding a voided game changes nothing.
+    The later games its players reach are replayed exactly from their state before it, so the ratings equal
+    those of a ladder that never received it (``/audit`` checks it).  Checkpoints that saw it are superseded; if
+    there were any, the ratings came through one, and the whole log is replayed from the latest checkpoint left.
     """
     record = storage.games.get(session, ladder.id, number)
     if record is None:

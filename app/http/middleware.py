@@ -169,7 +169,7 @@ class StartPacer:
 
     Handlers share one event loop, and the loop reads its sockets (the liveness probe's among them) only
     between iterations.  A burst of 400 requests would otherwise all start in one iteration, and everything
-    else would wait for their combined work (3 s behind 400 of the largest match predictions was measured).
+    else would wait for their combined work.
     The allowance follows the loop: it halves when an iteration took longer than ``budget`` seconds (heavy
     requests: one or two start per iteration) and grows by one, up to ``most``, after each that did not
     (light requests start many at a time, with no waiting).  A request that waits for the database, a thread
@@ -238,7 +238,7 @@ class Deadlines:
 
     Every request has the same time limit, so their deadlines fall in the order they started: the timer is set
     at the earliest, and when it fires expires what is due and is set again at the next.  (A timer per request
-    cost a prediction 6% of its time: the event loop keeps a cancelled timer in its heap until it is due.)
+    is costly on the hot path: the event loop keeps a cancelled timer in its heap until it is due.)
     """
 
     def __init__(self, seconds: float) -> None:

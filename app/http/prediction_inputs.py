@@ -28,8 +28,7 @@ class Vectors(NamedTuple):
     draw_share: float | None
 
 
-#: At most this many new players' initial vectors are drawn on the event loop (8 µs each); more, in the compute
-#: thread.
+#: At most this many new players' initial vectors are drawn on the event loop; more, in the compute thread.
 NEW_HERE = 64
 
 

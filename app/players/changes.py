@@ -17,7 +17,8 @@ from app.storage.ladders import LadderRow
 
 
 def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> None:
-    """Add the player (the caller reads the profile once this has committed: :func:`get_player`)."""
+    """Add the player; the caller reads the profile once this has committed
+    (:func:`~app.players.profile.get_player`)."""
     if data.vector is not None and len(data.vector) != 2 * ladder.k:
         raise InvalidInput(
             f"vector needs 2k = {2 * ladder.k} numbers",

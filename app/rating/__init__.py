@@ -1,4 +1,4 @@
-"""The mElo mathematics (mathematics §1-§8): pure, vectorised NumPy functions.
+"""The mElo mathematics (mathematics §1-§12): pure, vectorised NumPy and SciPy functions.
 
 This package imports NumPy and SciPy only, never the database or HTTP layers.
 """

@@ -6,7 +6,7 @@ For the update and the likelihood a game is its N(N-1)/2 pairs of sides
 ([Expanding], "Simple Multiplayer Elo" generalised in mathematics §4).
 
 :class:`GameLog` stores any number of games as flat NumPy arrays (members,
-sides, pairs), so that the update kernel, replay and (later) the refit work on
+sides, pairs), so that the update kernel, replay and the refit work on
 whole batches without Python loops.
 """
 

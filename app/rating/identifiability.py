@@ -68,7 +68,7 @@ def comparable(W: ArrayLike, dim: int) -> Comparability:
     # Wλ = 0 with λ ≥ 1: write λ = 1 + μ, μ ≥ 0, and minimise |Wμ + W1| (non-negative least squares).
     # It is 0 exactly when the cone covers R^dim.  Otherwise the residual r = Wλ* is a Farkas witness:
     # the optimality conditions give Wᵀr ≥ 0, and Σ λ*_t w_tᵀr = |r|² > 0 with every λ*_t ≥ 1, so the
-    # likelihood rises along r for ever.  One small NNLS replaces two linear programs (2.3 ms each).
+    # likelihood rises along r for ever.  One small NNLS, cheaper than the two linear programs of a direct test.
     pull = W.sum(axis=1)
     mu, residual = nnls(W, -pull)
     if residual <= NNLS_TOL * max(1.0, float(np.abs(W).sum())):

@@ -70,7 +70,7 @@ def initial_vectors(
 
 
 # NumPy's SeedSequence (numpy/random/bit_generator.pyx, stable since NumPy 1.17) and PCG64's seeding, computed
-# for many keys at once: building a default_rng costs ~25 µs, most of it SeedSequence's per-call overhead, and a
+# for many keys at once: building a default_rng per key is mostly SeedSequence's per-call overhead, and a
 # prediction may name 2,048 players who have no vector yet.  tests/rating/test_initial.py holds it to
 # default_rng bit for bit.
 _M32 = np.uint64(0xFFFFFFFF)

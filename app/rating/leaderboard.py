@@ -24,7 +24,7 @@ STRENGTH_PRIOR_PRECISION = 2.0 * ELO_R_L2
 
 def field_mean(C: ArrayLike) -> Array:
     """c̄, the mean rating vector of the field, as one matrix-vector product (a column-wise ``mean`` of a tall,
-    narrow array is ten times slower); zeros for an empty field."""
+    narrow array is much slower); zeros for an empty field."""
     C = as_vectors(C, "C")
     return np.ones(len(C)) @ C / len(C) if len(C) else np.zeros(C.shape[1])
 

@@ -1,12 +1,11 @@
-"""Storage: every read and write of the rating rows, and their codec.
+"""Storage: every SQL statement, the row codec and the tables (``tables.py``, the ORM models).
 
 Players (vectors and counters) and their per-process read model, the game log (games and participants),
 idempotency records, the ladders' change log (events), refit jobs and checkpoints, API keys, player aliases,
-and ladder rows with the version that keys the per-process read caches.  Domain services call these
-functions; they write no SQL and decode no bytes.  This package imports no
-domain, router or web framework: only the ORM models, the driver helpers and
-the pure rating core (to encode the log), and the domain's errors for the few
-refusals only storage can see (a key too long once case-folded, a ladder changed under a write).
+seasons, and ladder rows with the version that keys the per-process read caches.  The layers above call these
+functions; they write no SQL and decode no bytes.  This package imports only :mod:`app.rating` (to encode the
+log) and :mod:`app.core.errors`, for the few refusals only storage can see (a key too long once case-folded, a
+ladder changed under a write).
 """
 
 from app.storage import (

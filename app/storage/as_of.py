@@ -177,7 +177,7 @@ def _records(
     player, game, side, actual, when = [], [], [], [], []
     for rows in driver_chunks(session.connection(), sql, span, CHUNK):
         # Column by column in Python loops, not zip(*rows): one C call over a chunk would hold the interpreter
-        # (and every other thread, the event loop's among them) for a quarter of a second.
+        # (and every other thread, the event loop's among them).
         player.append(np.array([r[0] for r in rows], dtype=np.int64))
         game.append(np.array([r[1] for r in rows], dtype=np.int64))
         side.append(np.array([r[2] for r in rows], dtype=np.int64))
@@ -189,7 +189,7 @@ def _records(
         return last
     games = np.concatenate(game)
     # Each game's number of sides, indexed by id from the first one read (a sort of every membership would hold
-    # the interpreter as long again).
+    # the interpreter too).
     lo = int(games.min())
     n_sides = np.zeros(int(games.max()) - lo + 1, dtype=np.int16)
     np.maximum.at(n_sides, games - lo, (np.concatenate(side) + 1).astype(np.int16))

@@ -68,8 +68,8 @@ def save_field(session: Session, ladder_id: int, total: np.ndarray, count: int) 
 
 
 def note_field(session: Session, ladder_id: int, total: np.ndarray, count: int) -> None:
-    """The field sum after this transaction's games: :func:`bump` writes it in the statement that gives out the
-    ladder's new version (one statement on the ladder's row per commit, not two)."""
+    """The field sum after this transaction's games: :func:`~app.storage.ladders.bump` writes it in the statement
+    that gives out the ladder's new version (one statement on the ladder's row per commit, not two)."""
     session.info.setdefault("ladder_fields", {})[ladder_id] = json.dumps({"sum": total.tolist(), "count": count})
 
 

@@ -166,8 +166,8 @@ def _pair_log(
     """The counted games after ``after`` up to ``upto`` as (ids, GameLog, times played in µs) if every one is a
     two-player game between single players without seats, else None.
 
-    A million payloads read as objects cost seconds and gigabytes of
-    dictionaries; these are read as text a chunk at a time, and one regular
+    Read as objects, a large log's payloads are millions of dictionaries (slow,
+    and gigabytes); these are read as text a chunk at a time, and one regular
     expression per chunk takes their keys, ranks and advantages.  Any payload
     that does not match (teams, more sides, seats, keys with escapes) makes it
     give up, and the caller reads the payloads the general way.
@@ -320,7 +320,7 @@ def read_since(
 def _games_from(session: Session, ladder_id: int, first_game_id: int) -> Iterator[tuple[int, dict, dict | None, int]]:
     """(id, payload, seat state, time played in µs) of the counted games from ``first_game_id`` on, in log order,
     read a chunk at a time through the driver: a million rows turned into objects by one call of SQLAlchemy's
-    compiled result code held the interpreter (every other thread, ``/healthz`` too) for most of a second."""
+    compiled result code would hold the interpreter (every other thread, ``/healthz`` too)."""
     connection = session.connection()
     payload = result_converter(Game.__table__.c.payload, connection.dialect)
     seat_state = result_converter(Game.__table__.c.seat_state, connection.dialect)
@@ -335,11 +335,10 @@ def _games_from(session: Session, ladder_id: int, first_game_id: int) -> Iterato
             yield game_id, payload(p), seat_state(state), when
 
 
-#: Beyond this many players, a tail's players are read by one scan of the ladder's players in id order.
 def _players_by_id(session: Session, ladder_id: int, wanted: dict[str, int]) -> list[tuple]:
-    """(id, key, initial) of the players ``wanted`` (by key), in id order.  Many are read by one scan in id
-    order, kept by key; a few by key, then sorted (no sort of a million keys or rows: one call that long holds
-    the interpreter for most of a second)."""
+    """(id, key, initial) of the players ``wanted`` (by key), in id order.  Many (over
+    :data:`~app.storage.state_before.SCAN_PLAYERS`) are read by one scan in id order, kept by key; a few by key,
+    then sorted (no sort of a million keys or rows: one call that long would hold the interpreter)."""
     if len(wanted) > SCAN_PLAYERS:
         sql = "SELECT id, key, initial FROM players WHERE ladder_id = ? ORDER BY id"
         chunks = driver_chunks(session.connection(), sql, (ladder_id,))

@@ -113,7 +113,7 @@ def lock_all(session: Session, ladder_id: int) -> None:
     if session.get_bind().dialect.name == "postgresql":  # SQLite's writer holds the whole database already
         lock_replays(session, ladder_id)
         # The rows are locked as the statement reads them; none is turned into a Python object (a million would
-        # hold the interpreter for most of a second).
+        # hold the interpreter).
         sql = "SELECT id FROM players WHERE ladder_id = ? ORDER BY id FOR UPDATE"
         driver_sql(session.connection(), sql, (ladder_id,)).close()
     ladders.lock(session, ladder_id)
@@ -135,7 +135,7 @@ def lock_replays(session: Session, ladder_id: int) -> None:
 def lock_by_keys(dialect: str, n: int) -> str:
     """The statement that locks ``n`` players of a ladder by key, in id order.  On SQLite "+id" keeps the
     planner on the key index (the rows found are then sorted): ordered by the index of the ladder's players in
-    id order instead, it walked every player of the ladder for each group commit."""
+    id order instead, it would walk every player of the ladder for each group commit."""
     order = "+id" if dialect == "sqlite" else "id"
     return f"{_LOCK} AND key IN ({', '.join('?' * n)}) ORDER BY {order} FOR UPDATE"
 
@@ -268,7 +268,7 @@ def save_vectors(
     by the bump (a replay rewrites every player)."""
     ladders.lock(session, ladder_id)
     version = driver_sql(session.connection(), "SELECT version FROM ladders WHERE id = ?", (ladder_id,)).scalar_one()
-    for rows in chunks(len(ids)):  # a chunk at a time: a million players' conversion held the interpreter
+    for rows in chunks(len(ids)):  # a chunk at a time: one conversion of a million would hold the interpreter
         n = len(ids[rows])
         columns = {"vector": codec.pack_rows(C[rows]), "strength_then": [None] * n}
         if experience is not None:
@@ -395,7 +395,7 @@ def erase(session: Session, ladder_id: int, player_id: int, pseudonym: str) -> N
 
 def all_exist(session: Session, ladder_id: int, player_ids: np.ndarray) -> bool:
     """Whether every one of ``player_ids`` is still a player of the ladder: the ladder's ids read a chunk at a
-    time through the driver, in id order (one call turning a million rows into objects held the interpreter)."""
+    time through the driver, in id order (one call turning a million rows into objects would hold the interpreter)."""
     sql = "SELECT id FROM players WHERE ladder_id = ? ORDER BY id"
     chunks = driver_chunks(session.connection(), sql, (ladder_id,))
     ids = np.concatenate([np.empty(0, np.int64), *(np.array(rows, dtype=np.int64).reshape(-1) for rows in chunks)])

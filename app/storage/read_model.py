@@ -137,8 +137,8 @@ def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], 
         return out
 
     def numbers(pick: Callable[[list[tuple]], list], dtype: type) -> np.ndarray:
-        # A chunk at a time: NumPy converts a list in one call that holds the interpreter (a million rows'
-        # counts took a third of a second, stalling every other thread and /healthz).
+        # A chunk at a time: NumPy converts a list in one call that holds the interpreter (over a million rows,
+        # long enough to stall every other thread and /healthz).
         chunks = [
             np.array(pick(rows[lo : lo + codec.CHUNK_ROWS]), dtype=dtype)
             for lo in range(0, len(rows), codec.CHUNK_ROWS)

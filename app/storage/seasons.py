@@ -32,7 +32,7 @@ def add(session: Session, ladder_id: int, values: dict, standings: list[tuple]) 
     session.add(season)
     session.flush()
     if standings:
-        # Column by column in Python loops (one zip over a large season would hold the interpreter for seconds).
+        # Column by column in Python loops (one zip over a large season would hold the interpreter).
         columns: dict[str, list] = {name: [row[n] for row in standings] for n, name in enumerate(STANDING)}
         columns |= {"ladder_id": [ladder_id] * len(standings), "season_id": [season.id] * len(standings)}
         bulk_insert(session.connection(), SeasonStanding.__table__, columns)

@@ -37,7 +37,7 @@ from app.storage.tables import UTCDateTime
 BULK_ROWS = 50_000
 #: Rows a whole-ladder rewrite (a replay's history, every player's vector) converts and writes at a time: each
 #: conversion of a whole array (``tolist``, ``zip``, packing) is one call that holds the interpreter, and over
-#: 4,000,000 memberships that held ``/healthz`` for up to 2 s.
+#: millions of memberships that would stall ``/healthz``.
 REWRITE_ROWS = 10_000
 
 
@@ -148,9 +148,8 @@ def _unnest(
     placeholders ``statement`` has after ``{rows}``).
 
     PostgreSQL runs each row of an ``executemany`` as a statement of its own
-    (a group of 16 games cost 80 round trips), and a multi-row ``VALUES`` list
-    is a new statement text for every row count, parsed again by the driver
-    (half a second for 10,000 rows) and never prepared; this text depends only
+    (a round trip per row), and a multi-row ``VALUES`` list is a new statement
+    text for every row count, parsed again by the driver and never prepared; this text depends only
     on the columns, so the driver prepares it once.  The casts keep each
     column's type (a column of NULLs too).
     """
@@ -176,7 +175,7 @@ def _driver_columns(connection: Connection, table: Table, columns: dict[str, Seq
     """Each column's values for the driver, converted by the column's own bind processor.
 
     Values are stored exactly as the ORM stores them, but SQLAlchemy's per-row
-    machinery, which cost more than the database itself in bulk imports, is
+    machinery, which costs more than the database itself in bulk imports, is
     skipped.  Timestamps are converted once per distinct value (an import often
     stamps every row the same).
     """
@@ -249,8 +248,8 @@ def driver_sql(connection: Connection, sql: str, parameters: tuple | list[tuple]
 
 
 def driver_chunks(connection: Connection, sql: str, parameters: tuple, size: int = 10_000) -> Iterator[list[tuple]]:
-    """:func:`driver_fetchall` a chunk of ``size`` rows at a time: a million rows fetched in one call hold the
-    interpreter for most of a second; between chunks the other threads run."""
+    """:func:`driver_fetchall` a chunk of ``size`` rows at a time: a million rows fetched in one call would hold
+    the interpreter; between chunks the other threads run."""
     if connection.dialect.paramstyle != "qmark":
         sql = sql.replace("?", "%s")
     cursor = connection.connection.dbapi_connection.cursor()
@@ -271,9 +270,8 @@ def no_cyclic_gc() -> Iterator[None]:
     """Pause Python's cyclic garbage collector while millions of small objects (a log's payloads, rows) are alive.
 
     They hold no cycles, but each full collection rescans all of them while
-    holding the interpreter: voiding the first game of a 2,000,000-game ladder
-    stalled every other thread (liveness too) for 0.2-1.8 s at a time, longer
-    as the heap grew.  Threads may overlap: the collector runs again when the
+    holding the interpreter, stalling every other thread (liveness too), longer
+    as the heap grows.  Threads may overlap: the collector runs again when the
     last of them is done.
     """
     global _paused

@@ -69,7 +69,7 @@ def experience_before(
     the rows are taken a chunk at a time, and :func:`app.rating.experience.experience_before_cutoffs` carries
     each chunk on from the state the one before left."""
     # PostgreSQL gives each time as the microseconds of its whole second (the steps count days): a number, not a
-    # datetime object to convert in Python (two million of them took seconds).
+    # datetime object to convert in Python.
     postgresql = session.get_bind().dialect.name == "postgresql"
     played = "FLOOR(EXTRACT(EPOCH FROM g.played_at))::bigint * 1000000" if postgresql else "g.played_at"
     base = (
@@ -83,7 +83,7 @@ def experience_before(
         reads = [(base.format("", join="JOIN"), (ladder.id, top))]
     else:
         # SQLite's CROSS JOIN keeps the listed players' participants the outer loop (through their index): left to
-        # itself it walked the games and probed each for every player listed, 10,000 x 100,000 in over 200 s.
+        # itself the planner probes every game for every player listed.
         join = "JOIN" if postgresql else "CROSS JOIN"
         reads = []
         for lo in range(0, len(player_ids), MAX_KEYS_IN_QUERY):
