@@ -49,6 +49,8 @@ class Locked:
     experience: np.ndarray
     #: The keys this lock created, and when (none if a concurrent creator made some of them first).
     created: list[str] = field(default_factory=list)
+    #: The names it gave them (key -> name; a key without one has no name).
+    created_names: dict[str, str] = field(default_factory=dict)
     created_at: datetime | None = None
     #: A concurrent creator made some of the players first.
     raced: bool = False
@@ -73,6 +75,7 @@ def lock(
     keys = sorted(set(keys))
     rows = _select_for_update(session, ladder_id, keys)
     missing: list[str] = []
+    given: list[str | None] = []
     now, raced = None, False
     if len(rows) < len(keys) and initial is not None:
         found = {row[1] for row in rows}
@@ -92,6 +95,7 @@ def lock(
         last_played=[row[8] for row in rows],
         experience=np.array([row[9] for row in rows], dtype=np.float64),
         created=missing,
+        created_names={key: name for key, name in zip(missing, given, strict=False) if name is not None},
         created_at=now,
         raced=raced,
     )

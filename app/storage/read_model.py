@@ -235,11 +235,14 @@ def apply_notes(engine: Engine, ladder_id: int) -> Table | None:
     if not notes or held is None or notes[0][0] != held.version + 1:
         return held
     rows: dict[int, tuple] = {}  # player id -> (key, vector, counts, last played, strength then, created, experience)
+    born_names: dict[int, str] = {}  # the names the noted commits gave the players they created
     for _, written in notes:
         locked = written.locked
         created = set(locked.created)
         for n, (player, key) in enumerate(zip(locked.ids.tolist(), locked.index, strict=True)):
             born = codec.micros(locked.created_at) if key in created else rows.get(player, (None,) * 7)[5]
+            if key in locked.created_names:
+                born_names[player] = locked.created_names[key]
             then, known = written.strength_then[n], written.experience[n]
             rows[player] = (key, written.C[n], written.counts[n], written.last_played[n], then, born, known)
     ids = np.array(sorted(rows), dtype=np.int64)
@@ -248,7 +251,7 @@ def apply_notes(engine: Engine, ladder_id: int) -> Table | None:
     if any(rows[player][5] is None for player in ids[~known].tolist()):
         return held  # a row neither held nor created by a noted commit: readers read the rows
     values = [rows[player] for player in ids.tolist()]
-    names = np.full(len(ids), None, dtype=object)
+    names = np.array([born_names.get(player) for player in ids.tolist()], dtype=object)
     names[known] = held.names[at[known]]
     created = np.array([row[5] if row[5] is not None else 0 for row in values], dtype=np.int64)
     created[known] = held.created[at[known]]

@@ -37,6 +37,18 @@ def consistent(client) -> bool:
     return client.get(f"{L}/audit").json()["consistent"]
 
 
+def test_a_player_a_game_creates_keeps_their_spelling_as_name_on_a_server_that_holds_the_ladder(client):
+    """The page reads the ladder before it posts: the new player's row must reach this process's copy with its name."""
+    h = bearer(make_ladder(client, k=1))
+    post(client, h, game("Ann", "Bob"))
+    assert client.get(f"{L}/leaderboard").status_code == 200  # this process now holds the ladder's players
+    r = client.post(f"{L}/games", json=game("Kim", "Ann"), headers=h)
+    assert r.status_code == 201, r.text
+    assert profile(client, "kim")["name"] == "Kim"
+    names = {row["key"]: row["name"] for row in client.get(f"{L}/leaderboard?inactive=true").json()["items"]}
+    assert names == {"ann": "Ann", "bob": "Bob", "kim": "Kim"}
+
+
 def test_a_new_ladder_matches_keys_case_insensitively(client):
     h = bearer(make_ladder(client, k=1))
     assert client.get(L).json()["case_insensitive_keys"] is True
