@@ -108,7 +108,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     games = storage.games.of_player_all(session, ladder.id, source[0])
     shared = {g for g, _, _ in storage.games.of_player_all(session, ladder.id, target[0])} & {g for g, _, _ in games}
     if shared:
-        first = min(shared)
+        first = storage.games.number_of(session, ladder.id, min(shared))  # the ladder's number, as its API shows it
         raise Conflict(
             f"{key!r} and {into!r} both played in game {first}: they cannot be one player.", field="into", game=first
         )

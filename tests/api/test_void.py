@@ -267,6 +267,22 @@ def test_merge_refusals(client):
     assert client.get("/v1/ladders/test/audit").json()["games"] == 1
 
 
+def test_a_merge_refusal_names_the_ladders_own_game_number(client):
+    """Another ladder's games come first, so the game's number in this ladder is not its row in the database."""
+    other = make_ladder(client, "other")
+    one = {"sides": [{"players": ["x"], "rank": 1}, {"players": ["y"], "rank": 2}]}
+    post_all(client, "other", other, [one, one, one])
+    key = make_ladder(client)
+    post_all(client, "test", key, [{"sides": [{"players": ["a"], "rank": 1}, {"players": ["c"], "rank": 2}]}])
+    [number] = post_all(
+        client, "test", key, [{"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}]
+    )
+    r = client.post("/v1/ladders/test/players/a/merge", json={"into": "b"}, headers=bearer(key))
+    assert r.status_code == 409 and r.json()["game"] == number == 2, r.text
+    assert "both played in game 2:" in r.json()["detail"]
+    assert client.get(f"/v1/ladders/test/games/{number}").json()["id"] == number
+
+
 def test_erasing_a_person_keeps_the_games_and_the_ratings(client):
     key = make_ladder(client)
     client.post("/v1/ladders/test/players", json={"key": "ann", "name": "Ann Smith"}, headers=bearer(key))
