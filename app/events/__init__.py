@@ -1,0 +1,1 @@
+"""Each ladder's change log as server-sent events."""

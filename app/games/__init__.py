@@ -1,0 +1,1 @@
+"""Game posts: the checks and idempotency of a post, group commit, applying games, their answers, voids and listing."""

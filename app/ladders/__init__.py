@@ -1,0 +1,1 @@
+"""Ladders: creation, settings, keys and deletion."""

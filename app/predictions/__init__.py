@@ -1,0 +1,1 @@
+"""Win probabilities and expected scores for a pair or any game, with a fast path for the plain pair."""
