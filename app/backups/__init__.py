@@ -1,2 +1,2 @@
-"""A ladder as one file: export, restore (through the ladders', games' and seasons' services) and scheduled
-backups."""
+"""A ladder as one file: its export, and a restore that replays it through the ladders', games' and seasons'
+services."""
