@@ -4,16 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from app.storage.ladders import LadderRow, fold
+from app.storage.ladders import LadderRow
 
 
 def players_named(ladder: LadderRow, keys: Iterable[str]) -> Iterator[tuple[str, str, str]]:
-    """For each of ``keys`` in turn: the key as the ladder matches it (:func:`app.storage.ladders.fold`ed if it
-    matches keys case-insensitively), the player that names through the ladder's aliases (a key no player has
-    yet: the key a new player would get), and the first of ``keys`` that named that player (another spelling of
-    it: two keys of one player)."""
+    """For each of ``keys`` in turn: the key as the ladder matches it (:meth:`LadderRow.folded_key`), the player
+    it names (:meth:`LadderRow.player_key`: a key no player has yet gives the key a new player would get), and the
+    first of ``keys`` that named that player (another spelling of it: two keys of one player)."""
     first: dict[str, str] = {}
     for key in keys:
-        folded = fold(key) if ladder.case_insensitive_keys else key
-        player = ladder.aliases.get(folded, folded)
-        yield folded, player, first.setdefault(player, key)
+        player = ladder.player_key(key)
+        yield ladder.folded_key(key), player, first.setdefault(player, key)

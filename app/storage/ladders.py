@@ -71,12 +71,15 @@ class LadderRow:
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
     aliases: Mapping[str, str] = field(default_factory=dict)
 
+    def folded_key(self, key: str) -> str:
+        """``key`` as the ladder matches it: case-folded if it matches keys so."""
+        return fold(key) if self.case_insensitive_keys else key
+
     def player_key(self, key: str) -> str:
         """The key of the player ``key`` names here: case-folded if the ladder matches keys so, then through its
         aliases (a key no player has yet comes back as the key a new player would get)."""
-        if self.case_insensitive_keys:
-            key = fold(key)
-        return self.aliases.get(key, key)
+        folded = self.folded_key(key)
+        return self.aliases.get(folded, folded)
 
     def initial_vectors(self, keys: list[str]) -> np.ndarray:
         """The seeded initial vectors new players of these keys get here (mathematics §2)."""
