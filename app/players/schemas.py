@@ -57,6 +57,15 @@ LadderClock = Annotated[
         "always give the same answer."
     ),
 ]
+ResultsToRank = Annotated[
+    int,
+    Field(
+        description="How many more results against others the player needs before the leaderboard ranks them "
+        "(3 in all, whatever the results: a two-sided game is one result, a free-for-all one per other side); 0 "
+        "once they have them. A player with none left may still be provisional: see `provisional`.",
+        ge=0,
+    ),
+]
 ProvisionalReason = Annotated[
     str | None,
     Field(
@@ -95,6 +104,7 @@ class PlayerOut(BaseModel):
         "mathematics §10). A refit that is not applied changes nothing here."
     )
     provisional_reason: ProvisionalReason = None
+    results_to_rank: ResultsToRank = 0
     last_played_at: datetime | None
     created_at: datetime
     active: bool = Field(
@@ -144,6 +154,7 @@ class LeaderboardItem(BaseModel):
     losses: int
     provisional: bool
     provisional_reason: ProvisionalReason = None
+    results_to_rank: ResultsToRank = 0
     last_played_at: datetime | None
     active: bool
     inactive_reason: InactiveReason = None

@@ -2,9 +2,9 @@
 // merge, deactivate, erase, each asking to confirm), keys (create with a role, revoke, last used), settings and
 // the export. Everything here needs an admin key of the ladder, asked for once and kept in this browser.
 import { ApiError, LadderApi, request, savedKey } from "./api.js";
-import { debounce, fill, h, profileHref, shortDate, timeAgo } from "./dom.js";
+import { count, debounce, fill, h, profileHref, shortDate, timeAgo } from "./dom.js";
 import { follow } from "./live.js";
-import { ladderHeader, ladderName, loadLadder, playerName, setTitle, showLive } from "./parts.js";
+import { keyShown, ladderHeader, ladderName, loadLadder, playerName, setTitle, showLive } from "./parts.js";
 import { picker, Roster } from "./picker.js";
 import { askKey, ask, clearMessages, confirmed, guarded, say, withKey } from "./ui.js";
 
@@ -129,7 +129,8 @@ class AdminPage {
   describe(li, p) {
     li.dataset.search = `${playerName(p)} ${p.key}`.toLocaleLowerCase();
     fill(li.querySelector("summary"), h("b", {}, playerName(p)),
-      h("span", { class: "muted" }, ` ${p.key} · ${p.games} games${p.active ? "" : " · inactive"}`));
+      h("span", { class: "muted" }, ` ${[keyShown(p), count(p.games, "game"), !p.active && "inactive"]
+        .filter(Boolean).join(" · ")}`));
     const toggle = li.querySelector(".active-toggle");
     if (toggle) toggle.textContent = p.active ? "Deactivate…" : "Reactivate";
     return li;
@@ -324,7 +325,8 @@ class AdminPage {
       const closed = await guarded(() => this.api.send("POST", "/seasons", { name: name.value.trim(), pull: part }));
       if (!closed) return;
       name.value = "";
-      say(`Season “${closed.name}” closed: ${closed.games} games, ${closed.players} players.`, "info");
+      const counted = `${count(closed.games, "game")}, ${count(closed.players, "player")}`;
+      say(`Season “${closed.name}” closed: ${counted}.`, "info");
     });
     return h("div", {}, h("p", { class: "muted" }, "Closing a season keeps its final standings; the ladder page " +
       "shows them under Past seasons."), form);

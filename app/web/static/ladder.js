@@ -2,34 +2,50 @@
 // mathematics (predictions, fair teams, cycles) lower down. It follows the ladder's event stream, so that a game
 // recorded anywhere shows up here within moments, without a reload.
 import { LadderApi } from "./api.js";
-import { changeClass, debounce, fill, h, profileHref, shortDate, signed, timeAgo, whole } from "./dom.js";
+import { changeClass, count, debounce, fill, h, number, pct, profileHref, shortDate, signed, timeAgo,
+  whole } from "./dom.js";
 import { follow } from "./live.js";
-import { badge, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
+import { meBar } from "./me.js";
+import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
 import { Roster } from "./picker.js";
 import { recordForm } from "./record.js";
 import { pastSeasons } from "./seasons.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
 const PAGE = 50; // leaderboard rows at first, and per "show more"
-// A phone shows five of the standings' nine columns: a row across the table spans those it shows, as a cell
+// A phone shows five of the standings' ten columns: a row across the table spans those it shows, as a cell
 // spanning hidden columns would squeeze the names.
 const PHONE = window.matchMedia("(max-width: 759.98px)");
-const across = () => (PHONE.matches ? "5" : "9");
+const across = () => (PHONE.matches ? "5" : "10");
 const FEED = 12; // results listed
 const ACTIVITY = 100; // latest games the "most active" list counts
 const REFRESH_MS = 250; // a burst of changes causes one reload
 
+// Each order: its label, the standings' number column, what that number is (one line, shown above the table), and
+// the number of a row as shown. The number shown is the one the rows are sorted by, so the order always reads right.
 const ORDERS = [
-  ["conservative", "Rating minus its uncertainty (default)"],
-  ["hodge", "Strength (Hodge)"],
-  ["field", "Expected score against the field"],
-  ["disc", "Disc strength"],
+  ["conservative", "The rating we are sure of (default)", "Sure rating",
+    "Ranked by the rating we are sure of: each rating less the doubt its games leave, so that a lucky start does " +
+    "not jump the regulars.", (p) => whole(p.conservative)],
+  ["hodge", "Rating", "Rating", "Ranked by rating.", (p) => whole(p.elo)],
+  ["field", "Expected score against everyone", "Against all",
+    "Ranked by the share of games each would win against everyone on the ladder.", (p) => pct(p.strength)],
+  ["disc", "Strength in the main style of play", "Disc",
+    "Ranked by strength in the ladder's main style of play (the chart under Insights).", (p) => p.strength.toFixed(2)],
 ];
+const orderOf = (value) => ORDERS.find(([v]) => v === value);
 const FIELD_MOVES = "Ratings are measured against the whole field, so a rating can move when its player did not " +
   "play: the players it is compared with did.";
-const CONSERVATIVE = "Players are ordered by their rating minus twice its uncertainty, so that a newcomer's lucky " +
-  "start does not put them above the regulars; provisional players, whose results do not place them yet, are " +
-  "listed below.";
+// "How ratings work", in a colleague's words; the mathematics is in the documentation.
+const HOW = [
+  "Everyone starts at 1500. Beating someone moves your rating up, losing moves it down, by more when the " +
+  "result is a surprise.",
+  "After a few games we cannot be sure of a rating yet: it could still be some way off either side, which is what " +
+  "“give or take” says. The standings rank by the rating we are sure of (the rating less that doubt), so that a " +
+  "newcomer's lucky start does not put them above the regulars; the doubt shrinks with every game.",
+  "A player is ranked after 3 games against others, whatever the results: a 2–0 start is not ranked yet, while " +
+  "1–5 after six games is, near the bottom. Until then they are listed below, saying how many games they need.",
+];
 
 const boardPath = (order, inactive, limit, cursor) =>
   `/leaderboard?by=${order}&limit=${limit}&form=true${inactive ? "&inactive=true" : ""}` +
@@ -52,6 +68,7 @@ class LadderPage {
     this.api = api;
     this.ladder = ladder;
     this.roster = new Roster();
+    this.me = meBar({ api, ladder, roster: this.roster, onChange: () => this.meChanged() });
     this.order = "conservative";
     this.showInactive = false;
     this.rows = PAGE;
@@ -92,11 +109,12 @@ class LadderPage {
     this.active = h("div", { id: "active-box" });
     const sections = [
       h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
-        h("h2", { id: "standings-title" }, "Standings"), this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
+        h("h2", { id: "standings-title" }, "Standings"), this.rankedBy = h("p", { id: "ranked-by", class: "muted" }),
+        this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
       h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
         h("h2", { id: "record-title" }, "Record a game"),
-        recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, onRecorded: (game) => this.addGame(game),
-          onUndone: (game) => this.voidGame(game) })),
+        this.form = recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, me: () => this.me.key,
+          onRecorded: (game) => this.addGame(game), onUndone: (game) => this.voidGame(game) })),
       h("section", { id: "results", class: "panel", "aria-labelledby": "results-title" },
         h("h2", { id: "results-title" }, "Latest results"), this.feed, this.active),
       h("section", { id: "insights", class: "panel", "aria-labelledby": "insights-title" },
@@ -105,7 +123,8 @@ class LadderPage {
     ];
     this.insights = sections[3];
     const grid = h("div", { class: "ladder-grid" }, sections);
-    fill(this.view, h("div", { class: "page-head" }, h("h1", {}, ladderName(this.ladder)), this.summary),
+    fill(this.view, h("div", { class: "page-head" }, h("h1", {}, ladderName(this.ladder)), this.summary,
+      this.me.root),
       sectionTabs(grid, [["standings", "Standings"], ["record", "Record"], ["results", "Results"],
         ["insights", "Insights"]]), grid);
   }
@@ -121,9 +140,11 @@ class LadderPage {
       this.showInactive = inactive.checked;
       guarded(() => this.loadBoard());
     });
-    return h("details", { class: "options", id: "ranking-options" }, h("summary", {}, "How the standings work"),
-      h("p", { class: "muted" }, CONSERVATIVE),
+    return h("details", { class: "options", id: "ranking-options" }, h("summary", {}, "How ratings work"),
+      HOW.map((text) => h("p", { class: "muted" }, text)),
       h("p", { class: "muted", id: "field-moves" }, FIELD_MOVES),
+      h("p", { class: "muted" }, "Behind it, each player has a few numbers rather than one, so that rock-paper-" +
+        "scissors cycles (Ann beats Bob, Bob beats Cy, Cy beats Ann) can show: the Insights section draws them."),
       h("div", { class: "field" }, h("label", { for: "order" }, "Order by"), select),
       h("label", { class: "check" }, inactive, " Show inactive players"));
   }
@@ -135,7 +156,7 @@ class LadderPage {
 
   drawSummary() {
     const latest = this.games.find((g) => !g.voided_at);
-    fill(this.summary, `${this.ladder.players} players · ${this.ladder.games} games`,
+    fill(this.summary, `${count(this.ladder.players, "player")} · ${count(this.ladder.games, "game")}`,
       latest ? [" · last game ", timeAgo(latest.played_at)] : null);
   }
 
@@ -160,13 +181,15 @@ class LadderPage {
 
   drawBoard(items, more) {
     this.drawn = [items, more];
+    const [, , column, meaning, shown] = orderOf(this.order);
+    fill(this.rankedBy, meaning);
     const established = items.filter((p) => !p.provisional);
     const provisional = items.filter((p) => p.provisional);
-    const rows = established.flatMap((p, n) => this.playerRows(p, n + 1));
+    const rows = established.flatMap((p, n) => this.playerRows(p, n + 1, shown));
     if (provisional.length) {
       rows.push(h("tr", { class: "group" }, h("td", { colspan: across() },
-        "Provisional: not placed yet (too few results, or results that cannot pin them down)")));
-      rows.push(...provisional.flatMap((p) => this.playerRows(p, "–")));
+        "Not ranked yet: a player is ranked after 3 games against others, whatever the results")));
+      rows.push(...provisional.flatMap((p) => this.playerRows(p, "–", shown)));
     }
     this.elos = new Map(items.map((p) => [p.key, p.elo]));
     const showMore = h("button", { type: "button", class: "secondary", id: "show-more" }, "Show more players");
@@ -179,12 +202,15 @@ class LadderPage {
         h("thead", {}, h("tr", {},
           h("th", { class: "num rank-col", scope: "col" }, h("abbr", { title: "Rank" }, "#")),
           h("th", { scope: "col" }, "Player"),
-          h("th", { class: "num rating-col", scope: "col", title: "Elo points, ± twice the uncertainty" }, "Rating"),
+          h("th", { class: "num score-col", scope: "col" }, column),
           h("th", { scope: "col", class: "form-col" }, "Form"),
           h("th", { class: "num wide", scope: "col" }, "Games"),
-          h("th", { class: "num wide", scope: "col", title: "Won, drawn, lost" }, "W–D–L"),
-          h("th", { class: "num wide", scope: "col", title: "Elo gained or lost since their own last game, as " +
-            "others played" }, "Since last game"),
+          h("th", { class: "num wide", scope: "col", title: this.draws ? "Won, drawn, lost" : "Won, lost" },
+            this.draws ? "W–D–L" : "W–L"),
+          h("th", { class: "num wide", scope: "col", title: "The rating, give or take how far it may still be off" },
+            "Rating"),
+          h("th", { class: "num wide", scope: "col", title: "Rating points gained or lost since their own last " +
+            "game, as others played" }, "Since last game"),
           h("th", { class: "wide", scope: "col" }, "Last played"),
           h("th", { class: "narrow", scope: "col" }, h("span", { class: "sr-only" }, "Details")))),
         h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: across(), class: "muted" },
@@ -192,34 +218,50 @@ class LadderPage {
       more ? showMore : null);
   }
 
+  // Whether the ladder plays draws: W–D–L, else W–L (a ladder without the `play` setting may have draws).
+  get draws() {
+    return this.ladder.play?.draws !== false;
+  }
+
+  record(p) {
+    return this.draws ? `${number(p.wins)}–${number(p.draws)}–${number(p.losses)}`
+      : `${number(p.wins)}–${number(p.losses)}`;
+  }
+
   // A player's row, and on a phone a row of details under it, made when first opened (most never are).
-  playerRows(p, rank) {
+  playerRows(p, rank, shown) {
     const moved = this.elos.has(p.key) && Math.round(this.elos.get(p.key)) !== Math.round(p.elo);
     const detailsId = `details-${cssId(p.key)}`;
     const since = p.change_since_last_game;
     const sinceText = since === null || since === undefined || Math.round(since) === 0 ? "–" : signed(since);
-    const interval = `likely between ${whole(p.elo - 2 * p.strength_se)} and ${whole(p.elo + 2 * p.strength_se)}`;
+    const twoSe = 2 * p.strength_se;
+    const rating = `${whole(p.elo)}, give or take ${whole(twoSe)} (${certainty(twoSe)})`;
+    const won = this.draws ? `${number(p.wins)} won, ${number(p.draws)} drawn, ${number(p.losses)} lost`
+      : `${number(p.wins)} won, ${number(p.losses)} lost`;
     const details = () => h("tr", { class: "details", id: detailsId }, h("td", { colspan: "5" }, // phones only
       h("dl", {},
-        h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)}, ${interval}`)),
-        h("div", {}, h("dt", {}, "Games"),
-          h("dd", {}, `${p.games}: ${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
+        h("div", {}, h("dt", {}, "Rating"), h("dd", {}, rating)),
+        h("div", {}, h("dt", {}, "Games"), h("dd", {}, `${number(p.games)}: ${won}`)),
         h("div", {}, h("dt", {}, "Since last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
         h("div", {}, h("dt", {}, "Last played"),
           h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
     const open = this.expanded.has(p.key);
     const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
       "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
-    const row = h("tr", { "data-key": p.key, class: [p.inactive_reason && "inactive", moved && "changed"] },
+    const mine = p.key === this.me.key;
+    const row = h("tr", { "data-key": p.key, class: [p.inactive_reason && "inactive", moved && "changed",
+      mine && "me"] },
       h("td", { class: "num rank" }, rank),
       h("td", { class: "player" }, h("a", { href: profileHref(this.api.slug, p.key) }, p.name || p.key),
+        mine ? h("span", { class: "me-mark" }, " (me)") : null,
         p.provisional ? [" ", badge(p)] : null,
         p.inactive_reason ? h("span", { class: "muted", title: p.inactive_reason }, " (inactive)") : null),
-      h("td", { class: "num rating", title: interval }, whole(p.elo),
-        h("small", { class: "pm" }, ` ± ${whole(2 * p.strength_se)}`)),
+      h("td", { class: "num score" }, shown(p)),
       h("td", { class: "form-col" }, formChips(p.form)),
-      h("td", { class: "num wide" }, p.games),
-      h("td", { class: "num wide wdl" }, `${p.wins}–${p.draws}–${p.losses}`),
+      h("td", { class: "num wide" }, number(p.games)),
+      h("td", { class: "num wide wdl" }, this.record(p)),
+      h("td", { class: "num wide rating", title: rating }, whole(p.elo),
+        h("small", { class: "pm" }, ` ± ${whole(twoSe)}`)),
       h("td", { class: ["num wide", sinceText !== "–" && changeClass(since)] }, sinceText),
       h("td", { class: "wide" }, p.last_played_at ? timeAgo(p.last_played_at) : "never"),
       h("td", { class: "narrow" }, toggle));
@@ -232,6 +274,12 @@ class LadderPage {
       else this.expanded.delete(p.key);
     });
     return open ? [row, details()] : [row];
+  }
+
+  // "Me" was picked, changed or forgotten: the standings mark the row, the record form fills the player in.
+  meChanged() {
+    if (this.drawn) this.drawBoard(...this.drawn);
+    this.form.prefillMe();
   }
 
   // ---------- latest results ----------
@@ -313,7 +361,7 @@ class LadderPage {
       h("p", { class: "muted" }, `Games since ${shortDate(new Date(since))}`),
       h("ol", { id: "active", class: "active" }, top.map((p) => h("li", { "data-key": p.key },
         h("a", { href: profileHref(this.api.slug, p.key) }, this.roster.name(p.key)),
-        h("span", { class: "muted" }, ` ${p.games} game${p.games === 1 ? "" : "s"}, last `, timeAgo(p.last))))));
+        h("span", { class: "muted" }, ` ${count(p.games, "game")}, last `, timeAgo(p.last))))));
   }
 
   // ---------- changes, from this page or the event stream ----------
@@ -328,6 +376,7 @@ class LadderPage {
     this.drawGames();
     this.refreshBoard();
     this.refreshSummary();
+    this.me.refresh();
   }
 
   voidGame(game) {
@@ -335,6 +384,7 @@ class LadderPage {
     this.drawGames();
     this.refreshBoard();
     this.refreshSummary();
+    this.me.refresh();
   }
 
   async reload() {
@@ -344,6 +394,8 @@ class LadderPage {
   async loadRoster() {
     this.roster.replace(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
     this.drawGames(); // the names of players beyond the first page
+    this.me.redraw();
+    this.form.prefillMe();
   }
 
   eventHandlers() {

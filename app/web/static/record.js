@@ -1,10 +1,10 @@
 // Recording a game in seconds: pick the players (suggested as you type), press who won. Singles, doubles and
 // free-for-all in one form; the seat question only on ladders that learn seats. The toast that follows shows
 // each player's rating change and can undo the game.
-import { savedKey, forgetKey } from "./api.js";
+import { ApiError, savedKey, forgetKey } from "./api.js";
 import { changeClass, debounce, fill, h, pct, signed, whole } from "./dom.js";
 import { picker } from "./picker.js";
-import { clearMessages, guarded, hideToast, say, toast, withKey } from "./ui.js";
+import { ask, clearMessages, guarded, hideToast, say, showInView, toast, withKey } from "./ui.js";
 
 const MODES = [["singles", "Singles"], ["doubles", "Doubles"], ["ffa", "Free-for-all"]];
 const SIDES = ["A", "B"];
@@ -25,8 +25,9 @@ class FormProblem extends Error {
   }
 }
 
-// The record form. `onRecorded(game)` and `onUndone(game)` let the page show the change at once.
-export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
+// The record form. `onRecorded(game)` and `onUndone(game)` let the page show the change at once; `me()` is the key
+// of who uses this device, filled in as the first player.
+export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () => "" }) {
   const seats = (ladder.seats || []).map((s) => s.name);
   const form = h("form", { id: "game-form", novalidate: true });
   const modeBox = h("fieldset", { class: "modes" }, h("legend", { class: "sr-only" }, "Kind of game"),
@@ -37,7 +38,11 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
   const preview = h("p", { id: "preview", class: "muted", "aria-live": "polite" });
   const actions = h("div", { class: "who-won" });
   const keyLine = h("p", { class: "key-line muted" });
-  fill(form, modeBox, playersBox, seatBox, preview, actions);
+  // What is wrong with the game, next to the buttons that send it (a message at the top of a phone's page is out
+  // of sight).
+  const problemLine = h("p", { id: "form-problem", class: "form-problem", role: "alert", hidden: true });
+  const confirmedNew = new Set(); // new players' names confirmed for the game being entered
+  fill(form, modeBox, playersBox, seatBox, preview, problemLine, actions);
   let pickers = []; // singles and doubles: [side A's pickers, side B's]; free-for-all: one per row
   let places = []; // free-for-all: each row's place box
 
@@ -169,6 +174,63 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
     else drawTeams();
     drawActions();
     fill(preview);
+    prefillMe();
+  }
+
+  // Me as the first player, unless I am picked already or the first box has someone else.
+  function prefillMe() {
+    const key = me();
+    const all = pickers.flat();
+    if (!key || !all.length) return;
+    const mine = all.find((p) => p.key === key);
+    if (mine && mine.input.value === key) mine.set(key); // the name, once the roster knows it
+    else if (!mine && !all[0].input.value.trim()) all[0].set(key);
+    relabel();
+  }
+
+  function showProblem(message) {
+    problemLine.textContent = message;
+    problemLine.hidden = !message;
+    if (message) showInView(problemLine);
+  }
+
+  // A typed name that is nobody on the ladder yet (no key, name or alias, in any case) is a new player only once
+  // confirmed; the closest names are offered instead ("bobb": did you mean Bob?). False: cancelled.
+  async function confirmNewPlayers() {
+    for (const p of pickers.flat()) {
+      const text = p.input.value.trim();
+      const folded = text.toLocaleLowerCase();
+      if (!text || roster.find(text) || confirmedNew.has(folded) || (await isPlayer(text))) continue;
+      const like = roster.closest(text);
+      const allowNew = ladder.auto_create_players;
+      const answer = await ask({
+        title: allowNew ? `New player “${text}”?` : `No player “${text}”`,
+        body: h("p", {}, like.length ? `Did you mean ${like.map((o) => o.name).join(" or ")}?`
+          : allowNew ? "Nobody of that name plays on this ladder yet." : "Nobody of that name plays on this ladder."),
+        choices: like.map((o) => [o.key, o.name]),
+        confirm: allowNew ? `Add “${text}” as a new player` : null,
+      });
+      if (answer === null) {
+        p.input.focus();
+        return false;
+      }
+      if (answer.choice === "ok") confirmedNew.add(folded);
+      else p.set(answer.choice);
+    }
+    relabel();
+    return true;
+  }
+
+  // Whether the ladder knows `text` (an alias, or a player the page has not listed): one read, only for names the
+  // page does not know.
+  async function isPlayer(text) {
+    try {
+      await api.get(api.playerPath(text));
+      return true;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return false;
+      throw err;
+    }
   }
 
   // ---------- the game as the API takes it ----------
@@ -260,19 +322,28 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
   async function submit(event) {
     event.preventDefault();
     clearMessages();
+    showProblem("");
+    const result = event.submitter ? event.submitter.value : "a";
     let game;
     try {
-      game = body(event.submitter ? event.submitter.value : "a");
+      body(result);
+      if (!(await guarded(confirmNewPlayers))) return;
+      game = body(result); // with the names the confirmation settled
     } catch (err) {
       if (!(err instanceof FormProblem)) throw err;
-      say(err.message);
+      showProblem(err.message);
       if (err.field) err.field.focus();
       return;
     }
     const buttons = [...form.querySelectorAll("button[type=submit]")];
     buttons.forEach((b) => { b.disabled = true; });
     hideToast();
-    const posted = await guarded(() => withKey(api.slug, "write", () => api.send("POST", "/games", game)));
+    let posted;
+    try {
+      posted = await withKey(api.slug, "write", () => api.send("POST", "/games", game));
+    } catch (err) {
+      showProblem(err instanceof ApiError ? err.message : `Something went wrong: ${err.message}`);
+    }
     buttons.forEach((b) => { b.disabled = false; });
     // A disabled button loses the focus: a keyboard user carries on from the button they pressed.
     if (event.submitter && document.activeElement === document.body) event.submitter.focus();
@@ -280,9 +351,11 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
     if (!posted) return;
     roster.remember(game.sides.flatMap((s) => s.players));
     showRecorded(posted);
+    confirmedNew.clear();
     pickers.flat().forEach((p) => p.clear());
     relabel();
     fill(preview);
+    prefillMe();
     onRecorded(posted);
   }
 
@@ -299,5 +372,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
   form.addEventListener("submit", submit);
   draw();
   drawKeyLine();
-  return h("div", {}, form, keyLine);
+  const root = h("div", {}, form, keyLine);
+  root.prefillMe = prefillMe; // "me" picked or changed on the page
+  return root;
 }

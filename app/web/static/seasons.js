@@ -1,5 +1,5 @@
 // Past seasons on the ladder page: each closed season's final standings as they were archived, read when opened.
-import { fill, h, profileHref, shortDate, whole } from "./dom.js";
+import { count, fill, h, profileHref, shortDate, whole } from "./dom.js";
 import { guarded } from "./ui.js";
 
 const SHOWN = 50; // standings rows shown of a season
@@ -23,7 +23,7 @@ async function load(api, box) {
     return;
   }
   const select = h("select", { id: "season" }, seasons.map((s) => h("option", { value: s.name },
-    `${s.name} (closed ${shortDate(new Date(s.closed_at))}, ${s.games} games)`)));
+    `${s.name} (closed ${shortDate(new Date(s.closed_at))}, ${count(s.games, "game")})`)));
   const table = h("div", { id: "season-standings" });
   const show = async () => {
     const page = await api.get(`/seasons/${encodeURIComponent(select.value)}?limit=${SHOWN}`);
