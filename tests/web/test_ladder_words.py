@@ -96,10 +96,10 @@ def test_counts_read_in_words_and_the_header_says_whether_the_page_is_live(base,
     expect(page.locator(".live")).to_have_text("Live")
 
 
-@pytest.mark.parametrize("size", ["phone", "desktop"])
-def test_a_name_nobody_has_is_confirmed_before_it_makes_a_player(base, open_page, size):
-    ladder = make_ladder(base, f"typo-{size}", games=False)
-    page = open_page(size, saved={ladder.slug: ladder.key})
+def test_a_name_nobody_has_is_confirmed_before_it_makes_a_player(base, open_page):
+    # On a phone, where the form's problems used to land in a banner out of view; the dialog is the same on a laptop.
+    ladder = make_ladder(base, "typo", games=False)
+    page = open_page("phone", saved={ladder.slug: ladder.key})
     page.goto(ladder.url + "#record")
     page.wait_for_selector("#game-form")
     page.fill("#a-0", "bobb")

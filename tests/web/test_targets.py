@@ -45,36 +45,47 @@ def check_targets(page, where: str, at_least: int = 3) -> int:
     return found["measured"]
 
 
-@pytest.mark.parametrize("size", ["phone", "desktop"])
-def test_every_control_is_at_least_24_px_square(base, open_page, size):
-    ladder = make_ladder(base, f"targets-{size}")
+@pytest.fixture(scope="module")
+def office(base):
+    ladder = make_ladder(base, "targets")
     ladder.post(["newbie"], ["ann"])  # a player not ranked yet: the reason under the name
-    page = open_page(size, saved={ladder.slug: ladder.key})
+    return ladder
+
+
+def open_ladder(page, ladder) -> None:
     page.goto(ladder.url)
     page.wait_for_selector("#board tr[data-key=newbie] .why-unranked")
     page.wait_for_selector("#feed li.game .undo", state="attached")
     page.click("#ranking-options summary")
-    if size == "phone":
-        page.locator("#board button.toggle").first.click()
-        check_targets(page, "standings", 10)
-        for tab in ("record", "results", "insights"):
-            page.click(f"button[data-tab={tab}]")
-            if tab == "insights":
-                page.wait_for_selector("#intransitivity")
-            check_targets(page, tab)
-    else:
-        page.locator("#insights").scroll_into_view_if_needed()
-        page.wait_for_selector("#intransitivity")
-        check_targets(page, "ladder", 30)
-    page.click("#me-pick") if size == "desktop" else (page.click("button[data-tab=standings]"), page.click("#me-pick"))
+
+
+def test_every_control_on_a_phone_is_at_least_24_px_square(base, open_page, office):
+    page = open_page("phone", saved={office.slug: office.key})
+    open_ladder(page, office)
+    page.locator("#board button.toggle").first.click()
+    check_targets(page, "standings", 10)
+    for tab in ("record", "results", "insights"):
+        page.click(f"button[data-tab={tab}]")
+        if tab == "insights":
+            page.wait_for_selector("#intransitivity")
+        check_targets(page, tab)
+    page.click("button[data-tab=standings]")
+    page.click("#me-pick")
     page.click("#me-picker")
     page.wait_for_selector("#me-picker-list [role=option]")
     check_targets(page, "me picker")
-    for path, ready in [("/players/ann", "#stats"), ("/admin", "#player-list"), ("", None)]:
-        page.goto(ladder.url + path if path or ready else base + "/")
-        if ready:
-            page.wait_for_selector(ready)
-        else:
-            page.wait_for_selector("#ladders")
-            page.click("#new-ladder summary")
-        check_targets(page, path or "home")
+    for path, ready in [("/players/ann", "#stats"), ("/admin", "#player-list")]:
+        page.goto(office.url + path)
+        page.wait_for_selector(ready)
+        check_targets(page, path)
+    page.goto(base + "/")
+    page.click("#new-ladder summary")
+    check_targets(page, "home")
+
+
+def test_every_control_of_the_ladder_page_on_a_laptop_is_at_least_24_px_square(base, open_page, office):
+    page = open_page("desktop", saved={office.slug: office.key})
+    open_ladder(page, office)
+    page.locator("#insights").scroll_into_view_if_needed()
+    page.wait_for_selector("#intransitivity")
+    check_targets(page, "ladder", 30)

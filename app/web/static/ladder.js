@@ -2,7 +2,7 @@
 // mathematics (predictions, fair teams, cycles) lower down. It follows the ladder's event stream, so that a game
 // recorded anywhere shows up here within moments, without a reload.
 import { LadderApi } from "./api.js";
-import { changeClass, count, debounce, fill, h, number, pct, profileHref, shortDate, signed, timeAgo,
+import { changeClass, count, debounce, fill, h, number, profileHref, shortDate, signed, timeAgo,
   whole } from "./dom.js";
 import { follow } from "./live.js";
 import { meBar } from "./me.js";
@@ -10,6 +10,7 @@ import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, setT
 import { Roster } from "./picker.js";
 import { recordForm } from "./record.js";
 import { pastSeasons } from "./seasons.js";
+import { FIELD_MOVES, HOW, ORDERS, orderOf } from "./standings-words.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
 const PAGE = 50; // leaderboard rows at first, and per "show more"
@@ -20,32 +21,6 @@ const across = () => (PHONE.matches ? "5" : "10");
 const FEED = 12; // results listed
 const ACTIVITY = 100; // latest games the "most active" list counts
 const REFRESH_MS = 250; // a burst of changes causes one reload
-
-// Each order: its label, the standings' number column, what that number is (one line, shown above the table), and
-// the number of a row as shown. The number shown is the one the rows are sorted by, so the order always reads right.
-const ORDERS = [
-  ["conservative", "The rating we are sure of (default)", "Sure rating",
-    "Ranked by the rating we are sure of: each rating less the doubt its games leave, so that a lucky start does " +
-    "not jump the regulars.", (p) => whole(p.conservative)],
-  ["hodge", "Rating", "Rating", "Ranked by rating.", (p) => whole(p.elo)],
-  ["field", "Expected score against everyone", "Against all",
-    "Ranked by the share of games each would win against everyone on the ladder.", (p) => pct(p.strength)],
-  ["disc", "Strength in the main style of play", "Disc",
-    "Ranked by strength in the ladder's main style of play (the chart under Insights).", (p) => p.strength.toFixed(2)],
-];
-const orderOf = (value) => ORDERS.find(([v]) => v === value);
-const FIELD_MOVES = "Ratings are measured against the whole field, so a rating can move when its player did not " +
-  "play: the players it is compared with did.";
-// "How ratings work", in a colleague's words; the mathematics is in the documentation.
-const HOW = [
-  "Everyone starts at 1500. Beating someone moves your rating up, losing moves it down, by more when the " +
-  "result is a surprise.",
-  "After a few games we cannot be sure of a rating yet: it could still be some way off either side, which is what " +
-  "“give or take” says. The standings rank by the rating we are sure of (the rating less that doubt), so that a " +
-  "newcomer's lucky start does not put them above the regulars; the doubt shrinks with every game.",
-  "A player is ranked after 3 games against others, whatever the results: a 2–0 start is not ranked yet, while " +
-  "1–5 after six games is, near the bottom. Until then they are listed below, saying how many games they need.",
-];
 
 const boardPath = (order, inactive, limit, cursor) =>
   `/leaderboard?by=${order}&limit=${limit}&form=true${inactive ? "&inactive=true" : ""}` +
