@@ -120,7 +120,7 @@ def test_a_name_nobody_has_is_confirmed_before_it_makes_a_player(base, open_page
     page.fill("#a-0", "Zed")
     page.fill("#b-0", "ANN")
     page.click("#won-b")
-    page.locator("dialog[open]").get_by_role("button", name="Add “Zed” as a new player").click()
+    page.locator("dialog[open]").get_by_role("button", name="Yes, add “Zed”").click()
     page.wait_for_selector("#changes li[data-key=zed]")  # keys ignore case on this ladder
     assert ladder.get("/players/zed")["games"] == 1 and ladder.get("")["players"] == 7
     # A form problem shows next to the buttons, in view on a phone.

@@ -180,7 +180,7 @@ class LadderPage {
           h("th", { class: "num score-col", scope: "col" }, column),
           h("th", { scope: "col", class: "form-col" }, "Form"),
           h("th", { class: "num wide", scope: "col" }, "Games"),
-          h("th", { class: "num wide", scope: "col", title: this.draws ? "Won, drawn, lost" : "Won, lost" },
+          h("th", { class: "num wide wdl", scope: "col", title: this.draws ? "Won, drawn, lost" : "Won, lost" },
             this.draws ? "W–D–L" : "W–L"),
           h("th", { class: "num wide", scope: "col", title: "The rating, give or take how far it may still be off" },
             "Rating"),

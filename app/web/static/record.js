@@ -208,7 +208,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
         body: h("p", {}, like.length ? `Did you mean ${like.map((o) => o.name).join(" or ")}?`
           : allowNew ? "Nobody of that name plays on this ladder yet." : "Nobody of that name plays on this ladder."),
         choices: like.map((o) => [o.key, o.name]),
-        confirm: allowNew ? `Add “${text}” as a new player` : null,
+        confirm: allowNew ? `Yes, add “${text}”` : null,
       });
       if (answer === null) {
         p.input.focus();
