@@ -28,7 +28,7 @@ const RESULT_WORDS = { W: "won", D: "drew", L: "lost" };
 // The last results as chips, newest first: a letter and a colour, and the words for screen readers.
 export function formChips(form) {
   if (!form || !form.length) return h("span", { class: "form none" }, "–");
-  const words = `Last ${form.length} results, newest first: ${form.map((r) => RESULT_WORDS[r]).join(", ")}`;
+  const words = `Last ${count(form.length, "result")}, newest first: ${form.map((r) => RESULT_WORDS[r]).join(", ")}`;
   return h("span", { class: "form", role: "img", "aria-label": words, title: words },
     form.map((r) => h("span", { class: `r r-${r.toLowerCase()}`, "aria-hidden": "true" }, r)));
 }

@@ -207,7 +207,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
         title: allowNew ? `New player “${text}”?` : `No player “${text}”`,
         body: h("p", {}, like.length ? `Did you mean ${like.map((o) => o.name).join(" or ")}?`
           : allowNew ? "Nobody of that name plays on this ladder yet." : "Nobody of that name plays on this ladder."),
-        choices: like.map((o) => [o.key, o.name]),
+        choices: like.map((o) => [`player:${o.key}`, o.name]), // not "ok", whatever the key
         confirm: allowNew ? `Yes, add “${text}”` : null,
       });
       if (answer === null) {
@@ -215,7 +215,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
         return false;
       }
       if (answer.choice === "ok") confirmedNew.add(folded);
-      else p.set(answer.choice);
+      else p.set(answer.choice.slice("player:".length));
     }
     relabel();
     return true;
@@ -324,10 +324,14 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
     clearMessages();
     showProblem("");
     const result = event.submitter ? event.submitter.value : "a";
+    const buttons = [...form.querySelectorAll("button[type=submit]")];
     let game;
     try {
       body(result);
-      if (!(await guarded(confirmNewPlayers))) return;
+      buttons.forEach((b) => { b.disabled = true; }); // one game per tap, while new names are confirmed too
+      const settled = await guarded(confirmNewPlayers);
+      buttons.forEach((b) => { b.disabled = false; });
+      if (!settled) return;
       game = body(result); // with the names the confirmation settled
     } catch (err) {
       if (!(err instanceof FormProblem)) throw err;
@@ -335,7 +339,6 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
       if (err.field) err.field.focus();
       return;
     }
-    const buttons = [...form.querySelectorAll("button[type=submit]")];
     buttons.forEach((b) => { b.disabled = true; });
     hideToast();
     let posted;
