@@ -1,4 +1,4 @@
-// The ladder page: standings, recording a game, the latest results and the most active players first; the
+// The ladder page: "me", standings, recording a game, the latest results and the most active players first; the
 // mathematics (predictions, fair teams, cycles) lower down. It follows the ladder's event stream, so that a game
 // recorded anywhere shows up here within moments, without a reload.
 import { LadderApi } from "./api.js";
