@@ -241,7 +241,13 @@ async def leaderboard(
             "`inactive_after_days`."
         ),
     ] = False,
-    form: Annotated[bool, Query(description="Add each player's last results (`form`; not with `as_of`).")] = False,
+    form: Annotated[
+        bool,
+        Query(
+            description="Add each player's last results (`form`) and what their own last game did "
+            "(`last_game_change`); not with `as_of`."
+        ),
+    ] = False,
     as_of: AsOf = None,
     min_version: MinVersion = None,
 ) -> Response:
@@ -260,7 +266,9 @@ async def leaderboard(
     grows with the time since the player's last game (the ladder's `drift`), so a player who stopped playing sinks
     in the conservative order, and with `inactive_after_days` leaves the default listing, until their next game.
 
-    `form=true` adds each player's last five results (`form`: `W`, `D`, `L`, newest first), read from the log.
+    `form=true` adds each player's last five results (`form`: `W`, `D`, `L`, newest first) and the Elo points their
+    own last game gave or took (`last_game_change`, apart from `change_since_last_game`, how others' games moved
+    them since), read from the log.
 
     `by=disc` ranks by u/v in the dominant disc of the canonical form ([Limitations]) and answers 409 when that disc
     is cyclic (no ordering exists).
