@@ -55,7 +55,9 @@ def meetings(games: list[tuple[datetime, dict]], key: str) -> dict[str, Meetings
     lately = len(games) - LATELY
     for number, (when, payload) in enumerate(games):
         sides, ranks = payload["sides"], payload["ranks"]
-        mine = next(s for s, players in enumerate(sides) if key in players)
+        mine = next((s for s, players in enumerate(sides) if key in players), None)
+        if mine is None:  # the log names every player by their key now; nothing to count if it does not
+            continue
         n = len(sides)
         team_game = any(len(players) > 1 for players in sides)
         side_result = int(rating.results(rating.rank_share(ranks)[mine], n))

@@ -190,6 +190,8 @@ def test_a_phone_shows_the_last_game_what_others_did_since_the_stakes_and_big_en
     )
     assert small == [], small
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing scrolls sideways
+    # The head-to-head table fits its panel: no column cut off.
+    assert page.eval_on_selector("#rivals-table", "t => t.scrollWidth <= t.parentElement.clientWidth + 0.5")
 
     # A player of one game: a line from the starting rating to the rating after it, on a day's time axis.
     ladder.post(["gus"], ["hal"])

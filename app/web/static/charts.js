@@ -38,11 +38,13 @@ function timeTicks(t0, t1, count) {
     }
     return ticks;
   }
-  const step = [HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY]
-    .find((s) => span / s <= count) || 28 * DAY;
+  // Times of day only for games within two days: beyond, a tick a day or more reads better.
+  const steps = [HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY]
+    .filter((s) => s >= DAY || span <= 2 * DAY);
+  const step = steps.find((s) => span / s <= count) || 28 * DAY;
   const start = new Date(t0);
   if (step >= DAY) start.setHours(0, 0, 0, 0);
-  else start.setMinutes(0, 0, 0);
+  else start.setHours(start.getHours() - (start.getHours() % (step / HOUR)), 0, 0, 0); // 0:00, 6:00, 12:00, …
   const ticks = [];
   let previous = null;
   for (let t = start.getTime(); t <= t1; t += step) {

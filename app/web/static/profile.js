@@ -269,7 +269,7 @@ class ProfilePage {
         head("Doubles", "Doubles against them: won–drawn–lost"),
         head("With", "Games with them as partner: won–drawn–lost"),
         ffa ? head("Free-for-all", "Free-for-alls with them: finished ahead–level–behind") : null,
-        h("th", { class: "num", scope: "col", title: "Chance to beat them in a singles game now" }, "Win chance"))),
+        head("Chance", "Chance to beat them in a singles game now"))),
       h("tbody", {}, rivals.map((r) => h("tr", { "data-key": r.key },
         h("td", {}, h("a", { href: profileHref(this.api.slug, r.key) }, r.name || this.roster.name(r.key))),
         h("td", { class: "num singles", title: words("Singles", r.singles) }, record(r.singles)),
