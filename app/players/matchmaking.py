@@ -33,8 +33,8 @@ def opponents_page(
     end = min(offset + limit, MAX_OPPONENTS)
     table = storage.read_model.current_table(session, ladder)
     i = row_of(table, ladder, key)
-    met = rivals.player_meetings(session, ladder, key)
-    found = opponents(session, ladder, key, end + 1, purpose, met)
+    met = rivals.meetings_of(session, ladder, table, i)
+    found = opponents(session, ladder, table, i, end + 1, purpose, met)
     more = len(found) > end and end < MAX_OPPONENTS
     page = found[offset:end]
     rows = np.array([table.row(item["key"]) for item in page], dtype=np.int64)
@@ -55,24 +55,23 @@ def opponents_page(
 def opponents(
     session: Session,
     ladder: LadderRow,
-    key: str,
+    table: Table,
+    i: int,
     limit: int,
-    purpose: str = "balanced",
-    met: dict[str, rivals.Meetings] | None = None,
+    purpose: str,
+    met: dict[str, rivals.Meetings],
 ) -> list[dict]:
-    """The players against whom ``key`` has the most even chances (mathematics §7); for ``purpose="comparable"``,
-    those whose games would best make a player who is not yet comparable comparable (mathematics §10); for
-    ``purpose="next"``, the games that would tell the most about the player now (:func:`_next`: even, against a
-    settled rating, an opponent not met lately; ``met``: the player's meetings, read if not given)."""
-    table = storage.read_model.current_table(session, ladder)
-    i = row_of(table, ladder, key)
+    """The players against whom player ``i`` (a row of ``table``) has the most even chances (mathematics §7); for
+    ``purpose="comparable"``, those whose games would best make a player who is not yet comparable comparable
+    (mathematics §10); for ``purpose="next"``, the games that would tell the most about the player now
+    (:func:`_next`: even, against a settled rating, an opponent not met lately; ``met``: the player's
+    meetings)."""
     if purpose == "comparable":
         found = _comparing(session, ladder, table, is_listed(table, ladder), i, limit)
         if found is not None:
             return found
     active = listed_rows(table, ladder)  # inactive players are not suggested
     if purpose == "next":
-        met = rivals.player_meetings(session, ladder, key) if met is None else met
         best = _next(table, ladder, i, active, limit, _lately(met))
     else:
         best = rating.balanced_opponents(table.C, i, limit=limit, candidates=active) if len(table.keys) > 1 else []
@@ -103,8 +102,12 @@ def _next(table: Table, ladder: LadderRow, i: int, candidates: np.ndarray, limit
         even = 0.5 + 0.5 * even
     score = even * np.where(unsure[pool], 0.5, 1.0)
     if lately:
-        recent = np.array([lately.get(str(key), 0) for key in table.keys[pool]], dtype=np.float64)
-        score = score / (1.0 + recent)
+        recent = np.zeros(len(table.keys))
+        for key, games in lately.items():
+            row = table.row(key)
+            if row is not None:
+                recent[row] = games
+        score = score / (1.0 + recent[pool])
     limit = min(limit, len(pool))
     top = np.argpartition(-score, limit - 1)[:limit]
     return pool[top[np.lexsort((table.key_rank()[pool[top]], -score[top]))]].tolist()

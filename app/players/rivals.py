@@ -13,6 +13,7 @@ from app import rating, storage
 from app.core.schemas import iso
 from app.players.records import row_of
 from app.storage.ladders import LadderRow
+from app.storage.read_model import Table
 
 #: The kinds of meeting a head-to-head record keeps apart.
 KINDS = ("singles", "doubles", "partners", "free_for_all")
@@ -75,10 +76,9 @@ def meetings(games: list[tuple[datetime, dict]], key: str) -> dict[str, Meetings
     return met
 
 
-def player_meetings(session: Session, ladder: LadderRow, key: str) -> dict[str, Meetings]:
-    """:func:`meetings` of the player ``key`` names, over all their games that count (one read of them)."""
-    table = storage.read_model.current_table(session, ladder)
-    n = row_of(table, ladder, key)
+def meetings_of(session: Session, ladder: LadderRow, table: Table, n: int) -> dict[str, Meetings]:
+    """:func:`meetings` of player ``n`` (a row of ``table``), over all their games that count (one read of
+    them)."""
     games = storage.games.dated_of_player(session, ladder.id, int(table.ids[n]))
     return meetings(games, str(table.keys[n]))
 
@@ -92,7 +92,7 @@ def head_to_head_page(session: Session, ladder: LadderRow, key: str, limit: int,
     """Everyone the player met, most games together first (then the latest met, then by key), a page after the
     first ``offset``."""
     table = storage.read_model.current_table(session, ladder)
-    met = player_meetings(session, ladder, key)
+    met = meetings_of(session, ladder, table, row_of(table, ladder, key))
     order = sorted(met.items(), key=lambda item: (-item[1].games, -item[1].last.timestamp(), item[0]))
     items = []
     for other, found in order[offset : offset + limit]:
