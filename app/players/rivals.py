@@ -6,10 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-import numpy as np
 from sqlalchemy.orm import Session
 
-from app import rating, storage
+from app import storage
 from app.core.schemas import iso
 from app.players.records import row_of
 from app.storage.ladders import LadderRow
@@ -60,8 +59,8 @@ def meetings(games: list[tuple[datetime, dict]], key: str) -> dict[str, Meetings
         if mine is None:  # the log names every player by their key now; nothing to count if it does not
             continue
         n = len(sides)
-        team_game = any(len(players) > 1 for players in sides)
-        side_result = int(rating.results(rating.rank_share(ranks)[mine], n))
+        kind = "free_for_all" if n > 2 else "doubles" if any(len(players) > 1 for players in sides) else "singles"
+        side_result = _side_result(ranks, mine)
         for s, players in enumerate(sides):
             for other in players:
                 if other == key:
@@ -70,10 +69,21 @@ def meetings(games: list[tuple[datetime, dict]], key: str) -> dict[str, Meetings
                 if s == mine:
                     found.add("partners", side_result, when)
                     continue
-                result = int(np.sign(ranks[s] - ranks[mine]))  # a lower rank finished ahead
+                found.add(kind, _compare(ranks[mine], ranks[s]), when)  # a lower rank finished ahead
                 found.recent += number >= lately
-                found.add("free_for_all" if n > 2 else "doubles" if team_game else "singles", result, when)
     return met
+
+
+def _compare(mine: float, theirs: float) -> int:
+    """1 if the rank ``mine`` is ahead of (below) ``theirs``, 0 level, -1 behind."""
+    return (mine < theirs) - (mine > theirs)
+
+
+def _side_result(ranks: list[float], side: int) -> int:
+    """A side's result as a record counts it (:func:`app.rating.results` of its rank-share score): its points
+    (a side finished behind 2, a tie 1) above, at or below N - 1, the points of the average share 1/N."""
+    points = sum(1 + _compare(ranks[side], rank) for other, rank in enumerate(ranks) if other != side)
+    return _compare(len(ranks) - 1, points)
 
 
 def meetings_of(session: Session, ladder: LadderRow, table: Table, n: int) -> dict[str, Meetings]:

@@ -7,8 +7,11 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+import numpy as np
 import pytest
 
+from app import rating
+from app.players.rivals import _side_result
 from tests.conftest import bearer, make_ladder
 
 
@@ -101,10 +104,11 @@ def test_head_to_head_keeps_singles_doubles_partners_and_free_for_alls_apart(cli
 
 def test_the_last_game_and_what_others_games_did_since_are_apart(client):
     key = make_ladder(client, k=1)
-    _post(client, key, ["a"], ["b"])
-    lost = _post(client, key, ["c"], ["b"])
-    for _ in range(4):  # a and b do not play: the field moves around them
-        _post(client, key, ["c"], ["d"])
+    day = datetime.now(UTC) - timedelta(days=1)
+    first = _post(client, key, ["a"], ["b"], played_at=day.isoformat())
+    lost = _post(client, key, ["c"], ["b"], played_at=(day + timedelta(hours=2)).isoformat())
+    for n in range(4):  # a and b do not play: the field moves around them
+        _post(client, key, ["c"], ["d"], played_at=(day + timedelta(hours=3 + n)).isoformat())
     a = client.get("/v1/ladders/test/players/a").json()
     b = client.get("/v1/ladders/test/players/b").json()
     history = client.get("/v1/ladders/test/players/b/history").json()["items"]
@@ -119,10 +123,20 @@ def test_the_last_game_and_what_others_games_did_since_are_apart(client):
     assert rows["a"]["change_since_last_game"] == pytest.approx(a["change_since_last_game"], abs=1e-9)
     assert client.post("/v1/ladders/test/players", json={"key": "e"}, headers=bearer(key)).status_code == 201
     assert client.get("/v1/ladders/test/players/e").json()["last_game_change"] is None
-    # As of a moment: the last game before it, against the field then (now: e's arrival moved the field too).
-    past = client.get("/v1/ladders/test/players/b", params={"as_of": datetime.now(UTC).isoformat()}).json()
-    now = client.get("/v1/ladders/test/players/b").json()
-    assert past["last_game_change"] == pytest.approx(now["last_game_change"], abs=1e-9)
-    first = client.get("/v1/ladders/test/players/b/history").json()["items"][-1]["played_at"]
-    before = client.get("/v1/ladders/test/players/b", params={"as_of": first}).json()
-    assert before["games"] == 0 and before["last_game_change"] is None
+
+    # As of an hour after the first game: b's last game was that one, against the field of a and b then.
+    then = client.get("/v1/ladders/test/players/b", params={"as_of": (day + timedelta(hours=1)).isoformat()}).json()
+    game = next(side["players"] for side in first["sides"] if side["players"][0]["key"] == "b")[0]
+    a_then = next(side["players"] for side in first["sides"] if side["players"][0]["key"] == "a")[0]
+    field = (np.array(game["after"]) + np.array(a_then["after"])) / 2
+    elo = rating.elo_equivalent(rating.hodge_strength_against(np.array([game["before"], game["after"]]), field))
+    assert then["games"] == 1 and then["last_game_change"] == pytest.approx(elo[1] - elo[0], abs=1e-9)
+    assert then["last_game_change"] == pytest.approx(game["elo_change"], abs=1e-9)  # the post's answer: that field
+
+
+def test_a_sides_result_in_the_head_to_head_is_the_one_its_record_counts():
+    rng = np.random.default_rng(7)
+    for _ in range(500):
+        ranks = rng.integers(1, 4, size=int(rng.integers(2, 7))).astype(float).tolist()
+        expected = rating.results(rating.rank_share(ranks), len(ranks)).tolist()
+        assert [_side_result(ranks, side) for side in range(len(ranks))] == expected, ranks
