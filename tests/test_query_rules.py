@@ -227,6 +227,8 @@ def _office(client, cli, tmp_path, capsys) -> None:
     _ok(client.get(f"{L}/players/bob", params=then))
     _ok(client.get(f"{L}/players/bob/history"))
     _ok(client.get(f"{L}/players/bob/opponents"))
+    _ok(client.get(f"{L}/players/bob/opponents", params={"purpose": "next"}))
+    _ok(client.get(f"{L}/players/bob/head-to-head"))
     _ok(client.get(f"{L}/games"))
     _ok(client.get(f"{L}/games/{ids[3]}"))
     _ok(client.get(f"{L}/predict", params={"a": "bob", "b": "cy", "a_seat": "home"}))

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.domain.rerating import replay_from, replay_log
+from app.players.last_game import last_game_changes
 from app.players.profile import profile
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.storage.ladders import LadderRow
@@ -127,7 +128,9 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.events.add(session, ladder.id, "player", {"action": "merged", "key": key, "into": into})
     storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone, an alias is new
     aliases = storage.aliases.of_players(session, ladder.id, [target[0]]).get(target[0], [])
-    return profile(storage.read_model.current_table(session, ladder, cached=False), ladder, into, aliases)
+    table = storage.read_model.current_table(session, ladder, cached=False)
+    [change] = last_game_changes(session, ladder, table, [table.row(into)])
+    return profile(table, ladder, into, aliases) | {"last_game_change": change}
 
 
 def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
