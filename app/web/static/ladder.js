@@ -184,8 +184,8 @@ class LadderPage {
             this.draws ? "W–D–L" : "W–L"),
           h("th", { class: "num wide", scope: "col", title: "The rating, give or take how far it may still be off" },
             "Rating"),
-          h("th", { class: "num wide", scope: "col", title: "Rating points gained or lost since their own last " +
-            "game, as others played" }, "Since last game"),
+          h("th", { class: "num wide", scope: "col", title: "What their own last game did to their rating" },
+            "Last game"),
           h("th", { class: "wide", scope: "col" }, "Last played"),
           h("th", { class: "narrow", scope: "col" }, h("span", { class: "sr-only" }, "Details")))),
         h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: across(), class: "muted" },
@@ -207,8 +207,10 @@ class LadderPage {
   playerRows(p, rank, shown) {
     const moved = this.elos.has(p.key) && Math.round(this.elos.get(p.key)) !== Math.round(p.elo);
     const detailsId = `details-${cssId(p.key)}`;
-    const since = p.change_since_last_game;
+    const since = p.last_game_change; // their own last game's change; others' games move a rating too (apart)
     const sinceText = since === null || since === undefined || Math.round(since) === 0 ? "–" : signed(since);
+    const others = p.change_since_last_game;
+    const othersMoved = others !== null && others !== undefined && Math.round(others) !== 0;
     const twoSe = 2 * p.strength_se;
     const rating = `${whole(p.elo)}, give or take ${whole(twoSe)} (${certainty(twoSe)})`;
     const won = this.draws ? `${number(p.wins)} won, ${number(p.draws)} drawn, ${number(p.losses)} lost`
@@ -217,7 +219,8 @@ class LadderPage {
       h("dl", {},
         h("div", {}, h("dt", {}, "Rating"), h("dd", {}, rating)),
         h("div", {}, h("dt", {}, "Games"), h("dd", {}, `${number(p.games)}: ${won}`)),
-        h("div", {}, h("dt", {}, "Since last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
+        h("div", {}, h("dt", {}, "Last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
+        othersMoved ? h("div", {}, h("dt", {}, "Others' games since"), h("dd", {}, signed(others))) : null,
         h("div", {}, h("dt", {}, "Last played"),
           h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
     const open = this.expanded.has(p.key);
