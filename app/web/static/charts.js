@@ -171,8 +171,8 @@ export function discChart(points, width, { labelled = true } = {}) {
   const dots = points.map((p) => ({ label: p.label, x: sx(p.x), y: sy(p.y) }));
   const labels = labelled ? placeLabels(dots, { x: 2, y: 2, w: width - 4, h: height - 4 }) : dots.map(() => null);
   return svg("svg", { id: "disc-plot", class: "chart", width, height, viewBox: `0 0 ${width} ${height}`,
-    role: "img", "aria-label": "The players as points of the largest disc: the angle is a style, the distance from " +
-      "the centre its weight" },
+    role: "img", "aria-label": "The players' styles: each dot is a player, the direction from the centre is their " +
+      "style, the distance how much it counts" },
   svg("line", { class: "axis", x1: pad, x2: width - pad, y1: sy(0), y2: sy(0) }),
   svg("line", { class: "axis", x1: sx(0), x2: sx(0), y1: pad, y2: height - pad }),
   dots.map((d, n) => {

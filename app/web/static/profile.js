@@ -8,7 +8,7 @@ import { ratingChart } from "./charts.js";
 import { changeClass, debounce, fill, fullDate, h, pct, profileHref, shortDate, signed, timeAgo,
   whole } from "./dom.js";
 import { follow } from "./live.js";
-import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, playerName, setTitle,
+import { badge, certainty, formChips, keyShown, ladderHeader, ladderName, loadLadder, playerName, setTitle,
   showLive } from "./parts.js";
 import { Roster } from "./picker.js";
 import { guarded, say, withKey } from "./ui.js";
@@ -179,7 +179,7 @@ class ProfilePage {
     const p = this.player;
     fill(this.parts.head, h("h1", {}, playerName(p)),
       h("p", { class: "muted" }, p.provisional ? [badge(p), " "] : null,
-        p.name && p.name !== p.key ? `Key ${p.key}` : null));
+        keyShown(p) ? `Key ${keyShown(p)}` : null));
   }
 
   drawStats() {
@@ -191,7 +191,7 @@ class ProfilePage {
       h("span", { class: "value" }, value));
     fill(this.parts.stats,
       card("rating", "Rating", h("b", {}, whole(p.elo)), h("small", {},
-        `likely ${whole(p.elo - twoSe)}–${whole(p.elo + twoSe)}: ${certainty(twoSe)}`)),
+        `give or take ${whole(twoSe)}: ${certainty(twoSe)}`)),
       card("record-card", "Games", h("b", {}, p.games),
         h("small", {}, `${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
       card("form", "Form", formChips(results.slice(0, 5).map((r) => LETTER[r]))),
@@ -315,8 +315,8 @@ class ProfilePage {
     fill(this.parts.more, h("dl", { class: "facts" },
       h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)} Elo ± ${whole(2 * p.strength_se)} ` +
         "(two standard errors: the range the results support with about 95% confidence)")),
-      h("div", {}, h("dt", {}, "Shown strength"), h("dd", {}, `${whole(p.conservative)} (rating minus twice its ` +
-        "uncertainty: the standings' order)")),
+      h("div", {}, h("dt", {}, "Sure rating"), h("dd", {}, `${whole(p.conservative)}: the rating we are sure of, ` +
+        "the rating less what it may still be off by; the standings are in this order")),
       own === null || own === undefined ? null : h("div", { id: "own-last-game" }, h("dt", {}, "Last game"),
         h("dd", {}, `${signed(own)} Elo from the player's own last game`)),
       moved === null || moved === undefined ? null : h("div", { id: "others-since" }, h("dt", {}, "Since then"),
