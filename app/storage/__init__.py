@@ -25,6 +25,7 @@ from app.storage import (
     refits,
     seasons,
     state_before,
+    webhooks,
 )
 
 __all__ = [
@@ -44,4 +45,5 @@ __all__ = [
     "refits",
     "seasons",
     "state_before",
+    "webhooks",
 ]
