@@ -203,7 +203,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             logging.getLogger("melo").exception("taking over the refits of stopped servers failed")
         yield
         hub.close()
-        webhooks.stop()
+        await anyio.to_thread.run_sync(webhooks.stop)  # attempts under way end within their timeout
         app.state.committer.close()
         jobs.stop()
         for replica in app.state.replicas:

@@ -72,12 +72,13 @@ class Dispatcher:
         self.woken.set()
 
     def stop(self) -> None:
-        """Stop looking for work; attempts under way end by their timeout, their webhooks' claims lapse."""
+        """Stop looking for work, and wait for the attempts under way (each ends within its timeout) to be
+        recorded and their webhooks released."""
         self.stopping.set()
         self.woken.set()
         if self.thread.is_alive():
-            self.thread.join(timeout=5)
-        self.pool.shutdown(wait=False, cancel_futures=True)
+            self.thread.join()
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
     def _run(self) -> None:
         while not self.stopping.is_set():
@@ -85,7 +86,7 @@ class Dispatcher:
                 self._dispatch()
             except Exception:  # a database that is down: the next look tries again
                 logger.warning("looking for webhook work failed", exc_info=True)
-            self.woken.wait(POLL)
+            self.woken.wait(min(POLL, max(self.settings.webhooks_retry_seconds, 0.05)))  # short retries: on time
             self.woken.clear()
 
     def _dispatch(self) -> None:
