@@ -188,7 +188,9 @@ def first_sight(session: Session, ladder_id: int, signature: str, now: datetime,
     """Whether this is the first request with this signature since ``forget_before`` (False: a replay); the
     signatures seen before that are forgotten.  Of two workers given the same request at once, the second's
     insert waits for the first's and fails on the key: a replay too."""
-    session.execute(delete(SlackRequest).where(SlackRequest.seen_at < forget_before))
+    session.execute(
+        delete(SlackRequest).where(SlackRequest.ladder_id == ladder_id, SlackRequest.seen_at < forget_before)
+    )
     seen = select(func.count()).where(SlackRequest.ladder_id == ladder_id, SlackRequest.signature == signature)
     if session.scalar(seen):
         return False

@@ -14,6 +14,7 @@ import re
 from collections.abc import Awaitable, Callable
 
 import anyio.to_thread
+from pydantic import ValidationError
 
 from app import storage
 from app.core.db import Database
@@ -80,11 +81,13 @@ async def run(
     if opponent == issuer:
         return answer("You cannot record a game against yourself: name your opponent. Nothing was recorded.")
     mine, theirs = asked.scores or (0, 0)
-    game = GameIn.model_validate(
-        {"sides": [{"players": [issuer], "score": mine}, {"players": [opponent], "score": theirs}]}
-    )
     try:
+        game = GameIn.model_validate(
+            {"sides": [{"players": [issuer], "score": mine}, {"players": [opponent], "score": theirs}]}
+        )
         body = await post(game)
+    except ValidationError as error:  # what the game model refuses, in its words
+        return answer(f"The game was not recorded: {error.errors()[0]['msg']}.")
     except Problem as problem:
         return answer(f"The game was not recorded: {problem.detail}")
     return answer(await anyio.to_thread.run_sync(_recorded, db, ladder, body), everyone=True)
