@@ -34,7 +34,8 @@ TOP = 10
 
 
 def answer(text: str, everyone: bool = False) -> dict:
-    return {"response_type": "in_channel" if everyone else "ephemeral", "text": text}
+    """Slack's answer to a command: to the channel (``everyone``) or to the user alone, its text escaped."""
+    return {"response_type": "in_channel" if everyone else "ephemeral", "text": messages.escaped(text)}
 
 
 def player(db: Database, ladder: LadderRow, names: tuple[str, ...]) -> str | None:

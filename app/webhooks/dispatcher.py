@@ -37,8 +37,9 @@ from app.webhooks import messages, sending
 
 logger = logging.getLogger("melo")
 
-#: How often (seconds) the dispatcher looks for work when nothing pokes it, and how many webhooks it looks at.
-POLL, DUE = 1.0, 100
+#: How often (seconds) the dispatcher looks for work when nothing pokes it, and how many webhooks it looks at; and
+#: the least time between two looks, however often commits poke (a burst of posts is one look).
+POLL, DUE, GAP = 1.0, 100, 0.1
 #: Threads sending at once per process, and the most deliveries one webhook gets in a row before the others' turn.
 WORKERS, BURST = 4, 20
 #: Events read from the log at a time while looking for the next one a webhook takes.
@@ -86,7 +87,9 @@ class Dispatcher:
                 self._dispatch()
             except Exception:  # a database that is down: the next look tries again
                 logger.warning("looking for webhook work failed", exc_info=True)
-            self.woken.wait(min(POLL, max(self.settings.webhooks_retry_seconds, 0.05)))  # short retries: on time
+            pause = min(POLL, max(self.settings.webhooks_retry_seconds, 0.05))  # short retries: on time
+            self.stopping.wait(min(GAP, pause))
+            self.woken.wait(pause)
             self.woken.clear()
 
     def _dispatch(self) -> None:

@@ -98,8 +98,14 @@ def top_players(session: Session, ladder: LadderRow, n: int) -> list[dict]:
     return [{k: item[k] for k in ("rank", "key", "name", "strength", "games")} for item in page["items"]]
 
 
+def escaped(text: str) -> str:
+    """``text`` with ``&``, ``<`` and ``>`` escaped as Slack asks: a player named ``<!channel>`` pings nobody."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _body(event: str, ladder: LadderRow, number: int | None, text: str, data: dict, extra: dict) -> str:
-    message = {"event": event, "ladder": ladder.slug, "ladder_name": ladder.name, "event_id": number, "text": text}
+    message = {"event": event, "ladder": ladder.slug, "ladder_name": ladder.name, "event_id": number}
+    message["text"] = escaped(text)
     body = json.dumps(message | {"data": data} | extra, separators=(",", ":"), ensure_ascii=False)
     if len(body.encode()) > MAX_BODY and "game" in data:  # a game of many players: without their vectors
         game = data["game"] | {"sides": [_without_vectors(side) for side in data["game"]["sides"]]}

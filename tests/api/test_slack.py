@@ -119,3 +119,6 @@ def test_top_answers_the_standings(client, ladder):
     board = client.get("/v1/ladders/test/leaderboard", params={"by": "conservative"}).json()["items"]
     assert [line.split()[1] for line in lines[1:]] == [p["name"] or p["key"] for p in board]
     assert lines[1].endswith("(2 games)")
+    # a name cannot ping the channel: Slack's control characters are escaped
+    client.patch("/v1/ladders/test/players/cy", json={"name": "<!channel> & co"}, headers=admin())
+    assert "&lt;!channel&gt; &amp; co" in command(client, "top").json()["text"]
