@@ -63,14 +63,14 @@ def page_of_deliveries(
     return list(session.scalars(query.order_by(WebhookDelivery.id.desc()).limit(limit)))
 
 
-def due(session: Session, now: datetime, limit: int) -> list[tuple[int, int]]:
-    """(ladder id, id) of up to ``limit`` webhooks with work now and nobody working on them: a retry that is due,
-    events after their cursor, or a digest that is due."""
+def due(session: Session, now: datetime, limit: int, owner: str) -> list[tuple[int, int]]:
+    """(ladder id, id) of up to ``limit`` webhooks with work now that no other process holds (``owner``: this
+    one's claims): a retry that is due, events after their cursor, or a digest that is due."""
     query = (
         select(Webhook.ladder_id, Webhook.id)
         .join(Ladder, Ladder.id == Webhook.ladder_id)
         .where(
-            or_(Webhook.lease_until.is_(None), Webhook.lease_until < now),
+            or_(Webhook.lease_until.is_(None), Webhook.lease_until < now, Webhook.lease_owner == owner),
             or_(
                 Webhook.retry_at <= now,
                 and_(Webhook.retry_at.is_(None), or_(Webhook.cursor < Ladder.last_event, Webhook.digest_at <= now)),
@@ -104,14 +104,14 @@ def release(session: Session, ladder_id: int, webhook_id: int, owner: str) -> No
     session.execute(query.values(lease_owner=None, lease_until=None))
 
 
-def pending(session: Session, ladder_id: int, webhook_id: int) -> WebhookDelivery | None:
-    """The webhook's delivery still being attempted, if any (at most one: each waits for the one before)."""
+def pending(session: Session, ladder_id: int, webhook_id: int, limit: int) -> list[WebhookDelivery]:
+    """Up to ``limit`` of the webhook's deliveries still to make, oldest first (each waits for the one before)."""
     query = select(WebhookDelivery).where(
         WebhookDelivery.ladder_id == ladder_id,
         WebhookDelivery.webhook_id == webhook_id,
         WebhookDelivery.status == "pending",
     )
-    return session.scalar(query.order_by(WebhookDelivery.id).limit(1))
+    return list(session.scalars(query.order_by(WebhookDelivery.id).limit(limit)))
 
 
 def events_after(session: Session, ladder_id: int, after: int, limit: int) -> list[tuple[int, int, str, dict]]:
@@ -128,14 +128,13 @@ def events_after(session: Session, ladder_id: int, after: int, limit: int) -> li
 def add_delivery(
     session: Session, hook: Webhook, event: str, number: int | None, body: str, now: datetime
 ) -> WebhookDelivery:
-    """A delivery to make now; the webhook waits for it before the next."""
+    """A delivery to make (the webhook's next ones wait for it)."""
     delivery = WebhookDelivery(
         ladder_id=hook.ladder_id, webhook_id=hook.id, event=event, event_number=number, status="pending",
         attempts=0, body=body, created_at=now,
     )  # fmt: skip
     session.add(delivery)
     session.flush()
-    move(session, hook, retry_at=now)
     return delivery
 
 

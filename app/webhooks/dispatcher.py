@@ -26,6 +26,7 @@ import socket
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
+from typing import NamedTuple
 
 from sqlalchemy.orm import Session
 
@@ -38,14 +39,26 @@ from app.webhooks import messages, sending
 logger = logging.getLogger("melo")
 
 #: How often (seconds) the dispatcher looks for work when nothing pokes it, and how many webhooks it looks at; and
-#: the least time between two looks, however often commits poke (a burst of posts is one look).
-POLL, DUE, GAP = 1.0, 100, 0.1
+#: the least time between two looks, however often commits poke: a burst of posts is one look, and each webhook's
+#: deliveries of it one batch (two short write transactions), which the posts' own writes hardly wait for.
+POLL, DUE, GAP = 1.0, 100, 0.25
 #: Threads sending at once per process, and the most deliveries one webhook gets in a row before the others' turn.
 WORKERS, BURST = 4, 20
 #: Events read from the log at a time while looking for the next one a webhook takes.
 PAGE = 200
-#: Seconds a claim holds beyond the attempt's own timeout.
+#: Seconds a claim holds beyond the attempt's own timeout: the process keeps the webhook while it renews its claim,
+#: and another takes it over that long after it stops renewing it (its process died).
 LEASE = 60.0
+#: Rendered event bodies kept, shared by the webhooks of a ladder; the most deliveries one turn takes.
+BODIES, BATCH = 256, 20
+
+
+class Attempt(NamedTuple):
+    """An attempt made, to record: the webhook, the delivery and how it went."""
+
+    hook: Webhook
+    delivery: WebhookDelivery
+    outcome: sending.Outcome
 
 
 def _now() -> datetime:
@@ -63,6 +76,10 @@ class Dispatcher:
         self.busy: set[tuple[int, int]] = set()
         self.lock = threading.Lock()
         self.pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="melo-webhook")
+        self.allow_private = settings.webhooks_allow_private
+        #: The webhooks this process has claimed (released when it stops), and the bodies of recent events.
+        self.held: set[tuple[int, int]] = set()
+        self.bodies: dict[tuple[int, int], str | None] = {}
         self.thread = threading.Thread(target=self._run, name="melo-webhooks", daemon=True)
 
     def start(self) -> None:
@@ -80,6 +97,12 @@ class Dispatcher:
         if self.thread.is_alive():
             self.thread.join()
         self.pool.shutdown(wait=True, cancel_futures=True)
+        try:  # the others may take them over at once
+            with self.db.writing() as session:
+                for ladder_id, webhook_id in self.held:
+                    storage.webhooks.release(session, ladder_id, webhook_id, self.owner)
+        except Exception:  # their claims lapse by themselves
+            logger.warning("releasing this process's webhooks failed", exc_info=True)
 
     def _run(self) -> None:
         while not self.stopping.is_set():
@@ -94,8 +117,10 @@ class Dispatcher:
 
     def _dispatch(self) -> None:
         with self.db.reading() as session:
-            due = storage.webhooks.due(session, _now(), DUE)
+            due = storage.webhooks.due(session, _now(), DUE, self.owner)
         for hook in due:
+            if self.stopping.is_set():
+                return
             with self.lock:
                 if hook in self.busy or len(self.busy) >= WORKERS:
                     continue
@@ -103,88 +128,129 @@ class Dispatcher:
             self.pool.submit(self._work, *hook)
 
     def _work(self, ladder_id: int, webhook_id: int) -> None:
+        """Up to BURST turns of the webhook's work.  A turn takes up to BATCH deliveries in one transaction (with
+        the record of the turn before), then sends them in order outside any, stopping at the first that fails."""
+        done: list[Attempt] = []
         try:
             for _ in range(BURST):
-                if self.stopping.is_set() or not self.step(ladder_id, webhook_id):
+                if self.stopping.is_set():
                     break
-        except Exception:
+                self._render_ahead(ladder_id, webhook_id)
+                with self.db.writing() as session:
+                    go_on = self._record(session, done) if done else True
+                    done = []
+                    hook, batch, more = self._take(session, ladder_id, webhook_id) if go_on else (None, [], False)
+                if hook is None or not batch:
+                    if more:
+                        continue
+                    break
+                for delivery in batch:
+                    body, timeout, private = delivery.body.encode(), self.settings.webhooks_timeout, self.allow_private
+                    done.append(Attempt(hook, delivery, sending.send(hook.url, body, hook.secret, timeout, private)))
+                    if not done[-1].outcome.delivered or self.stopping.is_set():
+                        break  # the later ones wait for this one
+                if len(batch) < BATCH:  # caught up: the next look comes after GAP, however often posts poke
+                    break
+            if done:
+                with self.db.writing() as session:
+                    self._record(session, done)
+        except Exception:  # a database that is down: the claim lapses, and the deliveries are attempted again
             logger.warning("webhook %d of ladder %d: a delivery failed", webhook_id, ladder_id, exc_info=True)
         finally:
-            try:
-                with self.db.writing() as session:
-                    storage.webhooks.release(session, ladder_id, webhook_id, self.owner)
-            except Exception:  # the claim lapses by itself
-                logger.warning("releasing webhook %d failed", webhook_id, exc_info=True)
             with self.lock:
                 self.busy.discard((ladder_id, webhook_id))
             self.woken.set()  # its next work, or another webhook's, may be waiting
 
-    def step(self, ladder_id: int, webhook_id: int) -> bool:
-        """One step of the webhook's work: the next event taken or skipped, one attempt of its pending delivery.
-        Whether there may be more to do at once."""
+    def _take(self, session: Session, ladder_id: int, webhook_id: int) -> tuple[Webhook | None, list, bool]:
+        """Claim the webhook (or renew this process's claim) and take the deliveries to attempt now, in order: its
+        pending ones if their retry is due, else new ones made of the log (and a digest that is due).  Also whether
+        there may be more to do at once (the cursor moved on)."""
         now = _now()
         until = now + timedelta(seconds=LEASE + self.settings.webhooks_timeout)
-        with self.db.writing() as session:
-            if not storage.webhooks.claim(session, ladder_id, webhook_id, self.owner, now, until):
-                return False
-            hook = storage.webhooks.get(session, ladder_id, webhook_id)
-            if hook is None:
-                return False
-            delivery = storage.webhooks.pending(session, ladder_id, webhook_id)
-            if delivery is None:
-                delivery, moved = self._next(session, hook, now)
-                if delivery is None:
-                    return moved
-            elif hook.retry_at is not None and hook.retry_at > now:
-                return False
-            url, secret = hook.url, hook.secret
-        outcome = sending.send(
-            url, delivery.body.encode(), secret, self.settings.webhooks_timeout, self.settings.webhooks_allow_private
-        )
-        return self._record(hook, delivery, outcome)
+        if not storage.webhooks.claim(session, ladder_id, webhook_id, self.owner, now, until):
+            return None, [], False
+        self.held.add((ladder_id, webhook_id))
+        hook = storage.webhooks.get(session, ladder_id, webhook_id)
+        if hook is None:
+            return None, [], False
+        waiting = storage.webhooks.pending(session, ladder_id, webhook_id, BATCH)
+        if waiting:
+            due = hook.retry_at is None or hook.retry_at <= now
+            return hook, waiting if due else [], False
+        made, moved = self._next(session, hook, now)
+        if made:
+            storage.webhooks.move(session, hook, retry_at=now)  # pending now: a process that dies leaves them due
+        return hook, made, moved
 
-    def _next(self, session: Session, hook: Webhook, now: datetime) -> tuple[WebhookDelivery | None, bool]:
-        """The webhook's next delivery, written with its new cursor: a digest that is due, else the next event of
-        the log it takes (the events it does not take are passed over); None if there is none now, and whether
-        the cursor moved past events it does not take (more of the log may follow)."""
+    def _next(self, session: Session, hook: Webhook, now: datetime) -> tuple[list[WebhookDelivery], bool]:
+        """Up to BATCH new deliveries of the webhook, written with its new cursor: a digest that is due, then the
+        next events of the log it takes (those it does not take are passed over); and whether the cursor moved."""
         ladder = storage.ladders.by_id(session, hook.ladder_id)
         if ladder is None:  # deleted (its webhooks go with it)
-            return None, False
+            return [], False
+        made = []
         period = timedelta(hours=self.settings.webhooks_digest_hours)
         if "digest" in hook.events and hook.digest_at is not None and hook.digest_at <= now:
             body = messages.digest(session, ladder, max(hook.digest_at - period, hook.created_at), now)
             storage.webhooks.move(session, hook, digest_at=now + period)
-            return storage.webhooks.add_delivery(session, hook, "digest", None, body, now), True
+            made.append(storage.webhooks.add_delivery(session, hook, "digest", None, body, now))
         events = storage.webhooks.events_after(session, hook.ladder_id, hook.cursor, PAGE)
+        cursor = hook.cursor
         for number, version, kind, data in events:
+            if len(made) == BATCH:
+                break
+            cursor = number
             if (name := messages.event_name(kind, data)) in hook.events:
-                body = messages.of_event(session, ladder, number, version, kind, data)
+                body = self._rendered(session, ladder, number, version, kind, data)
                 if body is not None:
-                    storage.webhooks.move(session, hook, cursor=number)
-                    return storage.webhooks.add_delivery(session, hook, name, number, body, now), True
-        if events:
-            storage.webhooks.move(session, hook, cursor=events[-1][0])
-        return None, bool(events)
+                    made.append(storage.webhooks.add_delivery(session, hook, name, number, body, now))
+        if cursor != hook.cursor:
+            storage.webhooks.move(session, hook, cursor=cursor)
+        return made, cursor != hook.cursor or bool(made)
 
-    def _record(self, hook: Webhook, delivery: WebhookDelivery, outcome: sending.Outcome) -> bool:
-        """Write how the attempt went: delivered, to retry later, or failed (the webhook then shows as failing);
-        whether the webhook may go on to its next event at once."""
+    def _render_ahead(self, ladder_id: int, webhook_id: int) -> None:
+        """Render the bodies of the webhook's next events in a read transaction, so that the write transaction that
+        takes them (holding SQLite's one writer, which the posts wait for) does not."""
+        with self.db.reading() as session:
+            hook = storage.webhooks.get(session, ladder_id, webhook_id)
+            ladder = storage.ladders.by_id(session, ladder_id) if hook is not None else None
+            if hook is None or ladder is None:
+                return
+            for number, version, kind, data in storage.webhooks.events_after(session, ladder_id, hook.cursor, BATCH):
+                if messages.event_name(kind, data) in hook.events:
+                    self._rendered(session, ladder, number, version, kind, data)
+
+    def _rendered(self, session: Session, ladder, number: int, version: int, kind: str, data: dict) -> str | None:
+        """:func:`messages.of_event`, rendered once per event for all the ladder's webhooks in this process."""
+        at = (ladder.id, number)
+        if at not in self.bodies:
+            self.bodies[at] = messages.of_event(session, ladder, number, version, kind, data)
+            while len(self.bodies) > BODIES:
+                del self.bodies[next(iter(self.bodies))]
+        return self.bodies[at]
+
+    def _record(self, session: Session, done: list[Attempt]) -> bool:
+        """Write how a turn's attempts went, each delivered, to retry later, or failed (the webhook then shows as
+        failing); whether the webhook may go on at once (nothing of it waits for a retry)."""
         now = _now()
-        attempts = delivery.attempts + 1
-        values = {"attempts": attempts, "attempted_at": now, "response_code": outcome.code, "error": outcome.error}
-        if outcome.delivered:
-            values |= {"status": "delivered", "delivered_at": now}
-            hook_values = {"failing": False, "retry_at": None}
-        elif attempts >= self.settings.webhooks_attempts:
-            values |= {"status": "failed"}
-            hook_values = {"failing": True, "retry_at": None}
-        else:
-            wait = self.settings.webhooks_retry_seconds * 2 ** (attempts - 1)
-            hook_values = {"retry_at": now + timedelta(seconds=wait)}
-        with self.db.writing() as session:
+        hook_values: dict = {"retry_at": None}
+        for hook, delivery, outcome in done:
+            attempts = delivery.attempts + 1
+            values = {"attempts": attempts, "attempted_at": now, "response_code": outcome.code, "error": outcome.error}
+            if outcome.delivered:
+                values |= {"status": "delivered", "delivered_at": now}
+                hook_values["failing"] = False
+            elif attempts >= self.settings.webhooks_attempts:
+                values |= {"status": "failed"}
+                hook_values["failing"] = True  # and its next deliveries go at once
+            else:
+                wait = self.settings.webhooks_retry_seconds * 2 ** (attempts - 1)
+                hook_values["retry_at"] = now + timedelta(seconds=wait)
             if not storage.webhooks.attempted(session, delivery, values):
                 return False  # the webhook was deleted meanwhile
-            storage.webhooks.move(session, hook, **hook_values)
-        if not outcome.delivered:
-            logger.info("webhook %d: attempt %d of delivery %d: %s", hook.id, attempts, delivery.id, outcome.error)
-        return values.get("status") in ("delivered", "failed")
+            if not outcome.delivered:
+                logger.info("webhook %d: attempt %d of delivery %d: %s", hook.id, attempts, delivery.id, outcome.error)
+        if hook_values["retry_at"] is None and storage.webhooks.pending(session, hook.ladder_id, hook.id, 1):
+            hook_values["retry_at"] = now  # the turn's later deliveries, not tried yet
+        storage.webhooks.move(session, hook, **hook_values)
+        return hook_values["retry_at"] is None or hook_values["retry_at"] <= now

@@ -68,6 +68,16 @@ def deliveries(client: TestClient, webhook_id: int, slug: str = "test") -> list[
     return r.json()["items"]
 
 
+def settled(client: TestClient, webhook_id: int, n: int) -> list[dict]:
+    """The webhook's ``n`` deliveries, once none is pending (a receiver's answer is recorded just after it)."""
+
+    def done() -> list[dict] | None:
+        log = deliveries(client, webhook_id)
+        return log if len(log) == n and all(d["status"] != "pending" for d in log) else None
+
+    return until(done)
+
+
 def until(check, seconds: float = 10.0):
     """``check()`` once it is truthy (polled), else AssertionError."""
     deadline = time.monotonic() + seconds
@@ -102,7 +112,7 @@ def test_a_game_posted_arrives_once_signed_with_the_event_as_the_stream_carries_
     # the list shows no secret; the log shows both, newest first
     [listed] = client.get("/v1/ladders/test/webhooks", headers=admin()).json()["items"]
     assert "secret" not in listed and listed["failing"] is False
-    log = deliveries(client, made["id"])
+    log = settled(client, made["id"], 2)
     assert [(d["event"], d["status"], d["attempts"], d["response_code"]) for d in log] == [
         ("season", "delivered", 1, 200),
         ("game", "delivered", 1, 200),
