@@ -42,6 +42,8 @@ from app.predictions.router import teams_router
 from app.seasons.router import router as seasons_router
 from app.web.router import docs_assets, static
 from app.web.router import router as web_router
+from app.webhooks.dispatcher import Dispatcher
+from app.webhooks.router import router as webhooks_router
 
 DESCRIPTION = """
 Rates players with the **multi-dimensional Elo (mElo)** system: every player has a vector of 2k numbers and
@@ -171,10 +173,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             db.dispose()
             raise RuntimeError(problem)
         hub = app.state.hub = Hub(db, settings.max_streams)
+        webhooks = app.state.webhooks = Dispatcher(db, settings)
 
         def committed(group: Group) -> None:  # in the writer's thread
             hub.posted(group.shown)
             auto.games_posted(db, group.applied)
+            webhooks.poke()
 
         app.state.committer = GroupCommitter(
             db,
@@ -192,12 +196,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.compute = anyio.CapacityLimiter(1)
         _tune_garbage_collector()
         _prime_endpoints(app)
+        webhooks.start()
         try:  # the jobs of a server that stopped on this host
             await anyio.to_thread.run_sync(refit_jobs.recover, db)
         except Exception:  # a database that is down now: the jobs wait for the next start
             logging.getLogger("melo").exception("taking over the refits of stopped servers failed")
         yield
         hub.close()
+        await anyio.to_thread.run_sync(webhooks.stop)  # attempts under way end within their timeout
         app.state.committer.close()
         jobs.stop()
         for replica in app.state.replicas:
@@ -232,6 +238,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         backups_router,
         seasons_router,
         analysis_router,
+        webhooks_router,
         web_router,
     ):
         app.include_router(router)

@@ -62,6 +62,8 @@ CROSS_LADDER = {
     "insert into ladders ",
     # SQLite's next game ids (storage.games.allocate_ids): a SQLite database is one file, never distributed.
     "select max(id) from games",
+    # Each server's webhook dispatcher, every second: the webhooks of any ladder with work (storage.webhooks.due).
+    "from webhooks join ladders on ladders.id = webhooks.ladder_id where",
 }
 
 _PARAM = r"(?:\?|:\w+|\d+)"

@@ -65,6 +65,17 @@ class Settings(BaseSettings):
     #: computed it is answered at once, naming its ladder version, while a newer one is computed.
     report_job_games: int = Field(100_000, ge=0)
 
+    #: Outgoing webhooks may be sent over plain http and to loopback, private, link-local or multicast addresses
+    #: (tests, an office network).  Off by default: https only, and only to addresses of the public internet.
+    webhooks_allow_private: bool = False
+    #: The longest one delivery attempt may take (seconds), the attempts before a delivery is marked failed, and
+    #: the wait before the first retry (seconds), doubled before each next one.
+    webhooks_timeout: float = Field(5.0, gt=0, le=60)
+    webhooks_attempts: int = Field(5, ge=1, le=20)
+    webhooks_retry_seconds: float = Field(10.0, ge=0)
+    #: How often (hours) a webhook that takes the ``digest`` event is sent the ladder's digest (a week).
+    webhooks_digest_hours: float = Field(168.0, gt=0)
+
     #: PostgreSQL streaming replicas (hot standbys) for the reads of public ladders that tolerate a short lag:
     #: leaderboards, profiles and reports.  One URL, or several separated by commas.  Writes, and every other
     #: read, go to ``database_url`` (docs/operations.md).

@@ -35,6 +35,7 @@ import anyio.to_thread
 
 from app import storage
 from app.core.db import Database
+from app.events.shown import shown as event_data
 from app.games import answers
 
 logger = logging.getLogger("melo")
@@ -321,16 +322,11 @@ class Hub:
             self._drop_pages(ladder_id)  # kept pages name the erased player's keys
         frames = []
         for event_id, version, kind, data in events:
-            if kind == "access":  # a key revoked: not shown, but checked at
-                frames.append(Frame(event_id, b"", recheck=True))
+            data = event_data(kind, version, data, shown)
+            if data is None:  # a key revoked (checked at), or a game of a ladder deleted meanwhile: read, not sent
+                frames.append(Frame(event_id, b"", recheck=kind == "access"))
                 continue
-            if kind in ("game", "void"):
-                if data["game"] not in shown:  # the ladder was deleted meanwhile: nothing to send, but read
-                    frames.append(Frame(event_id, b""))
-                    continue
-                data = {"game": shown[data["game"]]}
-            text = frame(kind, {"version": version} | data, event_id)
-            frames.append(Frame(event_id, text, recheck=kind in RECHECK))
+            frames.append(Frame(event_id, frame(kind, data, event_id), recheck=kind in RECHECK))
         return frames
 
     def _games(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:

@@ -30,6 +30,10 @@ from app.storage.tables import (
     Refit,
     Season,
     SeasonStanding,
+    SlackCommand,
+    SlackRequest,
+    Webhook,
+    WebhookDelivery,
 )
 
 
@@ -212,6 +216,8 @@ def delete(session: Session, ladder: LadderRow) -> None:
     takes), ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
     lock(session, ladder.id)
     for table in (SeasonStanding, Season, Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player):
+        session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
+    for table in (WebhookDelivery, Webhook, SlackRequest, SlackCommand):  # its webhooks and Slack command
         session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
     session.execute(LadderSlug.__table__.delete().where(LadderSlug.slug == ladder.slug))
     session.execute(

@@ -401,3 +401,77 @@ class LadderEvent(Base):
     kind: Mapped[str] = mapped_column(String(16))  # game, void, player, refit, ladder, season, access
     data: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Webhook(Base):
+    """A URL a ladder's events are posted to (app.webhooks): the events it takes, the secret its deliveries are
+    signed with, and where in the ladder's log it has got to."""
+
+    __tablename__ = "webhooks"
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(2000))
+    #: The event names it takes: game, void, season, challenge, moment, digest.
+    events: Mapped[list[str]] = mapped_column(JSON)
+    #: Signs each delivery (HMAC-SHA256); shown once, when the webhook is made, and kept to sign with.
+    secret: Mapped[str] = mapped_column(String(100))
+    #: The number of the ladder's last event (``ladder_events.number``) handled: a delivery made of it, or skipped.
+    cursor: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: Its latest delivery failed after every attempt; the next that succeeds clears it.
+    failing: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: When its pending delivery (if any) is tried next; null: none is pending.
+    retry_at: Mapped[datetime | None]
+    #: When the next weekly digest is due (webhooks that take ``digest``).
+    digest_at: Mapped[datetime | None]
+    #: Which server process works on it, until when: a worker claims it by a conditional update, so two never
+    #: deliver the same event.
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_until: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookDelivery(Base):
+    """One event sent (or being sent) to a webhook: the exact body, and how its attempts went."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (Index("ix_webhook_deliveries_webhook_id_id", "webhook_id", "id"),)
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    webhook_id: Mapped[int] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(16))
+    #: The ladder event it carries (null: a digest).
+    event_number: Mapped[int | None] = mapped_column(BigInteger)
+    #: pending, delivered or failed.
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(default=0)
+    #: The body sent, byte for byte the same at every attempt (JSON).
+    body: Mapped[str] = mapped_column(String)
+    response_code: Mapped[int | None]
+    error: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    attempted_at: Mapped[datetime | None]
+    delivered_at: Mapped[datetime | None]
+
+
+class SlackCommand(Base):
+    """A ladder's Slack slash command: the signing secret Slack signs its requests with (never shown back)."""
+
+    __tablename__ = "slack_commands"
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    signing_secret: Mapped[str] = mapped_column(String(200))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SlackRequest(Base):
+    """The signatures of a ladder's recent slash-command requests: the same one again within five minutes is a
+    replay, and refused."""
+
+    __tablename__ = "slack_requests"
+    __table_args__ = (Index("ix_slack_requests_seen_at", "seen_at"),)
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    signature: Mapped[str] = mapped_column(String(80), primary_key=True)
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow)

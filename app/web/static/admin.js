@@ -7,6 +7,7 @@ import { follow } from "./live.js";
 import { keyShown, ladderHeader, ladderName, loadLadder, playerName, setTitle, showLive } from "./parts.js";
 import { picker, Roster } from "./picker.js";
 import { askKey, ask, clearMessages, confirmed, guarded, say, withKey } from "./ui.js";
+import { webhooksPanel } from "./webhooks.js";
 
 const ROLES = [
   ["write", "write: records and undoes games"],
@@ -69,6 +70,7 @@ class AdminPage {
         h("h2", { id: "settings-title" }, "Settings"), this.settingsForm()),
       h("section", { class: "panel", id: "season", "aria-labelledby": "season-title" },
         h("h2", { id: "season-title" }, "Season"), this.seasonForm()),
+      webhooksPanel(this.api),
       h("section", { class: "panel", id: "export", "aria-labelledby": "export-title" },
         h("h2", { id: "export-title" }, "Export"), this.exportButton()));
     await this.loadPlayers();
