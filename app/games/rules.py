@@ -25,7 +25,8 @@ def check_dates(post: Post, now: datetime) -> None:
     for g, game in enumerate(post.games):
         if game.played_at is not None and game.played_at > now + FUTURE_SLACK:
             name = post.field(g, "played_at")
-            message = f"played_at is in the future: {iso(game.played_at)} is after the server's clock, {iso(now)}"
+            when, clock = iso(game.played_at), iso(now)
+            message = f"played_at is in the future: {when} is more than 10 minutes after the server's clock ({clock})"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
 
 

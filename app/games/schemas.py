@@ -82,18 +82,16 @@ class GameIn(StrictModel):
     def _consistent(cls, sides: list[SideIn], info: ValidationInfo) -> list[SideIn]:
         ranked = sum(side.rank is not None for side in sides)
         scored = sum(side.score is not None for side in sides)
-        if "match" not in info.data:  # a match that is wrong: its own error says why
-            pass
-        elif info.data["match"] is not None:
+        if info.data.get("match") is not None:
             if ranked or scored:
                 raise ValueError("with a match, the sides carry no rank or score: the games won decide them")
             if len(sides) != 2:
                 raise ValueError("only a game of two sides may carry a match")
-        elif ranked in (0, len(sides)) and scored in (0, len(sides)) and ranked + scored:
+        elif "match" in info.data:  # no match (a match that failed its own check is named by its own error)
+            if ranked not in (0, len(sides)) or scored not in (0, len(sides)) or not ranked + scored:
+                raise ValueError("every side needs a rank, or every side a score (or both, where they agree)")
             if ranked and scored:
                 _agree(sides)
-        else:
-            raise ValueError("every side needs a rank, or every side a score (or both, where they agree)")
         keys = [key for side in sides for key in side.players]
         if len(set(keys)) < len(keys):
             seen: set[str] = set()
