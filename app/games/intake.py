@@ -22,8 +22,15 @@ from app.storage.ladders import LadderRow
 
 
 def request_hash(body: GameIn | BatchIn) -> str:
-    """A digest of the validated request: the same game sent again, however its JSON is spaced, hashes the same."""
-    return hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+    """A digest of the validated request: the same game sent again, however its JSON is spaced, hashes the same.
+    A game's ``match``, where it has none, is left out, as it was before games had one: a retry sent across an
+    upgrade still finds its first answer."""
+    if isinstance(body, GameIn):
+        exclude = {"match"} if body.match is None else None
+    else:
+        plain = {n: {"match"} for n, game in enumerate(body.games) if game.match is None}
+        exclude = {"games": plain} if plain else None
+    return hashlib.sha256(body.model_dump_json(exclude=exclude).encode()).hexdigest()
 
 
 @dataclass

@@ -115,6 +115,8 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         if name in values and values[name] is None:
             message = f"must be a number from {bounds}"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
+    if "play" in values:
+        values["play"] = _play(ladder, values["play"])
     values = {name: value for name, value in values.items() if getattr(ladder, name) != value}
     rate = {name: values[name] for name in ("eta", "eta_tau", "k", "drift_steps") if name in values}
     if "drift" in values and steps:
@@ -141,6 +143,22 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     if values:
         storage.ladders.bump(session, [ladder.id], reset=reset)
     return ladder_out(session, storage.ladders.by_id(session, ladder.id))
+
+
+def _play(ladder: LadderRow, given: dict | None) -> dict:
+    """The ladder's kinds of games with those ``given`` changed (422 naming a kind sent as null, or a ladder left
+    without any kind of game)."""
+    if given is None:
+        raise InvalidInput("play: send the kinds of games to change", field="play")
+    for name, value in given.items():
+        if value is None and name != "points":
+            message = "must be 1, 3 or 5" if name == "best_of" else "must be true or false"
+            raise InvalidInput(f"play.{name}: {message}", errors=[{"field": f"play.{name}", "message": message}])
+    play = ladder.play | given
+    if not (play["singles"] or play["doubles"] or play["free_for_all"]):
+        message = "a ladder plays at least one of singles, doubles and free_for_all"
+        raise InvalidInput(f"play: {message}", errors=[{"field": "play", "message": message}])
+    return play
 
 
 def _resized(vector: list[float] | None, n: int) -> list[float] | None:

@@ -72,8 +72,13 @@ class LadderRow:
     seat_prior: float
     #: Players idle this many days (the ladder's clock) leave the default leaderboard; None: never.
     inactive_after_days: int | None
+    #: The kinds of games it plays (:data:`PLAY`'s keys); a row without it plays everything.
+    play: dict | None
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
     aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "play", PLAY | (self.play or {}))
 
     def folded_key(self, key: str) -> str:
         """``key`` as the ladder matches it: case-folded if it matches keys so."""
@@ -110,6 +115,10 @@ class LadderRow:
     def seat_index(self) -> dict[str, int]:
         """Seat name -> index (empty without seats)."""
         return {name: n for n, name in enumerate(self.seats or [])}
+
+
+#: What a ladder plays unless it says otherwise: every kind of game, as ladders from before the setting do.
+PLAY = {"singles": True, "doubles": True, "free_for_all": True, "draws": True, "points": None, "best_of": 1}
 
 
 def fold(key: str) -> str:

@@ -148,6 +148,9 @@ class Ladder(Base):
     #: The sum of every player's vector and their number, {"sum": [...], "count": m}, kept by game commits; null:
     #: recompute it from the players (after a replay or a new player).
     field_sum: Mapped[dict | None] = mapped_column(JSON)
+    #: The kinds of games the ladder plays, {"singles": true, "doubles": true, "free_for_all": true, "draws": true,
+    #: "points": null, "best_of": 1} (``app.storage.ladders.PLAY``), which posted games must follow.
+    play: Mapped[dict | None] = mapped_column(JSON)
 
 
 class ApiKey(Base):

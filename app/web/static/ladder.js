@@ -289,15 +289,31 @@ class LadderPage {
       const tie = order[0].rank === order[1].rank;
       line = [side(order[0]), h("span", { class: "verb" }, tie ? " drew with " : " beat "), side(order[1])];
     } else {
-      line = order.map((s, n) => [n ? " · " : "", h("span", { class: "place" }, `${s.rank}. `), side(s)]);
+      line = order.map((s, n) => [n ? " · " : "", h("span", { class: "place" }, `${s.rank}. `), side(s),
+        s.score === null || s.score === undefined ? null : h("span", { class: "muted" }, ` (${s.score})`)]);
     }
+    const score = scoreOf(game, order);
     const undo = h("button", { type: "button", class: "link undo", "aria-label": `Undo game ${game.id}` }, "Undo");
     undo.addEventListener("click", () => this.undo(game));
+    const again = h("button", { type: "button", class: "link rematch", "aria-label": `Rematch of game ${game.id}` },
+      "Rematch");
+    again.addEventListener("click", () => this.rematch(game));
     const classes = ["game", game.voided_at && "voided", this.arrived.has(game.id) && "fresh"];
     return h("li", { class: classes, "data-id": game.id },
-      h("p", { class: "line" }, line),
+      h("p", { class: "line" }, line, score ? [" ", h("span", { class: "score" }, score)] : null),
       h("p", { class: "meta" }, timeAgo(game.played_at), ` · #${game.id}`,
-        game.voided_at ? h("span", { class: "undone" }, " · undone") : [" · ", undo]));
+        game.voided_at ? h("span", { class: "undone" }, " · undone") : [" · ", undo], " · ", again));
+  }
+
+  // The record form, filled with the game's players on their sides, in view.
+  rematch(game) {
+    this.form.rematch(game);
+    const tab = this.view.querySelector("button[data-tab=record]");
+    if (tab && tab.offsetParent !== null) tab.click(); // a phone shows one section at a time
+    const record = this.view.querySelector("#record");
+    record.scrollIntoView({ block: "start" });
+    const next = record.querySelector(".points, .who-won button");
+    if (next) next.focus({ preventScroll: true });
   }
 
   async undo(game) {
@@ -403,6 +419,16 @@ class LadderPage {
       reset: () => this.refreshAll(),
     };
   }
+}
+
+// A two-sided game's score, the winner's first: "21-12", or a match's games won and each game's points,
+// "2-1 (11-7, 9-11, 11-5)"; null without one.
+function scoreOf(game, order) {
+  if (order.length !== 2 || order.some((s) => s.score === null || s.score === undefined)) return null;
+  const total = `${order[0].score}-${order[1].score}`;
+  if (!game.match) return total;
+  const first = game.sides.indexOf(order[0]);
+  return `${total} (${game.match.map((points) => `${points[first]}-${points[1 - first]}`).join(", ")})`;
 }
 
 // A game in words, for a question about it: "Ann & Cy beat Bob & Dee".
