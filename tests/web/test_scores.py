@@ -22,7 +22,7 @@ def test_a_score_recorded_on_a_phone_shows_in_the_results_and_rematch_fills_the_
     page.fill("#score-a", "12")
     page.fill("#score-b", "21")
     page.click("#won-a")
-    expect(page.locator("#messages")).to_contain_text("The score says Bob Baker won")
+    expect(page.locator("#form-problem")).to_contain_text("The score says Bob Baker won")
     page.fill("#score-a", "21")
     page.fill("#score-b", "12")
     page.click("#won-a")
@@ -64,7 +64,7 @@ def test_a_best_of_three_ladder_without_draws_asks_for_each_games_points(base, o
     desktop.click("#a-0-list [role=option][data-key=eve]")
     desktop.click("#b-0-list [role=option][data-key=fay]")
     desktop.click("#won-a")
-    expect(desktop.locator("#messages")).to_contain_text("Enter the points of each game played.")
+    expect(desktop.locator("#form-problem")).to_contain_text("Enter the points of each game played.")
     for n, (x, y) in enumerate([(11, 7), (9, 11), (11, 5)], start=1):
         desktop.fill(f"#game-{n}-a", str(x))
         desktop.fill(f"#game-{n}-b", str(y))
