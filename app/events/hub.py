@@ -30,12 +30,14 @@ from asyncio import FIRST_COMPLETED
 from bisect import bisect_right
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import anyio.to_thread
 
 from app import storage
 from app.core.db import Database
 from app.games import answers
+from app.storage import challenges
 
 logger = logging.getLogger("melo")
 
@@ -317,6 +319,9 @@ class Hub:
                 numbers.append(data["game"])
         if numbers:  # a void, or a game another worker committed: as it is now
             shown |= await anyio.to_thread.run_sync(self._games, ladder_id, numbers)
+        challenged: dict[int, dict] = {}
+        if asked := [data["id"] for _, _, kind, data in events if kind == "challenge"]:  # as they are now
+            challenged = await anyio.to_thread.run_sync(self._challenges, ladder_id, asked)
         if any(kind == "player" and data.get("action") == "erased" for _, _, kind, data in events):
             self._drop_pages(ladder_id)  # kept pages name the erased player's keys
         frames = []
@@ -329,6 +334,11 @@ class Hub:
                     frames.append(Frame(event_id, b""))
                     continue
                 data = {"game": shown[data["game"]]}
+            if kind == "challenge":
+                if data["id"] not in challenged:  # gone since (a merge of its two players, a deleted ladder)
+                    frames.append(Frame(event_id, b""))
+                    continue
+                data = {"action": data["action"], "challenge": challenged[data["id"]]}
             text = frame(kind, {"version": version} | data, event_id)
             frames.append(Frame(event_id, text, recheck=kind in RECHECK))
         return frames
@@ -336,6 +346,10 @@ class Hub:
     def _games(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
         with self.db.reading() as session:
             return answers.bodies(session, ladder_id, numbers)
+
+    def _challenges(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
+        with self.db.reading() as session:
+            return challenges.numbered(session, ladder_id, numbers, datetime.now(UTC))
 
 
 async def _recheck(access: Callable[[], Awaitable[float | None]]) -> float | None:
