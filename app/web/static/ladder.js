@@ -2,6 +2,7 @@
 // mathematics (predictions, fair teams, cycles) lower down. It follows the ladder's event stream, so that a game
 // recorded anywhere shows up here within moments, without a reload.
 import { LadderApi } from "./api.js";
+import { OpenChallenges, challengeButton } from "./challenges.js";
 import { changeClass, debounce, fill, h, profileHref, shortDate, signed, timeAgo, whole } from "./dom.js";
 import { follow } from "./live.js";
 import { badge, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
@@ -76,6 +77,7 @@ class LadderPage {
     guarded(() => this.loadGames(ACTIVITY)); // for the most active players
     follow(this.api.slug, this.eventHandlers(), showLive);
     guarded(() => this.loadRoster());
+    guarded(() => this.openChallenges.load());
     // The insights' reports are heavy on a large ladder: read when the section is first seen, after the rest.
     whenShown(this.insights, async () => {
       const { insights } = await import("./insights.js");
@@ -90,11 +92,12 @@ class LadderPage {
     this.boardBox = h("div", { id: "board-box" });
     this.feed = h("ul", { id: "feed", class: "feed" });
     this.active = h("div", { id: "active-box" });
+    this.openChallenges = new OpenChallenges({ api: this.api, onPlayed: (game) => this.addGame(game) });
     const sections = [
       h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
         h("h2", { id: "standings-title" }, "Standings"), this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
       h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
-        h("h2", { id: "record-title" }, "Record a game"),
+        h("h2", { id: "record-title" }, "Record a game"), this.openChallenges.root,
         recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, onRecorded: (game) => this.addGame(game),
           onUndone: (game) => this.voidGame(game) })),
       h("section", { id: "results", class: "panel", "aria-labelledby": "results-title" },
@@ -206,7 +209,9 @@ class LadderPage {
           h("dd", {}, `${p.games}: ${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
         h("div", {}, h("dt", {}, "Since last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
         h("div", {}, h("dt", {}, "Last played"),
-          h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
+          h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never"))),
+      challengeButton({ api: this.api, roster: this.roster, to: p.key, toLabel: p.name || p.key,
+        onMade: (c) => this.openChallenges.upsert(c) })));
     const open = this.expanded.has(p.key);
     const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
       "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
@@ -338,7 +343,8 @@ class LadderPage {
   }
 
   async reload() {
-    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(ACTIVITY), this.loadRoster()]);
+    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(ACTIVITY), this.loadRoster(),
+      this.openChallenges.load()]);
   }
 
   async loadRoster() {
@@ -367,6 +373,10 @@ class LadderPage {
         if (data.action === "merged" || data.action === "erased") return this.refreshAll();
         this.refreshBoard();
         return this.refreshRoster();
+      },
+      challenge: (data) => {
+        newer(data);
+        this.openChallenges.changed(data);
       },
       refit: () => this.refreshAll(),
       ladder: () => this.refreshAll(),

@@ -2,6 +2,7 @@
 // with today's chances, recent games with partners and rating changes, and who to play next. It follows the
 // ladder's event stream and redraws when one of the player's games is recorded or undone.
 import { LadderApi } from "./api.js";
+import { announce, challengeButton } from "./challenges.js";
 import { ratingChart } from "./charts.js";
 import { changeClass, debounce, fill, fullDate, h, pct, profileHref, shortDate, signed, timeAgo,
   whole } from "./dom.js";
@@ -164,7 +165,8 @@ class ProfilePage {
     const p = this.player;
     fill(this.parts.head, h("h1", {}, playerName(p)),
       h("p", { class: "muted" }, p.provisional ? [badge(p), " "] : null,
-        p.name && p.name !== p.key ? `Key ${p.key}` : null));
+        p.name && p.name !== p.key ? `Key ${p.key}` : null),
+      challengeButton({ api: this.api, roster: this.roster, to: p.key, toLabel: playerName(p) }));
   }
 
   drawStats() {
@@ -317,6 +319,7 @@ class ProfilePage {
         if (data.was === this.key) this.key = data.key; // their key changed: follow it
         if (data.key === this.key || data.into === this.key) reload();
       },
+      challenge: (data) => data.action === "created" && announce(data.challenge),
       refit: reload,
       ladder: reload,
       reset: reload,
