@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from app.challenges import play, service
 from app.challenges.schemas import ChallengeIn, ChallengeOut, PlayIn, Status
 from app.core.errors import LADDER_ACCESS, Conflict, problems
-from app.core.schemas import MAX_ID, Page
+from app.core.schemas import MAX_ID, Page, PlayerKey
 from app.domain.access import ladder_for, readable
 from app.games.intake import Post
 from app.games.posts import Committed
@@ -45,7 +45,7 @@ def list_challenges(
         Query(description="Only challenges in this status now; repeat it for several: `?status=open&status=accepted`."),
     ] = None,
     player: Annotated[
-        str | None, Query(max_length=128, description="Only the challenges this player made or received (a key).")
+        PlayerKey | None, Query(description="Only the challenges this player made or received (a key, or an alias).")
     ] = None,
     limit: Limit = 50,
     cursor: IdCursor = None,

@@ -105,6 +105,7 @@ def test_a_challenge_is_made_between_two_active_players_and_answered_once(client
     assert [c["id"] for c in first_page["items"] + rest["items"]] == [4, 3, 2, 1] and rest["next_cursor"] is None
     assert client.get("/v1/ladders/office/challenges", params={"player": "nobody"}).status_code == 404
     assert client.get("/v1/ladders/office/challenges", params={"status": "lost"}).status_code == 422
+    assert client.get("/v1/ladders/office/challenges", params={"player": "a\x00"}).status_code == 422  # not a 500
     assert client.get("/v1/ladders/office/challenges/4").json() == fourth
     assert client.get("/v1/ladders/office/challenges/5").status_code == 404
 
