@@ -61,6 +61,7 @@ def test_challenge_from_a_players_page_then_record_the_result_in_one_tap(base, o
 
     # One tap on who won records the game against the challenge; it leaves the list and shows in the results.
     item.locator("button[data-winner=bob]").click()
+    expect(page.locator("#toast .toast-title")).to_have_text("Game #1 recorded: Bob Baker won the challenge.")
     expect(item).to_have_count(0)
     played = ladder.get("/challenges/1")
     assert (played["status"], played["game"]) == ("played", 1)

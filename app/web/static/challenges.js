@@ -4,7 +4,7 @@
 // /v1/ladders/{slug}/challenges.
 import { fill, h, timeAgo } from "./dom.js";
 import { picker } from "./picker.js";
-import { ask, guarded, say, toast, withKey } from "./ui.js";
+import { ask, guarded, toast, withKey } from "./ui.js";
 
 const UNRESOLVED = new Set(["open", "accepted"]);
 const announced = new Set(); // challenges this page has told of already (its own, and the stream's echo of them)
@@ -124,7 +124,7 @@ export class OpenChallenges {
       if (!played) return;
       this.upsert(played);
       const game = await this.api.get(`/games/${played.game}`);
-      say(`Game #${game.id} recorded: ${name} won the challenge.`, "info");
+      toast(h("p", { class: "toast-title" }, `Game #${game.id} recorded: ${name} won the challenge.`));
       this.onPlayed(game);
     }, "big", { "data-winner": key });
     return h("li", { "data-id": c.id, class: c.status },
