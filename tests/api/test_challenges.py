@@ -4,6 +4,7 @@ is sent; every change a ``challenge`` event in the ladder's log."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select, update
@@ -246,3 +247,24 @@ def test_challenges_name_players_as_games_do_and_follow_the_ladders_privacy(clie
     )
     with client.app.state.db.reading() as session:
         assert session.scalar(select(Challenge.number).limit(1)) is None
+
+
+def test_results_sent_at_once_for_one_challenge_record_one_game(client):
+    """Six calls at once, three saying Ada won and three Bob: one game; the calls of its result are answered with
+    the challenge played, the others with a 409 naming that game."""
+    h = ladder_of(client)
+    challenge(client, h, "ada", "bob")
+    winners = ["ada", "bob"] * 3
+    with ThreadPoolExecutor(len(winners)) as pool:
+        answers = list(
+            pool.map(
+                lambda w: client.post("/v1/ladders/office/challenges/1/game", json={"winner": w}, headers=h), winners
+            )
+        )
+    assert [g["id"] for g in client.get("/v1/ladders/office/games").json()["items"]] == [1]
+    won = client.get("/v1/ladders/office/games/1").json()["sides"][0]["players"][0]["key"]
+    for winner, answer in zip(winners, answers, strict=True):
+        if winner == won:
+            assert answer.status_code == 201 and answer.json()["game"] == 1, answer.text
+        else:
+            refused(answer, 409, "id", "was played: game 1")
