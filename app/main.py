@@ -20,6 +20,7 @@ from fastapi.routing import APIRoute
 from app.analysis import auto, refit_jobs
 from app.analysis.router import router as analysis_router
 from app.backups.router import router as backups_router
+from app.challenges.router import router as challenges_router
 from app.core import errors, jobs
 from app.core.config import Settings, get_settings
 from app.core.db import Database
@@ -237,6 +238,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         events_router,
         backups_router,
         seasons_router,
+        challenges_router,
         analysis_router,
         webhooks_router,
         web_router,

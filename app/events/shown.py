@@ -8,14 +8,20 @@ from collections.abc import Mapping
 GAME_KINDS = ("game", "void")
 
 
-def shown(kind: str, version: int, data: dict, games: Mapping[int, dict]) -> dict | None:
+def shown(
+    kind: str, version: int, data: dict, games: Mapping[int, dict], challenges: Mapping[int, dict] | None = None
+) -> dict | None:
     """The event's data as shown: ``{version, game}`` for a game or a void (the game from ``games``, by number, as
-    :func:`app.games.answers.bodies` renders it), ``{version, ...}`` with the logged data otherwise; None where
-    nothing is shown (a revoked key, which only makes listeners check their access again; a game of a ladder deleted
-    since)."""
+    :func:`app.games.answers.bodies` renders it), ``{version, action, challenge}`` for a challenge (from
+    ``challenges``, by number, as the API shows it now), ``{version, ...}`` with the logged data otherwise; None where
+    nothing is shown (a revoked key, which only makes listeners check their access again; a game or a challenge gone
+    since: a deleted ladder, a merge of a challenge's two players)."""
     if kind == "access":
         return None
     if kind in GAME_KINDS:
         game = games.get(data["game"])
         return None if game is None else {"version": version, "game": game}
+    if kind == "challenge":
+        challenge = (challenges or {}).get(data["id"])
+        return None if challenge is None else {"version": version, "action": data["action"], "challenge": challenge}
     return {"version": version} | data

@@ -9,6 +9,7 @@ participants are locked, so concurrent identical requests apply once.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
@@ -45,6 +46,9 @@ class Post:
     batch: bool
     #: A new player's name: the key as the post spelled it, where case folding changed it.
     names: dict[str, str] = field(default_factory=dict)
+    #: What else the post's transaction does once its one game is applied, given the game as answered (a challenge
+    #: marked played with it); a problem it raises fails the post alone, which then changes nothing.
+    then: Callable[[Session, LadderRow, dict], None] | None = None
 
     @property
     def record_key(self) -> str | None:

@@ -144,6 +144,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             start += len(post.games)
             outcomes[n] = {"games": out} if post.batch else out[0]
             group.ladder_of[n] = ladder.id
+            if post.then is not None:
+                post.then(session, ladder, outcomes[n])
             if post.record_key is not None:
                 records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
         group.applied[ladder.id] = len(games)

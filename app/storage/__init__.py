@@ -2,7 +2,7 @@
 
 Players (vectors and counters) and their per-process read model, the game log (games and participants),
 idempotency records, the ladders' change log (events), refit jobs and checkpoints, API keys, player aliases,
-seasons, outgoing webhooks (and the Slack command's secret), and ladder rows with the version that keys the
+seasons, challenges, outgoing webhooks (and the Slack command's secret), and ladder rows with the version that keys the
 per-process read caches.  The layers above call these functions; they write no SQL and decode no bytes.  This
 package imports only :mod:`app.rating` (to encode the log) and :mod:`app.core.errors`, for the few refusals only
 storage can see (a key too long once case-folded, a ladder changed under a write).
@@ -12,6 +12,7 @@ from app.storage import (
     aliases,
     as_of,
     cache,
+    challenges,
     codec,
     events,
     games,
@@ -32,6 +33,7 @@ __all__ = [
     "aliases",
     "as_of",
     "cache",
+    "challenges",
     "codec",
     "events",
     "games",

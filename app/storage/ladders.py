@@ -20,6 +20,7 @@ from app.storage import cache, events
 from app.storage.sql import Fetch, driver_sql, fetch_typed
 from app.storage.tables import (
     ApiKey,
+    Challenge,
     Checkpoint,
     Game,
     IdempotencyKey,
@@ -221,10 +222,11 @@ def insert(session: Session, values: dict) -> LadderRow | None:
 
 def delete(session: Session, ladder: LadderRow) -> None:
     """Delete everything in the ladder (players, games and their participants, keys, idempotency records, refits,
-    checkpoints, events) and leave its row as a tombstone: slug ``~deleted~{id}`` (free again, and no slug the API
-    takes), ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
+    checkpoints, events, challenges) and leave its row as a tombstone: slug ``~deleted~{id}`` (free again, and no
+    slug the API takes), ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
     lock(session, ladder.id)
-    for table in (SeasonStanding, Season, Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player):
+    tables = (SeasonStanding, Season, Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player, Challenge)
+    for table in tables:
         session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
     for table in (WebhookDelivery, Webhook, SlackRequest, SlackCommand):  # its webhooks and Slack command
         session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))

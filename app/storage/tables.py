@@ -401,7 +401,7 @@ class LadderEvent(Base):
     #: The event's number in its ladder (1, 2, …, from ``ladders.last_event``): what the stream shows as its id.
     number: Mapped[int] = mapped_column(BigInteger, server_default="0")
     version: Mapped[int] = mapped_column(BigInteger)
-    kind: Mapped[str] = mapped_column(String(16))  # game, void, player, refit, ladder, season, access
+    kind: Mapped[str] = mapped_column(String(16))  # game, void, player, refit, ladder, season, access, challenge
     data: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
@@ -478,3 +478,28 @@ class SlackRequest(Base):
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
     signature: Mapped[str] = mapped_column(String(80), primary_key=True)
     seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Challenge(Base):
+    """A challenge between two players of a ladder: who challenged whom, its answer, and the game that settled it.
+
+    Numbered within its ladder (``number``: the API's ``id``), as games are.  The players are named by id, so a
+    rename or an erasure shows at once; a merge moves them (:func:`app.storage.challenges.merge`).  An open or
+    accepted challenge whose ``expires_at`` has passed is expired, whether or not a write has marked it yet.
+    """
+
+    __tablename__ = "challenges"
+    __table_args__ = (Index("ix_challenges_ladder_id_status", "ladder_id", "status"),)
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    number: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    from_player_id: Mapped[int] = mapped_column(BigInteger)
+    to_player_id: Mapped[int] = mapped_column(BigInteger)
+    message: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16))  # open, accepted, declined, withdrawn, played, expired
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    #: When it was last answered (accepted, declined, withdrawn, played, marked expired); null: not yet.
+    answered_at: Mapped[datetime | None]
+    #: The number of the game that settled it (``played``).
+    game: Mapped[int | None] = mapped_column(BigInteger)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
 
@@ -44,7 +44,10 @@ def of_event(session: Session, ladder: LadderRow, number: int, version: int, kin
     """The body of a delivery of the ladder's event ``number`` (None: nothing to send, as for a game of a ladder
     deleted since)."""
     games = answers.bodies(session, ladder.id, [data["game"]]) if kind in GAME_KINDS else {}
-    carried = shown(kind, version, data, games)
+    challenges = {}
+    if kind == "challenge":
+        challenges = storage.challenges.numbered(session, ladder.id, [data["id"]], datetime.now(UTC))
+    carried = shown(kind, version, data, games, challenges)
     if carried is None or (event := event_name(kind, data)) is None:
         return None
     names = _Names(session, ladder.id)
@@ -57,6 +60,8 @@ def of_event(session: Session, ladder: LadderRow, number: int, version: int, kin
     elif event == "season":
         extra["podium"] = _podium(session, ladder.id, str(data.get("name")))
         text = _season_text(str(data.get("name")), extra["podium"])
+    elif event == "challenge":
+        text = _challenge_text(carried["action"], carried["challenge"])
     else:
         text = _said(event, data, names)
     return _body(event, ladder, number, text, carried, extra)
@@ -176,6 +181,26 @@ def _season_text(name: str, podium: list[dict]) -> str:
     places = ["champion", "second", "third"]
     said = [f"{places[p['rank'] - 1]} {p['name'] or p['key']} ({p['elo']:.0f})" for p in podium]
     return f"Season {name} closed: " + ", ".join(said) + "."
+
+
+#: A challenge's action in words: who did it (the challenger or the challenged) and what.
+CHALLENGED = {
+    "created": "{a} challenged {b}",
+    "accepted": "{b} accepted {a}'s challenge",
+    "declined": "{b} declined {a}'s challenge",
+    "withdrawn": "{a} withdrew the challenge to {b}",
+    "expired": "{a}'s challenge to {b} expired",
+}
+
+
+def _challenge_text(action: str, challenge: dict) -> str:
+    """A challenge's event in one line: "Ada challenged Bob: lunch?", "Bob accepted Ada's challenge", …"""
+    a, b = (challenge[f"{side}_name"] or challenge[side] for side in ("from", "to"))
+    if action == "played":
+        return f"{a} and {b} played their challenge: game {challenge['game']}"
+    line = CHALLENGED.get(action, "{a} challenged {b}").format(a=a, b=b)
+    message = challenge.get("message")
+    return f"{line}: {message}" if action == "created" and message else line
 
 
 def _said(event: str, data: dict, names: _Names) -> str:

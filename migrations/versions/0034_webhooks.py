@@ -7,7 +7,7 @@ On PostgreSQL the keys include ``ladder_id``, as migration 0029 made every key o
 single-column integer keys.
 
 Revision ID: 0034
-Revises: 0032
+Revises: 0033
 """
 
 import sqlalchemy as sa

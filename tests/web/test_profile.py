@@ -54,9 +54,7 @@ def test_form_streaks_chart_head_to_head_and_recent_games(base, open_page):
     expect(page).to_have_title("Ann Archer · Office profile · melo")
     expect(page.locator("#rating b")).to_have_text(str(round(player["elo"])))
     twice = 2 * player["strength_se"]
-    expect(page.locator("#rating small")).to_have_text(
-        re.compile(rf"^give or take {round(twice)}: [a-z ,:]+$")
-    )
+    expect(page.locator("#rating small")).to_have_text(re.compile(rf"^give or take {round(twice)}: [a-z ,:]+$"))
     assert page.locator("#form .r").all_inner_texts() == [LETTER[g["result"]] for g in history[:5]] == list("DLWWW")
     expect(page.locator("#streak")).to_contain_text("1 draw")
     expect(page.locator("#streak small")).to_have_text("best: 7 wins")

@@ -2,6 +2,7 @@
 // mathematics (predictions, fair teams, cycles) lower down. It follows the ladder's event stream, so that a game
 // recorded anywhere shows up here within moments, without a reload.
 import { LadderApi } from "./api.js";
+import { OpenChallenges, challengeButton } from "./challenges.js";
 import { changeClass, count, debounce, fill, h, number, profileHref, shortDate, signed, timeAgo,
   whole } from "./dom.js";
 import { follow } from "./live.js";
@@ -68,6 +69,7 @@ class LadderPage {
     guarded(() => this.loadGames(ACTIVITY)); // for the most active players
     follow(this.api.slug, this.eventHandlers(), showLive);
     guarded(() => this.loadRoster());
+    guarded(() => this.openChallenges.load());
     // The insights' reports are heavy on a large ladder: read when the section is first seen, after the rest.
     whenShown(this.insights, async () => {
       const { insights } = await import("./insights.js");
@@ -82,12 +84,13 @@ class LadderPage {
     this.boardBox = h("div", { id: "board-box" });
     this.feed = h("ul", { id: "feed", class: "feed" });
     this.active = h("div", { id: "active-box" });
+    this.openChallenges = new OpenChallenges({ api: this.api, onPlayed: (game) => this.addGame(game) });
     const sections = [
       h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
         h("h2", { id: "standings-title" }, "Standings"), this.rankedBy = h("p", { id: "ranked-by", class: "muted" }),
         this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
       h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
-        h("h2", { id: "record-title" }, "Record a game"),
+        h("h2", { id: "record-title" }, "Record a game"), this.openChallenges.root,
         this.form = recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, me: () => this.me.key,
           onRecorded: (game) => this.addGame(game), onUndone: (game) => this.voidGame(game) })),
       h("section", { id: "results", class: "panel", "aria-labelledby": "results-title" },
@@ -222,7 +225,9 @@ class LadderPage {
         h("div", {}, h("dt", {}, "Last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
         othersMoved ? h("div", {}, h("dt", {}, "Others' games since"), h("dd", {}, signed(others))) : null,
         h("div", {}, h("dt", {}, "Last played"),
-          h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
+          h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never"))),
+      challengeButton({ api: this.api, roster: this.roster, to: p.key, toLabel: p.name || p.key,
+        onMade: (c) => this.openChallenges.upsert(c) })));
     const open = this.expanded.has(p.key);
     const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
       "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
@@ -382,7 +387,8 @@ class LadderPage {
   }
 
   async reload() {
-    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(ACTIVITY), this.loadRoster()]);
+    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(ACTIVITY), this.loadRoster(),
+      this.openChallenges.load()]);
   }
 
   async loadRoster() {
@@ -413,6 +419,10 @@ class LadderPage {
         if (data.action === "merged" || data.action === "erased") return this.refreshAll();
         this.refreshBoard();
         return this.refreshRoster();
+      },
+      challenge: (data) => {
+        newer(data);
+        this.openChallenges.changed(data);
       },
       refit: () => this.refreshAll(),
       ladder: () => this.refreshAll(),

@@ -4,6 +4,7 @@
 // with what each game would win or lose. It follows the ladder's event stream and redraws when one of the
 // player's games is recorded or undone.
 import { LadderApi } from "./api.js";
+import { announce, challengeButton } from "./challenges.js";
 import { ratingChart } from "./charts.js";
 import { changeClass, debounce, fill, fullDate, h, pct, profileHref, shortDate, signed, timeAgo,
   whole } from "./dom.js";
@@ -179,7 +180,8 @@ class ProfilePage {
     const p = this.player;
     fill(this.parts.head, h("h1", {}, playerName(p)),
       h("p", { class: "muted" }, p.provisional ? [badge(p), " "] : null,
-        keyShown(p) ? `Key ${keyShown(p)}` : null));
+        keyShown(p) ? `Key ${keyShown(p)}` : null),
+      challengeButton({ api: this.api, roster: this.roster, to: p.key, toLabel: playerName(p) }));
   }
 
   drawStats() {
@@ -362,6 +364,7 @@ class ProfilePage {
         if (data.was === this.key) this.key = data.key; // their key changed: follow it
         if (data.key === this.key || data.into === this.key) reload();
       },
+      challenge: (data) => data.action === "created" && announce(data.challenge),
       refit: reload,
       ladder: reload,
       reset: reload,
