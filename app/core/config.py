@@ -50,6 +50,8 @@ class Settings(BaseSettings):
     #: How long each ladder's changes are kept for event-stream listeners to resume from (hours); a listener
     #: away for longer is told to read everything anew.
     events_ttl_hours: float = Field(168.0, gt=0)
+    #: Seconds between two checks for ladders whose season closes by itself (``season_every``); 0: never check.
+    season_check_seconds: float = Field(60.0, ge=0)
     #: Event streams (``GET …/events``) open at once per worker process; more get a 503 with Retry-After.
     max_streams: int = Field(1000, ge=0)
     #: Requests started per iteration of a worker's event loop; the others wait their turn in order of arrival,

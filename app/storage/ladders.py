@@ -68,6 +68,9 @@ class LadderRow:
     seat_prior: float
     #: Players idle this many days (the ladder's clock) leave the default leaderboard; None: never.
     inactive_after_days: int | None
+    #: A season closes by itself every ``month`` or ``quarter`` (UTC), with the pull ``season_pull``; None: never.
+    season_every: str | None
+    season_pull: float
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
     aliases: Mapping[str, str] = field(default_factory=dict)
 
