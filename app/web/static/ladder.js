@@ -6,8 +6,9 @@ import { changeClass, debounce, fill, h, profileHref, shortDate, signed, timeAgo
 import { follow } from "./live.js";
 import { badge, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
 import { Roster } from "./picker.js";
+import { Moments } from "./moments.js";
 import { recordForm } from "./record.js";
-import { pastSeasons } from "./seasons.js";
+import { lastSeason, pastSeasons } from "./seasons.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
 const PAGE = 50; // leaderboard rows at first, and per "show more"
@@ -65,12 +66,15 @@ class LadderPage {
     this.refreshRoster = debounce(() => guarded(() => this.loadRoster()), REFRESH_MS);
     this.refreshSummary = debounce(() => guarded(() => this.loadSummary()), REFRESH_MS);
     this.drawn = null; // the standings shown: drawn again when the page crosses the phone's width
+    this.moments = new Moments(api, () => this.drawGames());
+    this.lastSeason = lastSeason(api);
     PHONE.addEventListener("change", () => this.drawn && this.drawBoard(...this.drawn));
   }
 
   async start() {
     this.layout();
     await Promise.all([guarded(() => this.loadBoard()), guarded(() => this.loadGames(FEED))]);
+    guarded(() => this.moments.load());
     performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
     this.drawSummary();
     guarded(() => this.loadGames(ACTIVITY)); // for the most active players
@@ -92,13 +96,13 @@ class LadderPage {
     this.active = h("div", { id: "active-box" });
     const sections = [
       h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
-        h("h2", { id: "standings-title" }, "Standings"), this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
+        h("h2", { id: "standings-title" }, "Standings"), this.lastSeason.element, this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
       h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
         h("h2", { id: "record-title" }, "Record a game"),
         recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, onRecorded: (game) => this.addGame(game),
           onUndone: (game) => this.voidGame(game) })),
       h("section", { id: "results", class: "panel", "aria-labelledby": "results-title" },
-        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.active),
+        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.moments.feed, this.active),
       h("section", { id: "insights", class: "panel", "aria-labelledby": "insights-title" },
         h("h2", { id: "insights-title" }, "Insights"),
         h("p", { class: "muted" }, "Predictions, fair teams and the shape of the ladder.")),
@@ -270,6 +274,7 @@ class LadderPage {
     const classes = ["game", game.voided_at && "voided", this.arrived.has(game.id) && "fresh"];
     return h("li", { class: classes, "data-id": game.id },
       h("p", { class: "line" }, line),
+      game.voided_at ? null : this.moments.beside(game.id),
       h("p", { class: "meta" }, timeAgo(game.played_at), ` · #${game.id}`,
         game.voided_at ? h("span", { class: "undone" }, " · undone") : [" · ", undo]));
   }
@@ -328,10 +333,12 @@ class LadderPage {
     this.drawGames();
     this.refreshBoard();
     this.refreshSummary();
+    guarded(() => this.moments.arrived(game));
   }
 
   voidGame(game) {
     this.games = this.games.map((g) => (g.id === game.id ? game : g));
+    guarded(() => this.moments.load());
     this.drawGames();
     this.refreshBoard();
     this.refreshSummary();
@@ -369,6 +376,7 @@ class LadderPage {
         return this.refreshRoster();
       },
       refit: () => this.refreshAll(),
+      season: () => guarded(() => this.lastSeason.load()),
       ladder: () => this.refreshAll(),
       reset: () => this.refreshAll(),
     };
