@@ -261,12 +261,8 @@ def _new_leaders(session: Session, ladder: LadderRow, games: list[LogGame]) -> d
     if not wanted:
         return {}
     table = storage.read_model.current_table(session, ladder)
-    by_game: dict[int, list[tuple]] = {}
-    for row in storage.moments.members_since(session, ladder.id, min(wanted)):
-        by_game.setdefault(row[0], []).append(row)
-    played = np.searchsorted(table.ids, np.array([r[1] for g in by_game.values() for r in g], dtype=np.int64))
-    rivals = np.union1d(played, leading_rows(table, ladder, LEADER_RIVALS))
-    rivals = rivals[table.active[rivals]]
+    undone = _Undone(storage.moments.members_since(session, ladder.id, min(wanted)), table.ids, 2 * ladder.k)
+    rivals = np.union1d(undone.rows, leading_rows(table, ladder, LEADER_RIVALS))
     if not len(rivals):
         return {}
     C, counts, experience = table.C.copy(), table.counts.copy(), table.experience.copy()
@@ -296,32 +292,32 @@ def _new_leaders(session: Session, ladder: LadderRow, games: list[LogGame]) -> d
     key_rank = table.key_rank()[rivals]
     outside = table.placement.is_outside(table.ids[rivals])
 
+    inactive = ~table.active[rivals]
+
     def first() -> int | None:
         strength = rating.hodge_strength_against(C[rivals], total / len(C))
-        group = provisional(counts[rivals, 4], outside)
+        group = provisional(counts[rivals, 4], outside) + 2 * inactive  # neither may be the #1
         top = leaderboard_order(rating.conservative(strength, errors), group, key_rank)[0]
         return None if group[top] else int(rivals[top])
 
     after: dict[int, int | None] = {}
     new: dict[int, tuple[str, str]] = {}
-    order = sorted(by_game, reverse=True)
-    for n, game_id in enumerate(order):
+    order = undone.games
+    mine_all = np.searchsorted(rivals, undone.rows)  # each member's place among the rivals (all of them are)
+    for n, game_id in enumerate(order.tolist()):
         if game_id in wanted and game_id not in after:
             after[game_id] = first()
-        members = by_game[game_id]
-        at = np.searchsorted(table.ids, np.array([m[1] for m in members], dtype=np.int64))
-        before = storage.codec.unpack_rows([m[4] for m in members], 2 * ladder.k)
+        part = slice(undone.starts[n], undone.starts[n + 1])
+        at, before = undone.rows[part], undone.before[part]
         total += (before - C[at]).sum(axis=0)
         C[at] = before
-        sides = max(m[2] for m in members) + 1
-        counts[at] -= rating.record(np.array([m[3] for m in members]), np.full(len(members), sides))
+        counts[at] -= undone.record[part]
         experience[at] = np.maximum(experience[at] - 1, 0)
-        mine = np.searchsorted(rivals, at)
-        mine = mine[(mine < len(rivals)) & (rivals[np.minimum(mine, len(rivals) - 1)] == at)]
         if exact:
             information, gain, prior = field()
             errors = se(np.arange(len(rivals)))
         else:
+            mine = mine_all[part]
             errors[mine] = se(mine)
         if game_id in wanted:
             then = first()  # the standings after the game that counts before it
@@ -329,5 +325,21 @@ def _new_leaders(session: Session, ladder: LadderRow, games: list[LogGame]) -> d
             if row is not None and row != then:
                 new[game_id] = (str(table.keys[row]), str(table.names[row] or table.keys[row]))
             if n + 1 < len(order):
-                after[order[n + 1]] = then
+                after[int(order[n + 1])] = then
     return new
+
+
+class _Undone:
+    """The members of the games to undo, newest game first, as arrays: each member's row of the table, vector
+    before the game and record of it; ``starts[n]`` is where the ``n``-th game's members start."""
+
+    def __init__(self, members: list[tuple], ids: np.ndarray, dim: int) -> None:
+        game = np.array([m[0] for m in members], dtype=np.int64)
+        side = np.array([m[2] for m in members], dtype=np.int64)
+        self.rows = np.searchsorted(ids, np.array([m[1] for m in members], dtype=np.int64))
+        self.before = storage.codec.unpack_rows([m[4] for m in members], dim)
+        cut = np.flatnonzero(np.diff(game)) + 1 if len(game) else np.zeros(0, dtype=np.int64)
+        self.starts = np.concatenate([[0], cut, [len(game)]]).astype(np.int64)
+        self.games = game[self.starts[:-1]]
+        sides = np.maximum.reduceat(side, self.starts[:-1]) + 1 if len(game) else side
+        self.record = rating.record(np.array([m[3] for m in members]), np.repeat(sides, np.diff(self.starts)))
