@@ -10,7 +10,7 @@ each, the median in milliseconds:
 * the newest 50 moments (what the ladder page reads), and 5 (its feed);
 * the 50 moments after a game 20 games back (``since``: what a page reads when a game arrives);
 * the next 50 (a page further back, from the first page's cursor);
-* one player's newest 50 (``player=``: the page looks through up to 2,000 games).
+* one player's newest 50 (``player=``: the page looks through up to 500 games).
 
 Prints a table and writes bench/results/bench_moments.json.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -41,7 +42,6 @@ from app.games.schemas import GameIn  # noqa: E402
 from app.ladders.schemas import LadderCreate  # noqa: E402
 from app.ladders.service import create_ladder  # noqa: E402
 from app.players.moment_feed import feed  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 CHUNK = 50_000
@@ -73,16 +73,18 @@ def seed(db: Database, games: int, players: int) -> None:
             import_games(session, ladder_for_read(session, "bench", fresh=True), batch)
 
 
-def timed(db: Database, **params) -> tuple[float, int]:
-    """The median milliseconds of five reads (after one to warm the caches), and the moments read."""
-    times = []
+def timed(db: Database, **params) -> tuple[float, float, int]:
+    """The median milliseconds of five reads (after one to warm the caches), wall-clock and of this process's CPU
+    (the SQLite reads included; a busy machine stretches the first, less the second), and the moments read."""
+    times, cpu = [], []
     for attempt in range(6):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         with db.reading() as session:
             page = feed(session, ladder_for_read(session, "bench"), **params)
         if attempt:
             times.append(1000 * (time.perf_counter() - t))
-    return statistics.median(times), len(page.items)
+            cpu.append(1000 * (time.process_time() - c))
+    return statistics.median(times), statistics.median(cpu), len(page.items)
 
 
 def run(url: str, games: int, players: int) -> dict:
@@ -103,7 +105,7 @@ def run(url: str, games: int, players: int) -> dict:
         "one player's 50": timed(db, limit=50, **(base | {"player": "p7"})),
     }
     db.dispose()
-    return {name: {"ms": round(ms, 1), "moments": n} for name, (ms, n) in rows.items()}
+    return {name: {"ms": round(ms, 1), "cpu_ms": round(cpu, 1), "moments": n} for name, (ms, cpu, n) in rows.items()}
 
 
 def main() -> None:
@@ -119,12 +121,20 @@ def main() -> None:
             if kind == "sqlite":
                 results[kind] = run(f"sqlite:///{tmp}/bench.db", args.games, args.players)
             else:
-                with PostgresServer() as server:
+                from devtools.postgres import PostgresServer
+
+                server = PostgresServer()
+                server.start()
+                try:
                     results[kind] = run(server.create_database("bench"), args.games, args.players)
-    print(f"{'read':24} " + " ".join(f"{kind:>20}" for kind in args.db))
+                finally:
+                    server.stop()
+    print(f"{'read':24} " + " ".join(f"{kind + ' wall / cpu ms (moments)':>34}" for kind in args.db))
     for name in results[args.db[0]]:
-        cells = [f"{results[k][name]['ms']:>8.1f} ms ({results[k][name]['moments']:>3})" for k in args.db]
-        print(f"{name:24} " + " ".join(f"{c:>20}" for c in cells))
+        rows = [results[kind][name] for kind in args.db]
+        cells = [f"{r['ms']:>7.1f} / {r['cpu_ms']:>6.1f} ({r['moments']:>3})" for r in rows]
+        print(f"{name:24} " + " ".join(f"{c:>34}" for c in cells))
+    results["load_average"] = os.getloadavg()
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "bench_moments.json").write_text(json.dumps(results, indent=2) + "\n")
 

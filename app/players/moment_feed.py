@@ -16,10 +16,11 @@ from app.players.moments import MOST_PER_GAME, Moment, moments
 from app.players.schemas import MomentOut, MomentsPage
 from app.storage.ladders import LadderRow
 
-#: The games a page looks through at most, and in its first range (the next ones as many as the moments found so far
-#: say it needs).
+#: The games a page looks through at most, and in its first range per moment asked for (the next ones as many as
+#: the moments found so far say it needs).
 LOOK_THROUGH = 500
-FIRST_RANGE = 50
+FIRST_RANGE = 25
+GAMES_PER_MOMENT = 4
 
 
 def _valid(value: Any) -> bool:
@@ -54,7 +55,7 @@ def feed(
         top, given = decode_cursor(cursor, _valid)
     floor = (since or 0) + 1
     found: list[tuple[Moment, int]] = []
-    hi, size = top, FIRST_RANGE
+    hi, size = top, max(FIRST_RANGE, GAMES_PER_MOMENT * limit)
     while hi >= floor and len(found) <= limit and top - hi < LOOK_THROUGH:
         lo = max(floor, hi - size + 1, top - LOOK_THROUGH + 1)
         by_game: dict[int, list[Moment]] = {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import accumulate
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -67,28 +68,36 @@ def moments(session: Session, ladder: LadderRow, first: int, last: int, now: dat
     if not games:
         return []
     history = _History(session, ladder.id, games)
+    history.load([m.player_id for g in games for m in _winners(g)])  # streaks and first wins are the winners'
     leaders = _new_leaders(session, ladder, games)
     weeks = _week_ends(session, ladder.id, games, now or datetime.now(UTC))
     field = _field_mean(session, ladder)
-    found: list[Moment] = []
+    told: list[dict[str, Moment]] = []
     for game in games:
-        made: dict[str, Moment] = {}
-        established = all(history.comparisons_before(m.player_id, game.id) >= ELO_RESULTS for m in game.members)
-        if (wins := _first_wins(game, history)) is not None:
-            made["first_win"] = wins
-        if established:
-            for kind, moment in (("upset", _upset(game)), ("streak", _streak(game, history))):
-                if moment is not None:
-                    made[kind] = moment
-            if game.id in leaders:
-                key, name = leaders[game.id]
-                made["new_leader"] = Moment(game.seq, "new_leader", [key], f"{name} is the new #1", game.played_at)
+        made = {kind: moment for kind, moment in _of_game(game, history, leaders).items() if moment is not None}
         if game.id in weeks:  # about the week, not this game's players
-            mover = _mover(session, ladder, game, weeks[game.id], field)
-            if mover is not None:
-                made["movers"] = mover
-        found += [made[kind] for kind in KINDS if kind in made][:MOST_PER_GAME]
+            made["movers"] = _mover(session, ladder, game, weeks[game.id], field)
+        told.append(made)
+    # Only a game with an upset, a streak or a new #1 needs to know whether its players were established.
+    asked = [g for g, made in zip(games, told, strict=True) if made.keys() & {"upset", "streak", "new_leader"}]
+    history.load([m.player_id for g in asked for m in g.members])
+    found: list[Moment] = []
+    for game, made in zip(games, told, strict=True):
+        if made.keys() & {"upset", "streak", "new_leader"} and not all(
+            history.comparisons_before(m.player_id, game.id) >= ELO_RESULTS for m in game.members
+        ):
+            made = {kind: moment for kind, moment in made.items() if kind in ("first_win", "movers")}
+        found += [made[kind] for kind in KINDS if made.get(kind) is not None][:MOST_PER_GAME]
     return found
+
+
+def _of_game(game: LogGame, history: _History, leaders: dict[int, tuple[str, str]]) -> dict[str, Moment | None]:
+    """The game's own moments, whatever its players' experience."""
+    made = {"first_win": _first_wins(game, history), "upset": _upset(game), "streak": _streak(game, history)}
+    if game.id in leaders:
+        key, name = leaders[game.id]
+        made["new_leader"] = Moment(game.seq, "new_leader", [key], f"{name} is the new #1", game.played_at)
+    return made
 
 
 def _shown(member: Member) -> str:
@@ -108,34 +117,42 @@ def _winning_side(game: LogGame) -> int | None:
     return top[0] if len(top) == 1 and len(scores) > 1 else None
 
 
-def _won(member: Member, sides: int) -> bool:
-    """A win as a record counts it (:func:`app.rating.results`)."""
-    return bool(rating.results(np.array([member.actual]), np.array([sides]))[0] > 0)
-
-
 class _History:
-    """Each player of the games: their results up to the last of them, far enough back for the streaks they may
-    be on (:data:`SHORT_STREAKS` back, and :data:`LONGEST_STREAK` for those on a longer one), and their first win
-    where those do not show it."""
+    """Players' results up to the last of the games, read for the players asked for (:meth:`load`): far enough back
+    for the streaks they may be on (:data:`SHORT_STREAKS` back, and :data:`LONGEST_STREAK` for those on a longer
+    one), and their first win where those do not show it."""
 
     def __init__(self, session: Session, ladder_id: int, games: list[LogGame]) -> None:
-        in_range = Counter(m.player_id for g in games for m in g.members)
+        self.session, self.ladder_id, self.upto = session, ladder_id, games[-1].id
+        self.in_range = Counter(m.player_id for g in games for m in g.members)
         self.results: dict[int, list[tuple[int, bool, int]]] = {}  # oldest first: (game id, won, comparisons)
         self.complete: dict[int, bool] = {}
-        self._read(session, ladder_id, games[-1].id, {p: n + SHORT_STREAKS + 1 for p, n in in_range.items()})
+        self.at: dict[int, dict[int, int]] = {}
+        self.known_before: dict[int, list[int]] = {}  # results against others before each one read
+        self.first_win: dict[int, int] = {}
+
+    def load(self, players: list[int]) -> None:
+        """Read the histories of the ``players`` not read yet."""
+        new = sorted(set(players) - self.results.keys())
+        if not new:
+            return
+        self._read({p: self.in_range[p] + SHORT_STREAKS + 1 for p in new})
         longer = {
-            p: in_range[p] + LONGEST_STREAK + 1
-            for p, found in self.results.items()
-            if not self.complete[p] and all(won for _, won, _ in found[: SHORT_STREAKS + 1])
+            p: self.in_range[p] + LONGEST_STREAK + 1
+            for p in new
+            if not self.complete[p] and all(won for _, won, _ in self.results[p][: SHORT_STREAKS + 1])
         }
         if longer:  # on a streak longer than was read: read further back
-            self._read(session, ladder_id, games[-1].id, longer)
-        self.at = {p: {g: n for n, (g, _, _) in enumerate(results)} for p, results in self.results.items()}
-        unsure = [p for p, found in self.results.items() if not self.complete[p] and not any(w for _, w, _ in found)]
-        self.first_win = storage.moments.first_wins(session, ladder_id, unsure) if unsure else {}
+            self._read(longer)
+        for p in new:
+            self.at[p] = {g: n for n, (g, _, _) in enumerate(self.results[p])}
+            self.known_before[p] = [0, *accumulate(c for _, _, c in self.results[p])]
+        unsure = [p for p in new if not self.complete[p] and not any(w for _, w, _ in self.results[p])]
+        if unsure:
+            self.first_win |= storage.moments.first_wins(self.session, self.ladder_id, unsure)
 
-    def _read(self, session: Session, ladder_id: int, upto: int, wanted: dict[int, int]) -> None:
-        rows = storage.moments.histories(session, ladder_id, [(p, upto, n) for p, n in sorted(wanted.items())])
+    def _read(self, wanted: dict[int, int]) -> None:
+        rows = storage.moments.histories(self.session, self.ladder_id, [(p, self.upto, n) for p, n in wanted.items()])
         for p, found in rows.items():
             self.complete[p] = len(found) < wanted[p]
             self.results[p] = [(g, a * s > 1, s - 1) for g, a, s in reversed(found)]
@@ -143,7 +160,7 @@ class _History:
     def comparisons_before(self, player_id: int, game_id: int) -> int:
         """Their results against others before the game (at least :data:`SHORT_STREAKS`, if more than were read)."""
         at = self.at[player_id][game_id]
-        known = sum(c for _, _, c in self.results[player_id][:at])
+        known = self.known_before[player_id][at]
         return known if self.complete[player_id] else max(known, at)
 
     def streak(self, player_id: int, game_id: int) -> int | None:
@@ -161,8 +178,14 @@ class _History:
         return self.complete[player_id] or self.first_win.get(player_id) == game_id
 
 
+def _winners(game: LogGame) -> list[Member]:
+    """The members who won, as a record counts a win (a rank-share score above 1/N)."""
+    sides = len({m.side for m in game.members})
+    return [m for m in game.members if m.actual * sides > 1]
+
+
 def _first_wins(game: LogGame, history: _History) -> Moment | None:
-    first = [m for m in game.members if history.is_first_win(m.player_id, game.id)]
+    first = [m for m in _winners(game) if history.is_first_win(m.player_id, game.id)]
     if not first:
         return None
     text = f"{_listed([_shown(m) for m in first])} won for the first time"
@@ -187,7 +210,7 @@ def _upset(game: LogGame) -> Moment | None:
 
 def _streak(game: LogGame, history: _History) -> Moment | None:
     """The winners whose wins in a row reach one of :data:`STREAKS` with this game (the longest such)."""
-    reached = [(m, history.streak(m.player_id, game.id)) for m in game.members]
+    reached = [(m, history.streak(m.player_id, game.id)) for m in _winners(game)]
     reached = [(m, n) for m, n in reached if n in STREAKS]
     if not reached:
         return None
@@ -282,7 +305,15 @@ def _new_leaders(session: Session, ladder: LadderRow, games: list[LogGame]) -> d
             prior,
         )
 
-    information, gain, prior = field()
+    if exact:
+        information, gain, prior = field()
+    else:  # today's field, as the leaderboard reads it
+        information = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rivals)
+        gain = field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rivals)
+        points = table.counts[:, 1] + 0.5 * table.counts[:, 2]
+        prior = table.derived(
+            "field prior", lambda: rating.field_prior(table.C, table.counts[:, 0], points, ladder.learning_rate())
+        )
 
     def se(at: np.ndarray) -> np.ndarray:
         rows, idle = rivals[at], np.zeros(len(at))
