@@ -72,7 +72,7 @@ def moments(session: Session, ladder: LadderRow, first: int, last: int, now: dat
     leaders = _new_leaders(session, ladder, games)
     weeks = _week_ends(session, ladder.id, games, now or datetime.now(UTC))
     field = _field_mean(session, ladder)
-    told: list[dict[str, Moment]] = []
+    told: list[dict[str, Moment | None]] = []
     for game in games:
         made = {kind: moment for kind, moment in _of_game(game, history, leaders).items() if moment is not None}
         if game.id in weeks:  # about the week, not this game's players

@@ -80,12 +80,14 @@ def next_counted(session: Session, ladder_id: int, game_id: int) -> datetime | N
 
 
 #: One player's results up to a game, newest first: (game id, rank-share score, number of sides); the games are
-#: joined (for their void) only where the ladder has voided games.
+#: joined (for their void) only where the ladder has voided games.  Ordered as the (player_id, game_id) index is, so
+#: that PostgreSQL walks that index, never the games' ids newest first (as it would before its statistics know
+#: how many games each player has).
 _HISTORY = (
     "SELECT * FROM (SELECT pa.player_id, pa.game_id, pa.actual_score, "
     "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id AND q.ladder_id = pa.ladder_id) "
     "FROM participants pa{join} WHERE pa.player_id = ? AND pa.ladder_id = ? AND pa.game_id <= ?{counted} "
-    "ORDER BY pa.game_id DESC LIMIT ?) AS r"
+    "ORDER BY pa.player_id DESC, pa.game_id DESC LIMIT ?) AS r"
 )
 _COUNTED = (" JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id", " AND g.voided_at IS NULL")
 
@@ -117,7 +119,7 @@ _FIRST_WIN = (
     "JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id "
     "WHERE pa.player_id = ? AND pa.ladder_id = ? AND g.voided_at IS NULL AND pa.actual_score * "
     "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id AND q.ladder_id = pa.ladder_id) > 1 "
-    "ORDER BY pa.game_id LIMIT 1) AS r"
+    "ORDER BY pa.player_id, pa.game_id LIMIT 1) AS r"
 )
 
 
