@@ -219,5 +219,5 @@ class MomentsPage(BaseModel):
     items: list[MomentOut]
     next_cursor: str | None = Field(
         description="Pass as `cursor` for older moments; null once the log (or `since`) is reached. A page looks "
-        "through at most 2,000 games, so it may hold fewer than `limit` moments and still have a cursor."
+        "through at most 500 games, so it may hold fewer than `limit` moments and still have a cursor."
     )

@@ -89,6 +89,14 @@ _HISTORY = (
     "FROM participants pa{join} WHERE pa.player_id = ? AND pa.ladder_id = ? AND pa.game_id <= ?{counted} "
     "ORDER BY pa.player_id DESC, pa.game_id DESC LIMIT ?) AS r"
 )
+#: The same for many players in one statement, on PostgreSQL.
+_LATERAL = (
+    "SELECT r.* FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS w(player_id, upto, n) CROSS JOIN LATERAL "
+    "(SELECT pa.player_id, pa.game_id, pa.actual_score, "
+    "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id AND q.ladder_id = pa.ladder_id) "
+    "FROM participants pa{join} WHERE pa.player_id = w.player_id AND pa.ladder_id = ? AND pa.game_id <= w.upto"
+    "{counted} ORDER BY pa.player_id DESC, pa.game_id DESC LIMIT w.n) AS r"
+)
 _COUNTED = (" JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id", " AND g.voided_at IS NULL")
 
 
@@ -97,19 +105,24 @@ def histories(
 ) -> dict[int, list[tuple[int, float, int]]]:
     """For each (player id, game id, n) of ``wanted``: the player's last ``n`` games that count up to that game,
     newest first, as (game id, rank-share score, number of sides); one indexed look per player."""
-    found: dict[int, list[tuple[int, float, int]]] = {player_id: [] for player_id, _, _ in wanted}
     connection = session.connection()
     counts = session.execute(select(Ladder.games_count, Ladder.last_seq).where(Ladder.id == ladder_id)).first()
     join, counted = _COUNTED if counts is None or counts[0] != counts[1] else ("", "")
-    part = _HISTORY.format(join=join, counted=counted)
-    for lo in range(0, len(wanted), PER_STATEMENT):
-        chunk = wanted[lo : lo + PER_STATEMENT]
-        sql = " UNION ALL ".join([part] * len(chunk))
-        params = tuple(v for player_id, upto, n in chunk for v in (player_id, ladder_id, upto, n))
-        for player_id, game_id, actual, sides in driver_fetchall(connection, sql, params):
-            found[player_id].append((game_id, actual, sides))
-    for rows in found.values():
-        rows.sort(reverse=True)
+    if session.get_bind().dialect.name == "postgresql":  # one plan for every player, not one per player
+        players, upto, n = ([w[i] for w in wanted] for i in range(3))
+        sql = _LATERAL.format(join=join, counted=counted)
+        rows = driver_fetchall(connection, sql, (players, upto, n, ladder_id))
+    else:
+        part, rows = _HISTORY.format(join=join, counted=counted), []
+        for lo in range(0, len(wanted), PER_STATEMENT):
+            chunk = wanted[lo : lo + PER_STATEMENT]
+            params = tuple(v for player_id, upto, n in chunk for v in (player_id, ladder_id, upto, n))
+            rows += driver_fetchall(connection, " UNION ALL ".join([part] * len(chunk)), params)
+    found: dict[int, list[tuple[int, float, int]]] = {player_id: [] for player_id, _, _ in wanted}
+    for player_id, game_id, actual, sides in rows:
+        found[player_id].append((game_id, actual, sides))
+    for results in found.values():
+        results.sort(reverse=True)
     return found
 
 

@@ -30,10 +30,11 @@ export class Moments {
     this.add(page.items);
   }
 
-  // A game arrived: the moments since the newest game already seen (its own, and a week's rise it closed).
+  // A game arrived: the moments since the newest game already seen, and the game before it (the week's rise it
+  // closed belongs to that one).
   async arrived(game) {
     if (game.id <= this.seen) return;
-    const since = this.seen;
+    const since = Math.max(0, Math.min(this.seen, game.id - 1) - 1);
     this.seen = game.id;
     const page = await this.api.get(`/moments?since=${since}&limit=20`);
     const fresh = this.add(page.items);
