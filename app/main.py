@@ -40,6 +40,7 @@ from app.players.router import router as players_router
 from app.predictions.fast_path import FastPredictions
 from app.predictions.router import router as predictions_router
 from app.predictions.router import teams_router
+from app.seasons import auto as auto_seasons
 from app.seasons.router import router as seasons_router
 from app.web.router import docs_assets, static
 from app.web.router import router as web_router
@@ -202,7 +203,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await anyio.to_thread.run_sync(refit_jobs.recover, db)
         except Exception:  # a database that is down now: the jobs wait for the next start
             logging.getLogger("melo").exception("taking over the refits of stopped servers failed")
+        stop_seasons = auto_seasons.start(db, settings.season_check_seconds) if settings.season_check_seconds else None
         yield
+        if stop_seasons is not None:
+            await anyio.to_thread.run_sync(stop_seasons)
         hub.close()
         await anyio.to_thread.run_sync(webhooks.stop)  # attempts under way end within their timeout
         app.state.committer.close()

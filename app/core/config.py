@@ -52,6 +52,8 @@ class Settings(BaseSettings):
     events_ttl_hours: float = Field(168.0, gt=0)
     #: How long a challenge stays open (days) before it expires, unless it is played, declined or withdrawn first.
     challenge_days: float = Field(7.0, gt=0, le=365)
+    #: Seconds between two checks for ladders whose season closes by itself (``season_every``); 0: never check.
+    season_check_seconds: float = Field(60.0, ge=0)
     #: Event streams (``GET …/events``) open at once per worker process; more get a 503 with Retry-After.
     max_streams: int = Field(1000, ge=0)
     #: Requests started per iteration of a worker's event loop; the others wait their turn in order of arrival,

@@ -46,6 +46,16 @@ INACTIVE_AFTER_DAYS = (
     "null: only an admin's `active: false` takes a player off."
 )
 
+SEASON_EVERY = (
+    "Close a season by itself at the end of every calendar `month` or `quarter` (UTC), named after it (`2026-11`, "
+    "`2026-Q4`), with the games played in it; a period without games closes none. null (the default): only an "
+    "admin closes a season."
+)
+SEASON_PULL = (
+    "The pull each automatic close applies (as `pull` of `POST …/seasons`): 0 (the default) keeps the ratings as "
+    "they are, 1 starts everyone afresh."
+)
+
 
 PLAY = (
     "The kinds of games the ladder plays; a posted game of another kind is refused (422) with the rule it breaks. "
@@ -151,6 +161,8 @@ class LadderCreate(StrictModel):
     drift_steps: bool = Field(True, description=DRIFT_STEPS)
     seat_prior: StrictFloat = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)  # true is not 1
     inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
+    season_every: Literal["month", "quarter"] | None = Field(None, description=SEASON_EVERY)
+    season_pull: StrictFloat = Field(0.0, ge=0.0, le=1.0, description=SEASON_PULL)
     case_insensitive_keys: bool = Field(
         True,
         description='Match player keys case-insensitively: "Ann" and "ann" are one player. Keys are stored '
@@ -207,6 +219,10 @@ class LadderPatch(StrictModel):
     inactive_after_days: int | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
     )
+    season_every: Literal["month", "quarter"] | None = Field(
+        None, description=SEASON_EVERY + " Send null to turn it off; the first close is at the end of this period."
+    )
+    season_pull: StrictFloat | None = Field(None, ge=0.0, le=1.0, description=SEASON_PULL)
     case_insensitive_keys: StrictBool | None = Field(
         None,
         description="true: match player keys case-insensitively from now on; every key (and alias) becomes its "
@@ -349,6 +365,8 @@ class LadderOut(BaseModel):
     drift_steps: bool = Field(description=DRIFT_STEPS)
     seat_prior: float = Field(description=SEAT_PRIOR)
     inactive_after_days: int | None = Field(description=INACTIVE_AFTER_DAYS)
+    season_every: Literal["month", "quarter"] | None = Field(description=SEASON_EVERY)
+    season_pull: float = Field(description=SEASON_PULL)
     created_at: datetime
     players: int
     games: int

@@ -13,7 +13,7 @@ from app.core.cursors import decode_cursor, encode_cursor
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.schemas import Page, one_more
 from app.core.security import hash_key, new_key
-from app.domain import refit_policy
+from app.domain import refit_policy, season_periods
 from app.domain.access import Caller
 from app.domain.rerating import replay_log
 from app.ladders.schemas import (
@@ -46,12 +46,19 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
     values = data.model_dump(exclude={"seed"}) | {
         "seed": data.seed if data.seed is not None else secrets.randbits(62),
         "write_key_hash": hash_key(key),
+        "season_due": season_due(data.season_every),
     }
     ladder = storage.ladders.insert(session, values)
     if ladder is None:
         raise Conflict(f"A ladder {data.slug!r} exists already.", field="slug")
     storage.keys.insert(session, ladder.id, "created with the ladder", "admin", hash_key(key))
     return LadderCreated(**ladder_out(session, ladder).model_dump(), admin_key=key, write_key=key)
+
+
+def season_due(every: str | None) -> datetime | None:
+    """When a ladder whose seasons close ``every`` month or quarter closes its next one: the end of the period
+    running now (None: never)."""
+    return None if every is None else season_periods.period_at(every, datetime.now(UTC)).end
 
 
 def delete_ladder(session: Session, ladder: LadderRow, confirm: LadderDelete) -> LadderDeleted:
@@ -111,13 +118,16 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         if name in values and values[name] is None:
             message = "must be a whole number from 1 to 8" if name == "k" else "must be true or false"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
-    for name, bounds in (("eta", "0 to 10"), ("drift", "0 to 2000"), ("seat_prior", "0.01 to 10")):
+    bounds_of = (("eta", "0 to 10"), ("drift", "0 to 2000"), ("seat_prior", "0.01 to 10"), ("season_pull", "0 to 1"))
+    for name, bounds in bounds_of:
         if name in values and values[name] is None:
             message = f"must be a number from {bounds}"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
     if "play" in values:
         values["play"] = _play(ladder, values["play"])
     values = {name: value for name, value in values.items() if getattr(ladder, name) != value}
+    if "season_every" in values:  # the first automatic close ends the period running now
+        values["season_due"] = season_due(values["season_every"])
     rate = {name: values[name] for name in ("eta", "eta_tau", "k", "drift_steps") if name in values}
     if "drift" in values and steps:
         rate["drift"] = values["drift"]

@@ -105,6 +105,11 @@ def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: 
     return _Page(rows, score, group[rows], len(listed) > limit)
 
 
+def leading_rows(table: Table, ladder: LadderRow, n: int) -> np.ndarray:
+    """The rows of the first ``n`` of the default standings (by=conservative), in order."""
+    return _first_page(table, ladder, "conservative", n, False).rows
+
+
 class _Page(NamedTuple):
     rows: np.ndarray
     score: np.ndarray  # of each row, in the order asked for

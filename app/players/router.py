@@ -10,17 +10,18 @@ from pydantic import BeforeValidator
 
 from app.core.db import Database
 from app.core.errors import LADDER_ACCESS, InvalidInput, problems
-from app.core.schemas import EARLIEST, LATEST, Page, a_date
+from app.core.schemas import EARLIEST, LATEST, MAX_ID, Page, a_date
 from app.domain.access import ladder_for, ladder_for_read, readable
 from app.http import offload, player_table, replica_routing
 from app.http.deps import CallerDep, DatabaseDep, Limit, MinVersion
-from app.players import changes, matchmaking, profile, rivals
+from app.players import changes, matchmaking, moment_feed, profile, rivals
 from app.players import leaderboard as leaderboards
 from app.players.schemas import (
     HeadToHeadItem,
     HistoryItem,
     LeaderboardPage,
     MergeIn,
+    MomentsPage,
     OpponentItem,
     PlayerCreate,
     PlayerOut,
@@ -294,3 +295,29 @@ async def leaderboard(
         return Response(body, media_type="application/json", headers={"ETag": etag})
 
     return await replica_routing.lag_tolerant(request, db, slug, caller, min_version, answer)
+
+
+@router.get("/moments", response_model=MomentsPage, responses=problems(404, 422))
+def list_moments(
+    slug: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
+    cursor: Annotated[str | None, Query(max_length=400, description="`next_cursor` of the previous page.")] = None,
+    since: Annotated[
+        int | None, Query(ge=0, le=MAX_ID, description="Only the moments of the games numbered above this one.")
+    ] = None,
+    player: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="Only the moments naming this player (a key).")
+    ] = None,
+) -> MomentsPage:
+    """What the ladder's games are remembered for, newest first: a player's first win (`first_win`), a win whose
+    chance before the game was below 30% (`upset`, with `chance`), 3, 5, 10, 20, … wins in a row (`streak`), a new
+    #1 of the standings (`new_leader`), and the biggest rise of each week (`movers`, on the game that closed the
+    week, or on the latest game once its week is over). Computed from the log when read, the same log giving the
+    same moments: at most one of each kind and two per game, none for voided games, and only `first_win` for a
+    game with a provisional player (fewer than 3 results against others before it; `movers` is about the week). A
+    new #1 is told for the latest 1,000 games of the log. `since` is what a page that saw game N asks for: the
+    moments of the games after it."""
+    with db.reading() as session:
+        return moment_feed.feed(session, readable(session, slug, caller), limit, cursor, since, player)

@@ -257,3 +257,29 @@ class HeadToHeadItem(BaseModel):
         description="Games of three sides or more with them on another side: won when the player finished ahead of "
         "them, drawn when level."
     )
+
+
+class MomentOut(BaseModel):
+    game: int = Field(description="The number of the game the moment belongs to (`GET …/games/{id}`).")
+    kind: Literal["first_win", "upset", "streak", "new_leader", "movers"] = Field(
+        description="`first_win`: a player's first win on the ladder; `upset`: a win whose chance before the game "
+        "was below 30%; `streak`: 3, 5, 10, 20, … wins in a row; `new_leader`: a new #1 of the standings after the "
+        "game; `movers`: the biggest rise of the week that game closed (Monday to Sunday, UTC)."
+    )
+    players: list[str] = Field(description="The keys of the players it is about (the winners, the new #1, …).")
+    text: str = Field(description='One line to show as it is, e.g. "Bob beat Ada with a 22% chance".')
+    played_at: datetime = Field(description="When its game was played.")
+    chance: float | None = Field(None, description="`upset`: the winners' chance before the game (0-1).")
+    wins: int | None = Field(None, description="`streak`: wins in a row.")
+    rise: float | None = Field(
+        None, description="`movers`: the rise in Elo points over the week, against today's field (as `elo_change`)."
+    )
+    week: str | None = Field(None, description="`movers`: the ISO week, e.g. `2026-W47`.")
+
+
+class MomentsPage(BaseModel):
+    items: list[MomentOut]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for older moments; null once the log (or `since`) is reached. A page looks "
+        "through at most 500 games, so it may hold fewer than `limit` moments and still have a cursor."
+    )

@@ -75,6 +75,9 @@ class LadderRow:
     inactive_after_days: int | None
     #: The kinds of games it plays (:data:`PLAY`'s keys); a row without it plays everything.
     play: dict | None
+    #: A season closes by itself every ``month`` or ``quarter`` (UTC), with the pull ``season_pull``; None: never.
+    season_every: str | None
+    season_pull: float
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
     aliases: Mapping[str, str] = field(default_factory=dict)
 

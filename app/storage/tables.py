@@ -151,6 +151,12 @@ class Ladder(Base):
     #: The kinds of games the ladder plays, {"singles": true, "doubles": true, "free_for_all": true, "draws": true,
     #: "points": null, "best_of": 1} (``app.storage.ladders.PLAY``), which posted games must follow.
     play: Mapped[dict | None] = mapped_column(JSON)
+    #: Close a season by itself at the end of every ``month`` or ``quarter`` (UTC); null: only an admin closes one.
+    season_every: Mapped[str | None] = mapped_column(String(16))
+    #: The pull each automatic close applies (0: the ratings carry on as they are).
+    season_pull: Mapped[float] = mapped_column(default=0.0, server_default="0")
+    #: When the current period ends: the next automatic close is due then (null without ``season_every``).
+    season_due: Mapped[datetime | None]
 
 
 class ApiKey(Base):

@@ -9,8 +9,9 @@ import { follow } from "./live.js";
 import { meBar } from "./me.js";
 import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
 import { Roster } from "./picker.js";
+import { Moments } from "./moments.js";
 import { recordForm } from "./record.js";
-import { pastSeasons } from "./seasons.js";
+import { lastSeason, pastSeasons } from "./seasons.js";
 import { FIELD_MOVES, HOW, ORDERS, orderOf } from "./standings-words.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
@@ -58,12 +59,15 @@ class LadderPage {
     this.refreshRoster = debounce(() => guarded(() => this.loadRoster()), REFRESH_MS);
     this.refreshSummary = debounce(() => guarded(() => this.loadSummary()), REFRESH_MS);
     this.drawn = null; // the standings shown: drawn again when the page crosses the phone's width
+    this.moments = new Moments(api, () => this.drawGames());
+    this.lastSeason = lastSeason(api);
     PHONE.addEventListener("change", () => this.drawn && this.drawBoard(...this.drawn));
   }
 
   async start() {
     this.layout();
     await Promise.all([guarded(() => this.loadBoard()), guarded(() => this.loadGames(FEED))]);
+    guarded(() => this.moments.load());
     performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
     this.drawSummary();
     guarded(() => this.loadGames(ACTIVITY)); // for the most active players
@@ -87,14 +91,15 @@ class LadderPage {
     this.openChallenges = new OpenChallenges({ api: this.api, onPlayed: (game) => this.addGame(game) });
     const sections = [
       h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
-        h("h2", { id: "standings-title" }, "Standings"), this.rankedBy = h("p", { id: "ranked-by", class: "muted" }),
+        h("h2", { id: "standings-title" }, "Standings"), this.lastSeason.element,
+        this.rankedBy = h("p", { id: "ranked-by", class: "muted" }),
         this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
       h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
         h("h2", { id: "record-title" }, "Record a game"), this.openChallenges.root,
         this.form = recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, me: () => this.me.key,
           onRecorded: (game) => this.addGame(game), onUndone: (game) => this.voidGame(game) })),
       h("section", { id: "results", class: "panel", "aria-labelledby": "results-title" },
-        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.active),
+        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.moments.feed, this.active),
       h("section", { id: "insights", class: "panel", "aria-labelledby": "insights-title" },
         h("h2", { id: "insights-title" }, "Insights"),
         h("p", { class: "muted" }, "Predictions, fair teams and the shape of the ladder.")),
@@ -306,6 +311,7 @@ class LadderPage {
     const classes = ["game", game.voided_at && "voided", this.arrived.has(game.id) && "fresh"];
     return h("li", { class: classes, "data-id": game.id },
       h("p", { class: "line" }, line, score ? [" ", h("span", { class: "score" }, score)] : null),
+      game.voided_at ? null : this.moments.beside(game.id),
       h("p", { class: "meta" }, timeAgo(game.played_at), ` · #${game.id}`,
         game.voided_at ? h("span", { class: "undone" }, " · undone") : [" · ", undo], " · ", again));
   }
@@ -376,10 +382,12 @@ class LadderPage {
     this.refreshBoard();
     this.refreshSummary();
     this.me.refresh();
+    guarded(() => this.moments.arrived(game));
   }
 
   voidGame(game) {
     this.games = this.games.map((g) => (g.id === game.id ? game : g));
+    guarded(() => this.moments.load());
     this.drawGames();
     this.refreshBoard();
     this.refreshSummary();
@@ -425,6 +433,7 @@ class LadderPage {
         this.openChallenges.changed(data);
       },
       refit: () => this.refreshAll(),
+      season: () => guarded(() => this.lastSeason.load()),
       ladder: () => this.refreshAll(),
       reset: () => this.refreshAll(),
     };
