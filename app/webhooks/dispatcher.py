@@ -19,6 +19,7 @@ renewed it, so a dead process's webhooks are taken over.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -204,6 +205,9 @@ class Dispatcher:
                 body = self._rendered(session, ladder, number, version, kind, data)
                 if body is not None:
                     made.append(storage.webhooks.add_delivery(session, hook, name, number, body, now))
+            if kind == "game" and "moment" in hook.events:  # the game's moments, each a delivery of its own
+                for body in self._moments(session, ladder, number, version, data):
+                    made.append(storage.webhooks.add_delivery(session, hook, "moment", number, body, now))
         if cursor != hook.cursor:
             storage.webhooks.move(session, hook, cursor=cursor)
         return made, cursor != hook.cursor or bool(made)
@@ -219,6 +223,8 @@ class Dispatcher:
             for number, version, kind, data in storage.webhooks.events_after(session, ladder_id, hook.cursor, BATCH):
                 if messages.event_name(kind, data) in hook.events:
                     self._rendered(session, ladder, number, version, kind, data)
+                if kind == "game" and "moment" in hook.events:
+                    self._moments(session, ladder, number, version, data)
 
     def _rendered(self, session: Session, ladder, number: int, version: int, kind: str, data: dict) -> str | None:
         """:func:`messages.of_event`, rendered once per event for all the ladder's webhooks in this process."""
@@ -228,6 +234,16 @@ class Dispatcher:
             while len(self.bodies) > BODIES:
                 del self.bodies[next(iter(self.bodies))]
         return self.bodies[at]
+
+    def _moments(self, session: Session, ladder, number: int, version: int, data: dict) -> list[str]:
+        """:func:`messages.of_moments`, rendered once per game event for all the ladder's webhooks in this
+        process."""
+        at = (ladder.id, -number)  # beside the event's own body
+        if at not in self.bodies:
+            self.bodies[at] = json.dumps(messages.of_moments(session, ladder, number, version, data))
+            while len(self.bodies) > BODIES:
+                del self.bodies[next(iter(self.bodies))]
+        return json.loads(self.bodies[at] or "[]")
 
     def _record(self, session: Session, done: list[Attempt]) -> bool:
         """Write how a turn's attempts went, each delivered, to retry later, or failed (the webhook then shows as

@@ -18,6 +18,8 @@ from app.core.schemas import iso
 from app.events.shown import GAME_KINDS, shown
 from app.games import answers
 from app.players import leaderboard as leaderboards
+from app.players import moments
+from app.players.schemas import MomentOut
 from app.storage.ladders import LadderRow
 
 #: The event names a webhook may take, and what each is.
@@ -65,6 +67,15 @@ def of_event(session: Session, ladder: LadderRow, number: int, version: int, kin
     else:
         text = _said(event, data, names)
     return _body(event, ladder, number, text, carried, extra)
+
+
+def of_moments(session: Session, ladder: LadderRow, number: int, version: int, data: dict) -> list[str]:
+    """The bodies of the moments of the game the ladder's event ``number`` recorded, one delivery each: ``event``
+    ``moment``, ``data`` ``{version, moment}`` with the moment as ``GET …/moments`` shows it, ``text`` its line.
+    A week's biggest rise is told with the first game after the week, once the week has ended."""
+    found = moments.moments(session, ladder, data["game"], data["game"])
+    shown = [MomentOut(**vars(moment)).model_dump(mode="json") for moment in found]
+    return [_body("moment", ladder, number, item["text"], {"version": version, "moment": item}, {}) for item in shown]
 
 
 def digest(session: Session, ladder: LadderRow, since: datetime, until: datetime) -> str:

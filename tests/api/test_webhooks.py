@@ -247,3 +247,22 @@ def test_urls_must_be_https_to_public_addresses_unless_the_server_allows_private
             assert client.post("/v1/ladders/test/webhooks", json=bad, headers=admin()).status_code == 422, bad
         assert client.get("/v1/ladders/test/webhooks/999/deliveries", headers=admin()).status_code == 404
         assert client.get("/v1/ladders/nope/webhooks", headers=admin()).status_code == 404
+
+
+def test_challenges_and_moments_arrive_in_words_with_the_data_the_api_shows(client, hook):
+    make_ladder(client, auto_create_players=True)
+    made = add_webhook(client, hook.url, ["challenge", "moment"])
+    post_game(client, "ada", "bob")  # ada's first win: a moment, not a game delivery
+    moment = json.loads(hook.wait_for(1)[0].body)
+    assert moment["event"] == "moment" and moment["text"] == moment["data"]["moment"]["text"]
+    [shown] = client.get("/v1/ladders/test/moments").json()["items"]
+    assert moment["data"]["moment"] == shown and shown["kind"] == "first_win"
+    body = {"from": "bob", "to": "ada", "message": "rematch?"}
+    challenge = client.post("/v1/ladders/test/challenges", json=body, headers=admin()).json()
+    told = json.loads(hook.wait_for(2)[1].body)
+    assert told["event"] == "challenge" and told["text"] == "bob challenged ada: rematch?"
+    assert told["data"]["action"] == "created" and told["data"]["challenge"]["id"] == challenge["id"]
+    assert verified(made["secret"], hook.wait_for(2)[1].headers, hook.wait_for(2)[1].body)
+    client.post(f"/v1/ladders/test/challenges/{challenge['id']}/decline", headers=admin())
+    assert json.loads(hook.wait_for(3)[2].body)["text"] == "ada declined bob's challenge"
+    assert hook.quiet(0.3) == 3
