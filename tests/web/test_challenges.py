@@ -49,10 +49,11 @@ def test_challenge_from_a_players_page_then_record_the_result_in_one_tap(base, o
     big_enough(item.locator("button"))
     page.wait_for_selector(".live[data-state=live]")
     check_accessibility(page, tabs=0)
-    # A challenge made elsewhere appears live, with a toast; accepting it here marks it so.
+    # A challenge made elsewhere appears live, with a toast (to "you" on Dee's device); accepting it here marks it so.
+    page.evaluate("slug => localStorage.setItem(`melo-me:${slug}`, 'dee')", ladder.slug)
     made = httpx.post(f"{ladder.api}/challenges", json={"from": "cy", "to": "dee"}, headers=ladder.auth)
     assert made.status_code == 201, made.text
-    expect(page.locator("#toast .toast-title")).to_have_text("Cy Cole challenged Dee Dunn", timeout=3000)
+    expect(page.locator("#toast .toast-title")).to_have_text("Cy Cole challenged you", timeout=3000)
     second = page.locator("#challenges li[data-id='2']")
     second.locator("button[data-answer=accept]").click()
     expect(second).to_contain_text("accepted")

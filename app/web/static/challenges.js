@@ -2,6 +2,7 @@
 // and sends it; the ladder's open challenges with Accept, Decline, Withdraw and one tap per winner to record the
 // game that settles one; a toast "Ada challenged Bob" when a challenge is made anywhere. Over the public API:
 // /v1/ladders/{slug}/challenges.
+import { savedMe } from "./api.js";
 import { fill, h, timeAgo } from "./dom.js";
 import { picker } from "./picker.js";
 import { ask, guarded, toast, withKey } from "./ui.js";
@@ -14,11 +15,14 @@ const fromName = (c) => c.from_name || c.from;
 const toName = (c) => c.to_name || c.to;
 const standing = (c) => UNRESOLVED.has(c.status) && Date.parse(c.expires_at) > Date.now();
 
-// "Ada challenged Bob", once per challenge on this page.
-export function announce(challenge) {
+// "Ada challenged Bob" ("Ada challenged you" where this device is Bob's: "me"), once per challenge on this page.
+export function announce(challenge, slug) {
   if (announced.has(challenge.id)) return;
   announced.add(challenge.id);
-  toast([h("p", { class: "toast-title" }, `${fromName(challenge)} challenged ${toName(challenge)}`),
+  const me = slug ? savedMe(slug) : null;
+  const from = challenge.from === me ? "You" : fromName(challenge);
+  const to = challenge.to === me ? "you" : toName(challenge);
+  toast([h("p", { class: "toast-title" }, `${from} challenged ${to}`),
     challenge.message ? h("p", {}, `“${challenge.message}”`) : null]);
 }
 
@@ -58,7 +62,7 @@ async function challenge({ api, roster, to, onMade }) {
     const made = await withKey(api.slug, "write", () => api.send("POST", "/challenges", body));
     if (!made) return;
     localStorage.setItem(lastChallenger(api.slug), made.from);
-    announce(made);
+    announce(made, api.slug);
     onMade(made);
     return;
   }
@@ -90,7 +94,7 @@ export class OpenChallenges {
   }
 
   changed(event) {
-    if (event.action === "created") announce(event.challenge);
+    if (event.action === "created") announce(event.challenge, this.api.slug);
     this.upsert(event.challenge);
   }
 

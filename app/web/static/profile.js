@@ -364,7 +364,7 @@ class ProfilePage {
         if (data.was === this.key) this.key = data.key; // their key changed: follow it
         if (data.key === this.key || data.into === this.key) reload();
       },
-      challenge: (data) => data.action === "created" && announce(data.challenge),
+      challenge: (data) => data.action === "created" && announce(data.challenge, this.api.slug),
       refit: reload,
       ladder: reload,
       reset: reload,
