@@ -56,6 +56,8 @@ CROSS_LADDER = {
     # Housekeeping every 10 minutes: the events and idempotency records past their time, oldest first.
     "delete from ladder_events where ladder_events.id in (select ladder_events.id from ladder_events where",
     "delete from idempotency_keys where (idempotency_keys.ladder_id, idempotency_keys.key) in (select",
+    # ... and the webhooks' deliveries done by then (storage.webhooks.prune_deliveries).
+    "delete from webhook_deliveries where webhook_deliveries.id in (select webhook_deliveries.id from",
     # GET /v1/ladders: the ladders listed by slug.
     "from ladders where ladders.deleted_at is null",
     # A new ladder: its id, the column it is distributed by, comes from the coordinator's sequence.

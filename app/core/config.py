@@ -76,9 +76,9 @@ class Settings(BaseSettings):
     #: the wait before the first retry (seconds), doubled before each next one.
     webhooks_timeout: float = Field(5.0, gt=0, le=60)
     webhooks_attempts: int = Field(5, ge=1, le=20)
-    webhooks_retry_seconds: float = Field(10.0, ge=0)
+    webhooks_retry_seconds: float = Field(10.0, ge=0, le=3600)
     #: How often (hours) a webhook that takes the ``digest`` event is sent the ladder's digest (a week).
-    webhooks_digest_hours: float = Field(168.0, gt=0)
+    webhooks_digest_hours: float = Field(168.0, gt=0, le=24 * 366)
 
     #: PostgreSQL streaming replicas (hot standbys) for the reads of public ladders that tolerate a short lag:
     #: leaderboards, profiles and reports.  One URL, or several separated by commas.  Writes, and every other

@@ -417,6 +417,7 @@ class Webhook(Base):
     signed with, and where in the ladder's log it has got to."""
 
     __tablename__ = "webhooks"
+    __table_args__ = ({"sqlite_autoincrement": True},)  # a deleted webhook's id is never another's
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), index=True)
@@ -444,7 +445,11 @@ class WebhookDelivery(Base):
     """One event sent (or being sent) to a webhook: the exact body, and how its attempts went."""
 
     __tablename__ = "webhook_deliveries"
-    __table_args__ = (Index("ix_webhook_deliveries_webhook_id_id", "webhook_id", "id"),)
+    __table_args__ = (
+        Index("ix_webhook_deliveries_webhook_id_id", "webhook_id", "id"),
+        Index("ix_webhook_deliveries_created_at", "created_at"),  # pruning
+        {"sqlite_autoincrement": True},
+    )
 
     id: Mapped[int] = mapped_column(BigId, primary_key=True)
     ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))

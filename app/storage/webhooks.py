@@ -97,6 +97,15 @@ def claim(session: Session, ladder_id: int, webhook_id: int, owner: str, now: da
     return session.execute(query).rowcount == 1
 
 
+def renew(session: Session, ladder_id: int, webhook_id: int, owner: str, until: datetime) -> bool:
+    """Whether ``owner`` still holds the webhook, its claim now renewed until ``until`` (False: the claim lapsed and
+    another took it, or the webhook was deleted)."""
+    query = update(Webhook).where(
+        Webhook.ladder_id == ladder_id, Webhook.id == webhook_id, Webhook.lease_owner == owner
+    )
+    return session.execute(query.values(lease_until=until)).rowcount == 1
+
+
 def release(session: Session, ladder_id: int, webhook_id: int, owner: str) -> None:
     query = update(Webhook).where(
         Webhook.ladder_id == ladder_id, Webhook.id == webhook_id, Webhook.lease_owner == owner
@@ -138,10 +147,17 @@ def add_delivery(
     return delivery
 
 
-def move(session: Session, hook: Webhook, **values) -> None:
-    """Set the webhook's ``values`` (its cursor, retry_at, digest_at, failing)."""
-    query = update(Webhook).where(Webhook.ladder_id == hook.ladder_id, Webhook.id == hook.id)
+def move(session: Session, hook: Webhook, owner: str, **values) -> None:
+    """Set the webhook's ``values`` (its cursor, retry_at, digest_at, failing), if ``owner`` holds it."""
+    query = update(Webhook).where(
+        Webhook.ladder_id == hook.ladder_id, Webhook.id == hook.id, Webhook.lease_owner == owner
+    )
     session.execute(query.values(**values))
+
+
+def last_event(session: Session, ladder_id: int) -> int:
+    """The number of the ladder's latest event (0: none yet)."""
+    return session.scalar(select(Ladder.last_event).where(Ladder.id == ladder_id)) or 0
 
 
 def attempted(session: Session, delivery: WebhookDelivery, values: dict) -> bool:
@@ -151,6 +167,19 @@ def attempted(session: Session, delivery: WebhookDelivery, values: dict) -> bool
         WebhookDelivery.ladder_id == delivery.ladder_id, WebhookDelivery.id == delivery.id
     )
     return session.execute(query.values(**values)).rowcount == 1
+
+
+def prune_deliveries(session: Session, before: datetime, limit: int = 10_000) -> int:
+    """Delete up to ``limit`` deliveries made before ``before`` that are done (delivered or failed), oldest first:
+    the delivery logs keep what the event log keeps.  How many went."""
+    done = WebhookDelivery.status.in_(("delivered", "failed"))
+    oldest = (
+        select(WebhookDelivery.id)
+        .where(WebhookDelivery.created_at < before, done)
+        .order_by(WebhookDelivery.id)
+        .limit(limit)
+    )
+    return session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(oldest), done)).rowcount
 
 
 def games_between(session: Session, ladder_id: int, since: datetime, until: datetime) -> list[int]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import threading
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -50,36 +51,78 @@ def parse(url: str, allow_private: bool) -> tuple[str, str, int, str]:
         raise Refused("must name a host, e.g. https://hooks.slack.com/services/…")
     if parts.username is not None or parts.password is not None:
         raise Refused("must not hold a user name or password (put a token in the path or query instead)")
+    if port == 0:
+        raise Refused("must not name port 0")
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    if not path.isascii():  # an HTTP request line is ASCII: the sender could not write it
+        raise Refused("must have an ASCII path and query: percent-encode other characters (é as %C3%A9)")
     return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), path
 
 
 def refused_address(address: str) -> str | None:
-    """Why the address may not be sent to (loopback, private, link-local, multicast, reserved), or None."""
+    """Why the address may not be sent to (loopback, private, link-local, site-local, multicast, reserved, or an
+    IPv6 address that carries such an IPv4 address: mapped, 6to4, Teredo), or None."""
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    for name in ("loopback", "link_local", "multicast", "private", "reserved", "unspecified"):
-        if getattr(ip, f"is_{name}"):
-            return f"{address} is a {name.replace('_', '-')} address"
-    if not ip.is_global:
-        return f"{address} is not an address of the public internet"
-    return None
+    if isinstance(ip, ipaddress.IPv6Address):
+        for inner in (ip.ipv4_mapped, ip.sixtofour, ip.teredo[1] if ip.teredo else None):
+            if inner is not None and (kind := _kind(inner)) is not None:
+                return f"{address} carries {inner}, a {kind} address"
+    return None if (kind := _kind(ip)) is None else f"{address} is a {kind} address"
 
 
-def resolve(url: str, allow_private: bool) -> Target:
-    """The URL checked and its host resolved, every address checked (blocking: call it in a thread);
-    :class:`Refused` saying why it may not be sent to."""
-    scheme, host, port, path = parse(url, allow_private)
+def _kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
+    """What kind of address not on the public internet ``ip`` is, or None."""
+    for name in ("loopback", "link_local", "site_local", "multicast", "private", "reserved", "unspecified"):
+        if getattr(ip, f"is_{name}", False):
+            return name.replace("_", "-")
+    return None if ip.is_global else "non-public"
+
+
+def _literal(host: str) -> bool:
     try:
-        found = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except (OSError, UnicodeError):
-        raise Refused(f"its host {host!r} could not be resolved") from None
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def resolve(url: str, allow_private: bool, seconds: float) -> Target:
+    """The URL checked and its host resolved within ``seconds``, every address checked (blocking: call it in a
+    thread); :class:`Refused` saying why it may not be sent to.
+
+    A refused name is not told what it resolves to (that would look up internal names for the asker); a refused
+    address typed in the URL is named."""
+    scheme, host, port, path = parse(url, allow_private)
+    found = _lookup(host, port, seconds)
     addresses = tuple(dict.fromkeys(str(info[4][0]) for info in found))
     if not addresses:
         raise Refused(f"its host {host!r} has no address")
     if not allow_private:
         for address in addresses:
-            if (why := refused_address(address)) is not None:
-                raise Refused(f"its host {host!r} resolves to {why}, which webhooks may not reach")
+            if (why := refused_address(address)) is None:
+                continue
+            if _literal(host):
+                raise Refused(f"{why}, which webhooks may not reach")
+            raise Refused(f"its host {host!r} resolves to a non-public address, which webhooks may not reach")
     return Target(scheme, host, port, path, addresses)
+
+
+def _lookup(host: str, port: int, seconds: float) -> list:
+    """``getaddrinfo`` of the host, given up on after ``seconds`` (the system's resolver may take far longer: its
+    thread is left to finish by itself, holding nothing)."""
+    found: list = []
+
+    def look() -> None:
+        try:
+            found.append(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except (OSError, UnicodeError):
+            found.append(None)
+
+    thread = threading.Thread(target=look, name="melo-webhook-dns", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if not found:
+        raise Refused(f"its host {host!r} could not be resolved within {seconds:g} s")
+    if found[0] is None:
+        raise Refused(f"its host {host!r} could not be resolved")
+    return found[0]

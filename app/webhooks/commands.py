@@ -4,12 +4,15 @@
 with those points (the issuer's first) through the ladder's ordinary game
 posts: it is checked as any post is, counts once, and shows at once on open
 pages and in the webhooks.  The issuer is the player whose key (or alias) is
-their Slack ``user_name`` or ``user_id``.  What cannot be done is answered to
-the issuer alone (``ephemeral``), saying how to fix it, and changes nothing.
+their Slack member id (``user_id``, e.g. ``U123ABC``): Slack's ``user_name`` is
+chosen by the user, deprecated by Slack, and could name another player.  What
+cannot be done is answered to the issuer alone (``ephemeral``), saying how to
+fix it, and changes nothing.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable
 
@@ -25,9 +28,11 @@ from app.storage.ladders import LadderRow
 from app.webhooks import messages
 from app.webhooks.slack import Asked
 
+logger = logging.getLogger("melo")
+
 HELP = (
     "Record a game: `{command} @ada 21-15` (your points first). The standings: `{command} top`. This help: "
-    "`{command} help`. You are the ladder's player whose key is your Slack user name or member id."
+    "`{command} help`. You are the ladder's player with your Slack member id as an alias (a ladder admin adds it)."
 )
 #: Standings lines `top` answers.
 TOP = 10
@@ -63,15 +68,15 @@ async def run(
     if asked.what == "unknown":
         said = fields.get("text", "").strip()
         return answer(f"I did not understand `{command} {said}`. " + HELP.format(command=command))
-    slack = tuple(n for n in (fields.get("user_name"), fields.get("user_id")) if n)
-    issuer = await anyio.to_thread.run_sync(player, db, ladder, slack)
+    user_id = fields.get("user_id") or ""
+    issuer = await anyio.to_thread.run_sync(player, db, ladder, (user_id,)) if user_id else None
     if issuer is None:
-        wanted = slack[0] if slack else "your Slack name"
         return answer(
-            f"You are not a player of {where} yet: no player's key is your Slack user name or member id "
-            f"({', '.join(repr(n) for n in slack) or 'none sent'}). Ask a ladder admin to change your player's key to "
-            f"{wanted!r} on the ladder's admin page or with `PATCH /v1/ladders/{ladder.slug}/players/<your key>` "
-            "(the old key stays an alias), or to add a player with it. Nothing was recorded."
+            f"You are not a player of {where} yet: no player has your Slack member id {user_id!r} as their key or "
+            "an alias. Ask a ladder admin to link it to your player: change your player's key to it and back with "
+            f"`PATCH /v1/ladders/{ladder.slug}/players/<key>` (an old key stays an alias), or add a player with it. "
+            + (f"(Slack calls you {fields['user_name']!r}.) " if fields.get("user_name") else "")
+            + "Nothing was recorded."
         )
     opponent = await anyio.to_thread.run_sync(player, db, ladder, asked.opponent)
     if opponent is None:
@@ -91,6 +96,9 @@ async def run(
         return answer(f"The game was not recorded: {error.errors()[0]['msg']}.")
     except Problem as problem:
         return answer(f"The game was not recorded: {problem.detail}")
+    except Exception:  # Slack shows the user only an answer of its form: never a problem+json
+        logger.exception("a Slack command's game post failed")
+        return answer("The game was not recorded: the server failed to record it. Try again in a moment.")
     return answer(await anyio.to_thread.run_sync(_recorded, db, ladder, body), everyone=True)
 
 

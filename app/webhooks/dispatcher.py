@@ -14,7 +14,10 @@ At least once: the delivery made of an event is written with the webhook's new
 cursor in one transaction, and marked delivered only after the receiver's
 2xx, so a crash in between sends it again (receivers tell repeats by
 ``event_id``).  A claim lapses :data:`LEASE` seconds after its process last
-renewed it, so a dead process's webhooks are taken over.
+renewed it, so a dead process's webhooks are taken over; the process renews it
+before each attempt and records attempts only while it still holds it (a
+webhook deleted meanwhile is sent nothing more).  An event that cannot be
+rendered is logged and passed over, never retried for ever.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import os
 import secrets
 import socket
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
@@ -52,6 +56,9 @@ PAGE = 200
 LEASE = 60.0
 #: Rendered event bodies kept, shared by the webhooks of a ladder; the most deliveries one turn takes.
 BODIES, BATCH = 256, 20
+#: The most attempts' timeouts one webhook's work holds a thread before it gives it back (its next turn waits for
+#: the next look, behind the others).
+HOLD = 4
 
 
 class Attempt(NamedTuple):
@@ -132,9 +139,11 @@ class Dispatcher:
         """Up to BURST turns of the webhook's work.  A turn takes up to BATCH deliveries in one transaction (with
         the record of the turn before), then sends them in order outside any, stopping at the first that fails."""
         done: list[Attempt] = []
+        timeout = self.settings.webhooks_timeout
+        give_back = time.monotonic() + HOLD * timeout
         try:
             for _ in range(BURST):
-                if self.stopping.is_set():
+                if self.stopping.is_set() or time.monotonic() > give_back:
                     break
                 self._render_ahead(ladder_id, webhook_id)
                 with self.db.writing() as session:
@@ -145,10 +154,16 @@ class Dispatcher:
                     if more:
                         continue
                     break
-                for delivery in batch:
-                    body, timeout, private = delivery.body.encode(), self.settings.webhooks_timeout, self.allow_private
-                    done.append(Attempt(hook, delivery, sending.send(hook.url, body, hook.secret, timeout, private)))
-                    if not done[-1].outcome.delivered or self.stopping.is_set():
+                for n, delivery in enumerate(batch):
+                    if n and (self.stopping.is_set() or time.monotonic() > give_back):
+                        break  # the rest are pending: tried at the next turn
+                    if n and not self._renew(ladder_id, webhook_id):
+                        done = []  # another process holds it now (this one was too slow), or it was deleted
+                        return
+                    body = delivery.body.encode()
+                    outcome = sending.send(hook.url, body, hook.secret, timeout, self.allow_private)
+                    done.append(Attempt(hook, delivery, outcome))
+                    if not outcome.delivered:
                         break  # the later ones wait for this one
                 if len(batch) < BATCH:  # caught up: the next look comes after GAP, however often posts poke
                     break
@@ -167,8 +182,7 @@ class Dispatcher:
         pending ones if their retry is due, else new ones made of the log (and a digest that is due).  Also whether
         there may be more to do at once (the cursor moved on)."""
         now = _now()
-        until = now + timedelta(seconds=LEASE + self.settings.webhooks_timeout)
-        if not storage.webhooks.claim(session, ladder_id, webhook_id, self.owner, now, until):
+        if not storage.webhooks.claim(session, ladder_id, webhook_id, self.owner, now, self._until(now)):
             return None, [], False
         self.held.add((ladder_id, webhook_id))
         hook = storage.webhooks.get(session, ladder_id, webhook_id)
@@ -179,9 +193,18 @@ class Dispatcher:
             due = hook.retry_at is None or hook.retry_at <= now
             return hook, waiting if due else [], False
         made, moved = self._next(session, hook, now)
-        if made:
-            storage.webhooks.move(session, hook, retry_at=now)  # pending now: a process that dies leaves them due
+        if made:  # pending now: a process that dies leaves them due
+            storage.webhooks.move(session, hook, self.owner, retry_at=now)
         return hook, made, moved
+
+    def _until(self, now: datetime) -> datetime:
+        return now + timedelta(seconds=LEASE + self.settings.webhooks_timeout)
+
+    def _renew(self, ladder_id: int, webhook_id: int) -> bool:
+        """Renew this process's claim of the webhook before an attempt; whether it still holds it (False: it lapsed
+        and another took it, or the webhook was deleted)."""
+        with self.db.writing() as session:
+            return storage.webhooks.renew(session, ladder_id, webhook_id, self.owner, self._until(_now()))
 
     def _next(self, session: Session, hook: Webhook, now: datetime) -> tuple[list[WebhookDelivery], bool]:
         """Up to BATCH new deliveries of the webhook, written with its new cursor: a digest that is due, then the
@@ -192,29 +215,65 @@ class Dispatcher:
         made = []
         period = timedelta(hours=self.settings.webhooks_digest_hours)
         if "digest" in hook.events and hook.digest_at is not None and hook.digest_at <= now:
-            body = messages.digest(session, ladder, max(hook.digest_at - period, hook.created_at), now)
-            storage.webhooks.move(session, hook, digest_at=now + period)
-            made.append(storage.webhooks.add_delivery(session, hook, "digest", None, body, now))
+            since = max(hook.digest_at - period, hook.created_at)
+            storage.webhooks.move(session, hook, self.owner, digest_at=now + period)
+            for body in self._passing_over(session, hook, "the digest", self._digest, session, ladder, since, now):
+                made.append(storage.webhooks.add_delivery(session, hook, "digest", None, body, now))
         events = storage.webhooks.events_after(session, hook.ladder_id, hook.cursor, PAGE)
         cursor = hook.cursor
+        if not events and cursor < storage.webhooks.last_event(session, hook.ladder_id):
+            cursor = storage.webhooks.last_event(session, hook.ladder_id)  # pruned before they were sent: gone
         for number, version, kind, data in events:
             if len(made) == BATCH:
                 break
             cursor = number
-            if (name := messages.event_name(kind, data)) in hook.events:
-                body = self._rendered(session, ladder, number, version, kind, data)
-                if body is not None:
-                    made.append(storage.webhooks.add_delivery(session, hook, name, number, body, now))
-            if kind == "game" and "moment" in hook.events:  # the game's moments, each a delivery of its own
-                for body in self._moments(session, ladder, number, version, data):
-                    made.append(storage.webhooks.add_delivery(session, hook, "moment", number, body, now))
+            bodies = self._passing_over(
+                session, hook, f"event {number}", self._bodies, session, hook, ladder, number, version, kind, data
+            )
+            for name, body in bodies:
+                made.append(storage.webhooks.add_delivery(session, hook, name, number, body, now))
         if cursor != hook.cursor:
-            storage.webhooks.move(session, hook, cursor=cursor)
+            storage.webhooks.move(session, hook, self.owner, cursor=cursor)
         return made, cursor != hook.cursor or bool(made)
+
+    def _bodies(self, session: Session, hook: Webhook, ladder, number: int, version: int, kind: str, data: dict):
+        """(event name, body) of the deliveries the webhook is sent of one event of the log: the event's own if it
+        takes it, and a game's moments, each a delivery of its own."""
+        bodies = []
+        name = messages.event_name(kind, data)
+        if name in hook.events and (body := self._rendered(session, ladder, number, version, kind, data)) is not None:
+            bodies.append((name, body))
+        if kind == "game" and "moment" in hook.events:
+            bodies += [("moment", body) for body in self._moments(session, ladder, number, version, data)]
+        return bodies
+
+    @staticmethod
+    def _digest(session: Session, ladder, since: datetime, until: datetime) -> list[str]:
+        return [messages.digest(session, ladder, since, until)]
+
+    @staticmethod
+    def _passing_over(session: Session, hook: Webhook, what: str, render, *args) -> list:
+        """``render(*args)``, in a savepoint; nothing if it fails (logged): an event that cannot be rendered (a bug,
+        or data of a form this version does not know) is passed over, where retrying it would hold the webhook for
+        ever."""
+        try:
+            with session.begin_nested():
+                return render(*args)
+        except Exception:
+            logger.exception("webhook %d of ladder %d: %s could not be rendered: passed over", hook.id, hook.ladder_id,
+                             what)  # fmt: skip
+            return []
 
     def _render_ahead(self, ladder_id: int, webhook_id: int) -> None:
         """Render the bodies of the webhook's next events in a read transaction, so that the write transaction that
-        takes them (holding SQLite's one writer, which the posts wait for) does not."""
+        takes them (holding SQLite's one writer, which the posts wait for) does not.  An event that cannot be
+        rendered is left to that transaction, which passes over it."""
+        try:
+            self._render_into_cache(ladder_id, webhook_id)
+        except Exception:
+            logger.debug("rendering ahead for webhook %d failed", webhook_id, exc_info=True)
+
+    def _render_into_cache(self, ladder_id: int, webhook_id: int) -> None:
         with self.db.reading() as session:
             hook = storage.webhooks.get(session, ladder_id, webhook_id)
             ladder = storage.ladders.by_id(session, ladder_id) if hook is not None else None
@@ -229,26 +288,39 @@ class Dispatcher:
     def _rendered(self, session: Session, ladder, number: int, version: int, kind: str, data: dict) -> str | None:
         """:func:`messages.of_event`, rendered once per event for all the ladder's webhooks in this process."""
         at = (ladder.id, number)
-        if at not in self.bodies:
-            self.bodies[at] = messages.of_event(session, ladder, number, version, kind, data)
-            while len(self.bodies) > BODIES:
-                del self.bodies[next(iter(self.bodies))]
-        return self.bodies[at]
+        with self.lock:
+            if at in self.bodies:
+                return self.bodies[at]
+        body = messages.of_event(session, ladder, number, version, kind, data)
+        self._keep(at, body)
+        return body
 
     def _moments(self, session: Session, ladder, number: int, version: int, data: dict) -> list[str]:
         """:func:`messages.of_moments`, rendered once per game event for all the ladder's webhooks in this
         process."""
         at = (ladder.id, -number)  # beside the event's own body
-        if at not in self.bodies:
-            self.bodies[at] = json.dumps(messages.of_moments(session, ladder, number, version, data))
+        with self.lock:
+            kept = self.bodies.get(at)
+        if kept is None:
+            kept = json.dumps(messages.of_moments(session, ladder, number, version, data))
+            self._keep(at, kept)
+        return json.loads(kept)
+
+    def _keep(self, at: tuple[int, int], body: str | None) -> None:
+        """Keep a rendered body for the other webhooks (the workers share the cache: under the lock)."""
+        with self.lock:
+            self.bodies[at] = body
             while len(self.bodies) > BODIES:
                 del self.bodies[next(iter(self.bodies))]
-        return json.loads(self.bodies[at] or "[]")
 
     def _record(self, session: Session, done: list[Attempt]) -> bool:
         """Write how a turn's attempts went, each delivered, to retry later, or failed (the webhook then shows as
         failing); whether the webhook may go on at once (nothing of it waits for a retry)."""
         now = _now()
+        hook = done[0].hook
+        if not storage.webhooks.renew(session, hook.ladder_id, hook.id, self.owner, self._until(now)):
+            logger.info("webhook %d: another process took it over, or it was deleted: attempts not recorded", hook.id)
+            return False  # the holder attempts them again
         hook_values: dict = {"retry_at": None}
         for hook, delivery, outcome in done:
             attempts = delivery.attempts + 1
@@ -268,5 +340,5 @@ class Dispatcher:
                 logger.info("webhook %d: attempt %d of delivery %d: %s", hook.id, attempts, delivery.id, outcome.error)
         if hook_values["retry_at"] is None and storage.webhooks.pending(session, hook.ladder_id, hook.id, 1):
             hook_values["retry_at"] = now  # the turn's later deliveries, not tried yet
-        storage.webhooks.move(session, hook, **hook_values)
+        storage.webhooks.move(session, hook, self.owner, **hook_values)
         return hook_values["retry_at"] is None or hook_values["retry_at"] <= now

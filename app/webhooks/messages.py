@@ -119,9 +119,15 @@ def escaped(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def unlinked(text: str) -> str:
+    """``text`` with a zero-width space between ``]`` and ``(``: Microsoft Teams reads markdown, and a player named
+    ``[prize](https://…)`` would show as a link; unseen in Slack and Teams alike."""
+    return text.replace("](", "]\u200b(")
+
+
 def _body(event: str, ladder: LadderRow, number: int | None, text: str, data: dict, extra: dict) -> str:
     message = {"event": event, "ladder": ladder.slug, "ladder_name": ladder.name, "event_id": number}
-    message["text"] = escaped(text)
+    message["text"] = unlinked(escaped(text))
     body = json.dumps(message | {"data": data} | extra, separators=(",", ":"), ensure_ascii=False)
     if len(body.encode()) > MAX_BODY and "game" in data:  # a game of many players: without their vectors
         game = data["game"] | {"sides": [_without_vectors(side) for side in data["game"]["sides"]]}

@@ -3,6 +3,7 @@ admin key), and the Slack slash command (signed by Slack)."""
 
 from __future__ import annotations
 
+import secrets
 from datetime import UTC, datetime, timedelta
 from typing import Annotated
 
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.db import Database
-from app.core.errors import LADDER_ACCESS, Conflict, NotFound, problems
+from app.core.errors import LADDER_ACCESS, Conflict, NotFound, Unauthorized, problems
 from app.core.schemas import Page
 from app.domain.access import Caller, ladder_for, ladder_for_read
 from app.games.intake import Post, request_hash
@@ -127,8 +128,12 @@ FORM = {
                         "type": "string",
                         "description": "What follows it: `@ada 21-15` (your points first), `top` or `help`.",
                     },
-                    "user_id": {"type": "string", "description": "The Slack member id of the user who typed it."},
-                    "user_name": {"type": "string", "description": "Their Slack user name."},
+                    "user_id": {
+                        "type": "string",
+                        "description": "The Slack member id of the user who typed it: the ladder's player with it as "
+                        "key or alias is the one who plays.",
+                    },
+                    "user_name": {"type": "string", "description": "Their Slack user name (never trusted)."},
                     "team_id": {"type": "string", "description": "The Slack workspace."},
                     "channel_id": {"type": "string", "description": "The channel it was typed in."},
                     "response_url": {"type": "string", "description": "Where Slack takes later answers (unused)."},
@@ -143,7 +148,7 @@ FORM = {
 @router.post(
     "/slack",
     response_model=SlackAnswer,
-    responses=problems(401, 404, 409, 422),
+    responses=problems(401, 409, 422),
     openapi_extra={"requestBody": FORM},
     summary="Slack slash command",
 )
@@ -168,8 +173,9 @@ async def slack_command(
 
     `@ada 21-15` records a singles game between the user who typed it and ada, with those points (theirs first),
     as `POST …/games` would; `top` answers the standings (the first 10); `help` says how. The user is the
-    ladder's player whose key (or alias) is their Slack `user_name` or `user_id`. A request signed with another
-    secret, with a timestamp more than 5 minutes from now, or seen before (a replay) is refused with 401 or 409;
+    ladder's player whose key or alias is their Slack member id (`user_id`, e.g. `U123ABC`); `user_name` is not
+    trusted. A request signed with another secret (or to a ladder that takes no slash commands, or none at all),
+    with a timestamp more than 5 minutes from now, or seen before (a replay) is refused with 401 or 409;
     what the user must fix (an unknown player, an unreadable command) is answered to them alone
     (`ephemeral`), and changes nothing.
     """
@@ -185,13 +191,18 @@ async def slack_command(
 
 
 def _verified(db: Database, slug: str, timestamp: str | None, signature: str | None, body: bytes) -> LadderRow:
-    """The ladder, if the request is signed with its Slack signing secret, recent and not seen before."""
+    """The ladder, if the request is signed with its Slack signing secret, recent and not seen before.  A ladder
+    that does not exist, or takes no Slack commands, refuses every request with the same 401 as a bad signature:
+    an unsigned request learns nothing of which ladders exist or take them."""
     with db.reading() as session:
-        ladder = ladder_for_read(session, slug, fresh=True)
-        secret = storage.webhooks.signing_secret(session, ladder.id)
-    if secret is None:
-        raise NotFound(f"Ladder {slug!r} takes no Slack commands: its admin sets the signing secret at PUT …/slack.")
-    slack.verify(secret, timestamp, signature, body)
+        try:
+            ladder: LadderRow | None = ladder_for_read(session, slug, fresh=True)
+        except NotFound:
+            ladder = None
+        secret = storage.webhooks.signing_secret(session, ladder.id) if ladder is not None else None
+    slack.verify(secret or secrets.token_hex(32), timestamp, signature, body)  # a secret nobody signs with: 401
+    if ladder is None:  # not reached: nobody signs with the secret drawn
+        raise Unauthorized(slack.NOT_SIGNED)
     now = datetime.now(UTC)
     with db.writing() as session:
         window = timedelta(seconds=2 * slack.WINDOW)

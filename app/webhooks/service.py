@@ -17,12 +17,15 @@ from app.webhooks.schemas import DeliveryOut, WebhookCreate, WebhookCreated, Web
 
 #: The most webhooks a ladder may have.
 MAX_WEBHOOKS = 20
+#: The longest a webhook's host may take to resolve when it is made (seconds).
+LOOKUP = 5.0
 
 
 def check_url(url: str, allow_private: bool) -> None:
-    """422 naming ``url`` if webhooks may not send to it (blocking: it resolves the host)."""
+    """422 naming ``url`` if webhooks may not send to it (blocking: it resolves the host, for :data:`LOOKUP` s at
+    most)."""
     try:
-        resolve(url, allow_private)
+        resolve(url, allow_private, LOOKUP)
     except Refused as exc:
         raise InvalidInput(f"url: {exc}", errors=[{"field": "url", "message": str(exc)}]) from None
 

@@ -19,6 +19,12 @@ from app.core.errors import InvalidInput, Unauthorized
 
 #: The most seconds a request's timestamp may be from now.
 WINDOW = 300
+#: Why a request is refused whose signature does not match (or whose ladder takes no slash commands: the same
+#: answer, so that it tells an unsigned request nothing).
+NOT_SIGNED = (
+    "X-Slack-Signature does not match: the request was not signed with this ladder's Slack signing secret (a "
+    "ladder admin sets it with PUT …/slack)."
+)
 
 
 def sign(secret: str, timestamp: str, body: bytes) -> str:
@@ -41,9 +47,7 @@ def verify(secret: str, timestamp: str | None, signature: str | None, body: byte
             "replayed request (or a clock that is off)."
         )
     if not hmac.compare_digest(sign(secret, timestamp, body).encode(), signature.encode()):
-        raise Unauthorized(
-            "X-Slack-Signature does not match: the request was not signed with this ladder's Slack signing secret."
-        )
+        raise Unauthorized(NOT_SIGNED)
 
 
 def form(body: bytes) -> dict[str, str]:

@@ -42,6 +42,7 @@ def upgrade() -> None:
             ["ladder_id"], ["ladders.id"], name=op.f("fk_webhooks_ladder_id_ladders"), ondelete="CASCADE"
         ),
         sa.PrimaryKeyConstraint(*by_ladder, name=op.f("pk_webhooks")),
+        sqlite_autoincrement=True,  # a deleted webhook's id is never another's
     )
     op.create_index("ix_webhooks_ladder_id", "webhooks", ["ladder_id"])
     to_webhook = (["webhook_id", "ladder_id"], ["webhooks.id", "webhooks.ladder_id"]) if postgresql else None
@@ -69,8 +70,10 @@ def upgrade() -> None:
             ondelete="CASCADE",
         ),
         sa.PrimaryKeyConstraint(*by_ladder, name=op.f("pk_webhook_deliveries")),
+        sqlite_autoincrement=True,
     )
     op.create_index("ix_webhook_deliveries_webhook_id_id", "webhook_deliveries", ["webhook_id", "id"])
+    op.create_index("ix_webhook_deliveries_created_at", "webhook_deliveries", ["created_at"])  # pruning
     op.create_table(
         "slack_commands",
         sa.Column("ladder_id", BigId, nullable=False),

@@ -29,6 +29,14 @@ def command(client, text: str, user: str = "ada", secret: str = SECRET, at: floa
     return client.post("/v1/ladders/test/slack", content=body, headers=headers)
 
 
+def link(client, player: str, member_id: str) -> None:
+    """What an admin does to link a Slack user to a player: the player's key changed to their member id and back
+    (the old key stays an alias)."""
+    for old, new in ((player, member_id), (member_id, player)):
+        r = client.patch(f"/v1/ladders/test/players/{old}", json={"key": new}, headers=admin())
+        assert r.status_code == 200 and r.json()["key"].lower() == new.lower(), r.text
+
+
 NOT_A_TIME = {"X-Slack-Request-Timestamp": "x" * 40, "X-Slack-Signature": "v0=00"}
 
 
@@ -41,6 +49,7 @@ def ladder(client):
     key = make_ladder(client, name="Office pong")
     for player in ("ada", "bob", "Cy"):
         assert client.post("/v1/ladders/test/players", json={"key": player}, headers=admin()).status_code == 201
+        link(client, player, "U1" + player.upper())
     assert client.get("/v1/ladders/test/slack", headers=admin()).json() == {"configured": False, "updated_at": None}
     r = client.put("/v1/ladders/test/slack", json={"signing_secret": SECRET}, headers=admin())
     assert r.status_code == 200 and r.json()["configured"] is True and SECRET not in r.text
@@ -82,7 +91,12 @@ def test_bad_signatures_stale_timestamps_and_missing_headers_are_refused(client,
     assert games(client) == 0
     # a ladder without a signing secret takes none; only its admin sets one
     assert client.delete("/v1/ladders/test/slack", headers=admin()).json()["configured"] is False
-    assert command(client, "top").status_code == 404
+    for r in (command(client, "top"), client.post("/v1/ladders/test/slack", content="text=top")):
+        assert r.status_code == 401 and "does not match" in command(client, "top").json()["detail"]
+    nowhere = command(client, "top").request  # a ladder that does not exist answers alike: 401, not 404
+    r = client.post("/v1/ladders/nope/slack", content=nowhere.content, headers=dict(nowhere.headers))
+    assert r.status_code == 401 and r.json()["detail"] == command(client, "top").json()["detail"]
+    assert client.post("/v1/ladders/nope/slack", content="text=top").status_code == 401
     assert client.put("/v1/ladders/test/slack", json={"signing_secret": SECRET}).status_code == 401
     writer = client.post("/v1/ladders/test/keys", json={"name": "desk", "role": "write"}, headers=admin())
     r = client.put("/v1/ladders/test/slack", json={"signing_secret": SECRET}, headers=bearer(writer.json()["key"]))
@@ -94,7 +108,10 @@ def test_bad_signatures_stale_timestamps_and_missing_headers_are_refused(client,
 def test_unknown_users_and_opponents_get_a_private_answer_and_nothing_changes(client, ladder):
     stranger = command(client, "@bob 21-15", user="zed")
     assert stranger.status_code == 200 and stranger.json()["response_type"] == "ephemeral"
-    assert "not a player of Office pong" in stranger.json()["text"] and "'zed'" in stranger.json()["text"]
+    assert "not a player of Office pong" in stranger.json()["text"] and "'U1ZED'" in stranger.json()["text"]
+    # a Slack user name is the user's to choose: naming oneself ada records nothing as ada
+    impostor = command(client, "@bob 21-15", user="zed", user_name="ada")
+    assert "not a player" in impostor.json()["text"] and "'ada'" in impostor.json()["text"]
     for text, said in {
         "@nobody 21-15": "'nobody' is not a player",
         "@ada 21-15": "against yourself",

@@ -226,7 +226,11 @@ def test_urls_must_be_https_to_public_addresses_unless_the_server_allows_private
             "https://[::1]/hook": "loopback",
             "https://[::ffff:192.168.0.1]/hook": "private",
             "https://224.0.0.1/hook": "multicast",
-            "https://localhost/hook": "loopback",
+            "https://localhost/hook": "resolves to a non-public address",  # not what it resolves to
+            "https://[fec0::1]/hook": "site-local",
+            "https://[2002:a00:1::]/hook": "carries 10.0.0.1",  # 6to4
+            "https://93.184.216.34:0/hook": "port 0",
+            "https://93.184.216.34/caf\u00e9?q=\u00e9": "ASCII",  # http.client could not send it
             "https://user:pw@93.184.216.34/": "password",
             "ftp://93.184.216.34/": "https://",
             "https:///nohost": "host",
@@ -236,6 +240,7 @@ def test_urls_must_be_https_to_public_addresses_unless_the_server_allows_private
             assert r.status_code == 422, (url, r.text)
             assert r.headers["content-type"] == "application/problem+json" and why in r.json()["detail"], url
             assert r.json()["errors"][0]["field"] == "url"
+            assert "localhost" not in url or "127.0.0.1" not in r.json()["detail"]  # a name: not what it resolves to
         made = {"url": "https://93.184.216.34/hook", "events": ["game"]}
         assert client.post("/v1/ladders/test/webhooks", json=made, headers=admin()).status_code == 201
         assert client.post("/v1/ladders/test/webhooks", json=made, headers=bearer(key)).status_code == 403
