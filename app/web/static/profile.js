@@ -195,7 +195,8 @@ class ProfilePage {
       card("rating", "Rating", h("b", {}, whole(p.elo)), h("small", {},
         `give or take ${whole(twoSe)}: ${certainty(twoSe)}`)),
       card("record-card", "Games", h("b", {}, p.games),
-        h("small", {}, `${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
+        h("small", {}, this.ladder.play?.draws === false && !p.draws ? `${p.wins} won, ${p.losses} lost`
+          : `${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
       card("form", "Form", formChips(results.slice(0, 5).map((r) => LETTER[r]))),
       card("streak", "Streak", h("b", {}, streak.current), h("small", {}, `best: ${streak.best}`)),
       card("last-played", "Last game", ...this.lastGame()));
