@@ -1,9 +1,10 @@
 """The moments feed (``GET …/moments``): a page of a ladder's moments, newest first, optionally since a game or for
-one player, looking through a bounded number of games per page."""
+one player, looking through a bounded number of games per page; each page kept per process by the ladder's version
+(:func:`page`), since many readers ask the same question between two games."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy.orm import Session
@@ -21,6 +22,8 @@ from app.storage.ladders import LadderRow
 LOOK_THROUGH = 500
 FIRST_RANGE = 25
 GAMES_PER_MOMENT = 4
+#: Pages kept per process (the oldest go first).
+KEPT_PAGES = 256
 
 
 def _valid(value: Any) -> bool:
@@ -32,6 +35,22 @@ def _valid(value: Any) -> bool:
         and 1 <= value[0] <= MAX_ID
         and 0 <= value[1] < MOST_PER_GAME
     )
+
+
+def page(
+    session: Session, ladder: LadderRow, limit: int, cursor: str | None, since: int | None, player: str | None
+) -> MomentsPage:
+    """:func:`feed`, kept per process: the same question at the same version of the ladder (every change a reader
+    sees moves it) in the same week (a week's rise is told once the week is over) has the same answer."""
+    now = datetime.now(UTC)
+    key = (ladder.id, ladder.version, tuple(now.isocalendar())[:2], limit, cursor, since, player)
+    pages = storage.cache.of(session, "moments")
+    found = pages.get(key)
+    if found is None:
+        found = pages[key] = feed(session, ladder, limit, cursor, since, player, now)
+        while len(pages) > KEPT_PAGES:
+            pages.pop(next(iter(pages)), None)
+    return found
 
 
 def feed(

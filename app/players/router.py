@@ -320,4 +320,4 @@ def list_moments(
     new #1 is told for the latest 1,000 games of the log. `since` is what a page that saw game N asks for: the
     moments of the games after it."""
     with db.reading() as session:
-        return moment_feed.feed(session, readable(session, slug, caller), limit, cursor, since, player)
+        return moment_feed.page(session, readable(session, slug, caller), limit, cursor, since, player)
