@@ -31,6 +31,7 @@ lint: $(VENV)/.installed
 TEST_WORKERS ?= 2
 test: lint
 	scripts/ensure-postgres.sh
+	scripts/ensure-patroni.sh
 	scripts/ensure-chromium.sh
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial' --durations=30
 	$(PY) -m pytest -m serial --durations=10

@@ -28,6 +28,7 @@ _counter = itertools.count()
 #: --no-loadscope-reorder`): these go first, and the short files that come after keep both workers busy to the
 #: end.  (pytest-xdist's own order, by number of tests, left a five-minute file of two tests to the last.)
 SLOW_FILES = [
+    "tests/test_failover.py",
     "tests/api/test_analysis.py",
     "tests/test_scale.py",
     "tests/api/test_crash.py",

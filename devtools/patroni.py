@@ -1,0 +1,265 @@
+"""A throwaway high-availability PostgreSQL cluster on loopback, as docs/scaling.md runs one: a one-member etcd,
+Patroni managing two or three PostgreSQL servers (Debian's packages), and HAProxy sending connections to the
+leader (port ``primary_port``) and to the replicas (``replica_port``) by Patroni's REST API.  Its configuration
+files are the examples in deploy/, with loopback addresses, temporary directories and the chosen timings."""
+
+from __future__ import annotations
+
+import copy
+import glob
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import psycopg
+import yaml
+
+from devtools.etcd import Etcd
+from devtools.etcd import installed as etcd_installed
+from devtools.server import free_port
+
+DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
+
+#: Patroni's timings (seconds): its defaults, and the tight ones the tests use (a failover in seconds).  Patroni
+#: requires loop_wait + 2 * retry_timeout <= ttl.
+DEFAULTS = {"ttl": 30, "loop_wait": 10, "retry_timeout": 10}
+TIGHT = {"ttl": 10, "loop_wait": 1, "retry_timeout": 4}
+
+
+def installed() -> str | None:
+    """Why a cluster cannot be made here (what is missing), or None."""
+    missing = [name for name in ("patroni", "patronictl") if shutil.which(name) is None]
+    missing += [] if etcd_installed() else ["etcd (etcd-server)"]
+    missing += [] if _haproxy() else ["haproxy"]
+    missing += [] if glob.glob("/usr/lib/postgresql/15/bin/postgres") else ["PostgreSQL 15"]
+    return f"not installed: {', '.join(missing)}" if missing else None
+
+
+def _haproxy() -> str | None:
+    return shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
+
+
+@dataclass
+class Member:
+    """One Patroni member: its name, PostgreSQL and REST ports, and directory (data, configuration, log)."""
+
+    name: str
+    port: int
+    rest_port: int
+    dir: Path
+    proc: subprocess.Popen | None = None
+
+    @property
+    def config(self) -> Path:
+        return self.dir / "patroni.yml"
+
+    @property
+    def data(self) -> Path:
+        return self.dir / "data"
+
+    def postmaster(self) -> int | None:
+        """The process id of its PostgreSQL server, if it runs."""
+        try:
+            pid = int((self.data / "postmaster.pid").read_text().split()[0])
+            os.kill(pid, 0)
+        except (FileNotFoundError, ValueError, IndexError, ProcessLookupError):
+            return None
+        return pid
+
+
+class Cluster:
+    """etcd, ``size`` Patroni members and HAProxy, on free loopback ports in temporary directories.
+
+    ``synchronous``: Patroni's ``synchronous_mode`` (the default of deploy/patroni/patroni.yml); off, replication is
+    asynchronous (for comparison).  ``timings``: :data:`TIGHT` or :data:`DEFAULTS`.  ``fsync``: make commits
+    durable (benchmarks); the tests kill processes, not the machine, and run without.
+    """
+
+    def __init__(self, size: int = 2, synchronous: bool = True, timings: dict | None = None, fsync: bool = False):
+        self.synchronous, self.timings, self.fsync = synchronous, timings or TIGHT, fsync
+        self.dir = Path(tempfile.mkdtemp(prefix="melo-patroni-"))
+        self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
+        self.etcd = Etcd()
+        self.members = [Member(f"pg{n + 1}", free_port(), free_port(), self.dir / f"pg{n + 1}") for n in range(size)]
+        self.primary_port, self.replica_port = free_port(), free_port()
+        self.haproxy: subprocess.Popen | None = None
+
+    # -- starting and stopping -----------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 120) -> None:
+        """Start etcd, every member (the first to take the lock makes the cluster, the others copy it) and HAProxy;
+        return once the leader is reached through HAProxy and every replica streams (one of them synchronous)."""
+        self.etcd.start()
+        for member in self.members:
+            member.dir.mkdir()
+            member.config.write_text(yaml.safe_dump(self._config(member), sort_keys=False))
+            if self.as_user:
+                shutil.chown(self.dir, "postgres")
+                shutil.chown(member.dir, "postgres")
+                shutil.chown(member.config, "postgres")
+            self.start_member(member)
+        self._start_haproxy()
+        self.wait_healthy(timeout)
+
+    def start_member(self, member: Member) -> None:
+        with open(member.dir / "patroni.log", "ab") as log:
+            member.proc = subprocess.Popen(
+                [*self.as_user, "patroni", str(member.config)], stdout=log, stderr=log, start_new_session=True
+            )
+
+    def stop(self) -> None:
+        """Stop everything at once and remove the directories."""
+        if self.haproxy is not None:
+            self.haproxy.kill()
+            self.haproxy.wait(10)
+        for member in self.members:  # Patroni first (it would start PostgreSQL again), then PostgreSQL
+            if member.proc is not None and member.proc.poll() is None:
+                os.killpg(member.proc.pid, signal.SIGKILL)
+                member.proc.wait(10)
+        for member in self.members:
+            pid = member.postmaster()
+            if pid is not None:
+                os.kill(pid, signal.SIGQUIT)  # an immediate shutdown: the server's own processes go with it
+        deadline = time.monotonic() + 10
+        while any(m.postmaster() for m in self.members) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.etcd.remove()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _config(self, member: Member) -> dict:
+        """deploy/patroni/patroni.yml for ``member``: its name, loopback addresses and directory, this cluster's
+        etcd and timings, trust on loopback (no passwords in tests)."""
+        config = copy.deepcopy(yaml.safe_load((DEPLOY / "patroni" / "patroni.yml").read_text()))
+        config["scope"], config["name"] = self.dir.name, member.name
+        rest = f"127.0.0.1:{member.rest_port}"
+        config["restapi"] = {"listen": rest, "connect_address": rest}
+        config["etcd3"] = {"hosts": self.etcd.address}
+        dcs = config["bootstrap"]["dcs"]
+        dcs.update(self.timings)
+        dcs["synchronous_mode"] = self.synchronous
+        pg = config["postgresql"]
+        pg["listen"] = pg["connect_address"] = f"127.0.0.1:{member.port}"
+        pg["data_dir"], pg["pgpass"] = str(member.data), str(member.dir / "pgpass")
+        pg["pg_hba"] = ["local all all trust"] + [f"host {db} all 127.0.0.1/32 trust" for db in ("replication", "all")]
+        pg["parameters"]["unix_socket_directories"] = str(member.dir)
+        if not self.fsync:
+            pg["parameters"]["fsync"] = "off"
+        return config
+
+    def _start_haproxy(self) -> None:
+        path = self.dir / "haproxy.cfg"
+        path.write_text(self.haproxy_config())
+        self.haproxy = subprocess.Popen([_haproxy(), "-db", "-f", str(path)], stderr=subprocess.DEVNULL)
+
+    def haproxy_config(self) -> str:
+        """deploy/haproxy.cfg with this cluster's ports: the primary on ``primary_port``, the replicas on
+        ``replica_port``, a ``server`` line for each member in each."""
+        binds = iter([self.primary_port, self.replica_port])
+        out: list[str] = []
+        for line in (DEPLOY / "haproxy.cfg").read_text().splitlines():
+            if line.strip().startswith("bind "):
+                out.append(re.sub(r"bind \S+", f"bind 127.0.0.1:{next(binds)}", line))
+            elif line.strip().startswith("server "):
+                if not out[-1].strip().startswith("server "):
+                    indent = line[: len(line) - len(line.lstrip())]
+                    options = line.split(maxsplit=3)[3]  # "check port 8008"
+                    for m in self.members:
+                        rest = re.sub(r"port \d+", f"port {m.rest_port}", options)
+                        out.append(f"{indent}server {m.name} 127.0.0.1:{m.port} {rest}")
+            else:
+                out.append(line)
+        return "\n".join(out) + "\n"
+
+    # -- what the cluster says ------------------------------------------------------------------------------------
+
+    def state(self) -> list[dict]:
+        """Each member as Patroni's REST API lists it (``GET /cluster``): name, role, state, lag, … (asked of
+        the first member that answers)."""
+        for member in self.members:
+            try:
+                return httpx.get(f"http://127.0.0.1:{member.rest_port}/cluster", timeout=1).json()["members"]
+            except (httpx.HTTPError, ValueError, KeyError):
+                continue
+        return []
+
+    def leader(self) -> str | None:
+        """The name of the member that leads and runs, if one does."""
+        for m in self.state():
+            if m["role"] in ("leader", "master", "primary") and m["state"] == "running":
+                return m["name"]
+        return None
+
+    def member(self, name: str) -> Member:
+        return next(m for m in self.members if m.name == name)
+
+    def patronictl_list(self) -> str:
+        """``patronictl list``: the members, their roles, states, timelines and lag, as an operator sees them."""
+        config = self.members[0].config
+        return subprocess.run(["patronictl", "-c", str(config), "list"], capture_output=True, text=True).stdout
+
+    # -- waiting ------------------------------------------------------------------------------------------------
+
+    def wait_leader(self, other_than: str | None = None, timeout: float = 60) -> str:
+        """Wait for a running leader (not ``other_than``) that HAProxy sends connections to; its name."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            name = self.leader()
+            if name is not None and name != other_than and self._writable():
+                return name
+            time.sleep(0.1)
+        raise TimeoutError(f"no new leader within {timeout} s:\n{self.patronictl_list()}")
+
+    def wait_healthy(self, timeout: float = 120) -> None:
+        """Wait until a leader is reached through HAProxy and every other member streams from it (one of them
+        as the synchronous standby, in synchronous mode)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            members = self.state()
+            standbys = [m for m in members if m["role"] in ("replica", "sync_standby")]
+            running = all(m["state"] in ("running", "streaming") for m in standbys)
+            sync = any(m["role"] == "sync_standby" for m in members) or not self.synchronous
+            if len(standbys) == len(self.members) - 1 and running and sync and self.leader() and self._writable():
+                return
+            time.sleep(0.2)
+        logs = {m.name: (m.dir / "patroni.log").read_text()[-1500:] for m in self.members if m.dir.exists()}
+        raise TimeoutError(f"the cluster is not healthy within {timeout} s:\n{self.patronictl_list()}\n{logs}")
+
+    def _writable(self) -> bool:
+        try:
+            with psycopg.connect(self.url(), connect_timeout=1, autocommit=True) as conn:
+                return not conn.execute("SELECT pg_is_in_recovery()").fetchone()[0]
+        except psycopg.Error:
+            return False
+
+    # -- faults -------------------------------------------------------------------------------------------------
+
+    def kill_primary(self) -> str:
+        """kill -9 the leader's postmaster (Patroni on that member lives on); the leader's name."""
+        name = self.leader()
+        assert name is not None, self.patronictl_list()
+        pid = self.member(name).postmaster()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
+        return name
+
+    # -- connecting ---------------------------------------------------------------------------------------------
+
+    def url(self, database: str = "postgres") -> str:
+        """The URL of ``database`` on the primary, through HAProxy."""
+        return f"postgresql://postgres@127.0.0.1:{self.primary_port}/{database}"
+
+    def replica_url(self, database: str = "postgres") -> str:
+        """The URL of ``database`` on the replicas, through HAProxy."""
+        return f"postgresql://postgres@127.0.0.1:{self.replica_port}/{database}"
+
+    def create_database(self, name: str) -> str:
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
