@@ -18,9 +18,9 @@ from melo_client import Melo, Retry
 
 from app.core.config import Settings
 from app.core.migrate import upgrade
+from devtools.game_load import Load, all_games
 from devtools.patroni import TIGHT, Cluster, installed
 from devtools.server import ADMIN_KEY, live_server
-from tests.api.test_crash import _all_games, game
 
 WHY = f"{installed()}: scripts/ensure-patroni.sh installs Debian's packages (make test does)"
 pytestmark = pytest.mark.skipif(installed() is not None, reason=WHY)
@@ -55,119 +55,81 @@ def service(cluster) -> Iterator[tuple[str, dict[str, dict]]]:
         yield base, keys
 
 
-class Load:
-    """Game servers posting to every ladder (each game under its own Idempotency-Key, retried with the same key
-    until acknowledged, as a client does) and people reading leaderboards and game lists, in threads.
+def load_on(service, tag: str) -> Load:
+    """Six posters and two readers on the ladders of test ``tag``."""
+    base, keys = service
+    return Load(base, {slug: keys[slug] for slug in LADDERS[tag]}, tag)
 
-    What a test asserts on: ``acknowledged`` (key -> (ladder, game id, when its last try was sent, when it was
-    acknowledged)), ``statuses`` seen, ``refused`` (when a post got a 503), and ``errors``: any answer but
-    201/200 or a 503 problem with Retry-After."""
 
-    def __init__(self, base: str, keys: dict[str, dict], tag: str, posters: int = 6, readers: int = 2) -> None:
-        self.base, self.keys, self.tag, self.ladders = base, keys, tag, LADDERS[tag]
-        self.acknowledged: dict[str, tuple[str, int, float, float]] = {}
-        self.refused: list[float] = []
-        self.statuses: Counter[int] = Counter()
-        self.errors: list[str] = []
+class Chores(threading.Thread):
+    """A ladder's owner at work through the failovers: voiding games, closing seasons, running refits and applying
+    them, in turn, each retried on a 503 as a client does (a retry told 409 had its first try committed)."""
+
+    def __init__(self, base: str, keys: dict[str, dict], load: Load) -> None:
+        super().__init__()
+        self.base, self.keys, self.load = base, keys, load
+        self.done: Counter[str] = Counter()
         self.stop_ = threading.Event()
-        self.threads = [threading.Thread(target=self._post, args=(c,)) for c in range(posters)]
-        self.threads += [threading.Thread(target=self._read, args=(r,)) for r in range(readers)]
 
-    def __enter__(self) -> Load:
-        for t in self.threads:
-            t.start()
-        return self
+    def wait_all(self, timeout: float = 60) -> None:
+        """Until each chore was done once at least (a refit cut off by a failover fails, and is run again)."""
+        deadline = time.monotonic() + timeout
+        while not all(self.done[chore] for chore in ("void", "season", "refit applied")) and not self.load.errors:
+            assert time.monotonic() < deadline, self.done
+            time.sleep(0.1)
 
-    def __exit__(self, *_) -> None:
-        self.stop_.set()
-        for t in self.threads:
-            t.join()
+    def _send(self, http: httpx.Client, method: str, path: str, headers: dict, body: dict | None = None) -> dict:
+        """The answer's body once it succeeds; {} if a retry was told 409."""
+        retried = False
+        while True:
+            r = http.request(method, path, json=body, headers=headers)
+            if r.status_code in (200, 201, 202):
+                return r.json()
+            if r.status_code == 409 and retried:
+                return {}
+            self.load._answered(r, f"{method} {path}")  # a 503 problem with Retry-After, or an error
+            if r.status_code != 503:
+                return {}
+            retried = True
+            time.sleep(0.1)
 
-    def _answered(self, r: httpx.Response, what: str) -> bool:
-        """Record an answer; whether it is a success.  A 503 must be a problem saying when to retry."""
-        self.statuses[r.status_code] += 1
-        if r.status_code in (200, 201):
-            return True
-        problem = r.headers.get("content-type", "").startswith("application/problem+json")
-        if r.status_code != 503 or "retry-after" not in r.headers or not problem:
-            self.errors.append(f"{what}: {r.status_code} {r.headers.get('retry-after')} {r.text[:300]}")
-        return False
-
-    def _post(self, c: int) -> None:
+    def run(self) -> None:
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
         with httpx.Client(base_url=self.base, timeout=60) as http:
             n = 0
-            while not self.stop_.is_set() and not self.errors:
-                idem = f"{self.tag}-c{c}-{n}"
-                slug = self.ladders[(c + n) % len(self.ladders)]
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline and not self.errors:
-                    sent = time.monotonic()
-                    try:
-                        r = http.post(
-                            f"/v1/ladders/{slug}/games",
-                            json=game(idem),
-                            headers={**self.keys[slug], "Idempotency-Key": idem},
-                        )
-                    except httpx.TransportError as exc:
-                        self.errors.append(f"{idem}: the service did not answer: {exc!r}")
-                        return
-                    if self._answered(r, idem):
-                        self.acknowledged[idem] = (slug, r.json()["id"], sent, time.monotonic())
-                        break
-                    self.refused.append(time.monotonic())
-                    time.sleep(0.05)
-                else:
-                    self.errors.append(f"{idem}: not acknowledged within 60 s") if not self.errors else None
-                    return
+            while not self.stop_.is_set() and not self.load.errors:
+                slug = self.load.ladders[n % len(self.load.ladders)]
+                games = [g for s, g, *_ in list(self.load.acknowledged.values()) if s == slug]
+                chore = ("void", "season", "refit")[n % 3]
+                if chore == "void" and games:
+                    if self._send(http, "POST", f"/v1/ladders/{slug}/games/{games[len(games) // 2]}/void", admin):
+                        self.done["void"] += 1
+                elif chore == "season":
+                    if self._send(http, "POST", f"/v1/ladders/{slug}/seasons", admin, {"name": f"s{n}"}):
+                        self.done["season"] += 1
+                elif games:
+                    refit = self._send(
+                        http, "POST", f"/v1/ladders/{slug}/refits", admin, {"select_k": [1], "restarts": 1}
+                    )
+                    while refit and refit["status"] in ("queued", "running") and not self.stop_.is_set():
+                        time.sleep(0.2)
+                        refit = self._send(http, "GET", f"/v1/ladders/{slug}/refits/{refit['id']}", admin)
+                    # A refit cut off by a failover failed: the next one is applied.
+                    apply = f"/v1/ladders/{slug}/refits/{refit['id']}/apply" if refit else ""
+                    if refit and refit["status"] == "done" and self._send(http, "POST", apply, admin):
+                        self.done["refit applied"] += 1
                 n += 1
-
-    def _read(self, r: int) -> None:
-        with httpx.Client(base_url=self.base, timeout=60) as http:
-            n = 0
-            while not self.stop_.is_set():
-                slug = self.ladders[n % len(self.ladders)]
-                path = f"/v1/ladders/{slug}/leaderboard" if (n + r) % 2 else f"/v1/ladders/{slug}/games?limit=5"
-                try:
-                    self._answered(http.get(path), path)
-                except httpx.TransportError as exc:
-                    self.errors.append(f"{path}: the service did not answer: {exc!r}")
-                    return
-                n += 1
-                time.sleep(0.02)
-
-    def wait_for(self, count: int, timeout: float = 30) -> None:
-        """Until ``count`` games are acknowledged (the load runs)."""
-        deadline = time.monotonic() + timeout
-        while len(self.acknowledged) < count and not self.errors:
-            assert time.monotonic() < deadline, f"only {len(self.acknowledged)} acknowledged"
-            time.sleep(0.05)
-
-    def first_ack_after(self, kill: float, timeout: float = 60) -> float:
-        """Seconds from ``kill`` to the first acknowledgement of a post sent once posts were refused after it:
-        the new primary's first.  (A primary's backends outlive a kill -9 of its postmaster by a moment, and
-        those already connected may still commit, the synchronous standby having the commit before the
-        acknowledgement.)"""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and not self.errors:
-            down = next((t for t in list(self.refused) if t > kill), None)
-            after = [acked for _, _, sent, acked in list(self.acknowledged.values()) if down and sent > down]
-            if after:
-                return min(after) - kill
-            time.sleep(0.02)
-        raise AssertionError(f"no game acknowledged after the kill: {self.errors[:3]}")
+                time.sleep(0.05)
 
 
 def every_game_once(base: str, load: Load, extra: int = 0) -> None:
     """Every game the load got acknowledged is stored once on its ladder, nothing else is (but ``extra`` games),
     and every ladder's audit is consistent."""
-    acknowledged, ladders = load.acknowledged, load.ladders
+    lost, twice = load.missing()
+    assert not lost and not twice, f"{len(lost)} acknowledged games lost, {twice} stored twice"
     with httpx.Client(base_url=base, timeout=30) as http:
-        stored = [(slug, g["id"]) for slug in ladders for g in _all_games(http, slug)]
-        assert len(stored) == len(set(stored))  # each once
-        lost = {(slug, game_id) for slug, game_id, _, _ in acknowledged.values()} - set(stored)
-        assert not lost, f"{len(lost)} acknowledged games lost"
-        assert len(stored) == len(acknowledged) + extra
-        for slug in ladders:
+        assert sum(len(all_games(http, slug)) for slug in load.ladders) == len(load.acknowledged) + extra
+        for slug in load.ladders:
             audit = http.get(f"/v1/ladders/{slug}/audit").json()
             assert audit["consistent"], (slug, audit)
 
@@ -182,7 +144,9 @@ def test_the_primary_killed_twice_under_load_loses_no_acknowledged_game(cluster,
         with Melo(base, keys["kill0"]["Authorization"].split()[1], "kill0", retry=retry) as melo:
             through_client.append(melo.games.post("alice", "bob").id)
 
-    with Load(base, keys, "kill") as load:
+    with load_on(service, "kill") as load:
+        chores = Chores(base, keys, load)
+        chores.start()
         load.wait_for(30)
         killed = time.monotonic()
         assert cluster.kill_primary() == first
@@ -202,23 +166,28 @@ def test_the_primary_killed_twice_under_load_loses_no_acknowledged_game(cluster,
         assert cluster.wait_leader(other_than=second) == first
         recovered_again = load.first_ack_after(killed_again)
         load.wait_for(len(load.acknowledged) + 20)
+        chores.wait_all()
+        chores.stop_.set()
+        chores.join()
     assert not load.errors, load.errors[:5]
+    assert all(chores.done[chore] for chore in ("void", "season", "refit applied")), chores.done
     assert load.statuses[500] == 0
     print(f"kill -> first acknowledged post: {recovered:.1f} s, then {recovered_again:.1f} s; {dict(load.statuses)}")
+    print(f"during the failovers: {dict(chores.done)}")
     assert recovered < 30 and recovered_again < 30
     assert len(through_client) == 1
     every_game_once(base, load, extra=1)
     with httpx.Client(base_url=base, timeout=30) as http:  # the client's game, once, in its ladder
-        assert sum(g["id"] == through_client[0] for g in _all_games(http, "kill0")) == 1
+        assert sum(g["id"] == through_client[0] for g in all_games(http, "kill0")) == 1
     cluster.wait_healthy(60)
     listed = cluster.patronictl_list()
     assert "Sync Standby" in listed and listed.count("running") + listed.count("streaming") == 2, listed
 
 
 def test_etcd_stopped_under_load_the_primary_keeps_taking_games(cluster, service):
-    base, keys = service
+    base = service[0]
     leader = cluster.leader()
-    with Load(base, keys, "etcd") as load:
+    with load_on(service, "etcd") as load:
         load.wait_for(20)
         cluster.etcd.stop()
         # Past the leader key's time to live: Patroni's failsafe mode keeps the primary (every member answers it).
