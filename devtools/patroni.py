@@ -90,6 +90,7 @@ class Cluster:
         self.members = [Member(f"pg{n + 1}", free_port(), free_port(), self.dir / f"pg{n + 1}") for n in range(size)]
         self.primary_port, self.replica_port = free_port(), free_port()
         self.haproxy: subprocess.Popen | None = None
+        self._held: list[int] = []  # WAL senders stopped by hold_replication
 
     # -- starting and stopping -----------------------------------------------------------------------------------
 
@@ -247,7 +248,35 @@ class Cluster:
         pid = self.member(name).postmaster()
         assert pid is not None
         os.kill(pid, signal.SIGKILL)
+        for sender in self._held:
+            os.kill(sender, signal.SIGKILL)
+        self._held = []
         return name
+
+    def hold_replication(self) -> None:
+        """SIGSTOP the leader's WAL senders: its standbys fall behind (and, in synchronous mode, its commits wait).
+        :meth:`kill_primary` kills them with it, so what they held back never reaches a standby."""
+        pid = self.member(self.leader() or "").postmaster()
+        assert pid is not None
+        found = subprocess.run(["pgrep", "-P", str(pid), "-f", "walsender"], capture_output=True, text=True)
+        self._held = [int(sender) for sender in found.stdout.split()]
+        for sender in self._held:
+            os.kill(sender, signal.SIGSTOP)
+
+    def set_synchronous(self, synchronous: bool, timeout: float = 60) -> None:
+        """Turn Patroni's synchronous mode on or off (``PATCH /config``, as ``patronictl edit-config`` does), and
+        wait until the primary has (or has no) synchronous standby."""
+        leader = self.member(self.wait_leader())
+        httpx.patch(f"http://127.0.0.1:{leader.rest_port}/config", json={"synchronous_mode": synchronous}, timeout=5)
+        self.synchronous = synchronous
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with psycopg.connect(self.url(), autocommit=True) as conn:
+                names = conn.execute("SHOW synchronous_standby_names").fetchone()[0]
+            if bool(names) == synchronous:
+                return
+            time.sleep(0.2)
+        raise TimeoutError(f"synchronous_mode {synchronous} not in effect within {timeout} s")
 
     # -- connecting ---------------------------------------------------------------------------------------------
 
