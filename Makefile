@@ -55,6 +55,8 @@ bench: $(VENV)/.installed
 	$(PY) bench/bench_client.py
 	$(PY) bench/bench_events.py
 	$(PY) bench/bench_catch_up.py
+	scripts/ensure-patroni.sh
+	$(PY) bench/bench_failover.py
 	scripts/ensure-chromium.sh
 	$(PY) bench/bench_pages.py
 	$(PY) bench/bench_refit_memory.py

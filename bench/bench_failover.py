@@ -13,7 +13,8 @@ workers) writes through HAProxy's primary port and reads lag-tolerant pages thro
    timings (ttl 10, loop_wait 1, retry_timeout 4) and, on a second cluster, its defaults (ttl 30, loop_wait 10,
    retry_timeout 10): seconds from the kill to the first acknowledged post on the new primary, to the old primary
    streaming again as a standby, acknowledged games lost (by each game's ``external_id``), every ladder's
-   ``/audit``.
+   ``/audit``.  Then the same with the primary's Patroni killed too (its machine lost): the standby waits for the
+   leader key to expire.
 3. A standby behind when the primary dies: the primary's WAL senders stopped (SIGSTOP) for ``--lag`` seconds
    under load, then the primary killed with them: in synchronous mode the commits wait for the standby (none
    is acknowledged that it lacks); in asynchronous mode, the games acknowledged meanwhile are lost.
@@ -76,8 +77,9 @@ def audits(base: str) -> bool:
         return all(http.get(f"/v1/ladders/{slug}/audit").json()["consistent"] for slug in LADDERS)
 
 
-def kill_under_load(cluster: Cluster, base: str, keys: dict, tag: str, lag: float = 0.0) -> dict:
-    """kill -9 the primary under load (after holding its WAL senders ``lag`` seconds, if given)."""
+def kill_under_load(cluster: Cluster, base: str, keys: dict, tag: str, lag: float = 0.0, host: bool = False) -> dict:
+    """kill -9 the primary's postmaster under load (after holding its WAL senders ``lag`` seconds, if given), or
+    its Patroni with it (``host``: its machine lost; started again once the new primary answers)."""
     old = cluster.leader()
     with Load(base, keys, tag) as load:
         load.wait_for(40)
@@ -86,10 +88,12 @@ def kill_under_load(cluster: Cluster, base: str, keys: dict, tag: str, lag: floa
             time.sleep(lag)
         acknowledged_at_kill = len(load.acknowledged)
         killed = time.monotonic()
-        cluster.kill_primary()
+        cluster.kill_host() if host else cluster.kill_primary()
         new = cluster.wait_leader(other_than=old, timeout=120)
         leader_after = time.monotonic() - killed
         first_ack = load.first_ack_after(killed, timeout=120)
+        if host:
+            cluster.start_member(cluster.member(old))
         cluster.wait_healthy(180)
         rejoined = time.monotonic() - killed
         load.wait_for(len(load.acknowledged) + 20, timeout=60)
@@ -145,6 +149,8 @@ def main() -> None:
             out["behind_sync"] = kill_under_load(cluster, base, keys, "bs", lag=args.lag)
             cluster.set_synchronous(False)
             out["behind_async"] = kill_under_load(cluster, base, keys, "ba", lag=args.lag)
+            cluster.set_synchronous(True)
+            out["host_tight_sync"] = kill_under_load(cluster, base, keys, "hs", host=True)
     finally:
         cluster.stop()
     if not args.no_defaults:
@@ -152,7 +158,9 @@ def main() -> None:
         try:
             cluster.start(timeout=300)
             with with_service(cluster, args.workers) as base:
-                out["kill_defaults_sync"] = kill_under_load(cluster, base, ladders(base), "kd")
+                keys = ladders(base)
+                out["kill_defaults_sync"] = kill_under_load(cluster, base, keys, "kd")
+                out["host_defaults_sync"] = kill_under_load(cluster, base, keys, "hd", host=True)
         finally:
             cluster.stop()
 
@@ -166,11 +174,13 @@ def main() -> None:
     out["sync_over_async"] = round(float(sync / asyn), 2)
     print(f"synchronous / asynchronous: {out['sync_over_async']}")
     print("\nkill -9 of the primary's postmaster under load (6 posters, 2 readers):")
-    head = f"{'run':<36}{'leader s':>9}{'1st ack s':>10}{'rejoin s':>9}{'acked':>7}{'lost':>6}{'audit':>7}"
+    head = f"{'run':<40}{'leader s':>9}{'1st ack s':>10}{'rejoin s':>9}{'acked':>7}{'lost':>6}{'audit':>7}"
     print(head)
     names = {
         "kill_tight_sync": "sync, ttl 10 loop 1 retry 4",
         "kill_defaults_sync": "sync, Patroni defaults (30/10/10)",
+        "host_tight_sync": "sync, host lost, ttl 10 loop 1 retry 4",
+        "host_defaults_sync": "sync, host lost, defaults (30/10/10)",
         "behind_sync": f"sync, standby held {args.lag:g} s",
         "behind_async": f"async, standby held {args.lag:g} s",
     }
@@ -178,7 +188,7 @@ def main() -> None:
         if key in out:
             r = out[key]
             print(
-                f"{name:<36}{r['kill_to_new_leader_s']:>9}{r['kill_to_first_ack_s']:>10}"
+                f"{name:<40}{r['kill_to_new_leader_s']:>9}{r['kill_to_first_ack_s']:>10}"
                 f"{r['kill_to_old_primary_streaming_s']:>9}{r['acknowledged']:>7}{r['lost']:>6}"
                 f"{'ok' if r['audit_consistent'] else 'NO':>7}"
             )

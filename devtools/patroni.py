@@ -215,7 +215,7 @@ class Cluster:
             if name is not None and name != other_than and self._writable():
                 return name
             time.sleep(0.1)
-        raise TimeoutError(f"no new leader within {timeout} s:\n{self.patronictl_list()}")
+        raise TimeoutError(f"no new leader within {timeout} s:\n{self.patronictl_list()}\n{self.logs()}")
 
     def wait_healthy(self, timeout: float = 120) -> None:
         """Wait until a leader is reached through HAProxy and every other member streams from it (one of them
@@ -229,8 +229,16 @@ class Cluster:
             if len(standbys) == len(self.members) - 1 and running and sync and self.leader() and self._writable():
                 return
             time.sleep(0.2)
-        logs = {m.name: (m.dir / "patroni.log").read_text()[-1500:] for m in self.members if m.dir.exists()}
-        raise TimeoutError(f"the cluster is not healthy within {timeout} s:\n{self.patronictl_list()}\n{logs}")
+        raise TimeoutError(f"the cluster is not healthy within {timeout} s:\n{self.patronictl_list()}\n{self.logs()}")
+
+    def logs(self, lines: int = 40) -> str:
+        """The last lines of each member's log (Patroni's and PostgreSQL's), for a failure's message."""
+        out = []
+        for m in self.members:
+            log = m.dir / "patroni.log"
+            tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else []
+            out.append(f"--- {m.name}\n" + "\n".join(tail))
+        return "\n".join(out)
 
     def _writable(self) -> bool:
         try:
@@ -253,6 +261,16 @@ class Cluster:
         self._held = []
         return name
 
+    def kill_host(self) -> str:
+        """kill -9 the leader's Patroni and PostgreSQL together, as when its machine dies: the others wait for its
+        leader key to expire (``ttl``) before one takes over.  :meth:`start_member` brings it back.  Its name."""
+        name = self.kill_primary()
+        member = self.member(name)
+        assert member.proc is not None
+        os.killpg(member.proc.pid, signal.SIGKILL)
+        member.proc.wait(10)
+        return name
+
     def hold_replication(self) -> None:
         """SIGSTOP the leader's WAL senders: its standbys fall behind (and, in synchronous mode, its commits wait).
         :meth:`kill_primary` kills them with it, so what they held back never reaches a standby."""
@@ -273,7 +291,8 @@ class Cluster:
         while time.monotonic() < deadline:
             with psycopg.connect(self.url(), autocommit=True) as conn:
                 names = conn.execute("SHOW synchronous_standby_names").fetchone()[0]
-            if bool(names) == synchronous:
+            standby = any(m["role"] == "sync_standby" for m in self.state())
+            if bool(names) == synchronous and standby == synchronous:
                 return
             time.sleep(0.2)
         raise TimeoutError(f"synchronous_mode {synchronous} not in effect within {timeout} s")
