@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import InternalError as DriverInternalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
@@ -82,14 +83,23 @@ def install(app: FastAPI) -> None:
             headers = {"Allow": ", ".join(_allowed(request))}
         return problem_response(problem, headers)
 
+    # A server shutting down or starting (57P01-57P03) raises OperationalError; a primary demoted under the
+    # service's connections (a failover: the old primary rejoins as a standby) refuses writes with 25006.
     @app.exception_handler(OperationalError)
     @app.exception_handler(InterfaceError)
     @app.exception_handler(psycopg.OperationalError)  # the hot reads use the drivers directly
+    @app.exception_handler(psycopg.errors.ReadOnlySqlTransaction)
     @app.exception_handler(sqlite3.OperationalError)
     async def _database(_: Request, exc: Exception) -> JSONResponse:
         log.warning("database unavailable: %s", exc)
         problem = Unavailable("The database cannot be reached or is busy; retry shortly.")
         return problem_response(problem, {"Retry-After": "1"})
+
+    @app.exception_handler(DriverInternalError)
+    async def _internal(request: Request, exc: DriverInternalError) -> JSONResponse:
+        if isinstance(exc.orig, psycopg.errors.ReadOnlySqlTransaction):
+            return await _database(request, exc)
+        return await _unexpected(request, exc)
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
