@@ -107,7 +107,7 @@ def kill_under_load(cluster: Cluster, base: str, keys: dict, tag: str, lag: floa
         "acknowledged": len(load.acknowledged),
         "acknowledged_before_kill": acknowledged_at_kill,
         "lost": len(lost),
-        "stored_twice": twice,
+        "stored_twice": len(twice),
         "statuses": dict(sorted(load.statuses.items())),
         "errors": load.errors[:3],
         "audit_consistent": audits(base),

@@ -11,12 +11,19 @@ from collections import Counter
 import httpx
 
 
-def game(key: str) -> dict:
-    """The game sent under Idempotency-Key ``key``, the same body on every try: ``external_id`` is the key (to find
-    it afterwards)."""
+def game(key: str, external_id: bool = True) -> dict:
+    """The game sent under Idempotency-Key ``key``, the same body on every try.  Its first side is a player named
+    ``key``, new to the ladder, so the game is found afterwards whatever else it carries (:func:`stored_once`);
+    with ``external_id``, the key is its ``external_id`` too (a second guard against a double count), without,
+    the Idempotency-Key alone keeps a retry from counting twice."""
     n = sum(map(ord, key))
-    sides = [{"players": [f"p{n % 12}"], "rank": 1}, {"players": [f"p{(n + 5) % 12}"], "rank": 2}]
-    return {"sides": sides, "external_id": key}
+    sides = [{"players": [key], "rank": 1}, {"players": [f"p{n % 12}"], "rank": 2}]
+    return {"sides": sides} | ({"external_id": key} if external_id else {})
+
+
+def posted_as(stored: dict) -> str:
+    """The key a stored game was posted under (its first side's player, :func:`game`)."""
+    return stored["sides"][0]["players"][0]["key"]
 
 
 def all_games(http: httpx.Client, slug: str) -> list[dict]:
@@ -33,22 +40,27 @@ def all_games(http: httpx.Client, slug: str) -> list[dict]:
 
 class Load:
     """Game servers posting to every ladder (each game under its own Idempotency-Key, retried with the same key
-    until acknowledged, as a client does) and people reading leaderboards and game lists, in threads.
+    until acknowledged, as a client does; every other game without an ``external_id``) and people reading
+    leaderboards and game lists, in threads.
 
     What a test asserts on: ``acknowledged`` (key -> (ladder, game id, when its last try was sent, when it was
-    acknowledged)), ``statuses`` seen, ``refused`` (when a post got a 503), and ``errors``: any answer but
-    201/200 or a 503 problem with Retry-After."""
+    acknowledged)), ``statuses`` seen, ``refused`` (when a post got a 503), ``slowest`` (the longest any request
+    took, in seconds), and ``errors``: any answer but 201/200 or a 503 problem with Retry-After, a request that
+    got no answer, a game not acknowledged within ``patience`` seconds, or a thread's exception."""
 
-    def __init__(self, base: str, keys: dict[str, dict], tag: str, posters: int = 6, readers: int = 2) -> None:
+    def __init__(
+        self, base: str, keys: dict[str, dict], tag: str, posters: int = 6, readers: int = 2, patience: float = 60
+    ) -> None:
         """``keys``: each ladder's write key header; ``tag`` begins every Idempotency-Key (one tag a run)."""
-        self.base, self.keys, self.tag, self.ladders = base, keys, tag, list(keys)
+        self.base, self.keys, self.tag, self.ladders, self.patience = base, keys, tag, list(keys), patience
         self.acknowledged: dict[str, tuple[str, int, float, float]] = {}
         self.refused: list[float] = []
         self.statuses: Counter[int] = Counter()
+        self.slowest = 0.0
         self.errors: list[str] = []
         self.stop_ = threading.Event()
-        self.threads = [threading.Thread(target=self._post, args=(c,)) for c in range(posters)]
-        self.threads += [threading.Thread(target=self._read, args=(r,)) for r in range(readers)]
+        self.threads = [threading.Thread(target=self._guarded, args=(self._post, c)) for c in range(posters)]
+        self.threads += [threading.Thread(target=self._guarded, args=(self._read, r)) for r in range(readers)]
 
     def __enter__(self) -> Load:
         for t in self.threads:
@@ -57,12 +69,17 @@ class Load:
 
     def __exit__(self, *_) -> None:
         self.stop_.set()
+        deadline = time.monotonic() + self.patience + 5  # a post in its retries ends within its patience
         for t in self.threads:
-            t.join()
+            t.join(max(0.1, deadline - time.monotonic()))
+            if t.is_alive():
+                self.errors.append(f"{t.name} did not stop")
 
-    def _answered(self, r: httpx.Response, what: str) -> bool:
-        """Record an answer; whether it is a success.  A 503 must be a problem saying when to retry."""
+    def answered(self, r: httpx.Response, what: str) -> bool:
+        """Record an answer and how long it took; whether it is a success.  A 503 must be a problem saying when
+        to retry."""
         self.statuses[r.status_code] += 1
+        self.slowest = max(self.slowest, r.elapsed.total_seconds())
         if r.status_code in (200, 201):
             return True
         problem = r.headers.get("content-type", "").startswith("application/problem+json")
@@ -70,55 +87,67 @@ class Load:
             self.errors.append(f"{what}: {r.status_code} {r.headers.get('retry-after')} {r.text[:300]}")
         return False
 
+    def _guarded(self, work, n: int) -> None:
+        try:
+            work(n)
+        except Exception as exc:  # recorded, for the test to fail on
+            self.errors.append(f"{threading.current_thread().name}: {exc!r}")
+
     def _post(self, c: int) -> None:
-        with httpx.Client(base_url=self.base, timeout=60) as http:
+        with httpx.Client(base_url=self.base, timeout=self.patience) as http:
             n = 0
             while not self.stop_.is_set() and not self.errors:
                 idem = f"{self.tag}-c{c}-{n}"
                 slug = self.ladders[(c + n) % len(self.ladders)]
-                deadline = time.monotonic() + 60
-                while time.monotonic() < deadline and not self.errors:
+                deadline = time.monotonic() + self.patience
+                while True:
+                    if self.errors:
+                        return
+                    if time.monotonic() > deadline:
+                        self.errors.append(f"{idem}: not acknowledged within {self.patience:g} s")
+                        return
                     sent = time.monotonic()
                     try:
                         r = http.post(
                             f"/v1/ladders/{slug}/games",
-                            json=game(idem),
+                            json=game(idem, external_id=n % 2 == 0),
                             headers={**self.keys[slug], "Idempotency-Key": idem},
                         )
                     except httpx.TransportError as exc:
                         self.errors.append(f"{idem}: the service did not answer: {exc!r}")
                         return
-                    if self._answered(r, idem):
+                    if self.answered(r, idem):
                         self.acknowledged[idem] = (slug, r.json()["id"], sent, time.monotonic())
                         break
                     self.refused.append(time.monotonic())
                     time.sleep(0.05)
-                else:
-                    self.errors.append(f"{idem}: not acknowledged within 60 s") if not self.errors else None
-                    return
                 n += 1
 
     def _read(self, r: int) -> None:
-        with httpx.Client(base_url=self.base, timeout=60) as http:
+        with httpx.Client(base_url=self.base, timeout=self.patience) as http:
             n = 0
-            while not self.stop_.is_set():
+            while not self.stop_.is_set() and not self.errors:
                 slug = self.ladders[n % len(self.ladders)]
                 path = f"/v1/ladders/{slug}/leaderboard" if (n + r) % 2 else f"/v1/ladders/{slug}/games?limit=5"
                 try:
-                    self._answered(http.get(path), path)
+                    self.answered(http.get(path), path)
                 except httpx.TransportError as exc:
                     self.errors.append(f"{path}: the service did not answer: {exc!r}")
                     return
                 n += 1
                 time.sleep(0.02)
 
-    def missing(self) -> tuple[list[str], int]:
-        """The acknowledged games not stored (their keys: each game's ``external_id`` is its Idempotency-Key, so a
-        game number that a lost game had and a later game took is not mistaken for it), and how many games are
-        stored more than once."""
+    def stored(self) -> Counter[str]:
+        """How many times each key's game is stored on the load's ladders (found by its first player, so a game
+        posted without an ``external_id`` is found too, and a game number that a lost game had and a later game
+        took is not mistaken for it)."""
         with httpx.Client(base_url=self.base, timeout=60) as http:
-            stored = Counter(g["external_id"] for slug in self.ladders for g in all_games(http, slug))
-        return [key for key in self.acknowledged if key not in stored], sum(n > 1 for n in stored.values())
+            return Counter(posted_as(g) for slug in self.ladders for g in all_games(http, slug))
+
+    def missing(self) -> tuple[list[str], dict[str, int]]:
+        """The acknowledged games not stored (their keys), and the games stored more than once (key -> count)."""
+        stored = self.stored()
+        return [key for key in self.acknowledged if key not in stored], {k: n for k, n in stored.items() if n > 1}
 
     def wait_for(self, count: int, timeout: float = 30) -> None:
         """Until ``count`` games are acknowledged (the load runs)."""

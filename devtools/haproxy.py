@@ -1,5 +1,14 @@
 """HAProxy in front of two hosts of this service, as docs/operations.md runs it: round robin, a health check on
-``/healthz``, failed connections retried on the other host."""
+``/healthz``, failed connections retried on the other host; and where Debian's HAProxy binary is."""
+
+import shutil
+from pathlib import Path
+
+
+def binary() -> str | None:
+    """The HAProxy program (Debian installs it in /usr/sbin, not always on a user's PATH), or None."""
+    return shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
+
 
 HAPROXY = """global
     maxconn 4000

@@ -5,6 +5,7 @@ files are the examples in deploy/, with loopback addresses, temporary directorie
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import glob
 import os
@@ -21,9 +22,9 @@ import httpx
 import psycopg
 import yaml
 
-from devtools.etcd import Etcd
+from devtools.etcd import Etcd, steady_port
 from devtools.etcd import installed as etcd_installed
-from devtools.server import free_port
+from devtools.haproxy import binary as haproxy_binary
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 
@@ -33,17 +34,33 @@ DEFAULTS = {"ttl": 30, "loop_wait": 10, "retry_timeout": 10}
 TIGHT = {"ttl": 10, "loop_wait": 1, "retry_timeout": 4}
 
 
-def installed() -> str | None:
-    """Why a cluster cannot be made here (what is missing), or None."""
-    missing = [name for name in ("patroni", "patronictl") if shutil.which(name) is None]
-    missing += [] if etcd_installed() else ["etcd (etcd-server)"]
-    missing += [] if _haproxy() else ["haproxy"]
-    missing += [] if glob.glob("/usr/lib/postgresql/15/bin/postgres") else ["PostgreSQL 15"]
-    return f"not installed: {', '.join(missing)}" if missing else None
+def missing() -> str | None:
+    """What is missing here to make a cluster (a sentence), or None when nothing is."""
+    lacking = [name for name in ("patroni", "patronictl") if shutil.which(name) is None]
+    lacking += [] if etcd_installed() else ["etcd (etcd-server)"]
+    lacking += [] if haproxy_binary() else ["haproxy"]
+    lacking += [] if postgres_bin() else ["PostgreSQL"]
+    if not lacking and not _etcd_module():
+        return "Patroni's etcd client (python3-etcd) does not import: install it"
+    return f"not installed: {', '.join(lacking)}" if lacking else None
 
 
-def _haproxy() -> str | None:
-    return shutil.which("haproxy") or ("/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None)
+def postgres_bin() -> Path | None:
+    """The newest PostgreSQL installed (its bin directory), as devtools/postgres.py uses."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/postgres"), key=lambda p: int(Path(p).parts[-3]))
+    return Path(found[-1]).parent if found else None
+
+
+def _etcd_module() -> bool:
+    """Whether Patroni's own Python imports its etcd3 store module (it needs python3-etcd)."""
+    patroni = shutil.which("patroni")
+    if patroni is None:
+        return False
+    with open(patroni, "rb") as script:
+        first = script.readline().decode(errors="replace")
+    python = first[2:].strip().split()[0] if first.startswith("#!") else "python3"
+    found = subprocess.run([python, "-c", "import patroni.dcs.etcd3"], capture_output=True)
+    return found.returncode == 0
 
 
 @dataclass
@@ -65,13 +82,23 @@ class Member:
         return self.dir / "data"
 
     def postmaster(self) -> int | None:
-        """The process id of its PostgreSQL server, if it runs."""
+        """The process id of its PostgreSQL server, if it runs (by its postmaster.pid)."""
         try:
             pid = int((self.data / "postmaster.pid").read_text().split()[0])
             os.kill(pid, 0)
         except (FileNotFoundError, ValueError, IndexError, ProcessLookupError):
             return None
         return pid
+
+    def postgres_processes(self) -> list[int]:
+        """Every process of its PostgreSQL server: the postmaster (found by its data directory on its command
+        line, even without a postmaster.pid) and its children."""
+        found = subprocess.run(["pgrep", "-f", "--", f"-D {self.data}"], capture_output=True, text=True).stdout
+        pids = [int(pid) for pid in found.split() if _program(int(pid)) == "postgres"]
+        for pid in list(pids):
+            children = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+            pids += [int(child) for child in children]
+        return pids
 
 
 class Cluster:
@@ -87,8 +114,11 @@ class Cluster:
         self.dir = Path(tempfile.mkdtemp(prefix="melo-patroni-"))
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         self.etcd = Etcd()
-        self.members = [Member(f"pg{n + 1}", free_port(), free_port(), self.dir / f"pg{n + 1}") for n in range(size)]
-        self.primary_port, self.replica_port = free_port(), free_port()
+        # PostgreSQL and Patroni start again on their ports (a rejoin): ports no other test gets meanwhile.
+        self.members = [
+            Member(f"pg{n + 1}", steady_port(), steady_port(), self.dir / f"pg{n + 1}") for n in range(size)
+        ]
+        self.primary_port, self.replica_port = steady_port(), steady_port()
         self.haproxy: subprocess.Popen | None = None
         self._held: list[int] = []  # WAL senders stopped by hold_replication
 
@@ -110,13 +140,15 @@ class Cluster:
         self.wait_healthy(timeout)
 
     def start_member(self, member: Member) -> None:
+        """Start ``member``'s Patroni (in a process group of its own), which starts its PostgreSQL."""
         with open(member.dir / "patroni.log", "ab") as log:
             member.proc = subprocess.Popen(
                 [*self.as_user, "patroni", str(member.config)], stdout=log, stderr=log, start_new_session=True
             )
 
     def stop(self) -> None:
-        """Stop everything at once and remove the directories."""
+        """Stop everything at once and remove the directories: PostgreSQL by an immediate shutdown, then kill -9
+        of whatever of it is left after 10 s."""
         if self.haproxy is not None:
             self.haproxy.kill()
             self.haproxy.wait(10)
@@ -124,13 +156,17 @@ class Cluster:
             if member.proc is not None and member.proc.poll() is None:
                 os.killpg(member.proc.pid, signal.SIGKILL)
                 member.proc.wait(10)
+        for sender in self._held:
+            _signal(sender, signal.SIGKILL)
         for member in self.members:
-            pid = member.postmaster()
-            if pid is not None:
-                os.kill(pid, signal.SIGQUIT)  # an immediate shutdown: the server's own processes go with it
+            for pid in member.postgres_processes()[:1]:  # the postmaster: its processes go with it
+                _signal(pid, signal.SIGQUIT)
         deadline = time.monotonic() + 10
-        while any(m.postmaster() for m in self.members) and time.monotonic() < deadline:
+        while any(m.postgres_processes() for m in self.members) and time.monotonic() < deadline:
             time.sleep(0.05)
+        for member in self.members:
+            for pid in member.postgres_processes():
+                _signal(pid, signal.SIGKILL)
         self.etcd.remove()
         shutil.rmtree(self.dir, ignore_errors=True)
 
@@ -148,6 +184,7 @@ class Cluster:
         pg = config["postgresql"]
         pg["listen"] = pg["connect_address"] = f"127.0.0.1:{member.port}"
         pg["data_dir"], pg["pgpass"] = str(member.data), str(member.dir / "pgpass")
+        pg["bin_dir"] = str(postgres_bin())  # the version installed here (the example names one)
         pg["pg_hba"] = ["local all all trust"] + [f"host {db} all 127.0.0.1/32 trust" for db in ("replication", "all")]
         pg["parameters"]["unix_socket_directories"] = str(member.dir)
         if not self.fsync:
@@ -157,7 +194,8 @@ class Cluster:
     def _start_haproxy(self) -> None:
         path = self.dir / "haproxy.cfg"
         path.write_text(self.haproxy_config())
-        self.haproxy = subprocess.Popen([_haproxy(), "-db", "-f", str(path)], stderr=subprocess.DEVNULL)
+        with open(self.dir / "haproxy.log", "ab") as log:
+            self.haproxy = subprocess.Popen([str(haproxy_binary()), "-db", "-f", str(path)], stdout=log, stderr=log)
 
     def haproxy_config(self) -> str:
         """deploy/haproxy.cfg with this cluster's ports: the primary on ``primary_port``, the replicas on
@@ -198,6 +236,7 @@ class Cluster:
         return None
 
     def member(self, name: str) -> Member:
+        """The member named ``name``."""
         return next(m for m in self.members if m.name == name)
 
     def patronictl_list(self) -> str:
@@ -232,12 +271,13 @@ class Cluster:
         raise TimeoutError(f"the cluster is not healthy within {timeout} s:\n{self.patronictl_list()}\n{self.logs()}")
 
     def logs(self, lines: int = 40) -> str:
-        """The last lines of each member's log (Patroni's and PostgreSQL's), for a failure's message."""
+        """The last lines of each member's log (Patroni's and PostgreSQL's), HAProxy's and etcd's, for a
+        failure's message."""
         out = []
-        for m in self.members:
-            log = m.dir / "patroni.log"
+        logs = [(m.name, m.dir / "patroni.log") for m in self.members]
+        for name, log in [*logs, ("haproxy", self.dir / "haproxy.log"), ("etcd", self.etcd.log)]:
             tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else []
-            out.append(f"--- {m.name}\n" + "\n".join(tail))
+            out.append(f"--- {name}\n" + "\n".join(tail))
         return "\n".join(out)
 
     def _writable(self) -> bool:
@@ -249,16 +289,21 @@ class Cluster:
 
     # -- faults -------------------------------------------------------------------------------------------------
 
-    def kill_primary(self) -> str:
-        """kill -9 the leader's postmaster (Patroni on that member lives on); the leader's name."""
+    def kill_primary(self, timeout: float = 10) -> str:
+        """kill -9 the leader's postmaster (Patroni on that member lives on) and wait until its processes are gone
+        (they exit when they see the postmaster dead); the leader's name."""
         name = self.leader()
         assert name is not None, self.patronictl_list()
-        pid = self.member(name).postmaster()
-        assert pid is not None
-        os.kill(pid, signal.SIGKILL)
+        processes = self.member(name).postgres_processes()
+        assert processes, self.patronictl_list()
+        os.kill(processes[0], signal.SIGKILL)
         for sender in self._held:
-            os.kill(sender, signal.SIGKILL)
+            _signal(sender, signal.SIGKILL)
         self._held = []
+        deadline = time.monotonic() + timeout
+        while any(_alive(pid) for pid in processes):
+            assert time.monotonic() < deadline, f"the killed primary's processes live on: {processes}"
+            time.sleep(0.01)
         return name
 
     def kill_host(self) -> str:
@@ -285,7 +330,9 @@ class Cluster:
         """Turn Patroni's synchronous mode on or off (``PATCH /config``, as ``patronictl edit-config`` does), and
         wait until the primary has (or has no) synchronous standby."""
         leader = self.member(self.wait_leader())
-        httpx.patch(f"http://127.0.0.1:{leader.rest_port}/config", json={"synchronous_mode": synchronous}, timeout=5)
+        config = f"http://127.0.0.1:{leader.rest_port}/config"
+        answer = httpx.patch(config, json={"synchronous_mode": synchronous}, timeout=5)
+        assert answer.status_code == 200, f"PATCH /config: {answer.status_code} {answer.text}"
         self.synchronous = synchronous
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -308,6 +355,30 @@ class Cluster:
         return f"postgresql://postgres@127.0.0.1:{self.replica_port}/{database}"
 
     def create_database(self, name: str) -> str:
+        """Create database ``name`` on the primary; its URL through HAProxy."""
         with psycopg.connect(self.url(), autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` runs (a zombie does not: it is dead, not yet reaped)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, IndexError):
+        return False
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to ``pid`` unless it is gone already."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)
+
+
+def _program(pid: int) -> str:
+    """The name of the program process ``pid`` runs ("" if it is gone or not ours to see)."""
+    try:
+        return Path(os.readlink(f"/proc/{pid}/exe")).name
+    except OSError:
+        return ""

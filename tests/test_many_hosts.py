@@ -18,16 +18,17 @@ import pytest
 
 from app.core.config import Settings
 from app.core.migrate import upgrade
-from devtools.haproxy import HAPROXY
+from devtools.haproxy import HAPROXY, binary
 from devtools.server import ADMIN_KEY, free_port, wait_up
 from tests.api.test_crash import _all_games, game, start
 
 
 @pytest.fixture
 def haproxy_config() -> str:
-    if shutil.which("haproxy") is None and not Path("/usr/sbin/haproxy").exists():
+    found = binary()
+    if found is None:
         pytest.skip("HAProxy is not installed: scripts/ensure-postgres.sh installs Debian's package (make test does)")
-    return shutil.which("haproxy") or "/usr/sbin/haproxy"
+    return found
 
 
 def test_two_hosts_behind_a_load_balancer_lose_nothing_when_one_is_killed(postgres, pgbouncer, haproxy_config):
