@@ -27,6 +27,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from sqlalchemy.exc import OperationalError
+
 from app.core.config import Settings
 from app.core.db import Database
 from app.core.errors import Problem
@@ -198,7 +200,8 @@ def _child_main(url: str, ladder_id: int, job_id: int, run, fail) -> None:
     try:
         run(db, ladder_id, job_id)
     except Exception as exc:  # the job's row records the failure
-        logger.exception("job %s failed", job_id)
+        # A database that went away (a failover) is one line; anything else is a bug, logged with its traceback.
+        logger.warning("job %s failed: %s", job_id, exc, exc_info=not isinstance(exc, OperationalError))
         fail(db, ladder_id, job_id, f"{type(exc).__name__}: {exc}")
     finally:
         db.dispose()

@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from typing import NamedTuple
 
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session
 
 from app import storage
@@ -116,8 +117,9 @@ class Dispatcher:
         while not self.stopping.is_set():
             try:
                 self._dispatch()
-            except Exception:  # a database that is down: the next look tries again
-                logger.warning("looking for webhook work failed", exc_info=True)
+            except Exception as exc:  # a database that is down (one line): the next look tries again
+                down = isinstance(exc, OperationalError)
+                logger.warning("looking for webhook work failed: %s", exc, exc_info=not down)
             pause = min(POLL, max(self.settings.webhooks_retry_seconds, 0.05))  # short retries: on time
             self.stopping.wait(min(GAP, pause))
             self.woken.wait(pause)
