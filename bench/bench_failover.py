@@ -41,7 +41,7 @@ sys.path.insert(0, str(ROOT))
 from app.core.config import Settings  # noqa: E402
 from app.core.migrate import upgrade  # noqa: E402
 from devtools.game_load import Load  # noqa: E402
-from devtools.patroni import DEFAULTS, TIGHT, Cluster, installed  # noqa: E402
+from devtools.patroni import DEFAULTS, TIGHT, Cluster, missing  # noqa: E402
 from devtools.server import ADMIN_KEY, live_server  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
@@ -129,8 +129,8 @@ def main() -> None:
     parser.add_argument("--lag", type=float, default=2.0)
     parser.add_argument("--no-defaults", action="store_true", help="skip the run with Patroni's default timings")
     args = parser.parse_args()
-    if installed() is not None:
-        sys.exit(f"{installed()}: run scripts/ensure-patroni.sh")
+    if missing() is not None:
+        sys.exit(f"{missing()}: run scripts/ensure-patroni.sh")
     out: dict = {"machine": platform.node(), "cpus": os.cpu_count(), "args": vars(args)}
 
     cluster = Cluster(2, synchronous=True, timings=TIGHT, fsync=True)
