@@ -174,15 +174,19 @@ def step_variance(
     info = p * (1.0 - p)
     spread = U[pair_a] + U[pair_b]
     denominator = 1.0 + info * spread
-    norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
-    # n = 0 only if both sides are exactly zero; then Ω C_b = 0 too and there is no direction to move.
-    coef = np.divide(
-        MANIFOLD_NORM * pair_weight * (pair_outcome - p), denominator * norm, out=np.zeros_like(p), where=norm > 0
-    )
+    na2, nb2 = rowdot(ca, ca), rowdot(cb, cb)
+    floor = np.sqrt(na2 + nb2) / MANIFOLD_NORM
+    # A unit step along Ω C_b moves the logit by |C_b|²: divided by it, the logit moves by the Kalman step.  Near
+    # zero vectors the normalised step's n/√2 bounds it instead.  Both 0 only if both sides are exactly zero; then
+    # Ω C_b = 0 too and there is no direction to move.
+    scale_a, scale_b = np.maximum(nb2, floor), np.maximum(na2, floor)
+    surprise = pair_weight * (pair_outcome - p)
+    coef_a = np.divide(surprise, denominator * scale_a, out=np.zeros_like(p), where=scale_a > 0)
+    coef_b = np.divide(surprise, denominator * scale_b, out=np.zeros_like(p), where=scale_b > 0)
     step = np.empty_like(side)
     for col in range(C.shape[1]):
-        step[:, col] = np.bincount(pair_a, weights=coef * ocb[:, col], minlength=n_sides) + np.bincount(
-            pair_b, weights=-coef * oca[:, col], minlength=n_sides
+        step[:, col] = np.bincount(pair_a, weights=coef_a * ocb[:, col], minlength=n_sides) + np.bincount(
+            pair_b, weights=-coef_b * oca[:, col], minlength=n_sides
         )
     share = u / side_size[member_side]
     C[member_player] = cm + share[:, None] * step[member_side]

@@ -8,23 +8,30 @@ import pytest
 from scipy.special import expit
 
 from app.rating import Game, GameLog, RatingInputError, apply_game, initial_vectors, replay, replay_history
-from app.rating.variance import MANIFOLD_NORM, VarianceRule, time_away
+from app.rating.variance import VarianceRule, time_away
 
 from .helpers import random_games, two_player
 
 
 def test_one_game_by_hand():
     # u = 0.5 + 0.01 each; a = c0ᵀΩc1 = 0.1·1 + 1·0.1 = 0.2; p = σ(0.2); I = p(1-p); D = 1 + I (u + u);
-    # n = √(1.01 + 1.01); c0 += u √2 (1 - p) / (D n) · Ω c1 with Ω c1 = (1, 0.1); 1/u' = 1/u + I / (1 + I u).
+    # |c1|² = 1.01 > n/√2 = √2.02/√2, so c0 += u (1 - p) / (D |c1|²) · Ω c1 with Ω c1 = (1, 0.1), and c1 likewise;
+    # 1/u' = 1/u + I / (1 + I u).
     C = np.array([[0.1, 1.0], [-0.1, 1.0]])
     result = apply_game(C, two_player(0, 1, 1.0), VarianceRule(0.5, 0.01))
     u, p = 0.51, 1.0 / (1.0 + math.exp(-0.2))
     info = p * (1.0 - p)
-    coef = u * math.sqrt(2.0) * (1.0 - p) / ((1.0 + info * 2 * u) * math.sqrt(2.02))
+    coef = u * (1.0 - p) / ((1.0 + info * 2 * u) * 1.01)
     np.testing.assert_allclose(result.after[0], [0.1 + coef, 1.0 + 0.1 * coef], rtol=1e-14)
     np.testing.assert_allclose(result.after[1], [-0.1 - coef, 1.0 + 0.1 * coef], rtol=1e-14)
     np.testing.assert_allclose(result.variance, 1.0 / (1.0 / u + info / (1.0 + info * u)), rtol=1e-14)
     assert result.variance[0] == pytest.approx(0.458598, abs=1e-6)
+    # Vectors near zero: the step is bounded by the normalised rule's, u √2 (1 - p) / (D n) along Ω c1.
+    tiny = np.array([[0.01, 0.0], [0.0, 0.01]])
+    small = apply_game(tiny, two_player(0, 1, 1.0), VarianceRule(0.5, 0.01))
+    p = 1.0 / (1.0 + math.exp(-1e-4))
+    bound = 0.51 * (1.0 - p) / ((1.0 + p * (1 - p) * 1.02) * math.sqrt(2e-4) / math.sqrt(2.0))
+    np.testing.assert_allclose(small.after[0], [0.01 + bound * 0.01, 0.0], rtol=1e-12)
 
 
 def _vskf(theta, v, games, noise, scale=1.0):
@@ -46,43 +53,44 @@ def _vskf(theta, v, games, noise, scale=1.0):
 
 
 def test_one_pair_is_the_simplified_kalman_filter_in_the_logit():
-    # Whatever the vectors, the variances and the logit's move of one game are vSKF's, given the same p.
+    # Whatever the vectors, one game's variances and (to first order) the move of the logit are vSKF's, given p.
     rng = np.random.default_rng(3)
     for _ in range(50):
-        C = rng.normal(size=(2, 2))
+        C = rng.normal(size=(2, 2)) * 2
         u0 = rng.uniform(0.01, 3.0, 2)
         y = float(rng.choice([0.0, 0.5, 1.0]))
-        rule = VarianceRule(1.0, 0.02)
-        result = apply_game(C, two_player(0, 1, y), rule, games=u0)
-        theta, v = [0.0, 0.0], list(u0)
-        p = expit(C[0] @ np.array([C[1, 1], -C[1, 0]]))
-        theta[0] = math.log(p / (1 - p))  # vSKF's forecast is then p too
+        result = apply_game(C, two_player(0, 1, y), VarianceRule(1.0, 0.02), games=u0)
+        oc0, oc1 = np.array([C[0, 1], -C[0, 0]]), np.array([C[1, 1], -C[1, 0]])
+        p = expit(C[0] @ oc1)
+        theta, v = [math.log(p / (1 - p)), 0.0], list(u0)  # vSKF's forecast is then p too
         _vskf(theta, v, [(0, 1, y)], 0.02)
         np.testing.assert_allclose(result.variance, v, rtol=1e-12)
-        # The normalised step moves c_0 along Ω c_1 by (vSKF's strength step) · √2 / n.
-        n = math.sqrt(C[0] @ C[0] + C[1] @ C[1])
-        along = (result.after[0] - C[0]) @ np.array([C[1, 1], -C[1, 0]]) / (C[1] @ C[1])
-        np.testing.assert_allclose(along, (theta[0] - math.log(p / (1 - p))) * MANIFOLD_NORM / n, rtol=1e-10)
+        # c_0 moves along Ω c_1, c_1 along -Ω c_0; the logit moves by |c_1|² and |c_0|² per unit of each.
+        floor = math.sqrt(C[0] @ C[0] + C[1] @ C[1]) / math.sqrt(2.0)
+        move_0 = (result.after[0] - C[0]) @ oc1 / (C[1] @ C[1]) * max(C[1] @ C[1], floor)
+        move_1 = -(result.after[1] - C[1]) @ oc0 / (C[0] @ C[0]) * max(C[0] @ C[0], floor)
+        np.testing.assert_allclose(move_0, theta[0] - math.log(p / (1 - p)), rtol=1e-10)
+        np.testing.assert_allclose(move_1, -theta[1], rtol=1e-10)
 
 
-def test_k1_near_the_elo_manifold_is_the_simplified_kalman_filter():
-    # On the Elo manifold c = (r, 1) with strengths small beside the second coordinate, the rule's strengths r
-    # and forecasts follow an independent vSKF's over a whole stream.
+def test_k1_on_the_elo_manifold_is_the_simplified_kalman_filter():
+    # On the Elo manifold c = (θ/L, L) (a_ij = θ_i - θ_j) with a large L, the second coordinates hardly move and
+    # the rule's strengths, variances and forecasts are an independent vSKF's over a whole stream.
     rng = np.random.default_rng(4)
-    m, n, eps = 12, 3000, 1e-3
+    m, n, L = 12, 3000, 1e3
     true = rng.normal(scale=1.0, size=m)
     i = rng.integers(0, m, n)
     j = (i + rng.integers(1, m, n)) % m
-    y = (rng.random(n) < expit(eps * (true[i] - true[j]) * 400)).astype(float)
-    C0 = np.column_stack([np.zeros(m), np.ones(m)])
-    rule = VarianceRule(0.02 * eps, 1e-6 * eps * eps)
+    y = (rng.random(n) < expit(true[i] - true[j])).astype(float)
+    C0 = np.column_stack([np.zeros(m), np.full(m, L)])
+    rule = VarianceRule(0.5, 0.002)
     history = replay_history(C0, GameLog.from_pairs(i, j, y), rule)
     theta, v = [0.0] * m, [rule.start] * m
     forecasts = _vskf(theta, v, zip(i.tolist(), j.tolist(), y.tolist(), strict=True), rule.noise)
-    np.testing.assert_allclose(history.C[:, 0], theta, rtol=2e-3, atol=1e-9)
-    np.testing.assert_allclose(history.variance, v, rtol=2e-3)
+    np.testing.assert_allclose(history.C[:, 0] * L, theta, atol=1e-5)
+    np.testing.assert_allclose(history.variance, v, rtol=1e-5)
     np.testing.assert_allclose(history.pair_p, forecasts, atol=1e-6)
-    assert np.ptp(theta) > 0.5 * eps  # the stream moved them
+    assert np.corrcoef(theta, true)[0, 1] > 0.8  # the stream moved them where they belong
 
 
 def _one_by_one(C0, V0, games, rule, away):

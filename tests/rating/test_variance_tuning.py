@@ -1,0 +1,61 @@
+"""The variance rule's candidates replayed side by side, and chosen by a ladder's log (mathematics §3b, §3)."""
+
+import numpy as np
+
+from app.rating import GameLog, LearningRate
+from app.rating.seats import Seats
+from app.rating.tuning import choose_rate, prequential_losses
+from app.rating.variance import VarianceRule
+from app.rating.variance_tuning import variance_losses_many
+from devtools.streams import career_stream
+
+from .helpers import random_games
+from .test_tuning import DEFAULT, elo_stream, start
+
+RULES = [VarianceRule(0.5, 0.001), VarianceRule(0.2, 0.01, 0.4), VarianceRule(1.0, 1e-4, 2.0)]
+
+
+def test_rules_replayed_together_score_each_game_as_a_replay_of_each_alone():
+    log = elo_stream(30, 2_000, 0.01, seed=3)
+    when = np.sort(np.random.default_rng(0).uniform(0, 4, log.n_games))
+    together = variance_losses_many(start(30), log, RULES, times=(when, None))
+    for row, rule in zip(together, RULES, strict=True):
+        np.testing.assert_array_equal(row, prequential_losses(start(30), log, rule, times=(when, None)))
+
+
+def test_with_seats_and_with_teams_too():
+    rng = np.random.default_rng(4)
+    i = rng.integers(0, 12, 600)
+    j = (i + rng.integers(1, 12, 600)) % 12
+    seated = GameLog.from_pairs(i, j, rng.random(600) < 0.6, seats=(np.zeros(600, int), np.ones(600, int)))
+    seats = Seats.fresh(2)
+    together = variance_losses_many(start(12), seated, RULES[:1] * 2, seats)
+    alone = prequential_losses(start(12), seated, RULES[0], seats.copy())
+    np.testing.assert_array_equal(together[0], alone)
+    np.testing.assert_array_equal(together[1], alone)
+    teams = GameLog.from_games(random_games(rng, 12, 300, "teams_and_multiplayer", advantages=True))
+    together = variance_losses_many(start(12), teams, [RULES[0], VarianceRule(0.2, 0.01)])
+    np.testing.assert_array_equal(together[1], prequential_losses(start(12), teams, VarianceRule(0.2, 0.01)))
+
+
+def test_a_changing_field_chooses_the_variance_rule_and_never_a_frozen_one():
+    # Strengths that wander and cohorts of improving newcomers (devtools.streams.career_stream): the variance
+    # rule with a drift predicts the log better than every shrinking or constant step.
+    log, m, when = career_stream(games=8_000)
+    choice = choose_rate(start(m), log, DEFAULT, times=(when, None), drifts=(0.2, 0.5), rules=True)
+    assert isinstance(choice.rate, VarianceRule) and choice.rate.noise > 0 and choice.rate.drift > 0
+    best_steps = min(row["log_loss"] for row in choice.rows if row["rule"] == "steps")
+    assert choice.rows[choice.index]["log_loss"] < best_steps
+    assert (
+        choice.rows[0]["log_loss"] - choice.rows[choice.index]["log_loss"] > choice.rows[choice.index]["standard_error"]
+    )
+    # A ladder on the variance rule chooses around its own start and noise, every candidate's noise > 0.
+    again = choose_rate(start(m), log, VarianceRule(0.5, 1e-4), rules=True)
+    assert all(row["noise"] > 0 for row in again.rows) and len(again.rows) == 15
+    assert isinstance(again.rate, VarianceRule) and again.rate.noise > 1e-4
+
+
+def test_a_small_ladder_keeps_its_rule():
+    log = elo_stream(6, 30, 0.0, seed=2)
+    assert choose_rate(start(6), log, DEFAULT, rules=True).rate == DEFAULT
+    assert choose_rate(start(6), log, LearningRate(0.7, 3.0)).index == 0
