@@ -212,3 +212,32 @@ def test_bad_variances_are_refused():
         replay(C, [two_player(0, 1, 1.0)], VarianceRule(0.5, 0.01), games0=[math.nan, 0.5])
     with pytest.raises(RatingInputError):
         replay(C, [two_player(0, 1, 1.0)], VarianceRule(0.5, 0.01, 1.0))  # a drift needs times
+
+
+@pytest.mark.parametrize("per_player", [10, 30])
+def test_strength_se_is_the_variance_and_covers_the_true_strengths(per_player):
+    """An Elo field twice as wide as the refit's prior, through the variance rule: the standard error is the
+    player's variance (with the field's lag, mathematics §8), and ±1.96 of it covers the truth as promised."""
+    from app.rating import field_prior, hodge_strength, strength_se
+
+    rng = np.random.default_rng(0)
+    m = 300
+    games = m * per_player // 2
+    r = rng.normal(scale=1.0, size=m)
+    truth = 2.0 * (r - r.mean())
+    i = rng.integers(0, m, games)
+    j = (i + rng.integers(1, m, games)) % m
+    won = (rng.random(games) < expit(2.0 * (r[i] - r[j]))).astype(float)
+    C0 = initial_vectors([str(n) for n in range(m)], 2, seed=0, scale=0.05, offset=[0.0, 1.0, 0.0, 0.0])
+    history = replay_history(C0, GameLog.from_pairs(i, j, won), VarianceRule(0.5, 1e-3))
+    played = np.bincount(history_members(i, j), minlength=m).astype(float)
+    points = np.bincount(i, won, minlength=m) + np.bincount(j, 1.0 - won, minlength=m)
+    V, C = history.variance, history.C
+    np.testing.assert_array_equal(strength_se(C, played, variance=V), np.sqrt(V))
+    field = field_prior(C, played, points, variance=V)
+    covered = np.mean(np.abs(hodge_strength(C) - truth) <= 1.96 * strength_se(C, played, field=field, variance=V))
+    assert 0.90 <= covered <= 0.98, covered
+
+
+def history_members(i, j):
+    return np.concatenate([i, j])
