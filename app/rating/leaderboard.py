@@ -151,10 +151,7 @@ def strength_se(
     n = np.asarray(games, dtype=np.float64)
     w = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
     prior, tau, lag = (STRENGTH_PRIOR_PRECISION, 0.0, 0.0) if field is None else field
-    if variance is None:
-        variance = _noise(C, n, w, rate, rows, prior)
-    else:
-        variance = np.array(variance, dtype=np.float64)
+    variance = _noise(C, n, w, rate, rows, prior) if variance is None else np.array(variance, dtype=np.float64)
     if tau > 0 and lag > 0:
         variance += (tau * (1.0 - n * w / (lag + n * w))) ** 2  # b_i = n_i w_i / (λ + n_i w_i); 0 with λ = ∞
     if idle_years is not None and drift > 0:
