@@ -62,8 +62,9 @@ class History:
     ``experience`` is every player's after the log (their games, with a drift
     worn by time away: :mod:`app.rating.experience`), and with a drift ``latest``
     their latest game time (None without).  Under a :class:`~app.rating.variance.VarianceRule`,
-    ``variance`` is every player's variance after the log and ``member_variance[t]`` membership t's after its
-    game (None under the shrinking-step rule).
+    ``variance`` is every player's variance after the log (and so is ``experience``: the state the rule
+    carries from game to game) and ``member_variance[t]`` membership t's after its game (None under the
+    shrinking-step rule).
     """
 
     C: Array
@@ -140,7 +141,7 @@ def replay_history(
         V, growth, latest = _member_variances(log, eta, games0, len(C), times)
         member_variance = np.empty(len(log.member_player)) if record else None
         _run(C, log, np.zeros(0), progress, kept, state, (V, growth, member_variance))
-        experience, variance = None, V
+        experience = variance = V  # the state the rule carries from game to game
     else:
         side_eta, experience, latest = _member_rates(log, as_rate(eta), games0, len(C), times)
         _run(C, log, side_eta, progress, kept, state)
@@ -164,6 +165,8 @@ def _member_variances(
     before its game (:meth:`~app.rating.variance.VarianceRule.growth`), and, with ``times``, every player's latest
     game time after the log."""
     V = np.full(n_players, rule.start) if variance0 is None else np.array(variance0, dtype=np.float64)
+    if V.shape == (n_players,):
+        V[np.isnan(V)] = rule.start  # none yet
     if V.shape != (n_players,) or not np.all(np.isfinite(V)) or np.any(V <= 0):
         raise RatingInputError("variances", f"expected {n_players} finite variances > 0")
     if times is None:

@@ -209,7 +209,7 @@ def test_bad_variances_are_refused():
     with pytest.raises(RatingInputError):
         apply_game(C, two_player(0, 1, 1.0), VarianceRule(0.5, 0.01), games=[0.5, -1.0])
     with pytest.raises(RatingInputError):
-        replay(C, [two_player(0, 1, 1.0)], VarianceRule(0.5, 0.01), games0=[math.nan, 0.5])
+        replay(C, [two_player(0, 1, 1.0)], VarianceRule(0.5, 0.01), games0=[math.inf, 0.5])
     with pytest.raises(RatingInputError):
         replay(C, [two_player(0, 1, 1.0)], VarianceRule(0.5, 0.01, 1.0))  # a drift needs times
 
