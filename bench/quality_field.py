@@ -50,8 +50,8 @@ from quality import (  # noqa: E402
     wandering,
 )
 
-from app.ladders.schemas import DEFAULT_INIT_SCALE, DEFAULT_INIT_V0, DEFAULT_K  # noqa: E402
-from app.rating import ELO_PER_LOGIT, GameLog, replay_history  # noqa: E402
+from app.ladders.schemas import DEFAULT_DRIFT, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0, DEFAULT_K  # noqa: E402
+from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, replay_history  # noqa: E402
 from app.rating.seats import Seats, prior_precision  # noqa: E402
 from app.rating.tuning import choose_rate  # noqa: E402
 from devtools.streams import career_stream  # noqa: E402
@@ -201,10 +201,12 @@ def service(log: GameLog, m: int, when: np.ndarray | None) -> dict:
     C0 = start_vectors(m, DEFAULT_K, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0)
     seats = None if log.side_seat is None else Seats.fresh(log.n_seats_needed, prior_precision(0.5))
     times = None if when is None else (when, None)
-    defaults = replay_history(C0, log, RATE, seats=None if seats is None else seats.copy(), times=times).pair_p
+    # A new ladder's steps follow its default drift where the games are dated (drift_steps).
+    rate = RATE if when is None else LearningRate(RATE.eta, RATE.tau, DEFAULT_DRIFT / ELO_PER_LOGIT)
+    defaults = replay_history(C0, log, rate, seats=None if seats is None else seats.copy(), times=times).pair_p
     head = log.take(np.arange(first.stop))
     head_times = None if when is None else (when[: first.stop], None)
-    choice = choose_rate(C0, head, RATE, seats, None, head_times, DRIFTS if when is not None else (), (), True)
+    choice = choose_rate(C0, head, rate, seats, None, head_times, DRIFTS if when is not None else (), (), True)
     chosen = replay_history(C0, log, choice.rate, seats=None if seats is None else seats.copy(), times=times).pair_p
     return {
         "defaults": log_loss(defaults, log, second),
@@ -271,8 +273,11 @@ def main() -> None:
     for r in rows:
         rule = r["chosen rule"]
         what = f"{rule['rule']} η {rule['eta']:.3g}" + (
-            f" noise {rule['noise']:.3g}" if rule["rule"] == "variance" else f" τ {rule['tau']}"
+            f" noise {math.sqrt(rule['noise']) * ELO_PER_LOGIT:.3g} Elo"
+            if rule["rule"] == "variance"
+            else f" τ {rule['tau']}"
         )
+        what += f", drift {rule['drift'] * ELO_PER_LOGIT:.0f} Elo/year" if rule["drift"] else ""
         cells = " | ".join(f"{r[c]:.4f}" for c in columns)
         print(f"| {r['stream']} | {r['games']:,} | {cells} | {what} |")
     RESULTS.mkdir(exist_ok=True)

@@ -108,7 +108,8 @@ class LadderCreate(StrictModel):
         True,
         description="Each auto refit also chooses the learning rate (η and τ, and the drift where `drift_steps` is "
         "on) from the ladder's own log: 25 rates are replayed over every game, each game predicted only from the "
-        "games before it (then 0, half and twice the drift, at 15 rates each), and the one that predicted best is "
+        "games before it (then 0, half and twice the drift, at 15 rates each), and the variance rule's newcomer "
+        "variance and `noise` (`rate_rule`, 28 pairs), and the one that predicted best is "
         "applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard error "
         "over games. false: the rate stays as set (pinned).",
     )
