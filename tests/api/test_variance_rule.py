@@ -102,7 +102,8 @@ def test_a_ladder_moves_to_the_variance_rule_and_back(client, settings):
     key = make_ladder(client, "club", k=1, seed=3, auto_refit=False)
     h = bearer(key)
     assert client.get("/v1/ladders/club").json()["rate_rule"] == "steps"
-    post_all(client, "club", key, dated(random_games(30, seed=2), 1.0))
+    games = dated(random_games(30, seed=2), 1.0)
+    post_all(client, "club", key, games)
     steps = {row["key"]: row["elo"] for row in client.get("/v1/ladders/club/leaderboard").json()["items"]}
     changed = client.patch("/v1/ladders/club", json={"rate_rule": "variance"}, headers=h)
     assert changed.status_code == 200 and changed.json()["rate_rule"] == "variance"
@@ -110,9 +111,25 @@ def test_a_ladder_moves_to_the_variance_rule_and_back(client, settings):
     assert client.get("/v1/ladders/club/audit").json()["consistent"]
     moved = {row["key"]: row["elo"] for row in client.get("/v1/ladders/club/leaderboard").json()["items"]}
     assert moved != steps and all(v is not None for v in variances(settings, "club").values())
+    # A game dated before the ladder's first, and a hundred wins in a row after ten years away: finite, positive.
+    early = {
+        "sides": [{"players": ["p0"], "rank": 1}, {"players": ["p1"], "rank": 2}],
+        "played_at": "1990-01-01T00:00:00Z",
+    }
+    assert client.post("/v1/ladders/club/games", json=early, headers=h).status_code == 201
+    late = [early | {"played_at": f"2036-01-01T00:{n // 60:02d}:{n % 60:02d}Z"} for n in range(100)]
+    assert client.post("/v1/ladders/club/games/batch", json={"games": late}, headers=h).status_code == 201
+    kept = variances(settings, "club")
+    assert all(v is not None and 0 < v < 1e6 and math.isfinite(v) for v in kept.values()), kept
+    rows = client.get("/v1/ladders/club/leaderboard?by=conservative").json()["items"]
+    assert all(math.isfinite(row["strength_se"]) and row["strength_se"] > 0 for row in rows)
+    assert client.get("/v1/ladders/club/audit").json()["consistent"]
     assert client.patch("/v1/ladders/club", json={"rate_rule": "steps"}, headers=h).status_code == 200
     back = {row["key"]: row["elo"] for row in client.get("/v1/ladders/club/leaderboard").json()["items"]}
-    assert back == steps
+    twin = make_ladder(client, "twin", k=1, seed=3, auto_refit=False)  # always on the shrinking step
+    post_all(client, "twin", twin, [*games, early])
+    client.post("/v1/ladders/twin/games/batch", json={"games": late}, headers=bearer(twin))
+    assert back == {row["key"]: row["elo"] for row in client.get("/v1/ladders/twin/leaderboard").json()["items"]}
     assert client.get("/v1/ladders/club/audit").json()["consistent"]
 
 
