@@ -16,7 +16,8 @@ wander for six years, and a career stream: wandering strengths and cohorts of ne
   Bradley-Terry and Thurstone-Mosteller models (package ``openskill``, β and τ tuned; Thurstone-Mosteller is the
   TrueSkill likelihood).  Teams play as their members' mean, with their variances' mean over the team size.
 
-Prints the table and writes bench/results/quality_field.json.
+Prints the table and writes bench/results/quality_field.json; ``--coverage`` instead prints how often ±1.96
+``strength_se`` holds the true strength under the variance rule (bench/results/quality_field_coverage.json).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from quality import (  # noqa: E402
     ELO_RATES,
+    GAMES_EACH,
     RATE,
     _games,
     all_streams,
@@ -47,11 +49,21 @@ from quality import (  # noqa: E402
     log_loss,
     online_elo,
     start_vectors,
+    synthetic,
     wandering,
 )
 
 from app.ladders.schemas import DEFAULT_DRIFT, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0, DEFAULT_K  # noqa: E402
-from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, replay_history  # noqa: E402
+from app.rating import (  # noqa: E402
+    ELO_PER_LOGIT,
+    GameLog,
+    LearningRate,
+    VarianceRule,
+    field_prior,
+    hodge_strength,
+    replay_history,
+    strength_se,
+)
 from app.rating.seats import Seats, prior_precision  # noqa: E402
 from app.rating.tuning import choose_rate  # noqa: E402
 from devtools.streams import career_stream  # noqa: E402
@@ -215,11 +227,52 @@ def service(log: GameLog, m: int, when: np.ndarray | None) -> dict:
     }
 
 
+#: Variance rules (a newcomer's variance, noise per game, logits²) whose intervals the coverage table reads.
+COVERAGE_RULES = ((0.5, 1e-3), (1.0, 3e-3), (0.25, 1e-2))
+
+
+def coverage() -> list[dict]:
+    """How often ±1.96 ``strength_se`` holds the true Hodge strength under the variance rule, on the synthetic
+    streams of bench/quality.py, when the players have played 10, 30 and 100 games each (the target is
+    0.90-0.98); the standard error from each player's variance with the field's lag (mathematics §3b, §8)."""
+    rows = []
+    for share in (1.0, 0.75, 0.5, 0.25, 0.0):
+        log, m, C_true = synthetic(share)
+        truth = hodge_strength(C_true)
+        C0 = start_vectors(m, DEFAULT_K, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0)
+        for start, noise in COVERAGE_RULES:
+            row = {"stream": f"Elo {share} + disc", "start": start, "noise": noise}
+            for n in GAMES_EACH:
+                t = n * m // 2
+                h = replay_history(C0, log.take(np.arange(t)), VarianceRule(start, noise), record=False)
+                played = np.bincount(log.member_player[: 2 * t], minlength=m)
+                i, j, s = log.member_player[0 : 2 * t : 2], log.member_player[1 : 2 * t : 2], log.pair_outcome[:t]
+                points = np.bincount(i, s, minlength=m) + np.bincount(j, 1.0 - s, minlength=m)
+                field = field_prior(h.C, played, points, variance=h.variance)
+                se = strength_se(h.C, played, field=field, variance=h.variance)
+                row[f"{n} games"] = float(np.mean(np.abs(hodge_strength(h.C) - truth) <= 1.96 * se))
+            rows.append(row)
+    print("\nfraction of players whose true strength lies within ±1.96 standard errors, variance rule (target")
+    print("0.90-0.98)\n")
+    print("| stream | u₀, q | " + " | ".join(f"{n} games each" for n in GAMES_EACH) + " |")
+    print("|---|---|" + "---|" * len(GAMES_EACH))
+    for r in rows:
+        cells = " | ".join(f"{r[f'{n} games']:.2f}" for n in GAMES_EACH)
+        print(f"| {r['stream']} | {r['start']}, {r['noise']} | {cells} |")
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="10,000 games of the long streams, fewer settings")
     parser.add_argument("--only", nargs="*", help="these streams only")
+    parser.add_argument("--coverage", action="store_true", help="the coverage table only")
     args = parser.parse_args()
+    if args.coverage:
+        RESULTS.mkdir(exist_ok=True)
+        out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "rows": coverage()}
+        (RESULTS / "quality_field_coverage.json").write_text(json.dumps(out, indent=2) + "\n")
+        return
     rows = []
     for name, (log, m, when) in streams(args.quick).items():
         if args.only and name not in args.only:
