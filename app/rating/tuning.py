@@ -268,16 +268,26 @@ def _variance_round(
 ) -> tuple[list[Rule], Array, Array]:
     """The variance rules of ``grid`` and, where time passes in the log, the best of them at each of ``drifts``:
     the candidates, their mean losses and the standard errors of their differences to ``reference``."""
-    means, errors = _compare(_losses(C0, log, list(grid), seats, None, times), reference)
+    means, errors = _compared(C0, log, list(grid), seats, times, reference)
     candidates: list[Rule] = list(grid)
     if drifts and _time_passes(log, times):
         best = grid[int(np.argmin(means))]
         more = [VarianceRule(best.start, best.noise, d) for d in dict.fromkeys(drifts) if d != best.drift]
         if more:
-            m, e = _compare(_losses(C0, log, list(more), seats, None, times), reference)
+            m, e = _compared(C0, log, list(more), seats, times, reference)
             candidates += more
             means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
     return candidates, means, errors
+
+
+def _compared(C0, log: GameLog, rules: list[Rule], seats, times: Times, reference: Array) -> tuple[Array, Array]:
+    """:func:`_compare` of ``rules``' losses, replayed :data:`_CHUNK` at a time (each keeps every game's loss
+    until summed: 28 rules over a million games would be 200 MB at once)."""
+    parts = [
+        _compare(_losses(C0, log, rules[lo : lo + _CHUNK], seats, None, times), reference)
+        for lo in range(0, len(rules), _CHUNK)
+    ]
+    return np.concatenate([m for m, _ in parts]), np.concatenate([e for _, e in parts])
 
 
 def _choose_variance(
