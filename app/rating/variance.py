@@ -10,15 +10,17 @@ weight w (1/(N-1)):
 
     u_m ← u_m + q + δ² t                      (before the game)
     I_ab = p_ab (1 - p_ab),   D_ab = 1 + I_ab (U_a + U_b)
-    ΔC_m = √2 (u_m / |T_a|) Σ_b w (S_ab - p_ab) / (D_ab n_ab) · Ω C_b
+    ΔC_m = (u_m / |T_a|) Σ_b w (S_ab - p_ab) / (D_ab max(|C_b|², n_ab / √2)) · Ω C_b
     1/u_m ← 1/u_m + Σ_b w I_ab / (|T_a|² (1 + I_ab (U_a + U_b - u_m / |T_a|²)))
 
-For two single players this is the scalar simplified Kalman filter of
-[Kalman] (vSKF) in the logit, and Glicko's update with one game a rating
-period [Glicko]: the strength moves by u_a (S - p) / (1 + p(1-p)(u_a + u_b))
-and 1/u_a gains p(1-p) / (1 + p(1-p) u_b).  The √2 is the pair norm n at the
-centre of the Elo manifold (two players at c = (0, 1), mathematics §1): there
-the normalised step moves the logit by exactly that gain.  A team's variance is
+A unit step along Ω C_b moves the pair's logit by |C_b|², so the logit moves
+by the filter's step (to first order); near zero vectors n/√2 takes over and
+bounds the step by the normalised rule's (§3, with η = √2 u_m).  For two
+single players this is the scalar simplified Kalman filter of [Kalman]
+(vSKF) in the logit, and Glicko's update with one game a rating period
+[Glicko] up to its g(RD): the strength moves by u_a (S - p) / (1 + p(1-p)(u_a
++ u_b)) and 1/u_a gains p(1-p) / (1 + p(1-p) u_b).  √2 is the pair norm n at
+the centre of the Elo manifold (two players at c = (0, 1), mathematics §1).  A team's variance is
 its members' mean's, each member takes its share u_m / |T_a| of the side's
 step, so a team of one is the individual and equal members each take the
 whole side step (mathematics §6); its information, the share (1/|T_a|)² of the
@@ -44,7 +46,8 @@ from app.rating.errors import RatingInputError
 from app.rating.game_log import IntArray
 from app.rating.model import Array, omega_apply, rowdot
 
-#: The pair norm n = √(|c_a|² + |c_b|²) of two players at the centre of the Elo manifold, c = (0, 1).
+#: The pair norm n = √(|c_a|² + |c_b|²) of two players at the centre of the Elo manifold, c = (0, 1): a newcomer's
+#: variance is η/√2, and near zero vectors a step is at most the normalised rule's at η = √2 u.
 MANIFOLD_NORM = math.sqrt(2.0)
 
 
