@@ -20,6 +20,7 @@ from fastapi.routing import APIRoute
 from app.analysis import auto, refit_jobs
 from app.analysis.router import router as analysis_router
 from app.backups.router import router as backups_router
+from app.challenges.router import router as challenges_router
 from app.core import errors, jobs
 from app.core.config import Settings, get_settings
 from app.core.db import Database
@@ -39,9 +40,12 @@ from app.players.router import router as players_router
 from app.predictions.fast_path import FastPredictions
 from app.predictions.router import router as predictions_router
 from app.predictions.router import teams_router
+from app.seasons import auto as auto_seasons
 from app.seasons.router import router as seasons_router
 from app.web.router import docs_assets, static
 from app.web.router import router as web_router
+from app.webhooks.dispatcher import Dispatcher
+from app.webhooks.router import router as webhooks_router
 
 DESCRIPTION = """
 Rates players with the **multi-dimensional Elo (mElo)** system: every player has a vector of 2k numbers and
@@ -171,10 +175,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             db.dispose()
             raise RuntimeError(problem)
         hub = app.state.hub = Hub(db, settings.max_streams)
+        webhooks = app.state.webhooks = Dispatcher(db, settings)
 
         def committed(group: Group) -> None:  # in the writer's thread
             hub.posted(group.shown)
             auto.games_posted(db, group.applied)
+            webhooks.poke()
 
         app.state.committer = GroupCommitter(
             db,
@@ -192,12 +198,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.compute = anyio.CapacityLimiter(1)
         _tune_garbage_collector()
         _prime_endpoints(app)
+        webhooks.start()
         try:  # the jobs of a server that stopped on this host
             await anyio.to_thread.run_sync(refit_jobs.recover, db)
         except Exception:  # a database that is down now: the jobs wait for the next start
             logging.getLogger("melo").exception("taking over the refits of stopped servers failed")
+        stop_seasons = auto_seasons.start(db, settings.season_check_seconds) if settings.season_check_seconds else None
         yield
+        if stop_seasons is not None:
+            await anyio.to_thread.run_sync(stop_seasons)
         hub.close()
+        await anyio.to_thread.run_sync(webhooks.stop)  # attempts under way end within their timeout
         app.state.committer.close()
         jobs.stop()
         for replica in app.state.replicas:
@@ -231,7 +242,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         events_router,
         backups_router,
         seasons_router,
+        challenges_router,
         analysis_router,
+        webhooks_router,
         web_router,
     ):
         app.include_router(router)

@@ -3,8 +3,8 @@
     .venv/bin/python scripts/screenshots.py [--out docs/img] [--keep]
 
 Starts a server over a fresh SQLite database, fills an office table-tennis ladder (14 players with names, 160
-singles and doubles games over the last five weeks, at lunch and after work), and writes, with Debian's
-Chromium through Playwright:
+singles and doubles games to 11 over the last five weeks, at lunch and after work, with their scores, and one open
+challenge; the browser is Grace's, "me"), and writes, with Debian's Chromium through Playwright:
 
 * ladder-desktop.png and profile-desktop.png at 1366×900,
 * ladder-phone.png and profile-phone.png at 390×844 (twice the pixels, as a phone shows them).
@@ -50,6 +50,11 @@ PLAYERS = [
     ("Noah Fischer", 1460),
 ]
 GAMES = 160
+#: What the office plays: singles and doubles to 11, no draws, no free-for-all.
+PLAY = {"singles": True, "doubles": True, "free_for_all": False, "draws": False, "points": 11}
+#: Who uses the browser that takes the screenshots ("me"), and the challenge open on the ladder page.
+ME = "grace"
+CHALLENGE = {"from": "ben", "to": "grace", "message": "Rematch at lunch?"}
 DOUBLES_SHARE = 0.3
 WEEKS = 5
 
@@ -81,8 +86,13 @@ def game(rng: random.Random, strengths: dict[str, float], when: datetime) -> dic
     a, b = players[:per_side], players[per_side:]
     diff = sum(strengths[p] for p in a) / per_side - sum(strengths[p] for p in b) / per_side
     a_wins = rng.random() < 1 / (1 + math.pow(10, -diff / 400))
+    loser = rng.choice([rng.randrange(3, 10), 9, 10 + rng.randrange(3)])  # a game to 11, won by two past 10-10
+    won, lost = (11, loser) if loser < 10 else (loser + 2, loser)
     return {
-        "sides": [{"players": a, "rank": 1 if a_wins else 2}, {"players": b, "rank": 2 if a_wins else 1}],
+        "sides": [
+            {"players": a, "score": won if a_wins else lost},
+            {"players": b, "score": lost if a_wins else won},
+        ],
         "played_at": when.isoformat().replace("+00:00", "Z"),
     }
 
@@ -92,7 +102,7 @@ def fill_office(base: str) -> str:
     rng = random.Random(22)
     created = httpx.post(
         base + "/v1/ladders",
-        json={"slug": SLUG, "name": "Office table tennis", "seed": 22},
+        json={"slug": SLUG, "name": "Office table tennis", "seed": 22, "play": PLAY},
         headers={"Authorization": f"Bearer {ADMIN_KEY}"},
     )
     created.raise_for_status()
@@ -104,6 +114,7 @@ def fill_office(base: str) -> str:
         strengths = {key_of(name): elo for name, elo in PLAYERS}
         for when in play_times(rng, datetime.now(UTC)):
             client.post(f"/v1/ladders/{SLUG}/games", json=game(rng, strengths, when)).raise_for_status()
+        client.post(f"/v1/ladders/{SLUG}/challenges", json=CHALLENGE).raise_for_status()
     return key
 
 
@@ -117,6 +128,7 @@ def shoot(base: str, key: str, out: Path) -> list[Path]:
             context = browser.new_context(**options, locale="en-GB", timezone_id="Europe/London")
             # The key is saved, as in the browser of someone who records games.
             context.add_init_script(f"localStorage.setItem('melo-write-key:{SLUG}', '{key}')")
+            context.add_init_script(f"localStorage.setItem('melo-me:{SLUG}', '{ME}')")
             page = context.new_page()
             page.goto(f"{base}/ladders/{SLUG}")
             page.wait_for_selector("#board tbody tr[data-key]")

@@ -56,12 +56,16 @@ CROSS_LADDER = {
     # Housekeeping every 10 minutes: the events and idempotency records past their time, oldest first.
     "delete from ladder_events where ladder_events.id in (select ladder_events.id from ladder_events where",
     "delete from idempotency_keys where (idempotency_keys.ladder_id, idempotency_keys.key) in (select",
+    # ... and the webhooks' deliveries done by then (storage.webhooks.prune_deliveries).
+    "delete from webhook_deliveries where webhook_deliveries.id in (select webhook_deliveries.id from",
     # GET /v1/ladders: the ladders listed by slug.
     "from ladders where ladders.deleted_at is null",
     # A new ladder: its id, the column it is distributed by, comes from the coordinator's sequence.
     "insert into ladders ",
     # SQLite's next game ids (storage.games.allocate_ids): a SQLite database is one file, never distributed.
     "select max(id) from games",
+    # Each server's webhook dispatcher, every second: the webhooks of any ladder with work (storage.webhooks.due).
+    "from webhooks join ladders on ladders.id = webhooks.ladder_id where",
 }
 
 _PARAM = r"(?:\?|:\w+|\d+)"
@@ -227,6 +231,8 @@ def _office(client, cli, tmp_path, capsys) -> None:
     _ok(client.get(f"{L}/players/bob", params=then))
     _ok(client.get(f"{L}/players/bob/history"))
     _ok(client.get(f"{L}/players/bob/opponents"))
+    _ok(client.get(f"{L}/players/bob/opponents", params={"purpose": "next"}))
+    _ok(client.get(f"{L}/players/bob/head-to-head"))
     _ok(client.get(f"{L}/games"))
     _ok(client.get(f"{L}/games/{ids[3]}"))
     _ok(client.get(f"{L}/predict", params={"a": "bob", "b": "cy", "a_seat": "home"}))
@@ -235,12 +241,20 @@ def _office(client, cli, tmp_path, capsys) -> None:
     _ok(client.request("DELETE", f"{L}/games/{ids[5]}", json={"reason": "wrong winner"}, headers=h))
     _ok(client.patch(f"{L}/players/cy", json={"name": "Cy"}, headers=h))
     _ok(client.patch(f"{L}/players/dee", json={"key": "dee2"}, headers=h))  # "dee" becomes an alias
-    _ok(client.post(f"{L}/players/zoe/merge", json={"into": "fay"}, headers=h))
+    _ok(client.post(f"{L}/challenges", json={"from": "zoe", "to": "bob", "message": "lunch?"}, headers=h), 201)
+    _ok(client.post(f"{L}/players/zoe/merge", json={"into": "fay"}, headers=h))  # moves zoe's challenge to fay
     aliased = {"sides": [{"players": ["dee"], "rank": 1}, {"players": ["zoe"], "rank": 2}]}  # dee2 and fay
     _ok(client.post(f"{L}/games", json=aliased | {"played_at": games[39]["played_at"]}, headers=h), 201)
     _ok(client.post(f"{L}/seasons", json={"name": "spring", "pull": 0.25}, headers=h), 201)
     _ok(client.get(f"{L}/seasons"))
     _ok(client.get(f"{L}/seasons/spring"))
+    _ok(client.post(f"{L}/challenges/1/accept", headers=h))
+    _ok(client.post(f"{L}/challenges/1/game", json={"winner": "bob", "scores": {"bob": 21, "fay": 9}}, headers=h), 201)
+    _ok(client.post(f"{L}/challenges", json={"from": "eve", "to": "cy"}, headers=h), 201)
+    _ok(client.post(f"{L}/challenges/2/decline", headers=h))
+    _ok(client.post(f"{L}/challenges", json={"from": "cy", "to": "eve"}, headers=h), 201)
+    _ok(client.get(f"{L}/challenges", params={"status": "open", "player": "cy"}))
+    _ok(client.get(f"{L}/challenges/3"))
     _ok(client.request("DELETE", f"{L}/games/{ids[7]}", headers=h))  # a closed season's game: its archive stays
     job = _ok(client.post(f"{L}/refits", json={"restarts": 1, "holdout": 0, "tune_rate": True}, headers=h), 202)
     assert wait(client, f"{L}/refits/{job['id']}")["status"] == "done"

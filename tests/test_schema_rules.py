@@ -38,6 +38,8 @@ KNOWN = {
         *((table, f"foreign key ({column}) -> {referred} (id)") for table, column, referred, _ in migration.FOREIGN),
         ("participants", "primary key (game_id, player_id)"),
         ("season_standings", "primary key (season_id, rank)"),
+        *((table, "primary key (id)") for table in ("webhooks", "webhook_deliveries")),  # migration 0034
+        ("webhook_deliveries", "foreign key (webhook_id) -> webhooks (id)"),
     },
 }
 

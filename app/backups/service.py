@@ -80,6 +80,8 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
             while checkpoints and checkpoints[0].after_game_id < game_id:
                 lines.append(_checkpoint_line(session, checkpoints.pop(0), seq, dim, pulls))
             game = {"seq": game_seq, "played_at": iso(played_at), "sides": _sides(payload)}
+            if "match" in payload:
+                game["match"] = payload["match"]
             if external_id is not None:
                 game["external_id"] = external_id
             if voided_at is not None:
@@ -97,11 +99,16 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
 
 
 def _sides(payload: dict) -> list[dict]:
-    """A stored game's sides as a game is posted: players, rank, and the seat advantage in logits and the
-    learned seat if any."""
-    sides = [
-        {"players": players, "rank": rank} for players, rank in zip(payload["sides"], payload["ranks"], strict=True)
-    ]
+    """A stored game's sides as a game is posted: players, rank and score (a match's sides have neither: its games
+    say them), and the seat advantage in logits and the learned seat if any."""
+    if "match" in payload:
+        sides = [{"players": players} for players in payload["sides"]]
+    else:
+        scores = payload.get("scores") or [None] * len(payload["sides"])
+        sides = [
+            {"players": players, "rank": rank} | ({"score": score} if score is not None else {})
+            for players, rank, score in zip(payload["sides"], payload["ranks"], scores, strict=True)
+        ]
     if payload["advantages"] is not None:
         for side, advantage in zip(sides, payload["advantages"], strict=True):
             side["advantage"] = advantage

@@ -50,6 +50,10 @@ class Settings(BaseSettings):
     #: How long each ladder's changes are kept for event-stream listeners to resume from (hours); a listener
     #: away for longer is told to read everything anew.
     events_ttl_hours: float = Field(168.0, gt=0)
+    #: How long a challenge stays open (days) before it expires, unless it is played, declined or withdrawn first.
+    challenge_days: float = Field(7.0, gt=0, le=365)
+    #: Seconds between two checks for ladders whose season closes by itself (``season_every``); 0: never check.
+    season_check_seconds: float = Field(60.0, ge=0)
     #: Event streams (``GET …/events``) open at once per worker process; more get a 503 with Retry-After.
     max_streams: int = Field(1000, ge=0)
     #: Requests started per iteration of a worker's event loop; the others wait their turn in order of arrival,
@@ -64,6 +68,17 @@ class Settings(BaseSettings):
     #: a child process: the request waits a few seconds, then answers 202 with the progress; once one is
     #: computed it is answered at once, naming its ladder version, while a newer one is computed.
     report_job_games: int = Field(100_000, ge=0)
+
+    #: Outgoing webhooks may be sent over plain http and to loopback, private, link-local or multicast addresses
+    #: (tests, an office network).  Off by default: https only, and only to addresses of the public internet.
+    webhooks_allow_private: bool = False
+    #: The longest one delivery attempt may take (seconds), the attempts before a delivery is marked failed, and
+    #: the wait before the first retry (seconds), doubled before each next one.
+    webhooks_timeout: float = Field(5.0, gt=0, le=60)
+    webhooks_attempts: int = Field(5, ge=1, le=20)
+    webhooks_retry_seconds: float = Field(10.0, ge=0, le=3600)
+    #: How often (hours) a webhook that takes the ``digest`` event is sent the ladder's digest (a week).
+    webhooks_digest_hours: float = Field(168.0, gt=0, le=24 * 366)
 
     #: PostgreSQL streaming replicas (hot standbys) for the reads of public ladders that tolerate a short lag:
     #: leaderboards, profiles and reports.  One URL, or several separated by commas.  Writes, and every other

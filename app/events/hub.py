@@ -30,12 +30,15 @@ from asyncio import FIRST_COMPLETED
 from bisect import bisect_right
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 import anyio.to_thread
 
 from app import storage
 from app.core.db import Database
+from app.events.shown import shown as event_data
 from app.games import answers
+from app.storage import challenges
 
 logger = logging.getLogger("melo")
 
@@ -317,25 +320,27 @@ class Hub:
                 numbers.append(data["game"])
         if numbers:  # a void, or a game another worker committed: as it is now
             shown |= await anyio.to_thread.run_sync(self._games, ladder_id, numbers)
+        challenged: dict[int, dict] = {}
+        if asked := [data["id"] for _, _, kind, data in events if kind == "challenge"]:  # as they are now
+            challenged = await anyio.to_thread.run_sync(self._challenges, ladder_id, asked)
         if any(kind == "player" and data.get("action") == "erased" for _, _, kind, data in events):
             self._drop_pages(ladder_id)  # kept pages name the erased player's keys
         frames = []
         for event_id, version, kind, data in events:
-            if kind == "access":  # a key revoked: not shown, but checked at
-                frames.append(Frame(event_id, b"", recheck=True))
+            data = event_data(kind, version, data, shown, challenged)
+            if data is None:  # a key revoked (checked at), or a game of a ladder deleted meanwhile: read, not sent
+                frames.append(Frame(event_id, b"", recheck=kind == "access"))
                 continue
-            if kind in ("game", "void"):
-                if data["game"] not in shown:  # the ladder was deleted meanwhile: nothing to send, but read
-                    frames.append(Frame(event_id, b""))
-                    continue
-                data = {"game": shown[data["game"]]}
-            text = frame(kind, {"version": version} | data, event_id)
-            frames.append(Frame(event_id, text, recheck=kind in RECHECK))
+            frames.append(Frame(event_id, frame(kind, data, event_id), recheck=kind in RECHECK))
         return frames
 
     def _games(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
         with self.db.reading() as session:
             return answers.bodies(session, ladder_id, numbers)
+
+    def _challenges(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
+        with self.db.reading() as session:
+            return challenges.numbered(session, ladder_id, numbers, datetime.now(UTC))
 
 
 async def _recheck(access: Callable[[], Awaitable[float | None]]) -> float | None:

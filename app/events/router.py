@@ -28,6 +28,8 @@ STREAM = {
         "* `player`: `{version, action, key}`, action `created`, `updated` (with `was`: the old key, if it "
         "changed), `merged` (with `into`) or `erased` (`key` is the pseudonym);\n"
         "* `refit`: `{version, refit}`, an applied refit: every rating changed;\n"
+        "* `challenge`: `{version, action, challenge}`, action `created`, `accepted`, `declined`, `withdrawn`, "
+        "`played` or `expired`; `challenge` as `GET …/challenges/{id}` shows it now;\n"
         "* `ladder`: `{version}`, its settings changed or games were imported in bulk (`imported`);\n"
         "* `reset`: `{}`, the resume point is no longer kept, or the listener is more than 10,000 events behind: "
         "read the ladder anew (the stream goes on from the latest event; a `reset` that comes later carries its "

@@ -34,9 +34,17 @@ def game_body(
     """A game as the API shows it (``GameOut``), as JSON-ready values; ``payload`` is its stored input.  Its id is
     its number within the ladder (``seq``); the global id stays inside."""
     seats = payload.get("seats") or [None] * len(sides)
+    scores = payload.get("scores") or [None] * len(sides)
     out = [
-        {"players": players, "rank": rank, "actual_score": actual, "expected_score": expected, "seat": seat}
-        for (players, actual, expected), rank, seat in zip(sides, payload["ranks"], seats, strict=True)
+        {
+            "players": players,
+            "rank": rank,
+            "score": score,
+            "actual_score": actual,
+            "expected_score": expected,
+            "seat": seat,
+        }
+        for (players, actual, expected), rank, score, seat in zip(sides, payload["ranks"], scores, seats, strict=True)
     ]
     return {
         "id": seq,
@@ -44,6 +52,7 @@ def game_body(
         "played_at": iso(played_at),
         "external_id": external_id,
         "sides": out,
+        "match": payload.get("match"),
         "voided_at": None,
         "voided_by": None,
         "reason": None,

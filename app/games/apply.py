@@ -29,7 +29,7 @@ from app import rating, storage
 from app.domain.access import Caller
 from app.games.answers import game_body, shown_members
 from app.games.intake import Post, check_external_ids, check_players_exist, check_post_seats, resolve_players
-from app.games.schemas import GameIn
+from app.games.schemas import GameIn, match_wins
 from app.storage.ladders import LadderRow
 
 Progress = Callable[[str, int, int], None] | None
@@ -112,25 +112,40 @@ class Applied:
         return out
 
 
-def _ranks(game: GameIn) -> list[float]:
+def _scores(game: GameIn) -> list[float] | None:
+    """Each side's score: as posted, or a match's games won; None if the game has none."""
+    if game.match is not None:
+        return [float(won) for won in match_wins(game.match)]
+    if game.sides[0].score is not None:
+        return [float(side.score) for side in game.sides]
+    return None
+
+
+def _ranks(game: GameIn, scores: list[float] | None) -> list[float]:
     if game.sides[0].rank is not None:
         return [float(side.rank) for side in game.sides]
-    return rating.ranks_from_scores([side.score for side in game.sides]).tolist()
+    return rating.ranks_from_scores(scores).tolist()
 
 
 def payloads(games: Sequence[GameIn]) -> list[dict]:
     """Each game's stored input (mathematics §13): sides of player keys, ranks, advantages in logits or None,
-    and the seats taken (only when a side takes one)."""
+    the seats taken (only when a side takes one), the scores (only when the game has them) and a match's games
+    (only for a match).  The ratings read the ranks alone: a score's margin does not move them."""
     out = []
     for game in games:
         advantages = [side.logits for side in game.sides]
+        scores = _scores(game)
         payload = {
             "sides": [side.players for side in game.sides],
-            "ranks": _ranks(game),
+            "ranks": _ranks(game, scores),
             "advantages": advantages if any(a != 0.0 for a in advantages) else None,
         }
         if any(side.seat is not None for side in game.sides):
             payload["seats"] = [side.seat for side in game.sides]
+        if scores is not None:
+            payload["scores"] = scores
+        if game.match is not None:
+            payload["match"] = game.match
         out.append(payload)
     return out
 

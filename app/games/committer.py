@@ -192,10 +192,16 @@ class GroupCommitter:
             return 0
 
     def expire_events(self) -> int:
-        """Delete the ladders' events past their time (as :meth:`expire_responses`)."""
+        """Delete the ladders' events past their time, and the webhooks' deliveries done by then (as
+        :meth:`expire_responses`)."""
         before = datetime.now(UTC) - self.keep_events
+
+        def prune(session) -> int:
+            storage.webhooks.prune_deliveries(session, before)
+            return storage.events.prune(session, before)
+
         try:
-            return self.db.write(lambda session: storage.events.prune(session, before))
+            return self.db.write(prune)
         except Exception:
             logger.exception("expiring ladder events failed")
             return 0

@@ -9,6 +9,7 @@ participants are locked, so concurrent identical requests apply once.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sqlalchemy.orm import Session
@@ -22,8 +23,15 @@ from app.storage.ladders import LadderRow
 
 
 def request_hash(body: GameIn | BatchIn) -> str:
-    """A digest of the validated request: the same game sent again, however its JSON is spaced, hashes the same."""
-    return hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+    """A digest of the validated request: the same game sent again, however its JSON is spaced, hashes the same.
+    A game's ``match``, where it has none, is left out, as it was before games had one: a retry sent across an
+    upgrade still finds its first answer."""
+    if isinstance(body, GameIn):
+        exclude = {"match"} if body.match is None else None
+    else:
+        plain = {n: {"match"} for n, game in enumerate(body.games) if game.match is None}
+        exclude = {"games": plain} if plain else None
+    return hashlib.sha256(body.model_dump_json(exclude=exclude).encode()).hexdigest()
 
 
 @dataclass
@@ -38,6 +46,9 @@ class Post:
     batch: bool
     #: A new player's name: the key as the post spelled it, where case folding changed it.
     names: dict[str, str] = field(default_factory=dict)
+    #: What else the post's transaction does once its one game is applied, given the game as answered (a challenge
+    #: marked played with it); a problem it raises fails the post alone, which then changes nothing.
+    then: Callable[[Session, LadderRow, dict], None] | None = None
 
     @property
     def record_key(self) -> str | None:

@@ -22,6 +22,7 @@ from app.games.intake import (
     recorded_answer,
     resolve_players,
 )
+from app.games.rules import check_dates, check_play
 from app.storage.ladders import LadderRow
 
 
@@ -73,6 +74,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     claimed: dict[tuple[int, str], int] = {}
     same_as: dict[int, int] = {}
     external: dict[int, set[str]] = {}
+    now = datetime.now(UTC)
     for n, post in enumerate(posts):
         try:
             if post.slug not in ladders:
@@ -99,6 +101,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             if not ladder.auto_create_players:
                 check_players_exist(session, ladder, post)
             check_post_seats(ladder, post)
+            check_play(ladder, post)
+            check_dates(post, now)
             seen.update(g.external_id for g in post.games if g.external_id is not None)
             live.setdefault(ladder.id, []).append(n)
         except Problem as exc:
@@ -140,6 +144,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             start += len(post.games)
             outcomes[n] = {"games": out} if post.batch else out[0]
             group.ladder_of[n] = ladder.id
+            if post.then is not None:
+                post.then(session, ladder, outcomes[n])
             if post.record_key is not None:
                 records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
         group.applied[ladder.id] = len(games)

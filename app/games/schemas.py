@@ -1,19 +1,41 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, Strict, ValidationInfo, field_validator
 
 from app.core.schemas import ExternalId, Moment, Number, PlayerKey, Reason, SeatAdvantage, StrictModel, distinct_seats
+
+#: The most games a match has (a best of 5).
+MAX_MATCH_GAMES = 5
+#: One game of a match: each side's points, in side order.
+MatchGame = Annotated[
+    list[Annotated[int, Strict(), Field(ge=0, le=9999)]],
+    Field(min_length=2, max_length=2, description="Each side's points in this game, in side order."),
+]
 
 
 class SideIn(SeatAdvantage):
     players: list[PlayerKey] = Field(min_length=1, max_length=32, description="One player, or an ad-hoc team.")
     rank: Number | None = Field(None, description="Finishing rank, 1 = best; equal ranks tie.")
-    score: Number | None = Field(None, description="Score, higher = better (instead of rank).")
+    score: Number | None = Field(
+        None,
+        description="Score, higher = better: instead of a rank, or with one if they agree (the higher score has "
+        "the better rank, equal scores equal ranks). Kept and shown with the game.",
+    )
 
 
 class GameIn(StrictModel):
+    # Before `sides`, whose check reads it: with a match, the sides carry no rank or score.
+    match: list[MatchGame] | None = Field(
+        None,
+        min_length=1,
+        description="A match rated as one game: its games in order, each the two sides' points in side order, e.g. "
+        "`[[11, 7], [9, 11], [11, 5]]`. Only for two sides, which then carry no `rank` or `score`: the side that "
+        "won more games wins, and each side's `score` is its games won. At most the ladder's `best_of` games, "
+        "ending when one side has won a majority of them; no game tied. The margin does not move the ratings.",
+    )
     sides: list[SideIn] = Field(min_length=2, max_length=64)
     played_at: Moment | None = Field(
         None,
@@ -35,19 +57,41 @@ class GameIn(StrictModel):
                     ],
                     "external_id": "match-8812",
                 },
+                {"sides": [{"players": ["ada"]}, {"players": ["bob"]}], "match": [[11, 7], [9, 11], [11, 5]]},
             ]
         }
     }
 
+    @field_validator("match")
+    @classmethod
+    def _a_match(cls, match: list[list[int]] | None) -> list[list[int]] | None:
+        if match is None:
+            return None
+        if len(match) > MAX_MATCH_GAMES:
+            raise ValueError(f"a match has at most {MAX_MATCH_GAMES} games (a best of {MAX_MATCH_GAMES})")
+        for n, (a, b) in enumerate(match):
+            if a == b:
+                raise ValueError(f"game {n + 1} is tied {a}-{b}: every game of a match has a winner")
+        won = match_wins(match)
+        if won[0] == won[1]:
+            raise ValueError(f"the match is undecided at {won[0]}-{won[1]}: one side must win more games")
+        return match
+
     @field_validator("sides")
     @classmethod
-    def _consistent(cls, sides: list[SideIn]) -> list[SideIn]:
+    def _consistent(cls, sides: list[SideIn], info: ValidationInfo) -> list[SideIn]:
         ranked = sum(side.rank is not None for side in sides)
         scored = sum(side.score is not None for side in sides)
-        if ranked + scored > len(sides) and any(side.rank is not None and side.score is not None for side in sides):
-            raise ValueError("a side has both rank and score")
-        if ranked != len(sides) and scored != len(sides):
-            raise ValueError("every side needs a rank, or every side a score (not mixed)")
+        if info.data.get("match") is not None:
+            if ranked or scored:
+                raise ValueError("with a match, the sides carry no rank or score: the games won decide them")
+            if len(sides) != 2:
+                raise ValueError("only a game of two sides may carry a match")
+        elif "match" in info.data:  # no match (a match that failed its own check is named by its own error)
+            if ranked not in (0, len(sides)) or scored not in (0, len(sides)) or not ranked + scored:
+                raise ValueError("every side needs a rank, or every side a score (or both, where they agree)")
+            if ranked and scored:
+                _agree(sides)
         keys = [key for side in sides for key in side.players]
         if len(set(keys)) < len(keys):
             seen: set[str] = set()
@@ -55,6 +99,24 @@ class GameIn(StrictModel):
             raise ValueError(f"player {twice!r} appears more than once in the game")
         distinct_seats(sides)
         return sides
+
+
+def match_wins(match: list[list[int]]) -> list[int]:
+    """The games each side of a match won."""
+    return [sum(a > b for a, b in match), sum(b > a for a, b in match)]
+
+
+def _agree(sides: list[SideIn]) -> None:
+    """Every side's rank and score tell one order: the higher score the better rank, equal scores equal ranks
+    (ValueError naming the first two sides that disagree)."""
+    for i, x in enumerate(sides):
+        for j in range(i + 1, len(sides)):
+            y = sides[j]
+            by_score = (x.score > y.score) - (x.score < y.score)
+            by_rank = (x.rank < y.rank) - (x.rank > y.rank)
+            if by_score != by_rank:
+                scores, ranks = f"{x.score:g} and {y.score:g}", f"{x.rank:g} and {y.rank:g}"
+                raise ValueError(f"sides[{i}] and sides[{j}]: their scores ({scores}) contradict their ranks ({ranks})")
 
 
 class BatchIn(StrictModel):
@@ -89,6 +151,9 @@ class PlayerChange(BaseModel):
 class SideOut(BaseModel):
     players: list[PlayerChange]
     rank: float
+    score: float | None = Field(
+        None, description="The side's score as posted (with a `match`: its games won); null when none was given."
+    )
     actual_score: float = Field(description="Rank-share score achieved (mathematics §4); sums to 1 over sides.")
     expected_score: float = Field(description="Rank-share score expected before the game.")
     seat: str | None = Field(None, description="The learned seat the side took, if any (mathematics §5).")
@@ -103,6 +168,9 @@ class GameOut(BaseModel):
     played_at: datetime
     external_id: str | None
     sides: list[SideOut]
+    match: list[list[int]] | None = Field(
+        None, description="A match's games, each the sides' points in side order; null for a single game."
+    )
     voided_at: datetime | None = Field(None, description="When the game was voided: it counts nowhere since.")
     voided_by: str | None = Field(None, description="The id of the key that voided it.")
     reason: str | None = Field(None, description="Why it was voided, as given.")

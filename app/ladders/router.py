@@ -66,7 +66,8 @@ def delete_ladder(slug: str, confirm: LadderDelete, db: DatabaseDep, caller: Cal
 
 @router.patch("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404, 422))
 def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: CallerDep) -> LadderOut:
-    """Change the ladder's name, `auto_create_players`, `auto_refit` or `private` (an admin key of the ladder)."""
+    """Change the ladder's settings (an admin key of the ladder): its name, `auto_create_players`, `auto_refit`,
+    `private`, the kinds of games it plays (`play`), and those above that replay its log."""
     with db.writing() as session:
         return service.change_settings(session, ladder_for(session, slug, caller, "admin"), patch)
 

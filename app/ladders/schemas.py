@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, Self
 
-from pydantic import BaseModel, Field, StrictBool, StrictFloat, field_validator
+from pydantic import BaseModel, Field, StrictBool, StrictFloat, field_validator, model_validator
 
 from app.core.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
 
@@ -67,6 +67,72 @@ INACTIVE_AFTER_DAYS = (
     "null: only an admin's `active: false` takes a player off."
 )
 
+SEASON_EVERY = (
+    "Close a season by itself at the end of every calendar `month` or `quarter` (UTC), named after it (`2026-11`, "
+    "`2026-Q4`), with the games played in it; a period without games closes none. null (the default): only an "
+    "admin closes a season."
+)
+SEASON_PULL = (
+    "The pull each automatic close applies (as `pull` of `POST …/seasons`): 0 (the default) keeps the ratings as "
+    "they are, 1 starts everyone afresh."
+)
+
+
+PLAY = (
+    "The kinds of games the ladder plays; a posted game of another kind is refused (422) with the rule it breaks. "
+    "Every kind is allowed unless turned off, as on ladders created before the setting. The web page's record form "
+    "offers only these."
+)
+SINGLES = "Games of two sides of one player each."
+DOUBLES = "Games of two sides where a side has more than one player (doubles, or larger teams)."
+FREE_FOR_ALL = "Games of more than two sides."
+DRAWS = "Games where sides tie (equal ranks or equal scores)."
+POINTS = (
+    "11 or 21: a game is played to that many points, and a game's scores, where given, must be a score that ends "
+    "one (the winner reaches it with a lead of 2; past 10-10 or 20-20, at a lead of 2: 12-10, 13-11). The web "
+    "page then asks for the points. null: any score."
+)
+BEST_OF = (
+    "1, 3 or 5: a match (`match`, its games' points) has at most this many games and ends when a side has won "
+    "a majority of them; the page asks for each game's points. 1: single games (a match is one game)."
+)
+Points = Literal[11, 21]
+BestOf = Literal[1, 3, 5]
+
+
+class Play(StrictModel):
+    """The kinds of games a ladder plays."""
+
+    singles: StrictBool = Field(True, description=SINGLES)
+    doubles: StrictBool = Field(True, description=DOUBLES)
+    free_for_all: StrictBool = Field(True, description=FREE_FOR_ALL)
+    draws: StrictBool = Field(True, description=DRAWS)
+    points: Points | None = Field(None, description=POINTS)
+    best_of: BestOf = Field(1, description=BEST_OF)
+
+    model_config = StrictModel.model_config | {
+        "json_schema_extra": {"examples": [{"free_for_all": False, "draws": False, "points": 11, "best_of": 3}]}
+    }
+
+    @model_validator(mode="after")
+    def _some_kind(self) -> Self:
+        if not (self.singles or self.doubles or self.free_for_all):
+            raise ValueError("a ladder plays at least one of singles, doubles and free_for_all")
+        return self
+
+
+class PlayPatch(StrictModel):
+    """The kinds of games to change; those left out stay as they are."""
+
+    singles: StrictBool | None = Field(None, description=SINGLES)
+    doubles: StrictBool | None = Field(None, description=DOUBLES)
+    free_for_all: StrictBool | None = Field(None, description=FREE_FOR_ALL)
+    draws: StrictBool | None = Field(None, description=DRAWS)
+    points: Points | None = Field(None, description=POINTS + " Send null for any score.")
+    best_of: BestOf | None = Field(None, description=BEST_OF)
+
+    model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"draws": False}]}}
+
 
 class LadderCreate(StrictModel):
     slug: Slug = Field(description="URL name of the ladder: lower-case letters, digits, `-`, `_`.")
@@ -119,6 +185,8 @@ class LadderCreate(StrictModel):
     rate_rule: Literal["steps", "variance"] = Field(DEFAULT_RATE_RULE, description=RATE_RULE)
     noise: StrictFloat = Field(DEFAULT_NOISE, gt=0, le=500, description=NOISE)
     inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
+    season_every: Literal["month", "quarter"] | None = Field(None, description=SEASON_EVERY)
+    season_pull: StrictFloat = Field(0.0, ge=0.0, le=1.0, description=SEASON_PULL)
     case_insensitive_keys: bool = Field(
         True,
         description='Match player keys case-insensitively: "Ann" and "ann" are one player. Keys are stored '
@@ -132,12 +200,14 @@ class LadderCreate(StrictModel):
         description='Seats whose advantages the ladder learns from the results, e.g. ["white", "black"], '
         '["home", "away"], ["server", "receiver"]; a game\'s side takes one with `seat` (mathematics §5).',
     )
+    play: Play = Field(default_factory=Play, description=PLAY)
 
     model_config = StrictModel.model_config | {
         "json_schema_extra": {
             "examples": [
                 {"slug": "office-pingpong", "name": "Office ping-pong", "k": 1},
                 {"slug": "league", "seats": ["home", "away"]},
+                {"slug": "pong", "play": {"free_for_all": False, "draws": False, "points": 11, "best_of": 3}},
             ]
         }
     }
@@ -182,6 +252,10 @@ class LadderPatch(StrictModel):
     inactive_after_days: int | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
     )
+    season_every: Literal["month", "quarter"] | None = Field(
+        None, description=SEASON_EVERY + " Send null to turn it off; the first close is at the end of this period."
+    )
+    season_pull: StrictFloat | None = Field(None, ge=0.0, le=1.0, description=SEASON_PULL)
     case_insensitive_keys: StrictBool | None = Field(
         None,
         description="true: match player keys case-insensitively from now on; every key (and alias) becomes its "
@@ -208,6 +282,9 @@ class LadderPatch(StrictModel):
         gt=0,
         le=1e6,
         description="A new τ (η shrinking with games played), replayed the same way; null: η becomes constant.",
+    )
+    play: PlayPatch | None = Field(
+        None, description=PLAY + " Only the kinds given change; games recorded before stay as they are."
     )
 
     model_config = StrictModel.model_config | {"json_schema_extra": {"examples": [{"private": True}, {"eta": 0.5}]}}
@@ -329,6 +406,8 @@ class LadderOut(BaseModel):
     rate_rule: Literal["steps", "variance"] = Field(description=RATE_RULE)
     noise: float = Field(description=NOISE)
     inactive_after_days: int | None = Field(description=INACTIVE_AFTER_DAYS)
+    season_every: Literal["month", "quarter"] | None = Field(description=SEASON_EVERY)
+    season_pull: float = Field(description=SEASON_PULL)
     created_at: datetime
     players: int
     games: int
@@ -340,6 +419,7 @@ class LadderOut(BaseModel):
     seats: list[SeatOut] | None = Field(
         None, description="The learned seats, as the results so far set them (mathematics §5); null without seats."
     )
+    play: Play = Field(description=PLAY)
 
 
 class LadderCreated(LadderOut):

@@ -13,7 +13,7 @@ from app.core.cursors import decode_cursor, encode_cursor
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.schemas import Page, one_more
 from app.core.security import hash_key, new_key
-from app.domain import refit_policy
+from app.domain import refit_policy, season_periods
 from app.domain.access import Caller
 from app.domain.rerating import replay_log
 from app.ladders.schemas import (
@@ -46,12 +46,19 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
     values = data.model_dump(exclude={"seed"}) | {
         "seed": data.seed if data.seed is not None else secrets.randbits(62),
         "write_key_hash": hash_key(key),
+        "season_due": season_due(data.season_every),
     }
     ladder = storage.ladders.insert(session, values)
     if ladder is None:
         raise Conflict(f"A ladder {data.slug!r} exists already.", field="slug")
     storage.keys.insert(session, ladder.id, "created with the ladder", "admin", hash_key(key))
     return LadderCreated(**ladder_out(session, ladder).model_dump(), admin_key=key, write_key=key)
+
+
+def season_due(every: str | None) -> datetime | None:
+    """When a ladder whose seasons close ``every`` month or quarter closes its next one: the end of the period
+    running now (None: never)."""
+    return None if every is None else season_periods.period_at(every, datetime.now(UTC)).end
 
 
 def delete_ladder(session: Session, ladder: LadderRow, confirm: LadderDelete) -> LadderDeleted:
@@ -122,11 +129,16 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         ("drift", "0 to 2000"),
         ("seat_prior", "0.01 to 10"),
         ("noise", "above 0 to 500"),
+        ("season_pull", "0 to 1"),
     ):
         if name in values and values[name] is None:
             message = f"must be a number from {bounds}"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
+    if "play" in values:
+        values["play"] = _play(ladder, values["play"])
     values = {name: value for name, value in values.items() if getattr(ladder, name) != value}
+    if "season_every" in values:  # the first automatic close ends the period running now
+        values["season_due"] = season_due(values["season_every"])
     rate = {name: values[name] for name in ("eta", "eta_tau", "k", "drift_steps") if name in values}
     if "drift" in values and steps:
         rate["drift"] = values["drift"]
@@ -156,6 +168,22 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     if values:
         storage.ladders.bump(session, [ladder.id], reset=reset)
     return ladder_out(session, storage.ladders.by_id(session, ladder.id))
+
+
+def _play(ladder: LadderRow, given: dict | None) -> dict:
+    """The ladder's kinds of games with those ``given`` changed (422 naming a kind sent as null, or a ladder left
+    without any kind of game)."""
+    if given is None:
+        raise InvalidInput("play: send the kinds of games to change", field="play")
+    for name, value in given.items():
+        if value is None and name != "points":
+            message = "must be 1, 3 or 5" if name == "best_of" else "must be true or false"
+            raise InvalidInput(f"play.{name}: {message}", errors=[{"field": f"play.{name}", "message": message}])
+    play = ladder.play | given
+    if not (play["singles"] or play["doubles"] or play["free_for_all"]):
+        message = "a ladder plays at least one of singles, doubles and free_for_all"
+        raise InvalidInput(f"play: {message}", errors=[{"field": "play", "message": message}])
+    return play
 
 
 def _resized(vector: list[float] | None, n: int) -> list[float] | None:

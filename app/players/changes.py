@@ -11,8 +11,10 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.domain.rerating import replay_from, replay_log
+from app.players.last_game import last_game_changes
 from app.players.profile import profile
 from app.players.schemas import PlayerCreate, PlayerPatch
+from app.storage import challenges
 from app.storage.ladders import LadderRow
 
 
@@ -117,6 +119,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.aliases.move(session, ladder.id, source[0], target[0])  # the merged player's aliases, and its key, lead on
     storage.aliases.add(session, ladder.id, [key], target[0])
     storage.players.merge_counters(session, ladder.id, source[0], target[0])
+    challenges.merge(session, ladder.id, source[0], target[0])
     counting = [g for g, _, voided in games if not voided]
     storage.seasons.mark_changed(session, ladder.id, counting, datetime.now(UTC))  # their archives stay as they were
     if counting:
@@ -127,7 +130,9 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.events.add(session, ladder.id, "player", {"action": "merged", "key": key, "into": into})
     storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone, an alias is new
     aliases = storage.aliases.of_players(session, ladder.id, [target[0]]).get(target[0], [])
-    return profile(storage.read_model.current_table(session, ladder, cached=False), ladder, into, aliases)
+    table = storage.read_model.current_table(session, ladder, cached=False)
+    [change] = last_game_changes(session, ladder, table, [table.row(into)])
+    return profile(table, ladder, into, aliases) | {"last_game_change": change}
 
 
 def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
@@ -151,6 +156,7 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     storage.aliases.drop(session, ladder.id, row[0])
     storage.events.scrub(session, ladder.id, [key, *former], pseudonym)
     storage.seasons.scrub(session, ladder.id, [key, *former], pseudonym)
+    challenges.scrub(session, ladder.id, row[0])
     storage.events.add(session, ladder.id, "player", {"action": "erased", "key": pseudonym})
     storage.ladders.bump(session, [ladder.id], reset=had_aliases)
     return pseudonym

@@ -13,6 +13,7 @@ from app import rating, storage
 from app.core.cursors import decode_cursor, encode_cursor
 from app.core.errors import Conflict, InvalidInput
 from app.core.schemas import iso
+from app.players.last_game import last_game_changes
 from app.players.records import clock, conservative, hodge, is_listed, listed_rows, page_se, provisional, record_fields
 from app.rating.analysis import canonical
 from app.rating.ranking import conservative_bound, first_rows, first_rows_by_bound, leaderboard_order, rows_through
@@ -104,6 +105,11 @@ def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: 
     return _Page(rows, score, group[rows], len(listed) > limit)
 
 
+def leading_rows(table: Table, ladder: LadderRow, n: int) -> np.ndarray:
+    """The rows of the first ``n`` of the default standings (by=conservative), in order."""
+    return _first_page(table, ladder, "conservative", n, False).rows
+
+
 class _Page(NamedTuple):
     rows: np.ndarray
     score: np.ndarray  # of each row, in the order asked for
@@ -140,14 +146,17 @@ LETTERS = {1: "W", 0: "D", -1: "L"}
 
 
 def with_form(session: Session, ladder: LadderRow, table: Table, body: bytes) -> bytes:
-    """A leaderboard page (a JSON body) of the ladder with each player's ``form``: their last results, newest
-    first."""
+    """A leaderboard page (a JSON body) of the ladder with each player's ``form``, their last results, newest
+    first, and ``last_game_change``, what their own last game did to their rating."""
     page = json.loads(body)
-    ids = [int(table.ids[table.row(item["key"])]) for item in page["items"]]
+    rows = [table.row(item["key"]) for item in page["items"]]
+    ids = [int(table.ids[n]) for n in rows]
     recent = storage.games.recent_results(session, ladder.id, ids, FORM_GAMES)
-    for item, player_id in zip(page["items"], ids, strict=True):
+    changes = last_game_changes(session, ladder, table, rows)
+    for item, player_id, change in zip(page["items"], ids, changes, strict=True):
         games = np.array(recent[player_id], dtype=np.float64).reshape(-1, 2)
         item["form"] = [LETTERS[r] for r in rating.results(games[:, 0], games[:, 1]).tolist()]
+        item["last_game_change"] = change
     return json.dumps(page).encode()
 
 

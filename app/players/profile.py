@@ -11,6 +11,7 @@ from app import rating, storage
 from app.core.cursors import decode_cursor, encode_cursor, is_id
 from app.core.errors import NotFound
 from app.core.schemas import iso
+from app.players.last_game import last_game_changes
 from app.players.records import clock, hodge, page_se, record_fields, row_of
 from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
@@ -21,7 +22,9 @@ def get_player(session: Session, ladder: LadderRow, key: str, as_of: datetime | 
     table = storage.read_model.current_table(session, ladder) if as_of is None else past_table(session, ladder, as_of)
     if as_of is not None and table.row(ladder.player_key(key)) is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r} before {iso(as_of)}.")
-    return profile(table, ladder, key) | {"ladder_version": table.version}
+    through = None if as_of is None else storage.as_of.last_game_before(session, ladder.id, as_of) or 0
+    [change] = last_game_changes(session, ladder, table, [row_of(table, ladder, key)], through)
+    return profile(table, ladder, key) | {"last_game_change": change, "ladder_version": table.version}
 
 
 def past_table(session: Session, ladder: LadderRow, moment: datetime) -> Table:

@@ -196,6 +196,7 @@ def record_fields(table: Table, ladder: LadderRow, n: int, se: float) -> dict:
         "losses": losses,
         "provisional": bool(provisional(table, ladder.k)[n]),
         "provisional_reason": _provisional_reason(table, ladder.k, n),
+        "results_to_rank": max(0, ELO_RESULTS - int(table.counts[n, 4])),
         "last_played_at": iso(storage.codec.moment(table.last_played[n])),
         "active": bool(table.active[n]),
         "inactive_reason": _inactive_reason(table, ladder, n),

@@ -10,16 +10,18 @@ from pydantic import BeforeValidator
 
 from app.core.db import Database
 from app.core.errors import LADDER_ACCESS, InvalidInput, problems
-from app.core.schemas import EARLIEST, LATEST, Page, a_date
+from app.core.schemas import EARLIEST, LATEST, MAX_ID, Page, a_date
 from app.domain.access import ladder_for, ladder_for_read, readable
 from app.http import offload, player_table, replica_routing
 from app.http.deps import CallerDep, DatabaseDep, Limit, MinVersion
-from app.players import changes, matchmaking, profile
+from app.players import changes, matchmaking, moment_feed, profile, rivals
 from app.players import leaderboard as leaderboards
 from app.players.schemas import (
+    HeadToHeadItem,
     HistoryItem,
     LeaderboardPage,
     MergeIn,
+    MomentsPage,
     OpponentItem,
     PlayerCreate,
     PlayerOut,
@@ -150,20 +152,48 @@ async def opponents(
         int | None,
         Query(ge=1, le=matchmaking.MAX_OPPONENTS - 1, description="`next_cursor` of the previous page."),
     ] = None,
-    purpose: Literal["balanced", "comparable"] = "balanced",
+    purpose: Literal["balanced", "comparable", "next"] = "balanced",
 ) -> JSONResponse:
     """Who to play next. `purpose=balanced`: the players against whom the win probability is closest to 1/2.
     `purpose=comparable`: for a player whose results do not yet pin their rating down (provisional), the
     opponents whose games would best do so: the identifiability check finds a direction in which every result so
     far lets the rating drift, and a game helps when its likely result pushes back along it (ranked by `gain`).
-    A player who is comparable already gets the balanced list. The list is ranked anew for each page, and ends
-    after the best `MAX_OPPONENTS` (1,000)."""
+    A player who is comparable already gets the balanced list. `purpose=next` (the web page's): the games that
+    would tell the most now: an even game counts most (for a provisional player any result counts towards being
+    ranked, so evenness counts half), an opponent whose own rating is provisional counts half, and one met in
+    the player's last 10 games counts less for each such game.
+
+    Every suggestion says what is at stake: `if_win` and `if_lose`, the Elo points a singles game between the two
+    played now would give or take (exactly what posting it would show as the player's `elo_change`), how often
+    and when the two last played together, and a `reason` in words. The list is ranked anew for each page, and
+    ends after the best `MAX_OPPONENTS` (1,000)."""
 
     def work() -> dict:
         with db.reading() as session:
             return matchmaking.opponents_page(
                 session, readable(session, slug, caller), key, limit, cursor or 0, purpose
             )
+
+    return JSONResponse(await offload.compute(request, work))
+
+
+@router.get("/players/{key}/head-to-head", response_model=Page[HeadToHeadItem], responses=problems(404, 422, 503))
+async def head_to_head(
+    slug: str,
+    key: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    request: Request,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[int | None, Query(ge=1, description="`next_cursor` of the previous page.")] = None,
+) -> JSONResponse:
+    """The player's record against and with everyone they have played, singles, doubles (against), partners
+    (with) and free-for-alls apart, most games together first, from all their games that count (voided ones
+    left out). Read from the log: one pass over the player's games."""
+
+    def work() -> dict:
+        with db.reading() as session:
+            return rivals.head_to_head_page(session, readable(session, slug, caller), key, limit, cursor or 0)
 
     return JSONResponse(await offload.compute(request, work))
 
@@ -212,7 +242,13 @@ async def leaderboard(
             "`inactive_after_days`."
         ),
     ] = False,
-    form: Annotated[bool, Query(description="Add each player's last results (`form`; not with `as_of`).")] = False,
+    form: Annotated[
+        bool,
+        Query(
+            description="Add each player's last results (`form`) and what their own last game did "
+            "(`last_game_change`); not with `as_of`."
+        ),
+    ] = False,
     as_of: AsOf = None,
     min_version: MinVersion = None,
 ) -> Response:
@@ -231,7 +267,9 @@ async def leaderboard(
     grows with the time since the player's last game (the ladder's `drift`), so a player who stopped playing sinks
     in the conservative order, and with `inactive_after_days` leaves the default listing, until their next game.
 
-    `form=true` adds each player's last five results (`form`: `W`, `D`, `L`, newest first), read from the log.
+    `form=true` adds each player's last five results (`form`: `W`, `D`, `L`, newest first) and the Elo points their
+    own last game gave or took (`last_game_change`, apart from `change_since_last_game`, how others' games moved
+    them since), read from the log.
 
     `by=disc` ranks by u/v in the dominant disc of the canonical form ([Limitations]) and answers 409 when that disc
     is cyclic (no ordering exists).
@@ -257,3 +295,29 @@ async def leaderboard(
         return Response(body, media_type="application/json", headers={"ETag": etag})
 
     return await replica_routing.lag_tolerant(request, db, slug, caller, min_version, answer)
+
+
+@router.get("/moments", response_model=MomentsPage, responses=problems(404, 422))
+def list_moments(
+    slug: str,
+    db: DatabaseDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
+    cursor: Annotated[str | None, Query(max_length=400, description="`next_cursor` of the previous page.")] = None,
+    since: Annotated[
+        int | None, Query(ge=0, le=MAX_ID, description="Only the moments of the games numbered above this one.")
+    ] = None,
+    player: Annotated[
+        str | None, Query(min_length=1, max_length=200, description="Only the moments naming this player (a key).")
+    ] = None,
+) -> MomentsPage:
+    """What the ladder's games are remembered for, newest first: a player's first win (`first_win`), a win whose
+    chance before the game was below 30% (`upset`, with `chance`), 3, 5, 10, 20, … wins in a row (`streak`), a new
+    #1 of the standings (`new_leader`), and the biggest rise of each week (`movers`, on the game that closed the
+    week, or on the latest game once its week is over). Computed from the log when read, the same log giving the
+    same moments: at most one of each kind and two per game, none for voided games, and only `first_win` for a
+    game with a provisional player (fewer than 3 results against others before it; `movers` is about the week). A
+    new #1 is told for the latest 1,000 games of the log. `since` is what a page that saw game N asks for: the
+    moments of the games after it."""
+    with db.reading() as session:
+        return moment_feed.feed(session, readable(session, slug, caller), limit, cursor, since, player)

@@ -37,8 +37,16 @@ Conservative = Annotated[
 Moved = Annotated[
     float | None,
     Field(
-        description="Elo points gained or lost since the player's own last game: strengths are measured against the "
-        "whole field, so they move when others play. null when unknown (no game yet, or replayed since)."
+        description="Elo points others' games moved the player by since their own last game: a strength is measured "
+        "against the whole field, so it moves when others play, while the player's own rating stands still. Not "
+        "what their last game did (that is `last_game_change`). null when unknown (no game yet, or replayed since)."
+    ),
+]
+LastGameChange = Annotated[
+    float | None,
+    Field(
+        description="Elo points the player's own last game gave or took (its `elo_change` in their history: after "
+        "it minus before it, both against today's field). null before their first game."
     ),
 ]
 InactiveReason = Annotated[
@@ -55,6 +63,15 @@ LadderClock = Annotated[
         description="The ladder's clock: the newest `played_at` of its games (null before any). Standard errors grow "
         "with the time from a player's last game to it, and `inactive_after_days` counts by it, so the same games "
         "always give the same answer."
+    ),
+]
+ResultsToRank = Annotated[
+    int,
+    Field(
+        description="How many more results against others the player needs before the leaderboard ranks them "
+        "(3 in all, whatever the results: a two-sided game is one result, a free-for-all one per other side); 0 "
+        "once they have them. A player with none left may still be provisional: see `provisional`.",
+        ge=0,
     ),
 ]
 ProvisionalReason = Annotated[
@@ -85,6 +102,7 @@ class PlayerOut(BaseModel):
     strength_se: StrengthSE
     conservative: Conservative
     change_since_last_game: Moved = None
+    last_game_change: LastGameChange = None
     games: int
     wins: int
     draws: int
@@ -95,6 +113,7 @@ class PlayerOut(BaseModel):
         "mathematics §10). A refit that is not applied changes nothing here."
     )
     provisional_reason: ProvisionalReason = None
+    results_to_rank: ResultsToRank = 0
     last_played_at: datetime | None
     created_at: datetime
     active: bool = Field(
@@ -138,12 +157,18 @@ class LeaderboardItem(BaseModel):
     strength_se: StrengthSE
     conservative: Conservative
     change_since_last_game: Moved = None
+    last_game_change: float | None = Field(
+        None,
+        description="With `form=true`: Elo points the player's own last game gave or took (its `elo_change` in "
+        "their history, against today's field); null before their first game.",
+    )
     games: int
     wins: int
     draws: int
     losses: int
     provisional: bool
     provisional_reason: ProvisionalReason = None
+    results_to_rank: ResultsToRank = 0
     last_played_at: datetime | None
     active: bool
     inactive_reason: InactiveReason = None
@@ -186,12 +211,75 @@ class HistoryItem(BaseModel):
 
 
 class OpponentItem(BaseModel):
-    key: str
-    name: str | None
+    key: str = Field(description="The opponent's key.")
+    name: str | None = Field(description="The opponent's name.")
     probability: float = Field(description="P(player beats this opponent).")
     gain: float | None = Field(
         None,
         description="purpose=comparable: how much a game against them would help pin the player down (0-1): the "
         "cosine between the direction the player's results leave open and the one this game's likely result adds, "
         "times that result's probability.",
+    )
+    if_win: float = Field(
+        description="Elo points the player would gain by beating them in a singles game now: what posting that game "
+        "would show as the player's `elo_change` (the ladder's own update, no seat or advantage)."
+    )
+    if_lose: float = Field(description="Elo points the player would gain by losing that game (negative: a loss).")
+    games_together: int = Field(
+        description="Games the two have played together so far, against each other or as partners (see "
+        "`…/head-to-head` for the record of each kind)."
+    )
+    last_played: datetime | None = Field(description="When the two last played together; null: never.")
+    reason: str = Field(
+        description="Why this game is suggested, in words: what it does for the player's ranking or rating, whether "
+        "the opponent's own rating is settled, and whether the two have played lately."
+    )
+
+
+class MeetingRecord(BaseModel):
+    games: int = Field(description="Games of this kind the two played.")
+    wins: int = Field(description="Of them, won by the player (against them, or with them as partner).")
+    draws: int = Field(description="Of them, drawn.")
+    losses: int = Field(description="Of them, lost by the player.")
+
+
+class HeadToHeadItem(BaseModel):
+    key: str = Field(description="The other player's key.")
+    name: str | None = Field(description="The other player's name.")
+    games: int = Field(description="Games the two played together, of every kind.")
+    last_played: datetime = Field(description="When the two last played together.")
+    singles: MeetingRecord = Field(description="Singles (two sides of one player each) against them.")
+    doubles: MeetingRecord = Field(
+        description="Team games of two sides (doubles) with them on the other side: the player's side's result."
+    )
+    partners: MeetingRecord = Field(description="Games with them on the player's own side: the side's result.")
+    free_for_all: MeetingRecord = Field(
+        description="Games of three sides or more with them on another side: won when the player finished ahead of "
+        "them, drawn when level."
+    )
+
+
+class MomentOut(BaseModel):
+    game: int = Field(description="The number of the game the moment belongs to (`GET …/games/{id}`).")
+    kind: Literal["first_win", "upset", "streak", "new_leader", "movers"] = Field(
+        description="`first_win`: a player's first win on the ladder; `upset`: a win whose chance before the game "
+        "was below 30%; `streak`: 3, 5, 10, 20, … wins in a row; `new_leader`: a new #1 of the standings after the "
+        "game; `movers`: the biggest rise of the week that game closed (Monday to Sunday, UTC)."
+    )
+    players: list[str] = Field(description="The keys of the players it is about (the winners, the new #1, …).")
+    text: str = Field(description='One line to show as it is, e.g. "Bob beat Ada with a 22% chance".')
+    played_at: datetime = Field(description="When its game was played.")
+    chance: float | None = Field(None, description="`upset`: the winners' chance before the game (0-1).")
+    wins: int | None = Field(None, description="`streak`: wins in a row.")
+    rise: float | None = Field(
+        None, description="`movers`: the rise in Elo points over the week, against today's field (as `elo_change`)."
+    )
+    week: str | None = Field(None, description="`movers`: the ISO week, e.g. `2026-W47`.")
+
+
+class MomentsPage(BaseModel):
+    items: list[MomentOut]
+    next_cursor: str | None = Field(
+        description="Pass as `cursor` for older moments; null once the log (or `since`) is reached. A page looks "
+        "through at most 500 games, so it may hold fewer than `limit` moments and still have a cursor."
     )

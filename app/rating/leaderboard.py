@@ -111,10 +111,14 @@ def strength_se(
     idle_years: ArrayLike | None = None,
     drift: float = 0.0,
     field: tuple[float, float, float] | None = None,
+    information: ArrayLike | None = None,
+    gain: ArrayLike | None = None,
     variance: ArrayLike | None = None,
 ) -> Array:
     """Standard error of each player's Hodge strength in logits (mathematics §8); of the players ``rows`` only
-    if given (``games`` are then theirs).
+    if given (``games`` are then theirs).  ``information`` and ``gain``, if given, are theirs as
+    :func:`field_information` and :func:`field_gain` give them over at most :data:`SE_SAMPLE` players (computed
+    once for errors read again at other numbers of games).
 
     Under the variance rule (mathematics §3b) each player's ``variance`` (of the ``rows`` if given) is what the
     results say and how far the rule wanders at once: it replaces the two parts below (the field's lag still
@@ -149,9 +153,9 @@ def strength_se(
     is the error that shrinking makes.
     """
     n = np.asarray(games, dtype=np.float64)
-    w = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
+    w = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows) if information is None else np.asarray(information)
     prior, tau, lag = (STRENGTH_PRIOR_PRECISION, 0.0, 0.0) if field is None else field
-    variance = _noise(C, n, w, rate, rows, prior) if variance is None else np.array(variance, dtype=np.float64)
+    variance = _noise(C, n, w, rate, rows, prior, gain) if variance is None else np.array(variance, dtype=np.float64)
     if tau > 0 and lag > 0:
         variance += (tau * (1.0 - n * w / (lag + n * w))) ** 2  # b_i = n_i w_i / (λ + n_i w_i); 0 with λ = ∞
     if idle_years is not None and drift > 0:
@@ -159,12 +163,21 @@ def strength_se(
     return np.sqrt(variance)
 
 
-def _noise(C: Array, n: Array, w: Array, rate: LearningRate | None, rows: ArrayLike | None, prior: float) -> Array:
+def _noise(
+    C: Array,
+    n: Array,
+    w: Array,
+    rate: LearningRate | None,
+    rows: ArrayLike | None,
+    prior: float,
+    gain: ArrayLike | None = None,
+) -> Array:
     """The variance of a strength around what the results say: 1/(λ₀ + n w) for a prior precision λ₀ = ``prior``,
-    and the online rule's wander."""
+    and the online rule's wander (``gain``: :func:`field_gain` of the rows, if known)."""
     variance = 1.0 / (prior + n * w)
     if rate is not None:
-        kappa = rate.at(n) * field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rows)
+        g = field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rows) if gain is None else np.asarray(gain)
+        kappa = rate.at(n) * g
         # κw ≥ 1 (huge vectors, where the rule overshoots) would make the formula blow up: cap it there.
         variance += kappa / (2.0 - np.minimum(kappa * w, 1.0))
     return variance

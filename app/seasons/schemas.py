@@ -61,8 +61,18 @@ class SeasonCreate(StrictModel):
     }
 
 
+class PodiumPlace(BaseModel):
+    rank: int = Field(description="1, 2 or 3: the place in the season's final standings.")
+    key: str = Field(description="The player's key when the season closed.")
+    name: str | None = Field(description="Their name then (null: none; the key names them).")
+
+
 class SeasonOut(BaseModel):
     name: str
+    champion: PodiumPlace | None = Field(
+        description="The first of the season's final standings (null: nobody played in it)."
+    )
+    podium: list[PodiumPlace] = Field(description="The first three of its final standings (fewer if fewer played).")
     closed_at: datetime
     first_game: int | None = Field(description="The number of the season's first game in the ladder (null: none).")
     last_game: int | None = Field(

@@ -382,3 +382,43 @@ def recent_results(
         for player_id, actual, sides in driver_fetchall(connection, sql, params):
             found[player_id].append((actual, sides))
     return found
+
+
+#: Far above every game id: "through the newest game".
+_ANY_GAME = 2**62
+
+
+def last_vectors(
+    session: Session, ladder_id: int, player_ids: list[int], through: int | None = None
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Each player's vectors before and after their newest game that counts (at or before game id ``through``,
+    if given), by player id; players without one are left out.  One indexed look per player, as
+    :func:`recent_results`."""
+    part = (
+        "SELECT * FROM (SELECT pa.player_id, pa.before, pa.after "
+        "FROM participants pa JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id "
+        "WHERE pa.player_id = ? AND pa.ladder_id = ? AND pa.game_id <= ? AND g.voided_at IS NULL "
+        "ORDER BY pa.game_id DESC LIMIT 1) AS r"
+    )
+    found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    connection = session.connection()
+    last = _ANY_GAME if through is None else through
+    for lo in range(0, len(player_ids), RECENT_PER_STATEMENT):
+        chunk = player_ids[lo : lo + RECENT_PER_STATEMENT]
+        sql = " UNION ALL ".join([part] * len(chunk))
+        params = tuple(v for p in chunk for v in (p, ladder_id, last))
+        for player_id, before, after in driver_fetchall(connection, sql, params):
+            found[player_id] = (codec.unpack(bytes(before)), codec.unpack(bytes(after)))
+    return found
+
+
+def dated_of_player(session: Session, ladder_id: int, player_id: int) -> list[tuple[datetime, dict]]:
+    """(played_at, payload) of every game of one of the ladder's players that counts (not voided), in log
+    order."""
+    query = (
+        select(Game.played_at, Game.payload)
+        .join(Participant, and_(Participant.game_id == Game.id, Participant.ladder_id == Game.ladder_id))
+        .where(Participant.ladder_id == ladder_id, Participant.player_id == player_id, Game.voided_at.is_(None))
+        .order_by(Participant.game_id)
+    )
+    return [(row[0], row[1]) for row in session.execute(query)]

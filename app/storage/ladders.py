@@ -20,6 +20,7 @@ from app.storage import cache, events
 from app.storage.sql import Fetch, driver_sql, fetch_typed
 from app.storage.tables import (
     ApiKey,
+    Challenge,
     Checkpoint,
     Game,
     IdempotencyKey,
@@ -30,6 +31,10 @@ from app.storage.tables import (
     Refit,
     Season,
     SeasonStanding,
+    SlackCommand,
+    SlackRequest,
+    Webhook,
+    WebhookDelivery,
 )
 
 
@@ -72,8 +77,16 @@ class LadderRow:
     rate_rule: str
     #: The variance rule's process noise per game, a standard deviation in Elo points.
     noise: float
+    #: The kinds of games it plays (:data:`PLAY`'s keys); a row without it plays everything.
+    play: dict | None
+    #: A season closes by itself every ``month`` or ``quarter`` (UTC), with the pull ``season_pull``; None: never.
+    season_every: str | None
+    season_pull: float
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
     aliases: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "play", PLAY | (self.play or {}))
 
     def folded_key(self, key: str) -> str:
         """``key`` as the ladder matches it: case-folded if it matches keys so."""
@@ -121,6 +134,10 @@ class LadderRow:
     def seat_index(self) -> dict[str, int]:
         """Seat name -> index (empty without seats)."""
         return {name: n for n, name in enumerate(self.seats or [])}
+
+
+#: What a ladder plays unless it says otherwise: every kind of game, as ladders from before the setting do.
+PLAY = {"singles": True, "doubles": True, "free_for_all": True, "draws": True, "points": None, "best_of": 1}
 
 
 def fold(key: str) -> str:
@@ -225,10 +242,13 @@ def insert(session: Session, values: dict) -> LadderRow | None:
 
 def delete(session: Session, ladder: LadderRow) -> None:
     """Delete everything in the ladder (players, games and their participants, keys, idempotency records, refits,
-    checkpoints, events) and leave its row as a tombstone: slug ``~deleted~{id}`` (free again, and no slug the API
-    takes), ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
+    checkpoints, events, challenges) and leave its row as a tombstone: slug ``~deleted~{id}`` (free again, and no
+    slug the API takes), ``deleted_at``, a version that moved on.  Its id is never given to another ladder."""
     lock(session, ladder.id)
-    for table in (SeasonStanding, Season, Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player):
+    tables = (SeasonStanding, Season, Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player, Challenge)
+    for table in tables:
+        session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
+    for table in (WebhookDelivery, Webhook, SlackRequest, SlackCommand):  # its webhooks and Slack command
         session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
     session.execute(LadderSlug.__table__.delete().where(LadderSlug.slug == ladder.slug))
     session.execute(

@@ -156,11 +156,13 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
 
 
 #: A stored payload of a two-player game between single players, as the app writes it (``json.dumps``) without
-#: seats, with keys free of escapes: the groups are the two keys, the two ranks and the two advantages.
+#: seats, with keys free of escapes: the groups are the two keys, the two ranks and the two advantages.  The
+#: scores and a match's games that may follow are not read: the ratings read the ranks alone.
 _KEY, _NUMBER = r'"([^"\\\n]*)"', r"(-?[0-9][0-9.eE+-]*)"
+_KEPT = r'(?:, "scores": \[[-0-9.eE+, ]*\])?(?:, "match": \[[\[\]0-9, ]*\])?'
 _PAIR = re.compile(
     rf'^(?:\{{"sides": \[\[{_KEY}\], \[{_KEY}\]\], "ranks": \[{_NUMBER}, {_NUMBER}\], '
-    rf'"advantages": (?:null|\[{_NUMBER}, {_NUMBER}\])\}}|(.*))$',
+    rf'"advantages": (?:null|\[{_NUMBER}, {_NUMBER}\]){_KEPT}\}}|(.*))$',
     re.MULTILINE,
 )
 #: Games read per chunk when the log is read as text.

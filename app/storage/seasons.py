@@ -73,6 +73,22 @@ def standings(session: Session, ladder_id: int, season_id: int, after_rank: int,
     return [tuple(row) for row in session.execute(query.order_by(SeasonStanding.rank).limit(limit))]
 
 
+def podiums(session: Session, ladder_id: int, season_ids: list[int], places: int) -> dict[int, list[tuple]]:
+    """The first ``places`` rows (rank, key, name) of each of the ladder's seasons ``season_ids`` standings, by
+    rank."""
+    if not season_ids:
+        return {}
+    query = select(SeasonStanding.season_id, SeasonStanding.rank, SeasonStanding.key, SeasonStanding.name).where(
+        SeasonStanding.ladder_id == ladder_id,
+        SeasonStanding.season_id.in_(season_ids),
+        SeasonStanding.rank <= places,
+    )
+    found: dict[int, list[tuple]] = {}
+    for season_id, rank, key, name in session.execute(query.order_by(SeasonStanding.season_id, SeasonStanding.rank)):
+        found.setdefault(season_id, []).append((rank, key, name))
+    return found
+
+
 def mark_changed(session: Session, ladder_id: int, game_ids: list[int], now: datetime) -> int:
     """Note, on each closed season of the ladder that counts one of the games ``game_ids`` (voided, or merged
     into another player), that a change reached its games after it closed: its standings stay as archived.

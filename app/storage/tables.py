@@ -153,6 +153,15 @@ class Ladder(Base):
     #: The sum of every player's vector and their number, {"sum": [...], "count": m}, kept by game commits; null:
     #: recompute it from the players (after a replay or a new player).
     field_sum: Mapped[dict | None] = mapped_column(JSON)
+    #: The kinds of games the ladder plays, {"singles": true, "doubles": true, "free_for_all": true, "draws": true,
+    #: "points": null, "best_of": 1} (``app.storage.ladders.PLAY``), which posted games must follow.
+    play: Mapped[dict | None] = mapped_column(JSON)
+    #: Close a season by itself at the end of every ``month`` or ``quarter`` (UTC); null: only an admin closes one.
+    season_every: Mapped[str | None] = mapped_column(String(16))
+    #: The pull each automatic close applies (0: the ratings carry on as they are).
+    season_pull: Mapped[float] = mapped_column(default=0.0, server_default="0")
+    #: When the current period ends: the next automatic close is due then (null without ``season_every``).
+    season_due: Mapped[datetime | None]
 
 
 class ApiKey(Base):
@@ -410,6 +419,110 @@ class LadderEvent(Base):
     #: The event's number in its ladder (1, 2, …, from ``ladders.last_event``): what the stream shows as its id.
     number: Mapped[int] = mapped_column(BigInteger, server_default="0")
     version: Mapped[int] = mapped_column(BigInteger)
-    kind: Mapped[str] = mapped_column(String(16))  # game, void, player, refit, ladder, season, access
+    kind: Mapped[str] = mapped_column(String(16))  # game, void, player, refit, ladder, season, access, challenge
     data: Mapped[dict] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Webhook(Base):
+    """A URL a ladder's events are posted to (app.webhooks): the events it takes, the secret its deliveries are
+    signed with, and where in the ladder's log it has got to."""
+
+    __tablename__ = "webhooks"
+    __table_args__ = ({"sqlite_autoincrement": True},)  # a deleted webhook's id is never another's
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(2000))
+    #: The event names it takes: game, void, season, challenge, moment, digest.
+    events: Mapped[list[str]] = mapped_column(JSON)
+    #: Signs each delivery (HMAC-SHA256); shown once, when the webhook is made, and kept to sign with.
+    secret: Mapped[str] = mapped_column(String(100))
+    #: The number of the ladder's last event (``ladder_events.number``) handled: a delivery made of it, or skipped.
+    cursor: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: Its latest delivery failed after every attempt; the next that succeeds clears it.
+    failing: Mapped[bool] = mapped_column(default=False, server_default=false())
+    #: When its pending delivery (if any) is tried next; null: none is pending.
+    retry_at: Mapped[datetime | None]
+    #: When the next weekly digest is due (webhooks that take ``digest``).
+    digest_at: Mapped[datetime | None]
+    #: Which server process works on it, until when: a worker claims it by a conditional update, so two never
+    #: deliver the same event.
+    lease_owner: Mapped[str | None] = mapped_column(String(200))
+    lease_until: Mapped[datetime | None]
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class WebhookDelivery(Base):
+    """One event sent (or being sent) to a webhook: the exact body, and how its attempts went."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        Index("ix_webhook_deliveries_webhook_id_id", "webhook_id", "id"),
+        Index("ix_webhook_deliveries_created_at", "created_at"),  # pruning
+        {"sqlite_autoincrement": True},
+    )
+
+    id: Mapped[int] = mapped_column(BigId, primary_key=True)
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"))
+    webhook_id: Mapped[int] = mapped_column(ForeignKey("webhooks.id", ondelete="CASCADE"))
+    event: Mapped[str] = mapped_column(String(16))
+    #: The ladder event it carries (null: a digest).
+    event_number: Mapped[int | None] = mapped_column(BigInteger)
+    #: pending, delivered or failed.
+    status: Mapped[str] = mapped_column(String(16))
+    attempts: Mapped[int] = mapped_column(default=0)
+    #: The body sent, byte for byte the same at every attempt (JSON).
+    body: Mapped[str] = mapped_column(String)
+    response_code: Mapped[int | None]
+    error: Mapped[str | None] = mapped_column(String(500))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    attempted_at: Mapped[datetime | None]
+    delivered_at: Mapped[datetime | None]
+
+
+class SlackCommand(Base):
+    """A ladder's Slack slash command: the signing secret Slack signs its requests with (never shown back)."""
+
+    __tablename__ = "slack_commands"
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    signing_secret: Mapped[str] = mapped_column(String(200))
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class SlackRequest(Base):
+    """The signatures of a ladder's recent slash-command requests: the same one again within five minutes is a
+    replay, and refused."""
+
+    __tablename__ = "slack_requests"
+    __table_args__ = (Index("ix_slack_requests_seen_at", "seen_at"),)
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    signature: Mapped[str] = mapped_column(String(80), primary_key=True)
+    seen_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Challenge(Base):
+    """A challenge between two players of a ladder: who challenged whom, its answer, and the game that settled it.
+
+    Numbered within its ladder (``number``: the API's ``id``), as games are.  The players are named by id, so a
+    rename or an erasure shows at once; a merge moves them (:func:`app.storage.challenges.merge`).  An open or
+    accepted challenge whose ``expires_at`` has passed is expired, whether or not a write has marked it yet.
+    """
+
+    __tablename__ = "challenges"
+    __table_args__ = (Index("ix_challenges_ladder_id_status", "ladder_id", "status"),)
+
+    ladder_id: Mapped[int] = mapped_column(ForeignKey("ladders.id", ondelete="CASCADE"), primary_key=True)
+    number: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    from_player_id: Mapped[int] = mapped_column(BigInteger)
+    to_player_id: Mapped[int] = mapped_column(BigInteger)
+    message: Mapped[str | None] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(16))  # open, accepted, declined, withdrawn, played, expired
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    expires_at: Mapped[datetime]
+    #: When it was last answered (accepted, declined, withdrawn, played, marked expired); null: not yet.
+    answered_at: Mapped[datetime | None]
+    #: The number of the game that settled it (``played``).
+    game: Mapped[int | None] = mapped_column(BigInteger)

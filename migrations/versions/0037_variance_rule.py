@@ -3,17 +3,17 @@ each membership's ``variance_after``, and each checkpoint's ``variances``.
 
 Existing ladders keep the shrinking-step rule their ratings were computed with (``rate_rule`` 'steps'); their
 players' variances stay null until a rate choice puts the ladder on the variance rule (the log is then replayed
-with it).  (The lead renumbers ``down_revision`` when the branches before this one are merged.)
+with it).
 
 Revision ID: 0037
-Revises: 0032
+Revises: 0036
 """
 
 import sqlalchemy as sa
 from alembic import op
 
 revision = "0037"
-down_revision = "0032"
+down_revision = "0036"
 branch_labels = None
 depends_on = None
 

@@ -84,6 +84,7 @@ def test_conservative_order_puts_established_players_first_and_paginates(client)
     new = items[-1]
     assert new["provisional"] and "1 of the 3 results" in new["provisional_reason"]
     assert all(not i["provisional"] and i["provisional_reason"] is None for i in items[:-1])
+    assert new["results_to_rank"] == 2 and all(i["results_to_rank"] == 0 for i in items[:-1])  # "2 more games"
     established = items[:-1]
     assert [i["conservative"] for i in established] == sorted((i["conservative"] for i in established), reverse=True)
     for i in items:  # the conservative strength is the Elo minus two standard errors, in Elo points
@@ -104,6 +105,13 @@ def test_conservative_order_puts_established_players_first_and_paginates(client)
     assert [i["rank"] for i in pages] == [1, 2, 3, 4]
     bad = base64.urlsafe_b64encode(json.dumps([2, 0.0, "a"]).encode()).decode()
     assert client.get("/v1/ladders/test/leaderboard", params={"by": "conservative", "cursor": bad}).status_code == 422
+    assert profile["results_to_rank"] == 2
+    # A free-for-all of three is two results for each: one more to be ranked, whatever the places.
+    body = {"sides": [{"players": [p], "rank": n} for n, p in enumerate(["x", "y", "z"], start=1)]}
+    assert client.post("/v1/ladders/test/games", json=body, headers=bearer(key)).status_code == 201
+    for p in ("x", "y", "z"):
+        player = client.get(f"/v1/ladders/test/players/{p}").json()
+        assert player["provisional"] and player["results_to_rank"] == 1
 
 
 def test_a_rating_moves_when_the_field_does_and_the_change_is_shown(client):
@@ -193,7 +201,7 @@ def test_every_operation_has_a_camel_case_id_a_tag_and_examples_of_its_body(clie
     for path, method, op in operations:
         assert len(op["tags"]) == 1, (path, method)
         assert "application/problem+json" in op["responses"]["422"]["content"], (path, method)
-        if "requestBody" in op:
+        if "application/json" in op.get("requestBody", {}).get("content", {}):  # (Slack's command is a form)
             body = op["requestBody"]["content"]["application/json"]["schema"]
             name = (body.get("$ref") or body["anyOf"][0]["$ref"]).rsplit("/", 1)[1]
             assert schemas[name].get("examples"), (path, method, name)

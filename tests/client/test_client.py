@@ -94,7 +94,9 @@ def test_every_game_form_and_what_a_game_server_reads(server, slug):
         assert sum(match.expected_scores) == pytest.approx(1)
         teams = melo.teams(["ann", "bob", "cy", "dee"], 2)
         assert sorted(p for team_ in teams.teams for p in team_) == ["ann", "bob", "cy", "dee"] and teams.exact
-        assert {o.key for o in melo.opponents("ann", limit=3)} <= {"bob", "cy", "dee"}
+        suggested = melo.opponents("ann", limit=3, purpose="next")
+        assert {o.key for o in suggested} <= {"bob", "cy", "dee"}
+        assert all(o.if_win > 0 > o.if_lose and o.reason for o in suggested)
 
         board = list(melo.leaderboard(page_size=2))
         assert [e.rank for e in board] == [1, 2, 3, 4] and {e.key for e in board} == {"ann", "bob", "cy", "dee"}

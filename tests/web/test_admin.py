@@ -125,12 +125,19 @@ def test_keys_settings_and_the_export(base, open_page):
     page.fill("#ladder-name", "Office pong")
     page.check("#setting-private")
     page.fill("#inactive-after-days", "60")
+    page.uncheck("#play-draws")
+    page.uncheck("#play-free_for_all")
+    page.select_option("#play-points", "11")
+    page.select_option("#play-best-of", "3")
+    page.select_option("#season-every", "month")
     page.click("#save-settings")
     expect(page.locator("#messages")).to_have_text("Settings saved.")
     expect(page.locator(".ladder-link")).to_have_text("Office pong")
     settings = ladder.get("")
     assert settings["name"] == "Office pong" and settings["private"] is True
-    assert settings["inactive_after_days"] == 60
+    assert settings["inactive_after_days"] == 60 and settings["season_every"] == "month"
+    kinds = {"singles": True, "doubles": True, "free_for_all": False, "draws": False, "points": 11, "best_of": 3}
+    assert settings["play"] == kinds
     assert httpx.get(ladder.api).status_code == 401  # private now
 
     with page.expect_download() as download:

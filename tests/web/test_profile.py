@@ -1,5 +1,7 @@
-"""A player's page: rating in words, form, streaks, last played, rating over time against dates, head-to-head records
-with today's chances, recent games with partners and changes; renaming, and old keys that lead to the player."""
+"""A player's page: rating in words, form, streaks, what the last game did and what others' games did since, rating
+over time against dates from the starting rating, head-to-head records (singles, doubles and partners apart) with
+today's chances, recent games with partners and changes, who to play next with the stakes; renaming, old keys that
+lead to the player, stepping back in time, and targets a finger can hit on a phone."""
 
 from __future__ import annotations
 
@@ -7,12 +9,34 @@ import re
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 from tests.web.conftest import make_ladder
 from tests.web.test_record import shown
 
 LETTER = {"win": "W", "draw": "D", "loss": "L"}
+
+
+def assert_stakes_shown(page, ladder, key: str) -> None:
+    """Who to play next: each suggestion with what a win and a loss would do, as the API says, and why."""
+    suggested = ladder.get(f"/players/{key}/opponents", purpose="next", limit=5)["items"]
+    items = page.locator("#next li")
+    expect(items).to_have_count(len(suggested))
+    for o in suggested:
+        item = page.locator(f"#next li[data-key='{o['key']}']")
+        expect(item.locator(".stakes")).to_have_text(f"win {shown(o['if_win'])}, lose {shown(o['if_lose'])}")
+        expect(item.locator(".reason")).to_contain_text(o["reason"])
+
+
+def assert_labels_inside(page) -> None:
+    """No label of the chart's time axis runs off its edges."""
+    width, boxes = page.eval_on_selector(
+        "#rating-chart",
+        "s => [s.getBoundingClientRect().width, [...s.querySelectorAll('text.x-tick')].map(t => {"
+        " const b = t.getBBox(); return [b.x, b.x + b.width]; })]",
+    )
+    assert boxes and all(left >= 0 and right <= width for left, right in boxes), (width, boxes)
 
 
 def test_form_streaks_chart_head_to_head_and_recent_games(base, open_page):
@@ -30,40 +54,52 @@ def test_form_streaks_chart_head_to_head_and_recent_games(base, open_page):
     expect(page).to_have_title("Ann Archer · Office profile · melo")
     expect(page.locator("#rating b")).to_have_text(str(round(player["elo"])))
     twice = 2 * player["strength_se"]
-    expect(page.locator("#rating small")).to_have_text(
-        re.compile(rf"^likely {round(player['elo'] - twice)}–{round(player['elo'] + twice)}: [a-z ,:]+$")
-    )
+    expect(page.locator("#rating small")).to_have_text(re.compile(rf"^give or take {round(twice)}: [a-z ,:]+$"))
     assert page.locator("#form .r").all_inner_texts() == [LETTER[g["result"]] for g in history[:5]] == list("DLWWW")
     expect(page.locator("#streak")).to_contain_text("1 draw")
     expect(page.locator("#streak small")).to_have_text("best: 7 wins")
     last = page.locator("#last-played time")
     assert last.get_attribute("datetime") == player["last_played_at"] and last.inner_text() == "just now"
+    # Her own last game (a draw) and nothing since: nobody has played after her.
+    assert player["last_game_change"] == history[0]["elo_change"]
+    expect(page.locator("#last-change")).to_have_text(f"{shown(player['last_game_change'])} Elo")
+    expect(page.locator("#moved-since")).to_have_count(0)
 
-    # Rating over time: one point per game, placed by date, with dates on the axis.
+    # Rating over time: from the starting rating, one point per game, placed by date, with dates on the axis.
     points = page.eval_on_selector_all(
         "#rating-chart circle.dot:not(.last)", "cs => cs.map(c => [c.cx.baseVal.value, c.cy.baseVal.value])"
     )
     assert len(points) == len(history)
     xs = [x for x, _ in points]
     assert xs == sorted(xs) and xs[-1] - xs[0] > 300  # a week of games across the chart
+    start = page.eval_on_selector("#rating-chart circle.start", "c => [c.cx.baseVal.value, c.cy.baseVal.value]")
+    assert start[0] < xs[0]
+    line = page.get_attribute("#rating-chart polyline", "points").split()
+    assert len(line) == len(history) + 1 and [float(v) for v in line[0].split(",")] == pytest.approx(start, abs=0.1)
     ticks = page.locator("#rating-chart text.x-tick").all_text_contents()
     assert len(ticks) >= 3 and all(re.fullmatch(r"\d{1,2} [A-Z][a-z]{2}", t) for t in ticks), ticks
     highest = max(range(len(history)), key=lambda n: history[::-1][n]["elo_after"])
     assert points[highest][1] == min(y for _, y in points)  # the highest rating is drawn highest
+    assert_labels_inside(page)
 
-    # Head to head: the record against each opponent and today's chance to beat them.
+    # Head to head: singles, doubles against and with each player apart, and today's chance to beat them.
     expect(page.locator("#rivals .chance", has_text="…")).to_have_count(0)
-    met: dict[str, list[int]] = {}
-    for game in history:
-        for opponent in game["opponents"]:
-            met.setdefault(opponent, [0, 0, 0])[["win", "draw", "loss"].index(game["result"])] += 1
+    met = ladder.get("/players/ann/head-to-head")["items"]
     rows = page.locator("#rivals-table tbody tr")
     expect(rows).to_have_count(len(met))
-    for key, (won, drawn, lost) in met.items():
-        cells = page.locator(f"#rivals-table tr[data-key={key}] td").all_inner_texts()
-        chance = ladder.get("/predict", a="ann", b=key)["probability"]
-        assert cells[1:] == [str(won), str(drawn), str(lost), f"{round(100 * chance)}%"], (key, cells)
+
+    def record(r: dict) -> str:
+        return f"{r['wins']}–{r['draws']}–{r['losses']}" if r["games"] else "–"
+
+    for row in met:
+        cells = page.locator(f"#rivals-table tr[data-key={row['key']}] td").all_inner_texts()
+        chance = ladder.get("/predict", a="ann", b=row["key"])["probability"]
+        expected = [record(row["singles"]), record(row["doubles"]), record(row["partners"])]
+        assert cells[1:] == [*expected, f"{round(100 * chance)}%"], (row, cells)
     expect(page.locator("#rivals-table tr[data-key=bob] td").first).to_have_text("Bob Baker")
+    # Ann beat Bob twice in singles and once in doubles (with Cy): apart, not five games in one count.
+    bob = page.locator("#rivals-table tr[data-key=bob] td").all_inner_texts()
+    assert bob[1:4] == ["2–0–0", "1–0–0", "–"], bob
 
     # Recent games: what happened, with whom, against whom, the change.
     doubles = next(g for g in history if g["partners"])
@@ -71,7 +107,7 @@ def test_form_streaks_chart_head_to_head_and_recent_games(base, open_page):
     expect(item).to_contain_text("Beat Bob Baker & Dee Dunn with Cy Cole")
     expect(item.locator(".chg")).to_have_text(shown(doubles["elo_change"]))
     expect(page.locator(f"#history li[data-game='{history[1]['game_id']}']")).to_contain_text("Lost to Fay Fox")
-    expect(page.locator("#next li")).not_to_have_count(0)
+    assert_stakes_shown(page, ladder, "ann")
 
     # Playing since the first game (a week ago), not since the player's row was made (today).
     first = datetime.fromisoformat(history[-1]["played_at"].replace("Z", "+00:00"))
@@ -107,8 +143,13 @@ def test_a_profile_steps_back_through_time(base, open_page):
     page = open_page("phone")
     page.goto(f"{ladder.url}/players/ann")
     expect(page.locator("#past-result")).to_have_text(re.compile(r"^Pick a day"))
-    page.click("#month-earlier")  # two months back: before the first game
-    expect(page.locator("#past-result")).to_have_text(re.compile(r"^Not on the ladder yet at the end of "))
+    today = datetime.now(UTC).date()
+    first = ladder.get("/games/1")["played_at"][:10]
+    assert page.input_value("#as-of-date") == today.isoformat()  # from today ...
+    expect(page.locator("#as-of-date")).to_have_attribute("min", first)  # ... back to the ladder's first game
+    page.click("#month-earlier")  # a month back: no earlier than the first game's day
+    assert page.input_value("#as-of-date") == first
+    expect(page.locator("#past-result")).to_contain_text(re.compile(r" at the end of "))
     day = (datetime.now(UTC) - timedelta(days=4)).date()
     page.fill("#as-of-date", day.isoformat())
     end = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
@@ -121,3 +162,42 @@ def test_a_profile_steps_back_through_time(base, open_page):
     page.click("#month-later")  # no later than today: the profile as it is
     now = ladder.get("/players/ann")
     expect(page.locator("#past-result")).to_contain_text(f"{now['games']} games: {now['wins']} won")
+
+
+def test_a_phone_shows_the_last_game_what_others_did_since_the_stakes_and_big_enough_targets(base, open_page):
+    ladder = make_ladder(base, "phone-profile")  # Dee's last game is followed by others'
+    dee = ladder.get("/players/dee")
+    history = ladder.get("/players/dee/history")["items"]
+    assert dee["last_game_change"] == history[0]["elo_change"] and round(dee["change_since_last_game"]) != 0
+    page = open_page("phone")
+    page.goto(f"{ladder.url}/players/dee")
+    expect(page.locator("#last-change")).to_have_text(f"{shown(dee['last_game_change'])} Elo")
+    expect(page.locator("#moved-since")).to_have_text(
+        f"Others' games moved you {shown(dee['change_since_last_game'])} since"
+    )
+    expect(page.locator("#others-since")).to_contain_text(f"moved the rating {shown(dee['change_since_last_game'])}")
+    assert_stakes_shown(page, ladder, "dee")
+    expect(page.locator("#rivals .chance", has_text="…")).to_have_count(0)
+    ticks = page.locator("#rating-chart text.x-tick").all_text_contents()
+    assert re.search(r"\d{1,2} [A-Z][a-z]{2}", ticks[0]), ticks  # the first tick says which day
+    assert_labels_inside(page)
+    small = page.eval_on_selector_all(
+        "#view a, #view button, #view summary, #view input",
+        "els => els.filter(e => e.offsetParent !== null).map(e => [e.outerHTML.slice(0, 80),"
+        " e.getBoundingClientRect().width, e.getBoundingClientRect().height]).filter(([, w, h]) => w < 24 || h < 24)",
+    )
+    assert small == [], small
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # nothing scrolls sideways
+    # The head-to-head table fits its panel: no column cut off.
+    assert page.eval_on_selector("#rivals-table", "t => t.scrollWidth <= t.parentElement.clientWidth + 0.5")
+
+    # A player of one game: a line from the starting rating to the rating after it, on a day's time axis.
+    ladder.post(["gus"], ["hal"])
+    page.goto(f"{ladder.url}/players/gus")
+    line = page.get_attribute("#rating-chart polyline", "points").split()
+    (x0, y0), (x1, y1) = ([float(v) for v in point.split(",")] for point in line)
+    assert len(line) == 2 and x1 - x0 > 50 and y1 < y0  # a win: up from the start
+    expect(page.locator("#rating-chart circle.start title")).to_have_text(re.compile(r"^Starting rating: \d+$"))
+    ticks = page.locator("#rating-chart text.x-tick").all_text_contents()
+    assert re.search(r"\d{1,2} [A-Z][a-z]{2}", ticks[0]), ticks
+    assert_labels_inside(page)

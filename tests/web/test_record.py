@@ -174,6 +174,7 @@ def test_the_pickers_suggest_as_you_type(base, open_page):
     expect(page.locator("#b-0-list [role=option]").last).to_have_text("New player zed")
     page.keyboard.press("Enter")
     page.click("#won-b")
+    page.locator("dialog[open]").get_by_role("button", name="Yes, add “zed”").click()  # confirmed
     page.wait_for_selector("#changes li[data-key=zed]")  # created on the fly
     assert players_of(ladder.get("/games", limit=1)["items"][0]) == [["fay"], ["zed"]]
 

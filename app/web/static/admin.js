@@ -2,11 +2,12 @@
 // merge, deactivate, erase, each asking to confirm), keys (create with a role, revoke, last used), settings and
 // the export. Everything here needs an admin key of the ladder, asked for once and kept in this browser.
 import { ApiError, LadderApi, request, savedKey } from "./api.js";
-import { debounce, fill, h, profileHref, shortDate, timeAgo } from "./dom.js";
+import { count, debounce, fill, h, profileHref, shortDate, timeAgo } from "./dom.js";
 import { follow } from "./live.js";
-import { ladderHeader, ladderName, loadLadder, playerName, setTitle, showLive } from "./parts.js";
+import { keyShown, ladderHeader, ladderName, loadLadder, playerName, setTitle, showLive } from "./parts.js";
 import { picker, Roster } from "./picker.js";
 import { askKey, ask, clearMessages, confirmed, guarded, say, withKey } from "./ui.js";
+import { webhooksPanel } from "./webhooks.js";
 
 const ROLES = [
   ["write", "write: records and undoes games"],
@@ -19,6 +20,23 @@ const SETTINGS = [
   ["auto_refit", "Refit the ratings in the background as the ladder grows"],
   ["case_insensitive_keys", "Player keys ignore case (“Ann” is “ann”)"],
 ];
+// What the ladder plays (its `play`): the record form offers only these, and the server refuses the rest.
+const KINDS = [
+  ["singles", "Singles"],
+  ["doubles", "Doubles (and other team games of two sides)"],
+  ["free_for_all", "Free-for-all (three sides or more)"],
+  ["draws", "Draws"],
+];
+const POINTS = [["", "any score"], ["11", "11"], ["21", "21"]];
+const BEST_OF = [["1", "one game"], ["3", "best of 3"], ["5", "best of 5"]];
+const SEASONS = [["", "never (closed by hand)"], ["month", "every month"], ["quarter", "every quarter"]];
+
+// A labelled <select> of [value, text] choices with `value` chosen.
+function choice(id, label, choices, value) {
+  const select = h("select", { id }, choices.map(([v, text]) => h("option", { value: v, selected: v === value },
+    text)));
+  return [h("div", { class: "field" }, h("label", { for: id }, label), select), select];
+}
 
 export async function adminView(view, slug, section) {
   const api = new LadderApi(slug);
@@ -69,6 +87,7 @@ class AdminPage {
         h("h2", { id: "settings-title" }, "Settings"), this.settingsForm()),
       h("section", { class: "panel", id: "season", "aria-labelledby": "season-title" },
         h("h2", { id: "season-title" }, "Season"), this.seasonForm()),
+      webhooksPanel(this.api),
       h("section", { class: "panel", id: "export", "aria-labelledby": "export-title" },
         h("h2", { id: "export-title" }, "Export"), this.exportButton()));
     await this.loadPlayers();
@@ -129,7 +148,8 @@ class AdminPage {
   describe(li, p) {
     li.dataset.search = `${playerName(p)} ${p.key}`.toLocaleLowerCase();
     fill(li.querySelector("summary"), h("b", {}, playerName(p)),
-      h("span", { class: "muted" }, ` ${p.key} · ${p.games} games${p.active ? "" : " · inactive"}`));
+      h("span", { class: "muted" }, ` ${[keyShown(p), count(p.games, "game"), !p.active && "inactive"]
+        .filter(Boolean).join(" · ")}`));
     const toggle = li.querySelector(".active-toggle");
     if (toggle) toggle.textContent = p.active ? "Deactivate…" : "Reactivate";
     return li;
@@ -278,10 +298,21 @@ class AdminPage {
       ` ${label}`));
     const idle = h("input", { id: "inactive-after-days", type: "number", min: "1", max: "36500", step: "1",
       inputmode: "numeric", value: this.ladder.inactive_after_days ?? "", placeholder: "never" });
+    const play = { singles: true, doubles: true, free_for_all: true, draws: true, points: null, best_of: 1,
+      ...this.ladder.play };
+    const kinds = KINDS.map(([kind, label]) => h("label", { class: "check" },
+      h("input", { type: "checkbox", id: `play-${kind}`, checked: play[kind] !== false }), ` ${label}`));
+    const [pointsField, points] = choice("play-points", "Games are played to", POINTS, String(play.points ?? ""));
+    const [bestOfField, bestOf] = choice("play-best-of", "A result is", BEST_OF, String(play.best_of ?? 1));
+    const [seasonField, seasonEvery] = choice("season-every", "Close a season by itself", SEASONS,
+      this.ladder.season_every ?? "");
     const form = h("form", { id: "settings-form", class: "stack" },
       h("div", { class: "field" }, h("label", { for: "ladder-name" }, "Name"), name), boxes,
       h("div", { class: "field" }, h("label", { for: "inactive-after-days" },
         "Leave players off the standings after this many days without a game (empty: never)"), idle),
+      h("fieldset", { id: "play-settings" }, h("legend", {}, "What this ladder plays"), kinds, pointsField,
+        bestOfField),
+      seasonField,
       h("button", { type: "submit", id: "save-settings" }, "Save settings"));
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
@@ -289,6 +320,10 @@ class AdminPage {
       const patch = { name: name.value.trim() || null };
       for (const [field] of SETTINGS) patch[field] = form.querySelector(`#setting-${field}`).checked;
       patch.inactive_after_days = idle.value === "" ? null : Number(idle.value);
+      patch.play = Object.fromEntries(KINDS.map(([kind]) => [kind, form.querySelector(`#play-${kind}`).checked]));
+      patch.play.points = points.value === "" ? null : Number(points.value);
+      patch.play.best_of = Number(bestOf.value);
+      patch.season_every = seasonEvery.value || null;
       const changed = await guarded(() => this.api.send("PATCH", "", patch));
       if (!changed) return;
       this.ladder = changed;
@@ -324,7 +359,8 @@ class AdminPage {
       const closed = await guarded(() => this.api.send("POST", "/seasons", { name: name.value.trim(), pull: part }));
       if (!closed) return;
       name.value = "";
-      say(`Season “${closed.name}” closed: ${closed.games} games, ${closed.players} players.`, "info");
+      const counted = `${count(closed.games, "game")}, ${count(closed.players, "player")}`;
+      say(`Season “${closed.name}” closed: ${counted}.`, "info");
     });
     return h("div", {}, h("p", { class: "muted" }, "Closing a season keeps its final standings; the ladder page " +
       "shows them under Past seasons."), form);

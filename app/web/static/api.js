@@ -2,10 +2,11 @@
 import { sleep } from "./dom.js";
 
 export class ApiError extends Error {
-  constructor(message, status = 0, detail = "") {
+  constructor(message, status = 0, detail = "", errors = []) {
     super(message);
     this.status = status;
     this.detail = detail; // the problem's own words, for the messages that depend on them
+    this.errors = errors; // the problem's `errors`: each {field, message}, for a message next to its field
   }
 
   // The key was missing, wrong, revoked, expired or of too low a role: asking for another one can help.
@@ -27,12 +28,14 @@ function readable(status, detail) {
 
 async function problem(response) {
   let detail = "";
+  let errors = [];
   try {
     const body = await response.json();
     detail = body.detail || body.title || "";
+    if (Array.isArray(body.errors)) errors = body.errors;
   } catch { /* not JSON: the status line says it */ }
   const message = readable(response.status, detail) || `${response.status} ${response.statusText}`;
-  return new ApiError(message, response.status, detail);
+  return new ApiError(message, response.status, detail, errors);
 }
 
 export async function request(method, path, { body, key, accept = "application/json" } = {}) {
@@ -79,6 +82,12 @@ const storeName = (slug) => `melo-write-key:${slug}`;
 export const savedKey = (slug) => localStorage.getItem(storeName(slug)) || "";
 export const saveKey = (slug, key) => localStorage.setItem(storeName(slug), key);
 export const forgetKey = (slug) => localStorage.removeItem(storeName(slug));
+
+// Who "me" is on this device, per ladder: a player's key, picked once on the ladder page.
+const meName = (slug) => `melo-me:${slug}`;
+export const savedMe = (slug) => localStorage.getItem(meName(slug)) || "";
+export const saveMe = (slug, key) => localStorage.setItem(meName(slug), key);
+export const forgetMe = (slug) => localStorage.removeItem(meName(slug));
 
 // ---------- one ladder ----------
 

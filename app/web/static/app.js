@@ -2,7 +2,7 @@
 // dependencies. This module reads the address and draws its view; each view's own modules are loaded only for
 // it (the modules every view shares are preloaded by index.html).
 import { refreshTimes, fill, h } from "./dom.js";
-import { setTitle } from "./parts.js";
+import { notLiveUnlessFollowing, setTitle } from "./parts.js";
 import { guarded } from "./ui.js";
 
 const TIMES_EVERY_MS = 30000; // "2 min ago" stays true
@@ -27,6 +27,7 @@ async function route() {
     }
     return notFound(view);
   });
+  notLiveUnlessFollowing();
   // A page that could not be drawn (an unknown ladder, the server away) says so above and leads home.
   if (view.querySelector(".loading")) {
     setTitle("Not available");

@@ -15,10 +15,14 @@ function niceTicks(lo, hi, count) {
 
 const HOUR = 3600e3;
 const DAY = 24 * HOUR;
-const TIME = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+// In the reader's own locale: "14:00" or "2:00 PM", "5 Mar" or "Mar 5", "Mar 25".
+const TIME = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
 const MONTH = new Intl.DateTimeFormat(undefined, { month: "short", year: "2-digit" });
+const sameDay = (a, b) => a.toDateString() === b.toDateString();
 
-// Dates for a time axis from t0 to t1 (ms): whole hours, days, weeks or months, at most `count` of them.
+// Ticks for a time axis from t0 to t1 (ms): whole hours, days, weeks or months, at most `count` of them. Each is
+// {t, lines}: a label of one or two lines. Ticks of days or more are dates; ticks within a day are times, and the
+// first tick of each day shows its date under the time, so that the axis always says which day it is.
 function timeTicks(t0, t1, count) {
   const span = t1 - t0;
   const months = [1, 2, 3, 6, 12].find((m) => span / (m * 30 * DAY) <= count);
@@ -29,30 +33,53 @@ function timeTicks(t0, t1, count) {
     d.setDate(1);
     while (d.getTime() < t0) d.setMonth(d.getMonth() + 1);
     while (d.getTime() <= t1) {
-      if (d.getMonth() % months === 0) ticks.push({ t: d.getTime(), label: MONTH.format(d) });
+      if (d.getMonth() % months === 0) ticks.push({ t: d.getTime(), lines: [MONTH.format(d)] });
       d.setMonth(d.getMonth() + 1);
     }
     return ticks;
   }
-  const step = [HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY]
-    .find((s) => span / s <= count) || 28 * DAY;
+  // Times of day only for games within two days: beyond, a tick a day or more reads better.
+  const steps = [HOUR, 3 * HOUR, 6 * HOUR, 12 * HOUR, DAY, 2 * DAY, 7 * DAY, 14 * DAY, 28 * DAY]
+    .filter((s) => s >= DAY || span <= 2 * DAY);
+  const step = steps.find((s) => span / s <= count) || 28 * DAY;
   const start = new Date(t0);
   if (step >= DAY) start.setHours(0, 0, 0, 0);
-  else start.setMinutes(0, 0, 0);
+  else start.setHours(start.getHours() - (start.getHours() % (step / HOUR)), 0, 0, 0); // 0:00, 6:00, 12:00, …
   const ticks = [];
+  let previous = null;
   for (let t = start.getTime(); t <= t1; t += step) {
     // Steps of days are counted in local midnights (a day of 23 or 25 hours keeps the ticks at 0:00).
     const d = new Date(t);
     if (step >= DAY && d.getHours() !== 0) d.setHours(d.getHours() < 12 ? 0 : 24, 0, 0, 0);
-    if (d.getTime() >= t0) ticks.push({ t: d.getTime(), label: step >= DAY ? shortDate(d) : TIME.format(d) });
+    if (d.getTime() < t0) continue;
+    const newDay = previous === null || !sameDay(previous, d);
+    const lines = step >= DAY ? [shortDate(d)] : newDay ? [TIME.format(d), shortDate(d)] : [TIME.format(d)];
+    ticks.push({ t: d.getTime(), lines });
+    previous = d;
   }
   return ticks;
 }
 
-// The rating after each game against the date it was played. `points`: [{time (ms), elo, title}], oldest first.
+// Where each tick's label goes: centred under its tick but kept inside the chart, and left out where it would run
+// into the label before it.
+function placeTicks(ticks, x, width) {
+  const placed = [];
+  let right = -Infinity;
+  for (const tick of ticks) {
+    const w = Math.max(...tick.lines.map(textWidth));
+    const centre = clamp(x(tick.t), w / 2 + 2, width - w / 2 - 2);
+    if (centre - w / 2 < right + 8) continue;
+    placed.push({ ...tick, x: centre });
+    right = centre + w / 2;
+  }
+  return placed;
+}
+
+// The rating after each game against the date it was played. `points`: [{time (ms), elo, title, start}], oldest
+// first; a point with `start` is the rating before the first game (drawn hollow, the line starts there).
 export function ratingChart(points, width) {
   const height = Math.round(Math.min(300, Math.max(190, width * 0.42)));
-  const pad = { left: 46, right: 14, top: 14, bottom: 30 };
+  const pad = { left: 46, right: 14, top: 14, bottom: 44 };
   const times = points.map((p) => p.time);
   const elos = points.map((p) => p.elo);
   let [t0, t1] = [Math.min(...times), Math.max(...times)];
@@ -63,21 +90,27 @@ export function ratingChart(points, width) {
   const x = (t) => pad.left + ((t - t0) / (t1 - t0)) * (width - pad.left - pad.right);
   const y = (v) => height - pad.bottom - ((v - lo) / (hi - lo)) * (height - pad.top - pad.bottom);
   const yTicks = niceTicks(lo, hi, 4);
-  const xTicks = timeTicks(t0, t1, Math.max(2, Math.floor((width - pad.left - pad.right) / 80)));
+  const xTicks = placeTicks(timeTicks(t0, t1, Math.max(2, Math.floor((width - pad.left - pad.right) / 90))), x,
+    width);
+  const games = points.filter((p) => !p.start);
+  const first = points[0];
   const last = points[points.length - 1];
   const line = points.map((p) => `${x(p.time).toFixed(1)},${y(p.elo).toFixed(1)}`).join(" ");
+  const base = height - pad.bottom + 16;
   return svg("svg", { id: "rating-chart", class: "chart", width, height, viewBox: `0 0 ${width} ${height}`,
     role: "img", "aria-labelledby": "rating-chart-title" },
-  svg("title", { id: "rating-chart-title" }, `Rating over time: ${whole(points[0].elo)} on ` +
-    `${shortDate(new Date(points[0].time))}, ${whole(last.elo)} on ${shortDate(new Date(last.time))}, highest ` +
+  svg("title", { id: "rating-chart-title" }, `Rating over time: ${whole(first.elo)} on ` +
+    `${shortDate(new Date(first.time))}, ${whole(last.elo)} on ${shortDate(new Date(last.time))}, highest ` +
     `${whole(Math.max(...elos))}.`),
   yTicks.map((v) => svg("g", { class: "tick" },
     svg("line", { class: "grid", x1: pad.left, x2: width - pad.right, y1: y(v), y2: y(v) }),
     svg("text", { x: pad.left - 6, y: y(v) + 4, "text-anchor": "end" }, whole(v)))),
-  xTicks.map((tick) => svg("text", { class: "x-tick", x: x(tick.t), y: height - 8, "text-anchor": "middle" },
-    tick.label)),
+  xTicks.map((tick) => svg("text", { class: "x-tick", x: tick.x, y: base, "text-anchor": "middle" },
+    tick.lines.map((text, n) => svg("tspan", { x: tick.x, dy: n ? 15 : 0 }, text)))),
   svg("polyline", { class: "line", points: line }),
-  points.length <= 80 ? points.map((p) => svg("circle", { class: "dot", cx: x(p.time), cy: y(p.elo), r: 3.5 },
+  first.start ? svg("circle", { class: "start", cx: x(first.time), cy: y(first.elo), r: 4 },
+    svg("title", {}, first.title)) : null,
+  games.length <= 80 ? games.map((p) => svg("circle", { class: "dot", cx: x(p.time), cy: y(p.elo), r: 3.5 },
     svg("title", {}, p.title))) : null,
   svg("circle", { class: "dot last", cx: x(last.time), cy: y(last.elo), r: 5 }, svg("title", {}, last.title)));
 }
@@ -138,8 +171,8 @@ export function discChart(points, width, { labelled = true } = {}) {
   const dots = points.map((p) => ({ label: p.label, x: sx(p.x), y: sy(p.y) }));
   const labels = labelled ? placeLabels(dots, { x: 2, y: 2, w: width - 4, h: height - 4 }) : dots.map(() => null);
   return svg("svg", { id: "disc-plot", class: "chart", width, height, viewBox: `0 0 ${width} ${height}`,
-    role: "img", "aria-label": "The players as points of the largest disc: the angle is a style, the distance from " +
-      "the centre its weight" },
+    role: "img", "aria-label": "The players' styles: each dot is a player, the direction from the centre is their " +
+      "style, the distance how much it counts" },
   svg("line", { class: "axis", x1: pad, x2: width - pad, y1: sy(0), y2: sy(0) }),
   svg("line", { class: "axis", x1: sx(0), x2: sx(0), y1: pad, y2: height - pad }),
   dots.map((d, n) => {

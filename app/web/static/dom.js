@@ -39,6 +39,11 @@ export function fill(el, ...children) {
 // ---------- numbers ----------
 
 export const whole = (x) => String(Math.round(x));
+
+// Counts as people write them: thousands separated ("7,999"), and the word in the singular for one ("1 game").
+const COUNT = new Intl.NumberFormat();
+export const number = (n) => COUNT.format(n);
+export const count = (n, word, words = `${word}s`) => `${number(n)} ${n === 1 ? word : words}`;
 export const pct = (p) => `${Math.round(100 * p)}%`;
 
 // A signed change as shown: "+12", "−3"; whatever rounds to nothing is "0" (never "+0" or "−0").

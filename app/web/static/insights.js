@@ -1,11 +1,14 @@
 // The mathematics, below the office: who would win, fair teams, learned seats and the ladder's cycles. Drawn the
 // first time the section is seen, so that the reports it reads do not slow the page's first render.
-import { debounce, fill, h, pct, signed, whole } from "./dom.js";
+import { count, debounce, fill, h, pct, signed, whole } from "./dom.js";
 import { discChart } from "./charts.js";
 import { picker } from "./picker.js";
 import { clearMessages, guarded } from "./ui.js";
 
 const MAX_LABELLED = 60; // beyond this many players the disc chart names them only in tooltips
+// Fewer games than this say nothing about cycles: no measure is shown until then (an empty ladder's 1.00 would read
+// as "all cycles").
+const CYCLE_GAMES = 30;
 // How to read the measure: the same sentence as the README, the mathematics notes and the API's description.
 const SCALE = `below 1 the ranking (the transitive part) outweighs the cycles, above 1 the cycles
   (rock-paper-scissors) outweigh the ranking, and 1 means they weigh the same (as when every player is equal)`;
@@ -16,8 +19,8 @@ export function insights(box, { api, ladder, roster }) {
     h("div", { class: "insight" }, h("h3", {}, "Who would win?"), whoWouldWin(api, roster)),
     h("div", { class: "insight" }, h("h3", {}, "Fair teams"), fairTeams(api, roster)),
     ladder.seats ? h("div", { class: "insight" }, h("h3", {}, "Seats"), seatList(ladder.seats)) : null),
-  h("h3", {}, "Cycles in this ladder"), cycles);
-  guarded(() => drawCycles(cycles, api, roster));
+  h("h3", {}, "Rock-paper-scissors in this ladder"), cycles);
+  guarded(() => drawCycles(cycles, api, ladder, roster));
 }
 
 function whoWouldWin(api, roster) {
@@ -87,9 +90,21 @@ function seatList(seats) {
     `${seat.name}: ${signed(seat.advantage_elo)} ± ${whole(2 * seat.advantage_elo_se)} Elo`)));
 }
 
-async function drawCycles(box, api, roster) {
+// In a colleague's words first (is this a straight ladder, or do matchups matter?), the figures a tap away.
+function verdict(measure) {
+  if (measure < 0.8) return "Mostly a straight ladder: the better player usually wins, whoever they play.";
+  if (measure <= 1.25) {
+    return "Partly a ladder, partly rock-paper-scissors: some players do better against some styles than the " +
+      "standings say.";
+  }
+  return "More rock-paper-scissors than a ladder: who wins depends on the matchup more than on one ranking.";
+}
+
+async function drawCycles(box, api, ladder, roster) {
   const progress = (share) => fill(box, h("p", { class: "muted" }, `Working out the cycles… ${pct(share || 0)}`));
-  const [canonical, intrans] = await Promise.all([api.get("/canonical"), api.report("/intransitivity", progress)]);
+  const enough = ladder.games >= CYCLE_GAMES;
+  const [canonical, intrans] = await Promise.all([api.get("/canonical"),
+    enough ? api.report("/intransitivity", progress) : null]);
   const points = canonical.players.map((p) => ({ label: roster.name(p.key), x: p.coordinates[0],
     y: p.coordinates[1] }));
   const block = canonical.blocks[0];
@@ -99,12 +114,20 @@ async function drawCycles(box, api, roster) {
     fill(chart, points.length ? discChart(points, width, { labelled: points.length <= MAX_LABELLED })
       : h("p", { class: "muted" }, "No players yet."));
   };
+  const said = enough ? verdict(intrans.measure) : "Too few games yet to tell whether some players beat " +
+    "others in a circle (Ann beats Bob, Bob beats Cy, Cy beats Ann): ask again after " +
+    `${count(CYCLE_GAMES - ladder.games, "more game")}.`;
   fill(box,
-    h("p", { id: "intransitivity" }, `Intransitivity ${intrans.measure.toFixed(2)}: ${SCALE}.`),
-    block ? h("p", { class: "muted" }, `Largest disc: ${block.kind}, ${pct(block.share)} of the advantages. A ` +
-      "player's angle is their style and their distance from the centre their weight: in a transitive disc players " +
-      "further along the arc beat those behind; in a cyclic disc each beats the next around the circle.") : null,
-    chart);
+    h("p", { id: "intransitivity" }, said),
+    points.length ? h("figure", { class: "styles" }, chart,
+      h("figcaption", { class: "muted note" }, "Styles of play: each dot is a player. Players in the same " +
+        "direction from the centre play alike; further out, the style counts for more.")) : chart,
+    enough ? h("details", { class: "options", id: "cycles-maths" }, h("summary", {}, "The figures behind it"),
+      h("p", {}, `Intransitivity ${intrans.measure.toFixed(2)}: ${SCALE}.`),
+      block ? h("p", { class: "muted" }, `Largest disc: ${block.kind}, ${pct(block.share)} of the advantages. A ` +
+        "player's angle is their style and their distance from the centre their weight: in a transitive disc " +
+        "players further along the arc beat those behind; in a cyclic disc each beats the next around the " +
+        "circle.") : null) : null);
   draw();
   window.addEventListener("resize", debounce(draw, 200));
 }

@@ -1,35 +1,28 @@
-// The ladder page: standings, recording a game, the latest results and the most active players first; the
+// The ladder page: "me", standings, recording a game, the latest results and the most active players first; the
 // mathematics (predictions, fair teams, cycles) lower down. It follows the ladder's event stream, so that a game
 // recorded anywhere shows up here within moments, without a reload.
 import { LadderApi } from "./api.js";
-import { changeClass, debounce, fill, h, profileHref, shortDate, signed, timeAgo, whole } from "./dom.js";
+import { OpenChallenges, challengeButton } from "./challenges.js";
+import { changeClass, count, debounce, fill, h, number, profileHref, shortDate, signed, timeAgo,
+  whole } from "./dom.js";
 import { follow } from "./live.js";
-import { badge, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
+import { meBar } from "./me.js";
+import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
 import { Roster } from "./picker.js";
+import { Moments } from "./moments.js";
 import { recordForm } from "./record.js";
-import { pastSeasons } from "./seasons.js";
+import { lastSeason, pastSeasons } from "./seasons.js";
+import { FIELD_MOVES, HOW, ORDERS, orderOf } from "./standings-words.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
 const PAGE = 50; // leaderboard rows at first, and per "show more"
-// A phone shows five of the standings' nine columns: a row across the table spans those it shows, as a cell
+// A phone shows five of the standings' ten columns: a row across the table spans those it shows, as a cell
 // spanning hidden columns would squeeze the names.
 const PHONE = window.matchMedia("(max-width: 759.98px)");
-const across = () => (PHONE.matches ? "5" : "9");
+const across = () => (PHONE.matches ? "5" : "10");
 const FEED = 12; // results listed
 const ACTIVITY = 100; // latest games the "most active" list counts
 const REFRESH_MS = 250; // a burst of changes causes one reload
-
-const ORDERS = [
-  ["conservative", "Rating minus its uncertainty (default)"],
-  ["hodge", "Strength (Hodge)"],
-  ["field", "Expected score against the field"],
-  ["disc", "Disc strength"],
-];
-const FIELD_MOVES = "Ratings are measured against the whole field, so a rating can move when its player did not " +
-  "play: the players it is compared with did.";
-const CONSERVATIVE = "Players are ordered by their rating minus twice its uncertainty, so that a newcomer's lucky " +
-  "start does not put them above the regulars; provisional players, whose results do not place them yet, are " +
-  "listed below.";
 
 const boardPath = (order, inactive, limit, cursor) =>
   `/leaderboard?by=${order}&limit=${limit}&form=true${inactive ? "&inactive=true" : ""}` +
@@ -52,6 +45,7 @@ class LadderPage {
     this.api = api;
     this.ladder = ladder;
     this.roster = new Roster();
+    this.me = meBar({ api, ladder, roster: this.roster, onChange: () => this.meChanged() });
     this.order = "conservative";
     this.showInactive = false;
     this.rows = PAGE;
@@ -65,17 +59,21 @@ class LadderPage {
     this.refreshRoster = debounce(() => guarded(() => this.loadRoster()), REFRESH_MS);
     this.refreshSummary = debounce(() => guarded(() => this.loadSummary()), REFRESH_MS);
     this.drawn = null; // the standings shown: drawn again when the page crosses the phone's width
+    this.moments = new Moments(api, () => this.drawGames());
+    this.lastSeason = lastSeason(api);
     PHONE.addEventListener("change", () => this.drawn && this.drawBoard(...this.drawn));
   }
 
   async start() {
     this.layout();
     await Promise.all([guarded(() => this.loadBoard()), guarded(() => this.loadGames(FEED))]);
+    guarded(() => this.moments.load());
     performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
     this.drawSummary();
     guarded(() => this.loadGames(ACTIVITY)); // for the most active players
     follow(this.api.slug, this.eventHandlers(), showLive);
     guarded(() => this.loadRoster());
+    guarded(() => this.openChallenges.load());
     // The insights' reports are heavy on a large ladder: read when the section is first seen, after the rest.
     whenShown(this.insights, async () => {
       const { insights } = await import("./insights.js");
@@ -90,22 +88,26 @@ class LadderPage {
     this.boardBox = h("div", { id: "board-box" });
     this.feed = h("ul", { id: "feed", class: "feed" });
     this.active = h("div", { id: "active-box" });
+    this.openChallenges = new OpenChallenges({ api: this.api, onPlayed: (game) => this.addGame(game) });
     const sections = [
       h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
-        h("h2", { id: "standings-title" }, "Standings"), this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
+        h("h2", { id: "standings-title" }, "Standings"), this.lastSeason.element,
+        this.rankedBy = h("p", { id: "ranked-by", class: "muted" }),
+        this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
       h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
-        h("h2", { id: "record-title" }, "Record a game"),
-        recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, onRecorded: (game) => this.addGame(game),
-          onUndone: (game) => this.voidGame(game) })),
+        h("h2", { id: "record-title" }, "Record a game"), this.openChallenges.root,
+        this.form = recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, me: () => this.me.key,
+          onRecorded: (game) => this.addGame(game), onUndone: (game) => this.voidGame(game) })),
       h("section", { id: "results", class: "panel", "aria-labelledby": "results-title" },
-        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.active),
+        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.moments.feed, this.active),
       h("section", { id: "insights", class: "panel", "aria-labelledby": "insights-title" },
         h("h2", { id: "insights-title" }, "Insights"),
         h("p", { class: "muted" }, "Predictions, fair teams and the shape of the ladder.")),
     ];
     this.insights = sections[3];
     const grid = h("div", { class: "ladder-grid" }, sections);
-    fill(this.view, h("div", { class: "page-head" }, h("h1", {}, ladderName(this.ladder)), this.summary),
+    fill(this.view, h("div", { class: "page-head" }, h("h1", {}, ladderName(this.ladder)), this.summary,
+      this.me.root),
       sectionTabs(grid, [["standings", "Standings"], ["record", "Record"], ["results", "Results"],
         ["insights", "Insights"]]), grid);
   }
@@ -121,9 +123,11 @@ class LadderPage {
       this.showInactive = inactive.checked;
       guarded(() => this.loadBoard());
     });
-    return h("details", { class: "options", id: "ranking-options" }, h("summary", {}, "How the standings work"),
-      h("p", { class: "muted" }, CONSERVATIVE),
+    return h("details", { class: "options", id: "ranking-options" }, h("summary", {}, "How ratings work"),
+      HOW.map((text) => h("p", { class: "muted" }, text)),
       h("p", { class: "muted", id: "field-moves" }, FIELD_MOVES),
+      h("p", { class: "muted" }, "Behind it, each player has a few numbers rather than one, so that rock-paper-" +
+        "scissors cycles (Ann beats Bob, Bob beats Cy, Cy beats Ann) can show: the Insights section draws them."),
       h("div", { class: "field" }, h("label", { for: "order" }, "Order by"), select),
       h("label", { class: "check" }, inactive, " Show inactive players"));
   }
@@ -135,7 +139,7 @@ class LadderPage {
 
   drawSummary() {
     const latest = this.games.find((g) => !g.voided_at);
-    fill(this.summary, `${this.ladder.players} players · ${this.ladder.games} games`,
+    fill(this.summary, `${count(this.ladder.players, "player")} · ${count(this.ladder.games, "game")}`,
       latest ? [" · last game ", timeAgo(latest.played_at)] : null);
   }
 
@@ -160,13 +164,15 @@ class LadderPage {
 
   drawBoard(items, more) {
     this.drawn = [items, more];
+    const [, , column, meaning, shown] = orderOf(this.order);
+    fill(this.rankedBy, meaning);
     const established = items.filter((p) => !p.provisional);
     const provisional = items.filter((p) => p.provisional);
-    const rows = established.flatMap((p, n) => this.playerRows(p, n + 1));
+    const rows = established.flatMap((p, n) => this.playerRows(p, n + 1, shown));
     if (provisional.length) {
       rows.push(h("tr", { class: "group" }, h("td", { colspan: across() },
-        "Provisional: not placed yet (too few results, or results that cannot pin them down)")));
-      rows.push(...provisional.flatMap((p) => this.playerRows(p, "–")));
+        "Not ranked yet: a player is ranked after 3 games against others, whatever the results")));
+      rows.push(...provisional.flatMap((p) => this.playerRows(p, "–", shown)));
     }
     this.elos = new Map(items.map((p) => [p.key, p.elo]));
     const showMore = h("button", { type: "button", class: "secondary", id: "show-more" }, "Show more players");
@@ -179,12 +185,15 @@ class LadderPage {
         h("thead", {}, h("tr", {},
           h("th", { class: "num rank-col", scope: "col" }, h("abbr", { title: "Rank" }, "#")),
           h("th", { scope: "col" }, "Player"),
-          h("th", { class: "num rating-col", scope: "col", title: "Elo points, ± twice the uncertainty" }, "Rating"),
+          h("th", { class: "num score-col", scope: "col" }, column),
           h("th", { scope: "col", class: "form-col" }, "Form"),
           h("th", { class: "num wide", scope: "col" }, "Games"),
-          h("th", { class: "num wide", scope: "col", title: "Won, drawn, lost" }, "W–D–L"),
-          h("th", { class: "num wide", scope: "col", title: "Elo gained or lost since their own last game, as " +
-            "others played" }, "Since last game"),
+          h("th", { class: "num wide wdl", scope: "col", title: this.draws ? "Won, drawn, lost" : "Won, lost" },
+            this.draws ? "W–D–L" : "W–L"),
+          h("th", { class: "num wide", scope: "col", title: "The rating, give or take how far it may still be off" },
+            "Rating"),
+          h("th", { class: "num wide", scope: "col", title: "What their own last game did to their rating" },
+            "Last game"),
           h("th", { class: "wide", scope: "col" }, "Last played"),
           h("th", { class: "narrow", scope: "col" }, h("span", { class: "sr-only" }, "Details")))),
         h("tbody", {}, rows.length ? rows : h("tr", {}, h("td", { colspan: across(), class: "muted" },
@@ -192,34 +201,55 @@ class LadderPage {
       more ? showMore : null);
   }
 
+  // Whether the ladder plays draws: W–D–L, else W–L (a ladder without the `play` setting may have draws).
+  get draws() {
+    return this.ladder.play?.draws !== false;
+  }
+
+  record(p) {
+    return this.draws ? `${number(p.wins)}–${number(p.draws)}–${number(p.losses)}`
+      : `${number(p.wins)}–${number(p.losses)}`;
+  }
+
   // A player's row, and on a phone a row of details under it, made when first opened (most never are).
-  playerRows(p, rank) {
+  playerRows(p, rank, shown) {
     const moved = this.elos.has(p.key) && Math.round(this.elos.get(p.key)) !== Math.round(p.elo);
     const detailsId = `details-${cssId(p.key)}`;
-    const since = p.change_since_last_game;
+    const since = p.last_game_change; // their own last game's change; others' games move a rating too (apart)
     const sinceText = since === null || since === undefined || Math.round(since) === 0 ? "–" : signed(since);
-    const interval = `likely between ${whole(p.elo - 2 * p.strength_se)} and ${whole(p.elo + 2 * p.strength_se)}`;
+    const others = p.change_since_last_game;
+    const othersMoved = others !== null && others !== undefined && Math.round(others) !== 0;
+    const twoSe = 2 * p.strength_se;
+    const rating = `${whole(p.elo)}, give or take ${whole(twoSe)} (${certainty(twoSe)})`;
+    const won = this.draws ? `${number(p.wins)} won, ${number(p.draws)} drawn, ${number(p.losses)} lost`
+      : `${number(p.wins)} won, ${number(p.losses)} lost`;
     const details = () => h("tr", { class: "details", id: detailsId }, h("td", { colspan: "5" }, // phones only
       h("dl", {},
-        h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)}, ${interval}`)),
-        h("div", {}, h("dt", {}, "Games"),
-          h("dd", {}, `${p.games}: ${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
-        h("div", {}, h("dt", {}, "Since last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
+        h("div", {}, h("dt", {}, "Rating"), h("dd", {}, rating)),
+        h("div", {}, h("dt", {}, "Games"), h("dd", {}, `${number(p.games)}: ${won}`)),
+        h("div", {}, h("dt", {}, "Last game"), h("dd", {}, sinceText === "–" ? "no change" : sinceText)),
+        othersMoved ? h("div", {}, h("dt", {}, "Others' games since"), h("dd", {}, signed(others))) : null,
         h("div", {}, h("dt", {}, "Last played"),
-          h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never")))));
+          h("dd", {}, p.last_played_at ? timeAgo(p.last_played_at) : "never"))),
+      challengeButton({ api: this.api, roster: this.roster, to: p.key, toLabel: p.name || p.key,
+        onMade: (c) => this.openChallenges.upsert(c) })));
     const open = this.expanded.has(p.key);
     const toggle = h("button", { type: "button", class: "ghost toggle", "aria-expanded": String(open),
       "aria-controls": detailsId, "aria-label": `Details of ${p.name || p.key}` }, "▾");
-    const row = h("tr", { "data-key": p.key, class: [p.inactive_reason && "inactive", moved && "changed"] },
+    const mine = p.key === this.me.key;
+    const row = h("tr", { "data-key": p.key, class: [p.inactive_reason && "inactive", moved && "changed",
+      mine && "me"] },
       h("td", { class: "num rank" }, rank),
       h("td", { class: "player" }, h("a", { href: profileHref(this.api.slug, p.key) }, p.name || p.key),
+        mine ? h("span", { class: "me-mark" }, " (me)") : null,
         p.provisional ? [" ", badge(p)] : null,
         p.inactive_reason ? h("span", { class: "muted", title: p.inactive_reason }, " (inactive)") : null),
-      h("td", { class: "num rating", title: interval }, whole(p.elo),
-        h("small", { class: "pm" }, ` ± ${whole(2 * p.strength_se)}`)),
+      h("td", { class: "num score" }, shown(p)),
       h("td", { class: "form-col" }, formChips(p.form)),
-      h("td", { class: "num wide" }, p.games),
-      h("td", { class: "num wide wdl" }, `${p.wins}–${p.draws}–${p.losses}`),
+      h("td", { class: "num wide" }, number(p.games)),
+      h("td", { class: "num wide wdl" }, this.record(p)),
+      h("td", { class: "num wide rating", title: rating }, whole(p.elo),
+        h("small", { class: "pm" }, ` ± ${whole(twoSe)}`)),
       h("td", { class: ["num wide", sinceText !== "–" && changeClass(since)] }, sinceText),
       h("td", { class: "wide" }, p.last_played_at ? timeAgo(p.last_played_at) : "never"),
       h("td", { class: "narrow" }, toggle));
@@ -232,6 +262,12 @@ class LadderPage {
       else this.expanded.delete(p.key);
     });
     return open ? [row, details()] : [row];
+  }
+
+  // "Me" was picked, changed or forgotten: the standings mark the row, the record form fills the player in.
+  meChanged() {
+    if (this.drawn) this.drawBoard(...this.drawn);
+    this.form.prefillMe();
   }
 
   // ---------- latest results ----------
@@ -263,15 +299,32 @@ class LadderPage {
       const tie = order[0].rank === order[1].rank;
       line = [side(order[0]), h("span", { class: "verb" }, tie ? " drew with " : " beat "), side(order[1])];
     } else {
-      line = order.map((s, n) => [n ? " · " : "", h("span", { class: "place" }, `${s.rank}. `), side(s)]);
+      line = order.map((s, n) => [n ? " · " : "", h("span", { class: "place" }, `${s.rank}. `), side(s),
+        s.score === null || s.score === undefined ? null : h("span", { class: "muted" }, ` (${s.score})`)]);
     }
+    const score = scoreOf(game, order);
     const undo = h("button", { type: "button", class: "link undo", "aria-label": `Undo game ${game.id}` }, "Undo");
     undo.addEventListener("click", () => this.undo(game));
+    const again = h("button", { type: "button", class: "link rematch", "aria-label": `Rematch of game ${game.id}` },
+      "Rematch");
+    again.addEventListener("click", () => this.rematch(game));
     const classes = ["game", game.voided_at && "voided", this.arrived.has(game.id) && "fresh"];
     return h("li", { class: classes, "data-id": game.id },
-      h("p", { class: "line" }, line),
+      h("p", { class: "line" }, line, score ? [" ", h("span", { class: "score" }, score)] : null),
+      game.voided_at ? null : this.moments.beside(game.id),
       h("p", { class: "meta" }, timeAgo(game.played_at), ` · #${game.id}`,
-        game.voided_at ? h("span", { class: "undone" }, " · undone") : [" · ", undo]));
+        game.voided_at ? h("span", { class: "undone" }, " · undone") : [" · ", undo], " · ", again));
+  }
+
+  // The record form, filled with the game's players on their sides, in view.
+  rematch(game) {
+    this.form.rematch(game);
+    const tab = this.view.querySelector("button[data-tab=record]");
+    if (tab && tab.offsetParent !== null) tab.click(); // a phone shows one section at a time
+    const record = this.view.querySelector("#record");
+    record.scrollIntoView({ block: "start" });
+    const next = record.querySelector(".points, .who-won button");
+    if (next) next.focus({ preventScroll: true });
   }
 
   async undo(game) {
@@ -313,7 +366,7 @@ class LadderPage {
       h("p", { class: "muted" }, `Games since ${shortDate(new Date(since))}`),
       h("ol", { id: "active", class: "active" }, top.map((p) => h("li", { "data-key": p.key },
         h("a", { href: profileHref(this.api.slug, p.key) }, this.roster.name(p.key)),
-        h("span", { class: "muted" }, ` ${p.games} game${p.games === 1 ? "" : "s"}, last `, timeAgo(p.last))))));
+        h("span", { class: "muted" }, ` ${count(p.games, "game")}, last `, timeAgo(p.last))))));
   }
 
   // ---------- changes, from this page or the event stream ----------
@@ -328,22 +381,29 @@ class LadderPage {
     this.drawGames();
     this.refreshBoard();
     this.refreshSummary();
+    this.me.refresh();
+    guarded(() => this.moments.arrived(game));
   }
 
   voidGame(game) {
     this.games = this.games.map((g) => (g.id === game.id ? game : g));
+    guarded(() => this.moments.load());
     this.drawGames();
     this.refreshBoard();
     this.refreshSummary();
+    this.me.refresh();
   }
 
   async reload() {
-    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(ACTIVITY), this.loadRoster()]);
+    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(ACTIVITY), this.loadRoster(),
+      this.openChallenges.load()]);
   }
 
   async loadRoster() {
     this.roster.replace(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
     this.drawGames(); // the names of players beyond the first page
+    this.me.redraw();
+    this.form.prefillMe();
   }
 
   eventHandlers() {
@@ -368,11 +428,26 @@ class LadderPage {
         this.refreshBoard();
         return this.refreshRoster();
       },
+      challenge: (data) => {
+        newer(data);
+        this.openChallenges.changed(data);
+      },
       refit: () => this.refreshAll(),
+      season: () => guarded(() => this.lastSeason.load()),
       ladder: () => this.refreshAll(),
       reset: () => this.refreshAll(),
     };
   }
+}
+
+// A two-sided game's score, the winner's first: "21-12", or a match's games won and each game's points,
+// "2-1 (11-7, 9-11, 11-5)"; null without one.
+function scoreOf(game, order) {
+  if (order.length !== 2 || order.some((s) => s.score === null || s.score === undefined)) return null;
+  const total = `${order[0].score}-${order[1].score}`;
+  if (!game.match) return total;
+  const first = game.sides.indexOf(order[0]);
+  return `${total} (${game.match.map((points) => `${points[first]}-${points[1 - first]}`).join(", ")})`;
 }
 
 // A game in words, for a question about it: "Ann & Cy beat Bob & Dee".

@@ -41,6 +41,22 @@ export class Roster {
     return null;
   }
 
+  // The players whose key, name or a word of the name is within a few typos of `text` (edit distance), closest
+  // first: "bobb" finds Bob. At most `n`.
+  closest(text, n = 3) {
+    const wanted = text.trim().toLocaleLowerCase();
+    const most = wanted.length <= 2 ? 1 : Math.max(2, Math.ceil(wanted.length / 3));
+    const near = [];
+    for (const p of this.players.values()) {
+      const name = p.name.toLocaleLowerCase();
+      const forms = [p.key.toLocaleLowerCase(), name, ...name.split(/\s+/)];
+      const d = Math.min(...forms.map((form) => editDistance(wanted, form)));
+      if (d <= most) near.push({ p, d });
+    }
+    near.sort((a, b) => a.d - b.d || a.p.name.localeCompare(b.p.name));
+    return near.slice(0, n).map((x) => x.p);
+  }
+
   // Players matching `text`: names starting with it first, then a word of the name, then anywhere; among
   // equals, recent players first, then by name.
   suggest(text, exclude) {
@@ -59,6 +75,21 @@ export class Roster {
     scored.sort((a, b) => a.score - b.score || a.recent - b.recent || a.p.name.localeCompare(b.p.name));
     return scored.slice(0, SHOWN).map((s) => s.p);
   }
+}
+
+// Edits (insert, delete, replace, swap two neighbours) from `a` to `b`: the optimal string alignment distance.
+function editDistance(a, b) {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) => [i, ...Array(b.length).fill(0)]);
+  for (let j = 1; j <= b.length; j++) rows[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
+      let d = Math.min(rows[i - 1][j] + 1, rows[i][j - 1] + 1, rows[i - 1][j - 1] + cost);
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d = Math.min(d, rows[i - 2][j - 2] + 1);
+      rows[i][j] = d;
+    }
+  }
+  return rows[a.length][b.length];
 }
 
 function matchScore(player, wanted) {
@@ -119,7 +150,7 @@ export function picker({ id, label, roster, allowNew = true, exclude = () => new
     const li = h("li", { id: `${id}-opt-${n}`, role: "option", "aria-selected": "false", "data-key": p.key,
       class: p.isNew ? "new" : null },
       p.isNew ? ["New player ", h("b", {}, p.name)] : p.name,
-      !p.isNew && p.name !== p.key ? h("small", {}, ` ${p.key}`) : null);
+      !p.isNew && p.name.toLocaleLowerCase() !== p.key.toLocaleLowerCase() ? h("small", {}, ` ${p.key}`) : null);
     li.addEventListener("click", () => choose(p, "pointer"));
     return li;
   }

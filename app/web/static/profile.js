@@ -1,18 +1,21 @@
-// A player's page: rating and how sure it is, form, streaks, rating over time against dates, head-to-head records
-// with today's chances, recent games with partners and rating changes, and who to play next. It follows the
-// ladder's event stream and redraws when one of the player's games is recorded or undone.
+// A player's page: rating and how sure it is, what their last game did and how others' games moved them since,
+// form, streaks, rating over time against dates from the starting rating, head-to-head records (singles, doubles
+// and partners apart) with today's chances, recent games with partners and rating changes, and who to play next
+// with what each game would win or lose. It follows the ladder's event stream and redraws when one of the
+// player's games is recorded or undone.
 import { LadderApi } from "./api.js";
+import { announce, challengeButton } from "./challenges.js";
 import { ratingChart } from "./charts.js";
 import { changeClass, debounce, fill, fullDate, h, pct, profileHref, shortDate, signed, timeAgo,
   whole } from "./dom.js";
 import { follow } from "./live.js";
-import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, playerName, setTitle,
+import { badge, certainty, formChips, keyShown, ladderHeader, ladderName, loadLadder, playerName, setTitle,
   showLive } from "./parts.js";
 import { Roster } from "./picker.js";
 import { guarded, say, withKey } from "./ui.js";
 
-const HISTORY = 500; // games read for the chart, streaks and head-to-head records (the API's largest page)
-const RIVALS = 20; // opponents in the head-to-head table
+const HISTORY = 500; // games read for the chart and streaks (the API's largest page)
+const RIVALS = 20; // players in the head-to-head table
 const RECENT = 15; // games listed
 const MAX_SIDES = 64; // sides one prediction may have
 const VERBS = { win: "Beat", draw: "Drew with", loss: "Lost to" };
@@ -23,6 +26,7 @@ export async function playerView(view, slug, key) {
   // The player and their games are read while the ladder is, not after it.
   api.readAhead(api.playerPath(key));
   api.readAhead(`${api.playerPath(key)}/history?limit=${HISTORY}`);
+  api.readAhead(`${api.playerPath(key)}/head-to-head?limit=${RIVALS}`);
   const ladder = await loadLadder(api);
   ladderHeader(ladder);
   const page = new ProfilePage(view, api, ladder, key);
@@ -62,14 +66,15 @@ class ProfilePage {
       past: h("div", { id: "past" }),
     };
     const p = this.parts;
-    const back = h("p", { class: "back" }, h("a", { href: `/ladders/${encodeURIComponent(this.api.slug)}` },
+    const back = h("p", { class: "back profile-back" }, h("a", { href: `/ladders/${encodeURIComponent(this.api.slug)}` },
       `← ${ladderName(this.ladder)}`));
     this.renameBox = h("div");
     fill(this.view, back, p.head, p.stats,
       h("div", { class: "profile-grid" },
         h("section", { class: "panel wide", "aria-labelledby": "chart-title" },
           h("h2", { id: "chart-title" }, "Rating over time"), p.chart,
-          h("p", { class: "muted note" }, "Each point is the rating after a game, against today's field.")),
+          h("p", { class: "muted note" }, "From the starting rating (the hollow point), each point is the rating " +
+            "after a game, against today's field.")),
         h("section", { class: "panel", "aria-labelledby": "rivals-title" },
           h("h2", { id: "rivals-title" }, "Head to head"), p.rivals),
         h("section", { class: "panel", "aria-labelledby": "games-title" },
@@ -84,13 +89,22 @@ class ProfilePage {
   }
 
   // The player as they stood at the end of a chosen day (the API's as_of), a month at a time.
+  // The day starts at today and cannot go before the day of the ladder's first game (nothing counted before it).
   pastForm() {
     const day = h("input", { type: "date", id: "as-of-date", "aria-label": "Day" });
     const result = h("p", { id: "past-result", "aria-live": "polite" });
     const today = new Date().toISOString().slice(0, 10);
-    const monthAgo = new Date(Date.now() - 30 * 86400000).toISOString().slice(0, 10);
-    day.value = monthAgo;
+    day.value = today;
     day.max = today;
+    guarded(async () => {
+      try {
+        const first = await this.api.get("/games/1");
+        day.min = new Date(first.played_at).toISOString().slice(0, 10);
+      } catch (error) {
+        if (error.status !== 404) throw error;
+        day.min = today; // no game yet
+      }
+    });
     const show = async () => {
       if (!day.value) return;
       const end = new Date(`${day.value}T00:00:00Z`);
@@ -106,9 +120,10 @@ class ProfilePage {
       }
     };
     const step = (months) => {
-      const at = new Date(`${day.value || monthAgo}T00:00:00Z`);
+      const at = new Date(`${day.value || today}T00:00:00Z`);
       at.setUTCMonth(at.getUTCMonth() + months);
-      day.value = at.toISOString().slice(0, 10) > today ? today : at.toISOString().slice(0, 10);
+      const wanted = at.toISOString().slice(0, 10);
+      day.value = wanted > today ? today : day.min && wanted < day.min ? day.min : wanted;
       guarded(show);
     };
     day.addEventListener("change", () => guarded(show));
@@ -123,8 +138,10 @@ class ProfilePage {
 
   async read() {
     const path = this.api.playerPath(this.key);
-    const [player, history] = await Promise.all([this.api.get(path), this.api.get(`${path}/history?limit=${HISTORY}`)]);
+    const [player, history, rivals] = await Promise.all([this.api.get(path),
+      this.api.get(`${path}/history?limit=${HISTORY}`), this.api.get(`${path}/head-to-head?limit=${RIVALS}`)]);
     this.player = player;
+    this.rivals = rivals.items;
     this.key = player.key; // an alias or another case leads to the player's own key
     this.history = history.items; // newest first
     // The first game's date: the earliest one read (games keep the dates they were posted with, in any order),
@@ -144,7 +161,6 @@ class ProfilePage {
     this.drawStats();
     this.drawChart();
     this.drawGames();
-    this.countRivals();
     this.drawRivals();
     this.drawMore();
     if (!this.renameBox.firstChild) fill(this.renameBox, this.renameForm());
@@ -164,7 +180,8 @@ class ProfilePage {
     const p = this.player;
     fill(this.parts.head, h("h1", {}, playerName(p)),
       h("p", { class: "muted" }, p.provisional ? [badge(p), " "] : null,
-        p.name && p.name !== p.key ? `Key ${p.key}` : null));
+        keyShown(p) ? `Key ${keyShown(p)}` : null),
+      challengeButton({ api: this.api, roster: this.roster, to: p.key, toLabel: playerName(p) }));
   }
 
   drawStats() {
@@ -176,24 +193,48 @@ class ProfilePage {
       h("span", { class: "value" }, value));
     fill(this.parts.stats,
       card("rating", "Rating", h("b", {}, whole(p.elo)), h("small", {},
-        `likely ${whole(p.elo - twoSe)}–${whole(p.elo + twoSe)}: ${certainty(twoSe)}`)),
+        `give or take ${whole(twoSe)}: ${certainty(twoSe)}`)),
       card("record-card", "Games", h("b", {}, p.games),
-        h("small", {}, `${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
+        h("small", {}, this.ladder.play?.draws === false && !p.draws ? `${p.wins} won, ${p.losses} lost`
+          : `${p.wins} won, ${p.draws} drawn, ${p.losses} lost`)),
       card("form", "Form", formChips(results.slice(0, 5).map((r) => LETTER[r]))),
       card("streak", "Streak", h("b", {}, streak.current), h("small", {}, `best: ${streak.best}`)),
-      card("last-played", "Last played", p.last_played_at ? timeAgo(p.last_played_at) : "never"));
+      card("last-played", "Last game", ...this.lastGame()));
+  }
+
+  // What the player's own last game did to their rating, and apart, how others' games have moved it since.
+  lastGame() {
+    const p = this.player;
+    if (!p.last_played_at) return ["never"];
+    const own = p.last_game_change;
+    const moved = p.change_since_last_game;
+    return [
+      own === null || own === undefined ? null
+        : h("b", { class: ["chg", changeClass(own)], id: "last-change" }, `${signed(own)} Elo`),
+      h("small", {}, timeAgo(p.last_played_at)),
+      moved === null || moved === undefined || Math.round(moved) === 0 ? null
+        : h("small", { id: "moved-since" }, `Others' games moved you ${signed(moved)} since`),
+    ];
   }
 
   drawChart() {
     const games = this.history.slice().reverse();
     if (!games.length) return fill(this.parts.chart, h("p", { class: "muted" }, "No games yet."));
-    const points = games.map((g) => ({
+    // The rating before the first game read, a little before it (an hour, or a twentieth of the span): where
+    // the line starts, so that one game is a line from the starting rating to the rating after it.
+    const times = games.map((g) => Date.parse(g.played_at));
+    const lead = Math.max(3600e3, (Math.max(...times) - Math.min(...times)) / 20);
+    const begin = games[0];
+    const complete = this.history.length < HISTORY;
+    const start = { time: Date.parse(begin.played_at) - lead, elo: begin.elo_before, start: true,
+      title: `${complete ? "Starting rating" : `Before ${fullDate(begin.played_at)}`}: ${whole(begin.elo_before)}` };
+    const points = [start, ...games.map((g) => ({
       time: Date.parse(g.played_at),
       elo: g.elo_after,
       title: `${fullDate(g.played_at)}: ${g.result ? `${VERBS[g.result].toLowerCase()} ` : "vs "}` +
         `${this.names(g.opponents)}, ${whole(g.elo_after)}` +
         (g.elo_change === undefined ? "" : ` (${signed(g.elo_change)})`),
-    }));
+    }))];
     const width = this.parts.chart.clientWidth || 600;
     return fill(this.parts.chart, ratingChart(points, width));
   }
@@ -217,32 +258,30 @@ class ProfilePage {
       : h("p", { class: "muted" }, "No games yet."));
   }
 
-  // The opponents met most often, each with the record against them.
-  countRivals() {
-    const met = new Map();
-    for (const g of this.history) {
-      for (const o of g.opponents) {
-        const r = met.get(o) || { key: o, win: 0, draw: 0, loss: 0, games: 0 };
-        r.games += 1;
-        if (g.result) r[g.result] += 1;
-        met.set(o, r);
-      }
-    }
-    this.rivals = [...met.values()].sort((a, b) => b.games - a.games).slice(0, RIVALS);
-  }
-
+  // The players met most often, with the record against them in singles and in doubles, and with them as partner
+  // (and in free-for-alls, when there were any), as the API counts them over all the player's games.
   drawRivals() {
     const rivals = this.rivals;
-    fill(this.parts.rivals, rivals.length ? h("table", { id: "rivals-table", class: "compact" },
-      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Opponent"),
-        h("th", { class: "num", scope: "col" }, h("abbr", { title: "Won" }, "W")),
-        h("th", { class: "num", scope: "col" }, h("abbr", { title: "Drawn" }, "D")),
-        h("th", { class: "num", scope: "col" }, h("abbr", { title: "Lost" }, "L")),
-        h("th", { class: "num", scope: "col", title: "Chance to beat them in a game now" }, "Win chance"))),
+    const ffa = rivals.some((r) => r.free_for_all.games);
+    const record = (r) => (r.games ? `${r.wins}–${r.draws}–${r.losses}` : "–");
+    const words = (kind, r) => (r.games ? `${kind}: ${r.wins} won, ${r.draws} drawn, ${r.losses} lost` : `${kind}: none`);
+    const head = (text, title) => h("th", { class: "num", scope: "col" }, h("abbr", { title }, text));
+    fill(this.parts.rivals, rivals.length ? [h("table", { id: "rivals-table", class: "compact" },
+      h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Player"),
+        head("Singles", "Singles against them: won–drawn–lost"),
+        head("Doubles", "Doubles against them: won–drawn–lost"),
+        head("With", "Games with them as partner: won–drawn–lost"),
+        ffa ? head("Free-for-all", "Free-for-alls with them: finished ahead–level–behind") : null,
+        head("Chance", "Chance to beat them in a singles game now"))),
       h("tbody", {}, rivals.map((r) => h("tr", { "data-key": r.key },
-        h("td", {}, h("a", { href: profileHref(this.api.slug, r.key) }, this.roster.name(r.key))),
-        h("td", { class: "num" }, r.win), h("td", { class: "num" }, r.draw), h("td", { class: "num" }, r.loss),
-        h("td", { class: "num chance" }, this.chances.has(r.key) ? pct(this.chances.get(r.key)) : "…")))))
+        h("td", {}, h("a", { href: profileHref(this.api.slug, r.key) }, r.name || this.roster.name(r.key))),
+        h("td", { class: "num singles", title: words("Singles", r.singles) }, record(r.singles)),
+        h("td", { class: "num doubles", title: words("Doubles against", r.doubles) }, record(r.doubles)),
+        h("td", { class: "num partners", title: words("As partners", r.partners) }, record(r.partners)),
+        ffa ? h("td", { class: "num ffa", title: words("Free-for-alls", r.free_for_all) }, record(r.free_for_all))
+          : null,
+        h("td", { class: "num chance" }, this.chances.has(r.key) ? pct(this.chances.get(r.key)) : "…"))))),
+    h("p", { class: "muted note" }, "Won–drawn–lost in singles and doubles against them, and with them as partner.")]
       : h("p", { class: "muted" }, "No opponents yet."));
   }
 
@@ -258,25 +297,34 @@ class ProfilePage {
     this.drawRivals();
   }
 
+  // The games that would tell the most about the rating now, each with what it would win or lose and why.
   async drawNext() {
-    const next = await this.api.get(`${this.api.playerPath(this.key)}/opponents?limit=5`);
+    const next = await this.api.get(`${this.api.playerPath(this.key)}/opponents?purpose=next&limit=5`);
     fill(this.parts.next, next.items.length ? [
-      h("p", { class: "muted" }, "The most even games, where both of you learn the most:"),
-      h("ul", { id: "next" }, next.items.map((o) => h("li", {},
-        h("a", { href: profileHref(this.api.slug, o.key) }, o.name || o.key), ` (wins ${pct(o.probability)})`)))]
+      h("p", { class: "muted" }, "Games that would settle the rating most, and what each would win or lose:"),
+      h("ul", { id: "next", class: "suggestions" }, next.items.map((o) => h("li", { "data-key": o.key },
+        h("a", { href: profileHref(this.api.slug, o.key) }, o.name || o.key),
+        h("span", { class: "stakes" }, h("span", { class: "up" }, `win ${signed(o.if_win)}`), ", ",
+          h("span", { class: "down" }, `lose ${signed(o.if_lose)}`)),
+        h("span", { class: "reason muted" }, o.reason,
+          o.last_played ? [" Last played together ", timeAgo(o.last_played), "."] : null))))]
       : h("p", { class: "muted" }, "Nobody yet."));
   }
 
   drawMore() {
     const p = this.player;
-    const since = p.change_since_last_game;
+    const own = p.last_game_change;
+    const moved = p.change_since_last_game;
     fill(this.parts.more, h("dl", { class: "facts" },
       h("div", {}, h("dt", {}, "Rating"), h("dd", {}, `${whole(p.elo)} Elo ± ${whole(2 * p.strength_se)} ` +
         "(two standard errors: the range the results support with about 95% confidence)")),
-      h("div", {}, h("dt", {}, "Shown strength"), h("dd", {}, `${whole(p.conservative)} (rating minus twice its ` +
-        "uncertainty: the standings' order)")),
-      since === null || since === undefined ? null : h("div", {}, h("dt", {}, "Since last game"),
-        h("dd", {}, `${Math.round(since) === 0 ? "no change" : signed(since)} (the field moved as others played)`)),
+      h("div", {}, h("dt", {}, "Sure rating"), h("dd", {}, `${whole(p.conservative)}: the rating we are sure of, ` +
+        "the rating less what it may still be off by; the standings are in this order")),
+      own === null || own === undefined ? null : h("div", { id: "own-last-game" }, h("dt", {}, "Last game"),
+        h("dd", {}, `${signed(own)} Elo from the player's own last game`)),
+      moved === null || moved === undefined ? null : h("div", { id: "others-since" }, h("dt", {}, "Since then"),
+        h("dd", {}, Math.round(moved) === 0 ? "Others' games have not moved the rating." : `Others' games moved ` +
+          `the rating ${signed(moved)}: a rating is measured against everyone, so it shifts a little as others play.`)),
       p.provisional_reason ? h("div", { id: "why-provisional" }, h("dt", {}, p.provisional ? "Provisional" : "Placed"),
         h("dd", {}, p.provisional_reason)) : null,
       p.inactive_reason ? h("div", { id: "why-inactive" }, h("dt", {}, "Off the standings"),
@@ -317,6 +365,7 @@ class ProfilePage {
         if (data.was === this.key) this.key = data.key; // their key changed: follow it
         if (data.key === this.key || data.into === this.key) reload();
       },
+      challenge: (data) => data.action === "created" && announce(data.challenge, this.api.slug),
       refit: reload,
       ladder: reload,
       reset: reload,

@@ -1,12 +1,14 @@
 // Recording a game in seconds: pick the players (suggested as you type), press who won. Singles, doubles and
-// free-for-all in one form; the seat question only on ladders that learn seats. The toast that follows shows
-// each player's rating change and can undo the game.
-import { savedKey, forgetKey } from "./api.js";
+// free-for-all in one form, as far as the ladder plays them (its `play`), with the score: points for a game, or
+// each game's points for a best-of-3 or 5; the seat question only on ladders that learn seats. The toast that
+// follows shows each player's rating change and can undo the game.
+import { ApiError, savedKey, forgetKey } from "./api.js";
 import { changeClass, debounce, fill, h, pct, signed, whole } from "./dom.js";
 import { picker } from "./picker.js";
-import { clearMessages, guarded, hideToast, say, toast, withKey } from "./ui.js";
+import { ask, clearMessages, guarded, hideToast, say, showInView, toast, withKey } from "./ui.js";
 
 const MODES = [["singles", "Singles"], ["doubles", "Doubles"], ["ffa", "Free-for-all"]];
+const PLAYED_AS = { singles: "singles", doubles: "doubles", ffa: "free_for_all" }; // each mode's kind in `play`
 const SIDES = ["A", "B"];
 
 // Seats in an office's words; other seats are named as the ladder names them.
@@ -25,21 +27,32 @@ class FormProblem extends Error {
   }
 }
 
-// The record form. `onRecorded(game)` and `onUndone(game)` let the page show the change at once.
-export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
+// The record form. `onRecorded(game)` and `onUndone(game)` let the page show the change at once; `me()` is the key
+// of who uses this device, filled in as the first player.
+export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () => "" }) {
   const seats = (ladder.seats || []).map((s) => s.name);
+  // What the ladder plays: every kind unless it says otherwise.
+  const play = { draws: true, points: null, best_of: 1, ...ladder.play };
+  const modes = MODES.filter(([value]) => play[PLAYED_AS[value]] !== false);
   const form = h("form", { id: "game-form", novalidate: true });
-  const modeBox = h("fieldset", { class: "modes" }, h("legend", { class: "sr-only" }, "Kind of game"),
-    MODES.map(([value, label]) => h("label", {},
-      h("input", { type: "radio", name: "mode", value, checked: value === "singles" }), h("span", {}, label))));
+  const modeBox = h("fieldset", { class: "modes", hidden: modes.length < 2 },
+    h("legend", { class: "sr-only" }, "Kind of game"),
+    modes.map(([value, label], n) => h("label", {},
+      h("input", { type: "radio", name: "mode", value, checked: n === 0 }), h("span", {}, label))));
   const playersBox = h("div", { class: "players" });
   const seatBox = h("div", { class: "seats" });
+  const scoreBox = h("div", { class: "scores" });
   const preview = h("p", { id: "preview", class: "muted", "aria-live": "polite" });
   const actions = h("div", { class: "who-won" });
   const keyLine = h("p", { class: "key-line muted" });
-  fill(form, modeBox, playersBox, seatBox, preview, actions);
+  // What is wrong with the game, next to the buttons that send it (a message at the top of a phone's page is out
+  // of sight).
+  const problemLine = h("p", { id: "form-problem", class: "form-problem", role: "alert", hidden: true });
+  const confirmedNew = new Set(); // new players' names confirmed for the game being entered
+  fill(form, modeBox, playersBox, seatBox, scoreBox, preview, problemLine, actions);
   let pickers = []; // singles and doubles: [side A's pickers, side B's]; free-for-all: one per row
   let places = []; // free-for-all: each row's place box
+  let scoreRows = []; // singles and doubles: per game, [side A's points box, side B's]
 
   const mode = () => form.querySelector("input[name=mode]:checked").value;
 
@@ -80,6 +93,29 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
       pickers[1].length > 1 ? h("fieldset", { class: "team" }, h("legend", {}, "Team B"), pickers[1].map((p) => p.root))
         : pickers[1][0].root));
     drawSeats();
+    drawScores();
+  }
+
+  // The score: each side's points in one row, or a row per game of a best-of-3 or 5 (a match decided early
+  // leaves the last rows empty). Optional, unless the ladder plays games to a number of points.
+  function drawScores() {
+    const games = play.best_of;
+    scoreRows = Array.from({ length: games }, (_, g) => SIDES.map((side) => h("input", {
+      id: games === 1 ? `score-${side.toLowerCase()}` : `game-${g + 1}-${side.toLowerCase()}`, class: "points",
+      type: "number", min: "0", step: "1", inputmode: "numeric" })));
+    const to = play.points ? ` to ${play.points}` : "";
+    const legend = games === 1 ? `Score${to}${play.points ? "" : " (optional)"}`
+      : `Points of each game${to} (best of ${games}${play.points ? "" : ", optional"})`;
+    fill(scoreBox, h("fieldset", { id: "score", class: "score-grid" }, h("legend", {}, legend),
+      h("span", {}), SIDES.map((_, s) => h("span", { class: "score-side", "aria-hidden": "true" }, sideName(s))),
+      scoreRows.map((row, g) => [h("span", { class: "muted" }, games === 1 ? "Points" : `Game ${g + 1}`), row])));
+    labelScores();
+  }
+
+  function labelScores() {
+    scoreRows.forEach((row, g) => row.forEach((input, s) => input.setAttribute("aria-label",
+      `Points of ${sideName(s)}${scoreRows.length > 1 ? ` in game ${g + 1}` : ""}`)));
+    scoreBox.querySelectorAll(".score-side").forEach((span, s) => { span.textContent = sideName(s); });
   }
 
   function drawFreeForAll() {
@@ -104,6 +140,8 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
     });
     fill(playersBox, rows, add, h("p", { class: "muted" }, "Place 1 is the winner; equal places are ties."));
     fill(seatBox);
+    fill(scoreBox);
+    scoreRows = [];
   }
 
   // The seat question, only on ladders that learn seats: with two seats, who had the first one; with more, a
@@ -139,7 +177,8 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
       h("div", { class: "winner-buttons", role: "group", "aria-labelledby": "who-won" },
         SIDES.map((side, s) => h("button", { type: "submit", class: "big", value: side.toLowerCase(),
           id: `won-${side.toLowerCase()}` }, `${sideName(s)} won`)),
-        h("button", { type: "submit", class: "secondary", value: "draw", id: "won-draw" }, "Draw")));
+        play.draws ? h("button", { type: "submit", class: "secondary", value: "draw", id: "won-draw" }, "Draw")
+          : null));
   }
 
   // Names on the buttons and in the seat question follow the picks.
@@ -149,6 +188,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
       if (button) button.textContent = `${sideName(s)} won`;
     });
     form.querySelectorAll(".seat-side").forEach((span, n) => { if (n < 2) span.textContent = sideName(n); });
+    labelScores();
   }
 
   function drawKeyLine() {
@@ -169,6 +209,63 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
     else drawTeams();
     drawActions();
     fill(preview);
+    prefillMe();
+  }
+
+  // Me as the first player, unless I am picked already or the first box has someone else.
+  function prefillMe() {
+    const key = me();
+    const all = pickers.flat();
+    if (!key || !all.length) return;
+    const mine = all.find((p) => p.key === key);
+    if (mine && mine.input.value === key) mine.set(key); // the name, once the roster knows it
+    else if (!mine && !all[0].input.value.trim()) all[0].set(key);
+    relabel();
+  }
+
+  function showProblem(message) {
+    problemLine.textContent = message;
+    problemLine.hidden = !message;
+    if (message) showInView(problemLine);
+  }
+
+  // A typed name that is nobody on the ladder yet (no key, name or alias, in any case) is a new player only once
+  // confirmed; the closest names are offered instead ("bobb": did you mean Bob?). False: cancelled.
+  async function confirmNewPlayers() {
+    for (const p of pickers.flat()) {
+      const text = p.input.value.trim();
+      const folded = text.toLocaleLowerCase();
+      if (!text || roster.find(text) || confirmedNew.has(folded) || (await isPlayer(text))) continue;
+      const like = roster.closest(text);
+      const allowNew = ladder.auto_create_players;
+      const answer = await ask({
+        title: allowNew ? `New player “${text}”?` : `No player “${text}”`,
+        body: h("p", {}, like.length ? `Did you mean ${like.map((o) => o.name).join(" or ")}?`
+          : allowNew ? "Nobody of that name plays on this ladder yet." : "Nobody of that name plays on this ladder."),
+        choices: like.map((o) => [`player:${o.key}`, o.name]), // not "ok", whatever the key
+        confirm: allowNew ? `Yes, add “${text}”` : null,
+      });
+      if (answer === null) {
+        p.input.focus();
+        return false;
+      }
+      if (answer.choice === "ok") confirmedNew.add(folded);
+      else p.set(answer.choice.slice("player:".length));
+    }
+    relabel();
+    return true;
+  }
+
+  // Whether the ladder knows `text` (an alias, or a player the page has not listed): one read, only for names the
+  // page does not know.
+  async function isPlayer(text) {
+    try {
+      await api.get(api.playerPath(text));
+      return true;
+    } catch (err) {
+      if (err instanceof ApiError && err.status === 404) return false;
+      throw err;
+    }
   }
 
   // ---------- the game as the API takes it ----------
@@ -213,7 +310,60 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
     const sides = teams();
     const ranks = { a: [1, 2], b: [2, 1], draw: [1, 1] }[result];
     const seat = seatsOf();
-    return { sides: sides.map((players, s) => ({ players, rank: ranks[s], ...seat[s] })) };
+    const points = pointsOf();
+    if (!points) return { sides: sides.map((players, s) => ({ players, rank: ranks[s], ...seat[s] })) };
+    // The score must say what the button does.
+    const won = [0, 0];
+    for (const [x, y] of points) if (x !== y) won[x > y ? 0 : 1] += 1; // games won (a single game: 1-0)
+    const winner = won[0] > won[1] ? "a" : won[1] > won[0] ? "b" : "draw";
+    if (winner !== result) {
+      const says = winner === "draw" ? "The score is a draw: press “Draw”"
+        : `The score says ${sideName(winner === "a" ? 0 : 1)} won: press “${sideName(winner === "a" ? 0 : 1)} won”`;
+      throw new FormProblem(`${says}, or correct the score.`, scoreRows[0][0]);
+    }
+    if (play.best_of === 1) {
+      return { sides: sides.map((players, s) => ({ players, rank: ranks[s], score: points[0][s], ...seat[s] })) };
+    }
+    return { sides: sides.map((players, s) => ({ players, ...seat[s] })), match: points };
+  }
+
+  // The points entered, a row per game played (null: none); both of a row, or neither.
+  function pointsOf() {
+    const rows = [];
+    scoreRows.forEach((row, g) => {
+      const values = row.map((input) => input.value.trim());
+      if (values.every((v) => v === "")) return;
+      const missing = row.find((input, s) => !/^[0-9]+$/.test(values[s]));
+      if (missing) {
+        throw new FormProblem(scoreRows.length === 1 ? "Enter both scores, or neither."
+          : `Enter both scores of game ${g + 1}, as whole numbers.`, missing);
+      }
+      rows.push(values.map(Number));
+    });
+    if (!rows.length && play.points && scoreRows.length) {
+      throw new FormProblem(scoreRows.length === 1 ? `Enter the score of the game to ${play.points}.`
+        : "Enter the points of each game played.", scoreRows[0][0]);
+    }
+    return rows.length ? rows : null;
+  }
+
+  // The form filled with a game's players, each on their side, for a rematch: the kind of game it was, if the
+  // ladder still plays it; the score left for the new game.
+  function rematch(game) {
+    const keys = game.sides.map((side) => side.players.map((p) => p.key));
+    const kind = keys.length > 2 ? "ffa" : keys.every((side) => side.length === 1) ? "singles" : "doubles";
+    const radio = form.querySelector(`input[name=mode][value=${kind}]`);
+    if (radio) radio.checked = true;
+    draw();
+    pickers.flat().forEach((p) => p.clear());
+    if (mode() === "ffa") {
+      while (pickers.length < keys.length) form.querySelector("#add-player").click();
+      keys.forEach((side, n) => pickers[n].set(side[0]));
+    } else {
+      pickers.forEach((side, s) => side.forEach((p, i) => { if (keys[s] && keys[s][i]) p.set(keys[s][i]); }));
+    }
+    relabel();
+    updatePreview();
   }
 
   // ---------- before and after ----------
@@ -260,19 +410,31 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
   async function submit(event) {
     event.preventDefault();
     clearMessages();
+    showProblem("");
+    const result = event.submitter ? event.submitter.value : "a";
+    const buttons = [...form.querySelectorAll("button[type=submit]")];
     let game;
     try {
-      game = body(event.submitter ? event.submitter.value : "a");
+      body(result);
+      buttons.forEach((b) => { b.disabled = true; }); // one game per tap, while new names are confirmed too
+      const settled = await guarded(confirmNewPlayers);
+      buttons.forEach((b) => { b.disabled = false; });
+      if (!settled) return;
+      game = body(result); // with the names the confirmation settled
     } catch (err) {
       if (!(err instanceof FormProblem)) throw err;
-      say(err.message);
+      showProblem(err.message);
       if (err.field) err.field.focus();
       return;
     }
-    const buttons = [...form.querySelectorAll("button[type=submit]")];
     buttons.forEach((b) => { b.disabled = true; });
     hideToast();
-    const posted = await guarded(() => withKey(api.slug, "write", () => api.send("POST", "/games", game)));
+    let posted;
+    try {
+      posted = await withKey(api.slug, "write", () => api.send("POST", "/games", game));
+    } catch (err) {
+      showProblem(err instanceof ApiError ? err.message : `Something went wrong: ${err.message}`);
+    }
     buttons.forEach((b) => { b.disabled = false; });
     // A disabled button loses the focus: a keyboard user carries on from the button they pressed.
     if (event.submitter && document.activeElement === document.body) event.submitter.focus();
@@ -280,9 +442,12 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
     if (!posted) return;
     roster.remember(game.sides.flatMap((s) => s.players));
     showRecorded(posted);
+    confirmedNew.clear();
     pickers.flat().forEach((p) => p.clear());
+    scoreRows.flat().forEach((input) => { input.value = ""; });
     relabel();
     fill(preview);
+    prefillMe();
     onRecorded(posted);
   }
 
@@ -299,5 +464,8 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone }) {
   form.addEventListener("submit", submit);
   draw();
   drawKeyLine();
-  return h("div", {}, form, keyLine);
+  const root = h("div", {}, form, keyLine);
+  root.prefillMe = prefillMe; // "me" picked or changed on the page
+  root.rematch = rematch; // the results list's "Rematch"
+  return root;
 }

@@ -1,8 +1,24 @@
 // Past seasons on the ladder page: each closed season's final standings as they were archived, read when opened.
-import { fill, h, profileHref, shortDate, whole } from "./dom.js";
+import { count, fill, h, profileHref, shortDate, whole } from "./dom.js";
 import { guarded } from "./ui.js";
 
 const SHOWN = 50; // standings rows shown of a season
+const MEDALS = ["🥇", "🥈", "🥉"];
+
+// "Last season: 🥇 Ada 🥈 Bob 🥉 Cy" above the standings, once a season has closed (read again when one closes).
+export function lastSeason(api) {
+  const element = h("p", { id: "last-season", class: "last-season", hidden: true });
+  const load = async () => {
+    const [season] = (await api.get("/seasons?limit=1")).items;
+    if (!season || !season.podium.length) return;
+    element.hidden = false;
+    fill(element, h("span", { class: "muted" }, `Last season (${season.name}):`), season.podium.map((p) =>
+      [" ", h("span", { class: "medal", "data-rank": p.rank }, `${MEDALS[p.rank - 1]} `,
+        h("a", { href: profileHref(api.slug, p.key) }, p.name || p.key))]));
+  };
+  guarded(load);
+  return { element, load };
+}
 
 export function pastSeasons(api) {
   const box = h("div", { id: "seasons-box" });
@@ -23,7 +39,7 @@ async function load(api, box) {
     return;
   }
   const select = h("select", { id: "season" }, seasons.map((s) => h("option", { value: s.name },
-    `${s.name} (closed ${shortDate(new Date(s.closed_at))}, ${s.games} games)`)));
+    `${s.name} (closed ${shortDate(new Date(s.closed_at))}, ${count(s.games, "game")})`)));
   const table = h("div", { id: "season-standings" });
   const show = async () => {
     const page = await api.get(`/seasons/${encodeURIComponent(select.value)}?limit=${SHOWN}`);

@@ -7,6 +7,13 @@ import { fill, h } from "./dom.js";
 export function say(message, kind = "error") {
   const box = document.getElementById("messages");
   fill(box, h("p", { class: kind, role: kind === "error" ? "alert" : "status" }, message));
+  showInView(box);
+}
+
+// A message out of sight (a phone scrolled down to a form) is brought into view.
+export function showInView(el) {
+  const box = el.getBoundingClientRect();
+  if (box.top < 0 || box.bottom > window.innerHeight) el.scrollIntoView({ block: "nearest" });
 }
 
 export function clearMessages() {
@@ -57,8 +64,9 @@ function scheduleHide() {
 // ---------- dialogs ----------
 
 // A modal <dialog> (focus kept inside, Escape cancels) with a form; resolves to the form's values, or null when
-// cancelled.
-export function ask({ title, body = [], fields = [], confirm, danger = false, error = "" }) {
+// cancelled. `choices` ([value, label], …) are buttons of their own: the one pressed is the values' `choice`
+// ("ok" for the confirm button, which `confirm: null` leaves out).
+export function ask({ title, body = [], fields = [], confirm, danger = false, error = "", choices = [] }) {
   const dialog = h("dialog", { class: "dialog", "aria-labelledby": "dialog-title" });
   const cancel = h("button", { type: "button", class: "secondary", value: "cancel" }, "Cancel");
   const form = h("form", { method: "dialog" },
@@ -66,14 +74,18 @@ export function ask({ title, body = [], fields = [], confirm, danger = false, er
     body,
     error ? h("p", { class: "error", role: "alert" }, error) : null,
     fields,
+    choices.length ? h("div", { class: "dialog-choices" }, choices.map(([value, label]) =>
+      h("button", { type: "submit", value, class: "secondary" }, label))) : null,
     h("div", { class: "dialog-actions" }, cancel,
-      h("button", { type: "submit", value: "ok", class: danger ? "danger" : "" }, confirm)));
+      confirm === null ? null : h("button", { type: "submit", value: "ok", class: danger ? "danger" : "" }, confirm)));
   dialog.append(form);
   document.body.append(dialog);
   return new Promise((resolve) => {
     cancel.addEventListener("click", () => dialog.close("cancel"));
     dialog.addEventListener("close", () => {
-      const values = dialog.returnValue === "ok" ? Object.fromEntries(new FormData(form)) : null;
+      const answer = dialog.returnValue;
+      const values = answer && answer !== "cancel" ? { ...Object.fromEntries(new FormData(form)), choice: answer }
+        : null;
       dialog.remove();
       resolve(values);
     });

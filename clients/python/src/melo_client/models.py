@@ -130,6 +130,7 @@ class Standing:
     active: bool
     last_played_at: datetime | None = None
     change_since_last_game: float | None = None
+    last_game_change: float | None = None
     provisional_reason: str | None = None
 
 
@@ -206,10 +207,18 @@ class Teams:
 
 @dataclass(frozen=True)
 class Opponent:
+    """A suggested opponent: the chance to beat them, and what a singles game now would win (``if_win``) or lose
+    (``if_lose``) in Elo-equivalent points, how often and when the two last played together, and why."""
+
     key: str
     name: str | None
     probability: float
     gain: float | None = None
+    if_win: float | None = None
+    if_lose: float | None = None
+    games_together: int = 0
+    last_played: datetime | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True)

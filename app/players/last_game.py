@@ -1,0 +1,33 @@
+"""The change a player's own last game made to their rating (``last_game_change``), read from the log: what the
+game did, apart from how others' games moved them since (``change_since_last_game``)."""
+
+from __future__ import annotations
+
+import numpy as np
+from sqlalchemy.orm import Session
+
+from app import rating, storage
+from app.storage.ladders import LadderRow
+from app.storage.read_model import Table
+
+
+def last_game_changes(
+    session: Session, ladder: LadderRow, table: Table, rows: list[int], through: int | None = None
+) -> list[float | None]:
+    """For each of the players ``rows`` (of ``table``), the ``elo_change`` their newest game that counts (at or
+    before game id ``through``, if given) shows in their history: Elo-equivalent points after it minus before
+    it, both against the field of ``table``; None for a player without one."""
+    ids = [int(table.ids[n]) for n in rows]
+    found = storage.games.last_vectors(session, ladder.id, ids, through)
+    field_mean = table.derived("mean", lambda: rating.field_mean(table.C))
+    out: list[float | None] = []
+    for player_id in ids:
+        vectors = found.get(player_id)
+        if vectors is None or len(vectors[0]) != len(field_mean):  # none yet, or k changed since it was read
+            out.append(None)
+            continue
+        elo_before, elo_after = rating.elo_equivalent(
+            rating.hodge_strength_against(np.array(vectors), field_mean)
+        ).tolist()
+        out.append(elo_after - elo_before)
+    return out

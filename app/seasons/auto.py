@@ -1,0 +1,110 @@
+"""Seasons that close themselves: a ladder's ``season_every`` closes a season at the end of each calendar month or
+quarter (UTC), named after it, through :func:`app.seasons.service.close_season`.
+
+Every server process checks once at start and then every :data:`EVERY` seconds, in a thread of its own, for the
+ladders whose ``season_due`` (the end of the period running when the last close or the setting happened) has
+passed.  Each is closed in one write transaction that takes the ladder's players first and reads
+``season_due`` again: a second worker that was waiting finds it moved on and does nothing.  A server that was
+away for several periods closes each of them once, oldest first, with the games played in it (a period without
+games closes none), and moves ``season_due`` to the end of the period running now.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.core.db import Database
+from app.domain.season_periods import ended_since, period_at
+from app.seasons.schemas import SeasonCreate, SeasonOut
+from app.seasons.service import close_season
+from app.storage.tables import Game, Ladder
+
+logger = logging.getLogger("melo")
+#: Seconds between two checks.
+EVERY = 60.0
+
+
+def due_ladders(db: Database, now: datetime) -> list[int]:
+    """The ids of the ladders whose next automatic close is due at ``now``."""
+    with db.reading() as session:
+        query = select(Ladder.id).where(
+            Ladder.deleted_at.is_(None), Ladder.season_every.is_not(None), Ladder.season_due <= now
+        )
+        return list(session.scalars(query.order_by(Ladder.id)))
+
+
+def close_due(db: Database, now: datetime | None = None) -> list[SeasonOut]:
+    """Close the seasons due at ``now`` (default: the time now) on every ladder; those closed, oldest first per
+    ladder.  A ladder whose close fails is logged and left for the next check; the others go on."""
+    now = now or datetime.now(UTC)
+    closed: list[SeasonOut] = []
+    for ladder_id in due_ladders(db, now):
+        try:
+            closed += db.write(lambda session, ladder_id=ladder_id: close_ladder(session, ladder_id, now))
+        except Exception:
+            logger.exception("closing the seasons of ladder %s failed", ladder_id)
+    return closed
+
+
+def close_ladder(session: Session, ladder_id: int, now: datetime) -> list[SeasonOut]:
+    """Close the periods of the ladder that have ended by ``now`` since its ``season_due`` (none if another
+    worker did first), and move ``season_due`` on to the end of the period running at ``now``."""
+    storage.players.lock_all(session, ladder_id)  # as close_season does: a second worker waits here, then sees
+    storage.ladders.lock(session, ladder_id)
+    row = session.execute(
+        select(Ladder.season_every, Ladder.season_pull, Ladder.season_due).where(
+            Ladder.id == ladder_id, Ladder.deleted_at.is_(None)
+        )
+    ).first()
+    if row is None or row.season_every is None or row.season_due is None or row.season_due > now:
+        return []
+    closed = []
+    for period in ended_since(row.season_every, row.season_due, now):
+        if storage.seasons.named(session, ladder_id, period.name) is not None:
+            continue  # an admin closed one of that name already
+        if not _played_in(session, ladder_id, period.start, period.end):
+            continue
+        ladder = storage.ladders.by_id(session, ladder_id)
+        data = SeasonCreate(name=period.name, pull=row.season_pull)
+        closed.append(close_season(session, ladder, data, until=period.end))
+        logger.info("ladder %s: season %s closed by itself", ladder.slug, period.name)
+    next_due = period_at(row.season_every, now).end
+    session.execute(update(Ladder).where(Ladder.id == ladder_id).values(season_due=next_due))
+    return closed
+
+
+def _played_in(session: Session, ladder_id: int, start: datetime, end: datetime) -> bool:
+    """Whether a game that counts was played in [start, end)."""
+    query = select(Game.id).where(
+        Game.ladder_id == ladder_id, Game.voided_at.is_(None), Game.played_at >= start, Game.played_at < end
+    )
+    return session.scalar(query.limit(1)) is not None
+
+
+def start(db: Database, every: float = EVERY) -> Callable[[], None]:
+    """Check at once and then every ``every`` seconds, in a daemon thread; the function that stops it."""
+    stopped = threading.Event()
+
+    def run() -> None:
+        while not stopped.is_set():
+            try:
+                close_due(db)
+            except Exception:  # a database that is down: the next check tries again
+                logger.exception("the automatic season check failed")
+            stopped.wait(every)
+
+    thread = threading.Thread(target=run, name="melo-seasons", daemon=True)
+    thread.start()
+
+    def stop() -> None:
+        stopped.set()
+        thread.join(timeout=5)
+
+    return stop

@@ -1,0 +1,233 @@
+"""What a webhook is sent: an event of the ladder's log as the event stream shows it (``data``), with one readable
+line (``text``) that Slack and Microsoft Teams incoming webhooks show as it is, and the weekly digest.
+
+A delivery's body is ``{"event", "ladder", "ladder_name", "event_id", "text", "data"}`` (a season's adds its
+``podium``), as compact JSON of at most :data:`MAX_BODY` bytes: a larger event is sent without its game's vectors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import UTC, datetime
+
+from sqlalchemy.orm import Session
+
+from app import storage
+from app.core.schemas import iso
+from app.events.shown import GAME_KINDS, shown
+from app.games import answers
+from app.players import leaderboard as leaderboards
+from app.players import moments
+from app.players.schemas import MomentOut
+from app.storage.ladders import LadderRow
+
+#: The event names a webhook may take, and what each is.
+EVENTS = {
+    "game": "a game was recorded",
+    "void": "a game was voided",
+    "season": "a season closed, with its podium",
+    "challenge": "a challenge was made, accepted, declined or played",
+    "moment": "a moment: a first win, an upset, a streak, a new #1",
+    "digest": "the ladder's week: games played, the top 3 and the biggest mover (once a week)",
+}
+#: The largest body sent (bytes).
+MAX_BODY = 64 * 1024
+
+
+def event_name(kind: str, data: dict) -> str | None:
+    """The webhook event an event of the log is (None: none; player changes, refits and settings are not sent)."""
+    if kind == "season":
+        return "season" if data.get("action") == "closed" else None
+    return kind if kind in EVENTS and kind != "digest" else None
+
+
+def of_event(session: Session, ladder: LadderRow, number: int, version: int, kind: str, data: dict) -> str | None:
+    """The body of a delivery of the ladder's event ``number`` (None: nothing to send, as for a game of a ladder
+    deleted since)."""
+    games = answers.bodies(session, ladder.id, [data["game"]]) if kind in GAME_KINDS else {}
+    challenges = {}
+    if kind == "challenge":
+        challenges = storage.challenges.numbered(session, ladder.id, [data["id"]], datetime.now(UTC))
+    carried = shown(kind, version, data, games, challenges)
+    if carried is None or (event := event_name(kind, data)) is None:
+        return None
+    names = _Names(session, ladder.id)
+    extra: dict = {}
+    if event in ("game", "void"):
+        text = _game_text(carried["game"], names)
+        if event == "void":
+            reason = carried["game"].get("reason")
+            text = f"Game {carried['game']['id']} was voided: {text}" + (f" ({reason})" if reason else "")
+    elif event == "season":
+        extra["podium"] = _podium(session, ladder.id, str(data.get("name")))
+        text = _season_text(str(data.get("name")), extra["podium"])
+    elif event == "challenge":
+        text = _challenge_text(carried["action"], carried["challenge"])
+    else:
+        text = _said(event, data, names)
+    return _body(event, ladder, number, text, carried, extra)
+
+
+def of_moments(session: Session, ladder: LadderRow, number: int, version: int, data: dict) -> list[str]:
+    """The bodies of the moments of the game the ladder's event ``number`` recorded, one delivery each: ``event``
+    ``moment``, ``data`` ``{version, moment}`` with the moment as ``GET …/moments`` shows it, ``text`` its line.
+    A week's biggest rise is told with the first game after the week, once the week has ended."""
+    found = moments.moments(session, ladder, data["game"], data["game"])
+    shown = [MomentOut(**vars(moment)).model_dump(mode="json") for moment in found]
+    return [_body("moment", ladder, number, item["text"], {"version": version, "moment": item}, {}) for item in shown]
+
+
+def digest(session: Session, ladder: LadderRow, since: datetime, until: datetime) -> str:
+    """The body of the ladder's digest of [since, until): games played, the top 3 now, the biggest mover."""
+    numbers = storage.webhooks.games_between(session, ladder.id, since, until)
+    moved: dict[str, float] = defaultdict(float)
+    for game in answers.bodies(session, ladder.id, numbers).values():
+        for side in game["sides"]:
+            for player in side["players"]:
+                moved[player["key"]] += player["elo_change"]
+    names = _Names(session, ladder.id)
+    top = top_players(session, ladder, 3)
+    mover = max(moved.items(), key=lambda item: (abs(item[1]), item[0]), default=None)
+    data = {
+        "since": iso(since),
+        "until": iso(until),
+        "games": len(numbers),
+        "top": top,
+        "mover": None if mover is None else {"key": mover[0], "name": names[mover[0]], "elo_change": mover[1]},
+    }
+    where = ladder.name or ladder.slug
+    played = games(len(numbers)) if numbers else "no games"
+    text = f"This week on {where}: {played}"
+    if top:
+        text += "; top 3: " + ", ".join(f"{p['name'] or p['key']} {round(p['strength'])}" for p in top)
+    if mover is not None:
+        text += f"; biggest mover: {names[mover[0]]} {_signed(mover[1])}"
+    return _body("digest", ladder, None, text + ".", data, {})
+
+
+def top_players(session: Session, ladder: LadderRow, n: int) -> list[dict]:
+    """The first ``n`` of the standings (the conservative order the ladder page shows): rank, key, name, the
+    number they are ordered by (``strength``, Elo points) and games."""
+    table = storage.read_model.current_table(session, ladder)
+    page = json.loads(leaderboards.leaderboard(table, ladder, "conservative", n, None, False))
+    return [{k: item[k] for k in ("rank", "key", "name", "strength", "games")} for item in page["items"]]
+
+
+def escaped(text: str) -> str:
+    """``text`` with ``&``, ``<`` and ``>`` escaped as Slack asks: a player named ``<!channel>`` pings nobody."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def unlinked(text: str) -> str:
+    """``text`` with a zero-width space between ``]`` and ``(``: Microsoft Teams reads markdown, and a player named
+    ``[prize](https://…)`` would show as a link; unseen in Slack and Teams alike."""
+    return text.replace("](", "]\u200b(")
+
+
+def _body(event: str, ladder: LadderRow, number: int | None, text: str, data: dict, extra: dict) -> str:
+    message = {"event": event, "ladder": ladder.slug, "ladder_name": ladder.name, "event_id": number}
+    message["text"] = unlinked(escaped(text))
+    body = json.dumps(message | {"data": data} | extra, separators=(",", ":"), ensure_ascii=False)
+    if len(body.encode()) > MAX_BODY and "game" in data:  # a game of many players: without their vectors
+        game = data["game"] | {"sides": [_without_vectors(side) for side in data["game"]["sides"]]}
+        body = json.dumps(message | {"data": data | {"game": game}} | extra, separators=(",", ":"), ensure_ascii=False)
+    if len(body.encode()) > MAX_BODY:
+        body = json.dumps(message | {"data": {"version": data.get("version"), "truncated": True}} | extra)
+    return body
+
+
+def _without_vectors(side: dict) -> dict:
+    return side | {"players": [{k: v for k, v in p.items() if k not in ("before", "after")} for p in side["players"]]}
+
+
+class _Names(dict):
+    """Player keys to the names they show as (their name, else the key), read as they are asked for."""
+
+    def __init__(self, session: Session, ladder_id: int) -> None:
+        super().__init__()
+        self.session, self.ladder_id = session, ladder_id
+
+    def __missing__(self, key: str) -> str:
+        row = storage.players.get_row(self.session, self.ladder_id, key)
+        self[key] = name = (row[1] if row else None) or key
+        return name
+
+
+def games(n: int) -> str:
+    """ "1 game", "1,234 games"."""
+    return f"{n:,} game" + ("" if n == 1 else "s")
+
+
+def game_line(session: Session, ladder_id: int, game: dict) -> str:
+    """A game (as the API shows it) in one line, its players by name."""
+    return _game_text(game, _Names(session, ladder_id))
+
+
+def _game_text(game: dict, names: _Names) -> str:
+    """A game in one line: "Ada beat Bob 21-15 (Ada 1512 → 1526)"; "Ada & Cy beat Bob & Dee"; "Ada drew with
+    Bob"; "Ada won ahead of Bob, Cy"."""
+    sides = sorted(game["sides"], key=lambda side: side["rank"])
+    teams = [" & ".join(names[p["key"]] for p in side["players"]) for side in sides]
+    best = [side for side in sides if side["rank"] == sides[0]["rank"]]
+    if len(best) == len(sides):
+        line = f"{teams[0]} drew with {', '.join(teams[1:])}" if len(sides) == 2 else f"{', '.join(teams)} tied"
+    elif len(sides) == 2:
+        line = f"{teams[0]} beat {teams[1]}"
+    else:
+        line = f"{teams[0]} won ahead of {', '.join(teams[1:])}"
+    scores = [side.get("score") for side in sides]
+    if all(isinstance(score, int | float) for score in scores):
+        line += " " + "-".join(f"{score:g}" for score in scores)
+    moves = [p for side in best for p in side["players"]] if len(best) < len(sides) else []
+    if moves:
+        line += " (" + ", ".join(f"{names[p['key']]} {p['elo_before']:.0f} → {p['elo_after']:.0f}" for p in moves) + ")"
+    return line
+
+
+def _podium(session: Session, ladder_id: int, name: str) -> list[dict]:
+    season = storage.seasons.named(session, ladder_id, name)
+    rows = [] if season is None else storage.seasons.standings(session, ladder_id, season.id, 0, 3)
+    columns = storage.seasons.STANDING
+    return [{k: row[columns.index(k)] for k in ("rank", "key", "name", "elo", "games", "wins")} for row in rows]
+
+
+def _season_text(name: str, podium: list[dict]) -> str:
+    if not podium:
+        return f"Season {name} closed, with no games."
+    places = ["champion", "second", "third"]
+    said = [f"{places[p['rank'] - 1]} {p['name'] or p['key']} ({p['elo']:.0f})" for p in podium]
+    return f"Season {name} closed: " + ", ".join(said) + "."
+
+
+#: A challenge's action in words: who did it (the challenger or the challenged) and what.
+CHALLENGED = {
+    "created": "{a} challenged {b}",
+    "accepted": "{b} accepted {a}'s challenge",
+    "declined": "{b} declined {a}'s challenge",
+    "withdrawn": "{a} withdrew the challenge to {b}",
+    "expired": "{a}'s challenge to {b} expired",
+}
+
+
+def _challenge_text(action: str, challenge: dict) -> str:
+    """A challenge's event in one line: "Ada challenged Bob: lunch?", "Bob accepted Ada's challenge", …"""
+    a, b = (challenge[f"{side}_name"] or challenge[side] for side in ("from", "to"))
+    if action == "played":
+        return f"{a} and {b} played their challenge: game {challenge['game']}"
+    line = CHALLENGED.get(action, "{a} challenged {b}").format(a=a, b=b)
+    message = challenge.get("message")
+    return f"{line}: {message}" if action == "created" and message else line
+
+
+def _said(event: str, data: dict, names: _Names) -> str:
+    """A challenge or a moment in words: its own ``text`` if it carries one, else what it names."""
+    if isinstance(data.get("text"), str):
+        return data["text"]
+    who = [names[v] for k in ("from", "to", "challenger", "challenged", "key") if isinstance(v := data.get(k), str)]
+    action = data.get("action") or data.get("kind") or ""
+    return " ".join(part for part in (event.capitalize(), str(action), " vs ".join(who)) if part).strip()
+
+
+def _signed(points: float) -> str:
+    return f"{points:+.0f}"

@@ -1,0 +1,273 @@
+"""Outgoing webhooks against a real local receiver: signed deliveries from the event log, retries, failing
+receivers that slow nothing, URL checks, deletion, and restarts and several servers that deliver each event once."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.core.config import Settings
+from app.main import create_app
+from devtools.receiver import Receiver, receiver
+from devtools.server import ADMIN_KEY
+from tests.conftest import admin, bearer, make_ladder
+
+#: Quick retries and timeouts: no test waits minutes.
+FAST = {
+    "webhooks_allow_private": True,
+    "webhooks_timeout": 0.3,
+    "webhooks_attempts": 3,
+    "webhooks_retry_seconds": 0.05,
+}
+
+
+def settings_for(url: str, **extra) -> Settings:
+    return Settings(database_url=url, admin_key=ADMIN_KEY, migrate_on_start=False, **(FAST | extra))
+
+
+@pytest.fixture
+def settings(database_url) -> Settings:
+    return settings_for(database_url)
+
+
+@pytest.fixture
+def hook() -> Iterator[Receiver]:
+    with receiver() as r:
+        yield r
+
+
+def add_webhook(client: TestClient, url: str, events: list[str], slug: str = "test") -> dict:
+    r = client.post(f"/v1/ladders/{slug}/webhooks", json={"url": url, "events": events}, headers=admin())
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def post_game(client: TestClient, winner: str, loser: str, slug: str = "test") -> dict:
+    game = {"sides": [{"players": [winner], "score": 21}, {"players": [loser], "score": 15}]}
+    r = client.post(f"/v1/ladders/{slug}/games", json=game, headers=admin())
+    assert r.status_code == 201, r.text
+    return r.json()
+
+
+def verified(secret: str, headers: dict[str, str], body: bytes) -> bool:
+    """What a receiver does: recompute ``Melo-Signature`` from the raw body and compare in constant time."""
+    parts = dict(part.split("=", 1) for part in headers["Melo-Signature"].split(","))
+    expected = hmac.new(secret.encode(), parts["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, parts["v1"]) and abs(time.time() - int(parts["t"])) < 300
+
+
+def deliveries(client: TestClient, webhook_id: int, slug: str = "test") -> list[dict]:
+    r = client.get(f"/v1/ladders/{slug}/webhooks/{webhook_id}/deliveries", headers=admin())
+    assert r.status_code == 200, r.text
+    return r.json()["items"]
+
+
+def settled(client: TestClient, webhook_id: int, n: int) -> list[dict]:
+    """The webhook's ``n`` deliveries, once none is pending (a receiver's answer is recorded just after it)."""
+
+    def done() -> list[dict] | None:
+        log = deliveries(client, webhook_id)
+        return log if len(log) == n and all(d["status"] != "pending" for d in log) else None
+
+    return until(done)
+
+
+def until(check, seconds: float = 10.0):
+    """``check()`` once it is truthy (polled), else AssertionError."""
+    deadline = time.monotonic() + seconds
+    while not (found := check()):
+        assert time.monotonic() < deadline, "not reached in time"
+        time.sleep(0.02)
+    return found
+
+
+def test_a_game_posted_arrives_once_signed_with_the_event_as_the_stream_carries_it(client, hook):
+    make_ladder(client, auto_create_players=True, name="Office pong")
+    made = add_webhook(client, hook.url, ["game", "season"])
+    assert made["secret"] and made["events"] == ["game", "season"] and made["failing"] is False
+    client.post("/v1/ladders/test/players", json={"key": "cy"}, headers=admin())  # not an event it takes
+    posted = post_game(client, "ada", "bob")
+    [got] = hook.wait_for(1)
+    assert got.headers["Content-Type"] == "application/json" and got.headers["User-Agent"].startswith("melo")
+    assert verified(made["secret"], got.headers, got.body)
+    assert not verified("another secret", got.headers, got.body)
+    body = json.loads(got.body)
+    assert body["event"] == "game" and body["ladder"] == "test" and body["ladder_name"] == "Office pong"
+    assert body["data"]["game"] == client.get(f"/v1/ladders/test/games/{posted['id']}").json()
+    assert body["data"]["version"] >= 1 and body["event_id"] >= 1
+    ada = posted["sides"][0]["players"][0]
+    assert body["text"].startswith("ada beat bob")
+    assert body["text"].endswith(f"(ada {ada['elo_before']:.0f} → {ada['elo_after']:.0f})")
+    # a season closed: its podium
+    assert client.post("/v1/ladders/test/seasons", json={"name": "Spring"}, headers=admin()).status_code == 201
+    season = json.loads(hook.wait_for(2)[1].body)
+    assert season["event"] == "season" and [p["key"] for p in season["podium"]] == ["ada", "bob"]
+    assert season["text"].startswith("Season Spring closed: champion ada")
+    # the list shows no secret; the log shows both, newest first
+    [listed] = client.get("/v1/ladders/test/webhooks", headers=admin()).json()["items"]
+    assert "secret" not in listed and listed["failing"] is False
+    log = settled(client, made["id"], 2)
+    assert [(d["event"], d["status"], d["attempts"], d["response_code"]) for d in log] == [
+        ("season", "delivered", 1, 200),
+        ("game", "delivered", 1, 200),
+    ]
+    assert hook.quiet(0.3) == 2
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the database does not matter here
+def test_a_receiver_answering_500_gets_it_again_and_it_is_delivered_once(client, hook):
+    make_ladder(client, auto_create_players=True)
+    made = add_webhook(client, hook.url, ["game"])
+    hook.answers = [500]
+    post_game(client, "ada", "bob")
+    first, second = hook.wait_for(2)
+    assert first.body == second.body  # the same body byte for byte, signed anew
+    [delivery] = until(lambda: [d for d in deliveries(client, made["id"]) if d["status"] == "delivered"])
+    assert delivery["attempts"] == 2 and delivery["response_code"] == 200
+    assert hook.quiet(0.3) == 2
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the database does not matter here
+def test_a_hanging_receiver_is_retried_then_failing_and_posts_stay_fast_meanwhile(client, hook):
+    make_ladder(client, auto_create_players=True)
+    made = add_webhook(client, hook.url, ["game"])
+    other = add_webhook(client, hook.url.replace("/hook", "/other"), ["game"])
+    hook.otherwise = ("hang", 3.0)
+    post_game(client, "ada", "bob")
+    hook.wait_for(1)
+    for _ in range(3):  # the receivers hang: posts are answered as fast as ever
+        started = time.perf_counter()
+        post_game(client, "cy", "dee")
+        assert time.perf_counter() - started < 1.0
+    listed = until(lambda: [h for h in client.get("/v1/ladders/test/webhooks", headers=admin()).json()["items"]
+                            if h["id"] == made["id"] and h["failing"]])  # fmt: skip
+    assert listed
+    failed = deliveries(client, made["id"])[-1]
+    assert failed["status"] == "failed" and failed["attempts"] == 3 and "no answer within" in failed["error"]
+    # a receiver back to health: the webhook's next deliveries go through, and it is failing no more
+    hook.otherwise = 200
+    until(lambda: all(d["status"] == "delivered" for d in deliveries(client, made["id"])[:1]), 20)
+    until(lambda: not client.get("/v1/ladders/test/webhooks", headers=admin()).json()["items"][0]["failing"], 20)
+    assert deliveries(client, other["id"])  # the other webhook was served all along
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the database does not matter here
+def test_a_deleted_webhook_gets_nothing_more(client, hook):
+    make_ladder(client, auto_create_players=True)
+    gone = add_webhook(client, hook.url.replace("/hook", "/gone"), ["game"])
+    kept = add_webhook(client, hook.url, ["game"])
+    r = client.delete(f"/v1/ladders/test/webhooks/{gone['id']}", headers=admin())
+    assert r.status_code == 200 and r.json()["id"] == gone["id"]
+    assert client.delete(f"/v1/ladders/test/webhooks/{gone['id']}", headers=admin()).status_code == 404
+    assert client.get(f"/v1/ladders/test/webhooks/{gone['id']}/deliveries", headers=admin()).status_code == 404
+    post_game(client, "ada", "bob")
+    post_game(client, "bob", "ada")
+    hook.wait_for(2)
+    assert hook.quiet(0.3) == 2 and {g.path for g in hook.got} == {"/hook"}
+    assert len(deliveries(client, kept["id"])) == 2
+
+
+def test_a_restart_resumes_from_the_cursor_and_two_servers_deliver_each_event_once(database_url, hook):
+    with TestClient(create_app(settings_for(database_url, webhooks_retry_seconds=0.5))) as first:
+        make_ladder(first, auto_create_players=True)
+        add_webhook(first, hook.url, ["game"])
+        post_game(first, "ada", "bob")
+        post_game(first, "bob", "ada")
+        hook.wait_for(2)
+        hook.answers = [500]
+        post_game(first, "ada", "cy")
+        hook.wait_for(3)  # refused once; the server stops before its retry
+    with (
+        TestClient(create_app(settings_for(database_url))) as second,
+        TestClient(create_app(settings_for(database_url))) as third,
+    ):
+        for n in range(6):  # two servers on one database, both sending
+            post_game(second if n % 2 else third, "dee", "ada")
+        hook.wait_for(10)
+        assert hook.quiet(0.5) == 10
+    numbers = [json.loads(g.body)["event_id"] for g in hook.got]
+    delivered = numbers[:2] + numbers[3:]
+    assert len(set(delivered)) == 9 and numbers[2] == numbers[3]  # each once; the refused one again after the restart
+    assert delivered == sorted(delivered)  # in the log's order
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the database does not matter here
+def test_the_weekly_digest_counts_the_games_and_names_the_top_and_the_biggest_mover(database_url, hook):
+    with TestClient(create_app(settings_for(database_url, webhooks_digest_hours=2 / 3600))) as client:
+        make_ladder(client, auto_create_players=True, name="Office pong")
+        post_game(client, "ada", "bob")
+        add_webhook(client, hook.url, ["digest"])
+        post_game(client, "ada", "bob")
+        post_game(client, "cy", "bob")
+        digest = json.loads(hook.wait_for(1)[0].body)
+    assert digest["event"] == "digest" and digest["event_id"] is None
+    assert digest["data"]["games"] == 2 and {p["key"] for p in digest["data"]["top"]} == {"ada", "bob", "cy"}
+    assert digest["data"]["mover"]["key"] == "bob" and digest["data"]["mover"]["elo_change"] < 0
+    assert digest["text"].startswith("This week on Office pong: 2 games; top 3: ")
+
+
+@pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the database does not matter here
+def test_urls_must_be_https_to_public_addresses_unless_the_server_allows_private_ones(database_url):
+    with TestClient(create_app(Settings(database_url=database_url, admin_key=ADMIN_KEY))) as client:
+        make_ladder(client)
+        writer = {"name": "desk", "role": "write"}
+        key = client.post("/v1/ladders/test/keys", json=writer, headers=admin()).json()["key"]
+        refused = {
+            "http://93.184.216.34/hook": "https://",
+            "https://127.0.0.1/hook": "loopback",
+            "https://10.1.2.3/hook": "private",
+            "https://169.254.169.254/latest": "link-local",
+            "https://[::1]/hook": "loopback",
+            "https://[::ffff:192.168.0.1]/hook": "private",
+            "https://224.0.0.1/hook": "multicast",
+            "https://localhost/hook": "resolves to a non-public address",  # not what it resolves to
+            "https://[fec0::1]/hook": "site-local",
+            "https://[2002:a00:1::]/hook": "carries 10.0.0.1",  # 6to4
+            "https://93.184.216.34:0/hook": "port 0",
+            "https://93.184.216.34/caf\u00e9?q=\u00e9": "ASCII",  # http.client could not send it
+            "https://user:pw@93.184.216.34/": "password",
+            "ftp://93.184.216.34/": "https://",
+            "https:///nohost": "host",
+        }
+        for url, why in refused.items():
+            r = client.post("/v1/ladders/test/webhooks", json={"url": url, "events": ["game"]}, headers=admin())
+            assert r.status_code == 422, (url, r.text)
+            assert r.headers["content-type"] == "application/problem+json" and why in r.json()["detail"], url
+            assert r.json()["errors"][0]["field"] == "url"
+            assert "localhost" not in url or "127.0.0.1" not in r.json()["detail"]  # a name: not what it resolves to
+        made = {"url": "https://93.184.216.34/hook", "events": ["game"]}
+        assert client.post("/v1/ladders/test/webhooks", json=made, headers=admin()).status_code == 201
+        assert client.post("/v1/ladders/test/webhooks", json=made, headers=bearer(key)).status_code == 403
+        assert client.post("/v1/ladders/test/webhooks", json=made).status_code == 401
+        assert client.get("/v1/ladders/test/webhooks").status_code == 401
+        for bad in ({"url": made["url"], "events": []}, {"url": made["url"], "events": ["games"]},
+                    {"url": made["url"], "events": ["game", "game"]}, {"url": "x" * 3000, "events": ["game"]},
+                    {"url": made["url"], "events": ["game"], "secret": "mine"}):  # fmt: skip
+            assert client.post("/v1/ladders/test/webhooks", json=bad, headers=admin()).status_code == 422, bad
+        assert client.get("/v1/ladders/test/webhooks/999/deliveries", headers=admin()).status_code == 404
+        assert client.get("/v1/ladders/nope/webhooks", headers=admin()).status_code == 404
+
+
+def test_challenges_and_moments_arrive_in_words_with_the_data_the_api_shows(client, hook):
+    make_ladder(client, auto_create_players=True)
+    made = add_webhook(client, hook.url, ["challenge", "moment"])
+    post_game(client, "ada", "bob")  # ada's first win: a moment, not a game delivery
+    moment = json.loads(hook.wait_for(1)[0].body)
+    assert moment["event"] == "moment" and moment["text"] == moment["data"]["moment"]["text"]
+    [shown] = client.get("/v1/ladders/test/moments").json()["items"]
+    assert moment["data"]["moment"] == shown and shown["kind"] == "first_win"
+    body = {"from": "bob", "to": "ada", "message": "rematch?"}
+    challenge = client.post("/v1/ladders/test/challenges", json=body, headers=admin()).json()
+    told = json.loads(hook.wait_for(2)[1].body)
+    assert told["event"] == "challenge" and told["text"] == "bob challenged ada: rematch?"
+    assert told["data"]["action"] == "created" and told["data"]["challenge"]["id"] == challenge["id"]
+    assert verified(made["secret"], hook.wait_for(2)[1].headers, hook.wait_for(2)[1].body)
+    client.post(f"/v1/ladders/test/challenges/{challenge['id']}/decline", headers=admin())
+    assert json.loads(hook.wait_for(3)[2].body)["text"] == "ada declined bob's challenge"
+    assert hook.quiet(0.3) == 3
