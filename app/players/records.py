@@ -93,11 +93,13 @@ def _idle(table: Table, rows: np.ndarray | None = None) -> np.ndarray:
 def _se(table: Table, ladder: LadderRow, rows: np.ndarray | None = None) -> np.ndarray:
     # What the results tell of each player: their experience (their games, worn by earlier breaks where the steps
     # follow time away), and the time since their last game on top.
-    known = table.experience if rows is None else table.experience[rows]
+    rule = ladder.learning_rate()
+    # Under the variance rule the variance is what the results tell; the field's lag counts the games.
+    state = table.counts[:, 0].astype(np.float64) if isinstance(rule, rating.VarianceRule) else table.experience
+    known = state if rows is None else state[rows]
     drift = ladder.drift / rating.ELO_PER_LOGIT
     idle_years = _idle(table, rows) / YEAR
     field = table.derived("field prior", lambda: _field_prior(table, ladder))
-    rule = ladder.learning_rate()
     if isinstance(rule, rating.VarianceRule):  # the players' variances are the standard errors (§3b)
         variance = _variances(table, rule)
         mine = variance if rows is None else variance[rows]

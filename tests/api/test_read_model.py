@@ -178,6 +178,7 @@ def random_table(n: int, seed: int) -> Table:
         active=rng.random(n) > 0.1,
         strength_then=np.full(n, np.nan),
         experience=counts[:, 0].astype(np.float64),
+        variance=np.full(n, np.nan),
         placement=Placement.of(np.empty(0), rng.choice(n, 30, replace=False)),
     )
 
