@@ -140,7 +140,7 @@ def replay_history(
     if isinstance(eta, VarianceRule):
         V, growth, latest = _member_variances(log, eta, games0, len(C), times)
         member_variance = np.empty(len(log.member_player)) if record else None
-        _run(C, log, np.zeros(0), progress, kept, state, (V, growth, member_variance))
+        _run(C, log, np.zeros(0), progress, kept, state, (V, growth, member_variance, eta.shares(C.shape[1] // 2)))
         experience = variance = V  # the state the rule carries from game to game
     else:
         side_eta, experience, latest = _member_rates(log, as_rate(eta), games0, len(C), times)
@@ -237,8 +237,9 @@ def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game]) -> tuple[Array, Gam
 def _run(
     C: Array, log: GameLog, side_eta: Array, progress: Progress, record, seats: Seats | None, variance=None
 ) -> None:
-    """Replay the log level by level; ``variance`` (the players' variances, each membership's growth, and where
-    to record each membership's variance after its game, or None) selects the variance rule."""
+    """Replay the log level by level; ``variance`` (the players' variances, each membership's growth, where to
+    record each membership's variance after its game, and each disc's share of a step; or None) selects the
+    variance rule."""
     if log.n_games == 0:
         return
     game_level = dependency_levels(log, len(C))
@@ -343,7 +344,7 @@ def _replay_general(
     member_side = new_side[log.member_side[om]]
     side_size = log.side_size[osd]
     if variance is not None:
-        V, growth_sorted, member_variance = variance[0], variance[1][om], variance[2]
+        V, growth_sorted, member_variance, shares = variance[0], variance[1][om], variance[2], variance[3]
     else:
         eta_sorted = side_eta[osd]
     pair_a = new_side[log.pair_a[op]]
@@ -367,7 +368,7 @@ def _replay_general(
         if variance is None:
             p_level = step_disjoint(C, *games, outcome[p], level_shift, weight[p], eta_sorted[s])
         else:
-            p_level = step_variance(C, V, *games, outcome[p], level_shift, weight[p], growth_sorted[m])
+            p_level = step_variance(C, V, *games, outcome[p], level_shift, weight[p], growth_sorted[m], shares)
             if member_variance is not None:
                 member_variance[om[m]] = V[member_player[m]]
         if seats is not None:

@@ -49,7 +49,7 @@ SEAT_PRIOR_SDS = (0.25, 0.5, 1.0, 2.0)
 
 #: The variance rule's candidates (mathematics §3b): a newcomer's variance (logits²) and the noise per game
 #: (logits²) whose every combination is tried, where a choice tries the variance rule.
-VARIANCE_STARTS = (0.1, 0.25, 0.5, 1.0)
+VARIANCE_STARTS = (0.25, 1.0, 4.0, 7.0)
 NOISES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1)
 #: Around a ladder's own variance rule: these multiples of its start and of its noise.
 START_FACTORS = (0.5, 1.0, 2.0)

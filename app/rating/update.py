@@ -196,7 +196,7 @@ def apply_game(
             raise RatingInputError("games", "variances must be finite and > 0")
         variance = played.copy()
         growth = eta.growth(np.zeros(len(players)) if away is None else away)
-        p = step_variance(local, variance, members, *sides, growth)
+        p = step_variance(local, variance, members, *sides, growth, eta.shares(local.shape[1] // 2))
     else:
         rate = as_rate(eta)
         p = step_disjoint(local, members, *sides, rate.at(side_games(played, log.member_side, log.side_size)))

@@ -51,6 +51,36 @@ from app.rating.model import Array, omega_apply, rowdot
 MANIFOLD_NORM = math.sqrt(2.0)
 
 
+#: The Elo disc is stepped in the coordinates (x / L, L y): a change of coordinates that keeps every prediction
+#: (diag(1/L, L) keeps the disc's form cᵢᵀ Ω cⱼ) and on the Elo manifold c = (θ, 1) moves θ by the filter's step
+#: and the second coordinate by a part O(θ / L⁴) of it (mathematics §3b).
+ELO_GAUGE = 10.0
+
+
+def disc_steps(ca: Array, cb: Array, oca: Array, ocb: Array, kick: Array, shares: Array) -> tuple[Array, Array]:
+    """The displacements of sides a and b (before each member's share of them) for pairs of side vectors ``ca``,
+    ``cb`` (rows, or a leading axis of rules), Ω of them ``oca``, ``ocb``, and each pair's ``kick`` w (S - p) / D:
+    disc d moves the pair's logit by its share ``shares[..., d]`` of the kick, through the Elo disc's coordinates
+    of :data:`ELO_GAUGE` (to first order; near zero vectors by at most a normalised step's, mathematics §3b)."""
+    gauge = np.ones(ca.shape[-1])
+    gauge[0], gauge[1] = 1.0 / ELO_GAUGE, ELO_GAUGE
+    ga, gb, oga, ogb = ca * gauge, cb * gauge, oca / gauge, ocb / gauge  # Ω (S c) = S⁻¹ Ω c for S = diag(1/L, L)
+    da, db = np.empty_like(ca), np.empty_like(cb)
+    for d in range(ca.shape[-1] // 2):
+        cols = slice(2 * d, 2 * d + 2)
+        na2, nb2 = rowdot(ga[..., cols], ga[..., cols]), rowdot(gb[..., cols], gb[..., cols])
+        # A unit step along Ω C_b moves the disc's logit by |C_b|²: divided by it, by the kick.  Near zero vectors
+        # n/√2 takes over.  Both 0 only if both sides' disc is exactly zero; then Ω C_b = 0 too.
+        floor = np.sqrt(na2 + nb2) / MANIFOLD_NORM
+        scale_a, scale_b = np.maximum(nb2, floor), np.maximum(na2, floor)
+        part = kick * shares[..., d : d + 1] if np.ndim(shares) > 1 else kick * shares[d]
+        coef_a = np.divide(part, scale_a, out=np.zeros_like(part), where=scale_a > 0)
+        coef_b = np.divide(part, scale_b, out=np.zeros_like(part), where=scale_b > 0)
+        da[..., cols] = coef_a[..., None] * ogb[..., cols]
+        db[..., cols] = -coef_b[..., None] * oga[..., cols]
+    return da / gauge, db / gauge  # back: S⁻¹ Δ
+
+
 @dataclass(frozen=True)
 class VarianceRule:
     """A newcomer's variance ``start`` (logits², > 0), the process ``noise`` q added before every game (logits²,
@@ -60,6 +90,8 @@ class VarianceRule:
     start: float
     noise: float
     drift: float = 0.0
+    #: The share φ of each step the cyclic discs (the second disc on) take, the Elo disc the rest (k = 1: all).
+    cycles: float = 0.0
 
     def __post_init__(self) -> None:
         for name, low in (("start", 0.0), ("noise", 0.0)):
@@ -71,12 +103,22 @@ class VarianceRule:
         if drift < 0:
             raise RatingInputError("drift", f"must be a finite number >= 0, got {self.drift!r}")
         object.__setattr__(self, "drift", drift)
+        cycles = _number(self.cycles, "cycles")
+        if not 0.0 <= cycles < 1.0:
+            raise RatingInputError("cycles", f"must be a number >= 0 and < 1, got {self.cycles!r}")
+        object.__setattr__(self, "cycles", cycles)
+
+    def shares(self, k: int) -> Array:
+        """Each disc's share of a step: 1 - φ for the Elo disc, φ / (k - 1) for each other (k = 1: all)."""
+        if k == 1:
+            return np.ones(1)
+        return np.array([1.0 - self.cycles] + [self.cycles / (k - 1)] * (k - 1))
 
     @classmethod
-    def from_eta(cls, eta: float, noise: float, drift: float = 0.0) -> VarianceRule:
+    def from_eta(cls, eta: float, noise: float, drift: float = 0.0, cycles: float = 0.0) -> VarianceRule:
         """The rule whose newcomer steps with η against an equally new opponent before any information:
         u₀ = η / √2."""
-        return cls(eta / MANIFOLD_NORM, noise, drift)
+        return cls(eta / MANIFOLD_NORM, noise, drift, cycles)
 
     def growth(self, away: ArrayLike) -> Array:
         """q + δ² t for each time away t (years; NaN, none, and negative count 0)."""
@@ -153,12 +195,14 @@ def step_variance(
     pair_shift: Array,
     pair_weight: Array,
     growth: Array,
+    shares: Array,
 ) -> Array:
     """Apply games that share no player under the variance rule, in place on the rows of ``C`` and ``V``; return
     p_ab per pair.
 
     The arguments are :func:`app.rating.update.step_disjoint`'s, with ``V`` every player's variance and
-    ``growth`` each membership's q + δ² t (:meth:`VarianceRule.growth`).  All terms use the pre-game vectors and
+    ``growth`` each membership's q + δ² t (:meth:`VarianceRule.growth`) and ``shares`` each disc's share of a
+    step (:meth:`VarianceRule.shares`).  All terms use the pre-game vectors and
     the grown variances (a simultaneous update).
     """
     n_sides = len(side_size)
@@ -175,21 +219,12 @@ def step_variance(
     oca, ocb = omega_apply(ca), omega_apply(cb)
     p = expit(rowdot(ca, ocb) + pair_shift)
     info = p * (1.0 - p)
-    spread = U[pair_a] + U[pair_b]
-    denominator = 1.0 + info * spread
-    na2, nb2 = rowdot(ca, ca), rowdot(cb, cb)
-    floor = np.sqrt(na2 + nb2) / MANIFOLD_NORM
-    # A unit step along Ω C_b moves the logit by |C_b|²: divided by it, the logit moves by the Kalman step.  Near
-    # zero vectors the normalised step's n/√2 bounds it instead.  Both 0 only if both sides are exactly zero; then
-    # Ω C_b = 0 too and there is no direction to move.
-    scale_a, scale_b = np.maximum(nb2, floor), np.maximum(na2, floor)
-    surprise = pair_weight * (pair_outcome - p)
-    coef_a = np.divide(surprise, denominator * scale_a, out=np.zeros_like(p), where=scale_a > 0)
-    coef_b = np.divide(surprise, denominator * scale_b, out=np.zeros_like(p), where=scale_b > 0)
+    kick = pair_weight * (pair_outcome - p) / (1.0 + info * (U[pair_a] + U[pair_b]))
+    da, db = disc_steps(ca, cb, oca, ocb, kick, shares)
     step = np.empty_like(side)
     for col in range(C.shape[1]):
-        step[:, col] = np.bincount(pair_a, weights=coef_a * ocb[:, col], minlength=n_sides) + np.bincount(
-            pair_b, weights=-coef_b * oca[:, col], minlength=n_sides
+        step[:, col] = np.bincount(pair_a, weights=da[:, col], minlength=n_sides) + np.bincount(
+            pair_b, weights=db[:, col], minlength=n_sides
         )
     share = u / side_size[member_side]
     C[member_player] = cm + share[:, None] * step[member_side]

@@ -22,7 +22,7 @@ from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.refit.metrics import term_losses
 from app.rating.replay import Times, _level_bounds, _two_player_singles, dependency_levels, replay_history
 from app.rating.seats import Seats
-from app.rating.variance import MANIFOLD_NORM, VarianceRule, time_away
+from app.rating.variance import VarianceRule, disc_steps, time_away
 
 
 def variance_losses_many(
@@ -59,6 +59,7 @@ def variance_losses_many(
     member_time = None if times is None else np.repeat(np.asarray(times[0], dtype=np.float64), 2)
     away, _ = time_away(log.member_player, member_time, len(C1), None if times is None else times[1])
     growth = np.array([rule.growth(away) for rule in rules])
+    shares = np.array([rule.shares(C1.shape[1] // 2) for rule in rules])
     level = dependency_levels(log, len(C1))
     order = np.argsort(level, kind="stable")
     i, j = log.member_player[0::2][order], log.member_player[1::2][order]
@@ -83,16 +84,11 @@ def variance_losses_many(
             level_shift = level_shift + (advantage[:, sa] - advantage[:, sb])
         p = expit(rowdot(ca, ocb) + level_shift)
         info = p * (1.0 - p)
-        denominator = 1.0 + info * (ua + ub)
-        na2, nb2 = rowdot(ca, ca), rowdot(cb, cb)
-        floor = np.sqrt(na2 + nb2) / MANIFOLD_NORM
-        scale_a, scale_b = np.maximum(nb2, floor), np.maximum(na2, floor)
         w, s = weight[lo:hi], outcome[lo:hi]
-        surprise = w * (s - p)
-        coef_a = np.divide(surprise, denominator * scale_a, out=np.zeros_like(p), where=scale_a > 0)
-        coef_b = np.divide(surprise, denominator * scale_b, out=np.zeros_like(p), where=scale_b > 0)
-        C[:, a] = ca + ua[..., None] * (coef_a[..., None] * ocb)
-        C[:, b] = cb + ub[..., None] * (-coef_b[..., None] * oca)
+        kick = w * (s - p) / (1.0 + info * (ua + ub))
+        da, db = disc_steps(ca, cb, oca, ocb, kick, shares)
+        C[:, a] = ca + ua[..., None] * da
+        C[:, b] = cb + ub[..., None] * db
         wi = w * info
         V[:, a] = ua / (1.0 + ua * (wi / (1.0 * (1.0 + info * (0.0 + ub)))))
         V[:, b] = ub / (1.0 + ub * (wi / (1.0 * (1.0 + info * (0.0 + ua)))))

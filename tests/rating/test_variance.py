@@ -14,24 +14,33 @@ from .helpers import random_games, two_player
 
 
 def test_one_game_by_hand():
-    # u = 0.5 + 0.01 each; a = c0ᵀΩc1 = 0.1·1 + 1·0.1 = 0.2; p = σ(0.2); I = p(1-p); D = 1 + I (u + u);
-    # |c1|² = 1.01 > n/√2 = √2.02/√2, so c0 += u (1 - p) / (D |c1|²) · Ω c1 with Ω c1 = (1, 0.1), and c1 likewise;
-    # 1/u' = 1/u + I / (1 + I u).
+    # u = 0.5 + 0.01 each; a = c0ᵀΩc1 = 0.1·1 + 1·0.1 = 0.2; p = σ(0.2); I = p(1-p); D = 1 + I (u + u).  In the Elo
+    # disc's coordinates (x/10, 10 y): c0 = (0.01, 10), c1 = (-0.01, 10), |c1|² = 100.0001 > n/√2 ≈ 10, so
+    # c0 += u (1 - p) / (D |c1|²) · Ω c1 with Ω c1 = (10, 0.01), which is (100, 0.001) times that back in (x, y);
+    # c1 likewise along -Ω c0 = -(10, -0.01); and 1/u' = 1/u + I / (1 + I u).
     C = np.array([[0.1, 1.0], [-0.1, 1.0]])
     result = apply_game(C, two_player(0, 1, 1.0), VarianceRule(0.5, 0.01))
     u, p = 0.51, 1.0 / (1.0 + math.exp(-0.2))
     info = p * (1.0 - p)
-    coef = u * (1.0 - p) / ((1.0 + info * 2 * u) * 1.01)
-    np.testing.assert_allclose(result.after[0], [0.1 + coef, 1.0 + 0.1 * coef], rtol=1e-14)
-    np.testing.assert_allclose(result.after[1], [-0.1 - coef, 1.0 + 0.1 * coef], rtol=1e-14)
+    coef = u * (1.0 - p) / ((1.0 + info * 2 * u) * 100.0001)
+    np.testing.assert_allclose(result.after[0], [0.1 + 100 * coef, 1.0 + 0.001 * coef], rtol=1e-13)
+    np.testing.assert_allclose(result.after[1], [-0.1 - 100 * coef, 1.0 + 0.001 * coef], rtol=1e-13)
     np.testing.assert_allclose(result.variance, 1.0 / (1.0 / u + info / (1.0 + info * u)), rtol=1e-14)
     assert result.variance[0] == pytest.approx(0.458598, abs=1e-6)
-    # Vectors near zero: the step is bounded by the normalised rule's, u √2 (1 - p) / (D n) along Ω c1.
+    # Vectors near zero: the step is bounded by the normalised rule's in those coordinates, u √2 (1 - p) / (D n)
+    # along Ω c1, with c0 = (0.001, 0), c1 = (0, 0.1), n = √0.010001, Ω c1 = (0.1, 0): x moves 10 times that.
     tiny = np.array([[0.01, 0.0], [0.0, 0.01]])
     small = apply_game(tiny, two_player(0, 1, 1.0), VarianceRule(0.5, 0.01))
     p = 1.0 / (1.0 + math.exp(-1e-4))
-    bound = 0.51 * (1.0 - p) / ((1.0 + p * (1 - p) * 1.02) * math.sqrt(2e-4) / math.sqrt(2.0))
-    np.testing.assert_allclose(small.after[0], [0.01 + bound * 0.01, 0.0], rtol=1e-12)
+    bound = 0.51 * (1.0 - p) / ((1.0 + p * (1 - p) * 1.02) * math.sqrt(0.010001) / math.sqrt(2.0))
+    np.testing.assert_allclose(small.after[0], [0.01 + 10 * bound * 0.1, 0.0], rtol=1e-12)
+    # A share φ of the step goes to the second disc: with φ = 0 it never moves, the first disc as with k = 1.
+    C2 = np.array([[0.1, 1.0, 0.3, -0.2], [-0.1, 1.0, -0.1, 0.4]])
+    still = apply_game(C2, two_player(0, 1, 1.0), VarianceRule(0.5, 0.01, cycles=0.0))
+    np.testing.assert_array_equal(still.after[:, 2:], C2[:, 2:])
+    moved = apply_game(C2, two_player(0, 1, 1.0), VarianceRule(0.5, 0.01, cycles=0.5))
+    assert not np.array_equal(moved.after[:, 2:], C2[:, 2:])
+    np.testing.assert_array_equal(moved.variance, still.variance)  # the share splits the step, not what is known
 
 
 def _vskf(theta, v, games, noise, scale=1.0):
@@ -65,10 +74,12 @@ def test_one_pair_is_the_simplified_kalman_filter_in_the_logit():
         theta, v = [math.log(p / (1 - p)), 0.0], list(u0)  # vSKF's forecast is then p too
         _vskf(theta, v, [(0, 1, y)], 0.02)
         np.testing.assert_allclose(result.variance, v, rtol=1e-12)
-        # c_0 moves along Ω c_1, c_1 along -Ω c_0; the logit moves by |c_1|² and |c_0|² per unit of each.
-        floor = math.sqrt(C[0] @ C[0] + C[1] @ C[1]) / math.sqrt(2.0)
-        move_0 = (result.after[0] - C[0]) @ oc1 / (C[1] @ C[1]) * max(C[1] @ C[1], floor)
-        move_1 = -(result.after[1] - C[1]) @ oc0 / (C[0] @ C[0]) * max(C[0] @ C[0], floor)
+        # c_0 moves along Ω c_1, c_1 along -Ω c_0, in the Elo disc's coordinates g = (x/10, 10 y), where the
+        # logit moves by |g_1|² and |g_0|² per unit of each; a move's logit, Δcᵀ Ω c, is the same in both.
+        g = C * np.array([0.1, 10.0])
+        floor = math.sqrt(g[0] @ g[0] + g[1] @ g[1]) / math.sqrt(2.0)
+        move_0 = (result.after[0] - C[0]) @ oc1 / (g[1] @ g[1]) * max(g[1] @ g[1], floor)
+        move_1 = -(result.after[1] - C[1]) @ oc0 / (g[0] @ g[0]) * max(g[0] @ g[0], floor)
         np.testing.assert_allclose(move_0, theta[0] - math.log(p / (1 - p)), rtol=1e-10)
         np.testing.assert_allclose(move_1, -theta[1], rtol=1e-10)
 
