@@ -256,7 +256,7 @@ def _since(session: Session, ladder: LadderRow, prepared: Prepared) -> Tail:
 
 
 def _marks(ladder: LadderRow) -> tuple:
-    rate = (ladder.eta, ladder.eta_tau, ladder.step_drift(), ladder.rate_rule, ladder.noise)
+    rate = (ladder.eta, ladder.eta_tau, ladder.step_drift(), ladder.rate_rule, ladder.noise, ladder.cycles)
     return (ladder.reset_version, ladder.k, *rate, ladder.seats, ladder.case_insensitive_keys)
 
 

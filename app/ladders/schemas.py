@@ -27,6 +27,9 @@ DEFAULT_RATE_RULE = "steps"
 #: The variance rule's process noise per game (Elo points, one standard deviation): √(10⁻³) logits, the middle of
 #: what the rate choice picked on the quality streams.
 DEFAULT_NOISE = 5.5
+#: The variance rule's share of a step for the cyclic discs (φ): a quarter, between a straight ladder's best (0)
+#: and a cyclic one's (0.5-0.8) on the quality streams, until the rate choice picks the ladder's own.
+DEFAULT_CYCLES = 0.25
 
 DRIFT = (
     "How far a player's strength may wander in a year without games, in Elo points (one standard deviation): their "
@@ -60,6 +63,12 @@ NOISE = (
     "points (one standard deviation; mathematics §3b). Larger: steps stay larger, and ratings follow a changing "
     "field faster but are noisier. Always > 0, so no player's rating ever freezes. With `auto_rate`, the auto "
     "refits choose it from the log."
+)
+CYCLES = (
+    "Under the variance rule, the share of each step that goes to the cyclic discs (the second disc on; "
+    "mathematics §3b), the rest going to the first disc, which holds the straight ranking: 0 rates like a "
+    "straight ladder (the best where games follow a ranking), larger learns rock-paper-scissors cycles faster. "
+    "From 0 to below 1; ignored with k = 1. With `auto_rate`, the auto refits choose it from the log."
 )
 INACTIVE_AFTER_DAYS = (
     "Players who have not played for this many days (by the ladder's clock, the newest `played_at` of its games) "
@@ -175,15 +184,16 @@ class LadderCreate(StrictModel):
         description="Each auto refit also chooses the learning rate (η and τ, and the drift where `drift_steps` is "
         "on) from the ladder's own log: 25 rates are replayed over every game, each game predicted only from the "
         "games before it (then 0, half and twice the drift, at 15 rates each), and the variance rule's newcomer "
-        "variance and `noise` (`rate_rule`, 28 pairs), and the one that predicted best is "
-        "applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard error "
-        "over games. false: the rate stays as set (pinned).",
+        "variance and `noise` (`rate_rule`, 28 pairs, then the best pair's `cycles`), and the one that predicted "
+        "best is applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard "
+        "error over games. false: the rate stays as set (pinned).",
     )
     drift: float = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
     drift_steps: bool = Field(True, description=DRIFT_STEPS)
     seat_prior: StrictFloat = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)  # true is not 1
     rate_rule: Literal["steps", "variance"] = Field(DEFAULT_RATE_RULE, description=RATE_RULE)
     noise: StrictFloat = Field(DEFAULT_NOISE, gt=0, le=500, description=NOISE)
+    cycles: StrictFloat = Field(DEFAULT_CYCLES, ge=0, lt=1, description=CYCLES)
     inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     season_every: Literal["month", "quarter"] | None = Field(None, description=SEASON_EVERY)
     season_pull: StrictFloat = Field(0.0, ge=0.0, le=1.0, description=SEASON_PULL)
@@ -248,6 +258,12 @@ class LadderPatch(StrictModel):
         gt=0,
         le=500,
         description=NOISE + " Under the variance rule, setting it pins the rate and replays the log.",
+    )
+    cycles: StrictFloat | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description=CYCLES + " Under the variance rule, setting it pins the rate and replays the log.",
     )
     inactive_after_days: int | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
@@ -373,6 +389,8 @@ class RateChoiceOut(BaseModel):
     previous_rate_rule: Literal["steps", "variance"] | None = Field(None, description="The rule it replaced.")
     noise: float | None = Field(None, description="The variance rule's noise chosen with it (`noise`, Elo points).")
     previous_noise: float | None = Field(None, description="The noise it replaced.")
+    cycles: float | None = Field(None, description="The variance rule's `cycles` chosen with it.")
+    previous_cycles: float | None = Field(None, description="The `cycles` it replaced.")
     log_loss: float = Field(description="Mean prequential log loss per game of the log at the chosen rate.")
     previous_log_loss: float = Field(description="The same at the rate it replaced.")
     standard_error: float = Field(description="The standard error (over games) of the difference of the two.")
@@ -405,6 +423,7 @@ class LadderOut(BaseModel):
     seat_prior: float = Field(description=SEAT_PRIOR)
     rate_rule: Literal["steps", "variance"] = Field(description=RATE_RULE)
     noise: float = Field(description=NOISE)
+    cycles: float = Field(description=CYCLES)
     inactive_after_days: int | None = Field(description=INACTIVE_AFTER_DAYS)
     season_every: Literal["month", "quarter"] | None = Field(description=SEASON_EVERY)
     season_pull: float = Field(description=SEASON_PULL)

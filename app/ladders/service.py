@@ -102,8 +102,8 @@ def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
 
 def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
     """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``, ``drift_steps``, ``drift``
-    where the steps follow it, ``seat_prior`` where there are seats, ``rate_rule``, and ``noise`` under the
-    variance rule; setting one pins the rate, as
+    where the steps follow it, ``seat_prior`` where there are seats, ``rate_rule``, and ``noise`` and ``cycles``
+    under the variance rule; setting one pins the rate, as
     ``auto_rate: false``, unless ``auto_rate`` is given too) takes effect by replaying the
     log with it, exactly as a void's replay does: the ratings then equal those of a ladder that always had it (for
     a new k, from the start; for a new rate, since the latest checkpoint), which ``/audit`` checks.  Matching keys
@@ -113,7 +113,7 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     rule = {"eta", "eta_tau", "drift_steps"} & values.keys() or ("drift" in values and steps)
     rule = rule or ("seat_prior" in values and bool(ladder.seats))  # part of the rate where there are seats
     variance_rule = values.get("rate_rule", ladder.rate_rule) == storage.ladders.VARIANCE
-    rule = rule or "rate_rule" in values or ("noise" in values and variance_rule)  # the rule and its noise
+    rule = rule or "rate_rule" in values or (bool({"noise", "cycles"} & values.keys()) and variance_rule)
     if rule and "auto_rate" not in values:
         values["auto_rate"] = False  # an admin's rate is pinned
     flags = ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "drift_steps")
@@ -129,6 +129,7 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         ("drift", "0 to 2000"),
         ("seat_prior", "0.01 to 10"),
         ("noise", "above 0 to 500"),
+        ("cycles", "0 to below 1"),
         ("season_pull", "0 to 1"),
     ):
         if name in values and values[name] is None:
@@ -146,8 +147,9 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         rate["seat_prior"] = values["seat_prior"]
     if "rate_rule" in values:
         rate["rate_rule"] = values["rate_rule"]
-    if "noise" in values and variance_rule:
-        rate["noise"] = values["noise"]
+    for name in ("noise", "cycles"):  # the variance rule's settings
+        if name in values and variance_rule:
+            rate[name] = values[name]
     if rate.keys() - {"k"}:
         values["rate_choice"] = None  # the rate is the admin's now, not a refit's choice
     folding = values.get("case_insensitive_keys") is True

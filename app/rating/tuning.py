@@ -51,6 +51,8 @@ SEAT_PRIOR_SDS = (0.25, 0.5, 1.0, 2.0)
 #: (logits²) whose every combination is tried, where a choice tries the variance rule.
 VARIANCE_STARTS = (0.25, 1.0, 4.0, 7.0)
 NOISES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1)
+#: The cyclic discs' shares of a step (φ, mathematics §3b) tried with the best newcomer's variance and noise.
+CYCLES = (0.0, 0.25, 0.5, 0.8)
 #: Around a ladder's own variance rule: these multiples of its start and of its noise.
 START_FACTORS = (0.5, 1.0, 2.0)
 NOISE_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
@@ -270,9 +272,21 @@ def _variance_round(
     the candidates, their mean losses and the standard errors of their differences to ``reference``."""
     means, errors = _compared(C0, log, list(grid), seats, times, reference)
     candidates: list[Rule] = list(grid)
+    best = grid[int(np.argmin(means))]
+    if np.shape(C0)[1] > 2:  # the cyclic discs' share of a step, where there are some
+        more = [VarianceRule(best.start, best.noise, best.drift, f) for f in CYCLES if f != best.cycles]
+        m, e = _compared(C0, log, list(more), seats, times, reference)
+        candidates += more
+        means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
+        best = candidates[int(np.argmin(means))]
+        if best.cycles != grid[0].cycles:  # the noise again at that share: discs that learn cycles move more
+            more = [VarianceRule(best.start, q, best.drift, best.cycles) for q in NOISES if q != best.noise]
+            m, e = _compared(C0, log, list(more), seats, times, reference)
+            candidates += more
+            means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
+            best = candidates[int(np.argmin(means))]
     if drifts and _time_passes(log, times):
-        best = grid[int(np.argmin(means))]
-        more = [VarianceRule(best.start, best.noise, d) for d in dict.fromkeys(drifts) if d != best.drift]
+        more = [VarianceRule(best.start, best.noise, d, best.cycles) for d in dict.fromkeys(drifts) if d != best.drift]
         if more:
             m, e = _compared(C0, log, list(more), seats, times, reference)
             candidates += more
@@ -298,7 +312,7 @@ def _choose_variance(
         rule
         for f in START_FACTORS
         for g in NOISE_FACTORS
-        if (rule := VarianceRule(current.start * f, current.noise * g, current.drift)) != current
+        if (rule := VarianceRule(current.start * f, current.noise * g, current.drift, current.cycles)) != current
     ]
     reference = _losses(C0, log, [current], seats, progress, times)[0]
     candidates, means, errors = _variance_round(C0, log, grid, seats, times, drifts, reference)
@@ -331,12 +345,13 @@ def _chosen(
 
 
 def _row(rate: Rule) -> dict:
-    """A candidate's settings: its rule, η (a variance rule's newcomer's η, √2 u₀), τ, drift and noise."""
+    """A candidate's settings: its rule, η (a variance rule's newcomer's η, √2 u₀), τ, drift, noise and cycles."""
     if isinstance(rate, VarianceRule):
         return {"rule": "variance", "eta": rate.start * MANIFOLD_NORM, "tau": None, "drift": rate.drift} | {
-            "noise": rate.noise
+            "noise": rate.noise,
+            "cycles": rate.cycles,
         }
-    return {"rule": "steps", "eta": rate.eta, "tau": rate.tau, "drift": rate.drift, "noise": None}
+    return {"rule": "steps", "eta": rate.eta, "tau": rate.tau, "drift": rate.drift, "noise": None, "cycles": None}
 
 
 def _time_passes(log: GameLog, times: Times) -> bool:

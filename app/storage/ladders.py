@@ -77,6 +77,8 @@ class LadderRow:
     rate_rule: str
     #: The variance rule's process noise per game, a standard deviation in Elo points.
     noise: float
+    #: The variance rule's share of each step the cyclic discs take (φ).
+    cycles: float
     #: The kinds of games it plays (:data:`PLAY`'s keys); a row without it plays everything.
     play: dict | None
     #: A season closes by itself every ``month`` or ``quarter`` (UTC), with the pull ``season_pull``; None: never.
@@ -106,9 +108,10 @@ class LadderRow:
         """The ladder's online rule.  The shrinking-step rule: η, shrinking with each player's experience when it
         has an ``eta_tau``; the experience wears away with the drift (in logits a year) while a player is away, if
         the ladder's steps follow it.  The variance rule (mathematics §3b): a newcomer's variance η/√2, the noise
-        per game, and the drift while away (if the steps follow it)."""
+        per game, the drift while away (if the steps follow it), and the cyclic discs' share of a step."""
         if self.variance_rule:
-            return rating.VarianceRule.from_eta(self.eta, (self.noise / rating.ELO_PER_LOGIT) ** 2, self.step_drift())
+            noise = (self.noise / rating.ELO_PER_LOGIT) ** 2
+            return rating.VarianceRule.from_eta(self.eta, noise, self.step_drift(), self.cycles)
         return rating.LearningRate(self.eta, self.eta_tau, self.step_drift())
 
     @property
@@ -339,7 +342,17 @@ def lock(session: Session, ladder_id: int) -> None:
 #: PostgreSQL: ``?`` new game ids, as an array (in the order they were given out).
 NEW_GAME_IDS = "SELECT array_agg(nextval(pg_get_serial_sequence('games', 'id'))) FROM generate_series(1, ?)"
 #: The settings a game commit applies, read before its locks: a change of one meanwhile makes it retry.
-_WRITE_SETTINGS = ("k", "eta", "eta_tau", "drift", "drift_steps", "case_insensitive_keys", "rate_rule", "noise")
+_WRITE_SETTINGS = (
+    "k",
+    "eta",
+    "eta_tau",
+    "drift",
+    "drift_steps",
+    "case_insensitive_keys",
+    "rate_rule",
+    "noise",
+    "cycles",
+)
 
 
 def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], dict | None, int, list[int] | None]:

@@ -118,6 +118,8 @@ class Ladder(Base):
     rate_rule: Mapped[str] = mapped_column(String(16), default="steps", server_default="steps")
     #: The variance rule's process noise per game, a standard deviation in Elo points (mathematics §3b).
     noise: Mapped[float] = mapped_column(default=5.5, server_default="5.5")
+    #: The variance rule's share of each step that the cyclic discs take (φ, 0 to below 1; mathematics §3b).
+    cycles: Mapped[float] = mapped_column(default=0.0, server_default="0.0")
     #: The hash of the key the ladder was created with (also its first admin key in api_keys).
     write_key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)

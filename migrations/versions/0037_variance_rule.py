@@ -1,5 +1,5 @@
-"""The variance rule (mathematics §3b): ``ladders.rate_rule`` and ``ladders.noise``, each player's ``variance``,
-each membership's ``variance_after``, and each checkpoint's ``variances``.
+"""The variance rule (mathematics §3b): ``ladders.rate_rule``, ``ladders.noise`` and ``ladders.cycles``, each
+player's ``variance``, each membership's ``variance_after``, and each checkpoint's ``variances``.
 
 Existing ladders keep the shrinking-step rule their ratings were computed with (``rate_rule`` 'steps'); their
 players' variances stay null until a rate choice puts the ladder on the variance rule (the log is then replayed
@@ -22,6 +22,7 @@ def upgrade() -> None:
     # Native ADD COLUMN on both databases: nullable columns or constant defaults need no batch copy.
     op.add_column("ladders", sa.Column("rate_rule", sa.String(16), nullable=False, server_default="steps"))
     op.add_column("ladders", sa.Column("noise", sa.Float(), nullable=False, server_default="5.5"))
+    op.add_column("ladders", sa.Column("cycles", sa.Float(), nullable=False, server_default="0.0"))
     op.add_column("players", sa.Column("variance", sa.Float(), nullable=True))
     op.add_column("participants", sa.Column("variance_after", sa.Float(), nullable=True))
     op.add_column("checkpoints", sa.Column("variances", sa.LargeBinary(), nullable=True))
@@ -32,6 +33,7 @@ def downgrade() -> None:
         ("checkpoints", "variances"),
         ("participants", "variance_after"),
         ("players", "variance"),
+        ("ladders", "cycles"),
         ("ladders", "noise"),
         ("ladders", "rate_rule"),
     ):
