@@ -10,12 +10,16 @@ weight w (1/(N-1)):
 
     u_m ← u_m + q + δ² t                      (before the game)
     I_ab = p_ab (1 - p_ab),   D_ab = 1 + I_ab (U_a + U_b)
-    ΔC_m = (u_m / |T_a|) Σ_b w (S_ab - p_ab) / (D_ab max(|C_b|², n_ab / √2)) · Ω C_b
+    ΔC_m,d = (u_m / |T_a|) f_d Σ_b w (S_ab - p_ab) / (D_ab max(|C_b,d|², n_ab,d / √2)) · Ω C_b,d   (disc d)
     1/u_m ← 1/u_m + Σ_b w I_ab / (|T_a|² (1 + I_ab (U_a + U_b - u_m / |T_a|²)))
 
-A unit step along Ω C_b moves the pair's logit by |C_b|², so the logit moves
-by the filter's step (to first order); near zero vectors n/√2 takes over and
-bounds the step by the normalised rule's (§3, with η = √2 u_m).  For two
+A unit step along disc d of Ω C_b moves the pair's logit by |C_b,d|², so disc
+d moves the logit by its share f_d of the filter's step (to first order): the
+first disc 1 - φ, the others φ / (k - 1) (φ: the rule's ``cycles``).  Near
+zero vectors n/√2 takes over and bounds the step by the normalised rule's (§3,
+with η = √2 u_m f_d).  The first disc is stepped in the coordinates (x/L, L y),
+L = :data:`ELO_GAUGE`, which keep every prediction and on the Elo manifold
+c = (θ, 1) move θ and hardly y.  For two
 single players this is the scalar simplified Kalman filter of [Kalman]
 (vSKF) in the logit, and Glicko's update with one game a rating period
 [Glicko] up to its g(RD): the strength moves by u_a (S - p) / (1 + p(1-p)(u_a
