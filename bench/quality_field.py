@@ -2,7 +2,8 @@
 
     python bench/quality_field.py [--quick]
 
-Per stream (bench/quality.py's, the dated football seasons with their home seats, a stream whose strengths
+Per stream (bench/quality.py's, the dated football seasons with their home seats, ATP singles 2007-2016 (a real
+stream of dated results without seats, bench/data/README.md), a stream whose strengths
 wander for six years, and a career stream: wandering strengths and cohorts of newcomers who improve):
 
 - the ladder defaults (the shrinking-step rule, k = 2), one exact replay, as the service rates it online
@@ -50,6 +51,7 @@ from quality import (  # noqa: E402
     online_elo,
     start_vectors,
     synthetic,
+    tennis,
     wandering,
 )
 
@@ -204,6 +206,8 @@ def streams(quick: bool) -> dict[str, tuple[GameLog, int, np.ndarray | None]]:
     log, m, when = wandering()
     out["wandering strengths"] = (log.take(np.arange(20_000)), m, when[:20_000]) if quick else (log, m, when)
     out["career"] = career_stream(games=10_000 if quick else 30_000)
+    log, m, when = tennis()
+    out["atp tour"] = (log.take(np.arange(20_000)), m, when[:20_000]) if quick else (log, m, when)
     return out
 
 
