@@ -61,3 +61,30 @@ def test_a_small_ladder_keeps_its_rule():
     log = elo_stream(6, 30, 0.0, seed=2)
     assert choose_rate(start(6), log, DEFAULT, rules=True).rate == DEFAULT
     assert choose_rate(start(6), log, LearningRate(0.7, 3.0)).index == 0
+
+
+def _field(share: float, m: int = 60, n: int = 6_000, seed: int = 5) -> tuple[GameLog, np.ndarray]:
+    """Games of a field whose advantages are a ranking (share 1) or rock-paper-scissors cycles (share 0), with
+    the ladder default's start near the Elo manifold (k = 2)."""
+    rng = np.random.default_rng(seed)
+    r, angle = rng.normal(size=m), rng.uniform(0, 2 * np.pi, m)
+    a = 2 * share * (r[:, None] - r[None, :]) + 4 * (1 - share) * np.sin(angle[:, None] - angle[None, :])
+    i = rng.integers(0, m, n)
+    j = (i + rng.integers(1, m, n)) % m
+    won = rng.random(n) < 1 / (1 + np.exp(-a[i, j]))
+    return GameLog.from_pairs(i, j, won.astype(float)), initial_vectors(
+        [f"p{x}" for x in range(m)], 2, 0, 0.05, [0, 1, 0, 0]
+    )
+
+
+def test_the_choice_gives_cycles_a_share_of_the_steps_only_where_the_field_goes_round():
+    # A ranking: the straight ladder's rule (no share for the cyclic disc) predicts best; rock-paper-scissors: the
+    # cyclic disc takes the larger share of every step.
+    ranking, C0 = _field(1.0)
+    straight = choose_rate(C0, ranking, VarianceRule(1.0, 1e-3, cycles=0.25), rules=True)
+    assert isinstance(straight.rate, VarianceRule) and straight.rate.cycles == 0.0
+    cyclic, C0 = _field(0.0)
+    round_ = choose_rate(C0, cyclic, VarianceRule(1.0, 1e-3, cycles=0.0), rules=True)
+    assert isinstance(round_.rate, VarianceRule) and round_.rate.cycles >= 0.5
+    straight_best = min(row["log_loss"] for row in round_.rows if row["cycles"] == 0.0)
+    assert round_.rows[round_.index]["log_loss"] < straight_best - 0.05  # far better than a straight ladder's
