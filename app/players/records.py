@@ -103,7 +103,7 @@ def _se(table: Table, ladder: LadderRow, rows: np.ndarray | None = None) -> np.n
     if isinstance(rule, rating.VarianceRule):  # the players' variances are the standard errors (§3b)
         variance = _variances(table, rule)
         mine = variance if rows is None else variance[rows]
-        return rating.strength_se(table.C, known, None, rows, idle_years, drift, field, mine)
+        return rating.strength_se(table.C, known, None, rows, idle_years, drift, field, variance=mine)
     return rating.strength_se(table.C, known, rule, rows, idle_years, drift, field)
 
 

@@ -192,7 +192,8 @@ def test_a_first_page_equals_the_whole_order_read_page_by_page(by):
     settings |= {"init_offset": None, "seed": 0, "auto_create_players": True, "auto_refit": True, "auto_rate": True}
     settings |= {"write_key_hash": "", "created_at": datetime.now(UTC), "version": 1, "private": False}
     settings |= {"seats": None, "reset_version": 0, "case_insensitive_keys": False}
-    settings |= {"play": None, "season_every": None, "season_pull": 0.0, "rate_rule": "steps", "noise": 5.5, "cycles": 0.25}
+    settings |= {"play": None, "season_every": None, "season_pull": 0.0}
+    settings |= {"rate_rule": "steps", "noise": 5.5, "cycles": 0.25}
     ladder = LadderRow(**settings, drift=100.0, drift_steps=True, seat_prior=0.5, inactive_after_days=None)
     for inactive in (False, True):
         walked: list[dict] = []

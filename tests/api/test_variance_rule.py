@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import create_engine, text
 
+from app.rating import ELO_PER_LOGIT
 from tests.api.test_analysis import wait
 from tests.api.test_backups import everything, export
 from tests.api.test_void import post_all, random_games
@@ -68,8 +69,13 @@ def test_posts_refits_voids_settings_and_restores_keep_the_variances(client, set
     assert before["audit"]["consistent"]
     # strength_se is the variance (with the field's lag, which a field this small does not measure) and the time
     # since the player's last game.
+    stored, drift = variances(settings, "kalman"), 100 / ELO_PER_LOGIT
     for row in before["board"]:
-        assert math.isfinite(row["strength_se"]) and row["strength_se"] > 0
+        profile = before["profiles"][row["key"]]
+        clock, last = (datetime.fromisoformat(profile[k]) for k in ("ladder_clock", "last_played_at"))
+        idle = (clock - last).total_seconds() / (365.25 * 86400)
+        expected = math.sqrt(stored[row["key"]] + drift * drift * idle) * ELO_PER_LOGIT
+        assert row["strength_se"] == pytest.approx(expected, rel=1e-6), row["key"]
     data = export(client, "kalman")
     lines = [json.loads(line) for line in data.splitlines()]
     assert lines[0]["ladder"]["rate_rule"] == "variance" and lines[0]["ladder"]["noise"] == 35.0
