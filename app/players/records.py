@@ -99,26 +99,30 @@ def _se(table: Table, ladder: LadderRow, rows: np.ndarray | None = None) -> np.n
     known = state if rows is None else state[rows]
     drift = ladder.drift / rating.ELO_PER_LOGIT
     idle_years = _idle(table, rows) / YEAR
-    field = table.derived("field prior", lambda: _field_prior(table, ladder))
+    field = field_prior(table, ladder)
     if isinstance(rule, rating.VarianceRule):  # the players' variances are the standard errors (§3b)
-        variance = _variances(table, rule)
+        variance = variances(table, rule)
         mine = variance if rows is None else variance[rows]
         return rating.strength_se(table.C, known, None, rows, idle_years, drift, field, variance=mine)
     return rating.strength_se(table.C, known, rule, rows, idle_years, drift, field)
 
 
-def _variances(table: Table, rule: rating.VarianceRule) -> np.ndarray:
+def field_prior(table: Table, ladder: LadderRow) -> tuple[float, float, float]:
+    """The field's prior and early lag from every player's record: games, and points (a win 1, a draw ½)
+    (mathematics §8), once per version of the ladder."""
+    return table.derived("field prior", lambda: _field_prior(table, ladder))
+
+
+def variances(table: Table, rule: rating.VarianceRule) -> np.ndarray:
     """Every player's variance under the variance rule: a newcomer's where none is kept yet."""
     return np.where(np.isnan(table.variance), rule.start, table.variance)
 
 
 def _field_prior(table: Table, ladder: LadderRow) -> tuple[float, float, float]:
-    """The field's prior and early lag from every player's record: games, and points (a win 1, a draw ½)
-    (mathematics §8), once per version of the ladder."""
     points = table.counts[:, 1] + 0.5 * table.counts[:, 2]
     rule = ladder.learning_rate()
     if isinstance(rule, rating.VarianceRule):
-        return rating.field_prior(table.C, table.counts[:, 0], points, variance=_variances(table, rule))
+        return rating.field_prior(table.C, table.counts[:, 0], points, variance=variances(table, rule))
     return rating.field_prior(table.C, table.counts[:, 0], points, rule)
 
 
