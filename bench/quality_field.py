@@ -339,11 +339,13 @@ def main() -> None:
         print(f"| {r['stream']} | {r['games']:,} | {cells} | {what} |")
     RESULTS.mkdir(exist_ok=True)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "quick": args.quick}
-    out = {
-        "machine": machine,
-        "rows": [{k: v for k, v in r.items() if k != "chosen rule"} | {"chosen rule": r["chosen rule"]} for r in rows],
-    }
-    (RESULTS / "quality_field.json").write_text(json.dumps(out, indent=2, default=str) + "\n")
+    kept = [{k: v for k, v in r.items() if k != "chosen rule"} | {"chosen rule": r["chosen rule"]} for r in rows]
+    path = RESULTS / "quality_field.json"
+    if args.only and path.exists():  # the other streams' rows of an earlier run stay, in their order
+        ran = {r["stream"]: r for r in kept}
+        earlier = json.loads(path.read_text())["rows"]
+        kept = [ran.pop(r["stream"], r) for r in earlier] + list(ran.values())
+    path.write_text(json.dumps({"machine": machine, "rows": kept}, indent=2, default=str) + "\n")
 
 
 if __name__ == "__main__":
