@@ -330,7 +330,7 @@ def main() -> None:
     for r in rows:
         rule = r["chosen rule"]
         what = f"{rule['rule']} η {rule['eta']:.3g}" + (
-            f" noise {math.sqrt(rule['noise']) * ELO_PER_LOGIT:.3g} Elo"
+            f" noise {math.sqrt(rule['noise']) * ELO_PER_LOGIT:.3g} Elo cycles {rule['cycles']:g}"
             if rule["rule"] == "variance"
             else f" τ {rule['tau']}"
         )
