@@ -672,6 +672,15 @@ def dated(name: str) -> tuple[GameLog, int, np.ndarray]:
     return GameLog.from_pairs(i, j, log.pair_outcome, seats=(0, 1)), m, days / 365.25
 
 
+def tennis(name: str = "atp-tour-2007-2016.json") -> tuple[GameLog, int, np.ndarray]:
+    """A real stream of dated results without seats (bench/data/README.md: ATP singles 2007-2016, CC BY 4.0), and
+    each match's day in years; matches of one day keep the file's order (a tournament's rounds in order)."""
+    matches = json.loads((ROOT / "bench" / "data" / name).read_text())["matches"]
+    log, m = indexed([([[x["winner"]], [x["loser"]]], [1, 2]) for x in matches])
+    days = np.array([np.datetime64(x["date"], "D").astype(np.int64) for x in matches])
+    return log, m, days / 365.25
+
+
 def wandering(players: int = 200) -> tuple[GameLog, int, np.ndarray]:
     """Games every other day among ``players`` over six years, whose strengths take a random walk of 1 logit a
     year; each year a third of them take the year off (the stream of tests/rating/test_experience.py)."""

@@ -16,7 +16,15 @@ from app.analysis.refit_rate import set_rate
 from app.analysis.schemas import CheckpointOut
 from app.core.db import Database
 from app.core.errors import Conflict
-from app.domain.rerating import Prepared, catch_up, prepare, replay_log, replay_prepared, write_history
+from app.domain.rerating import (
+    Prepared,
+    catch_up,
+    checkpoint_variances,
+    prepare,
+    replay_log,
+    replay_prepared,
+    write_history,
+)
 from app.storage.ladders import LadderRow
 from app.storage.tables import Checkpoint, Refit
 
@@ -86,7 +94,8 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     new_rate = set_rate(session, ladder, job)
     if new_rate:  # the games after the checkpoint are replayed at the new rate
         ladder = storage.ladders.by_id(session, ladder.id) or ladder
-    checkpoint = storage.refits.add_checkpoint(session, ladder.id, job)
+    variances = checkpoint_variances(session, ladder, job.player_ids, job.after_game_id)
+    checkpoint = storage.refits.add_checkpoint(session, ladder.id, job, variances)
     replayed = None
     if prepared is not None:
         replayed = replay_prepared(session, ladder, prepared, written)  # stale after a new rate: None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 
 from sqlalchemy.orm import Session
@@ -28,15 +29,22 @@ def rate_choice(ladder: LadderRow, state: LadderLog, progress) -> dict:
     if current.drift > 0:
         drifts = tuple(f * current.drift for f in DRIFT_FACTORS)
     sds = SEAT_PRIOR_SDS if fresh is not None else ()
-    choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts, sds)
-    rows = [row | {"drift": _elo_drift(ladder, current, row["drift"])} for row in choice.rows]
+    choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts, sds, rules=True)
+    rows = [row | {"drift": _elo_drift(ladder, current, row["drift"]), "noise": _elo_noise(row)} for row in choice.rows]
     for row in rows:  # the ladder's own prior as it was set, not as its precision gives it back
         if fresh is not None and row["seat_prior"] == rows[0]["seat_prior"]:
             row["seat_prior"] = ladder.seat_prior
     chosen = rows[choice.index]
+    variance = isinstance(choice.rate, rating.VarianceRule)
     return {
-        "eta": choice.rate.eta,
-        "eta_tau": choice.rate.tau,
+        "eta": chosen["eta"],
+        "eta_tau": ladder.eta_tau if variance else chosen["tau"],  # the variance rule keeps the ladder's τ unused
+        "rate_rule": chosen["rule"],
+        "noise": chosen["noise"] if variance else ladder.noise,
+        "cycles": chosen["cycles"] if variance else ladder.cycles,
+        "previous_rate_rule": ladder.rate_rule,
+        "previous_noise": ladder.noise,
+        "previous_cycles": ladder.cycles,
         "drift": chosen["drift"],
         "seat_prior": chosen.get("seat_prior"),
         "changed": choice.index != 0,
@@ -52,6 +60,11 @@ def rate_choice(ladder: LadderRow, state: LadderLog, progress) -> dict:
         "applied": False,
         "candidates": rows,
     }
+
+
+def _elo_noise(row: dict) -> float | None:
+    """A variance-rule candidate's noise per game as the ladder's setting (Elo points, one standard deviation)."""
+    return None if row["noise"] is None else round(math.sqrt(row["noise"]) * rating.ELO_PER_LOGIT, 9)
 
 
 def _elo_drift(ladder: LadderRow, current: rating.LearningRate, drift: float) -> float:
@@ -81,13 +94,26 @@ def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
     previous = (rate["previous_eta"], rate["previous_eta_tau"], rate.get("previous_drift", ladder.drift))
     steps = rate.get("previous_drift_steps", ladder.drift_steps)
     prior = rate.get("previous_seat_prior") or ladder.seat_prior
-    if (ladder.eta, ladder.eta_tau, ladder.drift, ladder.drift_steps, ladder.seat_prior) != (*previous, steps, prior):
+    rule = (
+        rate.get("previous_rate_rule", ladder.rate_rule),
+        rate.get("previous_noise", ladder.noise),
+        rate.get("previous_cycles", ladder.cycles),
+    )
+    now_set = (ladder.eta, ladder.eta_tau, ladder.drift, ladder.drift_steps, ladder.seat_prior, ladder.rate_rule)
+    if (*now_set, ladder.noise, ladder.cycles) != (*previous, steps, prior, *rule):
         return False  # an admin set another rate since
     now = datetime.now(UTC)
     fields = ("eta", "eta_tau", "previous_eta", "previous_eta_tau", "log_loss", "previous_log_loss", "standard_error")
     choice = {name: rate[name] for name in (*fields, "games")} | {"refit": job.id, "applied_at": now.isoformat()}
     choice |= {"drift": rate.get("drift", ladder.drift), "previous_drift": previous[2]}
+    if "rate_rule" in rate:  # the rule and its noise, chosen with it (mathematics §3b)
+        names = ("rate_rule", "noise", "previous_rate_rule", "previous_noise", "cycles", "previous_cycles")
+        choice |= {name: rate[name] for name in names if name in rate}
     values = {"eta": rate["eta"], "eta_tau": rate["eta_tau"], "drift": choice["drift"], "rate_choice": choice}
+    if "rate_rule" in rate:
+        values |= {"rate_rule": rate["rate_rule"], "noise": rate["noise"]}
+        if "cycles" in rate:
+            values["cycles"] = rate["cycles"]
     if rate.get("seat_prior") is not None:
         choice |= {"seat_prior": rate["seat_prior"], "previous_seat_prior": prior}
         values["seat_prior"] = rate["seat_prior"]

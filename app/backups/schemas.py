@@ -23,8 +23,10 @@ class ExportedLadder(LadderCreate):
     case_insensitive_keys: StrictBool = False
     #: ... and whose steps counted games ...
     drift_steps: StrictBool = False
-    #: ... and whose seats' prior was 1 logit.
+    #: ... and whose seats' prior was 1 logit ...
     seat_prior: StrictFloat = Field(1.0, ge=0.01, le=10)
+    #: ... and that were rated by the shrinking step (mathematics §3): old exports restore with the rule they had.
+    rate_rule: Literal["steps", "variance"] = "steps"
 
 
 class Header(StrictModel):
@@ -70,6 +72,11 @@ class ExportedCheckpoint(StrictModel):
         max_length=1000,
         description="The pulls of the seasons that closed here, in order: the vectors are the pulled ones, and the "
         "players' experience keeps the part 1 - pull of each.",
+    )
+    variances: dict[PlayerKey, Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = Field(
+        None,
+        description="Under the variance rule, the variances (logits²) the checkpoint kept for its players "
+        "(mathematics §3b); a player it holds without one starts there afresh. null: none kept.",
     )
 
 

@@ -143,6 +143,13 @@ def _checkpoint_line(session: Session, checkpoint, seq: int, dim: int, pulls: di
         if player_id in keys
     }
     line = {"after_seq": seq, "vectors": held}
+    if checkpoint.variances is not None:  # under the variance rule (mathematics §3b): none yet is left out
+        kept = storage.codec.unpack(checkpoint.variances)
+        line["variances"] = {
+            keys[player_id]: v
+            for player_id, v in zip(ids.tolist(), kept.tolist(), strict=True)
+            if player_id in keys and v == v
+        }
     if checkpoint.seat_state is not None:
         line["seats"] = checkpoint.seat_state
     if checkpoint.after_game_id in pulls:  # seasons that pulled the ratings back here (the vectors are pulled)
@@ -321,13 +328,21 @@ class Restore:
         row = {key: r for r, key in enumerate(keys)}
         held = [row[key] for key in checkpoint.vectors]
         C[held] = np.array(list(checkpoint.vectors.values()), dtype=np.float64).reshape(-1, dim)
-        experience = None
+        for key in checkpoint.variances or {}:
+            if key not in checkpoint.vectors:
+                raise _bad(n, "checkpoint.variances", f"{key!r} has no vector in the checkpoint")
+        experience = variance = None
         if checkpoint.pulls:  # as each season's pull left it (mathematics §8, "Seasons")
             self.pulls[self.seq] = list(checkpoint.pulls)
             experience = storage.players.experience_of(self.session, self.ladder.id)
             for pull in checkpoint.pulls:
                 experience = rating.pull_experience(experience, pull)
-        storage.players.save_vectors(self.session, self.ladder.id, ids, C, experience)
+        if self.ladder.variance_rule:  # the variances it kept, none yet for everyone else (mathematics §3b)
+            variance = np.full(len(ids), np.nan)
+            for key, v in (checkpoint.variances or {}).items():
+                variance[row[key]] = v
+            experience = None
+        storage.players.save_vectors(self.session, self.ladder.id, ids, C, experience, variance)
         storage.ladder_state.forget_field(self.session, self.ladder.id)
         order = np.argsort(ids[held], kind="stable")
         player_ids = storage.codec.pack_ids(ids[held][order])
@@ -340,8 +355,9 @@ class Restore:
                 raise _bad(n, "checkpoint.seats", f"expected the state of the ladder's {count} seats")
             seats = given.model_dump()
             storage.ladder_state.save_seat_state(self.session, self.ladder.id, rating.Seats.of(**seats))
+        kept = None if variance is None else variance[held][order]
         storage.refits.insert_checkpoint(
-            self.session, self.ladder.id, self.last_game_id, player_ids, vectors, None, seats
+            self.session, self.ladder.id, self.last_game_id, player_ids, vectors, None, seats, kept
         )
 
     def season(self, n: int, season: ExportedSeason) -> None:

@@ -64,17 +64,27 @@ def replay_log(session: Session, ladder: LadderRow) -> int:
 
 def pull_back(session: Session, ladder: LadderRow, boundary: int, pull: float) -> None:
     """Pull every player's stored vector the part ``pull`` back to their initial one, and keep the part 1 - pull
-    of their experience (:mod:`app.rating.season_pull`), after game ``boundary`` (the log's end: the ratings stored
+    of their experience (:mod:`app.rating.season_pull`; under the variance rule, of what their variance knows of
+    them), after game ``boundary`` (the log's end: the ratings stored
     are those after it), and checkpoint the vectors there: a replay from the checkpoint starts from them, and a
     void before it, which sets it aside, pulls them again (:func:`replay_log`)."""
-    ids, C0, C, experience = storage.players.initial_and_current(session, ladder.id, 2 * ladder.k)
+    state = "variance" if ladder.variance_rule else "experience"
+    ids, C0, C, known = storage.players.initial_and_current(session, ladder.id, 2 * ladder.k, state)
     C = rating.pull_back(C, C0, pull)
-    experience = rating.pull_experience(experience, pull)
     seats = storage.ladder_state.seat_state(session, ladder)
     held = None if seats is None else storage.ladder_state.seats_to_json(seats)
     packed = storage.codec.pack_ids(ids), storage.codec.pack(C)
-    storage.refits.insert_checkpoint(session, ladder.id, boundary, *packed, refit_id=None, seat_state=held)
-    storage.players.save_vectors(session, ladder.id, ids, C, experience)
+    if ladder.variance_rule:
+        rule = ladder.learning_rate()
+        assert isinstance(rule, rating.VarianceRule)
+        variance = rating.pull_variance(known, rule.start, pull)
+        storage.refits.insert_checkpoint(
+            session, ladder.id, boundary, *packed, refit_id=None, seat_state=held, variances=variance
+        )
+        storage.players.save_vectors(session, ladder.id, ids, C, variance=variance)
+    else:
+        storage.refits.insert_checkpoint(session, ladder.id, boundary, *packed, refit_id=None, seat_state=held)
+        storage.players.save_vectors(session, ladder.id, ids, C, rating.pull_experience(known, pull))
     storage.ladder_state.recount_field(session, ladder)
 
 
@@ -132,6 +142,9 @@ def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint) -> Prepare
     held = len(storage.codec.unpack_ids(checkpoint.player_ids))
     if ladder is None or len(checkpoint.vectors) != 8 * 2 * ladder.k * held:
         return None
+    variances = checkpoint_variances(session, ladder, checkpoint.player_ids, checkpoint.after_game_id)
+    if variances is not None:
+        checkpoint.variances = storage.codec.pack(variances)
     part = storage.log.read(session, ladder, checkpoint=checkpoint)
     games = storage.games.log_counts(session, ladder.id, part.last_game_id)
     h = _history(ladder, part)
@@ -147,6 +160,25 @@ def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint) -> Prepare
         _marks(ladder),
         games,
     )
+
+
+def checkpoint_variances(
+    session: Session, ladder: LadderRow, player_ids: bytes, after_game_id: int
+) -> np.ndarray | None:
+    """Under the variance rule (mathematics §3b), the variances that a refit's checkpoint after game
+    ``after_game_id`` keeps for its players (``player_ids``, packed): each one's after their latest counted game
+    by then, as a replay from the checkpoint before gives it (NaN: none yet, or the ladder was on the other rule
+    then: that player starts afresh there).  None on the shrinking-step rule."""
+    if not ladder.variance_rule:
+        return None
+    ids = storage.codec.unpack_ids(player_ids)
+    order = np.argsort(ids, kind="stable")
+    blank = [storage.codec.pack(np.zeros(2 * ladder.k))] * len(ids)
+    cutoffs = [after_game_id + 1] * len(ids)
+    variance = storage.state_before.state_before(session, ladder, ids[order], blank, cutoffs)[1]
+    out = np.empty(len(ids))
+    out[order] = variance
+    return out
 
 
 def catch_up(session: Session, prepared: Prepared) -> int:
@@ -205,7 +237,7 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     for part, history in prepared.parts[written:]:
         _write_history(session, ladder, part, history)
     # Each player's vector once, as the last part left it (not once per part: a row written again is a new row).
-    storage.players.save_vectors(session, ladder.id, prepared.player_ids, prepared.C, prepared.experience)
+    _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
     storage.ladder_state.save_seat_state(session, ladder.id, prepared.seats)
     storage.ladder_state.recount_field(session, ladder)
     return sum(part.log.n_games for part, _ in prepared.parts)
@@ -224,7 +256,7 @@ def _since(session: Session, ladder: LadderRow, prepared: Prepared) -> Tail:
 
 
 def _marks(ladder: LadderRow) -> tuple:
-    rate = (ladder.eta, ladder.eta_tau, ladder.step_drift())
+    rate = (ladder.eta, ladder.eta_tau, ladder.step_drift(), ladder.rate_rule, ladder.noise, ladder.cycles)
     return (ladder.reset_version, ladder.k, *rate, ladder.seats, ladder.case_insensitive_keys)
 
 
@@ -243,7 +275,7 @@ def _history(ladder: LadderRow, part: Tail | LadderLog) -> rating.History:
 
 def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History) -> None:
     """Store a replay: the vectors of its players, the seats, and its games' history."""
-    storage.players.save_vectors(session, ladder.id, part.player_ids, history.C, history.experience)
+    _save_state(session, ladder, part.player_ids, history.C, history.experience)
     if part.start_seats is not None:
         storage.ladder_state.save_seat_state(session, ladder.id, history.seats)
     _write_history(session, ladder, part, history)
@@ -264,4 +296,14 @@ def _write_history(session: Session, ladder: LadderRow, part: Tail | LadderLog, 
         history.after,
         history.actual[part.log.member_side],
         history.expected[part.log.member_side],
+        history.member_variance,
     )
+
+
+def _save_state(session: Session, ladder: LadderRow, ids: np.ndarray, C: np.ndarray, state: np.ndarray) -> None:
+    """The players' vectors after a replay, and the state the rule carries: their experience, or under the
+    variance rule their variances (mathematics §3b)."""
+    if ladder.variance_rule:
+        storage.players.save_vectors(session, ladder.id, ids, C, variance=state)
+    else:
+        storage.players.save_vectors(session, ladder.id, ids, C, state)

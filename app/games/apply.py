@@ -176,8 +176,9 @@ def apply_games(
     if rate.drift > 0:  # the steps wear with time away: the games' days and each player's latest
         days, micros = storage.codec.day_years, storage.codec.micros
         times = (days([micros(t) for t in played_at]), days([micros(t) for t in locked.last_played]))
+    state = locked.variance if ladder.variance_rule else locked.experience  # what the rule carries (§3, §3b)
     history = rating.replay_history(
-        locked.C, log, rate, _stage(progress, "rating"), games0=locked.experience, seats=seats, times=times
+        locked.C, log, rate, _stage(progress, "rating"), games0=state, seats=seats, times=times
     )
     seqs, kept, version, ids = taken or storage.ladders.take_seqs(session, ladder, len(games))
     created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
@@ -203,6 +204,7 @@ def apply_games(
         actual=actual,
         expected=history.expected[log.member_side],
         seat_states=storage.games.seat_states(log, history, ladder.seats or []),
+        variance_after=history.member_variance,
     )
     if pending is None:
         storage.games.insert(session, [new], _stage(progress, "games"), _stage(progress, "history"))
@@ -218,7 +220,13 @@ def apply_games(
         field_sum = field_sum + (history.C - locked.C).sum(axis=0)
         # Each player's strength just after this batch (their last game in it), against the field then.
         strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
-        written = storage.players.Written(locked, history.C, counts, last_played, strength_then, history.experience)
+        if ladder.variance_rule:  # experience then counts games; the variance is the rule's state
+            experience = locked.experience + np.bincount(log.member_player, minlength=len(locked.ids))
+        else:
+            experience = history.experience
+        written = storage.players.Written(
+            locked, history.C, counts, last_played, strength_then, experience, history.variance
+        )
         storage.players.save(session, ladder.id, written, version + 1)  # the version bump gives out
     storage.ladder_state.note_field(session, ladder.id, field_sum, field_count)
     field = field_sum / max(field_count, 1)

@@ -21,6 +21,15 @@ DEFAULT_AUTO_REFIT = True
 # The largest drift two football seasons leave room for (docs/api.md, "Time away").
 DEFAULT_DRIFT = 100.0
 MAX_INACTIVE_DAYS = 36_500
+#: The online rule of a new ladder: the shrinking step still, as the variance rule did not beat it on every stream
+#: of bench/quality_field.py (docs/api.md, "The variance rule"); a ladder's own rate choice may move it.
+DEFAULT_RATE_RULE = "steps"
+#: The variance rule's process noise per game (Elo points, one standard deviation): √(10⁻³) logits, the middle of
+#: what the rate choice picked on the quality streams.
+DEFAULT_NOISE = 5.5
+#: The variance rule's share of a step for the cyclic discs (φ): a quarter, between a straight ladder's best (0)
+#: and a cyclic one's (0.5-0.8) on the quality streams, until the rate choice picks the ladder's own.
+DEFAULT_CYCLES = 0.25
 
 DRIFT = (
     "How far a player's strength may wander in a year without games, in Elo points (one standard deviation): their "
@@ -39,6 +48,27 @@ SEAT_PRIOR = (
     "How far a seat's advantage may be from 0 before its first game, in logits (one standard deviation of its "
     "prior; mathematics §5): small, and the first games move it little; large, and they move it a lot. With "
     "`auto_rate`, the auto refits choose it from the log, with the rate. Ladders created before the setting keep 1."
+)
+RATE_RULE = (
+    "The online rule. `steps`: the normalised step at η, shrinking with each player's experience (`eta_tau`; "
+    "mathematics §3). `variance`: every player carries a variance of their strength, which grows by the `noise` "
+    "before each game and by the drift while they are away (with `drift_steps`), and shrinks by what each game "
+    "tells; it sets the size of their step, as Glicko's and a Kalman filter's do, so a regular keeps moving and a "
+    "newcomer moves fast (mathematics §3b; a newcomer starts at the variance η/√2, and `eta_tau` is not used). "
+    "Changing it replays the log after the latest checkpoint with the new rule. With `auto_rate`, the auto refits "
+    "also try the other rule and move the ladder to it when its log shows that it pays."
+)
+NOISE = (
+    "The variance rule's process noise: how far a player's strength may wander with each game they play, in Elo "
+    "points (one standard deviation; mathematics §3b). Larger: steps stay larger, and ratings follow a changing "
+    "field faster but are noisier. Always > 0, so no player's rating ever freezes. With `auto_rate`, the auto "
+    "refits choose it from the log."
+)
+CYCLES = (
+    "Under the variance rule, the share of each step that goes to the cyclic discs (the second disc on; "
+    "mathematics §3b), the rest going to the first disc, which holds the straight ranking: 0 rates like a "
+    "straight ladder (the best where games follow a ranking), larger learns rock-paper-scissors cycles faster. "
+    "From 0 to below 1; ignored with k = 1. With `auto_rate`, the auto refits choose it from the log."
 )
 INACTIVE_AFTER_DAYS = (
     "Players who have not played for this many days (by the ladder's clock, the newest `played_at` of its games) "
@@ -153,13 +183,17 @@ class LadderCreate(StrictModel):
         True,
         description="Each auto refit also chooses the learning rate (η and τ, and the drift where `drift_steps` is "
         "on) from the ladder's own log: 25 rates are replayed over every game, each game predicted only from the "
-        "games before it (then 0, half and twice the drift, at 15 rates each), and the one that predicted best is "
-        "applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard error "
-        "over games. false: the rate stays as set (pinned).",
+        "games before it (then 0, half and twice the drift, at 15 rates each), and the variance rule's newcomer "
+        "variance and `noise` (`rate_rule`, 28 pairs, then the best pair's `cycles`), and the one that predicted "
+        "best is applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard "
+        "error over games. false: the rate stays as set (pinned).",
     )
     drift: float = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
     drift_steps: bool = Field(True, description=DRIFT_STEPS)
     seat_prior: StrictFloat = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)  # true is not 1
+    rate_rule: Literal["steps", "variance"] = Field(DEFAULT_RATE_RULE, description=RATE_RULE)
+    noise: StrictFloat = Field(DEFAULT_NOISE, gt=0, le=500, description=NOISE)
+    cycles: StrictFloat = Field(DEFAULT_CYCLES, ge=0, lt=1, description=CYCLES)
     inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     season_every: Literal["month", "quarter"] | None = Field(None, description=SEASON_EVERY)
     season_pull: StrictFloat = Field(0.0, ge=0.0, le=1.0, description=SEASON_PULL)
@@ -215,6 +249,21 @@ class LadderPatch(StrictModel):
         ge=0.01,
         le=10,
         description=SEAT_PRIOR + " With seats, setting it pins the rate, as `eta` does, and replays the log.",
+    )
+    rate_rule: Literal["steps", "variance"] | None = Field(
+        None, description=RATE_RULE + " Setting it pins the rate, as `eta` does."
+    )
+    noise: StrictFloat | None = Field(
+        None,
+        gt=0,
+        le=500,
+        description=NOISE + " Under the variance rule, setting it pins the rate and replays the log.",
+    )
+    cycles: StrictFloat | None = Field(
+        None,
+        ge=0,
+        lt=1,
+        description=CYCLES + " Under the variance rule, setting it pins the rate and replays the log.",
     )
     inactive_after_days: int | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
@@ -334,6 +383,14 @@ class RateChoiceOut(BaseModel):
     previous_drift: float | None = None
     seat_prior: float | None = Field(None, description="The seats' prior chosen with it; null: no seats.")
     previous_seat_prior: float | None = None
+    rate_rule: Literal["steps", "variance"] | None = Field(
+        None, description="The online rule chosen with it (`rate_rule`); null: chosen before the rule could be."
+    )
+    previous_rate_rule: Literal["steps", "variance"] | None = Field(None, description="The rule it replaced.")
+    noise: float | None = Field(None, description="The variance rule's noise chosen with it (`noise`, Elo points).")
+    previous_noise: float | None = Field(None, description="The noise it replaced.")
+    cycles: float | None = Field(None, description="The variance rule's `cycles` chosen with it.")
+    previous_cycles: float | None = Field(None, description="The `cycles` it replaced.")
     log_loss: float = Field(description="Mean prequential log loss per game of the log at the chosen rate.")
     previous_log_loss: float = Field(description="The same at the rate it replaced.")
     standard_error: float = Field(description="The standard error (over games) of the difference of the two.")
@@ -364,6 +421,9 @@ class LadderOut(BaseModel):
     drift: float = Field(description=DRIFT)
     drift_steps: bool = Field(description=DRIFT_STEPS)
     seat_prior: float = Field(description=SEAT_PRIOR)
+    rate_rule: Literal["steps", "variance"] = Field(description=RATE_RULE)
+    noise: float = Field(description=NOISE)
+    cycles: float = Field(description=CYCLES)
     inactive_after_days: int | None = Field(description=INACTIVE_AFTER_DAYS)
     season_every: Literal["month", "quarter"] | None = Field(description=SEASON_EVERY)
     season_pull: float = Field(description=SEASON_PULL)

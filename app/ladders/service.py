@@ -102,7 +102,8 @@ def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
 
 def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
     """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``, ``drift_steps``, ``drift``
-    where the steps follow it, and ``seat_prior`` where there are seats; setting one pins the rate, as
+    where the steps follow it, ``seat_prior`` where there are seats, ``rate_rule``, and ``noise`` and ``cycles``
+    under the variance rule; setting one pins the rate, as
     ``auto_rate: false``, unless ``auto_rate`` is given too) takes effect by replaying the
     log with it, exactly as a void's replay does: the ratings then equal those of a ladder that always had it (for
     a new k, from the start; for a new rate, since the latest checkpoint), which ``/audit`` checks.  Matching keys
@@ -111,6 +112,8 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
     rule = {"eta", "eta_tau", "drift_steps"} & values.keys() or ("drift" in values and steps)
     rule = rule or ("seat_prior" in values and bool(ladder.seats))  # part of the rate where there are seats
+    variance_rule = values.get("rate_rule", ladder.rate_rule) == storage.ladders.VARIANCE
+    rule = rule or "rate_rule" in values or (bool({"noise", "cycles"} & values.keys()) and variance_rule)
     if rule and "auto_rate" not in values:
         values["auto_rate"] = False  # an admin's rate is pinned
     flags = ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "drift_steps")
@@ -118,8 +121,17 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         if name in values and values[name] is None:
             message = "must be a whole number from 1 to 8" if name == "k" else "must be true or false"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
-    bounds_of = (("eta", "0 to 10"), ("drift", "0 to 2000"), ("seat_prior", "0.01 to 10"), ("season_pull", "0 to 1"))
-    for name, bounds in bounds_of:
+    if "rate_rule" in values and values["rate_rule"] is None:
+        message = "must be 'steps' or 'variance'"
+        raise InvalidInput(f"rate_rule: {message}", errors=[{"field": "rate_rule", "message": message}])
+    for name, bounds in (
+        ("eta", "0 to 10"),
+        ("drift", "0 to 2000"),
+        ("seat_prior", "0.01 to 10"),
+        ("noise", "above 0 to 500"),
+        ("cycles", "0 to below 1"),
+        ("season_pull", "0 to 1"),
+    ):
         if name in values and values[name] is None:
             message = f"must be a number from {bounds}"
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
@@ -133,6 +145,11 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
         rate["drift"] = values["drift"]
     if "seat_prior" in values and ladder.seats:  # the seats start from it: a replay from the start shows it
         rate["seat_prior"] = values["seat_prior"]
+    if "rate_rule" in values:
+        rate["rate_rule"] = values["rate_rule"]
+    for name in ("noise", "cycles"):  # the variance rule's settings
+        if name in values and variance_rule:
+            rate[name] = values[name]
     if rate.keys() - {"k"}:
         values["rate_choice"] = None  # the rate is the admin's now, not a refit's choice
     folding = values.get("case_insensitive_keys") is True
@@ -276,6 +293,10 @@ def audit(session: Session, ladder: LadderRow) -> AuditOut:
         replayed, seats = history.C, history.seats
     diff = float(np.abs(replayed - state.stored).max()) if len(state.keys) else 0.0
     consistent = bool(np.array_equal(replayed, state.stored))
+    if isinstance(rate, rating.VarianceRule) and len(state.keys):  # the variances too (mathematics §3b)
+        stored_variance = storage.players.initial_and_current(session, ladder.id, 2 * ladder.k, "variance")[3]
+        replayed_variance = np.where(np.isnan(stored_variance), np.nan, history.variance)
+        consistent &= np.array_equal(replayed_variance, stored_variance, equal_nan=True)
     if seats is not None:  # the learned seats too
         stored = state.stored_seats
         diff = max(diff, float(np.abs(seats.advantage - stored.advantage).max()))

@@ -101,7 +101,7 @@ def _first_page(table: Table, ladder: LadderRow, by: str, limit: int, inactive: 
     def exact(candidates: np.ndarray) -> np.ndarray:
         return rating.conservative(hodge(table)[candidates], page_se(table, ladder, candidates))
 
-    rows, score = first_rows_by_bound(_conservative_bound(table), group, table.key_rank(), listed, limit, exact)
+    rows, score = first_rows_by_bound(_conservative_bound(table, ladder), group, table.key_rank(), listed, limit, exact)
     return _Page(rows, score, group[rows], len(listed) > limit)
 
 
@@ -117,9 +117,13 @@ class _Page(NamedTuple):
     more: bool  # whether players follow
 
 
-def _conservative_bound(table: Table) -> np.ndarray:
+def _conservative_bound(table: Table, ladder: LadderRow) -> np.ndarray:
     """An upper bound of every conservative strength (:func:`app.rating.ranking.conservative_bound`), once per
-    table."""
+    table.  Under the variance rule a standard error is at least √u (mathematics §3b, §8)."""
+    rule = ladder.learning_rate()
+    if isinstance(rule, rating.VarianceRule):
+        floor = np.sqrt(np.where(np.isnan(table.variance), rule.start, table.variance))
+        return table.derived("conservative bound", lambda: rating.conservative(hodge(table), floor))
     return table.derived("conservative bound", lambda: conservative_bound(hodge(table), table.experience))
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.players.leaderboard import leading_rows
+from app.players.records import field_prior, variances
 from app.rating.leaderboard import SE_SAMPLE, field_gain, field_information
 from app.rating.ranking import ELO_RESULTS, leaderboard_order, provisional
 from app.storage.ladders import LadderRow
@@ -291,13 +292,16 @@ def _new_leaders(session: Session, ladder: LadderRow, games: list[LogGame]) -> d
     C, counts, experience = table.C.copy(), table.counts.copy(), table.experience.copy()
     total = C.sum(axis=0)
     drift, rate = ladder.drift / rating.ELO_PER_LOGIT, ladder.learning_rate()
+    # Under the variance rule the errors are the players' variances (today's: a game undone leaves them).
+    variance = variances(table, rate) if isinstance(rate, rating.VarianceRule) else None
+    steps = None if variance is not None else rate
     # A small field is read anew after each game; a large one's is today's, and its players' errors change with
     # their experience only (each game moves it little).
     exact = len(C) <= EXACT_FIELD
 
     def field() -> tuple[np.ndarray, np.ndarray, tuple[float, float, float]]:
         points = counts[:, 1] + 0.5 * counts[:, 2]
-        prior = rating.field_prior(C, counts[:, 0], points, rate)
+        prior = rating.field_prior(C, counts[:, 0], points, steps, variance=variance)
         rows = rivals
         return (
             field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows),
@@ -310,14 +314,14 @@ def _new_leaders(session: Session, ladder: LadderRow, games: list[LogGame]) -> d
     else:  # today's field, as the leaderboard reads it
         information = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rivals)
         gain = field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rivals)
-        points = table.counts[:, 1] + 0.5 * table.counts[:, 2]
-        prior = table.derived(
-            "field prior", lambda: rating.field_prior(table.C, table.counts[:, 0], points, ladder.learning_rate())
-        )
+        prior = field_prior(table, ladder)
 
     def se(at: np.ndarray) -> np.ndarray:
         rows, idle = rivals[at], np.zeros(len(at))
-        return rating.strength_se(C, experience[rows], rate, rows, idle, drift, prior, information[at], gain[at])
+        mine = None if variance is None else variance[rows]
+        return rating.strength_se(
+            C, experience[rows], steps, rows, idle, drift, prior, information[at], gain[at], variance=mine
+        )
 
     errors = se(np.arange(len(rivals)))
     key_rank = table.key_rank()[rivals]

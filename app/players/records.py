@@ -93,18 +93,37 @@ def _idle(table: Table, rows: np.ndarray | None = None) -> np.ndarray:
 def _se(table: Table, ladder: LadderRow, rows: np.ndarray | None = None) -> np.ndarray:
     # What the results tell of each player: their experience (their games, worn by earlier breaks where the steps
     # follow time away), and the time since their last game on top.
-    known = table.experience if rows is None else table.experience[rows]
+    rule = ladder.learning_rate()
+    # Under the variance rule the variance is what the results tell; the field's lag counts the games.
+    state = table.counts[:, 0].astype(np.float64) if isinstance(rule, rating.VarianceRule) else table.experience
+    known = state if rows is None else state[rows]
     drift = ladder.drift / rating.ELO_PER_LOGIT
     idle_years = _idle(table, rows) / YEAR
-    field = table.derived("field prior", lambda: _field_prior(table, ladder))
-    return rating.strength_se(table.C, known, ladder.learning_rate(), rows, idle_years, drift, field)
+    field = field_prior(table, ladder)
+    if isinstance(rule, rating.VarianceRule):  # the players' variances are the standard errors (§3b)
+        variance = variances(table, rule)
+        mine = variance if rows is None else variance[rows]
+        return rating.strength_se(table.C, known, None, rows, idle_years, drift, field, variance=mine)
+    return rating.strength_se(table.C, known, rule, rows, idle_years, drift, field)
+
+
+def field_prior(table: Table, ladder: LadderRow) -> tuple[float, float, float]:
+    """The field's prior and early lag from every player's record: games, and points (a win 1, a draw ½)
+    (mathematics §8), once per version of the ladder."""
+    return table.derived("field prior", lambda: _field_prior(table, ladder))
+
+
+def variances(table: Table, rule: rating.VarianceRule) -> np.ndarray:
+    """Every player's variance under the variance rule: a newcomer's where none is kept yet."""
+    return np.where(np.isnan(table.variance), rule.start, table.variance)
 
 
 def _field_prior(table: Table, ladder: LadderRow) -> tuple[float, float, float]:
-    """The field's prior and early lag from every player's record: games, and points (a win 1, a draw ½)
-    (mathematics §8), once per version of the ladder."""
     points = table.counts[:, 1] + 0.5 * table.counts[:, 2]
-    return rating.field_prior(table.C, table.counts[:, 0], points, ladder.learning_rate())
+    rule = ladder.learning_rate()
+    if isinstance(rule, rating.VarianceRule):
+        return rating.field_prior(table.C, table.counts[:, 0], points, variance=variances(table, rule))
+    return rating.field_prior(table.C, table.counts[:, 0], points, rule)
 
 
 def _strength_se(table: Table, ladder: LadderRow) -> np.ndarray:

@@ -38,7 +38,11 @@ def stakes(
     if rate.drift > 0:  # the steps wear with the time away, counted in days as a post counts them
         today = storage.codec.day_years(np.array([storage.codec.micros(now)]))
         times = (np.repeat(today, 2 * m), storage.codec.day_years(table.last_played[rows]))
-    history = rating.replay_history(C0, log, rate, games0=table.experience[rows], times=times)
+    if isinstance(rate, rating.VarianceRule):  # the state the rule carries: the variances (mathematics §3b)
+        state = np.where(np.isnan(table.variance[rows]), rate.start, table.variance[rows])
+    else:
+        state = table.experience[rows]
+    history = rating.replay_history(C0, log, rate, games0=state, times=times)
     moved = history.C - C0
     field = (rating.field_mean(table.C) * len(table.C) + moved[me] + moved[them]) / max(len(table.C), 1)
     change = rowdot(moved[me], omega_apply(field)) * rating.ELO_PER_LOGIT

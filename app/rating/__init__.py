@@ -35,9 +35,10 @@ from app.rating.model import (
     win_probability,
 )
 from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
-from app.rating.season_pull import kept_weights, pull_back, pull_experience
+from app.rating.season_pull import kept_weights, pull_back, pull_experience, pull_variance
 from app.rating.seats import Seats, prior_precision
 from app.rating.update import GameResult, LearningRate, apply_game, predict_match, unnormalised_update
+from app.rating.variance import VarianceRule
 
 __all__ = [
     "ELO_PER_LOGIT",
@@ -48,6 +49,7 @@ __all__ = [
     "LearningRate",
     "RatingInputError",
     "Seats",
+    "VarianceRule",
     "advantage",
     "advantage_from_probability",
     "advantage_matrix",
@@ -81,6 +83,7 @@ __all__ = [
     "probability_matrix",
     "pull_back",
     "pull_experience",
+    "pull_variance",
     "rank_share",
     "ranks_from_scores",
     "record",

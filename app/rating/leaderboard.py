@@ -113,11 +113,16 @@ def strength_se(
     field: tuple[float, float, float] | None = None,
     information: ArrayLike | None = None,
     gain: ArrayLike | None = None,
+    variance: ArrayLike | None = None,
 ) -> Array:
     """Standard error of each player's Hodge strength in logits (mathematics §8); of the players ``rows`` only
     if given (``games`` are then theirs).  ``information`` and ``gain``, if given, are theirs as
     :func:`field_information` and :func:`field_gain` give them over at most :data:`SE_SAMPLE` players (computed
     once for errors read again at other numbers of games).
+
+    Under the variance rule (mathematics §3b) each player's ``variance`` (of the ``rows`` if given) is what the
+    results say and how far the rule wanders at once: it replaces the two parts below (the field's lag still
+    adds, and time away).
 
     Two parts.  What the results say: a Laplace approximation, 1/(λ₀ + n_i w_i),
     with λ₀ the refit's prior precision on the Elo coordinate
@@ -150,7 +155,7 @@ def strength_se(
     n = np.asarray(games, dtype=np.float64)
     w = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows) if information is None else np.asarray(information)
     prior, tau, lag = (STRENGTH_PRIOR_PRECISION, 0.0, 0.0) if field is None else field
-    variance = _noise(C, n, w, rate, rows, prior, gain)
+    variance = _noise(C, n, w, rate, rows, prior, gain) if variance is None else np.array(variance, dtype=np.float64)
     if tau > 0 and lag > 0:
         variance += (tau * (1.0 - n * w / (lag + n * w))) ** 2  # b_i = n_i w_i / (λ + n_i w_i); 0 with λ = ∞
     if idle_years is not None and drift > 0:
@@ -240,7 +245,12 @@ MIN_FIELD = 50
 
 
 def field_prior(
-    C: ArrayLike, played: ArrayLike, score: ArrayLike, rate: LearningRate | None = None, sample: int = SE_SAMPLE
+    C: ArrayLike,
+    played: ArrayLike,
+    score: ArrayLike,
+    rate: LearningRate | None = None,
+    sample: int = SE_SAMPLE,
+    variance: ArrayLike | None = None,
 ) -> tuple[float, float, float]:
     """(λ₀, τ, λ): a strength's prior precision, the spread of the true strengths, and how strongly the shown
     strengths are shrunk towards the middle, all from the ladder's own field (mathematics §8).
@@ -255,7 +265,8 @@ def field_prior(
     of typical size τ λ / (λ + n_i w_i) (0 with λ = 0, where the shown field is
     as wide as the results say).  Over the same seeded sample of players as the
     field means.  With fewer than :data:`MIN_FIELD` players who have played, the
-    refit's prior (:data:`STRENGTH_PRIOR_PRECISION`) and τ = 0.
+    refit's prior (:data:`STRENGTH_PRIOR_PRECISION`) and τ = 0.  Under the variance rule the shown
+    strengths' noise is the players' ``variance`` (mathematics §3b).
     """
     C = as_vectors(C, "C")
     played = np.asarray(played, dtype=np.float64)
@@ -271,7 +282,10 @@ def field_prior(
         return STRENGTH_PRIOR_PRECISION, 0.0, 0.0
     prior = 1.0 / max(bound * bound, shown)
     w = field_information(C, sample, sample, rows=ref)
-    noise = float(np.mean(_noise(C, played[ref], w, rate, ref, prior)))
+    if variance is None:
+        noise = float(np.mean(_noise(C, played[ref], w, rate, ref, prior)))
+    else:
+        noise = float(np.mean(np.asarray(variance, dtype=np.float64)[ref]))
     signal = np.sqrt(max(shown - noise, 0.0))
     if tau <= signal:
         return prior, tau, 0.0

@@ -24,6 +24,7 @@ from app.rating.game_log import Game, GameLog, IntArray
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.seats import Seats, seat_shift, seat_step
 from app.rating.update import LearningRate, as_rate, side_games, step_disjoint
+from app.rating.variance import VarianceRule, step_variance, time_away
 
 
 def dependency_levels(log: GameLog, n_players: int) -> IntArray:
@@ -60,7 +61,10 @@ class History:
     (advantage, information) before its game (NaN for a side without a seat).
     ``experience`` is every player's after the log (their games, with a drift
     worn by time away: :mod:`app.rating.experience`), and with a drift ``latest``
-    their latest game time (None without).
+    their latest game time (None without).  Under a :class:`~app.rating.variance.VarianceRule`,
+    ``variance`` is every player's variance after the log (and so is ``experience``: the state the rule
+    carries from game to game) and ``member_variance[t]`` membership t's after its game (None under the
+    shrinking-step rule).
     """
 
     C: Array
@@ -73,12 +77,14 @@ class History:
     seat_before: Array | None = None
     experience: Array | None = None
     latest: Array | None = None
+    variance: Array | None = None
+    member_variance: Array | None = None
 
 
 Progress = Callable[[int, int], None] | None
 
 
-Rate = float | LearningRate
+Rate = float | LearningRate | VarianceRule
 #: Each game's time and each player's latest game time before the log (NaN: none), in years; None: undated.
 Times = tuple[ArrayLike, ArrayLike | None] | None
 
@@ -95,17 +101,16 @@ def replay(
     """Ratings after applying ``games`` in order to the initial matrix ``C0`` (not modified).
 
     Bit-for-bit equal to calling :func:`~app.rating.update.apply_game` game by
-    game.  ``eta`` is a rate or a :class:`~app.rating.update.LearningRate`;
+    game.  ``eta`` is a rate or a :class:`~app.rating.update.LearningRate`, or a
+    :class:`~app.rating.variance.VarianceRule` (then ``games0`` are each player's
+    variance before the log, the rule's ``start`` by default);
     ``games0`` are the games (the experience) each player had before the log (0
     by default); ``seats`` the learned seats' state before it (fresh by default;
     not modified).  A rate with a drift needs the ``times``: each game's time and
     each player's latest game time before the log (NaN: none), in years.
     ``progress(done, total)`` is called after each level.
     """
-    C, log = _prepare(C0, games)
-    side_eta, _, _ = _member_rates(log, as_rate(eta), games0, len(C), times)
-    _run(C, log, side_eta, progress, None, _seats(log, seats))
-    return C
+    return replay_history(C0, games, eta, progress, games0, seats, times, record=False).C
 
 
 def replay_history(
@@ -116,24 +121,61 @@ def replay_history(
     games0: ArrayLike | None = None,
     seats: Seats | None = None,
     times: Times = None,
+    record: bool = True,
 ) -> History:
     """:func:`replay` that also returns every membership's vectors before and after its game.
 
     The same floating point operations as :func:`replay`, so ``History.C`` is
-    bit-for-bit the same matrix; this is what a bulk import stores.
+    bit-for-bit the same matrix; this is what a bulk import stores.  With ``record``
+    False, only the ratings (and the state after the log) are kept.
     """
     C, log = _prepare(C0, games)
-    dim = C.shape[1]
-    before = np.empty((len(log.member_player), dim))
-    after = np.empty_like(before)
-    pair_p = np.empty(len(log.pair_a))
     state = _seats(log, seats)
-    seat_before = None if state is None else np.full((len(log.side_size), 2), np.nan)
-    record = (before, after, pair_p, seat_before)
-    side_eta, experience, latest = _member_rates(log, as_rate(eta), games0, len(C), times)
-    _run(C, log, side_eta, progress, record, state)
+    kept = None
+    if record:
+        dim = C.shape[1]
+        before = np.empty((len(log.member_player), dim))
+        seat_before = None if state is None else np.full((len(log.side_size), 2), np.nan)
+        kept = (before, np.empty_like(before), np.empty(len(log.pair_a)), seat_before)
+    if isinstance(eta, VarianceRule):
+        V, growth, latest = _member_variances(log, eta, games0, len(C), times)
+        member_variance = np.empty(len(log.member_player)) if record else None
+        _run(C, log, np.zeros(0), progress, kept, state, (V, growth, member_variance, eta.shares(C.shape[1] // 2)))
+        experience = variance = V  # the state the rule carries from game to game
+    else:
+        side_eta, experience, latest = _member_rates(log, as_rate(eta), games0, len(C), times)
+        _run(C, log, side_eta, progress, kept, state)
+        variance = member_variance = None
+    if kept is None:
+        empty = np.empty((0, C.shape[1]))
+        return History(
+            C, empty, empty, np.zeros(0), np.zeros(0), np.zeros(0), state, None, experience, latest, variance
+        )
+    before, after, pair_p, seat_before = kept
     expected, actual = log.side_share(pair_p), log.side_share(log.pair_outcome)
-    return History(C, before, after, expected, actual, pair_p, state, seat_before, experience, latest)
+    return History(
+        C, before, after, expected, actual, pair_p, state, seat_before, experience, latest, variance, member_variance
+    )
+
+
+def _member_variances(
+    log: GameLog, rule: VarianceRule, variance0: ArrayLike | None, n_players: int, times: Times
+) -> tuple[Array, Array, Array | None]:
+    """Every player's variance before the log (a copy; the rule's start by default), every membership's growth
+    before its game (:meth:`~app.rating.variance.VarianceRule.growth`), and, with ``times``, every player's latest
+    game time after the log."""
+    V = np.full(n_players, rule.start) if variance0 is None else np.array(variance0, dtype=np.float64)
+    if V.shape == (n_players,):
+        V[np.isnan(V)] = rule.start  # none yet
+    if V.shape != (n_players,) or not np.all(np.isfinite(V)) or np.any(V <= 0):
+        raise RatingInputError("variances", f"expected {n_players} finite variances > 0")
+    if times is None:
+        if rule.drift > 0:
+            raise RatingInputError("times", "a rule with a drift needs the games' times")
+        return V, rule.growth(np.zeros(len(log.member_player))), None
+    member_time = np.repeat(np.asarray(times[0], dtype=np.float64), np.diff(log.member_ptr))
+    away, latest = time_away(log.member_player, member_time, n_players, times[1])
+    return V, rule.growth(away), latest
 
 
 def _seats(log: GameLog, seats: Seats | None) -> Seats | None:
@@ -192,15 +234,20 @@ def _prepare(C0: ArrayLike, games: GameLog | Sequence[Game]) -> tuple[Array, Gam
     return C, log
 
 
-def _run(C: Array, log: GameLog, side_eta: Array, progress: Progress, record, seats: Seats | None) -> None:
+def _run(
+    C: Array, log: GameLog, side_eta: Array, progress: Progress, record, seats: Seats | None, variance=None
+) -> None:
+    """Replay the log level by level; ``variance`` (the players' variances, each membership's growth, where to
+    record each membership's variance after its game, and each disc's share of a step; or None) selects the
+    variance rule."""
     if log.n_games == 0:
         return
     game_level = dependency_levels(log, len(C))
     side_seat = log.side_seat if log.side_seat is not None else np.full(len(log.side_size), -1, dtype=np.int64)
-    if _two_player_singles(log):
+    if variance is None and _two_player_singles(log):
         _replay_pairs(C, log, game_level, side_eta, progress, record, seats, side_seat)
     else:
-        _replay_general(C, log, game_level, side_eta, progress, record, seats, side_seat)
+        _replay_general(C, log, game_level, side_eta, progress, record, seats, side_seat, variance)
 
 
 def _two_player_singles(log: GameLog) -> bool:
@@ -280,6 +327,7 @@ def _replay_general(
     record,
     seats: Seats | None,
     side_seat: IntArray,
+    variance=None,
 ) -> None:
     n_levels = int(game_level.max())
     member_level = np.repeat(game_level, np.diff(log.member_ptr))
@@ -295,7 +343,10 @@ def _replay_general(
     member_player = log.member_player[om]
     member_side = new_side[log.member_side[om]]
     side_size = log.side_size[osd]
-    eta_sorted = side_eta[osd]
+    if variance is not None:
+        V, growth_sorted, member_variance, shares = variance[0], variance[1][om], variance[2], variance[3]
+    else:
+        eta_sorted = side_eta[osd]
     pair_a = new_side[log.pair_a[op]]
     pair_b = new_side[log.pair_b[op]]
     outcome, shift, weight = log.pair_outcome[op], log.pair_shift[op], log.pair_weight[op]
@@ -313,18 +364,13 @@ def _replay_general(
             if record is not None:
                 _keep_seats(record[3], seats, osd[s], side_seat[osd[s]])
             level_shift = level_shift + seat_shift(seats.advantage, pair_seat_a[p], pair_seat_b[p])
-        p_level = step_disjoint(
-            C,
-            member_player[m],
-            member_side[m] - s0,
-            side_size[s],
-            pair_a[p] - s0,
-            pair_b[p] - s0,
-            outcome[p],
-            level_shift,
-            weight[p],
-            eta_sorted[s],
-        )
+        games = (member_player[m], member_side[m] - s0, side_size[s], pair_a[p] - s0, pair_b[p] - s0)
+        if variance is None:
+            p_level = step_disjoint(C, *games, outcome[p], level_shift, weight[p], eta_sorted[s])
+        else:
+            p_level = step_variance(C, V, *games, outcome[p], level_shift, weight[p], growth_sorted[m], shares)
+            if member_variance is not None:
+                member_variance[om[m]] = V[member_player[m]]
         if seats is not None:
             seat_step(seats, pair_seat_a[p], pair_seat_b[p], weight[p], outcome[p], p_level)
         if record is not None:

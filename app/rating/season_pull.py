@@ -50,6 +50,14 @@ def pull_experience(experience: ArrayLike, pull: float) -> Array:
     return np.round(kept / GRID) * GRID
 
 
+def pull_variance(variance: ArrayLike, start: float, pull: float) -> Array:
+    """Under the variance rule (mathematics §3b): the variance that keeps the part 1 - p of what a player's
+    variance knows of them beyond a newcomer's, 1/u' = (1 - p)/u + p/u₀ (u₀ = ``start``); NaN (none yet) stays."""
+    u = np.asarray(variance, dtype=np.float64)
+    p = _checked(pull)
+    return 1.0 / ((1.0 - p) / u + p / start)
+
+
 def kept_weights(game_ids: ArrayLike, boundaries: ArrayLike, pulls: ArrayLike) -> Array:
     """The weight Π (1 - p_b) of each game (by id) over the pulls of the seasons whose boundary (the last game
     they count, ``boundaries``) is at or after it: 1 for a game after every pull, 0 for one before a season

@@ -36,6 +36,7 @@ from app.rating.replay import (
 )
 from app.rating.seats import Seats, prior_precision
 from app.rating.update import LearningRate, side_games
+from app.rating.variance import MANIFOLD_NORM, VarianceRule
 
 #: Multiples of the current η, and decays τ (None: a constant η), whose every combination is tried.
 ETA_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -46,20 +47,34 @@ TAUS = (None, 1.0, 3.0, 10.0, 30.0)
 SEAT_PRIOR_SDS = (0.25, 0.5, 1.0, 2.0)
 
 
+#: The variance rule's candidates (mathematics §3b): a newcomer's variance (logits²) and the noise per game
+#: (logits²) whose every combination is tried, where a choice tries the variance rule.
+VARIANCE_STARTS = (0.25, 1.0, 4.0, 7.0)
+NOISES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1)
+#: The cyclic discs' shares of a step (φ, mathematics §3b) tried with the best newcomer's variance and noise.
+CYCLES = (0.0, 0.25, 0.5, 0.8)
+#: Around a ladder's own variance rule: these multiples of its start and of its noise.
+START_FACTORS = (0.5, 1.0, 2.0)
+NOISE_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
+
+Rule = LearningRate | VarianceRule
+
+
 @dataclass(frozen=True)
 class RateChoice:
     """The rate chosen (and the seats' prior, a standard deviation in logits; None where the log names no seat),
     and per candidate (``rows``; the chosen one is ``rows[index]``, the current one ``rows[0]``) its mean
-    prequential log loss per game and the standard error of its difference to the current rate's (over games)."""
+    prequential log loss per game and the standard error of its difference to the current rate's (over games).
+    The rate is a :class:`~app.rating.variance.VarianceRule` where the variance rule was tried and won."""
 
-    rate: LearningRate
+    rate: Rule
     rows: list[dict]
     seat_prior: float | None = None
     index: int = 0
 
 
 def prequential_losses(
-    C0: ArrayLike, log: GameLog, rate: LearningRate, seats: Seats | None = None, times: Times = None
+    C0: ArrayLike, log: GameLog, rate: Rule, seats: Seats | None = None, times: Times = None
 ) -> Array:
     """Each game's log loss, its outcome predicted from the games before it only: the rule replayed from ``C0``
     at ``rate`` (its pair terms' losses, weighted as the fit weighs them)."""
@@ -175,12 +190,13 @@ _CHUNK = 15
 def choose_rate(
     C0: ArrayLike,
     log: GameLog,
-    current: LearningRate,
+    current: Rule,
     seats: Seats | None = None,
     progress: Callable[[int, int], None] | None = None,
     times: Times = None,
     drifts: tuple[float, ...] = (),
     seat_sds: tuple[float, ...] = (),
+    rules: bool = False,
 ) -> RateChoice:
     """The rate among :data:`ETA_FACTORS` × :data:`TAUS` around ``current`` whose replay predicted the log best,
     if it beat ``current`` by more than one standard error of the difference (over games); else ``current``.
@@ -197,8 +213,17 @@ def choose_rate(
     rates apart, on its setting: a rate is changed only when the log shows the
     change pays.  Candidates are replayed side by side
     (:func:`prequential_losses_many`).
+
+    With ``rules`` (or where ``current`` is a :class:`~app.rating.variance.VarianceRule`) the variance rule
+    (mathematics §3b) is tried too: its newcomer's variance and noise per game among :data:`VARIANCE_STARTS` ×
+    :data:`NOISES` (around the current rule's, where it is one), at the current drift and, where time passes in
+    the log, at each of ``drifts`` with the best of them; under the same guard.  Every candidate's noise is > 0:
+    no choice can freeze a player.
     """
-    candidates = [current] + [
+    if isinstance(current, VarianceRule):
+        return _choose_variance(C0, log, current, seats, progress, times, drifts)
+    candidates: list[Rule] = [current]
+    candidates += [
         LearningRate(current.eta * f, tau, current.drift)
         for f in ETA_FACTORS
         for tau in TAUS
@@ -207,9 +232,15 @@ def choose_rate(
     losses = prequential_losses_many(C0, log, candidates, seats, progress, times)
     reference = losses[0]
     means, errors = _compare(losses, reference)
+    if rules:
+        grid = [VarianceRule(u, q, current.drift) for u in VARIANCE_STARTS for q in NOISES]
+        more = _variance_round(C0, log, grid, seats, times, drifts, reference)
+        candidates += more[0]
+        means, errors = np.concatenate([means, more[1]]), np.concatenate([errors, more[2]])
     if drifts and _time_passes(log, times):
         # The ladder's drift first: where the log cannot tell the drifts apart (games all on one day), it stays.
-        first, tried = candidates[int(np.argmin(means))], set(candidates)
+        steps = [n for n, rate in enumerate(candidates) if isinstance(rate, LearningRate)]
+        first, tried = candidates[steps[int(np.argmin(means[steps]))]], set(candidates)
         more = [
             rate
             for drift in dict.fromkeys((current.drift, *drifts))
@@ -222,13 +253,84 @@ def choose_rate(
             m, e = _compare(prequential_losses_many(C0, log, part, seats, None, times), reference)
             candidates += part
             means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
+    return _chosen(C0, log, candidates, means, errors, reference, seats, times, seat_sds)
+
+
+def _losses(C0, log: GameLog, rules: list[Rule], seats, progress, times: Times) -> Array:
+    """:func:`prequential_losses_many` of a list of rules of one kind."""
+    if rules and isinstance(rules[0], VarianceRule):
+        from app.rating.variance_tuning import variance_losses_many
+
+        return variance_losses_many(C0, log, rules, seats, times, progress)  # type: ignore[arg-type]
+    return prequential_losses_many(C0, log, rules, seats, progress, times)  # type: ignore[arg-type]
+
+
+def _variance_round(
+    C0, log: GameLog, grid: list[VarianceRule], seats, times: Times, drifts: tuple[float, ...], reference: Array
+) -> tuple[list[Rule], Array, Array]:
+    """The variance rules of ``grid`` and, where time passes in the log, the best of them at each of ``drifts``:
+    the candidates, their mean losses and the standard errors of their differences to ``reference``."""
+    means, errors = _compared(C0, log, list(grid), seats, times, reference)
+    candidates: list[Rule] = list(grid)
+    best = grid[int(np.argmin(means))]
+    if np.shape(C0)[1] > 2:  # the cyclic discs' share of a step, where there are some
+        more = [VarianceRule(best.start, best.noise, best.drift, f) for f in CYCLES if f != best.cycles]
+        m, e = _compared(C0, log, list(more), seats, times, reference)
+        candidates += more
+        means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
+        best = candidates[int(np.argmin(means))]
+        if best.cycles != grid[0].cycles:  # the noise again at that share: discs that learn cycles move more
+            more = [VarianceRule(best.start, q, best.drift, best.cycles) for q in NOISES if q != best.noise]
+            m, e = _compared(C0, log, list(more), seats, times, reference)
+            candidates += more
+            means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
+            best = candidates[int(np.argmin(means))]
+    if drifts and _time_passes(log, times):
+        more = [VarianceRule(best.start, best.noise, d, best.cycles) for d in dict.fromkeys(drifts) if d != best.drift]
+        if more:
+            m, e = _compared(C0, log, list(more), seats, times, reference)
+            candidates += more
+            means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
+    return candidates, means, errors
+
+
+def _compared(C0, log: GameLog, rules: list[Rule], seats, times: Times, reference: Array) -> tuple[Array, Array]:
+    """:func:`_compare` of ``rules``' losses, replayed :data:`_CHUNK` at a time (each keeps every game's loss
+    until summed: 28 rules over a million games would be 200 MB at once)."""
+    parts = [
+        _compare(_losses(C0, log, rules[lo : lo + _CHUNK], seats, None, times), reference)
+        for lo in range(0, len(rules), _CHUNK)
+    ]
+    return np.concatenate([m for m, _ in parts]), np.concatenate([e for _, e in parts])
+
+
+def _choose_variance(
+    C0, log: GameLog, current: VarianceRule, seats, progress, times: Times, drifts: tuple[float, ...]
+) -> RateChoice:
+    """:func:`choose_rate` for a ladder on the variance rule: multiples of its start and noise, then drifts."""
+    grid = [current] + [
+        rule
+        for f in START_FACTORS
+        for g in NOISE_FACTORS
+        if (rule := VarianceRule(current.start * f, current.noise * g, current.drift, current.cycles)) != current
+    ]
+    reference = _losses(C0, log, [current], seats, progress, times)[0]
+    candidates, means, errors = _variance_round(C0, log, grid, seats, times, drifts, reference)
+    return _chosen(C0, log, candidates, means, errors, reference, seats, times, ())
+
+
+def _chosen(
+    C0, log: GameLog, candidates: list[Rule], means: Array, errors: Array, reference: Array, seats, times, seat_sds
+) -> RateChoice:
+    """The best candidate if it beats the current (the first) by more than a standard error, after a last round
+    over the seats' prior (``seat_sds``) with the best rule so far; the rows of every candidate."""
     current_sd = None if seats is None or log.side_seat is None else float(1.0 / np.sqrt(seats.information[0]))
     sds = [current_sd] * len(candidates)
     if current_sd is not None and seat_sds:
         best_rate = candidates[int(np.argmin(means))]
         tried = [sd for sd in seat_sds if prior_precision(sd) != seats.information[0]]
         starts = [Seats.fresh(len(seats.advantage), prior_precision(sd)) for sd in tried]
-        m, e = _compare(prequential_losses_many(C0, log, [best_rate] * len(tried), starts, None, times), reference)
+        m, e = _compare(_losses(C0, log, [best_rate] * len(tried), starts, None, times), reference)
         candidates += [best_rate] * len(tried)
         sds += tried
         means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
@@ -236,11 +338,20 @@ def choose_rate(
     if not means[0] - means[best] > errors[best]:
         best = 0
     rows = [
-        {"eta": rate.eta, "tau": rate.tau, "drift": rate.drift, "log_loss": float(m), "standard_error": float(e)}
-        | ({} if sd is None else {"seat_prior": sd})
+        _row(rate) | {"log_loss": float(m), "standard_error": float(e)} | ({} if sd is None else {"seat_prior": sd})
         for rate, sd, m, e in zip(candidates, sds, means, errors, strict=True)
     ]
     return RateChoice(candidates[best], rows, sds[best], best)
+
+
+def _row(rate: Rule) -> dict:
+    """A candidate's settings: its rule, η (a variance rule's newcomer's η, √2 u₀), τ, drift, noise and cycles."""
+    if isinstance(rate, VarianceRule):
+        return {"rule": "variance", "eta": rate.start * MANIFOLD_NORM, "tau": None, "drift": rate.drift} | {
+            "noise": rate.noise,
+            "cycles": rate.cycles,
+        }
+    return {"rule": "steps", "eta": rate.eta, "tau": rate.tau, "drift": rate.drift, "noise": None, "cycles": None}
 
 
 def _time_passes(log: GameLog, times: Times) -> bool:

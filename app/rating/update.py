@@ -29,6 +29,7 @@ from scipy.special import expit
 from app.rating.errors import RatingInputError
 from app.rating.game_log import Game, GameLog, IntArray, _share
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
+from app.rating.variance import VarianceRule, step_variance
 
 
 def check_eta(eta: float) -> float:
@@ -136,7 +137,8 @@ class GameResult:
     ``players[t]`` (a row index of the rating matrix) is on side ``member_side[t]``
     and moved from ``before[t]`` to ``after[t]``.  ``actual`` and ``expected`` are
     each side's rank-share score (mathematics §4); both sum to 1.  ``probability[a, b]``
-    is P(side a beats side b) before the game.
+    is P(side a beats side b) before the game.  Under the variance rule ``variance[t]`` is member t's variance
+    after the game (None under the shrinking-step rule).
     """
 
     players: IntArray
@@ -146,17 +148,27 @@ class GameResult:
     actual: Array
     expected: Array
     probability: Array
+    variance: Array | None = None
 
 
-def apply_game(C: ArrayLike, game: Game, eta: float | LearningRate, games: ArrayLike | None = None) -> GameResult:
+def apply_game(
+    C: ArrayLike,
+    game: Game,
+    eta: float | LearningRate | VarianceRule,
+    games: ArrayLike | None = None,
+    away: ArrayLike | None = None,
+) -> GameResult:
     """Apply one game to the rating matrix ``C`` (not modified) and return the new vectors.
 
     Parameters
     ----------
     C : (m, 2k) rating matrix; the game's sides hold row indices into it.
     game : the sides, ranks and optional advantages.
-    eta : learning rate η ≥ 0 (η = 0 freezes the ladder), or a :class:`LearningRate`.
+    eta : learning rate η ≥ 0 (η = 0 freezes the ladder), or a :class:`LearningRate`, or a
+        :class:`~app.rating.variance.VarianceRule`.
     games : each member's (in ``game.players`` order) games played, or experience, before this one; 0 by default.
+        Under a variance rule: each member's variance after their previous game (the rule's start by default).
+    away : under a variance rule, each member's years since their previous game (0 by default).
 
     Implements mathematics §3-§6: [Guide] eqs. 4-5 for two players, the rank-share
     generalisation of [Expanding] for N sides, team means for ad-hoc teams.
@@ -164,28 +176,30 @@ def apply_game(C: ArrayLike, game: Game, eta: float | LearningRate, games: Array
     C = as_vectors(C, "C")
     if C.ndim != 2:
         raise RatingInputError("C", "must be an (m, 2k) matrix")
-    rate = as_rate(eta)
     log = GameLog.from_games([game])
     players = log.member_player
-    played = np.zeros(len(players)) if games is None else np.asarray(games, dtype=np.float64)
+    if games is None:
+        played = np.full(len(players), eta.start if isinstance(eta, VarianceRule) else 0.0)
+    else:
+        played = np.asarray(games, dtype=np.float64)
     if played.shape != players.shape:
         raise RatingInputError("games", f"expected {len(players)} counts, one per member")
     if players.max() >= len(C):
         raise RatingInputError("sides", f"player index {players.max()} is outside the rating matrix")
     before = C[players]
     local = before.copy()
-    p = step_disjoint(
-        local,
-        np.arange(len(players)),
-        log.member_side,
-        log.side_size,
-        log.pair_a,
-        log.pair_b,
-        log.pair_outcome,
-        log.pair_shift,
-        log.pair_weight,
-        rate.at(side_games(played, log.member_side, log.side_size)),
-    )
+    members = np.arange(len(players))
+    sides = (log.member_side, log.side_size, log.pair_a, log.pair_b, log.pair_outcome, log.pair_shift, log.pair_weight)
+    variance = None
+    if isinstance(eta, VarianceRule):
+        if not (np.all(np.isfinite(played)) and np.all(played > 0)):
+            raise RatingInputError("games", "variances must be finite and > 0")
+        variance = played.copy()
+        growth = eta.growth(np.zeros(len(players)) if away is None else away)
+        p = step_variance(local, variance, members, *sides, growth, eta.shares(local.shape[1] // 2))
+    else:
+        rate = as_rate(eta)
+        p = step_disjoint(local, members, *sides, rate.at(side_games(played, log.member_side, log.side_size)))
     n = len(game.sides)
     return GameResult(
         players=players,
@@ -195,6 +209,7 @@ def apply_game(C: ArrayLike, game: Game, eta: float | LearningRate, games: Array
         actual=_share(log.pair_a, log.pair_b, log.pair_outcome, n),
         expected=_share(log.pair_a, log.pair_b, p, n),
         probability=_pair_matrix(log.pair_a, log.pair_b, p, n),
+        variance=variance,
     )
 
 

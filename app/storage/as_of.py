@@ -91,6 +91,7 @@ def _table_after(
     C[at[mine]] = codec.unpack_rows((r[1] for r, keep in zip(initial, mine.tolist(), strict=True) if keep), dim)
     counts = np.zeros((n, 5), dtype=np.int64)
     last_played = np.full(n, NO_TIME, dtype=np.int64)
+    variance = np.full(n, np.nan)  # under the variance rule: after each player's last game by then (§3b)
     placement = refits.Placement()
     if game_id is not None:
         # The checkpoint the ratings went through last by then (one later in the log but applied before an
@@ -99,7 +100,7 @@ def _table_after(
         checkpoint = went_through[-1] if went_through else None
         since = 0
         if checkpoint is not None:
-            since = state_before.from_checkpoint(C, now.ids, checkpoint, dim)
+            since = state_before.from_checkpoint(C, now.ids, checkpoint, dim, variance)
             refitted = [c for c in went_through if c.refit_id is not None]  # not a season's pull
             if refitted:
                 row = session.execute(
@@ -110,9 +111,13 @@ def _table_after(
                 if row is not None:
                     placement = refits.Placement(codec.unpack_ids(row[0] or b""), codec.unpack_ids(row[1] or b""))
         last = _records(session, ladder.id, now.ids, game_id, counts, last_played)
-        _vectors_after(session, ladder.id, now.ids, np.where(last > since, last, 0), C, dim)
+        _vectors_after(session, ladder.id, now.ids, np.where(last > since, last, 0), C, dim, variance)
     experience = counts[:, 0].astype(np.float64)
-    if game_id is not None and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id)):
+    if (
+        game_id is not None
+        and not ladder.variance_rule
+        and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id))
+    ):
         # worn by the breaks before then, and kept in part by the seasons that pulled the ratings back
         experience = state_before.experience_before(session, ladder, now.ids, np.full(n, game_id + 1, dtype=np.int64))[
             0
@@ -131,6 +136,7 @@ def _table_after(
         active=now.active[rows],
         strength_then=np.full(len(rows), np.nan),
         experience=experience[rows],
+        variance=variance[rows],
         placement=placement,
     )
 
@@ -208,19 +214,32 @@ def _records(
 
 
 def _vectors_after(
-    session: Session, ladder_id: int, ids: np.ndarray, games: np.ndarray, C: np.ndarray, dim: int
+    session: Session,
+    ladder_id: int,
+    ids: np.ndarray,
+    games: np.ndarray,
+    C: np.ndarray,
+    dim: int,
+    variance: np.ndarray | None = None,
 ) -> None:
     """Into ``C``: the vector of each of the ladder's players ``ids[n]`` after their game ``games[n]`` (those with
-    ``games`` > 0), read by game (the memberships' primary key) a chunk of games at a time."""
+    ``games`` > 0), read by game (the memberships' primary key) a chunk of games at a time; and into ``variance``,
+    if given, their variance after it (mathematics §3b; NaN where none was kept)."""
     rows = np.flatnonzero(games > 0)
     connection = session.connection()
     for lo in range(0, len(rows), PAIRS):
         part = rows[lo : lo + PAIRS]
         wanted = np.unique(games[part])
         marks = ", ".join(["?"] * len(wanted))
-        sql = f"SELECT game_id, player_id, after FROM participants WHERE ladder_id = ? AND game_id IN ({marks})"
+        sql = (
+            "SELECT game_id, player_id, after, variance_after FROM participants "
+            f"WHERE ladder_id = ? AND game_id IN ({marks})"
+        )
         found = driver_fetchall(connection, sql, (ladder_id, *(int(g) for g in wanted)))
         player = np.array([r[1] for r in found], dtype=np.int64)
         at = np.searchsorted(ids, player)
         mine = games[at] == np.array([r[0] for r in found], dtype=np.int64)  # that player's last game, not a partner's
         C[at[mine]] = codec.unpack_rows((r[2] for r, keep in zip(found, mine, strict=True) if keep), dim)
+        if variance is not None:
+            kept = [np.nan if r[3] is None else r[3] for r, keep in zip(found, mine, strict=True) if keep]
+            variance[at[mine]] = np.array(kept, dtype=np.float64)

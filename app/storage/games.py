@@ -62,6 +62,8 @@ class NewGames:
     expected: np.ndarray  # (M,)
     #: Each game's seats just before it ({name: [advantage, information]}), or None for a game without seats.
     seat_states: list[dict | None] | None = None
+    #: (M,) each member's variance after the game, under the variance rule (mathematics §3b); None otherwise.
+    variance_after: np.ndarray | None = None
 
 
 def insert(
@@ -92,6 +94,12 @@ def insert(
         "actual_score": [a for new in news for a in new.actual.tolist()],
         "expected_score": [e for new in news for e in new.expected.tolist()],
     }
+    if any(new.variance_after is not None for new in news):
+        columns["variance_after"] = [
+            v
+            for new in news
+            for v in (new.variance_after.tolist() if new.variance_after is not None else [None] * len(new.member_game))
+        ]
     bulk_insert(connection, Participant.__table__, columns, progress=rows_progress)
 
 
@@ -252,15 +260,17 @@ def rewrite_history(
     after: np.ndarray,
     actual: np.ndarray,
     expected: np.ndarray,
+    variance_after: np.ndarray | None = None,
 ) -> None:
     """New vectors and expected scores of the ladder's memberships (game id, player id) after a replay, a chunk at a
-    time."""
+    time; and their variances after the game under the variance rule (null under the other)."""
     for rows in chunks(len(game_ids)):
         columns = {
             "before": codec.pack_rows(before[rows]),
             "after": codec.pack_rows(after[rows]),
             "actual_score": actual[rows].tolist(),
             "expected_score": expected[rows].tolist(),
+            "variance_after": [None] * len(actual[rows]) if variance_after is None else variance_after[rows].tolist(),
         }
         keys = list(zip(game_ids[rows].tolist(), player_ids[rows].tolist(), strict=True))
         bulk_update(session.connection(), Participant.__table__, ladder_id, (("game_id", "player_id"), keys), columns)

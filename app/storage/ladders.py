@@ -73,6 +73,12 @@ class LadderRow:
     seat_prior: float
     #: Players idle this many days (the ladder's clock) leave the default leaderboard; None: never.
     inactive_after_days: int | None
+    #: The online rule: "steps" (mathematics §3) or "variance" (mathematics §3b).
+    rate_rule: str
+    #: The variance rule's process noise per game, a standard deviation in Elo points.
+    noise: float
+    #: The variance rule's share of each step the cyclic discs take (φ).
+    cycles: float
     #: The kinds of games it plays (:data:`PLAY`'s keys); a row without it plays everything.
     play: dict | None
     #: A season closes by itself every ``month`` or ``quarter`` (UTC), with the pull ``season_pull``; None: never.
@@ -98,14 +104,26 @@ class LadderRow:
         """The seeded initial vectors new players of these keys get here (mathematics §2)."""
         return rating.initial_vectors(keys, self.k, self.seed, self.init_scale, self.init_offset)
 
-    def learning_rate(self) -> rating.LearningRate:
-        """The ladder's η, shrinking with each player's experience when it has an ``eta_tau``; the experience wears
-        away with the drift (in logits a year) while a player is away, if the ladder's steps follow it."""
+    def learning_rate(self) -> rating.LearningRate | rating.VarianceRule:
+        """The ladder's online rule.  The shrinking-step rule: η, shrinking with each player's experience when it
+        has an ``eta_tau``; the experience wears away with the drift (in logits a year) while a player is away, if
+        the ladder's steps follow it.  The variance rule (mathematics §3b): a newcomer's variance η/√2, the noise
+        per game, the drift while away (if the steps follow it), and the cyclic discs' share of a step."""
+        if self.variance_rule:
+            noise = (self.noise / rating.ELO_PER_LOGIT) ** 2
+            return rating.VarianceRule.from_eta(self.eta, noise, self.step_drift(), self.cycles)
         return rating.LearningRate(self.eta, self.eta_tau, self.step_drift())
+
+    @property
+    def variance_rule(self) -> bool:
+        """Whether the ladder is on the variance rule (its players carry variances, mathematics §3b)."""
+        return self.rate_rule == VARIANCE
 
     def step_drift(self) -> float:
         """The drift the online steps follow, in logits a year (0: they count games; so with a constant η, whose
-        steps do not count anything)."""
+        steps do not count anything).  Under the variance rule: the drift, if the steps follow it."""
+        if self.variance_rule:
+            return self.drift / rating.ELO_PER_LOGIT if self.drift_steps else 0.0
         return self.drift / rating.ELO_PER_LOGIT if self.drift_steps and self.eta_tau is not None else 0.0
 
     def seat_precision(self) -> float:
@@ -136,6 +154,8 @@ def fold(key: str) -> str:
 
 
 MAX_KEY = 128
+#: The ladder's ``rate_rule`` of the variance rule (mathematics §3b); the other is "steps".
+VARIANCE = "variance"
 _COLUMNS = [Ladder.__table__.c[f.name] for f in fields(LadderRow) if f.name != "aliases"]
 
 
@@ -322,7 +342,17 @@ def lock(session: Session, ladder_id: int) -> None:
 #: PostgreSQL: ``?`` new game ids, as an array (in the order they were given out).
 NEW_GAME_IDS = "SELECT array_agg(nextval(pg_get_serial_sequence('games', 'id'))) FROM generate_series(1, ?)"
 #: The settings a game commit applies, read before its locks: a change of one meanwhile makes it retry.
-_WRITE_SETTINGS = ("k", "eta", "eta_tau", "drift", "drift_steps", "case_insensitive_keys")
+_WRITE_SETTINGS = (
+    "k",
+    "eta",
+    "eta_tau",
+    "drift",
+    "drift_steps",
+    "case_insensitive_keys",
+    "rate_rule",
+    "noise",
+    "cycles",
+)
 
 
 def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], dict | None, int, list[int] | None]:

@@ -58,7 +58,8 @@ class LadderLog:
     ``start`` are the vectors the log replays from: the latest checkpoint's (for
     players it holds) and the initial vectors otherwise, or all initial vectors
     when read ``from_start``; ``start_games`` the games (the experience,
-    :mod:`app.rating.experience`) each player had by then; ``log`` holds the
+    :mod:`app.rating.experience`) each player had by then, or under the variance
+    rule their variances (NaN: none yet, mathematics §3b); ``log`` holds the
     games after that point, in order (``game_ids``), played at ``times[0]``, with
     ``times[1]`` each player's latest game time before them (years, NaN: none);
     ``stored`` the current vectors.  Voided games are left out everywhere.
@@ -110,7 +111,13 @@ def _read(session: Session, ladder: LadderRow, from_start: bool, checkpoint: Che
     start_games, start_last = np.zeros(len(ids)), np.full(len(ids), np.nan)
     if checkpoint is None and not from_start:
         checkpoint = refits.latest_checkpoint(session, ladder.id)
-    if checkpoint is not None and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id)):
+    if ladder.variance_rule:  # the state is each player's variance (mathematics §3b; NaN: none yet)
+        start_games[:] = np.nan
+        if checkpoint is not None:
+            after = from_checkpoint(start, ids, checkpoint, dim, start_games)
+            if ladder.step_drift() > 0:
+                start_last = experience_before(session, ladder, ids, np.full(len(ids), after + 1))[1]
+    elif checkpoint is not None and (ladder.step_drift() > 0 or seasons.pulls(session, ladder.id)):
         after = from_checkpoint(start, ids, checkpoint, dim)
         start_games, start_last = experience_before(session, ladder, ids, np.full(len(ids), after + 1))
         if ladder.step_drift() == 0:
@@ -307,6 +314,8 @@ def read_since(
     keys = [row[1] for row in found]
     start = codec.unpack_rows([row[2] for row in found], 2 * ladder.k)
     start_games, start_last = np.zeros(len(ids)), np.full(len(ids), np.nan)
+    if ladder.variance_rule:
+        start_games[:] = np.nan  # a player new since has no variance yet (mathematics §3b)
     at = np.searchsorted(player_ids, ids)
     known = at < len(player_ids)
     known[known] = player_ids[at[known]] == ids[known]

@@ -47,6 +47,8 @@ class Locked:
     last_played: list[datetime | None]
     #: What is known of each player (app.rating.experience), in games.
     experience: np.ndarray
+    #: Each player's variance under the variance rule (mathematics §3b); NaN: none yet.
+    variance: np.ndarray
     #: The keys this lock created, and when (none if a concurrent creator made some of them first).
     created: list[str] = field(default_factory=list)
     #: The names it gave them (key -> name; a key without one has no name).
@@ -94,6 +96,7 @@ def lock(
         counts=np.array([tuple(row[3:8]) for row in rows], dtype=np.int64).reshape(-1, 5),
         last_played=[row[8] for row in rows],
         experience=np.array([row[9] for row in rows], dtype=np.float64),
+        variance=np.array([np.nan if row[10] is None else row[10] for row in rows], dtype=np.float64),
         created=missing,
         created_names={key: name for key, name in zip(missing, given, strict=False) if name is not None},
         created_at=now,
@@ -102,7 +105,7 @@ def lock(
 
 
 _LOCK_COLUMNS = [
-    Player.__table__.c[name] for name in ("id", "key", "vector", *COUNTERS, "last_played_at", "experience")
+    Player.__table__.c[name] for name in ("id", "key", "vector", *COUNTERS, "last_played_at", "experience", "variance")
 ]
 _LOCK = f"SELECT {', '.join(c.name for c in _LOCK_COLUMNS)} FROM players WHERE ladder_id = ?"
 
@@ -204,16 +207,17 @@ def initial_rows(session: Session, ladder_id: int, dim: int) -> tuple[np.ndarray
 
 
 def initial_and_current(
-    session: Session, ladder_id: int, dim: int
+    session: Session, ladder_id: int, dim: int, state: str = "experience"
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Ids, initial vectors, vectors and experience of every player of the ladder, in id order (what a season's
-    pull reads)."""
-    sql = "SELECT id, initial, vector, experience FROM players WHERE ladder_id = ? ORDER BY id"
+    """Ids, initial vectors, vectors and experience (or, with ``state`` "variance", variance; NaN: none yet) of
+    every player of the ladder, in id order (what a season's pull reads)."""
+    column = "variance" if state == "variance" else "experience"
+    sql = f"SELECT id, initial, vector, {column} FROM players WHERE ladder_id = ? ORDER BY id"
     rows = driver_fetchall(session.connection(), sql, (ladder_id,))
     ids = np.array([row[0] for row in rows], dtype=np.int64)
     C0 = codec.unpack_rows((row[1] for row in rows), dim)
     C = codec.unpack_rows((row[2] for row in rows), dim)
-    return ids, C0, C, np.array([row[3] for row in rows], dtype=np.float64)
+    return ids, C0, C, np.array([np.nan if row[3] is None else row[3] for row in rows], dtype=np.float64)
 
 
 def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
@@ -236,6 +240,8 @@ def save(session: Session, ladder_id: int, rows: Written, version: int) -> None:
         "experience": rows.experience.tolist(),
         "active": [True] * len(rows.locked.ids),
     }
+    if rows.variance is not None:
+        columns["variance"] = rows.variance.tolist()
     columns |= {name: rows.counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
     columns["changed_version"] = [version] * len(rows.locked.ids)
     bulk_update(session.connection(), Player.__table__, ladder_id, ("id", rows.locked.ids.tolist()), columns)
@@ -263,9 +269,15 @@ def experience_of(session: Session, ladder_id: int) -> np.ndarray:
 
 
 def save_vectors(
-    session: Session, ladder_id: int, ids: np.ndarray, C: np.ndarray, experience: np.ndarray | None = None
+    session: Session,
+    ladder_id: int,
+    ids: np.ndarray,
+    C: np.ndarray,
+    experience: np.ndarray | None = None,
+    variance: np.ndarray | None = None,
 ) -> None:
-    """New vectors (and, from a replay, ``experience``) from outside a game commit (a replay, a checkpoint): the
+    """New vectors (and, from a replay, ``experience``, or under the variance rule the ``variance``) from outside a
+    game commit (a replay, a checkpoint): the
     strengths just after the players' last games are then unknown.  The caller bumps the ladder's version
     (:func:`ladders.bump`) before the commit; under the ladder row's lock (taken here if it is not held yet) that
     is the version after this one, so the rows are stamped with it as they are written, not written a second time
@@ -277,6 +289,8 @@ def save_vectors(
         columns = {"vector": codec.pack_rows(C[rows]), "strength_then": [None] * n}
         if experience is not None:
             columns["experience"] = experience[rows].tolist()
+        if variance is not None:
+            columns["variance"] = variance[rows].tolist()
         columns["changed_version"] = [version + 1] * n
         bulk_update(session.connection(), Player.__table__, ladder_id, ("id", ids[rows].tolist()), columns)
 
@@ -326,6 +340,8 @@ class Written:
     last_played: list[datetime | None]
     strength_then: np.ndarray
     experience: np.ndarray
+    #: Each player's variance after the games, under the variance rule (mathematics §3b); None otherwise.
+    variance: np.ndarray | None = None
 
 
 def uncount(session: Session, ladder_id: int, player_ids: list[int], counts: np.ndarray) -> None:

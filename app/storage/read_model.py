@@ -54,6 +54,8 @@ class Table:
     #: What the results tell of each player, in games, as their next step counts it (app.rating.experience): their
     #: games, worn by their breaks where the ladder's steps follow time away.
     experience: np.ndarray
+    #: Each player's variance under the variance rule (mathematics §3b); NaN: none (yet, or the other rule).
+    variance: np.ndarray
     #: Who the latest applied refit found its results do not place.
     placement: refits.Placement
     memo: dict[str, Any] = field(default_factory=dict)
@@ -109,10 +111,22 @@ class Table:
         return Table(version=version, placement=placement, _row_of=row_of, _key_rank=key_rank, **columns)
 
 
-COLUMNS = ("ids", "keys", "names", "C", "counts", "last_played", "created", "active", "strength_then", "experience")
+COLUMNS = (
+    "ids",
+    "keys",
+    "names",
+    "C",
+    "counts",
+    "last_played",
+    "created",
+    "active",
+    "strength_then",
+    "experience",
+    "variance",
+)
 _SELECT = (
     "SELECT id, key, name, vector, games, wins, draws, losses, comparisons, last_played_at, created_at, active, "
-    "strength_then, changed_version, experience FROM players WHERE ladder_id = ?"
+    "strength_then, changed_version, experience, variance FROM players WHERE ladder_id = ?"
 )
 #: Every player of a ladder, and the players changed after a version.
 EVERYONE = _SELECT + " ORDER BY id"
@@ -157,6 +171,7 @@ def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], 
         active=numbers(lambda part: [bool(r[11]) for r in part], bool),
         strength_then=numbers(lambda part: [np.nan if r[12] is None else r[12] for r in part], np.float64),
         experience=numbers(lambda part: [r[14] for r in part], np.float64),
+        variance=numbers(lambda part: [np.nan if r[15] is None else r[15] for r in part], np.float64),
         placement=refits.Placement(),
     )
 
@@ -234,17 +249,19 @@ def apply_notes(engine: Engine, ladder_id: int) -> Table | None:
         held, notes = held_table(engine, ladder_id), cache.of(engine, "commit notes").pop(ladder_id, None)
     if not notes or held is None or notes[0][0] != held.version + 1:
         return held
-    rows: dict[int, tuple] = {}  # player id -> (key, vector, counts, last played, strength then, created, experience)
+    # player id -> (key, vector, counts, last played, strength then, created, experience, variance)
+    rows: dict[int, tuple] = {}
     born_names: dict[int, str] = {}  # the names the noted commits gave the players they created
     for _, written in notes:
         locked = written.locked
         created = set(locked.created)
         for n, (player, key) in enumerate(zip(locked.ids.tolist(), locked.index, strict=True)):
-            born = codec.micros(locked.created_at) if key in created else rows.get(player, (None,) * 7)[5]
+            born = codec.micros(locked.created_at) if key in created else rows.get(player, (None,) * 8)[5]
             if key in locked.created_names:
                 born_names[player] = locked.created_names[key]
             then, known = written.strength_then[n], written.experience[n]
-            rows[player] = (key, written.C[n], written.counts[n], written.last_played[n], then, born, known)
+            variance = np.nan if written.variance is None else written.variance[n]
+            rows[player] = (key, written.C[n], written.counts[n], written.last_played[n], then, born, known, variance)
     ids = np.array(sorted(rows), dtype=np.int64)
     at = np.minimum(np.searchsorted(held.ids, ids), max(len(held.ids) - 1, 0))
     known = held.ids[at] == ids if len(held.ids) else np.zeros(len(ids), dtype=bool)
@@ -268,6 +285,7 @@ def apply_notes(engine: Engine, ladder_id: int) -> Table | None:
         active=active,
         strength_then=np.array([row[4] for row in values], dtype=np.float64),
         experience=np.array([row[6] for row in values], dtype=np.float64),
+        variance=np.array([row[7] for row in values], dtype=np.float64),
         placement=held.placement,
     )
     return hold_newest(engine, ladder_id, held.caught_up(changed, changed.version, held.placement))

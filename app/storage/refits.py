@@ -194,9 +194,13 @@ def checkpoint_of(ladder_id: int, refit_id: int, after_game_id: int, finished: d
     )
 
 
-def add_checkpoint(session: Session, ladder_id: int, job: Refit) -> Checkpoint:
+def add_checkpoint(session: Session, ladder_id: int, job: Refit, variances: np.ndarray | None = None) -> Checkpoint:
+    """The checkpoint of the refit ``job``, stored (with the players' ``variances`` there, under the variance
+    rule)."""
     seats = (job.result or {}).get("seats")
-    return insert_checkpoint(session, ladder_id, job.after_game_id, job.player_ids, job.vectors, job.id, seats)
+    return insert_checkpoint(
+        session, ladder_id, job.after_game_id, job.player_ids, job.vectors, job.id, seats, variances
+    )
 
 
 def insert_checkpoint(
@@ -207,9 +211,11 @@ def insert_checkpoint(
     vectors: bytes,
     refit_id: int | None,
     seat_state: dict | None = None,
+    variances: np.ndarray | None = None,
 ) -> Checkpoint:
     """Vectors (packed by :mod:`app.storage.codec`) that replace the ratings of ``player_ids`` after a game, and
-    the learned seats' state (``{"advantage": [...], "information": [...]}``) if the ladder has seats."""
+    the learned seats' state (``{"advantage": [...], "information": [...]}``) if the ladder has seats; under the
+    variance rule the players' ``variances`` there (mathematics §3b)."""
     checkpoint = Checkpoint(
         ladder_id=ladder_id,
         after_game_id=after_game_id,
@@ -217,6 +223,7 @@ def insert_checkpoint(
         player_ids=player_ids,
         vectors=vectors,
         seat_state=seat_state,
+        variances=None if variances is None else codec.pack(variances),
     )
     session.add(checkpoint)
     session.flush()

@@ -26,16 +26,18 @@ def state_before(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The vectors, games played (experience) and latest game times of ``player_ids`` (sorted) just before their
     game ``cutoffs``, as a replay of the log from the latest checkpoint gives them: the vector after a player's
-    latest counted game since the checkpoint, else the checkpoint's, else the initial one."""
+    latest counted game since the checkpoint, else the checkpoint's, else the initial one.  Under the variance
+    rule (mathematics §3b) the second array is their variances, kept the same way (NaN: none yet)."""
     dim = 2 * ladder.k
     start = codec.unpack_rows(initial, dim)
     games = np.zeros(len(player_ids))
+    variance = np.full(len(player_ids), np.nan)
     checkpoint = refits.latest_checkpoint(session, ladder.id)
-    after = 0 if checkpoint is None else from_checkpoint(start, player_ids, checkpoint, dim)
+    after = 0 if checkpoint is None else from_checkpoint(start, player_ids, checkpoint, dim, variance)
     latest = (
         "WITH c(player_id, cutoff) AS (VALUES {}) "
-        "SELECT player_id, game_id, n, after FROM ("
-        " SELECT p.player_id, p.game_id, p.after, count(*) OVER (PARTITION BY p.player_id) AS n,"
+        "SELECT player_id, game_id, n, after, variance_after FROM ("
+        " SELECT p.player_id, p.game_id, p.after, p.variance_after, count(*) OVER (PARTITION BY p.player_id) AS n,"
         "  row_number() OVER (PARTITION BY p.player_id ORDER BY p.game_id DESC) AS r"
         " FROM c JOIN participants p ON p.player_id = c.player_id AND p.game_id < c.cutoff"
         " JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id WHERE p.ladder_id = ? AND g.voided_at IS NULL"
@@ -46,12 +48,17 @@ def state_before(
         part = pairs[lo : lo + MAX_KEYS_IN_QUERY]
         sql = latest.format(", ".join(["(?, ?)"] * len(part)))
         params = (*(v for pair in part for v in pair), ladder.id)
-        for player_id, last_game, n, vector in driver_fetchall(session.connection(), sql, params):
+        for player_id, last_game, n, vector, kept in driver_fetchall(session.connection(), sql, params):
             row = np.searchsorted(player_ids, player_id)
             games[row] = n
             if last_game > after:
                 start[row] = codec.unpack(vector)
+                variance[row] = np.nan if kept is None else kept
     last = np.full(len(player_ids), np.nan)
+    if ladder.variance_rule:
+        if ladder.step_drift() > 0:  # the time away the next step adds: from their latest game's time
+            last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))[1]
+        return start, variance, last
     if ladder.step_drift() > 0:
         games, last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))
     elif seasons.pulls(session, ladder.id):
@@ -106,11 +113,17 @@ def experience_before(
     return experience_before_cutoffs(memberships(), player_ids, cutoffs, ladder.step_drift(), pulls)
 
 
-def from_checkpoint(start: np.ndarray, player_ids: np.ndarray, checkpoint, dim: int) -> int:
-    """Put the checkpoint's vectors in the rows of ``start`` of the players (sorted ``player_ids``) it holds;
-    players it holds that are gone (merged away) are skipped.  The game it follows."""
+def from_checkpoint(
+    start: np.ndarray, player_ids: np.ndarray, checkpoint, dim: int, variance: np.ndarray | None = None
+) -> int:
+    """Put the checkpoint's vectors in the rows of ``start`` of the players (sorted ``player_ids``) it holds (and
+    its variances in those of ``variance``, if given and it kept some); players it holds that are gone (merged
+    away) are skipped.  The game it follows."""
     held = codec.unpack_ids(checkpoint.player_ids)
     vectors = codec.unpack_matrix(checkpoint.vectors, dim)
     mine = np.isin(held, player_ids)
-    start[np.searchsorted(player_ids, held[mine])] = vectors[mine]
+    rows = np.searchsorted(player_ids, held[mine])
+    start[rows] = vectors[mine]
+    if variance is not None and getattr(checkpoint, "variances", None) is not None:
+        variance[rows] = codec.unpack(checkpoint.variances)[mine]
     return checkpoint.after_game_id

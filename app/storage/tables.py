@@ -113,6 +113,13 @@ class Ladder(Base):
     seat_prior: Mapped[float] = mapped_column(default=1.0, server_default="1.0")
     #: Players who have not played for this many days (the ladder's clock) leave the default leaderboard; null: never.
     inactive_after_days: Mapped[int | None]
+    #: The online rule: 'steps' (a step that shrinks with experience, mathematics §3) or 'variance' (a per-player
+    #: variance with process noise sizes every step, mathematics §3b).
+    rate_rule: Mapped[str] = mapped_column(String(16), default="steps", server_default="steps")
+    #: The variance rule's process noise per game, a standard deviation in Elo points (mathematics §3b).
+    noise: Mapped[float] = mapped_column(default=5.5, server_default="5.5")
+    #: The variance rule's share of each step that the cyclic discs take (φ, 0 to below 1; mathematics §3b).
+    cycles: Mapped[float] = mapped_column(default=0.0, server_default="0.0")
     #: The hash of the key the ladder was created with (also its first admin key in api_keys).
     write_key_hash: Mapped[str] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
@@ -198,6 +205,9 @@ class Player(Base):
     #: What is known of the player after their latest game, in games (app.rating.experience); their number of games
     #: where the ladder's steps ignore time.
     experience: Mapped[float] = mapped_column(default=0.0, server_default="0")
+    #: The variance (logits²) of the player's strength after their latest game under the variance rule
+    #: (mathematics §3b); null: none yet (the ladder's start), or the ladder is on the shrinking-step rule.
+    variance: Mapped[float | None]
     wins: Mapped[int] = mapped_column(default=0)
     draws: Mapped[int] = mapped_column(default=0)
     losses: Mapped[int] = mapped_column(default=0)
@@ -267,6 +277,8 @@ class Participant(Base):
     after: Mapped[bytes] = mapped_column(LargeBinary)
     actual_score: Mapped[float]
     expected_score: Mapped[float]
+    #: The player's variance after the game under the variance rule (mathematics §3b); null under the other rule.
+    variance_after: Mapped[float | None]
 
 
 class IdempotencyKey(Base):
@@ -331,6 +343,8 @@ class Checkpoint(Base):
     vectors: Mapped[bytes] = mapped_column(LargeBinary)
     #: The seats' state the refit set: {"advantage": [...], "information": [...]}, or null.
     seat_state: Mapped[dict | None] = mapped_column(JSON)
+    #: The players' variances there (raw float64, in ``player_ids`` order) under the variance rule; null otherwise.
+    variances: Mapped[bytes | None] = mapped_column(LargeBinary)
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     #: Set when a game at or before ``after_game_id`` was voided: never replayed from again.
     superseded_at: Mapped[datetime | None]

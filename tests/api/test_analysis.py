@@ -129,16 +129,20 @@ def test_a_refit_chooses_the_learning_rate_from_the_ladders_own_log_and_applying
     assert client.get("/v1/ladders/test").json()["rate_choice"] is None
     started = client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h)
     rate = wait(client, started.headers["location"])["result"]["rate"]
-    # 25 rates at the ladder's drift; no other drift, as the games were all posted on one day: no time away could
-    # tell the drifts apart (tests/api/test_time_away.py has dated games).
-    assert len(rate["candidates"]) == 25 and rate["changed"] and not rate["applied"] and rate["eta"] < 4.0
+    # 25 rates and 28 variance rules (mathematics §3b) at the ladder's drift; no other drift, as the games were all
+    # posted on one day: no time away could tell the drifts apart (tests/api/test_time_away.py has dated games).
+    steps = [row for row in rate["candidates"] if row["rule"] == "steps"]
+    assert len(steps) == 25 and len(rate["candidates"]) == 25 + 28
+    assert rate["changed"] and not rate["applied"] and rate["eta"] < 4.0 and rate["rate_rule"] == "steps"
     assert {row["drift"] for row in rate["candidates"]} == {100.0} and rate["drift"] == 100.0
-    losses = {(row["eta"], row["tau"]): row["log_loss"] for row in rate["candidates"]}
+    assert all(row["noise"] > 0 for row in rate["candidates"] if row["rule"] == "variance")
+    losses = {(row["eta"], row["tau"]): row["log_loss"] for row in steps}
     assert losses[(rate["eta"], rate["eta_tau"])] == rate["log_loss"] == min(losses.values())
     assert rate["previous_log_loss"] == losses[(4.0, 3.0)] > rate["log_loss"] + rate["standard_error"]
     assert client.post(f"{started.headers['location']}/apply", headers=h).status_code == 200
     ladder = client.get("/v1/ladders/test").json()
     assert (ladder["eta"], ladder["eta_tau"], ladder["auto_rate"]) == (rate["eta"], rate["eta_tau"], True)
+    assert min(row["log_loss"] for row in rate["candidates"]) == rate["log_loss"]
     choice = ladder["rate_choice"]
     assert choice["refit"] == int(started.headers["location"].rsplit("/", 1)[1]) and choice["games"] == 1_500
     assert (choice["previous_eta"], choice["previous_eta_tau"], choice["log_loss"]) == (4.0, 3.0, rate["log_loss"])
@@ -183,7 +187,8 @@ def test_an_auto_refit_chooses_and_applies_the_rate_whatever_its_guard_says(clie
 
 def test_an_auto_refit_whose_fit_is_rejected_still_applies_the_rate_its_log_chose(client):
     # Strengths that keep moving: one fit of the whole log predicts the latest games worse than the online rule
-    # (the guard rejects it), while the log says a rate that does not shrink with games follows them better.
+    # (the guard rejects it), while the log says a rule whose steps do not shrink to nothing follows them better:
+    # the variance rule, whose noise keeps every step from freezing (mathematics §3b).
     auto._posted.clear()
     key = make_ladder(client, k=1, seed=3)
     h = bearer(key)
@@ -197,9 +202,10 @@ def test_an_auto_refit_whose_fit_is_rejected_still_applies_the_rate_its_log_chos
     job = the_auto_refit(client, games, h)
     rate = job["result"]["rate"]
     assert job["status"] == "rejected" and not job["result"]["guard"]["better"], job["result"]["guard"]
-    assert rate["changed"] and rate["applied"] and rate["eta_tau"] is None, rate
+    assert rate["changed"] and rate["applied"] and rate["rate_rule"] == "variance" and rate["noise"] > 0, rate
     ladder = client.get("/v1/ladders/test").json()
-    assert (ladder["eta"], ladder["eta_tau"]) == (rate["eta"], None) and ladder["rate_choice"]["refit"] == job["id"]
+    assert (ladder["rate_rule"], ladder["noise"], ladder["eta"]) == ("variance", rate["noise"], rate["eta"])
+    assert ladder["rate_choice"]["refit"] == job["id"] and ladder["rate_choice"]["previous_rate_rule"] == "steps"
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
 

@@ -44,10 +44,10 @@ def moments(client, slug: str, **params) -> list[dict]:
     return r.json()["items"]
 
 
-def story(client, slug: str = "office") -> tuple[str, list[str | None]]:
-    """The ladder of :data:`STORY` (drift 0: the standings move with games only); its key, and the established #1
-    of its leaderboard after each game."""
-    key = make_ladder(client, slug, k=1, seed=3, auto_refit=False, drift=0)
+def story(client, slug: str = "office", **settings) -> tuple[str, list[str | None]]:
+    """The ladder of :data:`STORY` (drift 0: the standings move with games only; ``settings`` on top); its key,
+    and the established #1 of its leaderboard after each game."""
+    key = make_ladder(client, slug, k=1, seed=3, auto_refit=False, drift=0, **settings)
     leaders = []
     for n, (winner, loser) in enumerate((game.split(">") for game in STORY.split()), start=1):
         post(client, slug, key, winner, loser, n)
@@ -134,6 +134,14 @@ def test_each_kind_of_moment_is_told_once_as_the_games_say(office):
         if p["key"] == week["players"][0]
     ]
     assert week["rise"] == pytest.approx(sum(changes), abs=1e-6)
+
+
+def test_a_ladder_on_the_variance_rule_tells_the_moments_its_standings_show(client):
+    # Its standard errors are the players' variances: a new #1 is the one its leaderboard shows.
+    _, leaders = story(client, "kalman", rate_rule="variance")
+    got = moments(client, "kalman")
+    assert [(m["game"], m["kind"], m["players"]) for m in got] == expected(client, "kalman", leaders)
+    assert any(m["kind"] == "new_leader" for m in got)
 
 
 def test_moments_page_newest_first_since_a_game_and_for_a_player(office):

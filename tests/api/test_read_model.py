@@ -178,6 +178,7 @@ def random_table(n: int, seed: int) -> Table:
         active=rng.random(n) > 0.1,
         strength_then=np.full(n, np.nan),
         experience=counts[:, 0].astype(np.float64),
+        variance=np.full(n, np.nan),
         placement=Placement.of(np.empty(0), rng.choice(n, 30, replace=False)),
     )
 
@@ -192,6 +193,7 @@ def test_a_first_page_equals_the_whole_order_read_page_by_page(by):
     settings |= {"write_key_hash": "", "created_at": datetime.now(UTC), "version": 1, "private": False}
     settings |= {"seats": None, "reset_version": 0, "case_insensitive_keys": False}
     settings |= {"play": None, "season_every": None, "season_pull": 0.0}
+    settings |= {"rate_rule": "steps", "noise": 5.5, "cycles": 0.25}
     ladder = LadderRow(**settings, drift=100.0, drift_steps=True, seat_prior=0.5, inactive_after_days=None)
     for inactive in (False, True):
         walked: list[dict] = []

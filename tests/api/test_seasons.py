@@ -151,10 +151,14 @@ def initial(client, slug: str, key: str, keys: list[str]) -> dict[str, np.ndarra
     return {name: np.array(profile(client, f"{slug}-fresh", name)["vector"]) for name in keys}
 
 
-@pytest.mark.parametrize("steps", [True, False], ids=["steps follow time away", "steps count games"])
-def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(client, cli, tmp_path, capsys, steps):
+@pytest.mark.parametrize(
+    "rule",
+    [{"drift_steps": True}, {"drift_steps": False}, {"rate_rule": "variance"}],
+    ids=["steps follow time away", "steps count games", "variance rule"],
+)
+def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(client, cli, tmp_path, capsys, rule):
     january, later = season()
-    key = make_ladder(client, "pulled", k=1, seed=2, auto_refit=False, drift_steps=steps)
+    key = make_ladder(client, "pulled", k=1, seed=2, auto_refit=False, **rule)
     post(client, "pulled", key, january)
     shown = board(client, "pulled", inactive="true")["items"]
     before = vectors(client, "pulled")
@@ -178,7 +182,7 @@ def test_a_season_can_pull_the_ratings_back_and_every_replay_pulls_them_again(cl
     # A void before the boundary replays the log and pulls again there: as a ladder that never had the game.
     post(client, "pulled", key, later[:30])
     same(board(client, "pulled", inactive="true", as_of=later[0]["played_at"]), right_after)  # the past: pulled
-    twin = make_ladder(client, "twin", k=1, seed=2, auto_refit=False, drift_steps=steps)
+    twin = make_ladder(client, "twin", k=1, seed=2, auto_refit=False, **rule)
     post(client, "twin", twin, january[:4] + january[5:])
     close(client, "twin", twin, "winter", pull=0.25)
     post(client, "twin", twin, later[:30])

@@ -17,6 +17,7 @@ from app.rating.refit.prior import L2
 from app.rating.replay import Times, member_experience, replay_history
 from app.rating.seats import SEAT_PRIOR_PRECISION, Seats
 from app.rating.update import LearningRate
+from app.rating.variance import VarianceRule
 
 #: Auto refits compare predictions on at most this fraction of the log, its latest games.
 GUARD_WINDOW = 0.2
@@ -43,7 +44,7 @@ def guard(
     start: ArrayLike,
     window: int,
     online_p: ArrayLike,
-    rate: LearningRate,
+    rate: LearningRate | VarianceRule,
     k: int,
     select_k: list[int] | None = None,
     l2: float = L2,
@@ -71,7 +72,14 @@ def guard(
     trial = refit(before, m, k, options, progress=progress)
     played = np.bincount(before.member_player, minlength=m)
     games0, later = played, None
-    if times is not None:
+    if isinstance(rate, VarianceRule):
+        # The variances at the window's start, as the online rule left them (mathematics §3b).
+        head = None if times is None else (np.asarray(times[0], dtype=np.float64)[: n - window], times[1])
+        online = replay_history(start, before, rate, times=head, record=False)
+        games0 = online.variance
+        if times is not None:
+            later = (np.asarray(times[0], dtype=np.float64)[n - window :], online.latest)
+    elif times is not None:
         when = np.asarray(times[0], dtype=np.float64)
         _, games0, last = member_experience(before, rate.drift, None, m, (when[: n - window], times[1]))
         later = (when[n - window :], last)

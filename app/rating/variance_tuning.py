@@ -1,0 +1,100 @@
+"""Many variance rules replayed side by side over one log, for the rate choice (mathematics §3b, §3).
+
+The levels of a log (mathematics §9) depend on who played, not on the ratings, so one pass over them can move
+every candidate rule's ratings and variances at once.  For a log of two-player games each level is then one set
+of array operations for all the candidates, performing, candidate by candidate, exactly the floating point
+operations of :func:`app.rating.variance.step_variance` for two single players; so every row equals that
+candidate's own replay bit for bit.  Other logs (teams, free-for-all) are replayed one candidate at a time.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import expit
+
+from app.rating.errors import RatingInputError
+from app.rating.game_log import GameLog
+from app.rating.model import Array, as_vectors, omega_apply, rowdot
+from app.rating.refit.metrics import term_losses
+from app.rating.replay import Times, _level_bounds, _two_player_singles, dependency_levels, replay_history
+from app.rating.seats import Seats
+from app.rating.variance import VarianceRule, disc_steps, time_away
+
+
+def variance_losses_many(
+    C0: ArrayLike,
+    log: GameLog,
+    rules: list[VarianceRule],
+    seats: Seats | list[Seats] | None = None,
+    times: Times = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Array:
+    """Each game's prequential log loss (a row per rule; its pair terms' losses weighted as the fit weighs them)
+    under each of ``rules``, replayed from ``C0`` (and the seats from ``seats``, or ``seats[n]`` for rule n)."""
+    from app.rating.tuning import _seats_learn  # the stacked seats' step, shared with the shrinking-step rule
+
+    starts = seats if isinstance(seats, list) else [seats] * len(rules)
+    if not _two_player_singles(log):
+        rows = []
+        for n, rule in enumerate(rules):
+            start = None if starts[n] is None else starts[n].copy()
+            p = replay_history(C0, log, rule, seats=start, times=times).pair_p
+            term = term_losses(p, log, np.arange(len(log.pair_a))) * log.pair_weight
+            rows.append(np.add.reduceat(term, log.pair_ptr[:-1]) if len(term) else np.zeros(0))
+            if progress is not None:
+                progress(n + 1, len(rules))
+        return np.array(rows)
+    C1 = as_vectors(C0, "C0")
+    out = np.empty((len(rules), log.n_games))
+    if log.n_games == 0:
+        return out
+    C = np.repeat(C1[None], len(rules), axis=0)
+    V = np.array([np.full(len(C1), rule.start) for rule in rules])
+    if any(rule.drift > 0 for rule in rules) and times is None:
+        raise RatingInputError("times", "a rule with a drift needs the games' times")
+    member_time = None if times is None else np.repeat(np.asarray(times[0], dtype=np.float64), 2)
+    away, _ = time_away(log.member_player, member_time, len(C1), None if times is None else times[1])
+    growth = np.array([rule.growth(away) for rule in rules])
+    shares = np.array([rule.shares(C1.shape[1] // 2) for rule in rules])
+    level = dependency_levels(log, len(C1))
+    order = np.argsort(level, kind="stable")
+    i, j = log.member_player[0::2][order], log.member_player[1::2][order]
+    grow_i, grow_j = growth[:, 0::2][:, order], growth[:, 1::2][:, order]
+    outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
+    if log.side_seat is not None:
+        starts = [start if start is not None else Seats.fresh(log.n_seats_needed) for start in starts]
+        if any(log.n_seats_needed > len(start.advantage) for start in starts):
+            raise RatingInputError("games", f"seat index {log.n_seats_needed - 1} is outside the seats given")
+        seat_i, seat_j = log.side_seat[0::2][order], log.side_seat[1::2][order]
+        advantage = np.array([np.append(start.advantage, 0.0) for start in starts])
+        information = np.array([np.append(start.information, 1.0) for start in starts])
+    bounds = _level_bounds(level, int(level.max()))
+    for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
+        a, b = i[lo:hi], j[lo:hi]
+        ua, ub = V[:, a] + grow_i[:, lo:hi], V[:, b] + grow_j[:, lo:hi]
+        ca, cb = C[:, a], C[:, b]
+        oca, ocb = omega_apply(ca), omega_apply(cb)
+        level_shift = shift[lo:hi]
+        if log.side_seat is not None:
+            sa, sb = seat_i[lo:hi], seat_j[lo:hi]
+            level_shift = level_shift + (advantage[:, sa] - advantage[:, sb])
+        p = expit(rowdot(ca, ocb) + level_shift)
+        info = p * (1.0 - p)
+        w, s = weight[lo:hi], outcome[lo:hi]
+        kick = w * (s - p) / (1.0 + info * (ua + ub))
+        da, db = disc_steps(ca, cb, oca, ocb, kick, shares)
+        C[:, a] = ca + ua[..., None] * da
+        C[:, b] = cb + ub[..., None] * db
+        wi = w * info
+        V[:, a] = ua / (1.0 + ua * (wi / (1.0 * (1.0 + info * (0.0 + ub)))))
+        V[:, b] = ub / (1.0 + ub * (wi / (1.0 * (1.0 + info * (0.0 + ua)))))
+        if log.side_seat is not None:
+            _seats_learn(advantage, information, sa, sb, w, s, p)
+        out[:, order[lo:hi]] = term_losses(p, log, order[lo:hi]) * w
+        if progress is not None:
+            progress(n + 1, len(bounds) - 1)
+    return out

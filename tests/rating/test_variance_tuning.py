@@ -1,0 +1,90 @@
+"""The variance rule's candidates replayed side by side, and chosen by a ladder's log (mathematics §3b, §3)."""
+
+import numpy as np
+
+from app.rating import GameLog, LearningRate, initial_vectors
+from app.rating.seats import Seats
+from app.rating.tuning import CYCLES, choose_rate, prequential_losses
+from app.rating.variance import VarianceRule
+from app.rating.variance_tuning import variance_losses_many
+from devtools.streams import career_stream
+
+from .helpers import random_games
+from .test_tuning import DEFAULT, elo_stream, start
+
+RULES = [VarianceRule(0.5, 0.001), VarianceRule(0.2, 0.01, 0.4), VarianceRule(1.0, 1e-4, 2.0)]
+
+
+def test_rules_replayed_together_score_each_game_as_a_replay_of_each_alone():
+    log = elo_stream(30, 2_000, 0.01, seed=3)
+    when = np.sort(np.random.default_rng(0).uniform(0, 4, log.n_games))
+    together = variance_losses_many(start(30), log, RULES, times=(when, None))
+    for row, rule in zip(together, RULES, strict=True):
+        np.testing.assert_array_equal(row, prequential_losses(start(30), log, rule, times=(when, None)))
+
+
+def test_with_seats_and_with_teams_too():
+    rng = np.random.default_rng(4)
+    i = rng.integers(0, 12, 600)
+    j = (i + rng.integers(1, 12, 600)) % 12
+    seated = GameLog.from_pairs(i, j, rng.random(600) < 0.6, seats=(np.zeros(600, int), np.ones(600, int)))
+    seats = Seats.fresh(2)
+    together = variance_losses_many(start(12), seated, RULES[:1] * 2, seats)
+    alone = prequential_losses(start(12), seated, RULES[0], seats.copy())
+    np.testing.assert_array_equal(together[0], alone)
+    np.testing.assert_array_equal(together[1], alone)
+    teams = GameLog.from_games(random_games(rng, 12, 300, "teams_and_multiplayer", advantages=True))
+    together = variance_losses_many(start(12), teams, [RULES[0], VarianceRule(0.2, 0.01)])
+    np.testing.assert_array_equal(together[1], prequential_losses(start(12), teams, VarianceRule(0.2, 0.01)))
+
+
+def test_a_changing_field_chooses_the_variance_rule_and_never_a_frozen_one():
+    # Strengths that wander and cohorts of improving newcomers (devtools.streams.career_stream), from the ladder
+    # default's start near the Elo manifold: the variance rule, whose noise never lets a step freeze, predicts the
+    # log better than every shrinking or constant step.
+    log, m, when = career_stream(games=8_000)
+    elo = initial_vectors([f"p{x}" for x in range(m)], 2, 0, 0.05, [0.0, 1.0, 0.0, 0.0])  # the ladder default
+    choice = choose_rate(elo, log, DEFAULT, times=(when, None), drifts=(0.2, 0.5), rules=True)
+    assert isinstance(choice.rate, VarianceRule) and choice.rate.noise > 0
+    best_steps = min(row["log_loss"] for row in choice.rows if row["rule"] == "steps")
+    assert choice.rows[choice.index]["log_loss"] < best_steps
+    assert (
+        choice.rows[0]["log_loss"] - choice.rows[choice.index]["log_loss"] > choice.rows[choice.index]["standard_error"]
+    )
+    # A ladder on the variance rule chooses around its own start and noise, every candidate's noise > 0.
+    again = choose_rate(elo, log, VarianceRule(0.5, 1e-4), rules=True)
+    assert all(row["noise"] > 0 for row in again.rows) and len(again.rows) >= 15 + len(CYCLES) - 1
+    assert isinstance(again.rate, VarianceRule) and again.rate.noise > 1e-4
+
+
+def test_a_small_ladder_keeps_its_rule():
+    log = elo_stream(6, 30, 0.0, seed=2)
+    assert choose_rate(start(6), log, DEFAULT, rules=True).rate == DEFAULT
+    assert choose_rate(start(6), log, LearningRate(0.7, 3.0)).index == 0
+
+
+def _field(share: float, m: int = 60, n: int = 6_000, seed: int = 5) -> tuple[GameLog, np.ndarray]:
+    """Games of a field whose advantages are a ranking (share 1) or rock-paper-scissors cycles (share 0), with
+    the ladder default's start near the Elo manifold (k = 2)."""
+    rng = np.random.default_rng(seed)
+    r, angle = rng.normal(size=m), rng.uniform(0, 2 * np.pi, m)
+    a = 2 * share * (r[:, None] - r[None, :]) + 4 * (1 - share) * np.sin(angle[:, None] - angle[None, :])
+    i = rng.integers(0, m, n)
+    j = (i + rng.integers(1, m, n)) % m
+    won = rng.random(n) < 1 / (1 + np.exp(-a[i, j]))
+    return GameLog.from_pairs(i, j, won.astype(float)), initial_vectors(
+        [f"p{x}" for x in range(m)], 2, 0, 0.05, [0, 1, 0, 0]
+    )
+
+
+def test_the_choice_gives_cycles_a_share_of_the_steps_only_where_the_field_goes_round():
+    # A ranking: the straight ladder's rule (no share for the cyclic disc) predicts best; rock-paper-scissors: the
+    # cyclic disc takes the larger share of every step.
+    ranking, C0 = _field(1.0)
+    straight = choose_rate(C0, ranking, VarianceRule(1.0, 1e-3, cycles=0.25), rules=True)
+    assert isinstance(straight.rate, VarianceRule) and straight.rate.cycles == 0.0
+    cyclic, C0 = _field(0.0)
+    round_ = choose_rate(C0, cyclic, VarianceRule(1.0, 1e-3, cycles=0.0), rules=True)
+    assert isinstance(round_.rate, VarianceRule) and round_.rate.cycles >= 0.5
+    straight_best = min(row["log_loss"] for row in round_.rows if row["cycles"] == 0.0)
+    assert round_.rows[round_.index]["log_loss"] < straight_best - 0.05  # far better than a straight ladder's
