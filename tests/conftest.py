@@ -30,6 +30,7 @@ _counter = itertools.count()
 SLOW_FILES = [
     "tests/api/test_analysis.py",
     "tests/test_scale.py",
+    "tests/test_scale_postgres.py",
     "tests/api/test_crash.py",
     "tests/api/test_concurrency.py",
     "tests/api/test_fuzz.py",
