@@ -31,6 +31,7 @@ SLOW_FILES = [
     "tests/test_failover.py",
     "tests/api/test_analysis.py",
     "tests/test_scale.py",
+    "tests/test_scale_postgres.py",
     "tests/api/test_crash.py",
     "tests/api/test_concurrency.py",
     "tests/api/test_fuzz.py",

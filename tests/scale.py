@@ -2,11 +2,12 @@
 
     python -m tests.scale DATABASE_URL PLAYERS CAP_GB
 
-Run by ``tests/test_scale.py`` in a process of its own: it caps its address
-space (``RLIMIT_AS``), so any players × players array fails it with a
-MemoryError.  It seeds a ladder with the defaults (k = 1) and two games per
-player, runs a refit (fit, identifiability, report) and every ladder-wide
-report, and prints one JSON line of what each took.
+Run by ``tests/test_scale.py`` and ``tests/test_scale_postgres.py`` in a
+process of its own: it caps its address space (``RLIMIT_AS``), so any
+players × players array fails it with a MemoryError.  It seeds a ladder with
+the defaults (k = 1) and two games per player, runs a refit (fit,
+identifiability, report) and every ladder-wide report, and prints one JSON
+line of what each took.
 """
 
 from __future__ import annotations

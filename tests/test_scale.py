@@ -1,4 +1,7 @@
-"""Nothing quadratic in players: a refit and every ladder-wide report of a large ladder in 4 GB of address space."""
+"""Nothing quadratic in players: a refit and every ladder-wide report of a large ladder in 4 GB of address space.
+
+The same on PostgreSQL is in ``test_scale_postgres.py``: a file of its own, so that the two, the longest tests of
+the suite, run on two workers at once."""
 
 from __future__ import annotations
 
@@ -6,8 +9,6 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-
-from devtools.postgres import PostgresServer
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -24,12 +25,3 @@ def test_100000_players_refit_and_report_in_4_gb(tmp_path):
     found = run_scale(f"sqlite:///{tmp_path}/big.db", 100_000)
     assert found["refit"] == "done", found
     assert found["consistent"], found
-
-
-def test_the_same_on_postgresql(postgres: PostgresServer):
-    url = postgres.create_database("scale")
-    try:
-        found = run_scale(url, 50_000)
-    finally:
-        postgres.drop_database("scale")  # the largest database of the session's server
-    assert found["refit"] == "done" and found["consistent"], found

@@ -1,7 +1,7 @@
 """Fuzzing: Schemathesis sends generated requests, valid and invalid, to every operation of a live server.
 
 Bounded (a fixed number of examples per operation), seeded (derandomised, so a
-failure reproduces) and run on SQLite and on PostgreSQL with two workers.  Every
+failure reproduces) and sent to SQLite and to PostgreSQL with two workers.  Every
 answer must be below 500, carry a documented status code and content type, and
 match the documented schema.  Requests go to a real ladder with real players
 (``fuzz``), with the server admin key, so they reach the code behind the checks.
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import zlib
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
 from datetime import datetime
 
 import httpx
@@ -32,29 +34,45 @@ from devtools.server import ADMIN_KEY, live_server
 
 EXAMPLES = 25
 PLAYERS = ["ann", "bob", "cy", "dee"]
+KINDS = ["sqlite", "postgresql"]
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
-def fuzz_server(request, tmp_path_factory):
-    if request.param == "sqlite":
+@contextmanager
+def _fuzz_server(request, tmp_path_factory, kind: str) -> Iterator[str]:
+    """A live server over a fresh database of ``kind``, with the ``fuzz`` ladder and its players."""
+    if kind == "sqlite":
         url = f"sqlite:///{tmp_path_factory.mktemp('fuzz') / 'melo.db'}"
     else:
         server = request.getfixturevalue("postgres")
         name = f"melo_fuzz_{next(_names)}"
         url = server.create_database(name)
     upgrade(Settings(database_url=url).sqlalchemy_url)
-    with live_server(url, workers=2 if request.param == "postgresql" else 1) as base:
+    with live_server(url, workers=2 if kind == "postgresql" else 1) as base:
         admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
-        assert httpx.post(base + "/v1/ladders", json={"slug": "fuzz", "k": 2}, headers=admin).status_code == 201
-        for a, b in itertools.combinations(PLAYERS, 2):
-            game = {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]}
-            assert httpx.post(base + "/v1/ladders/fuzz/games", json=game, headers=admin).status_code == 201
+        with httpx.Client(base_url=base, headers=admin) as http:
+            assert http.post("/v1/ladders", json={"slug": "fuzz", "k": 2}).status_code == 201
+            for a, b in itertools.combinations(PLAYERS, 2):
+                game = {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]}
+                assert http.post("/v1/ladders/fuzz/games", json=game).status_code == 201
         yield base
 
 
-def test_no_input_gets_a_server_error_or_an_undocumented_answer(fuzz_server):
-    schema = schemathesis.openapi.from_url(fuzz_server + "/openapi.json")
+@pytest.fixture(scope="module")
+def fuzz_servers(request, tmp_path_factory) -> Iterator[dict[str, str]]:
+    """A server of each kind, both up for the module: the schema-driven fuzzing sends each generated request to
+    both (generating them took most of its time, twice when each kind had a test of its own)."""
+    with ExitStack() as stack:
+        yield {kind: stack.enter_context(_fuzz_server(request, tmp_path_factory, kind)) for kind in KINDS}
+
+
+@pytest.fixture(params=KINDS)
+def fuzz_server(request, fuzz_servers) -> str:
+    return fuzz_servers[request.param]
+
+
+def test_no_input_gets_a_server_error_or_an_undocumented_answer(fuzz_servers):
+    schema = schemathesis.openapi.from_url(fuzz_servers["sqlite"] + "/openapi.json")
     checks = [
         not_a_server_error,
         status_code_conformance,
@@ -63,7 +81,7 @@ def test_no_input_gets_a_server_error_or_an_undocumented_answer(fuzz_server):
         unsupported_method,
     ]
     headers = {"Authorization": f"Bearer {ADMIN_KEY}"}
-    ran = 0
+    ran = dict.fromkeys(fuzz_servers, 0)
     for result in schema.get_all_operations():
         operation = result.ok()
         if operation.path.endswith("/events"):  # a stream stays open; test_events tries its inputs
@@ -73,18 +91,23 @@ def test_no_input_gets_a_server_error_or_an_undocumented_answer(fuzz_server):
         @settings(max_examples=EXAMPLES, derandomize=True, deadline=None, database=None,
                   suppress_health_check=list(HealthCheck))  # fmt: skip
         def fuzz(case):
-            nonlocal ran
             # Most generated slugs and keys name nothing (404): half of the cases go to the real ladder and players.
             if "slug" in (case.path_parameters or {}) and zlib.crc32(repr(case.body).encode()) % 2 == 0:
                 case.path_parameters["slug"] = "fuzz"
                 if "key" in case.path_parameters:
                     case.path_parameters["key"] = PLAYERS[len(repr(case.query)) % len(PLAYERS)]
-            case.call_and_validate(base_url=fuzz_server, headers=headers, checks=checks, timeout=60)
-            ran += 1
+            # The same request to each server, in the same order: each sees what a run of its own would send it.
+            for kind, base in fuzz_servers.items():
+                try:
+                    case.call_and_validate(base_url=base, headers=headers, checks=checks, timeout=60)
+                except Exception as error:
+                    error.add_note(f"on {kind}")
+                    raise
+                ran[kind] += 1
 
         fuzz()
-    print(f"{ran} generated requests")
-    assert ran > 500
+    print(f"generated requests: {ran}")
+    assert all(n > 500 for n in ran.values()), ran
 
 
 # Latin-1 text (what an HTTP header carries) leaning toward digits, Unicode's other digits ("²", "١") among them,
