@@ -14,7 +14,17 @@ from app.core.cursors import decode_cursor, encode_cursor
 from app.core.errors import Conflict, InvalidInput
 from app.core.schemas import iso
 from app.players.last_game import last_game_changes
-from app.players.records import clock, conservative, hodge, is_listed, listed_rows, page_se, provisional, record_fields
+from app.players.records import (
+    clock,
+    conservative,
+    hodge,
+    is_listed,
+    listed_rows,
+    page_se,
+    provisional,
+    record_fields,
+    variances,
+)
 from app.rating.analysis import canonical
 from app.rating.ranking import conservative_bound, first_rows, first_rows_by_bound, leaderboard_order, rows_through
 from app.storage.ladders import LadderRow
@@ -122,7 +132,7 @@ def _conservative_bound(table: Table, ladder: LadderRow) -> np.ndarray:
     table.  Under the variance rule a standard error is at least √u (mathematics §3b, §8)."""
     rule = ladder.learning_rate()
     if isinstance(rule, rating.VarianceRule):
-        floor = np.sqrt(np.where(np.isnan(table.variance), rule.start, table.variance))
+        floor = np.sqrt(variances(table, rule))
         return table.derived("conservative bound", lambda: rating.conservative(hodge(table), floor))
     return table.derived("conservative bound", lambda: conservative_bound(hodge(table), table.experience))
 

@@ -8,6 +8,7 @@ from datetime import datetime
 import numpy as np
 
 from app import rating, storage
+from app.players.records import variances
 from app.rating.model import omega_apply, rowdot
 from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
@@ -38,10 +39,8 @@ def stakes(
     if rate.drift > 0:  # the steps wear with the time away, counted in days as a post counts them
         today = storage.codec.day_years(np.array([storage.codec.micros(now)]))
         times = (np.repeat(today, 2 * m), storage.codec.day_years(table.last_played[rows]))
-    if isinstance(rate, rating.VarianceRule):  # the state the rule carries: the variances (mathematics §3b)
-        state = np.where(np.isnan(table.variance[rows]), rate.start, table.variance[rows])
-    else:
-        state = table.experience[rows]
+    # The state the rule carries: under the variance rule, the variances (mathematics §3b).
+    state = variances(table, rate)[rows] if isinstance(rate, rating.VarianceRule) else table.experience[rows]
     history = rating.replay_history(C0, log, rate, games0=state, times=times)
     moved = history.C - C0
     field = (rating.field_mean(table.C) * len(table.C) + moved[me] + moved[them]) / max(len(table.C), 1)
