@@ -88,8 +88,11 @@ def kill_under_load(cluster: Cluster, base: str, keys: dict, tag: str, lag: floa
             time.sleep(lag)
         acknowledged_at_kill = len(load.acknowledged)
         killed = time.monotonic()
-        cluster.kill_host() if host else cluster.kill_primary()
-        new = cluster.wait_leader(other_than=old, timeout=120)
+        if host:
+            cluster.kill_host()
+            new, kills = cluster.wait_leader(other_than=old, timeout=120), 1
+        else:  # killed again if Patroni restarted it in place (Cluster.fail_over)
+            new, kills = cluster.fail_over(timeout=120)[1:]
         leader_after = time.monotonic() - killed
         first_ack = load.first_ack_after(killed, timeout=120)
         if host:
@@ -101,6 +104,7 @@ def kill_under_load(cluster: Cluster, base: str, keys: dict, tag: str, lag: floa
     return {
         "old_primary": old,
         "new_primary": new,
+        "kills": kills,
         "kill_to_new_leader_s": round(leader_after, 1),
         "kill_to_first_ack_s": round(first_ack, 1),
         "kill_to_old_primary_streaming_s": round(rejoined, 1),

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -276,7 +277,8 @@ class Cluster:
         out = []
         logs = [(m.name, m.dir / "patroni.log") for m in self.members]
         for name, log in [*logs, ("haproxy", self.dir / "haproxy.log"), ("etcd", self.etcd.log)]:
-            tail = log.read_text(errors="replace").splitlines()[-lines:] if log.exists() else []
+            text = log.read_text(errors="replace").splitlines() if log.exists() else []
+            tail = [line for line in text if not _NOISE.search(line)][-lines:]
             out.append(f"--- {name}\n" + "\n".join(tail))
         return "\n".join(out)
 
@@ -305,6 +307,32 @@ class Cluster:
             assert time.monotonic() < deadline, f"the killed primary's processes live on: {processes}"
             time.sleep(0.01)
         return name
+
+    def fail_over(
+        self, killed: Callable[[], object] = lambda: None, timeout: float = 60, kills: int = 3
+    ) -> tuple[str, str, int]:
+        """kill -9 the leader's postmaster until another member leads (:meth:`wait_leader`); the old leader's name,
+        the new one's and the kills it took.  Patroni fails a crashed primary over only if its synchronous standby's
+        REST API confirms, within 2 s, that it is fit to take over; on a machine too loaded for that it restarts the
+        primary in place instead (crash recovery: nothing acknowledged is lost), and the primary is killed again.
+        ``killed`` is called once the first kill's processes are gone."""
+        old = self.leader()
+        assert old is not None, self.patronictl_list()
+        for kill in range(1, kills + 1):
+            assert self.kill_primary() == old
+            if kill == 1:
+                killed()
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                name = self.leader()
+                if name is not None and self._writable():
+                    if name != old:
+                        return old, name, kill
+                    break  # restarted in place
+                time.sleep(0.1)
+            else:
+                raise TimeoutError(f"no leader within {timeout} s:\n{self.patronictl_list()}\n{self.logs()}")
+        raise TimeoutError(f"{old} restarted in place after {kills} kills:\n{self.patronictl_list()}\n{self.logs()}")
 
     def kill_host(self) -> str:
         """kill -9 the leader's Patroni and PostgreSQL together, as when its machine dies: the others wait for its
@@ -368,6 +396,13 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (FileNotFoundError, IndexError):
         return False
+
+
+# Lines that would push the decisive ones out of a failure's message: Patroni's idle loop, and the tracebacks its
+# REST API logs each time HAProxy's health check hangs up before reading the answer.
+_NOISE = re.compile(
+    r"INFO: no action\. |^  File |^    |Traceback|ConnectionResetError|BrokenPipeError|Exception happened"
+)
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:

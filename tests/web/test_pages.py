@@ -365,9 +365,11 @@ def test_the_api_docs_render_from_local_assets(base, desktop):
     requested = []
     desktop.on("request", lambda request: requested.append(request.url))
     desktop.goto(base + "/docs")
-    desktop.wait_for_selector(".swagger-ui .info .title")
+    # Swagger UI parses a 1.4 MB script and renders the whole schema: on a loaded machine (the failover test runs
+    # beside this one) that has taken over the default 10 s.
+    desktop.wait_for_selector(".swagger-ui .info .title", timeout=30_000)
     assert "melo" in desktop.inner_text(".swagger-ui .info .title")
-    desktop.wait_for_selector('.opblock-summary-path[data-path="/v1/ladders/{slug}/teams"]')
+    desktop.wait_for_selector('.opblock-summary-path[data-path="/v1/ladders/{slug}/teams"]', timeout=30_000)
     assert requested and all(url.startswith(base) for url in requested), requested
 
 
