@@ -48,8 +48,8 @@ def rate_choice(ladder: LadderRow, state: LadderLog, progress) -> dict:
         "drift": chosen["drift"],
         "seat_prior": chosen.get("seat_prior"),
         "changed": choice.index != 0,
-        "previous_eta": current.eta,
-        "previous_eta_tau": current.tau,
+        "previous_eta": ladder.eta,  # the ladder's (under the variance rule, the newcomer's variance's η)
+        "previous_eta_tau": ladder.eta_tau,
         "previous_drift": ladder.drift,
         "previous_drift_steps": ladder.drift_steps,
         "previous_seat_prior": ladder.seat_prior if fresh is not None else None,
