@@ -7,7 +7,8 @@ is posted in order to a new ladder with the defaults (auto refits and the rate c
 with their home seats) on a real server (``uvicorn``, SQLite, one worker), ``POST …/games/batch`` of 500 games,
 one call every ``--pace`` seconds (1), with ``played_at`` where the stream is dated. Every game is scored by the
 ``expected_score`` its post answered, before the game: what a user of the service saw. The auto refits run in the
-background as they would for a user, and change the later answers when they apply.
+background as they would for a user, and change the later answers when they apply; the next stream starts once
+they have ended (their queue is shared).
 
 Prints the log loss over the second half of each stream beside bench/quality_field.py's columns (Elo with its
 rate chosen on the first half, the best of the field tuned in hindsight) where bench/results/quality_field.json
@@ -94,6 +95,12 @@ def run(base: str, name: str, log: GameLog, when: np.ndarray | None, pace: float
                 actual.append(game["sides"][0]["actual_score"])
             time.sleep(max(0.0, pace - (time.perf_counter() - tick)))
         ladder = http.get(f"/v1/ladders/{slug}").json()
+        # The next stream's refits would queue behind this one's: let them end first (they change nothing scored).
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and any(
+            job["status"] in ("queued", "running") for job in http.get(f"/v1/ladders/{slug}/refits").json()["items"]
+        ):
+            time.sleep(1)
     p = np.clip(np.array(expected), 1e-12, 1 - 1e-12)
     s = np.array(actual)
     loss = -(s * np.log(p) + (1 - s) * np.log1p(-p))
