@@ -73,15 +73,20 @@ def _elo_drift(ladder: LadderRow, current: rating.LearningRate, drift: float) ->
     return ladder.drift if drift == current.drift else round(drift * rating.ELO_PER_LOGIT, 9)
 
 
-def reject_and_apply_rate(session: Session, ladder: LadderRow, refit_id: int, rejected: dict) -> None:
-    """An auto refit whose fit the guard rejected, but whose rate choice stands: recorded, and the rate applied."""
-    if not storage.refits.advance(session, ladder.id, refit_id, "running", rejected):  # cancelled meanwhile
-        return
-    storage.players.lock_all(session, ladder.id)
-    fresh = storage.ladders.by_id(session, ladder.id)
-    if fresh is not None and set_rate(session, fresh, storage.refits.get(session, ladder.id, refit_id)):
-        replay_log(session, storage.ladders.by_id(session, ladder.id))
-        storage.ladders.bump(session, [ladder.id], reset=True)
+def apply_rate_first(session: Session, ladder_id: int, refit_id: int, rate: dict) -> bool:
+    """An auto refit's rate choice applied as soon as it is made, before the refit's guard and fit run (they take
+    seconds, the choice a fraction of one): the ladder rates its next games with the rule its log chose meanwhile.
+    Recorded in the running job's result; the log replayed at the new rate under every player's lock.  Whether it
+    was applied (not if the job was cancelled, the rate is pinned or an admin changed it since)."""
+    if not storage.refits.advance(session, ladder_id, refit_id, "running", {"result": {"rate": rate}}):
+        return False
+    storage.players.lock_all(session, ladder_id)
+    ladder = storage.ladders.by_id(session, ladder_id)
+    if ladder is None or not set_rate(session, ladder, storage.refits.get(session, ladder_id, refit_id)):
+        return False
+    replay_log(session, storage.ladders.by_id(session, ladder_id))
+    storage.ladders.bump(session, [ladder_id], reset=True)
+    return True
 
 
 def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:

@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.analysis.refit_apply import apply_refit, prepared_replay
 from app.analysis.refit_guard import guard_verdict
-from app.analysis.refit_rate import rate_choice, reject_and_apply_rate
+from app.analysis.refit_rate import apply_rate_first, rate_choice
 from app.analysis.reports import identifiability_summary
 from app.analysis.schemas import RefitIn
 from app.core import jobs
@@ -43,7 +43,8 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
     """Fit the ladder's refit ``refit_id``, check identifiability of the fit, store the result (also used by
     ``melo refit``).
 
-    An ``auto`` refit is guarded first (:func:`app.analysis.refit_guard.guard_verdict`) and applied when it passes.
+    An ``auto`` refit applies the rate it chose at once (:func:`app.analysis.refit_rate.apply_rate_first`), then
+    is guarded (:func:`app.analysis.refit_guard.guard_verdict`) and applied when it passes.
     """
     with db.snapshot() as session:
         job = storage.refits.get(session, ladder_id, refit_id)
@@ -85,16 +86,19 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         return lambda done, total: report(n * total + done, len(parts) * total)
 
     rate = rate_choice(ladder, state, part("rate")) if params.tune_rate else None
+    if params.auto and rate is not None and rate["changed"]:  # at once, not after the fit (apply_rate_first)
+        applied = jobs.at_server_priority(
+            lambda: db.write(lambda session: apply_rate_first(session, ladder_id, refit_id, rate))
+        )
+        rate = rate | {"applied": applied}
     verdict, select_k = None, params.select_k
     if params.auto:
         verdict = guard_verdict(ladder, state, recent, params, part("guard"))
         if not verdict["better"]:
             summary = {"games": state.log.n_games, "players": m, "guard": verdict} | ({"rate": rate} if rate else {})
+            # The rate has its own guard: applied all the same (above).
             rejected = {"status": "rejected", "progress": 1.0, "result": summary, "finished_at": datetime.now(UTC)}
-            if rate is not None and rate["changed"]:  # the rate has its own guard: applied all the same
-                db.write(lambda session: reject_and_apply_rate(session, ladder, refit_id, rejected))
-            else:
-                _advance(db, ladder_id, refit_id, "running", **rejected)
+            _advance(db, ladder_id, refit_id, "running", **rejected)
             return
         select_k = [verdict["k"]]
 

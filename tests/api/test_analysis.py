@@ -184,6 +184,7 @@ def test_an_auto_refit_chooses_and_applies_the_rate_whatever_its_guard_says(clie
     assert job["status"] in ("done", "rejected") and rate["changed"] and rate["applied"], job
     ladder = client.get("/v1/ladders/test").json()
     assert ladder["eta"] == rate["eta"] < 4.0 and ladder["rate_choice"]["refit"] == job["id"]
+    assert ladder["rate_choice"]["applied_at"] < job["finished_at"]  # as soon as chosen, before the guard and fit
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
 
@@ -208,9 +209,12 @@ def test_an_auto_refit_whose_fit_is_rejected_still_applies_the_rate_its_log_chos
     ladder = client.get("/v1/ladders/test").json()
     assert (ladder["rate_rule"], ladder["noise"], ladder["eta"]) == ("variance", rate["noise"], rate["eta"])
     assert ladder["rate_choice"]["refit"] == job["id"] and ladder["rate_choice"]["previous_rate_rule"] == "steps"
+    assert ladder["rate_choice"]["applied_at"] < job["finished_at"]
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
     # The ladder's next rate choice starts from the variance rule (it once failed there: a variance rule has no η).
-    again = wait(client, client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h).headers["location"])
+    again = wait(
+        client, client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h).headers["location"]
+    )
     assert again["status"] == "done", again.get("error")
     rate = again["result"]["rate"]
     previous = (rate["previous_rate_rule"], rate["previous_eta"], rate["previous_noise"])
@@ -301,7 +305,9 @@ def disc_games(n: int, seed: int = 0) -> list[dict]:
 
 def test_auto_refit_applies_a_better_fit_as_a_checkpoint(client):
     auto._posted.clear()
-    key = make_ladder(client)  # the defaults: auto_refit on
+    # The defaults (auto_refit on) with the rate pinned: a rate choice applies at once and replays the log, which
+    # would rewrite the forecasts served that the guard compared with.
+    key = make_ladder(client, auto_rate=False)
     assert client.get("/v1/ladders/test").json()["auto_refit"] is True
     games = disc_games(1_100)
     h = bearer(key)
