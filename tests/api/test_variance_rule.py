@@ -160,3 +160,18 @@ def test_a_rule_that_could_freeze_a_player_is_refused(client, bad):
     assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", r.text
     created = client.post("/v1/ladders", json={"slug": "other", **{k: v for k, v in bad.items() if v is not None}})
     assert created.status_code in (401, 422), created.text
+
+
+def test_a_refits_replay_report_uses_the_ladders_rule(client):
+    """The refit report's held-out `replay` is the ladder's online rule: on the variance rule, its variances."""
+    games = random_games(120, seed=4)
+    replays = {}
+    for slug, rule in (("steady", "steps"), ("filter", "variance")):
+        key = make_ladder(client, slug, k=1, seed=2, rate_rule=rule, noise=60.0, auto_refit=False)
+        assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games}, headers=bearer(key)).status_code
+        body = {"restarts": 1, "holdout": 0.3, "select_k": [1]}
+        started = client.post(f"/v1/ladders/{slug}/refits", json=body, headers=bearer(key))
+        job = wait(client, started.headers["Location"])
+        assert job["status"] == "done", job
+        replays[rule] = job["result"]["heldout"]["replay"]
+    assert replays["variance"]["log_loss"] != replays["steps"]["log_loss"], replays
