@@ -210,7 +210,9 @@ def test_an_auto_refit_whose_fit_is_rejected_still_applies_the_rate_its_log_chos
     assert ladder["rate_choice"]["refit"] == job["id"] and ladder["rate_choice"]["previous_rate_rule"] == "steps"
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
     # The ladder's next rate choice starts from the variance rule (it once failed there: a variance rule has no η).
-    again = wait(client, client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h).headers["location"])
+    again = wait(
+        client, client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h).headers["location"]
+    )
     assert again["status"] == "done", again.get("error")
     rate = again["result"]["rate"]
     previous = (rate["previous_rate_rule"], rate["previous_eta"], rate["previous_noise"])
