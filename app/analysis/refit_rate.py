@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from datetime import UTC, datetime
 
@@ -30,7 +31,7 @@ def rate_choice(ladder: LadderRow, state: LadderLog, progress) -> dict:
         drifts = tuple(f * current.drift for f in DRIFT_FACTORS)
     sds = SEAT_PRIOR_SDS if fresh is not None else ()
     choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts, sds, rules=True)
-    rows = [row | {"drift": _elo_drift(ladder, current, row["drift"]), "noise": _elo_noise(row)} for row in choice.rows]
+    rows = [row | {"drift": _elo_drift(ladder, row), "noise": _elo_noise(row)} for row in choice.rows]
     for row in rows:  # the ladder's own prior as it was set, not as its precision gives it back
         if fresh is not None and row["seat_prior"] == rows[0]["seat_prior"]:
             row["seat_prior"] = ladder.seat_prior
@@ -67,10 +68,14 @@ def _elo_noise(row: dict) -> float | None:
     return None if row["noise"] is None else round(math.sqrt(row["noise"]) * rating.ELO_PER_LOGIT, 9)
 
 
-def _elo_drift(ladder: LadderRow, current: rating.LearningRate, drift: float) -> float:
-    """A rate's drift in logits a year as the ladder's setting (Elo points a year): the setting itself where it
-    is the ladder's (or the steps ignore it)."""
-    return ladder.drift if drift == current.drift else round(drift * rating.ELO_PER_LOGIT, 9)
+def _elo_drift(ladder: LadderRow, row: dict) -> float:
+    """A candidate's drift in logits a year as the ladder's setting (Elo points a year): the setting itself where
+    the candidate's rule takes that drift from it.  Otherwise its own, so that the ladder, given the candidate's
+    rule, steps with the drift the candidate was compared at (a constant η ignores the drift: a variance rule or
+    a τ chosen on such a ladder was compared without one, and would follow the ladder's drift once applied)."""
+    tau = row["tau"] if row["rule"] == "steps" else ladder.eta_tau
+    own = dataclasses.replace(ladder, rate_rule=row["rule"], eta_tau=tau).step_drift()
+    return ladder.drift if row["drift"] == own else round(row["drift"] * rating.ELO_PER_LOGIT, 9)
 
 
 def apply_rate_first(session: Session, ladder_id: int, refit_id: int, rate: dict) -> bool:

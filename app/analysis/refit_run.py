@@ -207,7 +207,8 @@ def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, par
     train_games = np.unique(np.searchsorted(state.log.pair_ptr, train, side="right") - 1)
     seeded = k != ladder.k
     start = rating.initial_vectors(state.keys, k, ladder.seed, ladder.init_scale) if seeded else state.start
-    rate = rating.LearningRate(eta, ladder.eta_tau)
+    # The ladder's rule (under the variance rule, its variances: mathematics §3b), replayed without the games' times.
+    rate = dataclasses.replace(ladder, eta=eta, drift=0.0).learning_rate()
     history = rating.replay_history(start, state.log.take(train_games), rate, seats=ladder.fresh_seats())
     seats = None if history.seats is None else history.seats.advantage
     return vars(evaluate(history.C, state.log, test, seats))

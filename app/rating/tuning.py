@@ -221,7 +221,7 @@ def choose_rate(
     no choice can freeze a player.
     """
     if isinstance(current, VarianceRule):
-        return _choose_variance(C0, log, current, seats, progress, times, drifts)
+        return _choose_variance(C0, log, current, seats, progress, times, drifts, seat_sds)
     candidates: list[Rule] = [current]
     candidates += [
         LearningRate(current.eta * f, tau, current.drift)
@@ -305,9 +305,17 @@ def _compared(C0, log: GameLog, rules: list[Rule], seats, times: Times, referenc
 
 
 def _choose_variance(
-    C0, log: GameLog, current: VarianceRule, seats, progress, times: Times, drifts: tuple[float, ...]
+    C0,
+    log: GameLog,
+    current: VarianceRule,
+    seats,
+    progress,
+    times: Times,
+    drifts: tuple[float, ...],
+    seat_sds: tuple[float, ...],
 ) -> RateChoice:
-    """:func:`choose_rate` for a ladder on the variance rule: multiples of its start and noise, then drifts."""
+    """:func:`choose_rate` for a ladder on the variance rule: multiples of its start and noise, then drifts, then
+    the seats' prior (``seat_sds``), as on the other rule."""
     grid = [current] + [
         rule
         for f in START_FACTORS
@@ -316,7 +324,7 @@ def _choose_variance(
     ]
     reference = _losses(C0, log, [current], seats, progress, times)[0]
     candidates, means, errors = _variance_round(C0, log, grid, seats, times, drifts, reference)
-    return _chosen(C0, log, candidates, means, errors, reference, seats, times, ())
+    return _chosen(C0, log, candidates, means, errors, reference, seats, times, seat_sds)
 
 
 def _chosen(

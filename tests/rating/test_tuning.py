@@ -5,6 +5,7 @@ from scipy.special import expit
 from app.rating import GameLog, LearningRate, RatingInputError, initial_vectors
 from app.rating.seats import Seats
 from app.rating.tuning import choose_rate, prequential_losses, prequential_losses_many
+from app.rating.variance import VarianceRule
 
 DEFAULT = LearningRate(0.7, 3.0)
 
@@ -126,3 +127,11 @@ def test_the_seats_prior_is_chosen_with_the_rate():
     # Without seats there is no prior to choose.
     plain = choose_rate(start(30), elo_stream(30, 300, 0.0, seed=6), DEFAULT, seat_sds=(0.25, 2.0))
     assert plain.seat_prior is None and "seat_prior" not in plain.rows[0]
+
+
+def test_a_ladder_on_the_variance_rule_chooses_its_seats_prior_too():
+    log = seated_stream(30, 1_500, 2.5, seed=6)
+    rule = VarianceRule.from_eta(0.7, 0.001)
+    choice = choose_rate(start(30), log, rule, Seats.fresh(2, 16.0), seat_sds=(0.25, 0.5, 1.0, 2.0))
+    assert choice.seat_prior in (1.0, 2.0), choice.rows
+    assert {row["seat_prior"] for row in choice.rows} == {0.25, 0.5, 1.0, 2.0}
