@@ -55,6 +55,8 @@ NOISES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1)
 CYCLES = (0.0, 0.25, 0.5, 0.8)
 #: Around a ladder's own variance rule: these multiples of its start and of its noise.
 START_FACTORS = (0.5, 1.0, 2.0)
+#: The constant steps η a ladder on the variance rule may go back to: around a new ladder's 0.7.
+STEPS_BACK = (0.175, 0.35, 0.7, 1.4, 2.8)
 NOISE_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
 
 Rule = LearningRate | VarianceRule
@@ -324,6 +326,12 @@ def _choose_variance(
     ]
     reference = _losses(C0, log, [current], seats, progress, times)[0]
     candidates, means, errors = _variance_round(C0, log, grid, seats, times, drifts, reference)
+    # The way back to a step, where the log now says it pays (a cyclic field's cycles show only once they have been
+    # played): constant ones, which never freeze a player either.
+    steps: list[Rule] = [LearningRate(eta, None, current.drift) for eta in STEPS_BACK]
+    m, e = _compared(C0, log, steps, seats, times, reference)
+    candidates += steps
+    means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
     return _chosen(C0, log, candidates, means, errors, reference, seats, times, seat_sds)
 
 

@@ -4,7 +4,7 @@ import numpy as np
 
 from app.rating import GameLog, LearningRate, initial_vectors
 from app.rating.seats import Seats
-from app.rating.tuning import CYCLES, choose_rate, prequential_losses
+from app.rating.tuning import CYCLES, STEPS_BACK, choose_rate, prequential_losses
 from app.rating.variance import VarianceRule
 from app.rating.variance_tuning import variance_losses_many
 from devtools.streams import career_stream
@@ -51,9 +51,12 @@ def test_a_changing_field_chooses_the_variance_rule_and_never_a_frozen_one():
     assert (
         choice.rows[0]["log_loss"] - choice.rows[choice.index]["log_loss"] > choice.rows[choice.index]["standard_error"]
     )
-    # A ladder on the variance rule chooses around its own start and noise, every candidate's noise > 0.
+    # A ladder on the variance rule chooses around its own start and noise, every candidate's noise > 0, and may go
+    # back to a step, a constant one only: no candidate can freeze a player.
     again = choose_rate(elo, log, VarianceRule(0.5, 1e-4), rules=True)
-    assert all(row["noise"] > 0 for row in again.rows) and len(again.rows) >= 15 + len(CYCLES) - 1
+    variance = [row for row in again.rows if row["rule"] == "variance"]
+    assert all(row["noise"] > 0 for row in variance) and len(variance) >= 15 + len(CYCLES) - 1
+    assert all(row["tau"] is None for row in again.rows if row["rule"] == "steps")
     assert isinstance(again.rate, VarianceRule) and again.rate.noise > 1e-4
 
 
@@ -85,6 +88,17 @@ def test_the_choice_gives_cycles_a_share_of_the_steps_only_where_the_field_goes_
     assert isinstance(straight.rate, VarianceRule) and straight.rate.cycles == 0.0
     cyclic, C0 = _field(0.0)
     round_ = choose_rate(C0, cyclic, VarianceRule(1.0, 1e-3, cycles=0.0), rules=True)
-    assert isinstance(round_.rate, VarianceRule) and round_.rate.cycles >= 0.5
-    straight_best = min(row["log_loss"] for row in round_.rows if row["cycles"] == 0.0)
+    variance = [row for row in round_.rows if row["rule"] == "variance"]
+    assert min(variance, key=lambda row: row["log_loss"])["cycles"] >= 0.5
+    straight_best = min(row["log_loss"] for row in variance if row["cycles"] == 0.0)
     assert round_.rows[round_.index]["log_loss"] < straight_best - 0.05  # far better than a straight ladder's
+
+
+def test_a_ladder_on_the_variance_rule_can_go_back_to_a_constant_step():
+    # A variance rule that barely moves anyone (its start and noise tiny, every candidate around it too): the log
+    # takes the ladder back to a constant step, which never freezes a player either.
+    log = elo_stream(30, 3_000, 0.01, seed=3)
+    frozen = VarianceRule(1e-3, 1e-8)
+    back = choose_rate(start(30), log, frozen, rules=True)
+    assert isinstance(back.rate, LearningRate) and back.rate.tau is None and back.rate.eta in STEPS_BACK
+    assert back.rows[0]["log_loss"] - back.rows[back.index]["log_loss"] > back.rows[back.index]["standard_error"]
