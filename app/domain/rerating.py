@@ -240,6 +240,7 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
     storage.ladder_state.save_seat_state(session, ladder.id, prepared.seats)
     storage.ladder_state.recount_field(session, ladder)
+    storage.ladders.recount_draws(session, ladder.id)
     return sum(part.log.n_games for part, _ in prepared.parts)
 
 
@@ -263,6 +264,7 @@ def _marks(ladder: LadderRow) -> tuple:
 def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
     _write(session, ladder, part, _history(ladder, part))
     storage.ladder_state.recount_field(session, ladder)
+    storage.ladders.recount_draws(session, ladder.id)  # what the draw model is fitted on: the forecasts as rewritten
     return part.log.n_games
 
 

@@ -9,7 +9,7 @@ game, 0 for a certain one).  The model takes a fixed share ν of that room,
     P(draw) = ν · 2·min(p, 1 - p),
 
 and fits ν on the ladder's two-sided games by moments: the draws seen over
-the room the forecasts served left for them, ν = draws / (room + 2), where the
+the room the games' forecasts left for them, ν = draws / (room + 2), where the
 2 stands for two even games without a draw, so that a first draw among few
 games does not promise draws everywhere.  A ladder that has seen no draw
 predicts none (``None``: the model is not fitted).

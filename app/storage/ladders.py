@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 
 import numpy as np
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, case, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -27,6 +27,7 @@ from app.storage.tables import (
     Ladder,
     LadderEvent,
     LadderSlug,
+    Participant,
     Player,
     Refit,
     Season,
@@ -321,6 +322,34 @@ def count(
     pending = session.info.setdefault("ladder_counts", {})
     had = pending.get(ladder_id, (0, 0, 0, 0.0))
     pending[ladder_id] = (had[0] + players, had[1] + games, had[2] + draws, had[3] + draw_room)
+
+
+def recount_draws(session: Session, ladder_id: int) -> None:
+    """A replay rewrote games' forecasts: the drawn two-sided games that count and their room for a draw counted
+    anew from the games as stored (side 0's scores), as a restore of the log counts them; :func:`bump` writes them
+    (the transaction's own changes to the two counts are in the new ones already)."""
+    side0 = Participant.side == 0
+    per_game = (
+        select(
+            func.max(Participant.side).label("last_side"),
+            func.min(case((side0, Participant.actual_score))).label("actual"),
+            func.min(case((side0, Participant.expected_score))).label("expected"),
+        )
+        .join(Game, Game.id == Participant.game_id)
+        .where(Participant.ladder_id == ladder_id, Game.ladder_id == ladder_id, Game.voided_at.is_(None))
+        .group_by(Participant.game_id)
+        .subquery()
+    )
+    room = 2 * case((per_game.c.expected < 1 - per_game.c.expected, per_game.c.expected), else_=1 - per_game.c.expected)
+    draws, total = session.execute(
+        select(func.count(case((per_game.c.actual == 0.5, 1))), func.coalesce(func.sum(room), 0.0)).where(
+            per_game.c.last_side == 1
+        )
+    ).one()
+    stored = session.execute(select(Ladder.draws, Ladder.draw_room).where(Ladder.id == ladder_id)).one()
+    pending = session.info.setdefault("ladder_counts", {})
+    had = pending.get(ladder_id, (0, 0, 0, 0.0))
+    pending[ladder_id] = (had[0], had[1], int(draws) - stored.draws, float(total) - stored.draw_room)
 
 
 def version(session: Session, ladder_id: int) -> int:
