@@ -240,7 +240,6 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
     storage.ladder_state.save_seat_state(session, ladder.id, prepared.seats)
     storage.ladder_state.recount_field(session, ladder)
-    storage.ladders.recount_draws(session, ladder.id)
     return sum(part.log.n_games for part, _ in prepared.parts)
 
 
@@ -264,7 +263,6 @@ def _marks(ladder: LadderRow) -> tuple:
 def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:
     _write(session, ladder, part, _history(ladder, part))
     storage.ladder_state.recount_field(session, ladder)
-    storage.ladders.recount_draws(session, ladder.id)  # what the draw model is fitted on: the forecasts as rewritten
     return part.log.n_games
 
 
@@ -284,7 +282,13 @@ def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history:
 
 
 def _write_history(session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History) -> None:
-    """A replay's games' history: each membership's vectors and scores, and each game's seats."""
+    """A replay's games' history: each membership's vectors and scores, and each game's seats; and what the draw
+    model is fitted on, counted again from the forecasts as rewritten (so a ladder and its restore predict the same
+    draws)."""
+    if len(part.game_ids):
+        old = storage.ladders.draw_counts(session, ladder.id, int(part.game_ids[0]), int(part.game_ids[-1]))
+        new = rating.two_sided_draws(part.log.side_ptr, history.actual, history.expected)
+        storage.ladders.count(session, ladder.id, draws=new[0] - old[0], draw_room=new[1] - old[1])
     if part.start_seats is not None:
         states = storage.games.seat_states(part.log, history, ladder.seats or [])
         storage.games.rewrite_seat_states(session, ladder.id, part.game_ids.tolist(), states)

@@ -55,9 +55,9 @@ NOISES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 0.1)
 CYCLES = (0.0, 0.25, 0.5, 0.8)
 #: Around a ladder's own variance rule: these multiples of its start and of its noise.
 START_FACTORS = (0.5, 1.0, 2.0)
+NOISE_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
 #: The constant steps η a ladder on the variance rule may go back to: around a new ladder's 0.7.
 STEPS_BACK = (0.175, 0.35, 0.7, 1.4, 2.8)
-NOISE_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
 
 Rule = LearningRate | VarianceRule
 

@@ -324,10 +324,10 @@ def count(
     pending[ladder_id] = (had[0] + players, had[1] + games, had[2] + draws, had[3] + draw_room)
 
 
-def recount_draws(session: Session, ladder_id: int) -> None:
-    """A replay rewrote games' forecasts: the drawn two-sided games that count and their room for a draw counted
-    anew from the games as stored (side 0's scores), as a restore of the log counts them; :func:`bump` writes them
-    (the transaction's own changes to the two counts are in the new ones already)."""
+def draw_counts(session: Session, ladder_id: int, first_game_id: int, last_game_id: int) -> tuple[int, float]:
+    """The drawn two-sided games that count among the ladder's games ``first_game_id`` to ``last_game_id`` and
+    their summed room for a draw, from their forecasts as stored (side 0's scores, :func:`app.rating.two_sided_draws`
+    of the games): what a replay that rewrites those forecasts takes off the ladder's counts before adding its own."""
     side0 = Participant.side == 0
     per_game = (
         select(
@@ -336,20 +336,23 @@ def recount_draws(session: Session, ladder_id: int) -> None:
             func.min(case((side0, Participant.expected_score))).label("expected"),
         )
         .join(Game, Game.id == Participant.game_id)
-        .where(Participant.ladder_id == ladder_id, Game.ladder_id == ladder_id, Game.voided_at.is_(None))
+        .where(
+            Participant.ladder_id == ladder_id,
+            Participant.game_id.between(first_game_id, last_game_id),
+            Game.ladder_id == ladder_id,
+            Game.voided_at.is_(None),
+        )
         .group_by(Participant.game_id)
         .subquery()
     )
-    room = 2 * case((per_game.c.expected < 1 - per_game.c.expected, per_game.c.expected), else_=1 - per_game.c.expected)
+    p = per_game.c.expected
+    room = 2 * case((p < 1 - p, p), else_=1 - p)
     draws, total = session.execute(
         select(func.count(case((per_game.c.actual == 0.5, 1))), func.coalesce(func.sum(room), 0.0)).where(
             per_game.c.last_side == 1
         )
     ).one()
-    stored = session.execute(select(Ladder.draws, Ladder.draw_room).where(Ladder.id == ladder_id)).one()
-    pending = session.info.setdefault("ladder_counts", {})
-    had = pending.get(ladder_id, (0, 0, 0, 0.0))
-    pending[ladder_id] = (had[0], had[1], int(draws) - stored.draws, float(total) - stored.draw_room)
+    return int(draws), float(total)
 
 
 def version(session: Session, ladder_id: int) -> int:

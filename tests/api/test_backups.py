@@ -171,3 +171,25 @@ def test_an_export_from_before_drift_steps_restores_with_the_steps_it_was_rated_
     capsys.readouterr()
     assert client.get("/v1/ladders/copy").json()["drift_steps"] is False
     assert players(client, "copy") == players(client, "old")
+
+
+def test_a_ladder_and_its_restore_predict_the_same_draws_after_its_replays(client, cli, tmp_path, capsys):
+    # A void and a new rule replay the log and rewrite the games' forecasts; the draw model is fitted on them, as a
+    # restore of the log fits it (the ladder kept the room of the forecasts it had served: 0.0732 against 0.0723).
+    key = make_ladder(client, "live", k=1, seed=3)
+    h = bearer(key)
+    names = ["ann", "bob", "cy", "dee"]
+    games = [
+        {"sides": [{"players": [names[n % 4]], "rank": 1}, {"players": [names[(n + 1) % 4]], "rank": 1 + (n % 3 > 0)}]}
+        for n in range(40)
+    ]
+    assert client.post("/v1/ladders/live/games/batch", json={"games": games}, headers=h).status_code == 201
+    assert client.post("/v1/ladders/live/games/3/void", headers=h).status_code == 200
+    assert client.patch("/v1/ladders/live", json={"rate_rule": "variance"}, headers=h).status_code == 200
+    path = tmp_path / "live.ndjson"
+    path.write_bytes(export(client, "live"))
+    cli(["import", "copy", str(path)])
+    capsys.readouterr()
+    live, copy = (client.get(f"/v1/ladders/{slug}/predict?a=ann&b=bob").json() for slug in ("live", "copy"))
+    assert live["draw_probability"] > 0
+    assert live["draw_probability"] == pytest.approx(copy["draw_probability"], rel=1e-12)
