@@ -293,16 +293,16 @@ def unnormalised(log: GameLog, m: int, eta: float) -> np.ndarray:
     return p_out
 
 
-def glicko2_rater(log: GameLog, m: int) -> np.ndarray:
-    """Glicko-2 (package ``glicko2``, its defaults: 1500, RD 350, σ 0.06), every game one rating period.
+def glicko2_rater(log: GameLog, m: int, rd: float = 350.0, vol: float = 0.06) -> np.ndarray:
+    """Glicko-2 (package ``glicko2``; its defaults: 1500, RD 350, σ 0.06), every game one rating period.
 
     A side is its members' mean rating with the root-mean-square RD; each member is
     updated against the opposing sides with the pair outcomes.  P(a beats b) is
-    1 / (1 + exp(-g(√(φ_a² + φ_b²)) (μ_a - μ_b))) on Glicko-2's scale.
+    1 / (1 + exp(-g(√(φ_a² + φ_b²)) (μ_a - μ_b))) on Glicko-2's scale, a pair's shift (logits) added.
     """
     import glicko2
 
-    players = [glicko2.Player() for _ in range(m)]
+    players = [glicko2.Player(rating=1500, rd=rd, vol=vol) for _ in range(m)]
     p_out = np.empty(len(log.pair_a))
     scale = 173.7178
     for members, member_side, pairs in _games(log):
@@ -316,7 +316,7 @@ def glicko2_rater(log: GameLog, m: int) -> np.ndarray:
             (ra, da), (rb, db) = sides[a], sides[b]
             phi = np.hypot(da, db) / scale
             g = 1.0 / np.sqrt(1.0 + 3.0 * phi**2 / np.pi**2)
-            p_out[q] = 1.0 / (1.0 + np.exp(-g * (ra - rb) / scale))
+            p_out[q] = 1.0 / (1.0 + np.exp(-g * ((ra - rb) / scale + log.pair_shift[q])))
             against[a].append((rb, db, log.pair_outcome[q]))
             against[b].append((ra, da, 1.0 - log.pair_outcome[q]))
         for s, games in against.items():

@@ -46,6 +46,7 @@ from quality import (  # noqa: E402
     _games,
     all_streams,
     dated,
+    glicko2_rater,
     halves,
     log_loss,
     online_elo,
@@ -109,35 +110,6 @@ def vskf(log: GameLog, m: int, start: float, noise: float) -> np.ndarray:
         for s, (_, _, team) in sides.items():
             theta[team] += v[team] / len(team) * step[s]
             v[team] *= 1.0 - v[team] / len(team) ** 2 * shrink[s]
-    return p_out
-
-
-def glicko2(log: GameLog, m: int, rd: float, vol: float) -> np.ndarray:
-    """Glicko-2 (package ``glicko2``) with initial RD ``rd`` and volatility ``vol``, every game a rating period,
-    forecasts 1 / (1 + exp(-g(φ) (μ_a - μ_b))) on its scale (bench/quality.py's glicko2_rater, tuned)."""
-    import glicko2 as g2
-
-    players = [g2.Player(rating=1500, rd=rd, vol=vol) for _ in range(m)]
-    p_out = np.empty(len(log.pair_a))
-    scale = 173.7178
-    for members, member_side, pairs in _games(log):
-        sides = {}
-        for s in set(member_side.tolist()):
-            team = [players[i] for i in members[member_side == s]]
-            sides[s] = (np.mean([t.rating for t in team]), np.sqrt(np.mean([t.rd**2 for t in team])))
-        against: dict[int, list] = {s: [] for s in sides}
-        for q in pairs:
-            a, b = int(log.pair_a[q]), int(log.pair_b[q])
-            (ra, da), (rb, db) = sides[a], sides[b]
-            phi = np.hypot(da, db) / scale
-            g = 1.0 / np.sqrt(1.0 + 3.0 * phi**2 / np.pi**2)
-            p_out[q] = 1.0 / (1.0 + np.exp(-g * ((ra - rb) / scale + log.pair_shift[q])))
-            against[a].append((rb, db, log.pair_outcome[q]))
-            against[b].append((ra, da, 1.0 - log.pair_outcome[q]))
-        for s, games in against.items():
-            r, d, o = (list(x) for x in zip(*games, strict=True))
-            for i in members[member_side == s]:
-                players[i].update_player(r, d, o)
     return p_out
 
 
@@ -294,7 +266,12 @@ def main() -> None:
                 {(u, q, h): vskf(x, m, u, q) for u in starts for q in noises for h, x in offsets.items()}, log, second
             ),
             "Glicko-2": best(
-                {(r, v, h): glicko2(x, m, r, v) for r in GLICKO_RDS for v in GLICKO_VOLS for h, x in offsets.items()},
+                {
+                    (r, v, h): glicko2_rater(x, m, r, v)
+                    for r in GLICKO_RDS
+                    for v in GLICKO_VOLS
+                    for h, x in offsets.items()
+                },
                 log,
                 second,
             ),
