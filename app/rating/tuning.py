@@ -23,7 +23,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from app.rating.errors import RatingInputError
-from app.rating.game_log import GameLog
+from app.rating.game_log import GameLog, IntArray
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.refit.metrics import term_losses
 from app.rating.replay import (
@@ -136,12 +136,7 @@ def prequential_losses_many(
     taus = np.array([np.inf if rate.tau is None else rate.tau for rate in rates])[:, None]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     if log.side_seat is not None:
-        starts = [start if start is not None else Seats.fresh(log.n_seats_needed) for start in starts]
-        if any(log.n_seats_needed > len(start.advantage) for start in starts):
-            raise RatingInputError("games", f"seat index {log.n_seats_needed - 1} is outside the seats given")
-        seat_i, seat_j = log.side_seat[0::2][order], log.side_seat[1::2][order]
-        advantage = np.array([np.append(start.advantage, 0.0) for start in starts])  # [:, -1]: no seat
-        information = np.array([np.append(start.information, 1.0) for start in starts])
+        seat_i, seat_j, advantage, information = _stacked_seats(log, starts, order)
     bounds = _level_bounds(level, int(level.max()))
     for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         a, b = i[lo:hi], j[lo:hi]
@@ -166,6 +161,20 @@ def prequential_losses_many(
         if progress is not None:
             progress(n + 1, len(bounds) - 1)
     return out
+
+
+def _stacked_seats(
+    log: GameLog, starts: list[Seats | None], order: IntArray
+) -> tuple[IntArray, IntArray, Array, Array]:
+    """For a two-player log with seats replayed in ``order``: each game's two seats, and every rule's seats' start
+    (``starts``; None: fresh) side by side, advantages and information with a last column for no seat."""
+    starts = [start if start is not None else Seats.fresh(log.n_seats_needed) for start in starts]
+    if any(log.n_seats_needed > len(start.advantage) for start in starts):
+        raise RatingInputError("games", f"seat index {log.n_seats_needed - 1} is outside the seats given")
+    seat_i, seat_j = log.side_seat[0::2][order], log.side_seat[1::2][order]
+    advantage = np.array([np.append(start.advantage, 0.0) for start in starts])  # [:, -1]: no seat
+    information = np.array([np.append(start.information, 1.0) for start in starts])
+    return seat_i, seat_j, advantage, information
 
 
 def _seats_learn(advantage: Array, information: Array, sa: Array, sb: Array, w: Array, s: Array, p: Array) -> None:

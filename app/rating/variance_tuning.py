@@ -35,7 +35,7 @@ def variance_losses_many(
 ) -> Array:
     """Each game's prequential log loss (a row per rule; its pair terms' losses weighted as the fit weighs them)
     under each of ``rules``, replayed from ``C0`` (and the seats from ``seats``, or ``seats[n]`` for rule n)."""
-    from app.rating.tuning import _seats_learn  # the stacked seats' step, shared with the shrinking-step rule
+    from app.rating.tuning import _seats_learn, _stacked_seats  # the stacked seats, shared with the shrinking step
 
     starts = seats if isinstance(seats, list) else [seats] * len(rules)
     if not _two_player_singles(log):
@@ -66,12 +66,7 @@ def variance_losses_many(
     grow_i, grow_j = growth[:, 0::2][:, order], growth[:, 1::2][:, order]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     if log.side_seat is not None:
-        starts = [start if start is not None else Seats.fresh(log.n_seats_needed) for start in starts]
-        if any(log.n_seats_needed > len(start.advantage) for start in starts):
-            raise RatingInputError("games", f"seat index {log.n_seats_needed - 1} is outside the seats given")
-        seat_i, seat_j = log.side_seat[0::2][order], log.side_seat[1::2][order]
-        advantage = np.array([np.append(start.advantage, 0.0) for start in starts])
-        information = np.array([np.append(start.information, 1.0) for start in starts])
+        seat_i, seat_j, advantage, information = _stacked_seats(log, starts, order)
     bounds = _level_bounds(level, int(level.max()))
     for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         a, b = i[lo:hi], j[lo:hi]
