@@ -395,7 +395,9 @@ def test_a_private_ladder_asks_for_a_key_once(base, open_page):
     expect(page.locator("#board tr[data-key=ann]")).to_be_visible()
     expect(page.locator(".live")).to_have_attribute("data-state", "live")  # the stream takes the key too
     posted = ladder.post(["cy"], ["dee"])
-    expect(page.locator(f"#feed li.game[data-id='{posted['id']}']")).to_be_attached(timeout=2000)
+    # Only the stream adds a game to the feed (the page does not poll): 10 s for it on a loaded machine, where 2 s
+    # was once too few.
+    expect(page.locator(f"#feed li.game[data-id='{posted['id']}']")).to_be_attached(timeout=10_000)
     page.reload()
     expect(page.locator("#board tr[data-key=ann]")).to_be_visible()
     expect(page.locator("dialog")).to_have_count(0)
