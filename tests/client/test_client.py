@@ -30,7 +30,10 @@ from melo_client import (
     game,
 )
 
-from devtools.server import ADMIN_KEY, free_port
+from app.core.config import Settings
+from app.core.migrate import upgrade
+from devtools.postgres import PostgresServer
+from devtools.server import ADMIN_KEY, free_port, live_server
 from tests.conftest import module_server
 
 README = Path(__file__).parents[2] / "clients" / "python" / "README.md"
@@ -194,6 +197,21 @@ def test_retry_after_is_honoured_up_to_its_cap():
     assert 0.125 <= retry.wait(1, httpx.Response(503)) <= 0.5  # no header: backoff 0.25 × 2, with jitter
 
 
+def test_retries_stop_at_their_count_or_their_time():
+    now, busy = time.monotonic(), httpx.Response(503, headers={"Retry-After": "1"})
+    assert Retry().again(0, now, busy) == 1.0
+    assert Retry().again(0, now - 58.5, busy) == 1.0  # the next try starts within the minute
+    assert Retry().again(0, now - 59.5, busy) is None
+    assert Retry(within=5).again(3, now - 4.5, busy) is None
+    assert Retry(attempts=3).again(1, now, busy) == 1.0 and Retry(attempts=3).again(2, now, busy) is None
+    # Retry-After 1 from a service whose database is failing over: the default tries for a minute, not 5 tries.
+    waits, elapsed = [], 0.0
+    while (wait := Retry().again(len(waits), now - elapsed, busy)) is not None:
+        waits.append(wait)
+        elapsed += wait
+    assert len(waits) == 59 and elapsed == 59.0  # 60 tries, a second apart
+
+
 def _serve(database_url: str, port: int) -> subprocess.Popen:
     env = os.environ | {"MELO_DATABASE_URL": database_url, "MELO_ADMIN_KEY": ADMIN_KEY}
     cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--log-level", "warning"]
@@ -214,8 +232,9 @@ def _ready(base: str) -> None:
 
 
 def test_a_post_retried_across_a_kill_9_and_restart_counts_once(database_url):
-    """The server commits the game and is killed with -9 before its answer arrives; the client keeps trying under
-    the same key (connection refused while it is down) and gets the stored answer from the restarted server."""
+    """The server commits the game and is killed with -9 before its answer arrives; the client, with its default
+    retries, keeps trying under the same key (connection refused while it is down) and gets the stored answer from
+    the restarted server."""
     port = free_port()
     base, procs = f"http://127.0.0.1:{port}", [_serve(database_url, port)]
     try:
@@ -236,8 +255,7 @@ def test_a_post_retried_across_a_kill_9_and_restart_counts_once(database_url):
                     raise httpx.RemoteProtocolError("server disconnected", request=request)
                 return response
 
-        retry = Retry(attempts=40, backoff=0.1, max_backoff=0.5)
-        with Melo(base, key=key, ladder="pingpong", transport=KillAfterCommit(), retry=retry) as melo:
+        with Melo(base, key=key, ladder="pingpong", transport=KillAfterCommit()) as melo:
             posted = melo.games.post(winner="ann", loser="bob")
             assert posted.replayed and posted.id == 1
             assert melo.ladders.get().games == 1 and melo.players.get("ann").wins == 1
@@ -354,3 +372,31 @@ def test_post_many_answers_are_games_made_when_read():
     with pytest.raises(IndexError):
         posted[3]
     assert posted == list(posted) and posted != list(posted)[:2]
+
+
+@pytest.mark.serial  # the database is down for 12 s: a busy machine must not stretch the server's restart
+def test_the_default_retries_carry_a_game_across_a_database_down_longer_than_a_failover(tmp_path):
+    """PostgreSQL is down for 12 s (what a failover with Patroni's defaults takes, docs/scaling.md; the old
+    default of 5 tries gave up after about 4 s): the service answers 503 with Retry-After, the client with its
+    default retries keeps posting the game under its key, and it counts once when the database is back."""
+    database = PostgresServer()
+    database.start()
+    try:
+        url = database.create_database("outage")
+        upgrade(Settings(database_url=url).sqlalchemy_url)
+        with live_server(url, workers=1) as base:
+            key = ladder(base)
+            database.crash()
+            back = threading.Timer(12.0, database.restart)
+            back.start()
+            started = time.monotonic()
+            try:
+                with Melo(base, key=key, ladder="pingpong") as melo:
+                    posted = melo.games.post(winner="ann", loser="bob")
+                    took = time.monotonic() - started
+                    assert took > 10.0 and posted.id == 1, (took, posted)
+                    assert melo.ladders.get().games == 1 and melo.players.get("ann").wins == 1
+            finally:
+                back.join()
+    finally:
+        database.stop()

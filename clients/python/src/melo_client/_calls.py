@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,12 +30,23 @@ class Retry:
     Reads, game posts (each under its own ``Idempotency-Key``, the same on every try, so a game counts once)
     and voids are retried on connection errors, timeouts, 429 and 503; other writes only when the connection
     could not be made (the request never left).  The wait doubles from ``backoff`` (with jitter) up to
-    ``max_backoff``; a ``Retry-After`` header is honoured up to ``max_retry_after`` seconds."""
+    ``max_backoff``; a ``Retry-After`` header is honoured up to ``max_retry_after`` seconds.  No more than
+    ``attempts`` tries are made, and none starts later than ``within`` seconds after the first: by default a
+    minute, longer than the service takes to come back when its database server fails over to a standby."""
 
-    attempts: int = 5
+    attempts: int = 100
     backoff: float = 0.25
     max_backoff: float = 5.0
     max_retry_after: float = 30.0
+    within: float = 60.0
+
+    def again(self, attempt: int, started: float, response: httpx.Response | None) -> float | None:
+        """Seconds to wait before the try after ``attempt`` (0: the first) of a call first sent at ``started``
+        (``time.monotonic()``), or None if there is to be none."""
+        wait = self.wait(attempt, response)
+        if attempt + 1 < self.attempts and time.monotonic() - started + wait <= self.within:
+            return wait
+        return None
 
     def wait(self, attempt: int, response: httpx.Response | None) -> float:
         if response is not None:
@@ -69,17 +81,21 @@ class Call(Generic[T]):
         params = {k: v for k, v in (self.params or {}).items() if v is not None}
         return {"params": params or None, "json": self.body, "headers": self.headers or None}
 
-    def after_error(self, error: httpx.TransportError, attempt: int, retry: Retry) -> float:
-        """Seconds to wait before trying again; raises :class:`Unavailable` when it should not be."""
-        if attempt + 1 < retry.attempts and (self.safe or isinstance(error, _NOT_SENT)):
-            return retry.wait(attempt, None)
+    def after_error(self, error: httpx.TransportError, attempt: int, retry: Retry, started: float) -> float:
+        """Seconds to wait before trying again (the call first sent at ``started``); raises :class:`Unavailable`
+        when it should not be."""
+        wait = retry.again(attempt, started, None)
+        if wait is not None and (self.safe or isinstance(error, _NOT_SENT)):
+            return wait
         raise Unavailable(f"{self.method} {self.path}: {type(error).__name__}: {error}") from error
 
-    def answer(self, response: httpx.Response, attempt: int, retry: Retry) -> tuple[T | None, float]:
+    def answer(self, response: httpx.Response, attempt: int, retry: Retry, started: float) -> tuple[T | None, float]:
         """(the answer, 0) or (None, seconds to wait before trying again); raises the problem's exception."""
         status = response.status_code
-        if status in (429, 503) and attempt + 1 < retry.attempts and (self.safe or status == 429):
-            return None, retry.wait(attempt, response)
+        if status in (429, 503) and (self.safe or status == 429):
+            wait = retry.again(attempt, started, response)
+            if wait is not None:
+                return None, wait
         if status >= 400:
             raise error_for(response)
         return self.read(response), 0.0

@@ -73,14 +73,14 @@ class AsyncMelo:
 
     async def run(self, call: Call[T]) -> T:
         """Send a call, trying again as :class:`Retry` says; its answer, or the problem raised."""
-        attempt = 0
+        attempt, started = 0, time.monotonic()
         while True:
             try:
                 response = await self.http.request(call.method, call.path, **call.request())
             except httpx.TransportError as error:
-                wait = call.after_error(error, attempt, self.retry)
+                wait = call.after_error(error, attempt, self.retry, started)
             else:
-                answer, wait = call.answer(response, attempt, self.retry)
+                answer, wait = call.answer(response, attempt, self.retry, started)
                 if not wait:
                     return answer  # type: ignore[return-value]
             await asyncio.sleep(wait)
@@ -105,7 +105,7 @@ class AsyncMelo:
     async def events(self, *, after: int | None = None, ladder: str | None = None) -> AsyncIterator[Event]:
         """The ladder's changes as they commit, for as long as you iterate (``async for``); see
         :meth:`melo_client.Melo.events`."""
-        slug, last, attempt = self.slug(ladder), after, 0
+        slug, last, attempt, started = self.slug(ladder), after, 0, 0.0
         timeout = httpx.Timeout(self.http.timeout.connect, read=STREAM_SILENCE)
         while True:
             call = _api.events(slug, last)
@@ -113,16 +113,18 @@ class AsyncMelo:
                 async with self.http.stream(call.method, call.path, **call.request(), timeout=timeout) as response:
                     if response.status_code != 200:
                         await response.aread()
-                        wait = call.answer(response, attempt, self.retry)[1]  # raises what no retry mends
+                        started = time.monotonic() if attempt == 0 else started  # the first failure in a row
+                        wait = call.answer(response, attempt, self.retry, started)[1]  # raises what no retry mends
                     else:
                         attempt, reader = 0, EventReader()
                         async for line in response.aiter_lines():
                             if (event := reader.line(line)) is not None:
                                 last = event.id if event.id is not None else last
                                 yield event
-                        wait = self.retry.wait(0, None)  # the server closed it (it is stopping)
+                        attempt, wait = -1, self.retry.wait(0, None)  # the server closed it (it is stopping)
             except httpx.TransportError as error:
-                wait = call.after_error(error, attempt, self.retry)
+                started = time.monotonic() if attempt == 0 else started
+                wait = call.after_error(error, attempt, self.retry, started)
             await asyncio.sleep(wait)
             attempt += 1
 

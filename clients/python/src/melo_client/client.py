@@ -72,14 +72,14 @@ class Melo:
 
     def run(self, call: Call[T]) -> T:
         """Send a call, trying again as :class:`Retry` says; its answer, or the problem raised."""
-        attempt = 0
+        attempt, started = 0, time.monotonic()
         while True:
             try:
                 response = self.http.request(call.method, call.path, **call.request())
             except httpx.TransportError as error:
-                wait = call.after_error(error, attempt, self.retry)
+                wait = call.after_error(error, attempt, self.retry, started)
             else:
-                answer, wait = call.answer(response, attempt, self.retry)
+                answer, wait = call.answer(response, attempt, self.retry, started)
                 if not wait:
                     return answer  # type: ignore[return-value]
             time.sleep(wait)
@@ -107,7 +107,7 @@ class Melo:
         Starts now, or after event id ``after``.  A dropped connection, a server restart or a 503 is met by
         reconnecting (as :class:`Retry` says) after the last event seen, so no event is missed or seen twice;
         only an error no retry can mend (a wrong key, no such ladder) is raised.  Stop by leaving the loop."""
-        slug, last, attempt = self.slug(ladder), after, 0
+        slug, last, attempt, started = self.slug(ladder), after, 0, 0.0
         timeout = httpx.Timeout(self.http.timeout.connect, read=STREAM_SILENCE)
         while True:
             call = _api.events(slug, last)
@@ -115,16 +115,18 @@ class Melo:
                 with self.http.stream(call.method, call.path, **call.request(), timeout=timeout) as response:
                     if response.status_code != 200:
                         response.read()
-                        wait = call.answer(response, attempt, self.retry)[1]  # raises what no retry mends
+                        started = time.monotonic() if attempt == 0 else started  # the first failure in a row
+                        wait = call.answer(response, attempt, self.retry, started)[1]  # raises what no retry mends
                     else:
                         attempt, reader = 0, EventReader()
                         for line in response.iter_lines():
                             if (event := reader.line(line)) is not None:
                                 last = event.id if event.id is not None else last
                                 yield event
-                        wait = self.retry.wait(0, None)  # the server closed it (it is stopping)
+                        attempt, wait = -1, self.retry.wait(0, None)  # the server closed it (it is stopping)
             except httpx.TransportError as error:
-                wait = call.after_error(error, attempt, self.retry)
+                started = time.monotonic() if attempt == 0 else started
+                wait = call.after_error(error, attempt, self.retry, started)
             time.sleep(wait)
             attempt += 1
 
