@@ -1,6 +1,7 @@
 """Game posts while a refit is applied: does applying one stall the writer?
 
     python bench/bench_apply.py [--db sqlite postgresql] [--players 10000] [--games 100000] [--seconds 8]
+                                [--eta 4.0]
 
 For each database: a fresh ladder of ``--players`` players and ``--games``
 two-player games (k = 1, seeded through the bulk import, auto refit off),
@@ -13,10 +14,14 @@ connections:
   the games posted since the refit runs in the server);
 * **auto refit**: the ladder's auto refit is turned on and the posts run long
   enough for it to start, fit in its child process and apply itself.
+  With ``--eta`` far from what the log chooses (4.0), the auto refit first
+  applies the learning rate it chose, at once (the log replayed at the new
+  rate from the latest checkpoint: mathematics §9).
 
 Each window's p99 and slowest post are printed beside the baseline's, with
 the apply's own duration; ``/audit`` must be consistent at the end and every
-answer 2xx.  Writes bench/results/bench_apply.json.
+answer 2xx.  Writes bench/results/bench_apply.json (with ``--eta``:
+bench_apply_new_rate.json).
 """
 
 from __future__ import annotations
@@ -51,7 +56,7 @@ from devtools.postgres import PostgresServer
 TARGET_P99_MS = 100.0
 
 
-def seed(url: str, players: int, games: int) -> str:
+def seed(url: str, players: int, games: int, eta: float | None = None) -> str:
     upgrade(Settings(database_url=url).sqlalchemy_url)
     db = Database.from_settings(Settings(database_url=url))
     rng = np.random.default_rng(0)
@@ -66,7 +71,8 @@ def seed(url: str, players: int, games: int) -> str:
         for a, b, w in zip(i.tolist(), j.tolist(), first_wins.tolist(), strict=True)
     ]
     with db.writing() as session:
-        key = create_ladder(session, LadderCreate(slug="bench", k=1, auto_refit=False)).write_key
+        rate = {} if eta is None else {"eta": eta}
+        key = create_ladder(session, LadderCreate(slug="bench", k=1, auto_refit=False, **rate)).write_key
     with db.writing() as session:
         import_games(session, ladder_for_read(session, "bench", fresh=True), rows)
     if db.dialect == "postgresql":
@@ -101,9 +107,9 @@ def posts_while(base: str, env: dict, seconds: int, during) -> tuple[dict, dict]
     return posts, out
 
 
-def run(db: str, url: str, players: int, games: int, seconds: int) -> dict:
+def run(db: str, url: str, players: int, games: int, seconds: int, eta: float | None) -> dict:
     t = time.perf_counter()
-    key = seed(url, players, games)
+    key = seed(url, players, games, eta)
     seeded = time.perf_counter() - t
     h = {"Authorization": f"Bearer {key}"}
     env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players), "MELO_LADDER": "bench"}
@@ -142,7 +148,9 @@ def run(db: str, url: str, players: int, games: int, seconds: int) -> dict:
         "runs": runs,
         "manual_apply": applied,
         "auto_refits": [
-            {k: job[k] for k in ("id", "status", "applied_at", "created_at", "finished_at")} for job in automatic
+            {k: job[k] for k in ("id", "status", "applied_at", "created_at", "finished_at")}
+            | {"rate_applied": bool(((job.get("result") or {}).get("rate") or {}).get("applied"))}
+            for job in automatic
         ],
         "audit_consistent": bool(audit["consistent"]),
         "no_errors": failed == 0,
@@ -156,18 +164,19 @@ def main() -> None:
     parser.add_argument("--players", type=int, default=10_000)
     parser.add_argument("--games", type=int, default=100_000)
     parser.add_argument("--seconds", type=int, default=8)
+    parser.add_argument("--eta", type=float, help="the ladder's learning rate (default: the ladders' default)")
     args = parser.parse_args()
     results = []
     for db in args.db:
         if db == "sqlite":
             with tempfile.TemporaryDirectory() as tmp:
-                results.append(run(db, f"sqlite:///{tmp}/bench.db", args.players, args.games, args.seconds))
+                results.append(run(db, f"sqlite:///{tmp}/bench.db", args.players, args.games, args.seconds, args.eta))
         else:
             pg = PostgresServer(fsync=True)
             pg.start()
             try:
                 url = pg.create_database("bench")
-                results.append(run(db, url, args.players, args.games, args.seconds))
+                results.append(run(db, url, args.players, args.games, args.seconds, args.eta))
             finally:
                 pg.stop()
     print(f"\nPOST /games, 64 connections, one worker; {args.players:,} players, {args.games:,} games")
@@ -175,7 +184,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     for r in results:
         applied = r["manual_apply"]
-        autos = ", ".join(f"{job['status']}{' + applied' if job['applied_at'] else ''}" for job in r["auto_refits"])
+        autos = ", ".join(
+            f"{'new rate, ' if job['rate_applied'] else ''}{job['status']}{' + applied' if job['applied_at'] else ''}"
+            for job in r["auto_refits"]
+        )
         notes = {
             "alone": "",
             "manual apply": f"{applied['seconds']:.2f} s, {applied.get('replayed_games')} games replayed",
@@ -188,8 +200,9 @@ def main() -> None:
             )
         print(f"| {r['db']} | audit consistent: {r['audit_consistent']}, all 2xx: {r['no_errors']} | | | | | |")
     RESULTS.mkdir(exist_ok=True)
-    out = {"machine": platform.platform(), "cpus": os.cpu_count(), "results": results}
-    (RESULTS / "bench_apply.json").write_text(json.dumps(out, indent=2, default=str))
+    out = {"machine": platform.platform(), "cpus": os.cpu_count(), "eta": args.eta, "results": results}
+    name = "bench_apply.json" if args.eta is None else "bench_apply_new_rate.json"
+    (RESULTS / name).write_text(json.dumps(out, indent=2, default=str))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app import storage
-from app.analysis.refit_rate import set_rate
+from app.analysis.refit_rate import rate_settings, set_rate
 from app.analysis.schemas import CheckpointOut
 from app.core.db import Database
 from app.core.errors import Conflict
@@ -21,6 +21,7 @@ from app.domain.rerating import (
     catch_up,
     checkpoint_variances,
     prepare,
+    prepare_rate,
     replay_log,
     replay_prepared,
     write_history,
@@ -35,7 +36,10 @@ def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | Non
     if job.status != "done":
         return None
     finished = {"player_ids": job.player_ids, "vectors": job.vectors, "result": job.result}
-    return prepared_replay(db, ladder.id, storage.refits.checkpoint_of(ladder.id, job.id, job.after_game_id, finished))
+    checkpoint = storage.refits.checkpoint_of(ladder.id, job.id, job.after_game_id, finished)
+    rate = (job.result or {}).get("rate")
+    settings = rate_settings(rate, ladder) if rate and rate["changed"] else None  # at the rate it will set
+    return prepared_replay(db, ladder.id, checkpoint, settings)
 
 
 #: An apply's replay catches up with the games committed while it replayed, outside the writers' locks, until
@@ -44,10 +48,17 @@ def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | Non
 CAUGHT_UP, CATCH_UP_ROUNDS = 64, 8
 
 
-def prepared_replay(db: Database, ladder_id: int, checkpoint: Checkpoint) -> Prepared | None:
-    """The log replayed from ``checkpoint`` (not applied yet) up to a recent game, in read snapshots."""
+def prepared_replay(
+    db: Database, ladder_id: int, checkpoint: Checkpoint | None, settings: dict | None = None
+) -> Prepared | None:
+    """The log replayed from ``checkpoint`` (a refit's, not applied yet; else from the latest checkpoint), at the
+    ladder's rate or at a new one, the ladder's columns ``settings`` (not set yet), up to a recent game, in read
+    snapshots."""
     with db.snapshot() as session:
-        prepared = prepare(session, ladder_id, checkpoint)
+        if checkpoint is not None:
+            prepared = prepare(session, ladder_id, checkpoint, settings)
+        else:
+            prepared = prepare_rate(session, ladder_id, settings or {})
     for _ in range(CATCH_UP_ROUNDS):
         if prepared is None:
             break
@@ -67,7 +78,7 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     replaying the log (a stale one is dropped and the log replayed here)."""
     if job.status != "done":
         raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.", field="refit_id")
-    if prepared is not None and prepared.checkpoint.refit_id != job.id:
+    if prepared is not None and (prepared.checkpoint is None or prepared.checkpoint.refit_id != job.id):
         prepared = None
     written = 0 if prepared is None else write_history(session, ladder, prepared)
     storage.players.lock_all(session, ladder.id)
@@ -98,7 +109,7 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job, variances)
     replayed = None
     if prepared is not None:
-        replayed = replay_prepared(session, ladder, prepared, written)  # stale after a new rate: None
+        replayed = replay_prepared(session, ladder, prepared, written)  # stale: None
     if replayed is None:
         replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, ladder.id, job.id, {"applied_at": datetime.now(UTC)})

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.domain.rerating import replay_log
+from app.domain.rerating import Prepared, replay_log, replay_prepared, write_history
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
@@ -78,20 +78,45 @@ def _elo_drift(ladder: LadderRow, row: dict) -> float:
     return ladder.drift if row["drift"] == own else round(row["drift"] * rating.ELO_PER_LOGIT, 9)
 
 
-def apply_rate_first(session: Session, ladder_id: int, refit_id: int, rate: dict) -> bool:
+def apply_rate_first(
+    session: Session, ladder_id: int, refit_id: int, rate: dict, prepared: Prepared | None = None
+) -> bool:
     """An auto refit's rate choice applied as soon as it is made, before the refit's guard and fit run (they take
     seconds, the choice a fraction of one): the ladder rates its next games with the rule its log chose meanwhile.
-    Recorded in the running job's result; the log replayed at the new rate under every player's lock.  Whether it
+    Recorded in the running job's result; the log replayed at the new rate, ``prepared`` holding no lock
+    (:func:`app.analysis.refit_apply.prepared_replay` with :func:`rate_settings`) and written here, under every
+    player's lock with the games committed since on top (on PostgreSQL its history before: :func:`write_history`),
+    or, if it no longer holds, replayed here.  Whether it
     was applied (not if the job was cancelled, the rate is pinned or an admin changed it since)."""
     if not storage.refits.advance(session, ladder_id, refit_id, "running", {"result": {"rate": rate}}):
         return False
-    storage.players.lock_all(session, ladder_id)
     ladder = storage.ladders.by_id(session, ladder_id)
-    if ladder is None or not set_rate(session, ladder, storage.refits.get(session, ladder_id, refit_id)):
+    if ladder is None:
         return False
-    replay_log(session, storage.ladders.by_id(session, ladder_id))
+    written = 0 if prepared is None else write_history(session, ladder, prepared)
+    storage.players.lock_all(session, ladder_id)
+    ladder = storage.ladders.by_id(session, ladder_id) or ladder
+    if not set_rate(session, ladder, storage.refits.get(session, ladder_id, refit_id)):
+        if written:  # history written at a rate not set after all: the log's, as it is
+            replay_log(session, ladder)
+        return False
+    ladder = storage.ladders.by_id(session, ladder_id) or ladder
+    if prepared is None or replay_prepared(session, ladder, prepared, written) is None:
+        replay_log(session, ladder)
     storage.ladders.bump(session, [ladder_id], reset=True)
     return True
+
+
+def rate_settings(rate: dict, ladder: LadderRow) -> dict:
+    """The ladder's columns a rate choice (:func:`rate_choice`) sets."""
+    values = {"eta": rate["eta"], "eta_tau": rate["eta_tau"], "drift": rate.get("drift", ladder.drift)}
+    if "rate_rule" in rate:  # the rule and its noise, chosen with it (mathematics §3b)
+        values |= {"rate_rule": rate["rate_rule"], "noise": rate["noise"]}
+        if "cycles" in rate:
+            values["cycles"] = rate["cycles"]
+    if rate.get("seat_prior") is not None:
+        values["seat_prior"] = rate["seat_prior"]
+    return values
 
 
 def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
@@ -119,14 +144,8 @@ def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
     if "rate_rule" in rate:  # the rule and its noise, chosen with it (mathematics §3b)
         names = ("rate_rule", "noise", "previous_rate_rule", "previous_noise", "cycles", "previous_cycles")
         choice |= {name: rate[name] for name in names if name in rate}
-    values = {"eta": rate["eta"], "eta_tau": rate["eta_tau"], "drift": choice["drift"], "rate_choice": choice}
-    if "rate_rule" in rate:
-        values |= {"rate_rule": rate["rate_rule"], "noise": rate["noise"]}
-        if "cycles" in rate:
-            values["cycles"] = rate["cycles"]
     if rate.get("seat_prior") is not None:
         choice |= {"seat_prior": rate["seat_prior"], "previous_seat_prior": prior}
-        values["seat_prior"] = rate["seat_prior"]
-    storage.ladders.change(session, ladder.id, values)
+    storage.ladders.change(session, ladder.id, rate_settings(rate, ladder) | {"rate_choice": choice})
     storage.refits.update(session, job.ladder_id, job.id, {"result": job.result | {"rate": rate | {"applied": True}}})
     return True

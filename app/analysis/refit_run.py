@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.analysis.refit_apply import apply_refit, prepared_replay
 from app.analysis.refit_guard import guard_verdict
-from app.analysis.refit_rate import apply_rate_first, rate_choice
+from app.analysis.refit_rate import apply_rate_first, rate_choice, rate_settings
 from app.analysis.reports import identifiability_summary
 from app.analysis.schemas import RefitIn
 from app.core import jobs
@@ -87,8 +87,9 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
 
     rate = rate_choice(ladder, state, part("rate")) if params.tune_rate else None
     if params.auto and rate is not None and rate["changed"]:  # at once, not after the fit (apply_rate_first)
+        at_rate = prepared_replay(db, ladder_id, None, rate_settings(rate, ladder))  # replayed holding no lock
         applied = jobs.at_server_priority(
-            lambda: db.write(lambda session: apply_rate_first(session, ladder_id, refit_id, rate))
+            lambda: db.write(lambda session: apply_rate_first(session, ladder_id, refit_id, rate, at_rate))
         )
         rate = rate | {"applied": applied}
     verdict, select_k = None, params.select_k

@@ -20,7 +20,7 @@ new to the ladder, which waits for the ladder's row before it reads the seats.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -90,11 +90,12 @@ def pull_back(session: Session, ladder: LadderRow, boundary: int, pull: float) -
 
 @dataclass
 class Prepared:
-    """The log replayed from a checkpoint not applied yet, up to a recent game (``last_game_id``), in read
-    snapshots outside the writer's locks (:func:`prepare`, :func:`catch_up`), for :func:`replay_prepared` to
-    finish."""
+    """The log replayed from a checkpoint not applied yet (:func:`prepare`), or from the latest one at a rate not
+    set yet (:func:`prepare_rate`), up to a recent game (``last_game_id``), in read snapshots outside the writer's
+    locks (and :func:`catch_up`), for :func:`replay_prepared` to finish."""
 
-    checkpoint: Checkpoint
+    #: The refit's checkpoint it replays from (not stored yet); None: the latest stored one (``base``).
+    checkpoint: Checkpoint | None
     #: The replayed parts of the log, in order: the log after the checkpoint, then the games each catch-up read.
     parts: list[tuple[LadderLog | Tail, rating.History]]
     #: Every player the parts name (id order), with their vectors, experience and latest game times after them.
@@ -109,6 +110,13 @@ class Prepared:
     marks: tuple
     #: The games up to ``last_game_id`` (all, and those that count): a late commit or a void below it changes them.
     games: tuple[int, int]
+    ladder_id: int
+    #: The game the replay starts after (-1: the log's first).
+    after_game_id: int
+    #: The ladder's columns a new rate sets (:func:`prepare_rate`): the replay is at that rate, not the ladder's.
+    settings: dict = field(default_factory=dict)
+    #: The id of the stored checkpoint it replays from (0: none), which must still be the latest when it is written.
+    base: int | None = None
     #: A catch-up found the log changed below ``last_game_id`` (a void, a late commit): the apply replays the log.
     stale: bool = False
 
@@ -135,31 +143,42 @@ def _placed(n: int, *parts: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
     return out
 
 
-def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint) -> Prepared | None:
-    """Replay the log from ``checkpoint`` (not stored yet) in a read snapshot (``session``), holding no lock;
-    None if the ladder is gone or its k is not the checkpoint's."""
+def prepare(session: Session, ladder_id: int, checkpoint: Checkpoint, settings: dict | None = None) -> Prepared | None:
+    """Replay the log from ``checkpoint`` (not stored yet) in a read snapshot (``session``), holding no lock, at
+    the ladder's rate or at the new rate its refit chose, the ladder's columns ``settings`` (not set yet); None if
+    the ladder is gone or its k is not the checkpoint's."""
     ladder = storage.ladders.by_id(session, ladder_id)
     held = len(storage.codec.unpack_ids(checkpoint.player_ids))
     if ladder is None or len(checkpoint.vectors) != 8 * 2 * ladder.k * held:
         return None
+    ladder = replace(ladder, **(settings or {}))
     variances = checkpoint_variances(session, ladder, checkpoint.player_ids, checkpoint.after_game_id)
     if variances is not None:
         checkpoint.variances = storage.codec.pack(variances)
+    return _prepared(session, ladder, checkpoint, checkpoint.after_game_id, settings=settings or {})
+
+
+def prepare_rate(session: Session, ladder_id: int, settings: dict) -> Prepared | None:
+    """Replay the log from the latest checkpoint at a new rate, the ladder's columns ``settings`` (not set yet),
+    in a read snapshot (``session``), holding no lock; None if the ladder is gone or a season closed with a pull
+    since that checkpoint (the log's replay pulls the ratings there: :func:`replay_log`)."""
+    ladder = storage.ladders.by_id(session, ladder_id)
+    if ladder is None:
+        return None
+    latest = storage.refits.latest_checkpoint(session, ladder_id)
+    after = -1 if latest is None else latest.after_game_id
+    if storage.seasons.pulls(session, ladder_id, after):
+        return None
+    base = 0 if latest is None else latest.id
+    return _prepared(session, replace(ladder, **settings), None, after, settings=settings, base=base)
+
+
+def _prepared(session: Session, ladder: LadderRow, checkpoint: Checkpoint | None, after: int, **more) -> Prepared:
     part = storage.log.read(session, ladder, checkpoint=checkpoint)
     games = storage.games.log_counts(session, ladder.id, part.last_game_id)
     h = _history(ladder, part)
-    return Prepared(
-        checkpoint,
-        [(part, h)],
-        part.player_ids,
-        h.C,
-        h.experience,
-        h.latest,
-        h.seats,
-        part.last_game_id,
-        _marks(ladder),
-        games,
-    )
+    first = (part.player_ids, h.C, h.experience, h.latest, h.seats, part.last_game_id)
+    return Prepared(checkpoint, [(part, h)], *first, _marks(ladder), games, ladder.id, after, **more)
 
 
 def checkpoint_variances(
@@ -184,7 +203,7 @@ def checkpoint_variances(
 def catch_up(session: Session, prepared: Prepared) -> int:
     """Replay, in a read snapshot (``session``), the games committed after a prepared replay's last game, on top
     of it: the number of games it added (0: none since, or the replay is stale and left for the apply to find)."""
-    ladder = storage.ladders.by_id(session, prepared.checkpoint.ladder_id)
+    ladder = _settings(storage.ladders.by_id(session, prepared.ladder_id), prepared)
     if ladder is None:
         return 0
     if not _holds(session, ladder, prepared):
@@ -204,12 +223,13 @@ def write_history(session: Session, ladder: LadderRow, prepared: Prepared) -> in
     stay locked for less; the parts written, for :func:`replay_prepared`.  It holds the ladder's replay lock
     (:func:`app.storage.players.lock_replays`): no void, merge or other replay rewrites these rows meanwhile, or
     holds the players while it waits for them, and none can have changed the log since it checks it here.  A game
-    commit locks none of these rows.  Should a late commit below the replay's last game still make it stale, the
-    log's replay writes every counted game after the checkpoint again."""
+    commit locks none of these rows.  Should a late commit below the replay's last game still make it stale (or
+    the new rate it replayed at not be set after all), the log's replay writes every counted game after the
+    checkpoint again."""
     if session.get_bind().dialect.name != "postgresql" or prepared.stale:
         return 0  # SQLite's writer holds the whole database already
     storage.players.lock_replays(session, ladder.id)
-    ladder = storage.ladders.by_id(session, ladder.id) or ladder  # its settings as they are now
+    ladder = _settings(storage.ladders.by_id(session, ladder.id) or ladder, prepared)  # as now, or at the new rate
     if not _holds(session, ladder, prepared):
         return 0
     for part, history in prepared.parts:
@@ -228,8 +248,10 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     """
     if prepared.stale or not _holds(session, ladder, prepared):
         return None
-    if storage.seasons.pulls(session, ladder.id, prepared.checkpoint.after_game_id):
+    if storage.seasons.pulls(session, ladder.id, prepared.after_game_id):
         return None  # a season closed since with a pull: the log is replayed through it
+    if prepared.base is not None and prepared.base != _latest_id(session, ladder.id):
+        return None  # a refit was applied, or a void superseded the checkpoint, since it read the log
     since = _since(session, ladder, prepared)
     prepared = replace(prepared, parts=list(prepared.parts))  # as it was, if this transaction is run again
     if since.log.n_games:
@@ -241,6 +263,16 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     storage.ladder_state.save_seat_state(session, ladder.id, prepared.seats)
     storage.ladder_state.recount_field(session, ladder)
     return sum(part.log.n_games for part, _ in prepared.parts)
+
+
+def _settings(ladder: LadderRow | None, prepared: Prepared) -> LadderRow | None:
+    """The ladder as a prepared replay rates its games: with the new rate it prepares (none set yet)."""
+    return ladder if ladder is None or not prepared.settings else replace(ladder, **prepared.settings)
+
+
+def _latest_id(session: Session, ladder_id: int) -> int:
+    latest = storage.refits.latest_checkpoint(session, ladder_id)
+    return 0 if latest is None else latest.id
 
 
 def _holds(session: Session, ladder: LadderRow, prepared: Prepared) -> bool:

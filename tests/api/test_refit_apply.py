@@ -4,7 +4,8 @@ committed meanwhile is replayed under them; the ratings are those of one replay,
 import numpy as np
 import pytest
 
-from app.analysis import refit_apply, refit_views
+from app import storage
+from app.analysis import refit_apply, refit_rate, refit_views
 from app.core.db import Database
 from app.domain.access import ladder_for_read
 from tests.api.test_analysis import disc_games, wait
@@ -192,4 +193,127 @@ def test_a_refit_whose_players_were_merged_since_is_not_applied(client):
     assert refused.status_code == 409 and "merged since" in refused.json()["detail"], refused.text
     assert _vectors(client, "test") == vectors
     assert client.post(f"/v1/ladders/test/refits/{before_them}/apply", headers=h).status_code == 200
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
+
+
+def _running_rate_job(db: Database, slug: str, **forced) -> tuple[int, int, dict]:
+    """A running auto refit of the ladder (the ladder's id, its id) and the rate its log chooses, a changed one,
+    with the values ``forced`` over it (a rule, its noise): what an auto refit applies at once."""
+
+    def start(session) -> tuple[int, int]:
+        ladder = ladder_for_read(session, slug, fresh=True)
+        job = storage.refits.insert(session, ladder.id, {"auto": True, "tune_rate": True}, "test")
+        assert storage.refits.advance(session, ladder.id, job.id, "queued", {"status": "running"})
+        return ladder.id, job.id
+
+    ladder_id, job_id = db.write(start)
+    with db.snapshot() as session:
+        ladder = storage.ladders.by_id(session, ladder_id)
+        rate = refit_rate.rate_choice(ladder, storage.log.read(session, ladder, from_start=True), lambda *_: None)
+    assert rate["changed"], rate  # a learning rate far too large: the log chooses another
+    return ladder_id, job_id, rate | forced
+
+
+def _ladder(db: Database):
+    with db.reading() as session:
+        return ladder_for_read(session, "test", fresh=True)
+
+
+def _apply_rate(db: Database, ladder_id: int, job_id: int, rate: dict, prepared) -> bool:
+    return db.write(lambda session: refit_rate.apply_rate_first(session, ladder_id, job_id, rate, prepared))
+
+
+def _rate_replays(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    whole = refit_rate.replay_log
+
+    def counted(session, ladder):
+        calls.append(ladder.id)
+        return whole(session, ladder)
+
+    monkeypatch.setattr(refit_rate, "replay_log", counted)
+    return calls
+
+
+@pytest.mark.parametrize("rule", ["steps", "variance"])
+def test_an_auto_refits_new_rate_is_replayed_outside_the_locks_bit_for_bit(client, settings, monkeypatch, rule):
+    """The new rate an auto refit applies at once (to the shrinking step's η and τ, or to the variance rule with
+    its noise): the log is replayed at it from the latest checkpoint holding no lock, caught up with games
+    committed meanwhile (a new player among them), and only the games committed after that are replayed under
+    the locks.  The ratings are those of the log's replay (``/audit``), the history too."""
+    db = Database.from_settings(settings)
+    h = bearer(make_ladder(client, "test", k=2, seed=5, eta=4.0, seats=["home", "away"]))
+    games = home_games(260, seed=1)
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games[:120]}, headers=h).status_code == 201
+    assert client.post(f"/v1/ladders/test/refits/{_refit(client, 'test', h)}/apply", headers=h).status_code == 200
+    client.post("/v1/ladders/test/games/batch", json={"games": games[120:200]}, headers=h)
+    forced = {"rate_rule": rule} | ({"noise": 40.0, "cycles": 0.25} if rule == "variance" else {})
+    ladder_id, job_id, rate = _running_rate_job(db, "test", **forced)
+    prepared = refit_apply.prepared_replay(db, ladder_id, None, refit_rate.rate_settings(rate, _ladder(db)))
+    assert prepared is not None and prepared.base > 0  # from the applied refit's checkpoint
+    caught_up = [*games[200:230], {"sides": [{"players": ["t1"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
+    assert client.post("/v1/ladders/test/games/batch", json={"games": caught_up}, headers=h).status_code == 201
+    with db.snapshot() as session:
+        assert refit_apply.catch_up(session, prepared) == len(caught_up)
+    since = [*games[230:], {"sides": [{"players": ["latecomer"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
+    assert client.post("/v1/ladders/test/games/batch", json={"games": since}, headers=h).status_code == 201
+
+    replays = _rate_replays(monkeypatch)
+    assert _apply_rate(db, ladder_id, job_id, rate, prepared)
+    assert replays == []
+    db.dispose()
+    ladder = client.get("/v1/ladders/test").json()
+    assert (ladder["eta"], ladder["rate_rule"]) == (rate["eta"], rule)
+    audit = client.get("/v1/ladders/test/audit").json()
+    assert audit["consistent"] and audit["counts_consistent"], audit
+    if rule == "variance":
+        assert all(row["strength_se"] > 0 for row in client.get("/v1/ladders/test/leaderboard").json()["items"])
+
+
+@pytest.mark.parametrize("change", ["eta", "pinned", "refit applied", "void"])
+def test_a_new_rate_replayed_outside_the_locks_and_made_stale_is_dropped(client, settings, monkeypatch, change):
+    """After the replay at the new rate was prepared, an admin sets another rate or pins the ladder's (the new
+    rate is not applied; on PostgreSQL the history written at it before the locks is the log's again), a refit
+    is applied (the replay started from the checkpoint before) or a game below its end is voided: the log is
+    replayed under the locks where the rate is applied, and the ratings are exact."""
+    db = Database.from_settings(settings)
+    h = bearer(make_ladder(client, "test", k=1, seed=2, eta=4.0, seats=["home", "away"]))
+    games = home_games(200, seed=3)
+    posted = client.post("/v1/ladders/test/games/batch", json={"games": games[:160]}, headers=h).json()
+    refit_id = _refit(client, "test", h)
+    ladder_id, job_id, rate = _running_rate_job(db, "test")
+    prepared = refit_apply.prepared_replay(db, ladder_id, None, refit_rate.rate_settings(rate, _ladder(db)))
+    assert prepared is not None and prepared.base == 0  # no checkpoint yet: from the initial vectors
+    client.post("/v1/ladders/test/games/batch", json={"games": games[160:]}, headers=h)
+    if change in ("eta", "pinned"):
+        setting = {"eta": 0.15} if change == "eta" else {"auto_rate": False}
+        assert client.patch("/v1/ladders/test", json=setting, headers=h).status_code == 200
+    elif change == "refit applied":
+        assert client.post(f"/v1/ladders/test/refits/{refit_id}/apply", headers=h).status_code == 200
+    else:
+        voided = posted["games"][5]["id"]
+        assert client.post(f"/v1/ladders/test/games/{voided}/void", headers=h).status_code == 200
+    replays = _rate_replays(monkeypatch)
+    applied = change not in ("eta", "pinned")
+    assert _apply_rate(db, ladder_id, job_id, rate, prepared) == applied
+    written_early = change == "pinned" and db.dialect == "postgresql"  # the same settings: the history written
+    assert len(replays) == int(applied or written_early)
+    db.dispose()
+    assert client.get("/v1/ladders/test").json()["eta"] == {"eta": 0.15, "pinned": 4.0}.get(change, rate["eta"])
+    audit = client.get("/v1/ladders/test/audit").json()
+    assert audit["consistent"] and audit["counts_consistent"], audit
+
+
+def test_the_apply_route_replays_at_the_rate_its_refit_chose_before_it_takes_the_locks(client, monkeypatch):
+    replays = _log_replays(monkeypatch)
+    h = bearer(make_ladder(client, "test", k=1, eta=4.0))
+    client.post("/v1/ladders/test/games/batch", json={"games": disc_games(300)}, headers=h)
+    started = client.post("/v1/ladders/test/refits", json={"select_k": [1], "tune_rate": True}, headers=h)
+    job = wait(client, started.headers["location"])
+    assert job["result"]["rate"]["changed"], job["result"]["rate"]
+    client.post("/v1/ladders/test/games/batch", json={"games": disc_games(30, seed=4)}, headers=h)
+    applied = client.post(f"{started.headers['location']}/apply", headers=h)
+    assert applied.status_code == 200 and applied.json()["replayed_games"] == 30, applied.text
+    assert replays == []
+    assert client.get("/v1/ladders/test").json()["eta"] == job["result"]["rate"]["eta"]
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
