@@ -149,8 +149,9 @@ def bearer(key: str) -> dict[str, str]:
 
 
 def make_ladder(client: TestClient, slug: str = "test", **config) -> str:
-    """Create a ladder; return its write key."""
-    r = client.post("/v1/ladders", json={"slug": slug, **config}, headers=admin())
+    """Create a ladder; return its write key.  Its initial vectors are seeded (``seed`` 1 unless given; a ladder
+    created without one draws it at random), so that a test reads the same ratings on every run."""
+    r = client.post("/v1/ladders", json={"slug": slug, "seed": 1, **config}, headers=admin())
     assert r.status_code == 201, r.text
     return r.json()["write_key"]
 
