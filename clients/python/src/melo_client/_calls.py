@@ -31,8 +31,9 @@ class Retry:
     and voids are retried on connection errors, timeouts, 429 and 503; other writes only when the connection
     could not be made (the request never left).  The wait doubles from ``backoff`` (with jitter) up to
     ``max_backoff``; a ``Retry-After`` header is honoured up to ``max_retry_after`` seconds.  No more than
-    ``attempts`` tries are made, and none starts later than ``within`` seconds after the first: by default a
-    minute, longer than the service takes to come back when its database server fails over to a standby."""
+    ``attempts`` tries are made, and none starts later than ``within`` seconds after the first failed (the last
+    wait is cut to end then): by default a minute, longer than the service takes to come back when its database
+    server fails over to a standby."""
 
     attempts: int = 100
     backoff: float = 0.25
@@ -40,13 +41,13 @@ class Retry:
     max_retry_after: float = 30.0
     within: float = 60.0
 
-    def again(self, attempt: int, started: float, response: httpx.Response | None) -> float | None:
-        """Seconds to wait before the try after ``attempt`` (0: the first) of a call first sent at ``started``
-        (``time.monotonic()``), or None if there is to be none."""
-        wait = self.wait(attempt, response)
-        if attempt + 1 < self.attempts and time.monotonic() - started + wait <= self.within:
-            return wait
-        return None
+    def again(self, attempt: int, failing: float, response: httpx.Response | None) -> float | None:
+        """Seconds to wait before the try after ``attempt`` (0: the first) of a call whose tries have failed for
+        ``failing`` seconds, or None if there is to be none."""
+        left = self.within - failing
+        if attempt + 1 >= self.attempts or left <= 0:
+            return None
+        return min(self.wait(attempt, response), left)
 
     def wait(self, attempt: int, response: httpx.Response | None) -> float:
         if response is not None:
@@ -81,19 +82,19 @@ class Call(Generic[T]):
         params = {k: v for k, v in (self.params or {}).items() if v is not None}
         return {"params": params or None, "json": self.body, "headers": self.headers or None}
 
-    def after_error(self, error: httpx.TransportError, attempt: int, retry: Retry, started: float) -> float:
-        """Seconds to wait before trying again (the call first sent at ``started``); raises :class:`Unavailable`
-        when it should not be."""
-        wait = retry.again(attempt, started, None)
+    def after_error(self, error: httpx.TransportError, attempt: int, retry: Retry, failed: float) -> float:
+        """Seconds to wait before trying again (its first try failed at ``failed``, ``time.monotonic()``); raises
+        :class:`Unavailable` when it should not be."""
+        wait = retry.again(attempt, time.monotonic() - failed, None)
         if wait is not None and (self.safe or isinstance(error, _NOT_SENT)):
             return wait
         raise Unavailable(f"{self.method} {self.path}: {type(error).__name__}: {error}") from error
 
-    def answer(self, response: httpx.Response, attempt: int, retry: Retry, started: float) -> tuple[T | None, float]:
+    def answer(self, response: httpx.Response, attempt: int, retry: Retry, failed: float) -> tuple[T | None, float]:
         """(the answer, 0) or (None, seconds to wait before trying again); raises the problem's exception."""
         status = response.status_code
         if status in (429, 503) and (self.safe or status == 429):
-            wait = retry.again(attempt, started, response)
+            wait = retry.again(attempt, time.monotonic() - failed, response)
             if wait is not None:
                 return None, wait
         if status >= 400:

@@ -73,14 +73,16 @@ class AsyncMelo:
 
     async def run(self, call: Call[T]) -> T:
         """Send a call, trying again as :class:`Retry` says; its answer, or the problem raised."""
-        attempt, started = 0, time.monotonic()
+        attempt, failed = 0, 0.0
         while True:
             try:
                 response = await self.http.request(call.method, call.path, **call.request())
             except httpx.TransportError as error:
-                wait = call.after_error(error, attempt, self.retry, started)
+                failed = time.monotonic() if attempt == 0 else failed  # the retries' clock starts
+                wait = call.after_error(error, attempt, self.retry, failed)
             else:
-                answer, wait = call.answer(response, attempt, self.retry, started)
+                failed = time.monotonic() if attempt == 0 else failed
+                answer, wait = call.answer(response, attempt, self.retry, failed)
                 if not wait:
                     return answer  # type: ignore[return-value]
             await asyncio.sleep(wait)
@@ -105,7 +107,7 @@ class AsyncMelo:
     async def events(self, *, after: int | None = None, ladder: str | None = None) -> AsyncIterator[Event]:
         """The ladder's changes as they commit, for as long as you iterate (``async for``); see
         :meth:`melo_client.Melo.events`."""
-        slug, last, attempt, started = self.slug(ladder), after, 0, 0.0
+        slug, last, attempt, failed = self.slug(ladder), after, 0, 0.0
         timeout = httpx.Timeout(self.http.timeout.connect, read=STREAM_SILENCE)
         while True:
             call = _api.events(slug, last)
@@ -113,8 +115,8 @@ class AsyncMelo:
                 async with self.http.stream(call.method, call.path, **call.request(), timeout=timeout) as response:
                     if response.status_code != 200:
                         await response.aread()
-                        started = time.monotonic() if attempt == 0 else started  # the first failure in a row
-                        wait = call.answer(response, attempt, self.retry, started)[1]  # raises what no retry mends
+                        failed = time.monotonic() if attempt == 0 else failed  # the first failure in a row
+                        wait = call.answer(response, attempt, self.retry, failed)[1]  # raises what no retry mends
                     else:
                         attempt, reader = 0, EventReader()
                         async for line in response.aiter_lines():
@@ -123,8 +125,8 @@ class AsyncMelo:
                                 yield event
                         attempt, wait = -1, self.retry.wait(0, None)  # the server closed it (it is stopping)
             except httpx.TransportError as error:
-                started = time.monotonic() if attempt == 0 else started
-                wait = call.after_error(error, attempt, self.retry, started)
+                failed = time.monotonic() if attempt == 0 else failed
+                wait = call.after_error(error, attempt, self.retry, failed)
             await asyncio.sleep(wait)
             attempt += 1
 

@@ -72,14 +72,16 @@ class Melo:
 
     def run(self, call: Call[T]) -> T:
         """Send a call, trying again as :class:`Retry` says; its answer, or the problem raised."""
-        attempt, started = 0, time.monotonic()
+        attempt, failed = 0, 0.0
         while True:
             try:
                 response = self.http.request(call.method, call.path, **call.request())
             except httpx.TransportError as error:
-                wait = call.after_error(error, attempt, self.retry, started)
+                failed = time.monotonic() if attempt == 0 else failed  # the retries' clock starts
+                wait = call.after_error(error, attempt, self.retry, failed)
             else:
-                answer, wait = call.answer(response, attempt, self.retry, started)
+                failed = time.monotonic() if attempt == 0 else failed
+                answer, wait = call.answer(response, attempt, self.retry, failed)
                 if not wait:
                     return answer  # type: ignore[return-value]
             time.sleep(wait)
@@ -107,7 +109,7 @@ class Melo:
         Starts now, or after event id ``after``.  A dropped connection, a server restart or a 503 is met by
         reconnecting (as :class:`Retry` says) after the last event seen, so no event is missed or seen twice;
         only an error no retry can mend (a wrong key, no such ladder) is raised.  Stop by leaving the loop."""
-        slug, last, attempt, started = self.slug(ladder), after, 0, 0.0
+        slug, last, attempt, failed = self.slug(ladder), after, 0, 0.0
         timeout = httpx.Timeout(self.http.timeout.connect, read=STREAM_SILENCE)
         while True:
             call = _api.events(slug, last)
@@ -115,8 +117,8 @@ class Melo:
                 with self.http.stream(call.method, call.path, **call.request(), timeout=timeout) as response:
                     if response.status_code != 200:
                         response.read()
-                        started = time.monotonic() if attempt == 0 else started  # the first failure in a row
-                        wait = call.answer(response, attempt, self.retry, started)[1]  # raises what no retry mends
+                        failed = time.monotonic() if attempt == 0 else failed  # the first failure in a row
+                        wait = call.answer(response, attempt, self.retry, failed)[1]  # raises what no retry mends
                     else:
                         attempt, reader = 0, EventReader()
                         for line in response.iter_lines():
@@ -125,8 +127,8 @@ class Melo:
                                 yield event
                         attempt, wait = -1, self.retry.wait(0, None)  # the server closed it (it is stopping)
             except httpx.TransportError as error:
-                started = time.monotonic() if attempt == 0 else started
-                wait = call.after_error(error, attempt, self.retry, started)
+                failed = time.monotonic() if attempt == 0 else failed
+                wait = call.after_error(error, attempt, self.retry, failed)
             time.sleep(wait)
             attempt += 1
 
