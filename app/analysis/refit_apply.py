@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app import storage
-from app.analysis.refit_rate import rate_settings, set_rate
+from app.analysis.refit_rate import rate_applies, rate_settings, set_rate
 from app.analysis.schemas import CheckpointOut
 from app.core.db import Database
 from app.core.errors import Conflict
@@ -38,7 +38,7 @@ def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | Non
     finished = {"player_ids": job.player_ids, "vectors": job.vectors, "result": job.result}
     checkpoint = storage.refits.checkpoint_of(ladder.id, job.id, job.after_game_id, finished)
     rate = (job.result or {}).get("rate")
-    settings = rate_settings(rate, ladder) if rate and rate["changed"] else None  # at the rate it will set
+    settings = rate_settings(rate, ladder) if rate_applies(ladder, rate) else None  # at the rate it will set
     return prepared_replay(db, ladder.id, checkpoint, settings)
 
 

@@ -97,8 +97,9 @@ def apply_rate_first(
     storage.players.lock_all(session, ladder_id)
     ladder = storage.ladders.by_id(session, ladder_id) or ladder
     if not set_rate(session, ladder, storage.refits.get(session, ladder_id, refit_id)):
-        if written:  # history written at a rate not set after all: the log's, as it is
+        if written:  # history written at a rate not set after all (pinned since): the log's again
             replay_log(session, ladder)
+            storage.ladders.bump(session, [ladder_id], reset=True)
         return False
     ladder = storage.ladders.by_id(session, ladder_id) or ladder
     if prepared is None or replay_prepared(session, ladder, prepared, written) is None:
@@ -119,11 +120,9 @@ def rate_settings(rate: dict, ladder: LadderRow) -> dict:
     return values
 
 
-def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
-    """Give the ladder the learning rate the refit ``job`` chose, if it chose a new one, the ladder's rate is not
-    pinned, and it is still the one the choice was compared with (the caller holds every player's lock, then
-    replays the log and bumps the ladder with ``reset``); record it on the ladder and in the refit's report."""
-    rate = (job.result or {}).get("rate")
+def rate_applies(ladder: LadderRow, rate: dict | None) -> bool:
+    """Whether a refit's rate choice is to be given to the ladder: a new rate, the ladder's not pinned, and still
+    the one the choice was compared with (an admin set none since)."""
     if not rate or not rate["changed"] or not ladder.auto_rate:
         return False
     previous = (rate["previous_eta"], rate["previous_eta_tau"], rate.get("previous_drift", ladder.drift))
@@ -135,12 +134,21 @@ def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
         rate.get("previous_cycles", ladder.cycles),
     )
     now_set = (ladder.eta, ladder.eta_tau, ladder.drift, ladder.drift_steps, ladder.seat_prior, ladder.rate_rule)
-    if (*now_set, ladder.noise, ladder.cycles) != (*previous, steps, prior, *rule):
-        return False  # an admin set another rate since
+    return (*now_set, ladder.noise, ladder.cycles) == (*previous, steps, prior, *rule)
+
+
+def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
+    """Give the ladder the learning rate the refit ``job`` chose, if it chose a new one, the ladder's rate is not
+    pinned, and it is still the one the choice was compared with (the caller holds every player's lock, then
+    replays the log and bumps the ladder with ``reset``); record it on the ladder and in the refit's report."""
+    rate = (job.result or {}).get("rate")
+    if not rate_applies(ladder, rate):
+        return False
+    prior = rate.get("previous_seat_prior") or ladder.seat_prior
     now = datetime.now(UTC)
     fields = ("eta", "eta_tau", "previous_eta", "previous_eta_tau", "log_loss", "previous_log_loss", "standard_error")
     choice = {name: rate[name] for name in (*fields, "games")} | {"refit": job.id, "applied_at": now.isoformat()}
-    choice |= {"drift": rate.get("drift", ladder.drift), "previous_drift": previous[2]}
+    choice |= {"drift": rate.get("drift", ladder.drift), "previous_drift": rate.get("previous_drift", ladder.drift)}
     if "rate_rule" in rate:  # the rule and its noise, chosen with it (mathematics §3b)
         names = ("rate_rule", "noise", "previous_rate_rule", "previous_noise", "cycles", "previous_cycles")
         choice |= {name: rate[name] for name in names if name in rate}

@@ -248,10 +248,6 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     """
     if prepared.stale or not _holds(session, ladder, prepared):
         return None
-    if storage.seasons.pulls(session, ladder.id, prepared.after_game_id):
-        return None  # a season closed since with a pull: the log is replayed through it
-    if prepared.base is not None and prepared.base != _latest_id(session, ladder.id):
-        return None  # a refit was applied, or a void superseded the checkpoint, since it read the log
     since = _since(session, ladder, prepared)
     prepared = replace(prepared, parts=list(prepared.parts))  # as it was, if this transaction is run again
     if since.log.n_games:
@@ -276,10 +272,15 @@ def _latest_id(session: Session, ladder_id: int) -> int:
 
 
 def _holds(session: Session, ladder: LadderRow, prepared: Prepared) -> bool:
-    """Whether a prepared replay still holds: the same settings, and the same games up to its last one (no void or
-    late commit below it)."""
+    """Whether a prepared replay still holds: the same settings, the same games up to its last one (no void or
+    late commit below it), no season closed with a pull after its start (the log is replayed through it), and,
+    replaying from a stored checkpoint, that one still the latest (no refit applied or checkpoint voided since)."""
     counts = storage.games.log_counts(session, ladder.id, prepared.last_game_id)
-    return _marks(ladder) == prepared.marks and counts == prepared.games
+    if _marks(ladder) != prepared.marks or counts != prepared.games:
+        return False
+    if storage.seasons.pulls(session, ladder.id, prepared.after_game_id):
+        return False
+    return prepared.base is None or prepared.base == _latest_id(session, ladder.id)
 
 
 def _since(session: Session, ladder: LadderRow, prepared: Prepared) -> Tail:
@@ -289,7 +290,8 @@ def _since(session: Session, ladder: LadderRow, prepared: Prepared) -> Tail:
 
 def _marks(ladder: LadderRow) -> tuple:
     rate = (ladder.eta, ladder.eta_tau, ladder.step_drift(), ladder.rate_rule, ladder.noise, ladder.cycles)
-    return (ladder.reset_version, ladder.k, *rate, ladder.seats, ladder.case_insensitive_keys)
+    seats = (ladder.seats, ladder.seat_prior if ladder.seats else None)
+    return (ladder.reset_version, ladder.k, *rate, *seats, ladder.case_insensitive_keys)
 
 
 def _replay(session: Session, ladder: LadderRow, part: Tail | LadderLog) -> int:

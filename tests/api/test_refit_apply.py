@@ -3,11 +3,13 @@ committed meanwhile is replayed under them; the ratings are those of one replay,
 
 import numpy as np
 import pytest
+from sqlalchemy import select
 
 from app import storage
 from app.analysis import refit_apply, refit_rate, refit_views
 from app.core.db import Database
 from app.domain.access import ladder_for_read
+from app.storage.tables import Ladder
 from tests.api.test_analysis import disc_games, wait
 from tests.api.test_seats import home_games
 from tests.conftest import bearer, make_ladder
@@ -214,9 +216,9 @@ def _running_rate_job(db: Database, slug: str, **forced) -> tuple[int, int, dict
     return ladder_id, job_id, rate | forced
 
 
-def _ladder(db: Database):
+def _ladder(db: Database, slug: str = "test"):
     with db.reading() as session:
-        return ladder_for_read(session, "test", fresh=True)
+        return ladder_for_read(session, slug, fresh=True)
 
 
 def _apply_rate(db: Database, ladder_id: int, job_id: int, rate: dict, prepared) -> bool:
@@ -235,73 +237,118 @@ def _rate_replays(monkeypatch) -> list[int]:
     return calls
 
 
+def _with_draws(games: list[dict]) -> list[dict]:
+    """Every ninth game a draw: what the draw model counts, which a replay recounts."""
+    for n, g in enumerate(games):
+        if n % 9 == 4:
+            for side in g["sides"]:
+                side["rank"] = 1
+    return games
+
+
+def _same_ratings_and_history(client, db: Database, slugs: tuple[str, str]) -> None:
+    """Two ladders given the same games and changes: the same ratings, seats, history and draw counts."""
+    for slug in slugs:
+        audit = client.get(f"/v1/ladders/{slug}/audit").json()
+        assert audit["consistent"] and audit["counts_consistent"], audit
+    assert _vectors(client, slugs[0]) == _vectors(client, slugs[1])
+    assert (
+        client.get(f"/v1/ladders/{slugs[0]}").json()["seats"] == client.get(f"/v1/ladders/{slugs[1]}").json()["seats"]
+    )
+    history = [client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"] for slug in slugs]
+    strip = [[_vectors_and_scores(g) for g in h] for h in history]
+    assert strip[0] == strip[1]
+    with db.reading() as session:
+        draws = [session.execute(select(Ladder.draws, Ladder.draw_room).where(Ladder.slug == s)).one() for s in slugs]
+    assert draws[0][0] == draws[1][0] > 0 and draws[0][1] == pytest.approx(draws[1][1], abs=1e-9)
+
+
 @pytest.mark.parametrize("rule", ["steps", "variance"])
 def test_an_auto_refits_new_rate_is_replayed_outside_the_locks_bit_for_bit(client, settings, monkeypatch, rule):
     """The new rate an auto refit applies at once (to the shrinking step's η and τ, or to the variance rule with
-    its noise): the log is replayed at it from the latest checkpoint holding no lock, caught up with games
-    committed meanwhile (a new player among them), and only the games committed after that are replayed under
-    the locks.  The ratings are those of the log's replay (``/audit``), the history too."""
+    its noise), on two ladders with the same games: one replays the log at it from the latest checkpoint holding
+    no lock, caught up with games committed meanwhile (a new player among them), and only the games committed
+    after that under the locks; the other replays its log under the locks.  The same ratings, history and draw
+    counts, and ``/audit`` agrees."""
     db = Database.from_settings(settings)
-    h = bearer(make_ladder(client, "test", k=2, seed=5, eta=4.0, seats=["home", "away"]))
-    games = home_games(260, seed=1)
-    assert client.post("/v1/ladders/test/games/batch", json={"games": games[:120]}, headers=h).status_code == 201
-    assert client.post(f"/v1/ladders/test/refits/{_refit(client, 'test', h)}/apply", headers=h).status_code == 200
-    client.post("/v1/ladders/test/games/batch", json={"games": games[120:200]}, headers=h)
+    config = {"k": 2, "seed": 5, "eta": 4.0, "seats": ["home", "away"]}
+    ladders = {slug: bearer(make_ladder(client, slug, **config)) for slug in ("prepared", "whole")}
+    games = _with_draws(home_games(260, seed=1))
+    for slug, h in ladders.items():
+        assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[:120]}, headers=h).status_code == 201
+        assert client.post(f"/v1/ladders/{slug}/refits/{_refit(client, slug, h)}/apply", headers=h).status_code == 200
+        client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[120:200]}, headers=h)
     forced = {"rate_rule": rule} | ({"noise": 40.0, "cycles": 0.25} if rule == "variance" else {})
-    ladder_id, job_id, rate = _running_rate_job(db, "test", **forced)
-    prepared = refit_apply.prepared_replay(db, ladder_id, None, refit_rate.rate_settings(rate, _ladder(db)))
+    jobs = {slug: _running_rate_job(db, slug, **forced) for slug in ladders}
+    ladder_id, _, rate = jobs["prepared"]
+    prepared = refit_apply.prepared_replay(db, ladder_id, None, refit_rate.rate_settings(rate, _ladder(db, "prepared")))
     assert prepared is not None and prepared.base > 0  # from the applied refit's checkpoint
     caught_up = [*games[200:230], {"sides": [{"players": ["t1"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
-    assert client.post("/v1/ladders/test/games/batch", json={"games": caught_up}, headers=h).status_code == 201
+    since = [*games[230:], {"sides": [{"players": ["latecomer"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
+    for slug, h in ladders.items():
+        assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": caught_up}, headers=h).status_code == 201
     with db.snapshot() as session:
         assert refit_apply.catch_up(session, prepared) == len(caught_up)
-    since = [*games[230:], {"sides": [{"players": ["latecomer"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
-    assert client.post("/v1/ladders/test/games/batch", json={"games": since}, headers=h).status_code == 201
+    for slug, h in ladders.items():
+        assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": since}, headers=h).status_code == 201
 
     replays = _rate_replays(monkeypatch)
-    assert _apply_rate(db, ladder_id, job_id, rate, prepared)
+    assert _apply_rate(db, *jobs["prepared"], prepared)
     assert replays == []
-    db.dispose()
-    ladder = client.get("/v1/ladders/test").json()
+    assert _apply_rate(db, *jobs["whole"], None)
+    assert len(replays) == 1
+    ladder = client.get("/v1/ladders/prepared").json()
     assert (ladder["eta"], ladder["rate_rule"]) == (rate["eta"], rule)
-    audit = client.get("/v1/ladders/test/audit").json()
-    assert audit["consistent"] and audit["counts_consistent"], audit
+    _same_ratings_and_history(client, db, ("prepared", "whole"))
+    db.dispose()
     if rule == "variance":
-        assert all(row["strength_se"] > 0 for row in client.get("/v1/ladders/test/leaderboard").json()["items"])
+        assert all(row["strength_se"] > 0 for row in client.get("/v1/ladders/prepared/leaderboard").json()["items"])
 
 
-@pytest.mark.parametrize("change", ["eta", "pinned", "refit applied", "void"])
+@pytest.mark.parametrize("change", ["eta", "pinned", "refit applied", "season pull", "void"])
 def test_a_new_rate_replayed_outside_the_locks_and_made_stale_is_dropped(client, settings, monkeypatch, change):
     """After the replay at the new rate was prepared, an admin sets another rate or pins the ladder's (the new
     rate is not applied; on PostgreSQL the history written at it before the locks is the log's again), a refit
-    is applied (the replay started from the checkpoint before) or a game below its end is voided: the log is
-    replayed under the locks where the rate is applied, and the ratings are exact."""
+    is applied or a season closes with a pull (the replay started from the checkpoint before), or a game below
+    its end is voided: the log is replayed under the locks where the rate is applied.  A twin ladder given the
+    same games and changes, whose apply replays its log under the locks, ends with the same ratings, history and
+    draw counts."""
     db = Database.from_settings(settings)
-    h = bearer(make_ladder(client, "test", k=1, seed=2, eta=4.0, seats=["home", "away"]))
-    games = home_games(200, seed=3)
-    posted = client.post("/v1/ladders/test/games/batch", json={"games": games[:160]}, headers=h).json()
-    refit_id = _refit(client, "test", h)
-    ladder_id, job_id, rate = _running_rate_job(db, "test")
-    prepared = refit_apply.prepared_replay(db, ladder_id, None, refit_rate.rate_settings(rate, _ladder(db)))
+    ladders = {
+        s: bearer(make_ladder(client, s, k=1, seed=2, eta=4.0, seats=["home", "away"])) for s in ("test", "twin")
+    }
+    games = _with_draws(home_games(200, seed=3))
+    posted = {
+        slug: client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[:160]}, headers=h).json()
+        for slug, h in ladders.items()
+    }
+    refits = {slug: _refit(client, slug, h) for slug, h in ladders.items()}
+    jobs = {slug: _running_rate_job(db, slug) for slug in ladders}
+    rate = jobs["test"][2]
+    prepared = refit_apply.prepared_replay(db, jobs["test"][0], None, refit_rate.rate_settings(rate, _ladder(db)))
     assert prepared is not None and prepared.base == 0  # no checkpoint yet: from the initial vectors
-    client.post("/v1/ladders/test/games/batch", json={"games": games[160:]}, headers=h)
-    if change in ("eta", "pinned"):
-        setting = {"eta": 0.15} if change == "eta" else {"auto_rate": False}
-        assert client.patch("/v1/ladders/test", json=setting, headers=h).status_code == 200
-    elif change == "refit applied":
-        assert client.post(f"/v1/ladders/test/refits/{refit_id}/apply", headers=h).status_code == 200
-    else:
-        voided = posted["games"][5]["id"]
-        assert client.post(f"/v1/ladders/test/games/{voided}/void", headers=h).status_code == 200
+    for slug, h in ladders.items():
+        client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[160:]}, headers=h)
+        if change in ("eta", "pinned"):
+            setting = {"eta": 0.15} if change == "eta" else {"auto_rate": False}
+            assert client.patch(f"/v1/ladders/{slug}", json=setting, headers=h).status_code == 200
+        elif change == "refit applied":
+            assert client.post(f"/v1/ladders/{slug}/refits/{refits[slug]}/apply", headers=h).status_code == 200
+        elif change == "season pull":
+            closed = client.post(f"/v1/ladders/{slug}/seasons", json={"name": "one", "pull": 0.5}, headers=h)
+            assert closed.status_code == 201, closed.text
+        else:
+            voided = posted[slug]["games"][5]["id"]
+            assert client.post(f"/v1/ladders/{slug}/games/{voided}/void", headers=h).status_code == 200
     replays = _rate_replays(monkeypatch)
     applied = change not in ("eta", "pinned")
-    assert _apply_rate(db, ladder_id, job_id, rate, prepared) == applied
+    assert _apply_rate(db, *jobs["test"], prepared) == applied
     written_early = change == "pinned" and db.dialect == "postgresql"  # the same settings: the history written
     assert len(replays) == int(applied or written_early)
-    db.dispose()
+    assert _apply_rate(db, *jobs["twin"], None) == applied
     assert client.get("/v1/ladders/test").json()["eta"] == {"eta": 0.15, "pinned": 4.0}.get(change, rate["eta"])
-    audit = client.get("/v1/ladders/test/audit").json()
-    assert audit["consistent"] and audit["counts_consistent"], audit
+    _same_ratings_and_history(client, db, ("test", "twin"))
+    db.dispose()
 
 
 def test_the_apply_route_replays_at_the_rate_its_refit_chose_before_it_takes_the_locks(client, monkeypatch):
