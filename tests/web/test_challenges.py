@@ -82,3 +82,28 @@ def test_challenge_from_a_players_page_then_record_the_result_in_one_tap(base, o
         page.locator("dialog[open]").get_by_role("button", name="Send challenge").click()
         expect(page.locator("#toast .toast-title")).to_have_text("Ann Archer challenged Eve Ellis")
         assert ladder.get("/challenges", status="open")["items"][0]["to"] == "eve"
+
+
+def test_a_challenge_tapped_before_the_players_are_read_waits_for_them(base, open_page):
+    """A player's page reads the ladder's players after its first render: a tap on Challenge before they are in
+    (a slow connection, a busy server) opens the dialog once they are, naming the player and offering the others."""
+    ladder = make_ladder(base, "duel-slow", games=False)
+    page = open_page("desktop", saved={ladder.slug: ladder.key})
+    held = []
+
+    def hold(route) -> None:  # answered below, not yet
+        held.append(route)
+
+    page.route(re.compile(r".*/leaderboard\?by=hodge.*"), hold)
+    page.goto(f"{ladder.url}/players/bob")
+    page.wait_for_selector("#stats")
+    page.locator("button[data-challenge=bob]").click()
+    page.wait_for_timeout(500)
+    expect(page.locator("dialog[open]")).to_have_count(0)  # waiting for the players
+    assert len(held) == 1
+    held[0].continue_()
+    dialog = page.locator("dialog[open]")
+    expect(dialog).to_contain_text("Challenge Bob Baker")
+    page.click("#challenger")
+    page.keyboard.type("an")
+    expect(page.locator("#challenger-list [role=option][data-key=ann]")).to_have_count(1)

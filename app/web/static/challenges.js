@@ -31,11 +31,14 @@ export function announce(challenge, slug) {
 export function challengeButton({ api, roster, to, toLabel, onMade = () => {} }) {
   const button = h("button", { type: "button", class: "secondary challenge-button", "data-challenge": to,
     "aria-label": `Challenge ${toLabel || roster.name(to)}` }, "Challenge");
-  button.addEventListener("click", () => guarded(() => challenge({ api, roster, to, onMade })));
+  button.addEventListener("click", () => guarded(() => challenge({ api, roster, to, toLabel, onMade })));
   return button;
 }
 
-async function challenge({ api, roster, to, onMade }) {
+async function challenge({ api, roster, to, toLabel, onMade }) {
+  // Who may challenge: the ladder's players, read just after the page rendered. A tap before they are in waits for
+  // them (5 s at most: then the picker takes a typed key).
+  await Promise.race([roster.ready, new Promise((resolve) => setTimeout(resolve, 5000))]);
   let error = "";
   for (;;) {
     const who = picker({ id: "challenger", label: "Who challenges?", roster, allowNew: false,
@@ -46,7 +49,7 @@ async function challenge({ api, roster, to, onMade }) {
       h("input", { id: "challenge-message", name: "message", maxlength: "200", autocomplete: "off",
         placeholder: "lunch?" }));
     const values = await ask({
-      title: `Challenge ${roster.name(to)}`,
+      title: `Challenge ${toLabel || roster.name(to)}`,
       body: h("p", { class: "muted" }, "They can accept or decline; the game is recorded against it in one tap."),
       fields: [who.root, message],
       confirm: "Send challenge",

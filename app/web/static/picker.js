@@ -10,10 +10,13 @@ export class Roster {
   constructor() {
     this.players = new Map();
     this.recent = [];
+    // Settled once the first players are in (a page reads them after its first render).
+    this.ready = new Promise((resolve) => { this.loaded = resolve; });
   }
 
   add(players) {
     for (const p of players) this.players.set(p.key, { key: p.key, name: p.name || p.key });
+    this.loaded();
   }
 
   // Every player anew: keys changed, merged or erased are gone.
