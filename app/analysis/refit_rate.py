@@ -83,11 +83,11 @@ def apply_rate_first(
 ) -> bool:
     """An auto refit's rate choice applied as soon as it is made, before the refit's guard and fit run (they take
     seconds, the choice a fraction of one): the ladder rates its next games with the rule its log chose meanwhile.
-    Recorded in the running job's result; the log replayed at the new rate, ``prepared`` holding no lock
-    (:func:`app.analysis.refit_apply.prepared_replay` with :func:`rate_settings`) and written here, under every
-    player's lock with the games committed since on top (on PostgreSQL its history before: :func:`write_history`),
-    or, if it no longer holds, replayed here.  Whether it
-    was applied (not if the job was cancelled, the rate is pinned or an admin changed it since)."""
+    Recorded in the running job's result.  The log is replayed at the new rate holding no lock (``prepared``:
+    :func:`app.analysis.refit_apply.prepared_replay` with :func:`rate_settings`) and written here under every
+    player's lock, with the games committed since on top (on PostgreSQL its history just before:
+    :func:`write_history`); one that no longer holds is replayed here instead.  Whether it was applied (not if
+    the job was cancelled, the rate is pinned or an admin changed it since)."""
     if not storage.refits.advance(session, ladder_id, refit_id, "running", {"result": {"rate": rate}}):
         return False
     ladder = storage.ladders.by_id(session, ladder_id)
