@@ -185,14 +185,16 @@ class Hub:
         feed = self._join(ladder_id)
         gone = asyncio.ensure_future(_disconnected(receive))
         try:
-            head = await self._latest(ladder_id)
+            head, now = await self._latest(ladder_id)
             if (due := await _recheck(access)) is None:  # due: when access is checked again at the latest
                 return
             last, reset = head, False
             if start is not None and start != head:
                 reset = start > head or await self._too_far(ladder_id, start, head)
                 last = head if reset else start
-            yield RETRY + frame("hello", {"version": version}, last)
+            # The version as of the stream's start, not the request's: a change committed after the listener's
+            # reads and before the start (its answer's headers are out already) is in neither; hello says so.
+            yield RETRY + frame("hello", {"version": max(version, now)}, last)
             if reset:
                 yield frame("reset", {})
             while not self.closing:
@@ -286,7 +288,7 @@ class Hub:
         while feed.listeners and not self.closing:
             try:
                 if feed.base is None:
-                    feed.base = feed.head = await self._latest(feed.ladder_id)
+                    feed.base = feed.head = (await self._latest(feed.ladder_id))[0]
                 frames = await self._read(feed.ladder_id, feed.head, feed.posted)
             except Exception:  # a database that is down: the listeners wait, and the feed tries again
                 logger.warning("reading ladder %d's events failed", feed.ladder_id, exc_info=True)
@@ -301,9 +303,10 @@ class Hub:
                 await asyncio.wait_for(feed.poked.wait(), max(POLL - gap, 0))
             feed.poked.clear()
 
-    async def _latest(self, ladder_id: int) -> int:
+    async def _latest(self, ladder_id: int) -> tuple[int, int]:
+        """The ladder's latest event and its version then (0, 0: no such ladder)."""
         rows = await self.db.fetch(storage.events.LATEST, (ladder_id,))
-        return int(rows[0][0]) if rows else 0
+        return (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
 
     async def _read(
         self, ladder_id: int, after: int, posted: dict[int, dict] | None = None, limit: int = PAGE

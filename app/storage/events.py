@@ -25,9 +25,10 @@ from app.storage.tables import LadderEvent, utcnow
 SINCE = (
     "SELECT number, version, kind, data FROM ladder_events WHERE ladder_id = ? AND number > ? ORDER BY number LIMIT ?"
 )
-#: The number of the ladder's latest event (0: none yet); whether a number is one of its events (a resume point
-#: still kept); and the numbers of up to so many events after one (how far behind a resume point is).
-LATEST = "SELECT last_event FROM ladders WHERE id = ?"
+#: The number of the ladder's latest event (0: none yet) and the ladder's version with it (one commit gives out
+#: both); whether a number is one of its events (a resume point still kept); and the numbers of up to so many
+#: events after one (how far behind a resume point is).
+LATEST = "SELECT last_event, version FROM ladders WHERE id = ?"
 KEPT = "SELECT 1 FROM ladder_events WHERE ladder_id = ? AND number = ?"
 BEHIND = "SELECT count(*) FROM (SELECT 1 FROM ladder_events WHERE ladder_id = ? AND number > ? LIMIT ?) AS kept"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import signal
@@ -15,12 +16,14 @@ from datetime import timedelta
 import httpx
 import pytest
 
+from app import storage
 from app.core.config import Settings
 from app.core.db import Database
+from app.domain.access import ladder_for_read
 from app.events import hub
 from app.storage import events
 from devtools.server import ADMIN_KEY, LIVE, live_server
-from tests.conftest import module_server, serve
+from tests.conftest import make_ladder, module_server, serve
 
 
 class Listener:
@@ -433,3 +436,38 @@ def test_a_resume_more_than_the_catch_up_bound_behind_gets_a_reset(server, slug)
     finally:
         near.close()
     assert [event_id for event_id, kind, _ in near.events if kind == "game"] == list(range(head - 1199, head + 1))
+
+
+def test_hello_carries_the_version_where_the_stream_starts_not_the_requests(settings, client):
+    """A stream's answer goes out (its headers: a page shows itself live) before the stream reads where it starts,
+    and the request read the ladder's version before that: a game committed in between is in neither the
+    listener's reads nor the stream.  ``hello`` carries the version at the stream's start, so the listener knows
+    to read the ladder again; here the request's version is older than the two games already posted."""
+    h = {"Authorization": f"Bearer {make_ladder(client, 'race', k=1)}"}
+    for winner, loser in [("a", "b"), ("c", "d")]:
+        assert client.post("/v1/ladders/race/games", json=_game(winner, loser), headers=h).status_code == 201
+    db = Database.from_settings(settings)
+    with db.reading() as session:
+        ladder_id = ladder_for_read(session, "race", fresh=True).id
+        version = storage.ladders.version(session, ladder_id)
+
+    async def first_frame() -> bytes:
+        async def access() -> float:
+            return float("inf")
+
+        async def receive() -> dict:
+            await asyncio.sleep(3600)
+            return {}
+
+        stream = hub.Hub(db, 1).stream(ladder_id, 0, None, access, receive)
+        try:
+            return await anext(stream)
+        finally:
+            await stream.aclose()
+
+    try:
+        text = asyncio.run(first_frame()).decode()
+    finally:
+        db.dispose()
+    hello = json.loads(text.split("data: ", 1)[1].split("\n", 1)[0])
+    assert "event: hello" in text and hello["version"] == version > 0, text
