@@ -358,12 +358,9 @@ class ProfilePage {
   eventHandlers() {
     const mine = (game) => game.sides.some((s) => s.players.some((p) => p.key === this.key));
     const reload = () => this.refresh();
-    let version = this.ladder.version || 0; // what the page has read
     return {
-      hello: (data) => { // a change between the page's reads and the stream's start: read again
-        if (data.version > version) reload();
-        version = Math.max(version, data.version || 0);
-      },
+      // A change between the page's reads and the stream's start: read again.
+      hello: (data) => data.version > (this.player?.ladder_version ?? 0) && reload(),
       game: (data) => mine(data.game) && reload(),
       void: (data) => mine(data.game) && reload(),
       player: (data) => {
