@@ -51,16 +51,17 @@ def _refit(client, slug: str, h: dict) -> int:
     return job["id"]
 
 
-def _log_replays(monkeypatch) -> list[int]:
-    """How often the apply replayed the whole log under the writer's locks (it returns as it would)."""
+def _log_replays(monkeypatch, module=refit_apply) -> list[int]:
+    """How often ``module`` (a refit's apply, or a new rate's: ``refit_rate``) replayed the whole log under the
+    writer's locks (it returns as it would)."""
     calls: list[int] = []
-    whole = refit_apply.replay_log
+    whole = module.replay_log
 
     def counted(session, ladder):
         calls.append(ladder.id)
         return whole(session, ladder)
 
-    monkeypatch.setattr(refit_apply, "replay_log", counted)
+    monkeypatch.setattr(module, "replay_log", counted)
     return calls
 
 
@@ -225,18 +226,6 @@ def _apply_rate(db: Database, ladder_id: int, job_id: int, rate: dict, prepared)
     return db.write(lambda session: refit_rate.apply_rate_first(session, ladder_id, job_id, rate, prepared))
 
 
-def _rate_replays(monkeypatch) -> list[int]:
-    calls: list[int] = []
-    whole = refit_rate.replay_log
-
-    def counted(session, ladder):
-        calls.append(ladder.id)
-        return whole(session, ladder)
-
-    monkeypatch.setattr(refit_rate, "replay_log", counted)
-    return calls
-
-
 def _with_draws(games: list[dict]) -> list[dict]:
     """Every ninth game a draw: what the draw model counts, which a replay recounts."""
     for n, g in enumerate(games):
@@ -292,7 +281,7 @@ def test_an_auto_refits_new_rate_is_replayed_outside_the_locks_bit_for_bit(clien
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": since}, headers=h).status_code == 201
 
-    replays = _rate_replays(monkeypatch)
+    replays = _log_replays(monkeypatch, refit_rate)
     assert _apply_rate(db, *jobs["prepared"], prepared)
     assert replays == []
     assert _apply_rate(db, *jobs["whole"], None)
@@ -340,7 +329,7 @@ def test_a_new_rate_replayed_outside_the_locks_and_made_stale_is_dropped(client,
         else:
             voided = posted[slug]["games"][5]["id"]
             assert client.post(f"/v1/ladders/{slug}/games/{voided}/void", headers=h).status_code == 200
-    replays = _rate_replays(monkeypatch)
+    replays = _log_replays(monkeypatch, refit_rate)
     applied = change not in ("eta", "pinned")
     assert _apply_rate(db, *jobs["test"], prepared) == applied
     written_early = change == "pinned" and db.dialect == "postgresql"  # the same settings: the history written
