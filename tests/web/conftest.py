@@ -88,6 +88,17 @@ def make_ladder(base: str, slug: str, games: bool = True, **config) -> Ladder:
     return ladder
 
 
+def show_insights(page) -> None:
+    """Scroll to the insights until the page has started reading them. It reads them when the section is first seen,
+    and the sections above, filling in after a scroll, can push it out of view again before that."""
+    for _ in range(40):
+        page.locator("#insights").scroll_into_view_if_needed()
+        if page.locator("#cycles").count():
+            return
+        page.wait_for_timeout(250)
+    raise AssertionError("the insights were never read: #cycles never appeared")
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Chromium for one test module. Playwright's sync API keeps an asyncio loop running in the main thread while it

@@ -9,7 +9,7 @@ import httpx
 from playwright.sync_api import expect
 
 from app.analysis.schemas import INTRANSITIVITY_SCALE
-from tests.web.conftest import make_ladder
+from tests.web.conftest import make_ladder, show_insights
 
 
 def test_standings_group_provisional_players_and_show_inactive_ones_on_request(base, open_page):
@@ -55,7 +55,7 @@ def test_who_would_win_fair_teams_seats_and_cycles(base, open_page):
         ladder.post([["ann", "bob", "cy"][n % 3]], [["dee", "eve", "fay"][n % 3]])
     page = open_page("desktop")
     page.goto(ladder.url)
-    page.locator("#insights").scroll_into_view_if_needed()
+    show_insights(page)
     page.wait_for_selector("#cycles-maths")
     expect(page.locator("#intransitivity")).to_have_text(re.compile("^(Mostly a straight ladder|Partly|More rock)"))
     page.click("#cycles-maths summary")

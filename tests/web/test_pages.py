@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from devtools.server import ADMIN_KEY
-from tests.web.conftest import make_ladder
+from tests.web.conftest import make_ladder, show_insights
 
 BAD_WORDS = re.compile(r"\b(null|undefined|NaN)\b")
 
@@ -143,7 +143,7 @@ def test_every_page_without_null_undefined_nan_or_sideways_scrolling(base, open_
                 check_page(page, f"Office {ladder.slug} · melo")
         else:
             page.click("#ranking-options summary")
-            page.locator("#insights").scroll_into_view_if_needed()
+            show_insights(page)
         page.wait_for_selector("#intransitivity, #cycles .muted:text('No players yet.')")
         for mode in ("Doubles", "Free-for-all"):
             if size == "phone":
@@ -230,7 +230,7 @@ def test_accessible_names_contrast_and_visible_focus(base, open_page, office, si
     if size == "phone":
         page.click("button[data-tab=insights]")
     else:
-        page.locator("#insights").scroll_into_view_if_needed()
+        show_insights(page)
     page.wait_for_selector("#disc-plot")
     check_accessibility(page, tabs=0)
     page.goto(seats.url + "#record")

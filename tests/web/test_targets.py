@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.web.conftest import make_ladder
+from tests.web.conftest import make_ladder, show_insights
 
 # Each visible button, link, summary, input, select and option with its box; a checkbox or radio button inside its
 # label is measured as the label, which takes the tap too. A link is in a sentence when it is inline in a paragraph
@@ -86,6 +86,6 @@ def test_every_control_on_a_phone_is_at_least_24_px_square(base, open_page, offi
 def test_every_control_of_the_ladder_page_on_a_laptop_is_at_least_24_px_square(base, open_page, office):
     page = open_page("desktop", saved={office.slug: office.key})
     open_ladder(page, office)
-    page.locator("#insights").scroll_into_view_if_needed()
+    show_insights(page)
     page.wait_for_selector("#intransitivity")
     check_targets(page, "ladder", 30)
