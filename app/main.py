@@ -61,6 +61,10 @@ P(i beats j) = σ(c_iᵀ Ω c_j), which can express rock-paper-scissors cycles.
 """
 
 
+#: The modules whose functions the job runner's children run: imported once, in its fork server.
+JOB_MODULES = ["app.analysis.refit_jobs", "app.analysis.reports", "app.http.report_jobs"]
+
+
 def _on_stop(loop: asyncio.AbstractEventLoop, close: Callable[[], None]) -> None:
     """Run ``close`` on the event loop as soon as the server is told to stop (SIGINT, SIGTERM), then the
     server's own handler.  The server waits for open responses before the app's shutdown, and an event stream
@@ -198,6 +202,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.state.compute = anyio.CapacityLimiter(1)
         _tune_garbage_collector()
         _prime_endpoints(app)
+        jobs.preload(JOB_MODULES)
         webhooks.start()
         try:  # the jobs of a server that stopped on this host
             await anyio.to_thread.run_sync(refit_jobs.recover, db)

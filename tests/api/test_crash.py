@@ -188,17 +188,26 @@ def test_a_refit_does_not_outlive_its_server(tmp_path):
         while httpx.get(base + job).json()["status"] != "running":
             assert time.time() < deadline
             time.sleep(0.1)
-        children = subprocess.run(["pgrep", "-P", str(proc.pid), "-f", "spawn_main"], capture_output=True, text=True)
-        refit = int(children.stdout.split()[0])
+        # The refit's process is a child of the job runner's fork server, a child of the server's.
+        (forkserver,) = _children(proc.pid, "forkserver")
+        (refit,) = _children(forkserver)
         os.kill(proc.pid, signal.SIGKILL)  # the server alone, not its process group
         deadline = time.time() + 10
-        while _alive(refit):
+        while _alive(refit) or _alive(forkserver):
             assert time.time() < deadline, "the refit outlived its server"
             time.sleep(0.1)
         with sqlite3.connect(tmp_path / "melo.db") as conn:  # it was stopped, not finished
             assert conn.execute("SELECT status FROM refits").fetchall() == [("running",)]
     finally:
         os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _children(pid: int, command: str | None = None) -> list[int]:
+    """The processes whose parent is ``pid`` (and whose command line has ``command``)."""
+    named = ["-f", command] if command else []
+    return [
+        int(p) for p in subprocess.run(["pgrep", "-P", str(pid), *named], capture_output=True, text=True).stdout.split()
+    ]
 
 
 def _alive(pid: int) -> bool:
