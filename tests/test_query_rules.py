@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import re
 import socket
 import subprocess
