@@ -150,8 +150,8 @@ def _record(note: Callable[[str, str], None]) -> Callable[[], None]:
 
 def _recorded_child(*args) -> None:
     """A refit's child process (:func:`app.core.jobs._child_main`), recording its statements to the file ``CHILD_LOG``
-    names, one a line (in the environment the server passes it, its last argument's second part)."""
-    path = args[-1][1][CHILD_LOG]
+    names, one a line (in the environment the server passes it, its last argument)."""
+    path = args[-1][CHILD_LOG]
 
     def note(_how: str, statement: str) -> None:
         with _write, open(path, "a", encoding="utf-8") as out:

@@ -1,10 +1,11 @@
 """The job runner: each refit, and each ladder-wide report of a large ladder, runs in a child process of its own,
 one at a time per server process (a refit and a report may run side by side).
 
-Where the system allows (Linux, macOS), each child is forked from a fork server, a small process started with the
-first job, that has imported the jobs' modules once (:func:`preload`): a child starts in milliseconds, where a
-fresh interpreter spent over two seconds of CPU importing them. The child takes the server's environment as it is
-when the job starts, as a fresh interpreter would.
+On Linux each child is forked from a fork server, a process started with the first job that has imported the
+jobs' modules once (:func:`preload`): a child starts in milliseconds, where a fresh interpreter spent over two
+seconds of CPU importing them (elsewhere each child is a fresh interpreter: macOS's system libraries are not safe
+to fork).  The child takes the server's environment as it is when the job starts, for the settings it reads then
+(``MELO_*``, ``TZ``); what a module read when the fork server imported it stays as it was then.
 
 In a thread, a refit's fit and its identifiability linear programs would hold the
 interpreter lock the request threads need; a child process at a lower CPU priority does
@@ -19,11 +20,10 @@ scheduler starves stalls every game post behind it.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import multiprocessing
+import multiprocessing.connection
 import os
-import select
 import signal
 import socket
 import sys
@@ -72,10 +72,11 @@ def owner_gone(name: str | None) -> bool:
     return _start_time(int(pid)) != started
 
 
-#: How children start: forked from the fork server where there is one, else each a fresh interpreter (Windows).
-_context = multiprocessing.get_context(
-    "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-)
+#: How children start: forked from the fork server on Linux, else each a fresh interpreter.
+_context = multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
+#: The process that imported this module: a forked child that finds its own id here imported it itself, so the
+#: fork server had not (a module of :func:`preload` that failed to import there, which it does not say).
+_IMPORTED_IN = os.getpid()
 
 
 def preload(modules: list[str]) -> None:
@@ -123,7 +124,7 @@ def run_in_child(
     running longer than ``seconds`` (then it is stopped) raises :class:`ChildFailed`.  ``work`` and ``args``
     must be picklable: a module-level function and plain values."""
     receive, send = _context.Pipe(duplex=False)
-    child = _context.Process(target=_work_main, args=(url, work, args, send, _origin()), daemon=True)
+    child = _context.Process(target=_work_main, args=(url, work, args, send, dict(os.environ)), daemon=True)
     child.start()
     send.close()  # the child's end only: when the child is gone, reading says so
     _children.add(child)
@@ -154,8 +155,8 @@ def run_in_child(
         _children.discard(child)
 
 
-def _work_main(url: str, work, args: tuple, send, origin: Origin) -> None:
-    _begin(origin)
+def _work_main(url: str, work, args: tuple, send, environment: dict[str, str]) -> None:
+    _begin(environment)
     db = Database.from_settings(Settings(database_url=url))
     try:
         result = work(db, lambda fraction: send.send(("progress", fraction)), *args)
@@ -196,9 +197,14 @@ def stop() -> None:
 
 def _run_child(db: Database, ladder_id: int, job_id: int, run, fail, finished) -> None:
     url = db.child_url()
-    args = (url, ladder_id, job_id, run, fail, _origin())
+    args = (url, ladder_id, job_id, run, fail, dict(os.environ))
     child = _context.Process(target=_child_main, args=args, daemon=True)
-    child.start()
+    try:
+        child.start()
+    except Exception as exc:  # the fork server could not start, or died: the job must not stay queued
+        logger.exception("starting job %s failed", job_id)
+        fail(db, ladder_id, job_id, f"its process could not start: {type(exc).__name__}: {exc}")
+        return
     _children.add(child)
     child.join()
     _children.discard(child)
@@ -211,8 +217,8 @@ def _run_child(db: Database, ladder_id: int, job_id: int, run, fail, finished) -
             logger.exception("after job %s", job_id)
 
 
-def _child_main(url: str, ladder_id: int, job_id: int, run, fail, origin: Origin) -> None:
-    _begin(origin)
+def _child_main(url: str, ladder_id: int, job_id: int, run, fail, environment: dict[str, str]) -> None:
+    _begin(environment)
     db = Database.from_settings(Settings(database_url=url))
     try:
         run(db, ladder_id, job_id)
@@ -224,46 +230,31 @@ def _child_main(url: str, ladder_id: int, job_id: int, run, fail, origin: Origin
         db.dispose()
 
 
-#: What a child needs of the server that started it: its process id and its environment.
-Origin = tuple[int, dict[str, str]]
-
-
-def _origin() -> Origin:
-    return os.getpid(), dict(os.environ)
-
-
-def _begin(origin: Origin) -> None:
-    """A child's start: it dies with its server, takes the server's environment as it is now (a forked child has
-    the fork server's, from the first job) and lowers its CPU priority."""
-    server, environment = origin
-    _die_with(server)
+def _begin(environment: dict[str, str]) -> None:
+    """A child's start: it dies with its server, takes the server's environment as it was when the job started (a
+    forked child has the fork server's, from the first job) and lowers its CPU priority."""
+    _die_with_server()
     os.environ.clear()
     os.environ.update(environment)
+    if hasattr(time, "tzset"):
+        time.tzset()
+    if _context.get_start_method() == "forkserver" and os.getpid() == _IMPORTED_IN:
+        logger.warning("the job modules were not imported in the fork server: each job imports them (seconds)")
     _lower_priority()
 
 
-def _die_with(server: int) -> None:
-    """Linux: a SIGTERM when the server process exits, even by kill -9, so no refit outlives its server.  A thread
-    waits on the server's process handle (a forked child's parent is the fork server, which lives on while a child
-    does); on a kernel older than 5.3, which has none, the child dies with its parent."""
-    if sys.platform != "linux":
-        return
-    try:
-        handle = os.pidfd_open(server)
-    except ProcessLookupError:  # the server is gone already
-        os._exit(1)
-    except OSError:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
-        if os.getppid() == 1:  # the parent died before the line above
-            os._exit(1)
+def _die_with_server() -> None:
+    """A SIGTERM when the server that started this child exits, even by kill -9, so no refit outlives its server.
+
+    A thread waits on this child's end of a pipe whose other end only the server holds (multiprocessing's parent
+    sentinel): it reads the end of the pipe when the server is gone.  A forked child's parent is the fork server,
+    which lives on while any child does, so the parent's death would not do."""
+    parent = multiprocessing.parent_process()
+    if parent is None:
         return
 
     def watch() -> None:
-        select.select([handle], [], [])  # readable when the server has exited
+        multiprocessing.connection.wait([parent.sentinel])
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="melo-server-watch", daemon=True).start()
-
-
-PR_SET_PDEATHSIG = 1
