@@ -275,7 +275,10 @@ class LadderPage {
   // The latest games: the feed's first, then enough to count the most active players.
   async loadGames(limit) {
     const page = await this.api.get(`/games?limit=${limit}`);
-    this.games = page.items;
+    // A game the stream brought while this read was under way is newer than its answer: it stays.
+    const newest = Math.max(0, ...page.items.map((g) => g.id));
+    const arrived = this.games.filter((g) => g.id > newest);
+    this.games = [...arrived, ...page.items].sort((a, b) => b.id - a.id);
     this.counted = limit >= ACTIVITY; // the most active are listed once counted over the whole window
     this.roster.remember(this.games.flatMap((g) => g.sides.flatMap((s) => s.players.map((p) => p.key))));
     this.drawGames();
