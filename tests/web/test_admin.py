@@ -70,8 +70,9 @@ def test_manage_players_each_change_confirmed(base, open_page):
     assert ladder.get("/players/dee")["active"] is True  # cancelled: nothing changed
     panel.get_by_role("button", name="Deactivate…").click()
     confirm(page, "Deactivate Dee Dunn?", "Deactivate")
-    assert ladder.get("/players/dee")["active"] is False
+    # The page's answer first: the change is sent once the dialog has closed.
     expect(page.locator("#player-list li[data-key=dee] summary")).to_contain_text("inactive")
+    assert ladder.get("/players/dee")["active"] is False
     player_panel(page, "dee").get_by_role("button", name="Reactivate").click()
     expect(page.locator("#player-list li[data-key=dee] summary")).not_to_contain_text("inactive")
 
