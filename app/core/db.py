@@ -110,10 +110,10 @@ class Database:
         if settings.replica_urls and settings.is_sqlite:
             raise RuntimeError("MELO_READ_DATABASE_URL names PostgreSQL replicas: the primary must be PostgreSQL too.")
         found = []
-        for url, pooled in settings.replica_urls:
+        for number, (url, pooled) in enumerate(settings.replica_urls, 1):
             replica = cls._postgresql(url, pooled, settings, bounded=True)
             replica.primary = primary
-            found.append(Replica(replica, settings.read_max_lag))
+            found.append(Replica(replica, settings.read_max_lag, number))
         return found
 
     @classmethod

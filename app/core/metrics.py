@@ -1,5 +1,5 @@
-"""Prometheus metrics: requests and latency per route, games applied, group-commit sizes, refits by outcome, and
-where the reads that tolerate a lag were answered.
+"""Prometheus metrics: requests and latency per route, games applied, group-commit sizes, refits by outcome,
+where the reads that tolerate a lag were answered, and whether each replica is read.
 
 With several worker processes, ``melo serve`` points ``PROMETHEUS_MULTIPROC_DIR``
 at a fresh directory so that every worker's numbers are summed in each scrape
@@ -10,7 +10,15 @@ from __future__ import annotations
 
 import os
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest, multiprocess
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
 
 REQUESTS = Counter("melo_requests_total", "HTTP requests answered.", ["method", "route", "status"])
 LATENCY = Histogram(
@@ -29,6 +37,13 @@ LAG_TOLERANT = Counter(
     "Reads that tolerate a short lag (leaderboards, profiles, reports), by the database that answered them: a "
     "replica of MELO_READ_DATABASE_URL, or the primary.",
     ["served_by"],
+)
+REPLICA_READ = Gauge(
+    "melo_replica_read",
+    "1 while every worker reads the replica (numbered as MELO_READ_DATABASE_URL lists them, from 1): it keeps up; "
+    "0 while some worker sends its reads to the primary instead.",
+    ["replica"],
+    multiprocess_mode="livemin",
 )
 
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING
 import psycopg
 from sqlalchemy.exc import DBAPIError
 
+from app.core.metrics import REPLICA_READ
+
 if TYPE_CHECKING:
     from app.core.db import Database
 
@@ -36,9 +38,12 @@ class Replica:
     WRITTEN = "SELECT pg_current_wal_lsn()::text"
     REPLAYED = "SELECT coalesce(pg_last_wal_replay_lsn(), pg_current_wal_lsn())::text"
 
-    def __init__(self, db: Database, max_lag: float) -> None:
+    def __init__(self, db: Database, max_lag: float, number: int = 1) -> None:
         self.db, self.max_lag = db, max_lag
         self.ok = False
+        #: Whether it is read, as ``GET /metrics`` says (``melo_replica_read``).
+        self._said = REPLICA_READ.labels(str(number))
+        self._said.set(0)
         #: (when, where the primary's log was), the oldest first: back to ``max_lag`` seconds ago.
         self._written: deque[tuple[float, int]] = deque()
         self._watching: asyncio.Task | None = None
@@ -54,6 +59,7 @@ class Replica:
     def failed(self) -> None:
         """A read failed on it: its readers go to the primary until the next check succeeds."""
         self.ok = False
+        self._said.set(0)
 
     async def _watch(self) -> None:
         while True:
@@ -65,6 +71,7 @@ class Replica:
             if ok != self.ok:
                 log.warning("replica %s", "read again: it keeps up" if ok else "not read: it does not keep up")
             self.ok = ok
+            self._said.set(ok)
             await asyncio.sleep(self.CHECK_EVERY)
 
     async def _keeps_up(self) -> bool:
