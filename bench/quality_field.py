@@ -1,6 +1,6 @@
 """The service's rules beside the field's raters: prequential log loss on the second half of every stream.
 
-    python bench/quality_field.py [--quick]
+    python bench/quality_field.py [--quick] [--only NAME ...] [--service]
 
 Per stream (bench/quality.py's, the dated football seasons with their home seats, ATP singles 2007-2016 (a real
 stream of dated results without seats, bench/data/README.md), a stream whose strengths
@@ -17,7 +17,9 @@ wander for six years, and a career stream: wandering strengths and cohorts of ne
   Bradley-Terry and Thurstone-Mosteller models (package ``openskill``, β and τ tuned; Thurstone-Mosteller is the
   TrueSkill likelihood).  Teams play as their members' mean, with their variances' mean over the team size.
 
-Prints the table and writes bench/results/quality_field.json; ``--coverage`` instead prints how often ±1.96
+Prints the table and writes bench/results/quality_field.json; ``--service`` computes the service's columns alone
+and keeps the others from that file's last run (the field's raters do not change with the service's code);
+``--coverage`` instead prints how often ±1.96
 ``strength_se`` holds the true strength under the variance rule (bench/results/quality_field_coverage.json).
 """
 
@@ -243,7 +245,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="10,000 games of the long streams, fewer settings")
     parser.add_argument("--only", nargs="*", help="these streams only")
     parser.add_argument("--coverage", action="store_true", help="the coverage table only")
+    parser.add_argument("--service", action="store_true", help="the service's columns only, the field's kept")
     args = parser.parse_args()
+    path = RESULTS / "quality_field.json"
+    earlier = {r["stream"]: r for r in json.loads(path.read_text())["rows"]} if path.exists() else {}
     if args.coverage:
         RESULTS.mkdir(exist_ok=True)
         out = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()}, "rows": coverage()}
@@ -256,6 +261,12 @@ def main() -> None:
         started = time.perf_counter()
         first, second = halves(log)
         row = {"stream": name, "games": log.n_games, "players": m} | service(log, m, when)
+        if args.service:
+            if name not in earlier or earlier[name]["games"] != log.n_games:
+                sys.exit(f"{name}: no earlier run of these games to keep the field's columns of (run it in full)")
+            rows.append(earlier[name] | row)
+            print(f"  {name}: {time.perf_counter() - started:.0f} s", flush=True)
+            continue
         offsets = {h: seated(log, h) for h in SEAT_OFFSETS} if log.side_seat is not None else {0.0: log}
         elo = {(rate, h): online_elo(x, m, rate) for rate in ELO_RATES for h, x in offsets.items()}
         elo_rate = min(elo, key=lambda r: log_loss(elo[r], log, first))
@@ -317,11 +328,9 @@ def main() -> None:
     RESULTS.mkdir(exist_ok=True)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "quick": args.quick}
     kept = [{k: v for k, v in r.items() if k != "chosen rule"} | {"chosen rule": r["chosen rule"]} for r in rows]
-    path = RESULTS / "quality_field.json"
-    if args.only and path.exists():  # the other streams' rows of an earlier run stay, in their order
+    if args.only and earlier:  # the other streams' rows of an earlier run stay, in their order
         ran = {r["stream"]: r for r in kept}
-        earlier = json.loads(path.read_text())["rows"]
-        kept = [ran.pop(r["stream"], r) for r in earlier] + list(ran.values())
+        kept = [ran.pop(r["stream"], r) for r in earlier.values()] + list(ran.values())
     path.write_text(json.dumps({"machine": machine, "rows": kept}, indent=2, default=str) + "\n")
 
 

@@ -55,7 +55,8 @@ def rate_choice(ladder: LadderRow, state: LadderLog, progress) -> dict:
         "previous_drift_steps": ladder.drift_steps,
         "previous_seat_prior": ladder.seat_prior if fresh is not None else None,
         "log_loss": chosen["log_loss"],
-        "previous_log_loss": rows[0]["log_loss"],
+        "previous_log_loss": rows[choice.against]["log_loss"],  # on the same games: the row it was compared with
+        "scored_games": chosen["scored_games"],
         "standard_error": chosen["standard_error"],
         "games": state.log.n_games,
         "applied": False,
@@ -148,6 +149,8 @@ def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
     now = datetime.now(UTC)
     fields = ("eta", "eta_tau", "previous_eta", "previous_eta_tau", "log_loss", "previous_log_loss", "standard_error")
     choice = {name: rate[name] for name in (*fields, "games")} | {"refit": job.id, "applied_at": now.isoformat()}
+    if "scored_games" in rate:
+        choice["scored_games"] = rate["scored_games"]
     choice |= {"drift": rate.get("drift", ladder.drift), "previous_drift": rate.get("previous_drift", ladder.drift)}
     if "rate_rule" in rate:  # the rule and its noise, chosen with it (mathematics §3b)
         names = ("rate_rule", "noise", "previous_rate_rule", "previous_noise", "cycles", "previous_cycles")

@@ -48,11 +48,13 @@ class RefitIn(StrictModel):
         False,
         description="Also choose the online rule's learning rate from the ladder's own log: each of 25 rates (η "
         "times 0.25-4, τ none or 1-30) is replayed over every game from the initial vectors, each game predicted "
-        "from the games before it; `result.rate` gives the rate that predicted best if it beat the ladder's by more "
-        "than one standard error over games (else the ladder's own), each candidate's log loss, and whether it was "
-        "applied. Applying the refit applies the rate too (the log replayed with it), unless the ladder's rate is "
-        "pinned (`auto_rate` false) or was changed since. Auto refits choose it on ladders with `auto_rate`, and "
-        "apply it even when the guard keeps their fit out.",
+        "from the games before it, and scored on the log's latest half (what a rate does once a ladder is under way "
+        "predicts its next games); `result.rate` gives the rate that predicted best if it beat the ladder's by more "
+        "than one standard error over those games for one challenger, more for more (about 2.2 for 60 to 90: the "
+        "best of many looks better than it is by luck alone), else the ladder's own; each candidate's log loss, and "
+        "whether it was applied. Applying the refit applies the rate too (the log replayed with it), unless the "
+        "ladder's rate is pinned (`auto_rate` false) or was changed since. Auto refits choose it on ladders with "
+        "`auto_rate`, and apply it even when the guard keeps their fit out.",
     )
     folds: StrictInt = Field(
         FOLDS,

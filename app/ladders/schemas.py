@@ -391,10 +391,20 @@ class RateChoiceOut(BaseModel):
     previous_noise: float | None = Field(None, description="The noise it replaced.")
     cycles: float | None = Field(None, description="The variance rule's `cycles` chosen with it.")
     previous_cycles: float | None = Field(None, description="The `cycles` it replaced.")
-    log_loss: float = Field(description="Mean prequential log loss per game of the log at the chosen rate.")
-    previous_log_loss: float = Field(description="The same at the rate it replaced.")
+    log_loss: float = Field(
+        description="Mean prequential log loss per game at the chosen rate, over the log's latest `scored_games`."
+    )
+    previous_log_loss: float = Field(
+        description="The same at the rate it replaced (for a seats' prior chosen, at the rule chosen with the "
+        "ladder's prior)."
+    )
     standard_error: float = Field(description="The standard error (over games) of the difference of the two.")
-    games: int = Field(description="Games of the log the rates were compared on.")
+    games: int = Field(description="Games of the log the rates were replayed over.")
+    scored_games: int | None = Field(
+        None,
+        description="Its latest games the losses are over: its latest half for a rule, all of it for a seats' prior; "
+        "null: chosen before the latest half was scored alone.",
+    )
     refit: int = Field(description="The refit that chose it (`GET …/refits/{id}` lists every candidate).")
     applied_at: datetime
 

@@ -14,7 +14,9 @@ candidate's ratings at once, so 25 candidates cost a few times one replay, not
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -66,13 +68,42 @@ Rule = LearningRate | VarianceRule
 class RateChoice:
     """The rate chosen (and the seats' prior, a standard deviation in logits; None where the log names no seat),
     and per candidate (``rows``; the chosen one is ``rows[index]``, the current one ``rows[0]``) its mean
-    prequential log loss per game and the standard error of its difference to the current rate's (over games).
-    The rate is a :class:`~app.rating.variance.VarianceRule` where the variance rule was tried and won."""
+    prequential log loss per game over the log's latest ``scored_games`` and the standard error of its difference
+    to the current rate's (over those games); a seats' prior's row, over the whole log and to the chosen rule's
+    with the ladder's prior (``rows[against]``).  The rate is a :class:`~app.rating.variance.VarianceRule` where
+    the variance rule was tried and won."""
 
     rate: Rule
     rows: list[dict]
     seat_prior: float | None = None
     index: int = 0
+    #: The row the chosen one was compared with: the current rule's, or for a seats' prior, the rule's with the
+    #: ladder's prior on the whole log.
+    against: int = 0
+
+
+#: The chance that luck alone changes a ladder's rule (:func:`_bar`): that of one challenger no better than the
+#: current rule beating it by one standard error, 1 - Φ(1).
+_LUCK = 0.15866
+#: Normal draws the bar's percentile is read from, and games whose differences give the challengers' correlations.
+_DRAWS, _SAMPLED = 20_000, 2_048
+
+
+@dataclass(frozen=True)
+class Scores:
+    """Candidates' mean losses per game over the games they are scored on, the standard errors of their differences
+    to the current rule's, and those differences at the same sampled games (how alike the candidates are)."""
+
+    means: Array
+    errors: Array
+    sample: Array
+
+    def __add__(self, other: Scores) -> Scores:
+        return Scores(
+            np.concatenate([self.means, other.means]),
+            np.concatenate([self.errors, other.errors]),
+            np.concatenate([self.sample, other.sample]),
+        )
 
 
 def prequential_losses(
@@ -242,16 +273,16 @@ def choose_rate(
     ]
     losses = prequential_losses_many(C0, log, candidates, seats, progress, times)
     reference = losses[0]
-    means, errors = _compare(losses, reference)
+    scores = _compare(losses, reference)
     if rules:
         grid = [VarianceRule(u, q, current.drift) for u in VARIANCE_STARTS for q in NOISES]
-        more = _variance_round(C0, log, grid, seats, times, drifts, reference)
-        candidates += more[0]
-        means, errors = np.concatenate([means, more[1]]), np.concatenate([errors, more[2]])
+        more, more_scores = _variance_round(C0, log, grid, seats, times, drifts, reference)
+        candidates += more
+        scores += more_scores
     if drifts and _time_passes(log, times):
         # The ladder's drift first: where the log cannot tell the drifts apart (games all on one day), it stays.
         steps = [n for n, rate in enumerate(candidates) if isinstance(rate, LearningRate)]
-        first, tried = candidates[steps[int(np.argmin(means[steps]))]], set(candidates)
+        first, tried = candidates[steps[int(np.argmin(scores.means[steps]))]], set(candidates)
         more = [
             rate
             for drift in dict.fromkeys((current.drift, *drifts))
@@ -261,10 +292,9 @@ def choose_rate(
         ]
         for lo in range(0, len(more), _CHUNK):
             part = more[lo : lo + _CHUNK]
-            m, e = _compare(prequential_losses_many(C0, log, part, seats, None, times), reference)
+            scores += _compare(prequential_losses_many(C0, log, part, seats, None, times), reference)
             candidates += part
-            means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
-    return _chosen(C0, log, candidates, means, errors, reference, seats, times, seat_sds)
+    return _chosen(C0, log, candidates, scores, seats, times, seat_sds)
 
 
 def _losses(C0, log: GameLog, rules: list[Rule], seats, progress, times: Times) -> Array:
@@ -278,41 +308,38 @@ def _losses(C0, log: GameLog, rules: list[Rule], seats, progress, times: Times) 
 
 def _variance_round(
     C0, log: GameLog, grid: list[VarianceRule], seats, times: Times, drifts: tuple[float, ...], reference: Array
-) -> tuple[list[Rule], Array, Array]:
+) -> tuple[list[Rule], Scores]:
     """The variance rules of ``grid`` and, where time passes in the log, the best of them at each of ``drifts``:
-    the candidates, their mean losses and the standard errors of their differences to ``reference``."""
-    means, errors = _compared(C0, log, list(grid), seats, times, reference)
+    the candidates and their scores against ``reference``."""
+    scores = _compared(C0, log, list(grid), seats, times, reference)
     candidates: list[Rule] = list(grid)
-    best = grid[int(np.argmin(means))]
+    best = grid[int(np.argmin(scores.means))]
     if np.shape(C0)[1] > 2:  # the cyclic discs' share of a step, where there are some
         more = [VarianceRule(best.start, best.noise, best.drift, f) for f in CYCLES if f != best.cycles]
-        m, e = _compared(C0, log, list(more), seats, times, reference)
+        scores += _compared(C0, log, list(more), seats, times, reference)
         candidates += more
-        means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
-        best = candidates[int(np.argmin(means))]
+        best = candidates[int(np.argmin(scores.means))]
         if best.cycles != grid[0].cycles:  # the noise again at that share: discs that learn cycles move more
             more = [VarianceRule(best.start, q, best.drift, best.cycles) for q in NOISES if q != best.noise]
-            m, e = _compared(C0, log, list(more), seats, times, reference)
+            scores += _compared(C0, log, list(more), seats, times, reference)
             candidates += more
-            means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
-            best = candidates[int(np.argmin(means))]
+            best = candidates[int(np.argmin(scores.means))]
     if drifts and _time_passes(log, times):
         more = [VarianceRule(best.start, best.noise, d, best.cycles) for d in dict.fromkeys(drifts) if d != best.drift]
         if more:
-            m, e = _compared(C0, log, list(more), seats, times, reference)
+            scores += _compared(C0, log, list(more), seats, times, reference)
             candidates += more
-            means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
-    return candidates, means, errors
+    return candidates, scores
 
 
-def _compared(C0, log: GameLog, rules: list[Rule], seats, times: Times, reference: Array) -> tuple[Array, Array]:
+def _compared(C0, log: GameLog, rules: list[Rule], seats, times: Times, reference: Array) -> Scores:
     """:func:`_compare` of ``rules``' losses, replayed :data:`_CHUNK` at a time (each keeps every game's loss
     until summed: 28 rules over a million games would be 200 MB at once)."""
     parts = [
         _compare(_losses(C0, log, rules[lo : lo + _CHUNK], seats, None, times), reference)
         for lo in range(0, len(rules), _CHUNK)
     ]
-    return np.concatenate([m for m, _ in parts]), np.concatenate([e for _, e in parts])
+    return functools.reduce(operator.add, parts)
 
 
 def _choose_variance(
@@ -334,39 +361,74 @@ def _choose_variance(
         if (rule := VarianceRule(current.start * f, current.noise * g, current.drift, current.cycles)) != current
     ]
     reference = _losses(C0, log, [current], seats, progress, times)[0]
-    candidates, means, errors = _variance_round(C0, log, grid, seats, times, drifts, reference)
+    candidates, scores = _variance_round(C0, log, grid, seats, times, drifts, reference)
     # The way back to a step, where the log now says it pays (a cyclic field's cycles show only once they have been
     # played): constant ones, which never freeze a player either.
     steps: list[Rule] = [LearningRate(eta, None, current.drift) for eta in STEPS_BACK]
-    m, e = _compared(C0, log, steps, seats, times, reference)
+    scores += _compared(C0, log, steps, seats, times, reference)
     candidates += steps
-    means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
-    return _chosen(C0, log, candidates, means, errors, reference, seats, times, seat_sds)
+    return _chosen(C0, log, candidates, scores, seats, times, seat_sds)
 
 
-def _chosen(
-    C0, log: GameLog, candidates: list[Rule], means: Array, errors: Array, reference: Array, seats, times, seat_sds
-) -> RateChoice:
-    """The best candidate if it beats the current (the first) by more than a standard error, after a last round
-    over the seats' prior (``seat_sds``) with the best rule so far; the rows of every candidate."""
-    current_sd = None if seats is None or log.side_seat is None else float(1.0 / np.sqrt(seats.information[0]))
-    sds = [current_sd] * len(candidates)
-    if current_sd is not None and seat_sds:
-        best_rate = candidates[int(np.argmin(means))]
-        tried = [sd for sd in seat_sds if prior_precision(sd) != seats.information[0]]
-        starts = [Seats.fresh(len(seats.advantage), prior_precision(sd)) for sd in tried]
-        m, e = _compare(_losses(C0, log, [best_rate] * len(tried), starts, None, times), reference)
-        candidates += [best_rate] * len(tried)
-        sds += tried
-        means, errors = np.concatenate([means, m]), np.concatenate([errors, e])
-    best = int(np.argmin(means))
-    if not means[0] - means[best] > errors[best]:
-        best = 0
+def _chosen(C0, log: GameLog, candidates: list[Rule], scores: Scores, seats, times, seat_sds) -> RateChoice:
+    """The best candidate if it beats the current (the first) by more than :func:`_bar` standard errors; then,
+    where the log names seats (``seat_sds``), the seats' prior with that rule, under the same bar; the rows of
+    every candidate.
+
+    Rules are compared on the log's latest half (:func:`_compare`): what a rule does once a ladder is under way
+    predicts its next games, where a whole log would weigh its first games, every player new at once, as much
+    as all the rest.  A seats' prior matters only in a seat's first games, so it is compared on the whole log,
+    against the rule chosen with the ladder's prior (a row of its own: ``against`` points to it)."""
+    means, errors = scores.means, scores.errors
     rows = [
-        _row(rate) | {"log_loss": float(m), "standard_error": float(e)} | ({} if sd is None else {"seat_prior": sd})
-        for rate, sd, m, e in zip(candidates, sds, means, errors, strict=True)
+        _row(rate) | {"log_loss": float(m), "standard_error": float(e)}
+        for rate, m, e in zip(candidates, means, errors, strict=True)
     ]
-    return RateChoice(candidates[best], rows, sds[best], best)
+    best = int(np.argmin(means))
+    if not means[0] - means[best] > _bar(scores) * errors[best]:
+        best = 0
+    scored = log.n_games - log.n_games // 2
+    for row in rows:
+        row["scored_games"] = scored
+    current_sd = None if seats is None or log.side_seat is None else float(1.0 / np.sqrt(seats.information[0]))
+    if current_sd is None:
+        return RateChoice(candidates[best], rows, None, best)
+    for row in rows:
+        row["seat_prior"] = current_sd
+    tried = [sd for sd in seat_sds if prior_precision(sd) != seats.information[0]]
+    if not tried:
+        return RateChoice(candidates[best], rows, current_sd, best)
+    rate = candidates[best]
+    starts = [seats] + [Seats.fresh(len(seats.advantage), prior_precision(sd)) for sd in tried]
+    losses = _losses(C0, log, [rate] * len(starts), starts, None, times)
+    priors = _compare(losses, losses[0], latest=False)
+    m, e = priors.means, priors.errors
+    for sd, mean, error in zip([current_sd, *tried], m, e, strict=True):
+        rows.append(
+            _row(rate)
+            | {"log_loss": float(mean), "standard_error": float(error), "seat_prior": sd, "scored_games": log.n_games}
+        )
+    against, prior = len(rows) - len(starts), int(np.argmin(m))
+    if prior == 0 or not m[0] - m[prior] > _bar(priors) * e[prior]:
+        return RateChoice(rate, rows, current_sd, best)
+    return RateChoice(rate, rows, tried[prior - 1], against + prior, against)
+
+
+def _bar(scores: Scores) -> float:
+    """How many standard errors the best challenger (the candidates after the first, the current rule) must beat
+    the current rule by: the 84th percentile of the largest of their differences in standard errors were none of
+    them better, so that luck alone changes the rule no more often than one challenger beats it by one standard
+    error by luck (16%).  One challenger: 1.  Many: more, as the best of many looks better than it is; as many
+    as Bonferroni's bound asks of independent ones, fewer of alike ones (a maximum-t test, as White's reality
+    check for data snooping: the differences taken as normal with the correlations of the sampled games')."""
+    differences = scores.sample[1:]
+    differences = differences[differences.std(axis=1) > 0]  # one replayed alike the current cannot be chosen
+    if len(differences) < 2:
+        return 1.0
+    values, vectors = np.linalg.eigh(np.corrcoef(differences))
+    root = vectors * np.sqrt(np.clip(values, 0.0, None))
+    draws = np.random.default_rng(0).standard_normal((_DRAWS, len(differences))) @ root.T
+    return float(np.quantile(draws.max(axis=1), 1.0 - _LUCK))
 
 
 def _row(rate: Rule) -> dict:
@@ -389,9 +451,15 @@ def _time_passes(log: GameLog, times: Times) -> bool:
     return bool(np.ptp(when) > 0 or np.any(when.max() > before))
 
 
-def _compare(losses: Array, reference: Array) -> tuple[Array, Array]:
-    """Each row's mean loss per game, and the standard error (over games) of its difference to ``reference``."""
+def _compare(losses: Array, reference: Array, latest: bool = True) -> Scores:
+    """Each row's mean loss per game over the log's latest half (``latest``, the default) or all of it, the
+    standard error (over those games) of its difference to ``reference``, and those differences at up to
+    :data:`_SAMPLED` of the games, evenly spaced (the same games for every call on one log)."""
+    if latest:
+        half = losses.shape[1] // 2
+        losses, reference = losses[:, half:], reference[half:]
     n_games = losses.shape[1]
+    sample = (losses - reference)[:, np.linspace(0, n_games - 1, min(n_games, _SAMPLED)).astype(np.int64)]
     if n_games < 2:
-        return losses.mean(axis=1), np.zeros(len(losses))
-    return losses.mean(axis=1), (losses - reference).std(axis=1, ddof=1) / np.sqrt(n_games)
+        return Scores(losses.mean(axis=1), np.zeros(len(losses)), sample)
+    return Scores(losses.mean(axis=1), (losses - reference).std(axis=1, ddof=1) / np.sqrt(n_games), sample)

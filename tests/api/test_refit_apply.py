@@ -260,7 +260,7 @@ def test_an_auto_refits_new_rate_is_replayed_outside_the_locks_bit_for_bit(clien
     after that under the locks; the other replays its log under the locks.  The same ratings, history and draw
     counts, and ``/audit`` agrees."""
     db = Database.from_settings(settings)
-    config = {"k": 2, "seed": 5, "eta": 4.0, "seats": ["home", "away"]}
+    config = {"k": 2, "seed": 5, "eta": 8.0, "seats": ["home", "away"]}
     ladders = {slug: bearer(make_ladder(client, slug, **config)) for slug in ("prepared", "whole")}
     games = _with_draws(home_games(260, seed=1))
     for slug, h in ladders.items():

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from app.rating import GameLog, LearningRate, RatingInputError, initial_vectors
+from app.rating import GameLog, LearningRate, RatingInputError, initial_vectors, tuning
 from app.rating.seats import Seats
 from app.rating.tuning import choose_rate, prequential_losses, prequential_losses_many
 from app.rating.variance import VarianceRule
@@ -44,7 +44,8 @@ def test_a_drifting_field_gets_a_constant_rate_and_a_steady_one_a_shrinking_rate
     assert (choice.rate.eta, choice.rate.tau) == (best["eta"], best["tau"])  # the best, by more than its noise
     assert choice.rate.tau is None  # strengths that keep moving need a rate that does not shrink
     current = rows[(DEFAULT.eta, DEFAULT.tau)]
-    assert current["log_loss"] - best["log_loss"] > 5 * best["standard_error"]
+    # Over the latest half, by more than the bar for 24 challengers (2.48 standard errors).
+    assert current["log_loss"] - best["log_loss"] > 2.5 * best["standard_error"] and best["scored_games"] == 4_000
 
     # Fixed strengths: a rate that shrinks as players settle, better than any constant one.
     steady = choose_rate(start(20), elo_stream(20, 8_000, 0.0, seed=1), DEFAULT)
@@ -115,14 +116,17 @@ def test_each_rate_may_start_its_seats_from_its_own_prior():
 
 def test_the_seats_prior_is_chosen_with_the_rate():
     # White wins far more than a prior of 0.25 logit expects: the log asks for a wider one.
-    log = seated_stream(30, 1_500, 2.5, seed=6)
+    log = seated_stream(30, 1_500, 3.5, seed=6)
     choice = choose_rate(start(30), log, DEFAULT, Seats.fresh(2, 16.0), seat_sds=(0.25, 0.5, 1.0, 2.0))
     assert choice.seat_prior in (1.0, 2.0)
-    assert choice.rows[0]["seat_prior"] == 0.25 and choice.rows[choice.index]["seat_prior"] == choice.seat_prior
-    assert (
-        choice.rows[0]["log_loss"] - choice.rows[choice.index]["log_loss"] > choice.rows[choice.index]["standard_error"]
-    )
-    assert len(choice.rows) == 25 + 3  # the rates, then the other priors at the best of them
+    chosen, against = choice.rows[choice.index], choice.rows[choice.against]
+    assert choice.rows[0]["seat_prior"] == 0.25 and chosen["seat_prior"] == choice.seat_prior
+    # The rates are scored on the log's latest half; the priors, which matter in a seat's first games, on all of
+    # it, against the rate chosen with the ladder's prior.
+    assert choice.rows[0]["scored_games"] == 750 and chosen["scored_games"] == against["scored_games"] == 1_500
+    assert against["seat_prior"] == 0.25 and (against["eta"], against["tau"]) == (chosen["eta"], chosen["tau"])
+    assert against["log_loss"] - chosen["log_loss"] > 1.7 * chosen["standard_error"]  # the bar for 3 priors
+    assert len(choice.rows) == 25 + 4  # the rates, then every prior at the rate chosen
 
     # Without seats there is no prior to choose.
     plain = choose_rate(start(30), elo_stream(30, 300, 0.0, seed=6), DEFAULT, seat_sds=(0.25, 2.0))
@@ -130,8 +134,28 @@ def test_the_seats_prior_is_chosen_with_the_rate():
 
 
 def test_a_ladder_on_the_variance_rule_chooses_its_seats_prior_too():
-    log = seated_stream(30, 1_500, 2.5, seed=6)
+    log = seated_stream(30, 1_500, 3.5, seed=6)
     rule = VarianceRule.from_eta(0.7, 0.001)
     choice = choose_rate(start(30), log, rule, Seats.fresh(2, 16.0), seat_sds=(0.25, 0.5, 1.0, 2.0))
     assert choice.seat_prior in (1.0, 2.0), choice.rows
     assert {row["seat_prior"] for row in choice.rows} == {0.25, 0.5, 1.0, 2.0}
+
+
+def test_the_best_of_many_challengers_must_beat_the_rate_by_more_than_the_best_of_one():
+    # Picked among many, the best looks better than it is by luck alone: 1.5 standard errors ahead changes the
+    # rate when it was the only challenger, or one of 24 that predict alike, not when it was the best of 24 that
+    # differ from one another (the bar is then 2.4, near Bonferroni's 2.48).
+    log = elo_stream(6, 100, 0.0, seed=2)
+    rng = np.random.default_rng(3)
+    one, alike, unlike = rng.normal(size=(1, 500)), np.tile(rng.normal(size=500), (24, 1)), rng.normal(size=(24, 500))
+    for differences, changed in ((one, True), (alike, True), (unlike, False)):
+        candidates = [DEFAULT] + [LearningRate(0.1 * (n + 1), None) for n in range(len(differences))]
+        means, errors = np.full(len(candidates), 0.60), np.full(len(candidates), 0.01)
+        means[1], errors[0] = 0.60 - 1.5 * 0.01, 0.0
+        scores = tuning.Scores(means, errors, np.vstack([np.zeros(500), differences]))
+        choice = tuning._chosen(start(6), log, candidates, scores, None, None, ())
+        assert (choice.rate != DEFAULT) == changed and choice.index == (1 if changed else 0)
+    bars = [
+        tuning._bar(tuning.Scores(np.zeros(25), np.ones(25), np.vstack([np.zeros(500), d]))) for d in (alike, unlike)
+    ]
+    assert bars[0] == pytest.approx(1.0, abs=0.03) and bars[1] == pytest.approx(2.4, abs=0.1)
