@@ -1,18 +1,20 @@
 """The service's ladder defaults through the API at a live pace: prequential log loss of what every post answered.
 
-    python bench/quality_live.py [--quick] [--only NAME ...] [--pace SECONDS]
+    python bench/quality_live.py [--quick] [--only NAME ...] [--pace SECONDS] [--ladder JSON]
 
-Each stream of bench/quality_field.py (its games of two sides: the team tournament's free-for-alls are left out)
-is posted in order to a new ladder with the defaults (auto refits and the rate choice on; the football seasons
-with their home seats) on a real server (``uvicorn``, SQLite, one worker), ``POST …/games/batch`` of 500 games,
-one call every ``--pace`` seconds (1), with ``played_at`` where the stream is dated. Every game is scored by the
-``expected_score`` its post answered, before the game: what a user of the service saw. The auto refits run in the
-background as they would for a user, and change the later answers when they apply; the next stream starts once
-they have ended (their queue is shared).
+Each stream of bench/quality_field.py (its games of two sides: the team tournament's free-for-alls are left out) is
+posted in order to a new ladder with the defaults (auto refits and the rate choice on; the football seasons with
+their home seats) on a real server (``uvicorn``, SQLite, one worker), ``POST …/games/batch`` of 500 games, one call
+every ``--pace`` seconds (1), with ``played_at`` where the stream is dated; ``--ladder`` adds settings to every new
+ladder (``'{"auto_rate": false}'``: refits that keep the rule; ``'{"auto_refit": false}'``: none). Every game is
+scored by the ``expected_score`` its post answered, before the game: what a user of the service saw. The auto refits
+run in the background as they would for a user, and change the later answers when they apply; the next stream starts
+once they have ended (their queue is shared).
 
 Prints the log loss over the second half of each stream beside bench/quality_field.py's columns (Elo with its
 rate chosen on the first half, the best of the field tuned in hindsight) where bench/results/quality_field.json
-holds them, and writes bench/results/quality_live.json.
+holds them, and writes bench/results/quality_live.json (with ``--ladder``, its rows join those of other settings in
+quality_live_settings.json).
 """
 
 from __future__ import annotations
@@ -73,11 +75,11 @@ def games_json(log: GameLog, when: np.ndarray | None) -> list[dict]:
     return out
 
 
-def run(base: str, name: str, log: GameLog, when: np.ndarray | None, pace: float) -> dict:
+def run(base: str, name: str, log: GameLog, when: np.ndarray | None, pace: float, settings: dict) -> dict:
     """Post the stream to a new default ladder; the log loss of the answers over the second half and all."""
     games = games_json(log, when)
     slug = "s-" + "".join(c if c.isalnum() else "-" for c in name.lower())
-    body = {"slug": slug} | ({"seats": ["home", "away"]} if log.side_seat is not None else {})
+    body = {"slug": slug} | ({"seats": ["home", "away"]} if log.side_seat is not None else {}) | settings
     with httpx.Client(base_url=base, timeout=120) as http:
         made = http.post("/v1/ladders", json=body, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
         made.raise_for_status()
@@ -120,6 +122,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="the streams as bench/quality_field.py --quick cuts them")
     parser.add_argument("--only", nargs="*", help="these streams only")
     parser.add_argument("--pace", type=float, default=1.0, help="seconds between batch posts (default 1)")
+    parser.add_argument("--ladder", type=json.loads, default={}, help="settings of every new ladder (JSON object)")
     args = parser.parse_args()
     field = {}
     if (RESULTS / "quality_field.json").exists():
@@ -129,7 +132,7 @@ def main() -> None:
         for name, (log, _, when) in streams(args.quick).items():
             if args.only and name not in args.only:
                 continue
-            row = run(base, name, log, when, args.pace)
+            row = run(base, name, log, when, args.pace, args.ladder)
             for column in ("Elo, rate chosen on the first half", "best of the field"):
                 if name in field and two_sided(log).size == log.n_games:
                     row[column] = field[name][column]
@@ -146,7 +149,14 @@ def main() -> None:
         print(f"| {r['stream']} | {r['games']:,} | " + " | ".join(cells) + " |")
     RESULTS.mkdir(exist_ok=True)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "quick": args.quick, "pace": args.pace}
-    (RESULTS / "quality_live.json").write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
+    if args.ladder:  # beside the runs with other settings
+        path = RESULTS / "quality_live_settings.json"
+        kept = json.loads(path.read_text())["rows"] if path.exists() else []
+        ran = {r["stream"] for r in rows}
+        kept = [r for r in kept if r["ladder"] != args.ladder or r["stream"] not in ran]
+        rows = kept + [r | {"ladder": args.ladder} for r in rows]
+    path = RESULTS / ("quality_live_settings.json" if args.ladder else "quality_live.json")
+    path.write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -385,7 +385,8 @@ def _chosen(C0, log: GameLog, candidates: list[Rule], scores: Scores, seats, tim
         for rate, m, e in zip(candidates, means, errors, strict=True)
     ]
     best = int(np.argmin(means))
-    if not means[0] - means[best] > _bar(scores) * errors[best]:
+    # (A standard error of 0 with a difference is one game's: no evidence.)
+    if not (errors[best] > 0 and means[0] - means[best] > _bar(scores) * errors[best]):
         best = 0
     scored = log.n_games - log.n_games // 2
     for row in rows:
@@ -409,7 +410,7 @@ def _chosen(C0, log: GameLog, candidates: list[Rule], scores: Scores, seats, tim
             | {"log_loss": float(mean), "standard_error": float(error), "seat_prior": sd, "scored_games": log.n_games}
         )
     against, prior = len(rows) - len(starts), int(np.argmin(m))
-    if prior == 0 or not m[0] - m[prior] > _bar(priors) * e[prior]:
+    if prior == 0 or not (e[prior] > 0 and m[0] - m[prior] > _bar(priors) * e[prior]):
         return RateChoice(rate, rows, current_sd, best)
     return RateChoice(rate, rows, tried[prior - 1], against + prior, against)
 
@@ -459,7 +460,9 @@ def _compare(losses: Array, reference: Array, latest: bool = True) -> Scores:
         half = losses.shape[1] // 2
         losses, reference = losses[:, half:], reference[half:]
     n_games = losses.shape[1]
-    sample = (losses - reference)[:, np.linspace(0, n_games - 1, min(n_games, _SAMPLED)).astype(np.int64)]
+    sampled = np.linspace(0, n_games - 1, min(n_games, _SAMPLED)).astype(np.int64)
+    sample = losses[:, sampled] - reference[sampled]
     if n_games < 2:
         return Scores(losses.mean(axis=1), np.zeros(len(losses)), sample)
-    return Scores(losses.mean(axis=1), (losses - reference).std(axis=1, ddof=1) / np.sqrt(n_games), sample)
+    errors = (losses - reference).std(axis=1, ddof=1) / np.sqrt(n_games)
+    return Scores(losses.mean(axis=1), errors, sample)

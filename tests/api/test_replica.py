@@ -71,6 +71,10 @@ def frozen_with_the_replica_read(primary: PostgresServer, replica: PostgresServe
     sends: the server then rightly leaves the replica, and the primary is thawed and frozen again (3 times at
     most)."""
     for _ in range(3):
+        deadline = time.monotonic() + 30  # read again (a thawed primary's next check), before the freeze
+        while not replica_read(base):
+            assert time.monotonic() < deadline, "the server does not read a replica that keeps up"
+            time.sleep(0.1)
         replayed_all(primary, replica)
         primary.freeze()
         # A check takes a second with the primary frozen; the oldest log position it keeps is then over a

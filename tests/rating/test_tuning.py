@@ -60,6 +60,9 @@ def test_a_small_ladder_keeps_its_rate():
     choice = choose_rate(start(6), log, DEFAULT)
     assert choice.rate == DEFAULT
     assert len(choice.rows) == 25 and choice.rows[0]["standard_error"] == 0.0
+    # Two games are scored on the second alone: no standard error to beat, and no evidence either.
+    for seed in range(5):
+        assert choose_rate(start(2), elo_stream(2, 2, 0.0, seed=seed), DEFAULT, rules=True).rate == DEFAULT
 
 
 def test_rates_replayed_together_score_each_game_as_a_replay_of_each_alone():
