@@ -27,6 +27,9 @@ class ExportedLadder(LadderCreate):
     seat_prior: StrictFloat = Field(1.0, ge=0.01, le=10)
     #: ... and that were rated by the shrinking step (mathematics §3): old exports restore with the rule they had.
     rate_rule: Literal["steps", "variance"] = "steps"
+    #: A rate choice before 2026-11-28 could set η above 10 (up to 4 times the ladder's, again at each choice): such
+    #: a ladder restores with its η.
+    eta: float = Field(ge=0, allow_inf_nan=False)
 
 
 class Header(StrictModel):

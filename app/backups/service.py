@@ -31,6 +31,7 @@ from app.domain.access import ladder_for_read
 from app.games.apply import Voided, import_games
 from app.ladders.schemas import LadderCreate, LadderCreated
 from app.ladders.service import create_ladder, ladder_out
+from app.rating.tuning import MAX_ETA
 from app.storage.ladders import LadderRow
 
 #: Rows read per query while exporting, and games applied per step while restoring.
@@ -172,10 +173,12 @@ def restore(
         raise InvalidInput("the export is empty", errors=[{"field": "line 1"}])
     header = _parse(first[0], _decode(*first), Header)
     settings = header.ladder.model_dump(exclude={"private"}) | ({"slug": slug} if slug else {})
-    created = create_ladder(session, LadderCreate(**settings))
+    eta = settings["eta"]  # above the API's bound only where an old rate choice set it (ExportedLadder)
+    created = create_ladder(session, LadderCreate(**settings | {"eta": min(eta, MAX_ETA)}))
     ladder = ladder_for_read(session, created.slug, fresh=True)
-    if header.ladder.private:
-        storage.ladders.change(session, ladder.id, {"private": True})
+    if header.ladder.private or eta > MAX_ETA:
+        storage.ladders.change(session, ladder.id, {"private": header.ladder.private, "eta": eta})
+        ladder = ladder_for_read(session, created.slug, fresh=True)
     Restore(session, ladder, header, progress).run(numbered)
     restored = ladder_out(session, ladder_for_read(session, created.slug, fresh=True))  # its players and games now
     return LadderCreated(**restored.model_dump(), admin_key=created.admin_key, write_key=created.write_key)

@@ -51,6 +51,7 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
     ladder = storage.ladders.insert(session, values)
     if ladder is None:
         raise Conflict(f"A ladder {data.slug!r} exists already.", field="slug")
+    ladder.learning_rate()  # a rule it cannot rate with (a noise too small to be > 0 in logits²): 422, nothing made
     storage.keys.insert(session, ladder.id, "created with the ladder", "admin", hash_key(key))
     return LadderCreated(**ladder_out(session, ladder).model_dump(), admin_key=key, write_key=key)
 

@@ -26,7 +26,7 @@ from scipy.special import expit
 
 from app.rating.errors import RatingInputError
 from app.rating.game_log import GameLog, IntArray
-from app.rating.model import Array, as_vectors, omega_apply, rowdot
+from app.rating.model import ELO_PER_LOGIT, Array, as_vectors, omega_apply, rowdot
 from app.rating.refit.metrics import term_losses
 from app.rating.replay import (
     Times,
@@ -62,6 +62,24 @@ NOISE_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
 STEPS_BACK = (0.175, 0.35, 0.7, 1.4, 2.8)
 
 Rule = LearningRate | VarianceRule
+
+#: The largest settings a ladder takes (η; the noise and drift in logits), as the API bounds them: no choice goes
+#: past them, so a ladder's rule can always be set again as it runs, and its export restored.
+MAX_ETA, MAX_NOISE, MAX_DRIFT = 10.0, (500.0 / ELO_PER_LOGIT) ** 2, 2000.0 / ELO_PER_LOGIT
+
+
+def _allowed(rules: list[Rule]) -> list[Rule]:
+    """The ``rules`` within the settings a ladder takes (:data:`MAX_ETA`, :data:`MAX_NOISE`, :data:`MAX_DRIFT`)."""
+    slack = 1 + 1e-9  # a multiple of a setting at its bound, computed in logits, may come out a hair above it
+
+    def within(rule: Rule) -> bool:
+        if rule.drift > MAX_DRIFT * slack:
+            return False
+        if isinstance(rule, VarianceRule):
+            return rule.start * MANIFOLD_NORM <= MAX_ETA * slack and rule.noise <= MAX_NOISE * slack
+        return rule.eta <= MAX_ETA * slack
+
+    return [rule for rule in rules if within(rule)]
 
 
 @dataclass(frozen=True)
@@ -265,31 +283,36 @@ def choose_rate(
     if isinstance(current, VarianceRule):
         return _choose_variance(C0, log, current, seats, progress, times, drifts, seat_sds)
     candidates: list[Rule] = [current]
-    candidates += [
-        LearningRate(current.eta * f, tau, current.drift)
-        for f in ETA_FACTORS
-        for tau in TAUS
-        if (current.eta * f, tau) != (current.eta, current.tau)
-    ]
+    candidates += _allowed(
+        [
+            LearningRate(current.eta * f, tau, current.drift)
+            for f in ETA_FACTORS
+            for tau in TAUS
+            if (current.eta * f, tau) != (current.eta, current.tau)
+        ]
+    )
     losses = prequential_losses_many(C0, log, candidates, seats, progress, times)
     reference = losses[0]
     scores = _compare(losses, reference)
     if rules:
-        grid = [VarianceRule(u, q, current.drift) for u in VARIANCE_STARTS for q in NOISES]
-        more, more_scores = _variance_round(C0, log, grid, seats, times, drifts, reference)
-        candidates += more
-        scores += more_scores
+        grid = _allowed([VarianceRule(u, q, current.drift) for u in VARIANCE_STARTS for q in NOISES])
+        if grid:
+            more, more_scores = _variance_round(C0, log, grid, seats, times, drifts, reference)
+            candidates += more
+            scores += more_scores
     if drifts and _time_passes(log, times):
         # The ladder's drift first: where the log cannot tell the drifts apart (games all on one day), it stays.
         steps = [n for n, rate in enumerate(candidates) if isinstance(rate, LearningRate)]
         first, tried = candidates[steps[int(np.argmin(scores.means[steps]))]], set(candidates)
-        more = [
-            rate
-            for drift in dict.fromkeys((current.drift, *drifts))
-            for f in DRIFT_ETA_FACTORS
-            for tau in TAUS
-            if (rate := LearningRate(first.eta * f, tau, drift)) not in tried
-        ]
+        more = _allowed(
+            [
+                rate
+                for drift in dict.fromkeys((current.drift, *drifts))
+                for f in DRIFT_ETA_FACTORS
+                for tau in TAUS
+                if (rate := LearningRate(first.eta * f, tau, drift)) not in tried
+            ]
+        )
         for lo in range(0, len(more), _CHUNK):
             part = more[lo : lo + _CHUNK]
             scores += _compare(prequential_losses_many(C0, log, part, seats, None, times), reference)
@@ -315,17 +338,19 @@ def _variance_round(
     candidates: list[Rule] = list(grid)
     best = grid[int(np.argmin(scores.means))]
     if np.shape(C0)[1] > 2:  # the cyclic discs' share of a step, where there are some
-        more = [VarianceRule(best.start, best.noise, best.drift, f) for f in CYCLES if f != best.cycles]
+        more = _allowed([VarianceRule(best.start, best.noise, best.drift, f) for f in CYCLES if f != best.cycles])
         scores += _compared(C0, log, list(more), seats, times, reference)
         candidates += more
         best = candidates[int(np.argmin(scores.means))]
         if best.cycles != grid[0].cycles:  # the noise again at that share: discs that learn cycles move more
-            more = [VarianceRule(best.start, q, best.drift, best.cycles) for q in NOISES if q != best.noise]
+            more = _allowed([VarianceRule(best.start, q, best.drift, best.cycles) for q in NOISES if q != best.noise])
             scores += _compared(C0, log, list(more), seats, times, reference)
             candidates += more
             best = candidates[int(np.argmin(scores.means))]
     if drifts and _time_passes(log, times):
-        more = [VarianceRule(best.start, best.noise, d, best.cycles) for d in dict.fromkeys(drifts) if d != best.drift]
+        more = _allowed(
+            [VarianceRule(best.start, best.noise, d, best.cycles) for d in dict.fromkeys(drifts) if d != best.drift]
+        )
         if more:
             scores += _compared(C0, log, list(more), seats, times, reference)
             candidates += more
@@ -354,12 +379,12 @@ def _choose_variance(
 ) -> RateChoice:
     """:func:`choose_rate` for a ladder on the variance rule: multiples of its start and noise, then drifts, then
     the seats' prior (``seat_sds``), as on the other rule."""
-    grid = [current] + [
-        rule
+    around = [
+        VarianceRule(current.start * f, current.noise * g, current.drift, current.cycles)
         for f in START_FACTORS
         for g in NOISE_FACTORS
-        if (rule := VarianceRule(current.start * f, current.noise * g, current.drift, current.cycles)) != current
     ]
+    grid = [current, *_allowed([rule for rule in around if rule != current])]
     reference = _losses(C0, log, [current], seats, progress, times)[0]
     candidates, scores = _variance_round(C0, log, grid, seats, times, drifts, reference)
     # The way back to a step, where the log now says it pays (a cyclic field's cycles show only once they have been

@@ -193,3 +193,19 @@ def test_a_ladder_and_its_restore_predict_the_same_draws_after_its_replays(clien
     live, copy = (client.get(f"/v1/ladders/{slug}/predict?a=ann&b=bob").json() for slug in ("live", "copy"))
     assert live["draw_probability"] > 0
     assert live["draw_probability"] == pytest.approx(copy["draw_probability"], rel=1e-12)
+
+
+def test_an_export_whose_eta_an_old_rate_choice_set_above_10_restores_with_it(client, cli, tmp_path, capsys):
+    # Rate choices before 2026-11-28 could set η up to 4 times the ladder's: 40 here. Its export restores, with it.
+    key = make_ladder(client, "fast", k=1, seed=4, eta=10.0)
+    post_all(client, "fast", key, random_games(30, seed=5))
+    lines = export(client, "fast").decode().splitlines()
+    header = json.loads(lines[0])
+    header["ladder"]["eta"] = 40.0
+    path = tmp_path / "fast.ndjson"
+    path.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n")
+    cli(["import", "copy", str(path)])
+    capsys.readouterr()
+    assert client.get("/v1/ladders/copy").json()["eta"] == 40.0
+    assert client.get("/v1/ladders/copy/audit").json()["consistent"]
+    assert players(client, "copy") != players(client, "fast")  # replayed at 40, not at 10

@@ -15,7 +15,7 @@ from app.rating import ELO_PER_LOGIT
 from tests.api.test_analysis import wait
 from tests.api.test_backups import everything, export
 from tests.api.test_void import post_all, random_games
-from tests.conftest import bearer, make_ladder
+from tests.conftest import admin, bearer, make_ladder
 
 START = datetime(2015, 3, 1, tzinfo=UTC)
 
@@ -161,6 +161,15 @@ def test_a_rule_that_could_freeze_a_player_is_refused(client, bad):
     assert r.status_code == 422 and r.headers["content-type"] == "application/problem+json", r.text
     created = client.post("/v1/ladders", json={"slug": "other", **{k: v for k, v in bad.items() if v is not None}})
     assert created.status_code in (401, 422), created.text
+
+
+@pytest.mark.parametrize("rule", [{"noise": 1e-300}, {"eta": 0.0}])
+def test_a_ladder_that_could_not_rate_is_not_created(client, rule):
+    # A noise that is 0 in logits², or a newcomer's variance of 0: every post would be refused. So is the ladder.
+    body = {"slug": "stuck", "rate_rule": "variance"} | rule
+    created = client.post("/v1/ladders", json=body, headers=admin())
+    assert created.status_code == 422 and created.headers["content-type"] == "application/problem+json", created.text
+    assert client.get("/v1/ladders/stuck").status_code == 404
 
 
 def test_a_refits_replay_report_uses_the_ladders_rule(client):
