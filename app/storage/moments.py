@@ -79,25 +79,25 @@ def next_counted(session: Session, ladder_id: int, game_id: int) -> datetime | N
     return session.scalar(query.order_by(Game.id).limit(1))
 
 
-#: One player's results up to a game, newest first: (game id, rank-share score, number of sides); the games are
-#: joined (for their void) only where the ladder has voided games.  Ordered as the (player_id, game_id) index is, so
+#: One player's results up to a game, newest first: (game id, rank-share score); the games are joined (for their
+#: void) only where the ladder has voided games.  Ordered as the (player_id, game_id) index is, so
 #: that PostgreSQL walks that index, never the games' ids newest first (as it would before its statistics know
 #: how many games each player has).
 _HISTORY = (
-    "SELECT * FROM (SELECT pa.player_id, pa.game_id, pa.actual_score, "
-    "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id AND q.ladder_id = pa.ladder_id) "
+    "SELECT * FROM (SELECT pa.player_id, pa.game_id, pa.actual_score "
     "FROM participants pa{join} WHERE pa.player_id = ? AND pa.ladder_id = ? AND pa.game_id <= ?{counted} "
     "ORDER BY pa.player_id DESC, pa.game_id DESC LIMIT ?) AS r"
 )
 #: The same for many players in one statement, on PostgreSQL.
 _LATERAL = (
     "SELECT r.* FROM unnest(?::bigint[], ?::bigint[], ?::bigint[]) AS w(player_id, upto, n) CROSS JOIN LATERAL "
-    "(SELECT pa.player_id, pa.game_id, pa.actual_score, "
-    "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id AND q.ladder_id = pa.ladder_id) "
+    "(SELECT pa.player_id, pa.game_id, pa.actual_score "
     "FROM participants pa{join} WHERE pa.player_id = w.player_id AND pa.ladder_id = ? AND pa.game_id <= w.upto"
     "{counted} ORDER BY pa.player_id DESC, pa.game_id DESC LIMIT w.n) AS r"
 )
 _COUNTED = (" JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id", " AND g.voided_at IS NULL")
+#: Each game's number of sides, once per game (asked per result, a game of 2,048 players was read 2,048 times over).
+_SIDES = "SELECT game_id, max(side) + 1 FROM participants WHERE ladder_id = ? AND game_id IN ({}) GROUP BY game_id"
 
 
 def histories(
@@ -118,33 +118,58 @@ def histories(
             chunk = wanted[lo : lo + PER_STATEMENT]
             params = tuple(v for player_id, upto, n in chunk for v in (player_id, ladder_id, upto, n))
             rows += driver_fetchall(connection, " UNION ALL ".join([part] * len(chunk)), params)
+    sides = _sides(connection, ladder_id, {row[1] for row in rows})
     found: dict[int, list[tuple[int, float, int]]] = {player_id: [] for player_id, _, _ in wanted}
-    for player_id, game_id, actual, sides in rows:
-        found[player_id].append((game_id, actual, sides))
+    for player_id, game_id, actual in rows:
+        found[player_id].append((game_id, actual, sides[game_id]))
     for results in found.values():
         results.sort(reverse=True)
     return found
 
 
-#: One player's first win: the first game that counts where their rank-share score is above 1/N.
-_FIRST_WIN = (
-    "SELECT * FROM (SELECT pa.player_id, pa.game_id FROM participants pa "
+def _sides(connection, ladder_id: int, games: set[int]) -> dict[int, int]:
+    """Each of the ``games``' number of sides."""
+    ordered, sides = sorted(games), {}
+    for lo in range(0, len(ordered), PER_STATEMENT):
+        chunk = ordered[lo : lo + PER_STATEMENT]
+        sides.update(driver_fetchall(connection, _SIDES.format(", ".join("?" * len(chunk))), (ladder_id, *chunk)))
+    return sides
+
+
+#: A player's games that count with a rank-share score above 0, after a game, oldest first: their first win, a
+#: score above 1/N, is among them (:func:`first_wins` asks each game's N once, not once per result).
+_MAY_WIN = (
+    "SELECT * FROM (SELECT pa.player_id, pa.game_id, pa.actual_score FROM participants pa "
     "JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id "
-    "WHERE pa.player_id = ? AND pa.ladder_id = ? AND g.voided_at IS NULL AND pa.actual_score * "
-    "(SELECT max(q.side) + 1 FROM participants q WHERE q.game_id = pa.game_id AND q.ladder_id = pa.ladder_id) > 1 "
-    "ORDER BY pa.player_id, pa.game_id LIMIT 1) AS r"
+    "WHERE pa.player_id = ? AND pa.ladder_id = ? AND pa.game_id > ? AND g.voided_at IS NULL AND pa.actual_score > 0 "
+    "ORDER BY pa.player_id, pa.game_id LIMIT ?) AS r"
 )
+#: How many of those are read per player at first; four times as many each time after.
+MAY_WIN = 16
 
 
 def first_wins(session: Session, ladder_id: int, player_ids: list[int]) -> dict[int, int]:
-    """Each player's first win, as a game id (players without one are left out)."""
+    """Each player's first win, as a game id (players without one are left out): their games with a score above 0
+    read oldest first, :data:`MAY_WIN` at a time at first, until one is a win, with each game's number of sides
+    asked once (asked per result, a game of 2,048 players was read 2,048 times over)."""
     found: dict[int, int] = {}
     connection = session.connection()
-    for lo in range(0, len(player_ids), PER_STATEMENT):
-        chunk = player_ids[lo : lo + PER_STATEMENT]
-        sql = " UNION ALL ".join([_FIRST_WIN] * len(chunk))
-        for player_id, game_id in driver_fetchall(connection, sql, tuple(v for p in chunk for v in (p, ladder_id))):
-            found[player_id] = game_id
+    after, size = dict.fromkeys(player_ids, 0), MAY_WIN
+    while after:
+        pending, rows = list(after), []
+        for lo in range(0, len(pending), PER_STATEMENT):
+            chunk = pending[lo : lo + PER_STATEMENT]
+            params = tuple(v for p in chunk for v in (p, ladder_id, after[p], size))
+            rows += driver_fetchall(connection, " UNION ALL ".join([_MAY_WIN] * len(chunk)), params)
+        sides = _sides(connection, ladder_id, {row[1] for row in rows})
+        read: dict[int, int] = {}
+        for player_id, game_id, actual in sorted(rows):
+            read[player_id] = read.get(player_id, 0) + 1
+            after[player_id] = game_id
+            if player_id not in found and actual * sides[game_id] > 1:
+                found[player_id] = game_id
+        after = {p: last for p, last in after.items() if p not in found and read.get(p, 0) == size}
+        size *= 4
     return found
 
 

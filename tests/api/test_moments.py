@@ -189,3 +189,18 @@ def test_the_same_log_gives_the_same_moments(office, cli, tmp_path, capsys):
     for item in (*first, *copied):  # Elo points against the field's mean, summed anew by the copy: last bits
         item["rise"] = item["rise"] and round(item["rise"], 6)
     assert copied == first
+
+
+def test_a_first_win_after_many_games_that_scored_but_did_not_win_is_found(client):
+    # Second of three 20 times (a score of 1/3: not a win), then first: the first win is read past the first
+    # 16 scoring games (they are read 16, then 64, at a time), and a third of three never scores at all.
+    key = make_ladder(client, "three", k=1, seed=2, auto_refit=False)
+    for _ in range(20):
+        ranks = {"ann": 1, "bob": 2, "cat": 3}
+        sides = [{"players": [p], "rank": r} for p, r in ranks.items()]
+        r = client.post("/v1/ladders/three/games", json={"sides": sides}, headers=bearer(key))
+        assert r.status_code == 201, r.text
+    sides = [{"players": ["bob"], "rank": 1}, {"players": ["cat"], "rank": 2}]
+    assert client.post("/v1/ladders/three/games", json={"sides": sides}, headers=bearer(key)).status_code == 201
+    first = {m["players"][0]: m["game"] for m in moments(client, "three") if m["kind"] == "first_win"}
+    assert first == {"ann": 1, "bob": 21}
