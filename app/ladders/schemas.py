@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Literal, Self
 
-from pydantic import BaseModel, Field, StrictBool, StrictFloat, field_validator, model_validator
+from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from app.core.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
 
@@ -146,24 +146,24 @@ class PlayPatch(StrictModel):
 class LadderCreate(StrictModel):
     slug: Slug = Field(description="URL name of the ladder: lower-case letters, digits, `-`, `_`.")
     name: Name | None = None
-    k: int = Field(
+    k: StrictInt = Field(
         DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (mathematics §1)."
     )
-    eta: float = Field(
+    eta: StrictFloat = Field(
         DEFAULT_ETA,
         ge=0,
         le=10,
         description="Learning rate η of the normalised update (mathematics §3): where the ladder starts; its auto "
         "refits may choose another from its log unless `auto_rate` is false.",
     )
-    eta_tau: float | None = Field(
+    eta_tau: StrictFloat | None = Field(
         DEFAULT_ETA_TAU,
         gt=0,
         le=1e6,
         description="A player's η after n games is η / sqrt(1 + n / eta_tau): newcomers move fast, regulars settle. "
         "null: η is constant ([Guide]).",
     )
-    init_scale: float = Field(
+    init_scale: StrictFloat = Field(
         DEFAULT_INIT_SCALE, gt=0, le=100, description="Std. dev. of initial vectors (mathematics §2)."
     )
     init_offset: Vector | None = Field(
@@ -171,15 +171,15 @@ class LadderCreate(StrictModel):
         description=f"Mean of initial vectors (2k numbers). Default (0, {DEFAULT_INIT_V0}, 0, …): players start near "
         "the Elo manifold c = (r, 1), so a new ladder behaves like Elo until its results show cycles (mathematics §2).",
     )
-    seed: int | None = Field(None, ge=0, lt=2**63, description="Seed of initial vectors; random when omitted.")
-    auto_create_players: bool = Field(True, description="Create unknown players when a game names them.")
-    auto_refit: bool = Field(
+    seed: StrictInt | None = Field(None, ge=0, lt=2**63, description="Seed of initial vectors; random when omitted.")
+    auto_create_players: StrictBool = Field(True, description="Create unknown players when a game names them.")
+    auto_refit: StrictBool = Field(
         DEFAULT_AUTO_REFIT,
         description="From 1,000 games on, refit the whole log in the background each time it has grown by 20%, and "
         "apply the refit as a checkpoint only if it would have predicted the latest games better than the online "
         "ratings did (GET …/refits shows each one).",
     )
-    auto_rate: bool = Field(
+    auto_rate: StrictBool = Field(
         True,
         description="Each auto refit also chooses the learning rate (η and τ, and the drift where `drift_steps` is "
         "on) from the ladder's own log: 25 rates are replayed over every game, each game predicted only from the "
@@ -188,16 +188,16 @@ class LadderCreate(StrictModel):
         "best is applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard "
         "error over games. false: the rate stays as set (pinned).",
     )
-    drift: float = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
-    drift_steps: bool = Field(True, description=DRIFT_STEPS)
+    drift: StrictFloat = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
+    drift_steps: StrictBool = Field(True, description=DRIFT_STEPS)
     seat_prior: StrictFloat = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)  # true is not 1
     rate_rule: Literal["steps", "variance"] = Field(DEFAULT_RATE_RULE, description=RATE_RULE)
     noise: StrictFloat = Field(DEFAULT_NOISE, gt=0, le=500, description=NOISE)
     cycles: StrictFloat = Field(DEFAULT_CYCLES, ge=0, lt=1, description=CYCLES)
-    inactive_after_days: int | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
+    inactive_after_days: StrictInt | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     season_every: Literal["month", "quarter"] | None = Field(None, description=SEASON_EVERY)
     season_pull: StrictFloat = Field(0.0, ge=0.0, le=1.0, description=SEASON_PULL)
-    case_insensitive_keys: bool = Field(
+    case_insensitive_keys: StrictBool = Field(
         True,
         description='Match player keys case-insensitively: "Ann" and "ann" are one player. Keys are stored '
         "case-folded (Unicode case folding), and a new player's spelling, where folding changed it, becomes their "
@@ -242,7 +242,7 @@ class LadderPatch(StrictModel):
         "`eta` or `eta_tau` pins it too, unless `auto_rate: true` is sent with them.",
     )
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
-    drift: float | None = Field(None, ge=0, le=2000, description=DRIFT)
+    drift: StrictFloat | None = Field(None, ge=0, le=2000, description=DRIFT)
     drift_steps: StrictBool | None = Field(None, description=DRIFT_STEPS)
     seat_prior: StrictFloat | None = Field(
         None,
@@ -265,7 +265,7 @@ class LadderPatch(StrictModel):
         lt=1,
         description=CYCLES + " Under the variance rule, setting it pins the rate and replays the log.",
     )
-    inactive_after_days: int | None = Field(
+    inactive_after_days: StrictInt | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
     )
     season_every: Literal["month", "quarter"] | None = Field(
@@ -278,7 +278,7 @@ class LadderPatch(StrictModel):
         "case-folded form in the players and the log, a player without a name keeping the old spelling as it. 409 "
         "naming them if two keys would become one. false: match exactly again (keys stay as they are).",
     )
-    k: int | None = Field(
+    k: StrictInt | None = Field(
         None,
         ge=1,
         le=8,
@@ -286,14 +286,14 @@ class LadderPatch(StrictModel):
         "kept, new ones seeded as a new player's are), checkpoints of earlier refits are set aside, and the whole "
         "log is replayed from the start, exactly; a voided game's recorded vectors are cut or padded with zeros.",
     )
-    eta: float | None = Field(
+    eta: StrictFloat | None = Field(
         None,
         ge=0,
         le=10,
         description="A new learning rate η: the log after the latest checkpoint is replayed with it, exactly, as a "
         "void's replay is, and `/audit` checks it.",
     )
-    eta_tau: float | None = Field(
+    eta_tau: StrictFloat | None = Field(
         None,
         gt=0,
         le=1e6,

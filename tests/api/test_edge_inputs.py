@@ -204,3 +204,19 @@ def test_every_409_and_422_names_fields_and_says_what_is_wrong_in_words(client):
         body = problem(r, status, field)
         assert all(e["field"] and e["message"] for e in body["errors"]), body
         assert "Value error" not in r.text, body
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        *({name: True} for name in ("k", "eta", "drift", "init_scale", "inactive_after_days", "seed")),
+        *({"drift_steps": 1}, {"auto_refit": 0}, {"k": "2"}, {"eta": "0.5"}),
+    ],
+)
+def test_a_ladders_numbers_and_flags_are_json_numbers_and_booleans(client, setting):
+    # `true` is not 1 and 1 is not `true` (the docs' "What input is accepted"): refused, at creation and by PATCH.
+    created = client.post("/v1/ladders", json={"slug": "typed"} | setting, headers=admin())
+    assert created.status_code == 422 and created.headers["content-type"] == "application/problem+json", created.text
+    key = make_ladder(client, "typed")
+    changed = client.patch("/v1/ladders/typed", json=setting, headers=bearer(key))
+    assert changed.status_code == 422, changed.text
