@@ -129,10 +129,12 @@ def test_a_refit_chooses_the_learning_rate_from_the_ladders_own_log_and_applying
     assert client.get("/v1/ladders/test").json()["rate_choice"] is None
     started = client.post("/v1/ladders/test/refits", json={"tune_rate": True}, headers=h)
     rate = wait(client, started.headers["location"])["result"]["rate"]
-    # 25 rates and 28 variance rules (mathematics §3b) at the ladder's drift; no other drift, as the games were all
-    # posted on one day: no time away could tell the drifts apart (tests/api/test_time_away.py has dated games).
+    # 25 rates but those at 4 times η (16, past the 10 the API takes) and 28 variance rules (mathematics §3b) at the
+    # ladder's drift; no other drift, as the games were all posted on one day: no time away could tell the drifts
+    # apart (tests/api/test_time_away.py has dated games).
     steps = [row for row in rate["candidates"] if row["rule"] == "steps"]
-    assert len(steps) == 25 and len(rate["candidates"]) == 25 + 28
+    assert len(steps) == 20 and len(rate["candidates"]) == 20 + 28
+    assert max(row["eta"] for row in rate["candidates"]) <= 10
     # Steady strengths: a Kalman filter's step, which shrinks as what is known of each player grows, predicts best.
     assert rate["changed"] and not rate["applied"] and rate["rate_rule"] == "variance"
     assert {row["drift"] for row in rate["candidates"]} == {100.0} and rate["drift"] == 100.0
