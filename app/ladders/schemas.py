@@ -6,6 +6,7 @@ from typing import Literal, Self
 from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from app.core.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
+from app.rating.tuning import MAX_DRIFT_ELO, MAX_ETA, MAX_NOISE_ELO
 
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves
 # (docs/api.md, "Ladder defaults, and why").
@@ -152,7 +153,7 @@ class LadderCreate(StrictModel):
     eta: StrictFloat = Field(
         DEFAULT_ETA,
         ge=0,
-        le=10,
+        le=MAX_ETA,
         description="Learning rate η of the normalised update (mathematics §3): where the ladder starts; its auto "
         "refits may choose another from its log unless `auto_rate` is false.",
     )
@@ -188,11 +189,11 @@ class LadderCreate(StrictModel):
         "best is applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard "
         "error over games. false: the rate stays as set (pinned).",
     )
-    drift: StrictFloat = Field(DEFAULT_DRIFT, ge=0, le=2000, description=DRIFT)
+    drift: StrictFloat = Field(DEFAULT_DRIFT, ge=0, le=MAX_DRIFT_ELO, description=DRIFT)
     drift_steps: StrictBool = Field(True, description=DRIFT_STEPS)
     seat_prior: StrictFloat = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)  # true is not 1
     rate_rule: Literal["steps", "variance"] = Field(DEFAULT_RATE_RULE, description=RATE_RULE)
-    noise: StrictFloat = Field(DEFAULT_NOISE, gt=0, le=500, description=NOISE)
+    noise: StrictFloat = Field(DEFAULT_NOISE, gt=0, le=MAX_NOISE_ELO, description=NOISE)
     cycles: StrictFloat = Field(DEFAULT_CYCLES, ge=0, lt=1, description=CYCLES)
     inactive_after_days: StrictInt | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     season_every: Literal["month", "quarter"] | None = Field(None, description=SEASON_EVERY)
@@ -242,7 +243,7 @@ class LadderPatch(StrictModel):
         "`eta` or `eta_tau` pins it too, unless `auto_rate: true` is sent with them.",
     )
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
-    drift: StrictFloat | None = Field(None, ge=0, le=2000, description=DRIFT)
+    drift: StrictFloat | None = Field(None, ge=0, le=MAX_DRIFT_ELO, description=DRIFT)
     drift_steps: StrictBool | None = Field(None, description=DRIFT_STEPS)
     seat_prior: StrictFloat | None = Field(
         None,
@@ -256,7 +257,7 @@ class LadderPatch(StrictModel):
     noise: StrictFloat | None = Field(
         None,
         gt=0,
-        le=500,
+        le=MAX_NOISE_ELO,
         description=NOISE + " Under the variance rule, setting it pins the rate and replays the log.",
     )
     cycles: StrictFloat | None = Field(
@@ -289,7 +290,7 @@ class LadderPatch(StrictModel):
     eta: StrictFloat | None = Field(
         None,
         ge=0,
-        le=10,
+        le=MAX_ETA,
         description="A new learning rate η: the log after the latest checkpoint is replayed with it, exactly, as a "
         "void's replay is, and `/audit` checks it.",
     )

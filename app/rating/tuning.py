@@ -63,9 +63,10 @@ STEPS_BACK = (0.175, 0.35, 0.7, 1.4, 2.8)
 
 Rule = LearningRate | VarianceRule
 
-#: The largest settings a ladder takes (η; the noise and drift in logits), as the API bounds them: no choice goes
-#: past them, so a ladder's rule can always be set again as it runs, and its export restored.
-MAX_ETA, MAX_NOISE, MAX_DRIFT = 10.0, (500.0 / ELO_PER_LOGIT) ** 2, 2000.0 / ELO_PER_LOGIT
+#: The largest settings a ladder takes (η; the noise and drift in Elo points, as the API bounds them, and in
+#: logits): no choice goes past them, so a ladder's rule can always be set again as it runs, and its export restored.
+MAX_ETA, MAX_NOISE_ELO, MAX_DRIFT_ELO = 10.0, 500.0, 2000.0
+MAX_NOISE, MAX_DRIFT = (MAX_NOISE_ELO / ELO_PER_LOGIT) ** 2, MAX_DRIFT_ELO / ELO_PER_LOGIT
 
 
 def _allowed(rules: list[Rule]) -> list[Rule]:
