@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import os
 import shutil
@@ -71,10 +72,15 @@ class PostgresServer:
 
     def freeze(self, frozen: bool = True) -> None:
         """SIGSTOP (or SIGCONT) the server and every one of its processes: a database that stops answering."""
+        # The postmaster first, so that it starts no process once its children are listed; a child may end
+        # between the listing and its signal (a backend whose client hung up), and is then left alone.
         postmaster = int((self.dir / "data" / "postmaster.pid").read_text().split()[0])
+        sent = signal.SIGSTOP if frozen else signal.SIGCONT
+        os.kill(postmaster, sent)
         children = subprocess.run(["pgrep", "-P", str(postmaster)], capture_output=True, text=True).stdout.split()
-        for pid in [postmaster, *map(int, children)]:
-            os.kill(pid, signal.SIGSTOP if frozen else signal.SIGCONT)
+        for pid in map(int, children):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, sent)
 
     def create_database(self, name: str, template: str | None = None) -> str:
         """A new database on this server, empty or a copy of ``template`` (a database no one is connected to); its
