@@ -229,9 +229,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         # What any operation may answer: a malformed or oversized request, a wrong method, a database that is down.
-        responses=errors.problems(400, 405, 413, 422, 503),
+        responses=errors.problems(400, 405, 408, 413, 422, 503),
         dependencies=[Depends(known_query)],  # an unknown query parameter is a 422, not silently ignored
         generate_unique_id_function=operation_id,
+        # A path with a stray "/" is a 404, not a redirect built from the request's Host header.
+        redirect_slashes=False,
     )
     app.state.settings = settings
     app.state.replicas = []

@@ -65,6 +65,10 @@ class InvalidInput(_Explained):
     status, title, slug = 422, "Invalid input", "invalid-input"
 
 
+class RequestTimeout(Problem):
+    status, title, slug = 408, "Request timeout", "request-timeout"
+
+
 class PayloadTooLarge(Problem):
     status, title, slug = 413, "Payload too large", "payload-too-large"
 
@@ -94,6 +98,7 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "Unknown ladder, player or game",
         409: "Conflict (idempotency key reused with another body, duplicate)",
         405: "Method not allowed here; `Allow` lists those that are",
+        408: "The body did not arrive within the server's deadline",
         413: "Body too large",
         429: "Too many jobs queued; retry after `Retry-After` seconds",
         503: "The database cannot be reached, or a report could not be computed (`detail` says which)",
@@ -157,6 +162,11 @@ EXPLAINED: dict[str, tuple[str, str, str]] = {
         "reused with another body, a key or slug already taken, or a change that would break the log.",
         "The `errors` list names the field; `detail` says what clashes. Retries of the same request "
         "with the same key are fine: they are answered once.",
+    ),
+    "request-timeout": (
+        "Request timeout",
+        "The request's body was still arriving when the server's deadline passed (MELO_REQUEST_TIMEOUT).",
+        "Send the body at once, as the request starts; nothing was changed, so the request can be sent again.",
     ),
     "payload-too-large": (
         "Payload too large",

@@ -36,6 +36,7 @@ POSTED = {
 IdempotencyKey = Annotated[
     Annotated[str, AfterValidator(printable)] | None,
     Header(
+        min_length=1,
         max_length=200,
         description="Any unique string per logical request: a retry with the same key and body is applied once "
         "and gets the first response; the same key with another body is a 409.",
@@ -103,7 +104,10 @@ def list_games(
     limit: Limit = 50,
     cursor: IdCursor = None,
 ) -> Response:
-    """The ladder's games, newest first. A game's `id` is its number within the ladder: 1, 2, 3, … in log order."""
+    """The ladder's games, newest first. A game's `id` is its number within the ladder: 1, 2, 3, … in log order.
+
+    A page holds `limit` games, or fewer where they would hold more than 5,000 players in all (one game at least):
+    follow `next_cursor` until it is null."""
     with db.reading() as session:
         page = listing.list_games(session, readable(session, slug, caller), limit, cursor)
     # Rendered here, in the request's thread: a page of 500 games is half a megabyte of JSON, which the event loop

@@ -71,7 +71,8 @@ MinVersion = Annotated[
         le=MAX_ID,
         description="A ladder version this client has seen (an answer's `ladder_version`, or its ETag): the answer "
         "is never older. It matters where replicas serve reads (`MELO_READ_DATABASE_URL`): one that has not "
-        "reached it yet is waited for briefly, then the primary answers. `If-None-Match` names a version too.",
+        "reached it yet is waited for briefly, then the primary answers. `If-None-Match` names a version too. A "
+        "version the ladder has not reached is a 422.",
     ),
 ]
 #: A page's size, and the cursor of a list paged by row id.

@@ -80,7 +80,8 @@ class RequestGuard:
       long, the rest waiting in order of arrival (:class:`StartPacer`); beyond ``queued`` waiting, a request gets a
       503 with ``Retry-After`` at once;
     * a deadline: a request that has not begun its answer after ``seconds`` gets a 503 problem with
-      ``Retry-After``.  A worker thread blocked on a database that stopped answering (a frozen server, a network
+      ``Retry-After`` (a 408, and the connection closed, if its body is still arriving: a slow client).  A
+      worker thread blocked on a database that stopped answering (a frozen server, a network
       partition) cannot be interrupted, and no client-side timeout of the drivers covers it, so the client is
       answered and whatever the request sends later is dropped.  Liveness and readiness never wait for it;
     * security headers on every response, and a Content-Security-Policy on HTML pages;
@@ -107,6 +108,17 @@ class RequestGuard:
             return
         policy = DOCS_POLICY if scope["path"] == "/docs" else PAGE_POLICY
         status, started, late = 500, False, False
+        body, awaited = _with_body(scope), False  # a body declared; the request waiting for the client to send it
+
+        async def receiving() -> Message:
+            nonlocal body, awaited
+            awaited = body
+            try:
+                message = await receive()
+            finally:
+                awaited = False
+            body = body and message["type"] == "http.request" and message.get("more_body", False)
+            return message
 
         async def answer(message: Message) -> None:
             nonlocal status, started
@@ -124,7 +136,12 @@ class RequestGuard:
 
         def expire() -> None:
             nonlocal late, status
-            if not started:
+            if not started and awaited:  # the client is slow, not the server: 408, and the connection closed
+                late, status = True, 408
+                problem = errors.RequestTimeout(f"The request's body did not arrive within {self.seconds:g} s.")
+                response = handlers.problem_response(problem, {"Connection": "close"})
+                late_answer.append(_background(response(scope, receive, send)))
+            elif not started:
                 late, status = True, 503
                 problem = errors.Unavailable(f"The request took longer than {self.seconds:g} s; try again.")
                 response = handlers.problem_response(problem, {"Retry-After": "5"})
@@ -140,7 +157,7 @@ class RequestGuard:
                     return
                 if late:  # answered 503 while it waited: the work would be thrown away
                     return
-            await self.app(scope, receive, answer)
+            await self.app(scope, receiving if body else receive, answer)
         except Exception:
             if late:
                 logger.warning("a request answered 503 (too slow) then failed", exc_info=True)
@@ -158,6 +175,16 @@ class RequestGuard:
                 self.deadlines.done(answer)
             route = getattr(scope.get("route"), "path", None) or "(unmatched)"
             _record(scope["method"], route, scope["path"], status, start)
+
+
+def _with_body(scope: Scope) -> bool:
+    """Whether the request declares a body (a length above 0, or chunks)."""
+    for name, value in scope["headers"]:
+        if name == b"content-length":
+            return value.strip() not in (b"0", b"")
+        if name == b"transfer-encoding":
+            return True
+    return False
 
 
 BUSY = errors.Unavailable("The server has too many requests waiting; try again in a second.")

@@ -17,7 +17,7 @@ from starlette.responses import Response
 
 from app import storage
 from app.core.db import Database
-from app.core.errors import Problem, Unavailable
+from app.core.errors import InvalidInput, Problem, Unavailable
 from app.core.metrics import LAG_TOLERANT
 from app.domain.access import Caller
 from app.http.ladder_access import ladder
@@ -46,7 +46,8 @@ async def lag_tolerant(
     and has reached the ladder version the client names (``min_version``, or an ETag of ``If-None-Match``), waiting
     up to ``MELO_READ_WAIT`` for it; on the primary otherwise, and if the replica fails or answers a problem (a
     player made since it replayed, say).  So an answer is never older than the version its client names, and a
-    private ladder, its keys and their revocation are read on the primary alone.  Without ``ladder_needed``, a read
+    private ladder, its keys and their revocation are read on the primary alone; a ``min_version`` the primary
+    has not reached either is a 422 (no answer is that new).  Without ``ladder_needed``, a read
     on the primary is given no ladder (``work`` checks the access itself): no statement is spent on it."""
     replicas = request.app.state.replicas
     if replicas and await _public(db, slug):
@@ -69,7 +70,11 @@ async def lag_tolerant(
             except REPLICA_ERRORS as exc:
                 log.warning("a read failed on a replica, the primary answers: %r", exc)
                 replica.failed()
-    answer = await work(db, await ladder(db, slug, caller) if ladder_needed else None)
+    found = await ladder(db, slug, caller) if ladder_needed or min_version else None
+    if found is not None and min_version is not None and found.version < min_version:
+        message = f"is ahead of the ladder, which is at version {found.version}: name a version an answer gave"
+        raise InvalidInput(f"min_version {message}", errors=[{"field": "min_version", "message": message}])
+    answer = await work(db, found if ladder_needed else None)
     LAG_TOLERANT.labels("primary").inc()
     return answer
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import numpy as np
-from sqlalchemy import and_, bindparam, select
+from sqlalchemy import and_, bindparam, func, select
 from sqlalchemy.orm import Session
 
 from app import rating
@@ -180,12 +180,29 @@ def _records(session: Session, ladder_id: int, games: list[Game]) -> list[GameRe
     ]
 
 
-def page(session: Session, ladder_id: int, limit: int, before: int | None) -> list[GameRecord]:
-    """The ladder's games newest first, numbered below ``before`` if given."""
-    query = select(Game).where(Game.ladder_id == ladder_id)
+def page(
+    session: Session, ladder_id: int, limit: int, before: int | None, appearances: int
+) -> tuple[list[GameRecord], bool]:
+    """The ladder's games newest first, numbered below ``before`` if given: ``limit`` of them, or fewer where
+    they would hold more than ``appearances`` players in all (one game at least); and whether games may follow
+    (``limit`` read)."""
+    query = select(Game.id).where(Game.ladder_id == ladder_id)
     if before is not None:
         query = query.where(Game.seq < before)
-    return _records(session, ladder_id, list(session.scalars(query.order_by(Game.seq.desc()).limit(limit))))
+    ids = list(session.scalars(query.order_by(Game.seq.desc()).limit(limit)))
+    counts = dict(
+        session.execute(
+            select(Participant.game_id, func.count())
+            .where(Participant.ladder_id == ladder_id, Participant.game_id.in_(ids))
+            .group_by(Participant.game_id)
+        ).all()
+    )
+    held = np.cumsum([counts.get(i, 0) for i in ids])
+    kept = ids[: max(1, int(np.searchsorted(held, appearances, side="right")))]
+    games = session.scalars(
+        select(Game).where(Game.ladder_id == ladder_id, Game.id.in_(kept)).order_by(Game.seq.desc())
+    )
+    return _records(session, ladder_id, list(games)), len(ids) == limit or len(kept) < len(ids)
 
 
 def get(session: Session, ladder_id: int, number: int) -> GameRecord | None:

@@ -220,3 +220,41 @@ def test_a_ladders_numbers_and_flags_are_json_numbers_and_booleans(client, setti
     key = make_ladder(client, "typed")
     changed = client.patch("/v1/ladders/typed", json=setting, headers=bearer(key))
     assert changed.status_code == 422, changed.text
+
+
+def test_stray_slashes_empty_keys_unix_times_and_versions_ahead(client):
+    """A path with a stray "/" is a 404 (no redirect to whatever Host the request named); an empty
+    Idempotency-Key is a 422; a number for ``played_at`` is a Unix time in seconds or milliseconds; a
+    ``min_version`` the ladder has not reached is a 422, not an older answer."""
+    h = bearer(make_ladder(client))
+    r = client.get("/v1/ladders/test/", headers={"Host": "evil.example"}, follow_redirects=False)
+    assert problem(r, 404) and "location" not in r.headers
+    problem(client.post("/v1/ladders/test/games", json=duel("a", "b"), headers=h | {"Idempotency-Key": ""}),
+            422, "Idempotency-Key")  # fmt: skip
+    assert client.get("/v1/ladders/test").json()["games"] == 0
+    for moment in (1_700_000_000, 1_700_000_000_000, 1_700_000_000.0):
+        r = client.post("/v1/ladders/test/games", json=duel("a", "b", played_at=moment), headers=h)
+        assert r.status_code == 201 and r.json()["played_at"] == "2023-11-14T22:13:20Z", r.text
+    version = int(r.headers["Ladder-Version"])
+    for path in ("/v1/ladders/test/leaderboard", "/v1/ladders/test/players/a"):
+        assert client.get(path, params={"min_version": version}).status_code == 200
+        ahead = problem(client.get(path, params={"min_version": version + 1}), 422, "min_version")
+        assert f"at version {version}" in ahead["errors"][0]["message"]
+
+
+def test_a_page_of_games_holds_at_most_5000_players(client):
+    """Games of 2,048 players are paged two at a time (a page of 50 would be 21 MB), the small ones 50 at a time,
+    and following ``next_cursor`` reads every game once."""
+    h = bearer(make_ladder(client))
+    crowd = [{"sides": [{"players": [f"p{s}-{n}" for n in range(32)], "rank": s + 1} for s in range(64)]}] * 3
+    small = [duel(f"a{n}", f"b{n}") for n in range(60)]
+    for games in (small, crowd):
+        assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=h).status_code == 201
+    pages, cursor = [], None
+    while True:
+        r = client.get("/v1/ladders/test/games", params={"limit": 50} | ({"cursor": cursor} if cursor else {}))
+        assert r.status_code == 200, r.text
+        pages.append([len([p for s in g["sides"] for p in s["players"]]) for g in r.json()["items"]])
+        if (cursor := r.json()["next_cursor"]) is None:
+            break
+    assert pages == [[2048, 2048], [2048, *[2] * 49], [2] * 11]

@@ -230,3 +230,27 @@ def test_every_problem_type_is_a_page_of_this_service(client):
         assert "What to do" in page.text and r.json()["title"].split()[0] in page.text
     assert {r.status_code for r in answers} == {401, 404, 405, 422}
     assert client.get("/problems/nothing-like-it").status_code == 404
+
+
+def test_a_body_that_does_not_arrive_in_time_is_a_408_and_changes_nothing(tmp_path):
+    """A client that declares a body and sends a part of it is answered 408 at the deadline, its connection
+    closed (the server was not slow: a 503 would tell it to retry the same way); the others are served meanwhile."""
+    with live_server(f"sqlite:///{tmp_path / 'slow.db'}", env={"MELO_REQUEST_TIMEOUT": "1"}) as base:
+        admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
+        key = httpx.post(base + "/v1/ladders", json={"slug": "test"}, headers=admin).json()["write_key"]
+        body = json.dumps({"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}).encode()
+        slow = http.client.HTTPConnection(*base.removeprefix("http://").split(":"), timeout=10)
+        slow.putrequest("POST", "/v1/ladders/test/games")
+        for name, value in {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                            "Content-Length": str(len(body))}.items():  # fmt: skip
+            slow.putheader(name, value)
+        slow.endheaders(body[:10])
+        start = time.monotonic()
+        assert httpx.get(base + "/v1/ladders/test").status_code == 200  # served while the slow body waits
+        r = slow.getresponse()
+        answered = json.loads(r.read())
+        assert r.status == 408 and r.getheader("Content-Type") == "application/problem+json", answered
+        assert answered["type"] == "/problems/request-timeout" and 0.8 < time.monotonic() - start < 3
+        assert r.getheader("Connection") == "close"
+        assert httpx.get(base + "/v1/ladders/test").json()["games"] == 0
+        slow.close()
