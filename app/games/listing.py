@@ -10,15 +10,11 @@ from app.core.schemas import Page
 from app.games.answers import field_mean, stored_body
 from app.storage.ladders import LadderRow
 
-#: The most player appearances a page of games holds (each with its vectors before and after): 500 games of
-#: ten players, or two of the largest (2,048 players), some 1 MB of JSON.
-PAGE_APPEARANCES = 5_000
-
 
 def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[dict]:
     """A page of the ladder's games, newest first: ``limit`` of them, fewer where they hold more than
-    :data:`PAGE_APPEARANCES` players (``next_cursor`` then goes on from the last)."""
-    records, more = storage.games.page(session, ladder.id, limit, cursor, PAGE_APPEARANCES)
+    :data:`~app.storage.games.PAGE_APPEARANCES` players (``next_cursor`` then goes on from the last)."""
+    records, more = storage.games.page(session, ladder.id, limit, cursor, storage.games.PAGE_APPEARANCES)
     field = field_mean(session, ladder) if records else None
     items = [stored_body(r, field) for r in records]
     return Page[dict](items=items, next_cursor=str(items[-1]["id"]) if more else None)

@@ -66,7 +66,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
     before_id = None
     if cursor is not None:
         before_id = decode_cursor(cursor, is_id)
-    records = storage.games.of_player(session, ladder.id, key, limit, before_id)
+    records, more = storage.games.of_player(session, ladder.id, key, limit, before_id, storage.games.PAGE_APPEARANCES)
     field_mean = table.derived("mean", lambda: rating.field_mean(table.C))
     items = []
     for record in records:
@@ -99,5 +99,5 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
                 "elo_change": elo_after - elo_before,
             }
         )
-    next_cursor = encode_cursor(records[-1].id) if len(records) == limit else None
+    next_cursor = encode_cursor(records[-1].id) if more else None
     return {"items": items, "next_cursor": next_cursor}

@@ -135,7 +135,8 @@ async def get_player(
 def history(
     slug: str, key: str, db: DatabaseDep, caller: CallerDep, limit: Limit = 50, cursor: str | None = None
 ) -> JSONResponse:
-    """The player's games, newest first: vectors and expected scores before and after each."""
+    """The player's games, newest first: vectors and expected scores before and after each. A page holds `limit`
+    games, or fewer where they would hold more than 5,000 players in all (one game at least)."""
     with db.reading() as session:
         return JSONResponse(profile.history(session, readable(session, slug, caller), key, limit, cursor))
 

@@ -26,6 +26,9 @@ from app.storage.sql import (
 from app.storage.tables import Game, Participant, Player
 
 Progress = Callable[[int, int], None] | None
+#: The most player appearances a page of games holds (each with its vectors before and after): 500 games of
+#: ten players, or two of the largest (2,048 players), some 1 MB of JSON.
+PAGE_APPEARANCES = 5_000
 
 
 def allocate_ids(session: Session, n: int) -> list[int]:
@@ -185,11 +188,19 @@ def page(
 ) -> tuple[list[GameRecord], bool]:
     """The ladder's games newest first, numbered below ``before`` if given: ``limit`` of them, or fewer where
     they would hold more than ``appearances`` players in all (one game at least); and whether games may follow
-    (``limit`` read)."""
+    (``limit`` read, or some left out)."""
     query = select(Game.id).where(Game.ladder_id == ladder_id)
     if before is not None:
         query = query.where(Game.seq < before)
     ids = list(session.scalars(query.order_by(Game.seq.desc()).limit(limit)))
+    return _page(session, ladder_id, ids, appearances, limit)
+
+
+def _page(
+    session: Session, ladder_id: int, ids: list[int], appearances: int, limit: int
+) -> tuple[list[GameRecord], bool]:
+    """The games ``ids``, in that order, as many as hold at most ``appearances`` players (one
+    at least); and whether games may follow."""
     counts = dict(
         session.execute(
             select(Participant.game_id, func.count())
@@ -199,10 +210,8 @@ def page(
     )
     held = np.cumsum([counts.get(i, 0) for i in ids])
     kept = ids[: max(1, int(np.searchsorted(held, appearances, side="right")))]
-    games = session.scalars(
-        select(Game).where(Game.ladder_id == ladder_id, Game.id.in_(kept)).order_by(Game.seq.desc())
-    )
-    return _records(session, ladder_id, list(games)), len(ids) == limit or len(kept) < len(ids)
+    games = {g.id: g for g in session.scalars(select(Game).where(Game.ladder_id == ladder_id, Game.id.in_(kept)))}
+    return _records(session, ladder_id, [games[i] for i in kept]), len(ids) == limit or len(kept) < len(ids)
 
 
 def get(session: Session, ladder_id: int, number: int) -> GameRecord | None:
@@ -218,10 +227,13 @@ def number_of(session: Session, ladder_id: int, game_id: int | None) -> int | No
     return session.scalar(select(Game.seq).where(Game.id == game_id, Game.ladder_id == ladder_id))
 
 
-def of_player(session: Session, ladder_id: int, key: str, limit: int, before_id: int | None) -> list[GameRecord]:
-    """The games of one player that count (not voided), newest first, below ``before_id`` if given."""
+def of_player(
+    session: Session, ladder_id: int, key: str, limit: int, before_id: int | None, appearances: int
+) -> tuple[list[GameRecord], bool]:
+    """The games of one player that count (not voided), newest first, below ``before_id`` if given: as
+    :func:`page`."""
     query = (
-        select(Game)
+        select(Game.id)
         .join(Participant, and_(Participant.game_id == Game.id, Participant.ladder_id == Game.ladder_id))
         .join(Player, and_(Player.id == Participant.player_id, Player.ladder_id == Participant.ladder_id))
         .where(Player.ladder_id == ladder_id, Player.key == key, Game.voided_at.is_(None))
@@ -231,7 +243,7 @@ def of_player(session: Session, ladder_id: int, key: str, limit: int, before_id:
     if before_id is not None:
         query = query.where(Participant.game_id < before_id)
     query = query.order_by(Participant.game_id.desc()).limit(limit)
-    return _records(session, ladder_id, list(session.scalars(query)))
+    return _page(session, ladder_id, list(session.scalars(query)), appearances, limit)
 
 
 _EXPORT_COLUMNS = [

@@ -244,7 +244,7 @@ def test_stray_slashes_empty_keys_unix_times_and_versions_ahead(client):
 
 def test_a_page_of_games_holds_at_most_5000_players(client):
     """Games of 2,048 players are paged two at a time (a page of 50 would be 21 MB), the small ones 50 at a time,
-    and following ``next_cursor`` reads every game once."""
+    and following ``next_cursor`` reads every game once; a player's history too."""
     h = bearer(make_ladder(client))
     crowd = [{"sides": [{"players": [f"p{s}-{n}" for n in range(32)], "rank": s + 1} for s in range(64)]}] * 3
     small = [duel(f"a{n}", f"b{n}") for n in range(60)]
@@ -258,3 +258,7 @@ def test_a_page_of_games_holds_at_most_5000_players(client):
         if (cursor := r.json()["next_cursor"]) is None:
             break
     assert pages == [[2048, 2048], [2048, *[2] * 49], [2] * 11]
+    first = client.get("/v1/ladders/test/players/p0-0/history").json()  # the same for a player's games
+    assert len(first["items"]) == 2 and len(first["items"][0]["opponents"]) == 2016
+    rest = client.get("/v1/ladders/test/players/p0-0/history", params={"cursor": first["next_cursor"]}).json()
+    assert len(rest["items"]) == 1 and rest["next_cursor"] is None
