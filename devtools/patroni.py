@@ -334,6 +334,18 @@ class Cluster:
                 raise TimeoutError(f"no leader within {timeout} s:\n{self.patronictl_list()}\n{self.logs()}")
         raise TimeoutError(f"{old} restarted in place after {kills} kills:\n{self.patronictl_list()}\n{self.logs()}")
 
+    def switch_over(self, timeout: float = 60) -> tuple[str, str]:
+        """``patronictl switchover``, as an operator hands the primary over before maintenance: the leader stops
+        cleanly once its synchronous standby has everything, and the standby is promoted.  The old leader's name
+        and the new one's, once HAProxy sends connections to the new one."""
+        old = self.leader()
+        candidate = next((m["name"] for m in self.state() if m["role"] == "sync_standby"), None)
+        assert old is not None and candidate is not None, self.patronictl_list()
+        command = ["patronictl", "-c", str(self.members[0].config), "switchover", "--force"]
+        done = subprocess.run([*command, "--leader", old, "--candidate", candidate], capture_output=True, text=True)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return old, self.wait_leader(other_than=old, timeout=timeout)
+
     def kill_host(self) -> str:
         """kill -9 the leader's Patroni and PostgreSQL together, as when its machine dies: the others wait for its
         leader key to expire (``ttl``) before one takes over.  :meth:`start_member` brings it back.  Its name."""

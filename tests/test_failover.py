@@ -1,6 +1,7 @@
 """PostgreSQL high availability (docs/scaling.md): the service over a Patroni cluster of two PostgreSQL servers in
 synchronous mode behind HAProxy, with the primary killed (kill -9 of its postmaster) twice in a row, and etcd
-stopped, while game servers post to several ladders and people read.
+stopped, and the primary handed over as planned (``patronictl switchover``), while game servers post to several
+ladders and people read.
 
 No request gets a 500 or takes longer than the service's deadline and a margin; during the switch posts and reads
 get a 503 with Retry-After; every acknowledged game is stored once afterwards (half of them posted without an
@@ -11,6 +12,7 @@ posted through the Python client is on its way: each ends done once, the client'
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Iterator
@@ -31,7 +33,7 @@ WHY = f"{missing()}: scripts/ensure-patroni.sh installs Debian's packages (make 
 pytestmark = pytest.mark.skipif(missing() is not None, reason=WHY)
 
 #: The ladders of each test (a test's games go to its own).
-LADDERS = {"kill": [f"kill{n}" for n in range(4)], "etcd": [f"etcd{n}" for n in range(4)]}
+LADDERS = {tag: [f"{tag}{n}" for n in range(4)] for tag in ("kill", "etcd", "switch")}
 #: The service's request deadline (MELO_REQUEST_TIMEOUT); no request may take longer than it and SLACK seconds.
 DEADLINE, SLACK = 5.0, 2.0
 ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
@@ -291,3 +293,27 @@ def test_etcd_stopped_under_load_the_primary_keeps_taking_games(cluster, service
     assert load.statuses[500] == 0
     assert load.slowest < DEADLINE + SLACK, load.slowest
     every_game_once(base, load)
+
+
+def test_a_planned_switchover_under_load_loses_nothing(cluster, service):
+    """``patronictl switchover``, as before a machine's maintenance: the posts pause while the leader hands over,
+    none gets a 500 or waits past the deadline, and every acknowledged game is stored once."""
+    base = service[0]
+    cluster.wait_healthy(120)
+    with load_on(service, "switch") as load:
+        load.wait_for(20)
+        start = time.monotonic()
+        old, new = cluster.switch_over()
+        switched = time.monotonic() - start
+        load.wait_for(len(load.acknowledged) + 20)
+    acked = sorted(acked for *_, acked in load.acknowledged.values())
+    pause = max(later - earlier for earlier, later in itertools.pairwise(acked) if later > start)
+    print(f"switchover {old} -> {new}: {switched:.1f} s; longest pause between acknowledged posts {pause:.1f} s; "
+          f"{dict(load.statuses)}")  # fmt: skip
+    assert not load.errors, load.errors[:5]
+    assert load.statuses[500] == 0
+    assert load.slowest < DEADLINE + SLACK, load.slowest
+    assert pause < 30, pause
+    every_game_once(base, load)
+    cluster.wait_healthy(120)
+    assert {m["name"]: m["role"] for m in cluster.state()} == {old: "sync_standby", new: "leader"}
