@@ -306,14 +306,14 @@ def test_a_planned_switchover_under_load_loses_nothing(cluster, service):
         old, new = cluster.switch_over()
         switched = time.monotonic() - start
         load.wait_for(len(load.acknowledged) + 20)
+    assert not load.errors, load.errors[:5]
     acked = sorted(acked for *_, acked in load.acknowledged.values())
     pause = max(later - earlier for earlier, later in itertools.pairwise(acked) if later > start)
     print(f"switchover {old} -> {new}: {switched:.1f} s; longest pause between acknowledged posts {pause:.1f} s; "
           f"{dict(load.statuses)}")  # fmt: skip
-    assert not load.errors, load.errors[:5]
     assert load.statuses[500] == 0
     assert load.slowest < DEADLINE + SLACK, load.slowest
-    assert pause < 30, pause
+    assert pause < switched + DEADLINE, (pause, switched)  # the posts wait for the switch, not for long after it
     every_game_once(base, load)
     cluster.wait_healthy(120)
     assert {m["name"]: m["role"] for m in cluster.state()} == {old: "sync_standby", new: "leader"}

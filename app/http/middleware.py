@@ -80,7 +80,8 @@ class RequestGuard:
       long, the rest waiting in order of arrival (:class:`StartPacer`); beyond ``queued`` waiting, a request gets a
       503 with ``Retry-After`` at once;
     * a deadline: a request that has not begun its answer after ``seconds`` gets a 503 problem with
-      ``Retry-After`` (a 408, and the connection closed, if its body is still arriving: a slow client).  A
+      ``Retry-After`` (a 408, and the connection closed, if it is waiting for its body and has for half the
+      deadline: a slow client).  A
       worker thread blocked on a database that stopped answering (a frozen server, a network
       partition) cannot be interrupted, and no client-side timeout of the drivers covers it, so the client is
       answered and whatever the request sends later is dropped.  Liveness and readiness never wait for it;
@@ -108,17 +109,26 @@ class RequestGuard:
             return
         policy = DOCS_POLICY if scope["path"] == "/docs" else PAGE_POLICY
         status, started, late = 500, False, False
-        body, awaited = _with_body(scope), False  # a body declared; the request waiting for the client to send it
+        # A body declared and not read to its end; since when the request waits for the client to send more, and
+        # how long it waited before.
+        body, waiting, waited = _with_body(scope), None, 0.0
 
         async def receiving() -> Message:
-            nonlocal body, awaited
-            awaited = body
+            nonlocal body, waiting, waited
+            if not body:
+                return await receive()
+            waiting = time.perf_counter()
             try:
                 message = await receive()
             finally:
-                awaited = False
-            body = body and message["type"] == "http.request" and message.get("more_body", False)
+                waited, waiting = waited + time.perf_counter() - waiting, None
+            body = message["type"] == "http.request" and message.get("more_body", False)
             return message
+
+        def slow_client() -> bool:
+            """Waiting for the body now, and for half the deadline in all: the client is slow, not the server
+            (a body read on a loop that is slow to turn waits too, but not for so long)."""
+            return waiting is not None and waited + time.perf_counter() - waiting > self.seconds / 2
 
         async def answer(message: Message) -> None:
             nonlocal status, started
@@ -136,7 +146,7 @@ class RequestGuard:
 
         def expire() -> None:
             nonlocal late, status
-            if not started and awaited:  # the client is slow, not the server: 408, and the connection closed
+            if not started and slow_client():  # 408, and the connection closed
                 late, status = True, 408
                 problem = errors.RequestTimeout(f"The request's body did not arrive within {self.seconds:g} s.")
                 response = handlers.problem_response(problem, {"Connection": "close"})
@@ -160,7 +170,7 @@ class RequestGuard:
             await self.app(scope, receiving if body else receive, answer)
         except Exception:
             if late:
-                logger.warning("a request answered 503 (too slow) then failed", exc_info=True)
+                logger.warning("a request answered at its deadline then failed", exc_info=True)
             elif started:  # a streamed answer broke off: nothing better can be said
                 raise
             else:  # answered here, so the server keeps the client's connection open
@@ -170,7 +180,7 @@ class RequestGuard:
             if late_answer:  # the 503 is sent before the request ends, or the server would answer a 500 first
                 await asyncio.wait(late_answer)
                 if not late_answer[0].cancelled() and late_answer[0].exception() is not None:
-                    logger.warning("a request's 503 (too slow) could not be sent", exc_info=late_answer[0].exception())
+                    logger.warning("a request's deadline answer could not be sent", exc_info=late_answer[0].exception())
             if timed:
                 self.deadlines.done(answer)
             route = getattr(scope.get("route"), "path", None) or "(unmatched)"

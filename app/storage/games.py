@@ -211,7 +211,8 @@ def _page(
     held = np.cumsum([counts.get(i, 0) for i in ids])
     kept = ids[: max(1, int(np.searchsorted(held, appearances, side="right")))]
     games = {g.id: g for g in session.scalars(select(Game).where(Game.ladder_id == ladder_id, Game.id.in_(kept)))}
-    return _records(session, ladder_id, [games[i] for i in kept]), len(ids) == limit or len(kept) < len(ids)
+    found = [games[i] for i in kept if i in games]  # a game deleted since its id was read (its ladder) is left out
+    return _records(session, ladder_id, found), len(ids) == limit or len(kept) < len(ids)
 
 
 def get(session: Session, ladder_id: int, number: int) -> GameRecord | None:

@@ -235,7 +235,7 @@ def test_every_problem_type_is_a_page_of_this_service(client):
 def test_a_body_that_does_not_arrive_in_time_is_a_408_and_changes_nothing(tmp_path):
     """A client that declares a body and sends a part of it is answered 408 at the deadline, its connection
     closed (the server was not slow: a 503 would tell it to retry the same way); the others are served meanwhile."""
-    with live_server(f"sqlite:///{tmp_path / 'slow.db'}", env={"MELO_REQUEST_TIMEOUT": "1"}) as base:
+    with live_server(f"sqlite:///{tmp_path / 'slow.db'}", env={"MELO_REQUEST_TIMEOUT": "3"}) as base:
         admin = {"Authorization": f"Bearer {ADMIN_KEY}"}
         key = httpx.post(base + "/v1/ladders", json={"slug": "test"}, headers=admin).json()["write_key"]
         body = json.dumps({"sides": [{"players": ["a"], "rank": 1}, {"players": ["b"], "rank": 2}]}).encode()
@@ -250,7 +250,7 @@ def test_a_body_that_does_not_arrive_in_time_is_a_408_and_changes_nothing(tmp_pa
         r = slow.getresponse()
         answered = json.loads(r.read())
         assert r.status == 408 and r.getheader("Content-Type") == "application/problem+json", answered
-        assert answered["type"] == "/problems/request-timeout" and 0.8 < time.monotonic() - start < 3
+        assert answered["type"] == "/problems/request-timeout" and 2.5 < time.monotonic() - start < 6
         assert r.getheader("Connection") == "close"
         assert httpx.get(base + "/v1/ladders/test").json()["games"] == 0
         slow.close()

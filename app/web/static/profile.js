@@ -144,6 +144,7 @@ class ProfilePage {
     this.rivals = rivals.items;
     this.key = player.key; // an alias or another case leads to the player's own key
     this.history = history.items; // newest first
+    this.wholeHistory = !history.next_cursor; // a page may hold fewer games than asked (large team games)
     // The first game's date: the earliest one read (games keep the dates they were posted with, in any order),
     // or the player's creation if earlier when the history read is only the latest games.
     const earliest = Math.min(...this.history.map((g) => Date.parse(g.played_at)));
@@ -225,7 +226,7 @@ class ProfilePage {
     const times = games.map((g) => Date.parse(g.played_at));
     const lead = Math.max(3600e3, (Math.max(...times) - Math.min(...times)) / 20);
     const begin = games[0];
-    const complete = this.history.length < HISTORY;
+    const complete = this.wholeHistory;
     const start = { time: Date.parse(begin.played_at) - lead, elo: begin.elo_before, start: true,
       title: `${complete ? "Starting rating" : `Before ${fullDate(begin.played_at)}`}: ${whole(begin.elo_before)}` };
     const points = [start, ...games.map((g) => ({
