@@ -103,6 +103,7 @@ def run(base: str, name: str, log: GameLog, when: np.ndarray | None, pace: float
             job["status"] in ("queued", "running") for job in http.get(f"/v1/ladders/{slug}/refits").json()["items"]
         ):
             time.sleep(1)
+        refits = http.get(f"/v1/ladders/{slug}/refits", params={"limit": 100}).json()["items"]
     p = np.clip(np.array(expected), 1e-12, 1 - 1e-12)
     s = np.array(actual)
     loss = -(s * np.log(p) + (1 - s) * np.log1p(-p))
@@ -114,7 +115,23 @@ def run(base: str, name: str, log: GameLog, when: np.ndarray | None, pace: float
         "live, second half": float(loss[half].mean()),
         "seconds": round(time.perf_counter() - started, 1),
         "rule at the end": {key: ladder.get(key) for key in ("rate_rule", "eta", "eta_tau", "noise", "cycles", "k")},
+        "refits": [_refit(job) for job in reversed(refits)],
     }
+
+
+def _refit(job: dict) -> dict:
+    """An auto refit, as the stream met it: the games it saw, how long it took, and the rule its rate choice
+    applied (None where it kept the ladder's)."""
+    rate = ((job.get("result") or {}).get("rate")) or {}
+    took = None
+    if job["finished_at"]:
+        took = (datetime.fromisoformat(job["finished_at"]) - datetime.fromisoformat(job["created_at"])).total_seconds()
+    changed = (
+        {key: rate[key] for key in ("rate_rule", "eta", "noise", "drift") if key in rate}
+        if rate.get("changed")
+        else None
+    )
+    return {"after_game": job["after_game"], "status": job["status"], "seconds": took, "rule applied": changed}
 
 
 def main() -> None:

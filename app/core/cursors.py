@@ -11,6 +11,9 @@ from typing import Any
 from app.core.errors import InvalidInput
 from app.core.schemas import MAX_ID
 
+#: The longest cursor taken back (characters): a leaderboard's holds a player key of up to 128 characters.
+MAX_CURSOR = 2048
+
 
 def encode_cursor(value: object) -> str:
     return base64.urlsafe_b64encode(json.dumps(value).encode()).decode()
@@ -18,9 +21,9 @@ def encode_cursor(value: object) -> str:
 
 def decode_cursor(cursor: str, valid: Callable[[Any], bool]) -> Any:
     """The value of a cursor made by :func:`encode_cursor`; 422 if it is not one or ``valid`` rejects it."""
-    try:
-        value = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (ValueError, binascii.Error):
+    try:  # a real cursor is far shorter; a longer one could nest deep enough to exhaust the JSON parser's stack
+        value = json.loads(base64.urlsafe_b64decode(cursor.encode())) if len(cursor) <= MAX_CURSOR else None
+    except (ValueError, binascii.Error, RecursionError):
         value = None
     if value is None or not valid(value):
         raise InvalidInput("cursor is not a cursor this API returned", errors=[{"field": "cursor"}])

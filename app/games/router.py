@@ -33,15 +33,33 @@ POSTED = {
     }
 }
 
+
+def _ascii(value: str) -> str:
+    """A header's value as ASCII: HTTP carries a header's bytes, which the server reads as Latin-1, so any other
+    character would arrive garbled (and count as two or three)."""
+    if not value.isascii():
+        raise ValueError("must be printable ASCII characters (a header carries bytes, not text)")
+    return value
+
+
 IdempotencyKey = Annotated[
-    Annotated[str, AfterValidator(printable)] | None,
+    Annotated[str, AfterValidator(_ascii), AfterValidator(printable)] | None,
     Header(
         min_length=1,
         max_length=200,
-        description="Any unique string per logical request: a retry with the same key and body is applied once "
-        "and gets the first response; the same key with another body is a 409.",
+        description="Any unique string per logical request (1-200 printable ASCII characters, one header): a retry "
+        "with the same key and body is applied once and gets the first response; the same key with another body "
+        "is a 409.",
     ),
 ]
+
+
+def _one_key(request: Request, key: str | None) -> str | None:
+    """The request's Idempotency-Key; 422 if it sent more than one (which would the retry be?)."""
+    if key is not None and len(request.headers.getlist("idempotency-key")) > 1:
+        message = "send one Idempotency-Key header, not several"
+        raise InvalidInput(f"Idempotency-Key: {message}", errors=[{"field": "Idempotency-Key", "message": message}])
+    return key
 
 
 @router.post("", status_code=201, response_model=GameOut, responses=problems(401, 403, 404, 409, 413, 422) | POSTED)
@@ -53,7 +71,7 @@ async def post_game(
     Posts that arrive together are applied in one transaction (group commit); each gets its own response or
     error, and is answered only once its game is committed.
     """
-    post = Post(slug, caller, [game], idempotency_key, request_hash(game), batch=False)
+    post = Post(slug, caller, [game], _one_key(request, idempotency_key), request_hash(game), batch=False)
     return _answer(await request.app.state.committer.submit(post))
 
 
@@ -83,7 +101,7 @@ async def post_batch(
             f"games: at most {limit:,} player appearances per batch ({appearances:,} here); split it",
             errors=[{"field": "games", "message": f"at most {limit} player appearances in all games together"}],
         )
-    post = Post(slug, caller, batch.games, idempotency_key, request_hash(batch), batch=True)
+    post = Post(slug, caller, batch.games, _one_key(request, idempotency_key), request_hash(batch), batch=True)
     return _answer(await request.app.state.committer.submit(post))
 
 

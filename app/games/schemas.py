@@ -40,8 +40,8 @@ class GameIn(StrictModel):
     played_at: Moment | None = Field(
         None,
         description="When it was played (default: now), from 1900-01-01T00:00:00Z to 2200-01-01T00:00:00Z once in "
-        "UTC; stored in UTC, a time without zone is taken as UTC. A number is a Unix time: seconds, or "
-        "milliseconds, since 1970-01-01T00:00:00Z (in this window the two cannot be confused).",
+        "UTC; stored in UTC, a time without zone is taken as UTC. A number (or a string of digits) is also taken, "
+        "as a Unix time since 1970-01-01T00:00:00Z: in seconds up to 2e10 in size, in milliseconds above.",
     )
     external_id: ExternalId | None = Field(
         None, description="Your id (up to 200 printable characters); also an idempotency key."

@@ -136,5 +136,7 @@ def _named_version(request: Request) -> int:
 def not_modified(request: Request, version: int) -> tuple[str, Response | None]:
     """The ETag of an answer computed at ladder ``version``, and a 304 if ``If-None-Match`` names it."""
     etag = f'"{version}"'
-    unchanged = request.headers.get("if-none-match") == etag
+    # Weak comparison (RFC 9110 §13.1.2): W/"7" names "7" too, as does "*", or any tag of a list.
+    named = (tag.strip().removeprefix("W/") for tag in request.headers.get("if-none-match", "").split(","))
+    unchanged = any(tag in (etag, "*") for tag in named)
     return etag, Response(status_code=304, headers={"ETag": etag}) if unchanged else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
@@ -262,3 +263,22 @@ def test_a_page_of_games_holds_at_most_5000_players(client):
     assert len(first["items"]) == 2 and len(first["items"][0]["opponents"]) == 2016
     rest = client.get("/v1/ladders/test/players/p0-0/history", params={"cursor": first["next_cursor"]}).json()
     assert len(rest["items"]) == 1 and rest["next_cursor"] is None
+
+
+def test_deep_cursors_odd_keys_and_etags(client):
+    """A cursor nesting JSON thousands deep is a 422, not a 500 (the parser's stack); an Idempotency-Key outside
+    ASCII (a header carries bytes), or sent twice, is a 422; If-None-Match compares weakly, in lists and ``*``."""
+    h = bearer(make_ladder(client))
+    assert client.post("/v1/ladders/test/games", json=duel("a", "b"), headers=h).status_code == 201
+    deep = base64.urlsafe_b64encode(b"[" * 3000 + b"]" * 3000).decode()
+    for path in ("/v1/ladders/test/leaderboard", "/v1/ladders/test/players/a/history"):
+        problem(client.get(path, params={"cursor": deep}), 422, "cursor")
+    problem(client.post("/v1/ladders/test/games", json=duel("a", "b"), headers=h | {"Idempotency-Key": "clé".encode()}),
+            422, "Idempotency-Key")  # fmt: skip
+    twice = [*h.items(), ("Idempotency-Key", "one"), ("Idempotency-Key", "two")]
+    problem(client.post("/v1/ladders/test/games", json=duel("a", "b"), headers=twice), 422, "Idempotency-Key")
+    assert client.get("/v1/ladders/test").json()["games"] == 1
+    etag = client.get("/v1/ladders/test/leaderboard").headers["ETag"]
+    for named in (etag, f"W/{etag}", f'"0", {etag}', "*"):
+        assert client.get("/v1/ladders/test/leaderboard", headers={"If-None-Match": named}).status_code == 304, named
+    assert client.get("/v1/ladders/test/leaderboard", headers={"If-None-Match": '"0"'}).status_code == 200
