@@ -11,8 +11,9 @@ from typing import Any
 from app.core.errors import InvalidInput
 from app.core.schemas import MAX_ID
 
-#: The longest cursor taken back (characters): a leaderboard's holds a player key of up to 128 characters.
-MAX_CURSOR = 2048
+#: The longest cursor taken back (characters): a leaderboard's holds a player key of up to 128 characters, each
+#: written as up to 12 in JSON (a surrogate pair's escapes), then in base64 (4 for 3): about 2,300 at most.
+MAX_CURSOR = 4096
 
 
 def encode_cursor(value: object) -> str:

@@ -81,10 +81,9 @@ class RequestGuard:
       503 with ``Retry-After`` at once;
     * a deadline: a request that has not begun its answer after ``seconds`` gets a 503 problem with
       ``Retry-After`` (a 408, and the connection closed, if it is waiting for its body and has for half the
-      deadline: a slow client).  A
-      worker thread blocked on a database that stopped answering (a frozen server, a network
-      partition) cannot be interrupted, and no client-side timeout of the drivers covers it, so the client is
-      answered and whatever the request sends later is dropped.  Liveness and readiness never wait for it;
+      deadline: a slow client).  A worker thread blocked on a database that stopped answering (a frozen server, a
+      network partition) cannot be interrupted, and no client-side timeout of the drivers covers it, so the client
+      is answered and whatever the request sends later is dropped.  Liveness and readiness never wait for it;
     * security headers on every response, and a Content-Security-Policy on HTML pages;
     * a bug's 500 problem is answered here, not by the server, which would close the client's connection;
     * metrics per route template (``/v1/ladders/{slug}/games``) and status, and one JSON line on the

@@ -273,11 +273,18 @@ def test_deep_cursors_odd_keys_and_etags(client):
     deep = base64.urlsafe_b64encode(b"[" * 3000 + b"]" * 3000).decode()
     for path in ("/v1/ladders/test/leaderboard", "/v1/ladders/test/players/a/history"):
         problem(client.get(path, params={"cursor": deep}), 422, "cursor")
+    longest = ["\U0001f600" * 128, "\U0001f601" * 128]  # keys at their longest, each character 12 in JSON
+    assert client.post("/v1/ladders/test/games", json=duel(*longest), headers=h).status_code == 201
+    cursors, params = [], {"limit": 1}
+    while (cursor := client.get("/v1/ladders/test/leaderboard", params=params).json()["next_cursor"]) is not None:
+        cursors.append(cursor)
+        params = {"limit": 1, "cursor": cursor}
+    assert len(cursors) == 3 and max(map(len, cursors)) > 2048  # every page read, the longest cursor taken back
     problem(client.post("/v1/ladders/test/games", json=duel("a", "b"), headers=h | {"Idempotency-Key": "clé".encode()}),
             422, "Idempotency-Key")  # fmt: skip
     twice = [*h.items(), ("Idempotency-Key", "one"), ("Idempotency-Key", "two")]
     problem(client.post("/v1/ladders/test/games", json=duel("a", "b"), headers=twice), 422, "Idempotency-Key")
-    assert client.get("/v1/ladders/test").json()["games"] == 1
+    assert client.get("/v1/ladders/test").json()["games"] == 2
     etag = client.get("/v1/ladders/test/leaderboard").headers["ETag"]
     for named in (etag, f"W/{etag}", f'"0", {etag}', "*"):
         assert client.get("/v1/ladders/test/leaderboard", headers={"If-None-Match": named}).status_code == 304, named
