@@ -14,7 +14,7 @@ from app.storage.ladders import LadderRow
 def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[dict]:
     """A page of the ladder's games, newest first: ``limit`` of them, fewer where they hold more than
     :data:`~app.storage.games.PAGE_APPEARANCES` players (``next_cursor`` then goes on from the last)."""
-    records, more = storage.games.page(session, ladder.id, limit, cursor, storage.games.PAGE_APPEARANCES)
+    records, more = storage.games.page(session, ladder.id, limit, cursor)
     field = field_mean(session, ladder) if records else None
     items = [stored_body(r, field) for r in records]
     return Page[dict](items=items, next_cursor=str(items[-1]["id"]) if more else None)

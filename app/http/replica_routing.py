@@ -123,20 +123,20 @@ async def _reached(db: Database, slug: str, caller: Caller, wanted: int, wait: f
     return found
 
 
+def _named(request: Request) -> list[str]:
+    """The entity tags ``If-None-Match`` names, compared weakly (RFC 9110 §13.1.2: ``W/"7"`` names ``"7"``)."""
+    return [tag.strip().removeprefix("W/") for tag in request.headers.get("if-none-match", "").split(",")]
+
+
 def _named_version(request: Request) -> int:
     """The newest ladder version the ETags of ``If-None-Match`` name (0: none)."""
-    named = 0
-    for tag in request.headers.get("if-none-match", "").split(","):
-        tag = tag.strip().removeprefix("W/").strip('"')
-        if tag.isascii() and tag.isdigit() and len(tag) < 19:
-            named = max(named, int(tag))
-    return named
+    versions = [tag.strip('"') for tag in _named(request)]
+    return max((int(v) for v in versions if v.isascii() and v.isdigit() and len(v) < 19), default=0)
 
 
 def not_modified(request: Request, version: int) -> tuple[str, Response | None]:
-    """The ETag of an answer computed at ladder ``version``, and a 304 if ``If-None-Match`` names it."""
+    """The ETag of an answer computed at ladder ``version``, and a 304 if ``If-None-Match`` names it (or is
+    ``*``)."""
     etag = f'"{version}"'
-    # Weak comparison (RFC 9110 §13.1.2): W/"7" names "7" too, as does "*", or any tag of a list.
-    named = (tag.strip().removeprefix("W/") for tag in request.headers.get("if-none-match", "").split(","))
-    unchanged = any(tag in (etag, "*") for tag in named)
+    unchanged = any(tag in (etag, "*") for tag in _named(request))
     return etag, Response(status_code=304, headers={"ETag": etag}) if unchanged else None

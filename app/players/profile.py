@@ -66,7 +66,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
     before_id = None
     if cursor is not None:
         before_id = decode_cursor(cursor, is_id)
-    records, more = storage.games.of_player(session, ladder.id, key, limit, before_id, storage.games.PAGE_APPEARANCES)
+    records, more = storage.games.of_player(session, ladder.id, key, limit, before_id)
     field_mean = table.derived("mean", lambda: rating.field_mean(table.C))
     items = []
     for record in records:

@@ -183,24 +183,20 @@ def _records(session: Session, ladder_id: int, games: list[Game]) -> list[GameRe
     ]
 
 
-def page(
-    session: Session, ladder_id: int, limit: int, before: int | None, appearances: int
-) -> tuple[list[GameRecord], bool]:
+def page(session: Session, ladder_id: int, limit: int, before: int | None) -> tuple[list[GameRecord], bool]:
     """The ladder's games newest first, numbered below ``before`` if given: ``limit`` of them, or fewer where
-    they would hold more than ``appearances`` players in all (one game at least); and whether games may follow
-    (``limit`` read, or some left out)."""
+    they would hold more than :data:`PAGE_APPEARANCES` players in all (one game at least); and whether games may
+    follow (``limit`` read, or some left out)."""
     query = select(Game.id).where(Game.ladder_id == ladder_id)
     if before is not None:
         query = query.where(Game.seq < before)
     ids = list(session.scalars(query.order_by(Game.seq.desc()).limit(limit)))
-    return _page(session, ladder_id, ids, appearances, limit)
+    return _page(session, ladder_id, ids, limit)
 
 
-def _page(
-    session: Session, ladder_id: int, ids: list[int], appearances: int, limit: int
-) -> tuple[list[GameRecord], bool]:
-    """The games ``ids``, in that order, as many as hold at most ``appearances`` players (one
-    at least); and whether games may follow."""
+def _page(session: Session, ladder_id: int, ids: list[int], limit: int) -> tuple[list[GameRecord], bool]:
+    """The games ``ids``, in that order, as many as hold at most :data:`PAGE_APPEARANCES` players (one at least);
+    and whether games may follow."""
     counts = dict(
         session.execute(
             select(Participant.game_id, func.count())
@@ -209,7 +205,7 @@ def _page(
         ).all()
     )
     held = np.cumsum([counts.get(i, 0) for i in ids])
-    kept = ids[: max(1, int(np.searchsorted(held, appearances, side="right")))]
+    kept = ids[: max(1, int(np.searchsorted(held, PAGE_APPEARANCES, side="right")))]
     games = {g.id: g for g in session.scalars(select(Game).where(Game.ladder_id == ladder_id, Game.id.in_(kept)))}
     found = [games[i] for i in kept if i in games]  # a game deleted since its id was read (its ladder) is left out
     return _records(session, ladder_id, found), len(ids) == limit or len(kept) < len(ids)
@@ -229,7 +225,7 @@ def number_of(session: Session, ladder_id: int, game_id: int | None) -> int | No
 
 
 def of_player(
-    session: Session, ladder_id: int, key: str, limit: int, before_id: int | None, appearances: int
+    session: Session, ladder_id: int, key: str, limit: int, before_id: int | None
 ) -> tuple[list[GameRecord], bool]:
     """The games of one player that count (not voided), newest first, below ``before_id`` if given: as
     :func:`page`."""
@@ -244,7 +240,7 @@ def of_player(
     if before_id is not None:
         query = query.where(Participant.game_id < before_id)
     query = query.order_by(Participant.game_id.desc()).limit(limit)
-    return _page(session, ladder_id, list(session.scalars(query)), appearances, limit)
+    return _page(session, ladder_id, list(session.scalars(query)), limit)
 
 
 _EXPORT_COLUMNS = [

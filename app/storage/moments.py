@@ -11,6 +11,7 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app import rating
 from app.storage import codec
 from app.storage.sql import driver_fetchall
 from app.storage.tables import Game, Ladder, Participant, Player
@@ -166,7 +167,7 @@ def first_wins(session: Session, ladder_id: int, player_ids: list[int]) -> dict[
         for player_id, game_id, actual in sorted(rows):
             read[player_id] = read.get(player_id, 0) + 1
             after[player_id] = game_id
-            if player_id not in found and actual * sides[game_id] > 1:
+            if player_id not in found and rating.results(actual, sides[game_id]) > 0:
                 found[player_id] = game_id
         after = {p: last for p, last in after.items() if p not in found and read.get(p, 0) == size}
         size *= 4
