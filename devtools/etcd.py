@@ -63,7 +63,7 @@ class Etcd:
         cmd += ["--listen-client-urls", client, "--advertise-client-urls", client]
         cmd += ["--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer, "--initial-cluster", f"melo={peer}"]
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log)
+            self.proc = subprocess.Popen(cmd, stdout=log, stderr=log, cwd=self.dir)  # not the caller's directory
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:

@@ -141,10 +141,17 @@ class Cluster:
         self.wait_healthy(timeout)
 
     def start_member(self, member: Member) -> None:
-        """Start ``member``'s Patroni (in a process group of its own), which starts its PostgreSQL."""
+        """Start ``member``'s Patroni (in a process group of its own), which starts its PostgreSQL.  It runs in the
+        member's directory, not the caller's: run as root from a directory the postgres user cannot enter (a clone
+        in a home directory, mode 700), Patroni's start of PostgreSQL (multiprocessing, which changes to the
+        parent's working directory) died on it, and the cluster never came up."""
         with open(member.dir / "patroni.log", "ab") as log:
             member.proc = subprocess.Popen(
-                [*self.as_user, "patroni", str(member.config)], stdout=log, stderr=log, start_new_session=True
+                [*self.as_user, "patroni", str(member.config)],
+                cwd=member.dir,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
             )
 
     def stop(self) -> None:
@@ -196,7 +203,8 @@ class Cluster:
         path = self.dir / "haproxy.cfg"
         path.write_text(self.haproxy_config())
         with open(self.dir / "haproxy.log", "ab") as log:
-            self.haproxy = subprocess.Popen([str(haproxy_binary()), "-db", "-f", str(path)], stdout=log, stderr=log)
+            command = [str(haproxy_binary()), "-db", "-f", str(path)]
+            self.haproxy = subprocess.Popen(command, cwd=self.dir, stdout=log, stderr=log)
 
     def haproxy_config(self) -> str:
         """deploy/haproxy.cfg with this cluster's ports: the primary on ``primary_port``, the replicas on

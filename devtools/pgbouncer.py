@@ -58,6 +58,7 @@ class PgBouncer:
         binary = shutil.which("pgbouncer") or "/usr/sbin/pgbouncer"
         self.proc = subprocess.Popen(
             [*self.postgres.as_user, binary, str(self.dir / "pgbouncer.ini")],
+            cwd=self.dir,  # its own directory: the caller's may be one its user cannot enter
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )

@@ -37,7 +37,10 @@ class PostgresServer:
             shutil.chown(self.dir, "postgres")
 
     def _run(self, *args: str) -> None:
-        subprocess.run([*self.as_user, *args], check=True, capture_output=True)
+        """Run a PostgreSQL program as the server's user, in the server's directory: the caller's working directory
+        may be one that user cannot enter (a clone in a home directory of mode 700, the tests run as root), where
+        PostgreSQL's programs warn that they cannot change back to it."""
+        subprocess.run([*self.as_user, *args], check=True, capture_output=True, cwd=self.dir)
 
     def start(self) -> None:
         self._run(
@@ -64,6 +67,7 @@ class PostgresServer:
         subprocess.run(
             [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "stop"],
             capture_output=True,
+            cwd=self.dir,
         )
 
     def stop(self) -> None:

@@ -28,6 +28,7 @@ from app.storage.players import REPLAY_LOCKS
 from devtools.game_load import Load, all_games
 from devtools.patroni import TIGHT, Cluster, missing
 from devtools.server import ADMIN_KEY, live_server
+from tests.test_harness_cwd import cwd, descendants, may_enter, owner, private_cwd
 
 WHY = f"{missing()}: scripts/ensure-patroni.sh installs Debian's packages (make test does)"
 pytestmark = pytest.mark.skipif(missing() is not None, reason=WHY)
@@ -41,10 +42,13 @@ ADMIN = {"Authorization": f"Bearer {ADMIN_KEY}"}
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    """Two members, synchronous mode, Patroni's tight timings (ttl 10, loop_wait 1, retry_timeout 4)."""
+    """Two members, synchronous mode, Patroni's tight timings (ttl 10, loop_wait 1, retry_timeout 4); started from
+    a directory of mode 700, as a clone in a home directory is: one the postgres user, which runs Patroni and
+    PostgreSQL, may not enter (tests/test_harness_cwd.py)."""
     cluster = Cluster(2, synchronous=True, timings=TIGHT)
     try:
-        cluster.start()
+        with private_cwd():
+            cluster.start()
         yield cluster
     finally:
         cluster.stop()
@@ -206,6 +210,27 @@ def every_game_once(base: str, load: Load, extra: int = 0) -> None:
         for slug in load.ladders:
             audit = http.get(f"/v1/ladders/{slug}/audit").json()
             assert audit["consistent"], (slug, audit)
+
+
+def test_every_process_of_the_cluster_runs_in_a_directory_of_the_cluster(cluster):
+    """Started from a directory the postgres user may not enter (the fixture), each process of the cluster runs in
+    one of its own directories, one its user may enter: Patroni (as postgres, and the PostgreSQL it starts), etcd and
+    HAProxy."""
+    assert cluster.haproxy is not None and cluster.etcd.proc is not None
+    pids = {cluster.haproxy.pid: "haproxy", cluster.etcd.proc.pid: "etcd"}
+    for member in cluster.members:
+        assert member.proc is not None
+        # Patroni, or runuser and Patroni (runuser's watching parent, root, waits in /), and its PostgreSQL
+        patroni = descendants(member.proc.pid) if cluster.as_user else [member.proc.pid]
+        found = [*patroni, *member.postgres_processes()]
+        assert len(found) >= 3, (member.name, found)  # Patroni, its postmaster and the postmaster's processes
+        pids |= dict.fromkeys(found, member.name)
+    for pid, name in pids.items():
+        where, user = cwd(pid), owner(pid)
+        if where is None or user is None:  # a process that has ended meanwhile
+            continue
+        assert where.is_relative_to(cluster.dir) or where.is_relative_to(cluster.etcd.dir), (name, pid, user, where)
+        assert may_enter(user, where), (name, pid, user, where)
 
 
 def test_the_primary_killed_twice_under_load_loses_no_acknowledged_game(cluster, service):
