@@ -1,7 +1,8 @@
 """Recording the game that settles a challenge: posted as ``POST …/games`` posts it (group commit, idempotency),
 and the challenge marked played in the game's own transaction.
 
-The game's idempotency key is the challenge's (:func:`idempotency_key`): a
+The game's idempotency key is the challenge's (:func:`idempotency_key`), in
+the server's own namespace, which no client's ``Idempotency-Key`` reaches: a
 retried call with the same result is answered as the first, applying nothing;
 another result for a challenge already played is a 409 naming its game.
 """
@@ -14,17 +15,17 @@ from sqlalchemy.orm import Session
 
 from app.challenges import service
 from app.challenges.schemas import PlayIn
-from app.core.errors import Conflict, InvalidInput
+from app.core.errors import InvalidInput
 from app.domain.access import Caller, ladder_for
-from app.games.intake import Post, recorded_answer, request_hash
+from app.games.intake import SERVER, Post, request_hash
 from app.games.schemas import GameIn, SideIn
-from app.storage import challenges
+from app.storage import challenges, idempotency
 from app.storage.ladders import LadderRow
 
 
 def idempotency_key(number: int) -> str:
     """The key the game of challenge ``number`` is recorded under: one game per challenge, however often sent."""
-    return f"challenge:{number}"
+    return f"{SERVER}challenge:{number}"
 
 
 def prepare(session: Session, slug: str, number: int, data: PlayIn, caller: Caller) -> Post | None:
@@ -33,17 +34,24 @@ def prepare(session: Session, slug: str, number: int, data: PlayIn, caller: Call
     that are not the two players'."""
     ladder = ladder_for(session, slug, caller, "write")
     row = service.found(session, ladder, number)
-    game = game_of(ladder, row, data)
-    digest = request_hash(game)
-    if row.status == "played":
-        key = idempotency_key(number)
-        try:
-            if recorded_answer(session, ladder, key, digest) is not None:
-                return None
-        except Conflict:
-            pass  # another result: the 409 below names the game
+    if row.status == "played" and _played_with(session, ladder, row, data):
+        return None
+    # Checked before the game is made: one that cannot be played may be between a merged player and themselves.
     service.check_status(row, datetime.now(UTC), ("open", "accepted"), "play")
-    return Post(slug, caller, [game], idempotency_key(number), digest, batch=False, then=settle(number))
+    game = game_of(ladder, row, data)
+    return Post(slug, caller, [game], idempotency_key(number), request_hash(game), batch=False, then=settle(number))
+
+
+def _played_with(session: Session, ladder: LadderRow, row: challenges.Row, data: PlayIn) -> bool:
+    """Whether the played challenge's game is the answer recorded for this very result: under its key, or under
+    ``challenge:N``, the key older versions used, which a client's game may hold instead (so the answer found
+    must be the challenge's game)."""
+    digest = request_hash(game_of(ladder, row, data))
+    for key in (idempotency_key(row.number), f"challenge:{row.number}"):
+        found = idempotency.stored_response(session, ladder.id, key)
+        if found is not None and found[0] == digest and found[1].get("id") == row.game:
+            return True
+    return False
 
 
 def game_of(ladder: LadderRow, row: challenges.Row, data: PlayIn) -> GameIn:

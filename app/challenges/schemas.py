@@ -5,16 +5,17 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field, StringConstraints, field_validator
 
-from app.core.schemas import Number, PlayerKey, StrictModel, printable
+from app.core.schemas import MAX_SCORE, Number, PlayerKey, StrictModel, printable
 
 Status = Literal["open", "accepted", "declined", "withdrawn", "played", "expired"]
+Reason = Literal["duplicate", "same_player"]
 Message = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=200),
     AfterValidator(printable),
     Field(description='A word to go with it, e.g. "lunch?": up to 200 printable characters.'),
 ]
-Score = Annotated[Number, Field(ge=0, le=1_000_000)]
+Score = Annotated[Number, Field(ge=0, le=MAX_SCORE)]
 
 
 class ChallengeIn(StrictModel):
@@ -38,7 +39,7 @@ class PlayIn(StrictModel):
     scores: dict[PlayerKey, Score] | None = Field(
         None,
         description='Optionally, each player\'s score by key, e.g. `{"ada": 21, "bob": 15}`: both players, the '
-        "winner's the higher. They go to the game as its sides' `score`.",
+        "winner's the higher, each from 0 to 1,000,000. They go to the game as its sides' `score`.",
     )
 
     model_config = StrictModel.model_config | {
@@ -63,6 +64,11 @@ class ChallengeOut(BaseModel):
     status: Status = Field(
         description="`open` (waiting for an answer), `accepted`, `declined`, `withdrawn` (called off), `played` "
         "(its game is `game`) or `expired` (not played by `expires_at`). Only an open or accepted one can be played."
+    )
+    reason: Reason | None = Field(
+        description="Why the server withdrew it, where it did (null otherwise): a player merge made it `duplicate` "
+        "(another challenge between the same two players stays: the accepted one, else the oldest) or made its two "
+        "players one (`same_player`)."
     )
     created_at: datetime = Field(description="When it was made.")
     expires_at: datetime = Field(description="When it expires if it has not been played, declined or withdrawn.")

@@ -77,6 +77,10 @@ def recorded_answer(session: Session, ladder: LadderRow, key: str, digest: str) 
 
 
 EXTERNAL = "external_id:"
+#: The start of the keys the server records games under for itself (a challenge's game): a character no
+#: Idempotency-Key header can hold (a header's bytes are read as Latin-1, and a key outside printable ASCII is a
+#: 422), so no client's key can take one's place.
+SERVER = "\u2192"
 
 
 def key_reused(key: str) -> Conflict:

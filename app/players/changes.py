@@ -119,7 +119,9 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.aliases.move(session, ladder.id, source[0], target[0])  # the merged player's aliases, and its key, lead on
     storage.aliases.add(session, ladder.id, [key], target[0])
     storage.players.merge_counters(session, ladder.id, source[0], target[0])
-    challenges.merge(session, ladder.id, source[0], target[0])
+    # Two players have one unresolved challenge at most, and none with oneself: the merge withdraws the others.
+    if withdrawn := challenges.merge(session, ladder.id, source[0], target[0], datetime.now(UTC)):
+        storage.events.add(session, ladder.id, "challenge", *({"action": "withdrawn", "id": n} for n in withdrawn))
     counting = [g for g, _, voided in games if not voided]
     storage.seasons.mark_changed(session, ladder.id, counting, datetime.now(UTC))  # their archives stay as they were
     if counting:

@@ -22,6 +22,8 @@ from app.storage.tables import Challenge, Player
 #: Every status a challenge may have; an unresolved one is open or accepted.
 STATUSES = ("open", "accepted", "declined", "withdrawn", "played", "expired")
 UNRESOLVED = ("open", "accepted")
+#: Why a merge withdrew a challenge: another stands between the same two players, or its two players became one.
+DUPLICATE, SAME_PLAYER = "duplicate", "same_player"
 
 _FROM, _TO = aliased(Player), aliased(Player)
 _COLUMNS = (
@@ -36,6 +38,7 @@ _COLUMNS = (
     Challenge.expires_at,
     Challenge.answered_at,
     Challenge.game,
+    Challenge.reason,
     Challenge.from_player_id,
     Challenge.to_player_id,
 )
@@ -56,6 +59,7 @@ class Row:
     expires_at: datetime
     answered_at: datetime | None
     game: int | None
+    reason: str | None
     from_id: int
     to_id: int
 
@@ -73,6 +77,7 @@ class Row:
             "to_name": self.to_name,
             "message": self.message,
             "status": self.status_at(now),
+            "reason": self.reason,
             "created_at": iso(self.created_at),
             "expires_at": iso(self.expires_at),
             "answered_at": iso(self.answered_at),
@@ -187,17 +192,34 @@ def expire_due(session: Session, ladder_id: int, now: datetime) -> list[int]:
     return sorted(session.scalars(query))
 
 
-def merge(session: Session, ladder_id: int, source_id: int, target_id: int) -> None:
-    """The player ``source_id`` became ``target_id`` (a merge): their challenges between the two go (they would
-    be challenges to oneself), the others name ``target_id``."""
-    between = or_(
-        and_(Challenge.from_player_id == source_id, Challenge.to_player_id == target_id),
-        and_(Challenge.from_player_id == target_id, Challenge.to_player_id == source_id),
-    )
-    session.execute(Challenge.__table__.delete().where(Challenge.ladder_id == ladder_id, between))
+def merge(session: Session, ladder_id: int, source_id: int, target_id: int, now: datetime) -> list[int]:
+    """The player ``source_id`` became ``target_id`` (a merge): their challenges name ``target_id``, and the
+    unresolved ones that may no longer stand are withdrawn, each with its reason: one between the two themselves
+    (``same_player``), and all but one of those now between ``target_id`` and another player (``duplicate``: the
+    accepted one stays, else the oldest).  The numbers withdrawn (the caller holds the ladder's row)."""
     for column in (Challenge.from_player_id, Challenge.to_player_id):
         query = update(Challenge).where(Challenge.ladder_id == ladder_id, column == source_id)
         session.execute(query.values({column.key: target_id}))
+    mine = or_(Challenge.from_player_id == target_id, Challenge.to_player_id == target_id)
+    query = select(Challenge.number, Challenge.from_player_id, Challenge.to_player_id, Challenge.status).where(
+        Challenge.ladder_id == ladder_id, Challenge.status.in_(UNRESOLVED), Challenge.expires_at > now, mine
+    )
+    withdrawn: dict[str, list[int]] = {SAME_PLAYER: [], DUPLICATE: []}
+    kept: set[int] = set()
+    # Accepted before open, then the oldest: the first seen with each other player stays.
+    for row in sorted(session.execute(query), key=lambda row: (row.status != "accepted", row.number)):
+        other = row.to_player_id if row.from_player_id == target_id else row.from_player_id
+        if other == target_id:
+            withdrawn[SAME_PLAYER].append(row.number)
+        elif other in kept:
+            withdrawn[DUPLICATE].append(row.number)
+        else:
+            kept.add(other)
+    for reason, numbers in withdrawn.items():
+        if numbers:
+            query = update(Challenge).where(Challenge.ladder_id == ladder_id, Challenge.number.in_(numbers))
+            session.execute(query.values(status="withdrawn", answered_at=now, reason=reason))
+    return sorted(withdrawn[SAME_PLAYER] + withdrawn[DUPLICATE])
 
 
 def scrub(session: Session, ladder_id: int, player_id: int) -> None:

@@ -528,3 +528,5 @@ class Challenge(Base):
     answered_at: Mapped[datetime | None]
     #: The number of the game that settled it (``played``).
     game: Mapped[int | None] = mapped_column(BigInteger)
+    #: Why the server withdrew it, where it did (a merge): ``duplicate`` or ``same_player``; null otherwise.
+    reason: Mapped[str | None] = mapped_column(String(32))

@@ -7,10 +7,11 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from app import storage
-from app.storage.tables import Challenge, LadderEvent
+from app.challenges import play
+from app.storage.tables import Challenge, IdempotencyKey, LadderEvent
 from tests.conftest import admin, bearer, make_ladder
 
 
@@ -268,3 +269,106 @@ def test_results_sent_at_once_for_one_challenge_record_one_game(client):
             assert answer.status_code == 201 and answer.json()["game"] == 1, answer.text
         else:
             refused(answer, 409, "id", "was played: game 1")
+
+
+def test_a_clients_idempotency_key_cannot_take_the_place_of_a_challenges_game(client):
+    """A game posted under a key spelled as the server once spelled a challenge's own (``challenge:N``), before the
+    challenge exists, neither blocks its game nor answers for it: with another body or with the very same game."""
+    h = ladder_of(client)
+    bob_beats_dee = {"sides": [{"players": ["bob"], "rank": 1}, {"players": ["dee"], "rank": 2}]}
+    cy_beats_ada = {"sides": [{"players": ["cy"], "rank": 1}, {"players": ["ada"], "rank": 2}]}
+    for number, game in ((1, cy_beats_ada), (2, bob_beats_dee)):
+        r = client.post("/v1/ladders/office/games", json=game, headers=h | {"Idempotency-Key": f"challenge:{number}"})
+        assert r.status_code == 201, r.text
+    challenge(client, h, "ada", "bob")
+    challenge(client, h, "bob", "dee")
+
+    for number, winner, game in ((2, "bob", 3), (1, "ada", 4)):
+        r = client.post(f"/v1/ladders/office/challenges/{number}/game", json={"winner": winner}, headers=h)
+        assert r.status_code == 201, r.text
+        assert "Idempotent-Replayed" not in r.headers, (number, r.headers)
+        assert (r.json()["status"], r.json()["game"]) == ("played", game)
+        again = client.post(f"/v1/ladders/office/challenges/{number}/game", json={"winner": winner}, headers=h)
+        assert again.status_code == 201 and again.headers["Idempotent-Replayed"] == "true"
+        assert again.json() == r.json()
+    assert [g["id"] for g in client.get("/v1/ladders/office/games").json()["items"]] == [4, 3, 2, 1]
+    # The clients' keys still answer what they stored; the server's own cannot be sent as a header.
+    r = client.post("/v1/ladders/office/games", json=bob_beats_dee, headers=h | {"Idempotency-Key": "challenge:2"})
+    assert r.status_code == 201 and r.headers["Idempotent-Replayed"] == "true" and r.json()["id"] == 2
+    own = play.idempotency_key(2).encode()
+    r = client.post("/v1/ladders/office/games", json=bob_beats_dee, headers=h | {"Idempotency-Key": own})
+    refused(r, 422, "Idempotency-Key")
+
+
+def test_a_challenge_played_by_an_older_version_is_replayed_only_with_its_own_game(client):
+    """Older versions recorded a challenge's game under ``challenge:N``, where a client's key may stand too: such a
+    record answers a retry only if it holds the game that played the challenge."""
+    h = ladder_of(client)
+    challenge(client, h, "ada", "bob")
+    challenge(client, h, "cy", "dee")
+    for number, winner in ((1, "bob"), (2, "dee")):
+        r = client.post(f"/v1/ladders/office/challenges/{number}/game", json={"winner": winner}, headers=h)
+        assert r.status_code == 201, r.text
+    with client.app.state.db.writing() as session:  # 1's record as an older version left it; 2's past its time
+        session.execute(
+            update(IdempotencyKey).where(IdempotencyKey.key == play.idempotency_key(1)).values(key="challenge:1")
+        )
+        session.execute(delete(IdempotencyKey).where(IdempotencyKey.key == play.idempotency_key(2)))
+    r = client.post("/v1/ladders/office/challenges/1/game", json={"winner": "bob"}, headers=h)
+    assert r.status_code == 201 and r.headers["Idempotent-Replayed"] == "true" and r.json()["game"] == 1
+    # A client's game under "challenge:2" (Cy won it) does not make "Cy won challenge 2" a result already saved.
+    cy_beats_dee = {"sides": [{"players": ["cy"], "rank": 1}, {"players": ["dee"], "rank": 2}]}
+    r = client.post("/v1/ladders/office/games", json=cy_beats_dee, headers=h | {"Idempotency-Key": "challenge:2"})
+    assert r.status_code == 201 and r.json()["id"] == 3
+    r = client.post("/v1/ladders/office/challenges/2/game", json={"winner": "cy"}, headers=h)
+    refused(r, 409, "id", "was played: game 2")
+
+
+def test_a_merge_leaves_two_players_at_most_one_unresolved_challenge(client):
+    """Cy merged into Bob: of the challenges that now stand between the same two players one stays (an accepted
+    one, else the oldest), and the others are withdrawn, saying why; one between Bob and Cy themselves is withdrawn
+    too. Those already resolved stay as they were."""
+    h = ladder_of(client, players=("ada", "bob", "cy", "dee", "eve"))
+    challenge(client, h, "ada", "bob")  # 1: gives way to 2, accepted
+    challenge(client, h, "cy", "ada")  # 2
+    client.post("/v1/ladders/office/challenges/2/accept", headers=h)
+    challenge(client, h, "bob", "cy")  # 3: Bob against himself
+    challenge(client, h, "dee", "cy")  # 4: stays, the older
+    challenge(client, h, "bob", "dee")  # 5: gives way to 4
+    challenge(client, h, "eve", "cy")  # 6: eve's only one: stays
+    challenge(client, h, "bob", "eve")  # 7: declined, so resolved: stays as it was
+    client.post("/v1/ladders/office/challenges/7/decline", headers=h)
+    before = len(events(client))
+
+    r = client.post("/v1/ladders/office/players/cy/merge", json={"into": "bob"}, headers=h)
+    assert r.status_code == 200, r.text
+    shown = {c["id"]: c for c in client.get("/v1/ladders/office/challenges").json()["items"]}
+    assert {n: (c["from"], c["to"], c["status"], c["reason"]) for n, c in shown.items()} == {
+        1: ("ada", "bob", "withdrawn", "duplicate"),
+        2: ("bob", "ada", "accepted", None),
+        3: ("bob", "bob", "withdrawn", "same_player"),
+        4: ("dee", "bob", "open", None),
+        5: ("bob", "dee", "withdrawn", "duplicate"),
+        6: ("eve", "bob", "open", None),
+        7: ("bob", "eve", "declined", None),
+    }
+    assert all(shown[n]["answered_at"] is not None for n in (1, 3, 5))
+    # The withdrawn ones cannot be played: one game between two players, as if no merge had happened.
+    for number in (1, 3, 5):
+        refused(
+            client.post(f"/v1/ladders/office/challenges/{number}/game", json={"winner": "bob"}, headers=h),
+            409,
+            "id",
+            "is withdrawn",
+        )
+    for number in (2, 4):
+        r = client.post(f"/v1/ladders/office/challenges/{number}/game", json={"winner": "bob"}, headers=h)
+        assert r.status_code == 201, r.text
+    # Each withdrawal is an event, in the merge's own transaction.
+    merged = events(client)[before : before + 3]
+    assert [(data["action"], data["id"]) for _, data, _ in merged] == [
+        ("withdrawn", 1),
+        ("withdrawn", 3),
+        ("withdrawn", 5),
+    ]
+    assert len({version for _, _, version in merged}) == 1
