@@ -3,9 +3,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, StrictBool, StrictInt
+from pydantic import BaseModel, Field, StrictBool
 
-from app.core.schemas import Number, StrictModel
+from app.core.schemas import Integer, Number, StrictModel
 from app.rating.refit.prior import L2
 from app.rating.refit.selection import FOLDS, L2_CHOICES
 
@@ -26,7 +26,7 @@ class RefitIn(StrictModel):
         f"and a tight one on v = 1. null: choose among {', '.join(map(str, L2_CHOICES))} by held-out loss "
         f"(sparse ladders need a firmer prior; needs holdout > 0; when nothing could be held out, {L2:g}).",
     )
-    restarts: StrictInt = Field(
+    restarts: Integer = Field(
         3, ge=1, le=20, description="Seeded random starts; the best is kept, their agreement reported."
     )
     holdout: Number = Field(
@@ -37,7 +37,7 @@ class RefitIn(StrictModel):
         "(0: none). When the draw holds out none or all of them (a ladder of one or a few matchups), nothing is held "
         "out: the report says so in `heldout_note`.",
     )
-    select_k: list[Annotated[StrictInt, Field(ge=0, le=8)]] | None = Field(
+    select_k: list[Annotated[Integer, Field(ge=0, le=8)]] | None = Field(
         None,
         description="Choose k among these (0 = Elo, at most the ladder's k) by cross-validation over `folds` folds "
         "of whole matchups: the smallest k whose mean held-out log loss is within one standard error of the lowest "
@@ -56,7 +56,7 @@ class RefitIn(StrictModel):
         "ladder's rate is pinned (`auto_rate` false) or was changed since. Auto refits choose it on ladders with "
         "`auto_rate`, and apply it even when the guard keeps their fit out.",
     )
-    folds: StrictInt = Field(
+    folds: Integer = Field(
         FOLDS,
         ge=2,
         le=10,
@@ -66,10 +66,10 @@ class RefitIn(StrictModel):
     eta: Number | None = Field(
         None, ge=0, le=10, description="η of the replayed online rule in the report (default: the ladder's)."
     )
-    replay_k: StrictInt | None = Field(
+    replay_k: Integer | None = Field(
         None, ge=1, le=8, description="k of the replayed online rule in the report (default: the ladder's)."
     )
-    seed: StrictInt = Field(0, ge=0, lt=2**32, description="Seed of the split and of the starts.")
+    seed: Integer = Field(0, ge=0, lt=2**32, description="Seed of the split and of the starts.")
     auto: StrictBool = Field(
         False,
         description="Guarded, applied by the service (what a ladder's auto-refit posts): first fit all but the "

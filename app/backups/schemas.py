@@ -5,9 +5,21 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, StrictBool, StrictFloat
+from pydantic import Field, StrictBool
 
-from app.core.schemas import MAX_ID, Component, Moment, Name, PlayerKey, Reason, StrictModel, Vector
+from app.core.schemas import (
+    MAX_ID,
+    Component,
+    Integer,
+    Moment,
+    Name,
+    Number,
+    NumberChoice,
+    PlayerKey,
+    Reason,
+    StrictModel,
+    Vector,
+)
 from app.games.schemas import GameIn
 from app.ladders.schemas import LadderCreate
 from app.seasons.schemas import SeasonName
@@ -17,28 +29,28 @@ FORMAT = 1
 
 
 class ExportedLadder(LadderCreate):
-    seed: int = Field(ge=0, lt=2**63, description="Seed of the seeded initial vectors.")
+    seed: Integer = Field(ge=0, lt=2**63, description="Seed of the seeded initial vectors.")
     private: StrictBool = False
     #: Exports from before the setting came from ladders that matched keys exactly.
     case_insensitive_keys: StrictBool = False
     #: ... and whose steps counted games ...
     drift_steps: StrictBool = False
     #: ... and whose seats' prior was 1 logit ...
-    seat_prior: StrictFloat = Field(1.0, ge=0.01, le=10)
+    seat_prior: Number = Field(1.0, ge=0.01, le=10)
     #: ... and that were rated by the shrinking step (mathematics §3): old exports restore with the rule they had.
     rate_rule: Literal["steps", "variance"] = "steps"
     #: A rate choice before 2026-11-28 could set η above 10 (up to 4 times the ladder's, again at each choice): such
     #: a ladder restores with its η.
-    eta: float = Field(ge=0, allow_inf_nan=False)
+    eta: Number = Field(ge=0)
 
 
 class Header(StrictModel):
     """The first line: ``{"melo_export": 1, "ladder": {…settings and seed…}}``."""
 
-    melo_export: Literal[1]
+    melo_export: Annotated[Literal[1], NumberChoice]
     ladder: ExportedLadder
-    players: int | None = Field(None, ge=0, le=MAX_ID)
-    games: int | None = Field(None, ge=0, le=MAX_ID, description="Games in the log, voided ones too.")
+    players: Integer | None = Field(None, ge=0, le=MAX_ID)
+    games: Integer | None = Field(None, ge=0, le=MAX_ID, description="Games in the log, voided ones too.")
 
 
 class ExportedPlayer(StrictModel):
@@ -57,42 +69,42 @@ class VoidMark(StrictModel):
 
 
 class ExportedGame(GameIn):
-    seq: int | None = Field(None, ge=1, le=MAX_ID, description="Its number in the ladder: 1, 2, 3, … in log order.")
+    seq: Integer | None = Field(None, ge=1, le=MAX_ID, description="Its number in the ladder: 1, 2, 3, … in log order.")
     voided: VoidMark | None = None
 
 
 class ExportedSeats(StrictModel):
     advantage: list[Component] = Field(description="Each seat's advantage in logits, in the ladder's seat order.")
-    information: list[Annotated[float, Field(gt=0, le=1e12)]] = Field(description="Each seat's information.")
+    information: list[Annotated[Number, Field(gt=0, le=1e12)]] = Field(description="Each seat's information.")
 
 
 class ExportedCheckpoint(StrictModel):
-    after_seq: int = Field(ge=0, le=MAX_ID, description="The seq of the game it follows (0: before the first).")
+    after_seq: Integer = Field(ge=0, le=MAX_ID, description="The seq of the game it follows (0: before the first).")
     vectors: dict[PlayerKey, Vector]
     seats: ExportedSeats | None = Field(None, description="The learned seats the refit set, for a ladder with seats.")
-    pulls: list[Annotated[float, Field(gt=0.0, le=1.0)]] = Field(
+    pulls: list[Annotated[Number, Field(gt=0.0, le=1.0)]] = Field(
         [],
         max_length=1000,
         description="The pulls of the seasons that closed here, in order: the vectors are the pulled ones, and the "
         "players' experience keeps the part 1 - pull of each.",
     )
-    variances: dict[PlayerKey, Annotated[float, Field(gt=0, allow_inf_nan=False)]] | None = Field(
+    variances: dict[PlayerKey, Annotated[Number, Field(gt=0)]] | None = Field(
         None,
         description="Under the variance rule, the variances (logits²) the checkpoint kept for its players "
         "(mathematics §3b); a player it holds without one starts there afresh. null: none kept.",
     )
 
 
-Count = Annotated[int, Field(ge=0, lt=2**31)]
+Count = Annotated[Integer, Field(ge=0, lt=2**31)]
 
 
 class ExportedStanding(StrictModel):
-    rank: int = Field(ge=1, lt=2**31)
+    rank: Integer = Field(ge=1, lt=2**31)
     key: PlayerKey
     name: Name | None = None
-    elo: float = Field(allow_inf_nan=False)
-    strength_se: float = Field(ge=0, allow_inf_nan=False)
-    conservative: float = Field(allow_inf_nan=False)
+    elo: Number
+    strength_se: Number = Field(ge=0)
+    conservative: Number
     provisional: StrictBool
     games: Count
     wins: Count
@@ -103,11 +115,11 @@ class ExportedStanding(StrictModel):
 class ExportedSeason(StrictModel):
     name: SeasonName
     closed_at: Moment
-    after_seq: int = Field(ge=0, le=MAX_ID, description="The seq of the season's last game (0: before the first).")
-    first_seq: int | None = Field(None, ge=1, le=MAX_ID, description="The seq of its first game (null: none).")
+    after_seq: Integer = Field(ge=0, le=MAX_ID, description="The seq of the season's last game (0: before the first).")
+    first_seq: Integer | None = Field(None, ge=1, le=MAX_ID, description="The seq of its first game (null: none).")
     games: Count
     changed_at: Moment | None = None
-    pull: float = Field(0.0, ge=0.0, le=1.0, description="How far the ratings were pulled back when it closed.")
+    pull: Number = Field(0.0, ge=0.0, le=1.0, description="How far the ratings were pulled back when it closed.")
     standings: list[ExportedStanding] = Field(max_length=10_000_000, description="As archived, by rank.")
 
 

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Generic, Literal, Self, TypeVar
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     Strict,
@@ -53,8 +54,25 @@ Reason = Annotated[str, StringConstraints(max_length=500), AfterValidator(printa
 MAX_COMPONENT = 1000.0
 Component = Annotated[float, Strict(), Field(ge=-MAX_COMPONENT, le=MAX_COMPONENT)]
 Vector = Annotated[list[Component], Field(min_length=2, max_length=16)]
-#: A number in a request: JSON numbers only (no `true`, no `"1"`).
+#: A number in a request or an export line: a JSON number, an integer or not (never `true`, nor `"1"`). Every
+#: number a request model reads is a Number, an Integer or a NumberChoice: pydantic's lax mode takes `true` for 1.
 Number = Annotated[float, Strict()]
+#: A whole number in a request or an export line: a JSON integer (never `true`, nor `2.0` or `"2"`).
+Integer = Annotated[int, Strict()]
+
+
+def not_a_boolean(value: Any) -> Any:
+    """``value`` unless it is ``true`` or ``false``, which pydantic takes for 1 and 0 in a ``Literal[1, …]``, even
+    in strict mode."""
+    if isinstance(value, bool):
+        raise ValueError(f"must be a number, not {str(value).lower()}")
+    return value
+
+
+#: What makes a choice among numbers refuse `true`: ``Annotated[Literal[1, 3, 5], NumberChoice]``.
+NumberChoice = BeforeValidator(not_a_boolean)
+#: The largest score a side may give, either way: points, goals, strokes; sides' scores lie in ±MAX_SCORE.
+MAX_SCORE = 1_000_000
 #: The largest seat advantage accepted, in logits (either way).
 MAX_ADVANTAGE = 50.0
 #: The largest id or cursor the databases store (a signed 64-bit integer); larger ones are a 422, not a 500.

@@ -3,15 +3,26 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import BaseModel, Field, Strict, ValidationInfo, field_validator
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
-from app.core.schemas import ExternalId, Moment, Number, PlayerKey, Reason, SeatAdvantage, StrictModel, distinct_seats
+from app.core.schemas import (
+    MAX_SCORE,
+    ExternalId,
+    Integer,
+    Moment,
+    Number,
+    PlayerKey,
+    Reason,
+    SeatAdvantage,
+    StrictModel,
+    distinct_seats,
+)
 
 #: The most games a match has (a best of 5).
 MAX_MATCH_GAMES = 5
 #: One game of a match: each side's points, in side order.
 MatchGame = Annotated[
-    list[Annotated[int, Strict(), Field(ge=0, le=9999)]],
+    list[Annotated[Integer, Field(ge=0, le=9999)]],
     Field(min_length=2, max_length=2, description="Each side's points in this game, in side order."),
 ]
 
@@ -21,8 +32,11 @@ class SideIn(SeatAdvantage):
     rank: Number | None = Field(None, description="Finishing rank, 1 = best; equal ranks tie.")
     score: Number | None = Field(
         None,
+        ge=-MAX_SCORE,
+        le=MAX_SCORE,
         description="Score, higher = better: instead of a rank, or with one if they agree (the higher score has "
-        "the better rank, equal scores equal ranks). Kept and shown with the game.",
+        "the better rank, equal scores equal ranks); any number from -1,000,000 to 1,000,000, negative ones too "
+        "(e.g. minus the strokes where fewer is better). Kept and shown with the game.",
     )
 
 

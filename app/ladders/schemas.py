@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal, Self
+from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
+from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
 
-from app.core.schemas import Moment, Name, SeatName, Slug, StrictModel, Vector
+from app.core.schemas import Integer, Moment, Name, Number, NumberChoice, SeatName, Slug, StrictModel, Vector
 from app.rating.tuning import MAX_DRIFT_ELO, MAX_ETA, MAX_NOISE_ELO
 
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves
@@ -106,8 +106,8 @@ BEST_OF = (
     "1, 3 or 5: a match (`match`, its games' points) has at most this many games and ends when a side has won "
     "a majority of them; the page asks for each game's points. 1: single games (a match is one game)."
 )
-Points = Literal[11, 21]
-BestOf = Literal[1, 3, 5]
+Points = Annotated[Literal[11, 21], NumberChoice]
+BestOf = Annotated[Literal[1, 3, 5], NumberChoice]
 
 
 class Play(StrictModel):
@@ -147,24 +147,24 @@ class PlayPatch(StrictModel):
 class LadderCreate(StrictModel):
     slug: Slug = Field(description="URL name of the ladder: lower-case letters, digits, `-`, `_`.")
     name: Name | None = None
-    k: StrictInt = Field(
+    k: Integer = Field(
         DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (mathematics §1)."
     )
-    eta: StrictFloat = Field(
+    eta: Number = Field(
         DEFAULT_ETA,
         ge=0,
         le=MAX_ETA,
         description="Learning rate η of the normalised update (mathematics §3): where the ladder starts; its auto "
         "refits may choose another from its log unless `auto_rate` is false.",
     )
-    eta_tau: StrictFloat | None = Field(
+    eta_tau: Number | None = Field(
         DEFAULT_ETA_TAU,
         gt=0,
         le=1e6,
         description="A player's η after n games is η / sqrt(1 + n / eta_tau): newcomers move fast, regulars settle. "
         "null: η is constant ([Guide]).",
     )
-    init_scale: StrictFloat = Field(
+    init_scale: Number = Field(
         DEFAULT_INIT_SCALE, gt=0, le=100, description="Std. dev. of initial vectors (mathematics §2)."
     )
     init_offset: Vector | None = Field(
@@ -172,7 +172,7 @@ class LadderCreate(StrictModel):
         description=f"Mean of initial vectors (2k numbers). Default (0, {DEFAULT_INIT_V0}, 0, …): players start near "
         "the Elo manifold c = (r, 1), so a new ladder behaves like Elo until its results show cycles (mathematics §2).",
     )
-    seed: StrictInt | None = Field(None, ge=0, lt=2**63, description="Seed of initial vectors; random when omitted.")
+    seed: Integer | None = Field(None, ge=0, lt=2**63, description="Seed of initial vectors; random when omitted.")
     auto_create_players: StrictBool = Field(True, description="Create unknown players when a game names them.")
     auto_refit: StrictBool = Field(
         DEFAULT_AUTO_REFIT,
@@ -189,15 +189,15 @@ class LadderCreate(StrictModel):
         "best is applied (the log replayed with it, exactly) if it beat the ladder's rate by more than one standard "
         "error over games. false: the rate stays as set (pinned).",
     )
-    drift: StrictFloat = Field(DEFAULT_DRIFT, ge=0, le=MAX_DRIFT_ELO, description=DRIFT)
+    drift: Number = Field(DEFAULT_DRIFT, ge=0, le=MAX_DRIFT_ELO, description=DRIFT)
     drift_steps: StrictBool = Field(True, description=DRIFT_STEPS)
-    seat_prior: StrictFloat = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)  # true is not 1
+    seat_prior: Number = Field(DEFAULT_SEAT_PRIOR, ge=0.01, le=10, description=SEAT_PRIOR)
     rate_rule: Literal["steps", "variance"] = Field(DEFAULT_RATE_RULE, description=RATE_RULE)
-    noise: StrictFloat = Field(DEFAULT_NOISE, gt=0, le=MAX_NOISE_ELO, description=NOISE)
-    cycles: StrictFloat = Field(DEFAULT_CYCLES, ge=0, lt=1, description=CYCLES)
-    inactive_after_days: StrictInt | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
+    noise: Number = Field(DEFAULT_NOISE, gt=0, le=MAX_NOISE_ELO, description=NOISE)
+    cycles: Number = Field(DEFAULT_CYCLES, ge=0, lt=1, description=CYCLES)
+    inactive_after_days: Integer | None = Field(None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS)
     season_every: Literal["month", "quarter"] | None = Field(None, description=SEASON_EVERY)
-    season_pull: StrictFloat = Field(0.0, ge=0.0, le=1.0, description=SEASON_PULL)
+    season_pull: Number = Field(0.0, ge=0.0, le=1.0, description=SEASON_PULL)
     case_insensitive_keys: StrictBool = Field(
         True,
         description='Match player keys case-insensitively: "Ann" and "ann" are one player. Keys are stored '
@@ -243,9 +243,9 @@ class LadderPatch(StrictModel):
         "`eta` or `eta_tau` pins it too, unless `auto_rate: true` is sent with them.",
     )
     private: StrictBool | None = Field(None, description="Reads need a key of the ladder too (any role).")
-    drift: StrictFloat | None = Field(None, ge=0, le=MAX_DRIFT_ELO, description=DRIFT)
+    drift: Number | None = Field(None, ge=0, le=MAX_DRIFT_ELO, description=DRIFT)
     drift_steps: StrictBool | None = Field(None, description=DRIFT_STEPS)
-    seat_prior: StrictFloat | None = Field(
+    seat_prior: Number | None = Field(
         None,
         ge=0.01,
         le=10,
@@ -254,32 +254,32 @@ class LadderPatch(StrictModel):
     rate_rule: Literal["steps", "variance"] | None = Field(
         None, description=RATE_RULE + " Setting it pins the rate, as `eta` does."
     )
-    noise: StrictFloat | None = Field(
+    noise: Number | None = Field(
         None,
         gt=0,
         le=MAX_NOISE_ELO,
         description=NOISE + " Under the variance rule, setting it pins the rate and replays the log.",
     )
-    cycles: StrictFloat | None = Field(
+    cycles: Number | None = Field(
         None,
         ge=0,
         lt=1,
         description=CYCLES + " Under the variance rule, setting it pins the rate and replays the log.",
     )
-    inactive_after_days: StrictInt | None = Field(
+    inactive_after_days: Integer | None = Field(
         None, ge=1, le=MAX_INACTIVE_DAYS, description=INACTIVE_AFTER_DAYS + " Send null to turn it off."
     )
     season_every: Literal["month", "quarter"] | None = Field(
         None, description=SEASON_EVERY + " Send null to turn it off; the first close is at the end of this period."
     )
-    season_pull: StrictFloat | None = Field(None, ge=0.0, le=1.0, description=SEASON_PULL)
+    season_pull: Number | None = Field(None, ge=0.0, le=1.0, description=SEASON_PULL)
     case_insensitive_keys: StrictBool | None = Field(
         None,
         description="true: match player keys case-insensitively from now on; every key (and alias) becomes its "
         "case-folded form in the players and the log, a player without a name keeping the old spelling as it. 409 "
         "naming them if two keys would become one. false: match exactly again (keys stay as they are).",
     )
-    k: StrictInt | None = Field(
+    k: Integer | None = Field(
         None,
         ge=1,
         le=8,
@@ -287,14 +287,14 @@ class LadderPatch(StrictModel):
         "kept, new ones seeded as a new player's are), checkpoints of earlier refits are set aside, and the whole "
         "log is replayed from the start, exactly; a voided game's recorded vectors are cut or padded with zeros.",
     )
-    eta: StrictFloat | None = Field(
+    eta: Number | None = Field(
         None,
         ge=0,
         le=MAX_ETA,
         description="A new learning rate η: the log after the latest checkpoint is replayed with it, exactly, as a "
         "void's replay is, and `/audit` checks it.",
     )
-    eta_tau: StrictFloat | None = Field(
+    eta_tau: Number | None = Field(
         None,
         gt=0,
         le=1e6,

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from pydantic import BaseModel, Field, StrictInt, field_validator
+from pydantic import BaseModel, Field, field_validator
 
-from app.core.schemas import PlayerKey, SeatAdvantage, StrictModel, distinct_seats
+from app.core.schemas import Integer, PlayerKey, SeatAdvantage, StrictModel, distinct_seats
 
 #: The draw model, as the answers state it.
 DRAW_MODEL = (
@@ -91,8 +91,8 @@ class MatchPrediction(BaseModel):
 
 class TeamsIn(StrictModel):
     players: list[PlayerKey] = Field(min_length=2, max_length=64, description="Who plays, each once.")
-    teams: StrictInt = Field(2, ge=2, le=64, description="How many teams.")
-    sizes: list[Annotated[StrictInt, Field(ge=1, le=64)]] | None = Field(
+    teams: Integer = Field(2, ge=2, le=64, description="How many teams.")
+    sizes: list[Annotated[Integer, Field(ge=1, le=64)]] | None = Field(
         None, description="The size of each team (they must add up to the players); default: as equal as possible."
     )
 

@@ -4,9 +4,9 @@ import unicodedata
 from datetime import datetime
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, Field, StrictFloat, StringConstraints
+from pydantic import AfterValidator, BaseModel, Field, StringConstraints
 
-from app.core.schemas import Page, StrictModel, printable
+from app.core.schemas import Number, Page, StrictModel, printable
 
 
 def _not_only_dots(name: str) -> str:
@@ -39,7 +39,7 @@ SeasonName = Annotated[
 
 
 Pull = Annotated[
-    StrictFloat,  # a number: true is not 1
+    Number,
     AfterValidator(_positive_zero),
     Field(
         ge=0.0,

@@ -99,7 +99,7 @@ def build(client) -> str:
             side.update(extra)
         post(client, key, game)
     post(client, key, {"sides": [{"players": ["d0"], "rank": 1}, {"players": ["d1"], "rank": 1}]})  # a draw
-    post(client, key, {"sides": [{"players": ["d1"], "score": 1e308}, {"players": ["d2"], "score": -1e308}]})
+    post(client, key, {"sides": [{"players": ["d1"], "score": 1e6}, {"players": ["d2"], "score": -1e6}]})
     post(client, key, {"sides": [{"players": ["d2"], "score": 0.5}, {"players": ["d0"], "score": 0.5}]})
     team = [f"t{i}" for i in range(64)]
     post(client, key, {"sides": [{"players": team[:32], "rank": 1}, {"players": team[32:], "rank": 2}]})

@@ -86,7 +86,7 @@ def test_a_log_with_teams_is_read_as_objects(client, settings, monkeypatch):
 def test_scores_and_matches_kept_with_the_games_are_read_as_text_too(client, settings, monkeypatch):
     key = make_ladder(client, k=1, play={"best_of": 3})
     games = [
-        {"sides": [{"players": ["ann"], "score": -2.5e-7}, {"players": ["bob"], "score": 1e308}]},
+        {"sides": [{"players": ["ann"], "score": -2.5e-7}, {"players": ["bob"], "score": 1e6}]},
         {"sides": [{"players": ["bob"], "rank": 1, "score": 21}, {"players": ["cy"], "rank": 2, "score": 0}]},
         {"sides": [{"players": ["bob"]}, {"players": ["cy"]}], "match": [[11, 7], [9, 11], [11, 5]]},
         two_player("cy", "ann", (1, 2), 0.5),
