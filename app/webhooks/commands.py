@@ -5,9 +5,14 @@ with those points (the issuer's first) through the ladder's ordinary game
 posts: it is checked as any post is, counts once, and shows at once on open
 pages and in the webhooks.  The issuer is the player whose key (or alias) is
 their Slack member id (``user_id``, e.g. ``U123ABC``): Slack's ``user_name`` is
-chosen by the user, deprecated by Slack, and could name another player.  What
-cannot be done is answered to the issuer alone (``ephemeral``), saying how to
-fix it, and changes nothing.
+chosen by the user, deprecated by Slack, and could name another player.  For
+the same reason a mention (``<@U123ABC|ada>``) names the player linked to its
+member id, never by the name it shows.  What cannot be done is answered to the
+issuer alone (``ephemeral``), saying how to fix it, and changes nothing.
+
+A private ladder is read with one of its keys; here its players stand for its
+key holders: its standings and recorded games are answered only to a user
+linked to one of its players, and to them alone (a channel may hold anyone).
 """
 
 from __future__ import annotations
@@ -43,16 +48,21 @@ def answer(text: str, everyone: bool = False) -> dict:
     return {"response_type": "in_channel" if everyone else "ephemeral", "text": messages.escaped(text)}
 
 
-def player(db: Database, ladder: LadderRow, names: tuple[str, ...]) -> str | None:
-    """The key of the ladder's player one of ``names`` is the key or an alias of (in that order), or None."""
+def how_to_link(ladder: LadderRow, whose: str) -> str:
+    """How a ladder admin links a Slack member id to ``whose`` player: an alias of the player."""
+    return (
+        f"Ask a ladder admin to link it to {whose} player: they change the player's key to it and back with "
+        f"`PATCH /v1/ladders/{ladder.slug}/players/<key>` (an old key stays an alias), or add a player with it."
+    )
+
+
+def player(db: Database, ladder: LadderRow, name: str) -> str | None:
+    """The key of the ladder's player ``name`` is the key or an alias of, or None."""
+    if not name or not re.match(PLAYER_KEY, name) or len(name) > 128:
+        return None
+    key = ladder.player_key(name)
     with db.reading() as session:
-        for name in names:
-            if not re.match(PLAYER_KEY, name) or len(name) > 128:
-                continue
-            key = ladder.player_key(name)
-            if storage.players.get_row(session, ladder.id, key) is not None:
-                return key
-    return None
+        return key if storage.players.get_row(session, ladder.id, key) is not None else None
 
 
 async def run(
@@ -63,26 +73,38 @@ async def run(
     where = ladder.name or ladder.slug
     if asked.what == "help":
         return answer(HELP.format(command=command))
-    if asked.what == "top":
-        return answer(await anyio.to_thread.run_sync(_standings, db, ladder, where), everyone=True)
     if asked.what == "unknown":
         said = fields.get("text", "").strip()
-        return answer(f"I did not understand `{command} {said}`. " + HELP.format(command=command))
+        why = f": {asked.why}" if asked.why else "."
+        return answer(
+            f"I did not understand `{command} {said}`{why} Nothing was recorded. " + HELP.format(command=command)
+        )
+    if asked.what == "top" and not ladder.private:
+        return answer(await anyio.to_thread.run_sync(_standings, db, ladder, where), everyone=True)
     user_id = fields.get("user_id") or ""
-    issuer = await anyio.to_thread.run_sync(player, db, ladder, (user_id,)) if user_id else None
+    issuer = await anyio.to_thread.run_sync(player, db, ladder, user_id)
+    unlinked = f"no player has your Slack member id {user_id!r} as their key or an alias. {how_to_link(ladder, 'your')}"
+    if issuer is None and asked.what == "top":
+        return answer(f"{where} is private: its standings are shown only to its players, and {unlinked}")
     if issuer is None:
         return answer(
-            f"You are not a player of {where} yet: no player has your Slack member id {user_id!r} as their key or "
-            "an alias. Ask a ladder admin to link it to your player: change your player's key to it and back with "
-            f"`PATCH /v1/ladders/{ladder.slug}/players/<key>` (an old key stays an alias), or add a player with it. "
+            f"You are not a player of {where} yet: {unlinked} "
             + (f"(Slack calls you {fields['user_name']!r}.) " if fields.get("user_name") else "")
             + "Nothing was recorded."
         )
+    if asked.what == "top":  # a private ladder's: to its player alone
+        return answer(await anyio.to_thread.run_sync(_standings, db, ladder, where))
     opponent = await anyio.to_thread.run_sync(player, db, ladder, asked.opponent)
+    if opponent is None and asked.mentioned:
+        return answer(
+            f"Slack member {asked.opponent!r} is not linked to a player of {where}: no player has that member id as "
+            f"their key or an alias (the name a mention shows is never used: anyone may take any). "
+            f"{how_to_link(ladder, 'their')} Nothing was recorded."
+        )
     if opponent is None:
         return answer(
-            f"{asked.opponent[0]!r} is not a player of {where}: use their key as the ladder page shows it, or their "
-            "Slack user name if it is their key. Nothing was recorded."
+            f"{asked.opponent!r} is not a player of {where}: use their key or alias as the ladder page shows it, or "
+            "mention them if their Slack member id is linked. Nothing was recorded."
         )
     if opponent == issuer:
         return answer("You cannot record a game against yourself: name your opponent. Nothing was recorded.")
@@ -99,7 +121,7 @@ async def run(
     except Exception:  # Slack shows the user only an answer of its form: never a problem+json
         logger.exception("a Slack command's game post failed")
         return answer("The game was not recorded: the server failed to record it. Try again in a moment.")
-    return answer(await anyio.to_thread.run_sync(_recorded, db, ladder, body), everyone=True)
+    return answer(await anyio.to_thread.run_sync(_recorded, db, ladder, body), everyone=not ladder.private)
 
 
 def _recorded(db: Database, ladder: LadderRow, body: dict) -> str:

@@ -59,19 +59,26 @@ def form(body: bytes) -> dict[str, str]:
     return {name: values[0] for name, values in fields.items()}
 
 
-#: A Slack mention as a command's text carries it: ``<@U123|ada>`` (with escaping on), ``@ada`` or ``ada``.
-_MENTION = re.compile(r"^<@([A-Z0-9]+)(?:\|([^>]+))?>$|^@?(\S+)$")
-_SCORE = re.compile(r"^(\d{1,4})\s*[-:–]\s*(\d{1,4})$")
+#: A Slack mention, as a command's text carries it with escaping on: ``<@U123>`` or ``<@U123|ada>``.  Only the
+#: member id names anyone: the name after ``|`` is the one its member chose to be shown by, and may be anyone's.
+_MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
+#: A score in ASCII digits: ``\d`` and ``int`` take any script's (``٢١-١٥``).
+_SCORE = re.compile(r"([0-9]{1,4})\s*[-:–]\s*([0-9]{1,4})")
+#: A digit of another script (what ``\d`` takes beyond 0-9): such a score gets its own answer.
+_OTHER_DIGIT = re.compile(r"[^\D0-9]")
+NOT_ASCII = "a score is written in the digits 0-9, such as 21-15."
 
 
 @dataclass(frozen=True)
 class Asked:
-    """What a command's text asks: ``help``, ``top``, ``game`` (with the opponent's possible keys and the scores,
-    the issuer's first) or ``unknown``."""
+    """What a command's text asks: ``help``, ``top``, ``game`` (the opponent as typed, or their Slack member id if
+    ``mentioned``, and the scores, the issuer's first) or ``unknown`` (with ``why`` when there is more to say)."""
 
     what: str
-    opponent: tuple[str, ...] = ()
+    opponent: str = ""
+    mentioned: bool = False
     scores: tuple[int, int] | None = None
+    why: str = ""
 
 
 def asked(text: str) -> Asked:
@@ -80,10 +87,15 @@ def asked(text: str) -> Asked:
         return Asked("help")
     if len(words) == 1 and words[0].lower() in ("top", "standings", "ladder"):
         return Asked("top")
-    mention = _MENTION.match(words[0])
-    score = _SCORE.match(" ".join(words[1:]))
-    if mention is None or score is None:
+    text = text.strip()
+    mention = _MENTION.match(text)  # it ends at ``>``: a name shown may have spaces
+    if mention is None and text.startswith("<@"):  # not a member id's form: never looked up as a key
         return Asked("unknown")
-    user_id, name, plain = mention.groups()
-    names = tuple(n for n in (name, user_id, plain) if n)
-    return Asked("game", names, (int(score.group(1)), int(score.group(2))))
+    said = text[mention.end() if mention else len(words[0]) :].strip()
+    score = _SCORE.fullmatch(said)
+    if score is None:
+        return Asked("unknown", why=NOT_ASCII if _OTHER_DIGIT.search(said) else "")
+    scores = (int(score.group(1)), int(score.group(2)))
+    if mention is not None:
+        return Asked("game", mention.group(1), True, scores)
+    return Asked("game", words[0].removeprefix("@") or words[0], False, scores)

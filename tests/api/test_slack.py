@@ -139,3 +139,56 @@ def test_top_answers_the_standings(client, ladder):
     # a name cannot ping the channel: Slack's control characters are escaped
     client.patch("/v1/ladders/test/players/cy", json={"name": "<!channel> & co"}, headers=admin())
     assert "&lt;!channel&gt; &amp; co" in command(client, "top").json()["text"]
+
+
+def test_a_mention_names_the_member_never_the_name_it_shows(client, ladder):
+    """``<@UMAL22|bob>``: the member id is Slack's, the name after ``|`` is display text its user chose."""
+    assert client.post("/v1/ladders/test/players", json={"key": "mal"}, headers=admin()).status_code == 201
+    link(client, "mal", "UMAL22")
+    r = command(client, "<@UMAL22|bob> 21-3")
+    assert r.json()["response_type"] == "in_channel" and r.json()["text"].startswith("Game 1: ada beat mal"), r.text
+    r = command(client, "<@UMAL22|Bob Lee> 21-4")  # a shown name of two words: still the member
+    assert r.json()["text"].startswith("Game 2: ada beat mal"), r.text
+    # a member linked to no player is not looked up by the name shown, nor is oneself
+    for text, said in {
+        "<@U9NOBODY|bob> 21-3": "'U9NOBODY' is not linked",
+        "<@U1ADA|bob> 21-3": "against yourself",
+    }.items():
+        r = command(client, text)
+        assert r.status_code == 200 and r.json()["response_type"] == "ephemeral", r.text
+        assert said in r.json()["text"] and "Nothing was recorded" in r.json()["text"], r.text
+    assert "PATCH /v1/ladders/test/players/" in command(client, "<@U9NOBODY|bob> 21-3").json()["text"]
+    assert games(client) == 2
+    # typed text names the ladder's player of that key or alias, as the ladder page shows it
+    assert command(client, "@bob 21-5").json()["text"].startswith("Game 3: ada beat bob")
+    assert command(client, "UMAL22 21-6").json()["text"].startswith("Game 4: ada beat mal")
+    [last] = client.get("/v1/ladders/test/games", params={"limit": 1}).json()["items"]
+    assert [[p["key"] for p in side["players"]] for side in last["sides"]] == [["ada"], ["mal"]]
+
+
+def test_top_on_a_private_ladder_answers_only_its_players_and_to_them_alone(client, ladder):
+    assert command(client, "@bob 21-10").json()["response_type"] == "in_channel"
+    assert client.patch("/v1/ladders/test", json={"private": True}, headers=admin()).status_code == 200
+    for user in ("zed", "ada"):
+        r = command(client, "top", user=user)
+        assert r.status_code == 200 and r.json()["response_type"] == "ephemeral", r.text
+        if user == "zed":  # a member of the workspace linked to no player of the ladder
+            assert "Standings" not in r.json()["text"] and "bob" not in r.json()["text"], r.text
+            assert "private" in r.json()["text"] and "'U1ZED'" in r.json()["text"], r.text
+        else:
+            assert r.json()["text"].splitlines()[0] == "Standings of Office pong:", r.text
+    # a game recorded on it is shown to its recorder alone too: the channel may hold others
+    r = command(client, "@cy 21-12")
+    assert r.json()["response_type"] == "ephemeral" and r.json()["text"].startswith("Game 2: ada beat Cy"), r.text
+    assert client.patch("/v1/ladders/test", json={"private": False}, headers=admin()).status_code == 200
+    r = command(client, "top", user="zed")
+    assert r.json()["response_type"] == "in_channel" and r.json()["text"].startswith("Standings of Office pong:")
+
+
+def test_a_score_takes_ascii_digits_only(client, ladder):
+    for text in ("@bob ٢١-١٥", "@bob ２１-１５", "@bob 21-١٥", "@bob ߂߁:3"):
+        r = command(client, text)
+        assert r.status_code == 200 and r.json()["response_type"] == "ephemeral", text
+        assert "digits 0-9" in r.json()["text"] and "Nothing was recorded" in r.json()["text"], r.text
+    assert games(client) == 0
+    assert command(client, "@bob 21-15").json()["text"].startswith("Game 1: ada beat bob 21-15")
