@@ -32,7 +32,7 @@ from app.events.router import router as events_router
 from app.games.committer import GroupCommitter
 from app.games.posts import Group
 from app.games.router import router as games_router
-from app.http import handlers
+from app.http import handlers, offload
 from app.http.deps import known_query
 from app.http.middleware import BodyLimit, RequestGuard
 from app.ladders.router import router as ladders_router
@@ -196,10 +196,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         _on_stop(asyncio.get_running_loop(), hub.close)
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         app.state.ping = anyio.CapacityLimiter(1)
-        app.state.reports = anyio.CapacityLimiter(1)  # ladder-wide reports: one at a time, in a thread of their own
-        # Interactive CPU work (fair-team searches, leaderboard orders, opponents): one thread at a time, so the
-        # event loop never competes for the interpreter with more than two computing threads.
-        app.state.compute = anyio.CapacityLimiter(1)
+        # Reads of an earlier time and ladder-wide reports: one at a time, in a thread of their own; interactive
+        # CPU work (fair-team searches, leaderboard orders, opponents, moments) in a few threads; the ladders take
+        # turns at both (offload.Lanes).
+        app.state.reports = offload.Lanes(1)
+        app.state.compute = offload.Lanes(settings.compute_threads)
         _tune_garbage_collector()
         _prime_endpoints(app)
         jobs.preload(JOB_MODULES)

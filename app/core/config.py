@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     #: Requests served at once per worker process (its thread pool).  More threads
     #: than this only queue for the interpreter lock and raise every request's latency.
     threads: int = 4
+    #: Threads for heavy reads per worker process (opponent searches, rankings, moments, fair teams), taken by the
+    #: ladders in turn; one ladder holds at most all but one of them, so another ladder's always finds one.
+    compute_threads: int = Field(2, ge=2, le=64)
     #: PostgreSQL: writer threads per worker process, each on a pooled connection, committing the ladders' groups of
     #: posts (one ladder a transaction) side by side, so posts to different ladders never wait for each other's
     #: locks.  SQLite has one writer (the database takes one write transaction at a time).

@@ -76,6 +76,10 @@ class PayloadTooLarge(Problem):
 class TooManyRequests(Problem):
     status, title, slug = 429, "Too many requests", "too-many-requests"
 
+    def __init__(self, detail: str, retry_after: int = 60, **extra: Any) -> None:
+        super().__init__(detail, **extra)
+        self.retry_after = retry_after
+
 
 class Unavailable(Problem):
     status, title, slug = 503, "Service unavailable", "unavailable"
@@ -100,7 +104,7 @@ def problems(*statuses: int) -> dict[int | str, dict[str, Any]]:
         405: "Method not allowed here; `Allow` lists those that are",
         408: "The body did not arrive within the server's deadline",
         413: "Body too large",
-        429: "Too many jobs queued; retry after `Retry-After` seconds",
+        429: "Too many jobs queued, or heavy reads of this ladder waiting; retry after `Retry-After` seconds",
         503: "The database cannot be reached, or a report could not be computed (`detail` says which)",
         422: "Invalid input; `errors` names each field",
     }
@@ -175,7 +179,8 @@ EXPLAINED: dict[str, tuple[str, str, str]] = {
     ),
     "too-many-requests": (
         "Too many requests",
-        "Too many jobs are queued.",
+        "Too many jobs are queued, or too many heavy reads of this ladder (opponent searches, rankings, moments) "
+        "are waiting for the server's compute threads, which the ladders share in turn.",
         "Retry after the `Retry-After` header's seconds.",
     ),
     "unavailable": (

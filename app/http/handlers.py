@@ -15,7 +15,7 @@ from sqlalchemy.exc import InternalError as DriverInternalError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from app.core.errors import PROBLEM_JSON, InvalidInput, Problem, Unavailable
+from app.core.errors import PROBLEM_JSON, InvalidInput, Problem, TooManyRequests, Unavailable
 from app.core.schemas import PATTERNS
 from app.rating import RatingInputError
 
@@ -55,9 +55,9 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(Problem)
     async def _problem(_: Request, exc: Problem) -> JSONResponse:
-        headers = {401: {"WWW-Authenticate": "Bearer"}, 429: {"Retry-After": "60"}, 503: {"Retry-After": "5"}}.get(
-            exc.status
-        )
+        headers = {401: {"WWW-Authenticate": "Bearer"}, 503: {"Retry-After": "5"}}.get(exc.status)
+        if isinstance(exc, TooManyRequests):
+            headers = {"Retry-After": str(exc.retry_after)}
         return problem_response(exc, headers)
 
     @app.exception_handler(RatingInputError)

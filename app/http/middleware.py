@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.core import errors
+from app.core import deadline, errors
 from app.core.metrics import LATENCY, REQUESTS
 from app.http import handlers
 
@@ -159,6 +159,7 @@ class RequestGuard:
         timed = scope["path"] not in ("/healthz", "/readyz")
         if timed:
             self.deadlines.start(answer, expire)
+            scope[deadline.SCOPE_KEY] = time.monotonic() + self.seconds  # where heavy work stops (offload)
         try:
             if timed and not self.turns.enter_now():
                 if not await self.turns.wait():

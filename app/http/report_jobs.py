@@ -10,7 +10,6 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-import anyio.to_thread
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 from starlette.requests import Request
@@ -23,6 +22,7 @@ from app.core.errors import NotFound, Problem, Unavailable
 from app.core.jobs import Progress
 from app.core.schemas import ReportPending
 from app.domain.access import Caller
+from app.http import offload
 from app.http.replica_routing import lag_tolerant
 from app.storage import ladder_reads
 from app.storage.ladders import LadderRow
@@ -83,7 +83,7 @@ async def _report(
             return kept
         return in_snapshot(db, lambda _: None, found.id, compute)
 
-    held = await anyio.to_thread.run_sync(work, limiter=request.app.state.reports)
+    held = await offload.past(request, work)
     _keep(reports, (found.id, name), held)
     return Response(held[1], media_type="application/json")
 

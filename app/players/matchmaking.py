@@ -8,6 +8,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.core import deadline
 from app.core.schemas import iso
 from app.players import rivals
 from app.players.records import is_listed, listed_rows, provisional, row_of
@@ -33,8 +34,9 @@ def opponents_page(
     end = min(offset + limit, MAX_OPPONENTS)
     table = storage.read_model.current_table(session, ladder)
     i = row_of(table, ladder, key)
-    met = rivals.meetings_of(session, ladder, table, i)
-    found = opponents(session, ladder, table, i, end + 1, purpose, met)
+    games = storage.games.dated_of_player(session, ladder.id, int(table.ids[i]))
+    met = rivals.meetings(games, str(table.keys[i]))
+    found = opponents(session, ladder, table, i, end + 1, purpose, met, games)
     more = len(found) > end and end < MAX_OPPONENTS
     page = found[offset:end]
     rows = np.array([table.row(item["key"]) for item in page], dtype=np.int64)
@@ -60,14 +62,15 @@ def opponents(
     limit: int,
     purpose: str,
     met: dict[str, rivals.Meetings],
+    games: list[tuple[datetime, dict]],
 ) -> list[dict]:
     """The players against whom player ``i`` (a row of ``table``) has the most even chances (mathematics §7); for
     ``purpose="comparable"``, those whose games would best make a player who is not yet comparable comparable
     (mathematics §10); for ``purpose="next"``, the games that would tell the most about the player now
     (:func:`_next`: even, against a settled rating, an opponent not met lately; ``met``: the player's
-    meetings)."""
+    meetings, in ``games``, theirs that count)."""
     if purpose == "comparable":
-        found = _comparing(session, ladder, table, is_listed(table, ladder), i, limit)
+        found = _comparing(table, games, is_listed(table, ladder), i, limit)
         if found is not None:
             return found
     active = listed_rows(table, ladder)  # inactive players are not suggested
@@ -140,15 +143,13 @@ def _reason(
 
 
 def _comparing(
-    session: Session, ladder: LadderRow, table: Table, listed: np.ndarray, i: int, limit: int
+    table: Table, games: list[tuple[datetime, dict]], listed: np.ndarray, i: int, limit: int
 ) -> list[dict] | None:
-    """Opponents along the witness direction of player ``i``'s results; None if they are comparable already."""
-    played = storage.games.of_player_all(session, ladder.id, int(table.ids[i]))
-    games = [payload for _, payload, voided in played if not voided]
+    """Opponents along the witness direction of player ``i``'s results (in ``games``, theirs that count); None if
+    they are comparable already."""
     W = np.zeros((table.C.shape[1], 0))
     if games:
-        log = storage.log.encode(games, {key: n for n, key in enumerate(table.keys.tolist())}, ladder.seat_index())
-        W = Results.of(log).directions(omega_apply(table.C), i)
+        W = _results(table, games, i).directions(omega_apply(table.C), i)
     found = comparing_opponents(table.C, i, W, limit, among=listed)
     if found is None:
         return None
@@ -158,3 +159,26 @@ def _comparing(
         {"key": table.keys[j], "name": table.names[j], "probability": float(p), "gain": float(g)}
         for j, p, g in zip(best.tolist(), probs.tolist(), gain.tolist(), strict=True)
     ]
+
+
+def _results(table: Table, games: list[tuple[datetime, dict]], i: int) -> Results:
+    """Player ``i``'s distinct results in ``games``: each player of every other side, and ``i``'s score against
+    them.  Read from the payloads in one pass, costing the players ``i`` met (a game of 64 teams of 32 is 2,016 of
+    them), with a budget check every few games."""
+    key = str(table.keys[i])
+    met: list[str] = []
+    sizes: list[int] = []
+    scores: list[float] = []
+    for _, payload in deadline.steps(games):
+        sides, ranks = payload["sides"], payload["ranks"]
+        mine = next((s for s, players in enumerate(sides) if key in players), None)
+        if mine is None:
+            continue
+        for s, players in enumerate(sides):
+            if s != mine:
+                met += players
+                sizes.append(len(players))
+                scores.append(1.0 if ranks[mine] < ranks[s] else 0.5 if ranks[mine] == ranks[s] else 0.0)
+    rows = np.array([-1 if (row := table.row(other)) is None else row for other in met], dtype=np.int64)
+    score = np.repeat(np.array(scores), np.array(sizes, dtype=np.int64))
+    return Results.against(i, rows[rows >= 0], score[rows >= 0])  # (a key no longer in the table: not counted)

@@ -20,6 +20,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.core import deadline
 from app.players.leaderboard import leading_rows
 from app.players.records import field_prior, variances
 from app.rating.leaderboard import SE_SAMPLE, field_gain, field_information
@@ -74,7 +75,7 @@ def moments(session: Session, ladder: LadderRow, first: int, last: int, now: dat
     weeks = _week_ends(session, ladder.id, games, now or datetime.now(UTC))
     field = _field_mean(session, ladder)
     told: list[dict[str, Moment | None]] = []
-    for game in games:
+    for game in deadline.steps(games, every=8):  # a game of 2,048 players costs its players: stop when asked
         made = {kind: moment for kind, moment in _of_game(game, history, leaders).items() if moment is not None}
         if game.id in weeks:  # about the week, not this game's players
             made["movers"] = _mover(session, ladder, game, weeks[game.id], field)

@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy.orm import Session
 
 from app import storage
+from app.core import deadline
 from app.core.schemas import iso
 from app.players.records import row_of
 from app.storage.ladders import LadderRow
@@ -54,6 +55,8 @@ def meetings(games: list[tuple[datetime, dict]], key: str) -> dict[str, Meetings
     met: dict[str, Meetings] = {}
     lately = len(games) - LATELY
     for number, (when, payload) in enumerate(games):
+        if number % 64 == 0:
+            deadline.check()  # a player's thousands of games of hundreds of players each: stop when asked
         sides, ranks = payload["sides"], payload["ranks"]
         mine = next((s for s, players in enumerate(sides) if key in players), None)
         if mine is None:  # the log names every player by their key now; nothing to count if it does not

@@ -298,11 +298,12 @@ async def leaderboard(
     return await replica_routing.lag_tolerant(request, db, slug, caller, min_version, answer)
 
 
-@router.get("/moments", response_model=MomentsPage, responses=problems(404, 422))
-def list_moments(
+@router.get("/moments", response_model=MomentsPage, responses=problems(404, 422, 429, 503))
+async def list_moments(
     slug: str,
     db: DatabaseDep,
     caller: CallerDep,
+    request: Request,
     limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
     cursor: Annotated[str | None, Query(max_length=400, description="`next_cursor` of the previous page.")] = None,
     since: Annotated[
@@ -320,5 +321,9 @@ def list_moments(
     game with a provisional player (fewer than 3 results against others before it; `movers` is about the week). A
     new #1 is told for the latest 1,000 games of the log. `since` is what a page that saw game N asks for: the
     moments of the games after it."""
-    with db.reading() as session:
-        return moment_feed.page(session, readable(session, slug, caller), limit, cursor, since, player)
+
+    def work() -> MomentsPage:
+        with db.reading() as session:
+            return moment_feed.page(session, readable(session, slug, caller), limit, cursor, since, player)
+
+    return await offload.compute(request, work)

@@ -115,6 +115,37 @@ class Results:
             np.concatenate([np.ones(won.nnz, np.float32), np.full(drew.nnz, 0.5, np.float32)]),
         )
 
+    @classmethod
+    def of_player(cls, log: GameLog, player: int) -> Results:
+        """The distinct results of one player: each member of every side that met the player's side, with the
+        player's score against them (only the player's own rows are complete: :meth:`directions` of ``player``).
+
+        Linear in the games' sizes: a game of 64 teams of 32 adds the 2,016 players
+        the player met, where :meth:`of` walks its two million member pairs.
+        """
+        sides = np.unique(log.member_side[log.member_player == player])
+        mine_a, mine_b = np.isin(log.pair_a, sides), np.isin(log.pair_b, sides)
+        met = np.concatenate([log.pair_b[mine_a], log.pair_a[mine_b]])
+        score = np.concatenate([log.pair_outcome[mine_a], 1.0 - log.pair_outcome[mine_b]])
+        order = np.argsort(log.member_side, kind="stable")
+        members = log.member_player[order]
+        start = np.searchsorted(log.member_side[order], np.arange(len(log.side_size) + 1))
+        size = (start[met + 1] - start[met]).astype(np.int64)
+        offset = np.arange(int(size.sum())) - np.repeat(np.cumsum(size) - size, size)
+        return cls.against(player, members[np.repeat(start[met], size) + offset], np.repeat(score, size))
+
+    @classmethod
+    def against(cls, player: int, opponent: ArrayLike, score: ArrayLike) -> Results:
+        """The distinct results of ``player`` from each of their meetings: the opponent met and the player's score
+        (1 won, ½ drew, 0 lost), as :meth:`of_player` gives them."""
+        code = np.sign(np.asarray(score, dtype=np.float64) - 0.5).astype(np.int64) + 1  # 0 lost, 1 drew, 2 won
+        distinct = np.unique(np.asarray(opponent, dtype=np.int64) * 3 + code)
+        return cls(
+            np.full(len(distinct), player, dtype=np.int32),
+            (distinct // 3).astype(np.int32),
+            ((distinct % 3) / 2).astype(np.float32),
+        )
+
     @cached_property
     def _by_player(self) -> tuple[Array, Array, Array]:
         """Every result seen from each side, grouped by player: (start of each player's rows, opponent, score)."""

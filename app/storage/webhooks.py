@@ -65,9 +65,12 @@ def page_of_deliveries(
 
 def due(session: Session, now: datetime, limit: int, owner: str) -> list[tuple[int, int]]:
     """(ladder id, id) of up to ``limit`` webhooks with work now that no other process holds (``owner``: this
-    one's claims): a retry that is due, events after their cursor, or a digest that is due."""
+    one's claims): a retry that is due, events after their cursor, or a digest that is due.  The ladders in turn:
+    each ladder's first, then each one's second, and so on, so that many webhooks of one ladder never keep another
+    ladder's out of the list."""
+    turn = func.row_number().over(partition_by=Webhook.ladder_id, order_by=Webhook.id).label("turn")
     query = (
-        select(Webhook.ladder_id, Webhook.id)
+        select(Webhook.ladder_id, Webhook.id, turn)
         .join(Ladder, Ladder.id == Webhook.ladder_id)
         .where(
             or_(Webhook.lease_until.is_(None), Webhook.lease_until < now, Webhook.lease_owner == owner),
@@ -76,9 +79,9 @@ def due(session: Session, now: datetime, limit: int, owner: str) -> list[tuple[i
                 and_(Webhook.retry_at.is_(None), or_(Webhook.cursor < Ladder.last_event, Webhook.digest_at <= now)),
             ),
         )
-        .order_by(Webhook.id)
-        .limit(limit)
+        .subquery()
     )
+    query = select(query.c.ladder_id, query.c.id).order_by(query.c.turn, query.c.id).limit(limit)
     return [(int(ladder_id), int(webhook_id)) for ladder_id, webhook_id in session.execute(query)]
 
 

@@ -48,8 +48,9 @@ logger = logging.getLogger("melo")
 #: the least time between two looks, however often commits poke: a burst of posts is one look, and each webhook's
 #: deliveries of it one batch (two short write transactions), which the posts' own writes hardly wait for.
 POLL, DUE, GAP = 1.0, 100, 0.25
-#: Threads sending at once per process, and the most deliveries one webhook gets in a row before the others' turn.
-WORKERS, BURST = 4, 20
+#: Threads sending at once per process; the most of them one ladder's webhooks hold at once (the others' always
+#: find one, however slow its receivers); the most deliveries one webhook gets in a row before the others' turn.
+WORKERS, PER_LADDER, BURST = 8, 2, 20
 #: Events read from the log at a time while looking for the next one a webhook takes.
 PAGE = 200
 #: Seconds a claim holds beyond the attempt's own timeout: the process keeps the webhook while it renews its claim,
@@ -60,6 +61,17 @@ BODIES, BATCH = 256, 20
 #: The most attempts' timeouts one webhook's work holds a thread before it gives it back (its next turn waits for
 #: the next look, behind the others).
 HOLD = 4
+
+
+class Made(NamedTuple):
+    """A webhook's next deliveries, rendered in a read transaction from where its cursor and digest time stood
+    (``cursor``, ``digest_at``): written by the turn's write transaction only if neither has moved since."""
+
+    cursor: int
+    digest_at: datetime | None
+    bodies: list[tuple[str, int | None, str]]  # (event name, event number or None for a digest, body)
+    to: int  # the cursor after them
+    next_digest: datetime | None  # the next digest's time, if this one made it
 
 
 class Attempt(NamedTuple):
@@ -134,12 +146,15 @@ class Dispatcher:
             with self.lock:
                 if hook in self.busy or len(self.busy) >= WORKERS:
                     continue
+                if sum(ladder == hook[0] for ladder, _ in self.busy) >= PER_LADDER:
+                    continue  # its ladder has its share: the others' webhooks go first
                 self.busy.add(hook)
             self.pool.submit(self._work, *hook)
 
     def _work(self, ladder_id: int, webhook_id: int) -> None:
-        """Up to BURST turns of the webhook's work.  A turn takes up to BATCH deliveries in one transaction (with
-        the record of the turn before), then sends them in order outside any, stopping at the first that fails."""
+        """Up to BURST turns of the webhook's work.  A turn records the attempts of the one before, renders the
+        next deliveries in a read transaction, takes up to BATCH of them in a short write transaction, then sends
+        them in order outside any, stopping at the first that fails."""
         done: list[Attempt] = []
         timeout = self.settings.webhooks_timeout
         give_back = time.monotonic() + HOLD * timeout
@@ -147,11 +162,15 @@ class Dispatcher:
             for _ in range(BURST):
                 if self.stopping.is_set() or time.monotonic() > give_back:
                     break
-                self._render_ahead(ladder_id, webhook_id)
-                with self.db.writing() as session:
-                    go_on = self._record(session, done) if done else True
+                if done:
+                    with self.db.writing() as session:
+                        go_on = self._record(session, done)
                     done = []
-                    hook, batch, more = self._take(session, ladder_id, webhook_id) if go_on else (None, [], False)
+                    if not go_on:
+                        break
+                made = self._make(ladder_id, webhook_id)
+                with self.db.writing() as session:
+                    hook, batch, more = self._take(session, ladder_id, webhook_id, made)
                 if hook is None or not batch:
                     if more:
                         continue
@@ -179,10 +198,13 @@ class Dispatcher:
                 self.busy.discard((ladder_id, webhook_id))
             self.woken.set()  # its next work, or another webhook's, may be waiting
 
-    def _take(self, session: Session, ladder_id: int, webhook_id: int) -> tuple[Webhook | None, list, bool]:
+    def _take(
+        self, session: Session, ladder_id: int, webhook_id: int, made: Made | None
+    ) -> tuple[Webhook | None, list, bool]:
         """Claim the webhook (or renew this process's claim) and take the deliveries to attempt now, in order: its
-        pending ones if their retry is due, else new ones made of the log (and a digest that is due).  Also whether
-        there may be more to do at once (the cursor moved on)."""
+        pending ones if their retry is due, else those ``made`` (written with its new cursor) if it has not moved
+        since they were made.  Also whether there may be more to do at once.  Nothing is rendered here: this
+        transaction holds SQLite's one writer, which the posts wait for."""
         now = _now()
         if not storage.webhooks.claim(session, ladder_id, webhook_id, self.owner, now, self._until(now)):
             return None, [], False
@@ -194,10 +216,19 @@ class Dispatcher:
         if waiting:
             due = hook.retry_at is None or hook.retry_at <= now
             return hook, waiting if due else [], False
-        made, moved = self._next(session, hook, now)
-        if made:  # pending now: a process that dies leaves them due
-            storage.webhooks.move(session, hook, self.owner, retry_at=now)
-        return hook, made, moved
+        if made is None:
+            return hook, [], False
+        if (made.cursor, made.digest_at) != (hook.cursor, hook.digest_at):
+            return hook, [], True  # moved meanwhile: made again at the next turn
+        deliveries = [storage.webhooks.add_delivery(session, hook, *body, now) for body in made.bodies]
+        values: dict = {"cursor": made.to} if made.to != hook.cursor else {}
+        if made.next_digest is not None:
+            values["digest_at"] = made.next_digest
+        if deliveries:  # pending now: a process that dies leaves them due
+            values["retry_at"] = now
+        if values:
+            storage.webhooks.move(session, hook, self.owner, **values)
+        return hook, deliveries, made.to != hook.cursor or bool(deliveries)
 
     def _until(self, now: datetime) -> datetime:
         return now + timedelta(seconds=LEASE + self.settings.webhooks_timeout)
@@ -208,35 +239,37 @@ class Dispatcher:
         with self.db.writing() as session:
             return storage.webhooks.renew(session, ladder_id, webhook_id, self.owner, self._until(_now()))
 
-    def _next(self, session: Session, hook: Webhook, now: datetime) -> tuple[list[WebhookDelivery], bool]:
-        """Up to BATCH new deliveries of the webhook, written with its new cursor: a digest that is due, then the
-        next events of the log it takes (those it does not take are passed over); and whether the cursor moved."""
-        ladder = storage.ladders.by_id(session, hook.ladder_id)
-        if ladder is None:  # deleted (its webhooks go with it)
-            return [], False
-        made = []
-        period = timedelta(hours=self.settings.webhooks_digest_hours)
-        if "digest" in hook.events and hook.digest_at is not None and hook.digest_at <= now:
-            since = max(hook.digest_at - period, hook.created_at)
-            storage.webhooks.move(session, hook, self.owner, digest_at=now + period)
-            for body in self._passing_over(session, hook, "the digest", self._digest, session, ladder, since, now):
-                made.append(storage.webhooks.add_delivery(session, hook, "digest", None, body, now))
-        events = storage.webhooks.events_after(session, hook.ladder_id, hook.cursor, PAGE)
-        cursor = hook.cursor
-        if not events and cursor < storage.webhooks.last_event(session, hook.ladder_id):
-            cursor = storage.webhooks.last_event(session, hook.ladder_id)  # pruned before they were sent: gone
-        for number, version, kind, data in events:
-            if len(made) == BATCH:
-                break
-            cursor = number
-            bodies = self._passing_over(
-                session, hook, f"event {number}", self._bodies, session, hook, ladder, number, version, kind, data
-            )
-            for name, body in bodies:
-                made.append(storage.webhooks.add_delivery(session, hook, name, number, body, now))
-        if cursor != hook.cursor:
-            storage.webhooks.move(session, hook, self.owner, cursor=cursor)
-        return made, cursor != hook.cursor or bool(made)
+    def _make(self, ladder_id: int, webhook_id: int) -> Made | None:
+        """The webhook's next deliveries, up to BATCH, rendered in a read transaction: a digest that is due, then
+        the next events of the log it takes (those it does not take are passed over).  None if it or its ladder
+        is gone, or deliveries of it are pending."""
+        with self.db.reading() as session:
+            hook = storage.webhooks.get(session, ladder_id, webhook_id)
+            ladder = storage.ladders.by_id(session, ladder_id) if hook is not None else None
+            if hook is None or ladder is None or storage.webhooks.pending(session, ladder_id, webhook_id, 1):
+                return None  # gone, or its pending deliveries go first
+            now = _now()
+            bodies: list[tuple[str, int | None, str]] = []
+            next_digest = None
+            period = timedelta(hours=self.settings.webhooks_digest_hours)
+            if "digest" in hook.events and hook.digest_at is not None and hook.digest_at <= now:
+                since = max(hook.digest_at - period, hook.created_at)
+                next_digest = now + period
+                for body in self._passing_over(session, hook, "the digest", self._digest, session, ladder, since, now):
+                    bodies.append(("digest", None, body))
+            events = storage.webhooks.events_after(session, ladder_id, hook.cursor, PAGE)
+            cursor = hook.cursor
+            if not events and cursor < storage.webhooks.last_event(session, ladder_id):
+                cursor = storage.webhooks.last_event(session, ladder_id)  # pruned before they were sent: gone
+            for number, version, kind, data in events:
+                if len(bodies) >= BATCH:
+                    break
+                cursor = number
+                made = self._passing_over(
+                    session, hook, f"event {number}", self._bodies, session, hook, ladder, number, version, kind, data
+                )
+                bodies += [(name, number, body) for name, body in made]
+            return Made(hook.cursor, hook.digest_at, bodies, cursor, next_digest)
 
     def _bodies(self, session: Session, hook: Webhook, ladder, number: int, version: int, kind: str, data: dict):
         """(event name, body) of the deliveries the webhook is sent of one event of the log: the event's own if it
@@ -265,27 +298,6 @@ class Dispatcher:
             logger.exception("webhook %d of ladder %d: %s could not be rendered: passed over", hook.id, hook.ladder_id,
                              what)  # fmt: skip
             return []
-
-    def _render_ahead(self, ladder_id: int, webhook_id: int) -> None:
-        """Render the bodies of the webhook's next events in a read transaction, so that the write transaction that
-        takes them (holding SQLite's one writer, which the posts wait for) does not.  An event that cannot be
-        rendered is left to that transaction, which passes over it."""
-        try:
-            self._render_into_cache(ladder_id, webhook_id)
-        except Exception:
-            logger.debug("rendering ahead for webhook %d failed", webhook_id, exc_info=True)
-
-    def _render_into_cache(self, ladder_id: int, webhook_id: int) -> None:
-        with self.db.reading() as session:
-            hook = storage.webhooks.get(session, ladder_id, webhook_id)
-            ladder = storage.ladders.by_id(session, ladder_id) if hook is not None else None
-            if hook is None or ladder is None:
-                return
-            for number, version, kind, data in storage.webhooks.events_after(session, ladder_id, hook.cursor, BATCH):
-                if messages.event_name(kind, data) in hook.events:
-                    self._rendered(session, ladder, number, version, kind, data)
-                if kind == "game" and "moment" in hook.events:
-                    self._moments(session, ladder, number, version, data)
 
     def _rendered(self, session: Session, ladder, number: int, version: int, kind: str, data: dict) -> str | None:
         """:func:`messages.of_event`, rendered once per event for all the ladder's webhooks in this process."""

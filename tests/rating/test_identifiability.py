@@ -5,7 +5,7 @@ import pytest
 from scipy.optimize import linprog
 from scipy.special import expit
 
-from app.rating import GameLog, omega
+from app.rating import Game, GameLog, omega
 from app.rating.identifiability import (
     Results,
     both_ways,
@@ -186,3 +186,26 @@ def test_the_sparse_search_finds_what_the_dense_one_did(seed):
     report = identifiability(C, log, n)
     assert (report.clique, report.comparable) == (clique, inside)
     assert sorted(f["player"] for f in report.not_comparable) == sorted(set(range(n)) - set(inside))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_players_results_are_those_the_whole_log_gives_that_player(seed):
+    """Free-for-alls of teams, with ties: the directions of a player read from their own results alone are the
+    columns the whole log's results give them (the opponents search reads only the player's; a game of 64 teams of
+    32 is 2,016 opponents for them, two million member pairs for everyone)."""
+    rng = np.random.default_rng(seed)
+    n = 40
+    games = []
+    for _ in range(30):
+        players = rng.permutation(n)[: int(rng.integers(2, 24))]
+        cuts = np.sort(rng.choice(np.arange(1, len(players)), size=int(rng.integers(1, len(players))), replace=False))
+        sides = tuple(tuple(int(p) for p in side) for side in np.split(players, cuts))
+        games.append(Game(sides, tuple(float(r) for r in rng.integers(1, 4, len(sides)))))
+    log = GameLog.from_games(games)
+    OC = omega_apply(rng.normal(size=(n, 4)))
+    whole = Results.of(log)
+    for player in range(n):
+        mine = Results.of_player(log, player).directions(OC, player)
+        everyone = whole.directions(OC, player)
+        assert mine.shape == everyone.shape
+        assert sorted(map(tuple, np.round(mine.T, 12))) == sorted(map(tuple, np.round(everyone.T, 12)))
