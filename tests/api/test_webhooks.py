@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
+import socket
 import time
 from collections.abc import Iterator
 
@@ -226,7 +228,7 @@ def test_urls_must_be_https_to_public_addresses_unless_the_server_allows_private
             "https://[::1]/hook": "loopback",
             "https://[::ffff:192.168.0.1]/hook": "private",
             "https://224.0.0.1/hook": "multicast",
-            "https://localhost/hook": "resolves to a non-public address",  # not what it resolves to
+            "https://localhost/hook": "could not be resolved to addresses of the public internet only",  # not which
             "https://[fec0::1]/hook": "site-local",
             "https://[2002:a00:1::]/hook": "carries 10.0.0.1",  # 6to4
             "https://93.184.216.34:0/hook": "port 0",
@@ -271,3 +273,96 @@ def test_challenges_and_moments_arrive_in_words_with_the_data_the_api_shows(clie
     client.post(f"/v1/ladders/test/challenges/{challenge['id']}/decline", headers=admin())
     assert json.loads(hook.wait_for(3)[2].body)["text"] == "ada declined bob's challenge"
     assert hook.quiet(0.3) == 3
+
+
+#: The IANA special-purpose address registries (IPv4 and IPv6, as of 2025), with IPv4 multicast and 240/4: no
+#: webhook may reach them, whatever the registry says of an anycast relay's global reachability, and whatever the
+#: Python version (3.11's ``ipaddress`` takes 192.0.0.8 and 192.31.196.1 for global).
+SPECIAL = [
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",
+    "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24", "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24",
+    "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", "255.255.255.255/32",
+    "::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
+    "2620:4f:8000::/48", "3fff::/20", "5f00::/16", "fc00::/7", "fe80::/10", "ff00::/8",
+]  # fmt: skip
+#: IPv6 addresses that carry an IPv4 one: IPv4-mapped, and 6to4 (its IPv4 in the second and third groups).
+CARRIERS = ["::ffff:{v4}", "2002:{hi:x}:{lo:x}::1"]
+
+
+def url_of(address: str) -> str:
+    return f"https://[{address}]/hook" if ":" in address else f"https://{address}/hook"
+
+
+@pytest.fixture
+def strict(database_url) -> Iterator[TestClient]:
+    """A server that sends to public addresses only (the default)."""
+    with TestClient(create_app(settings_for(database_url, webhooks_allow_private=False))) as c:
+        make_ladder(c)
+        yield c
+
+
+def test_every_special_purpose_address_is_refused_and_public_ones_are_taken(strict):
+    for network in map(ipaddress.ip_network, ["192.0.0.8/32", *SPECIAL]):  # 192.0.0.8: Python 3.11 took it
+        ends = (
+            {network[0], network[-1], network[network.num_addresses // 2]}
+            if network.num_addresses > 1
+            else {network[0]}
+        )
+        v4 = [str(a) for a in ends if a.version == 4]
+        carried = [c.format(v4=a, hi=int(ipaddress.ip_address(a)) >> 16, lo=int(ipaddress.ip_address(a)) & 0xFFFF)
+                   for a in v4 for c in CARRIERS]  # fmt: skip
+        for address in [str(a) for a in ends] + carried:
+            r = strict.post("/v1/ladders/test/webhooks", json={"url": url_of(address), "events": ["game"]},
+                            headers=admin())  # fmt: skip
+            assert r.status_code == 422 and "which webhooks may not reach" in r.json()["detail"], (address, r.text)
+    public = ["93.184.216.34", "192.0.1.1", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "::ffff:93.184.216.34",
+              "2002:5db8:d822::1"]  # fmt: skip
+    for address in public:  # beside 192.0.0.0/24; public IPv4 mapped, or in 6to4
+        r = strict.post("/v1/ladders/test/webhooks", json={"url": url_of(address), "events": ["game"]}, headers=admin())
+        assert r.status_code == 201, (address, r.text)
+
+
+@pytest.fixture
+def dns(monkeypatch) -> dict[str, str | None]:
+    """Host names the resolver answers as the test says: an address, or None (no such name); others as ever."""
+    table: dict[str, str | None] = {}
+    real = socket.getaddrinfo
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host not in table:
+            return real(host, port, *args, **kwargs)
+        if table[host] is None:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (table[host], port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    return table
+
+
+def test_a_name_that_does_not_resolve_and_one_that_resolves_inside_get_one_answer(strict, dns):
+    dns |= {"intranet.example": "10.0.0.7", "nowhere.example": None}
+    answers = []
+    for host in ("intranet.example", "nowhere.example", "localhost"):
+        r = strict.post("/v1/ladders/test/webhooks", json={"url": f"https://{host}/hook", "events": ["game"]},
+                        headers=admin())  # fmt: skip
+        assert r.status_code == 422 and r.json()["errors"][0]["field"] == "url", r.text
+        answers.append(r.json())
+    assert (
+        answers[0] == answers[1] == answers[2]
+    )  # the same status, title, detail and errors: which names exist is not told
+    assert "10.0.0.7" not in json.dumps(answers[0]) and "127.0.0.1" not in json.dumps(answers[0])
+
+
+def test_a_name_that_later_resolves_inside_fails_its_delivery_as_one_that_no_longer_resolves(strict, dns):
+    dns |= {"moving.example": "93.184.216.34", "vanishing.example": "93.184.216.34"}
+    made = [add_webhook(strict, f"https://{host}.example/hook", ["game"]) for host in ("moving", "vanishing")]
+    dns |= {"moving.example": "10.0.0.7", "vanishing.example": None}  # DNS changed since
+    strict.post("/v1/ladders/test/players", json={"key": "ada"}, headers=admin())
+    strict.post("/v1/ladders/test/players", json={"key": "bob"}, headers=admin())
+    post_game(strict, "ada", "bob")
+    errors = []
+    for hook in made:
+        [failed] = until(lambda hook=hook: [d for d in deliveries(strict, hook["id"]) if d["status"] == "failed"])
+        errors.append(failed["error"])
+    assert errors[0] == errors[1] and "10.0.0.7" not in errors[0], errors  # nothing told but that it was not sent
+    assert errors[0].startswith("not sent")
