@@ -69,6 +69,14 @@ class Replayed(dict):
 def recorded_answer(session: Session, ladder: LadderRow, key: str, digest: str) -> dict | None:
     """The response recorded for ``key``, or None; 409 if the key came with another body."""
     found = storage.idempotency.stored_response(session, ladder.id, key)
+    if found is None and key.startswith(EXTERNAL):
+        # Older versions recorded an external_id under a key a client's Idempotency-Key could also hold: only
+        # the answer of this very request, a game with this external_id, is its answer.
+        legacy = storage.idempotency.stored_response(session, ladder.id, key[len(SERVER) :])
+        external_id = key[len(EXTERNAL) :]
+        if legacy is not None and legacy[0] == digest and legacy[1].get("external_id") == external_id:
+            return legacy[1]
+        return None
     if found is None:
         return None
     if found[0] != digest:
@@ -76,11 +84,11 @@ def recorded_answer(session: Session, ladder: LadderRow, key: str, digest: str) 
     return found[1]
 
 
-EXTERNAL = "external_id:"
-#: The start of the keys the server records games under for itself (a challenge's game): a character no
-#: Idempotency-Key header can hold (a header's bytes are read as Latin-1, and a key outside printable ASCII is a
-#: 422), so no client's key can take one's place.
+#: The start of the keys the server records games under for itself (a challenge's game, a game's external_id): a
+#: character no Idempotency-Key header can hold (a header's bytes are read as Latin-1, and a key outside printable
+#: ASCII is a 422), so no client's key can take one's place.
 SERVER = "\u2192"
+EXTERNAL = SERVER + "external_id:"
 
 
 def key_reused(key: str) -> Conflict:

@@ -96,6 +96,29 @@ def test_external_id_is_an_idempotency_key(client):
     assert len(client.get("/v1/ladders/test/games").json()["items"]) == 1
 
 
+def test_a_clients_idempotency_key_never_takes_the_place_of_an_external_id(client):
+    """The server records a game's external_id under a key of its own: a client's Idempotency-Key spelled like one
+    neither blocks the game nor answers for it; a record an older version made under the old spelling still
+    replays its own game, and only it."""
+    key = make_ladder(client)
+    posted = game(["a"], ["b"], external_id="m-7")
+    h = bearer(key) | {"Idempotency-Key": "external_id:m-7"}
+    client_game = client.post("/v1/ladders/test/games", json=posted, headers=h)
+    assert client_game.status_code == 201
+    again = client.post("/v1/ladders/test/games", json=game(["a"], ["b"], external_id="m-8"), headers=h)
+    assert again.status_code == 409  # the client's key, reused with another body
+    retried = client.post("/v1/ladders/test/games", json=posted, headers=bearer(key))
+    assert retried.status_code == 201 and retried.headers.get("idempotent-replayed") == "true"  # the same game
+    assert retried.json()["id"] == client_game.json()["id"]
+    # A client's record under "external_id:m-9" whose body is another game: a post of external_id m-9 is new.
+    h = bearer(key) | {"Idempotency-Key": "external_id:m-9"}
+    assert client.post("/v1/ladders/test/games", json=game(["c"], ["d"]), headers=h).status_code == 201
+    own = client.post("/v1/ladders/test/games", json=game(["c"], ["d"], external_id="m-9"), headers=bearer(key))
+    assert own.status_code == 201 and "idempotent-replayed" not in own.headers
+    assert own.json()["external_id"] == "m-9"
+    assert len(client.get("/v1/ladders/test/games").json()["items"]) == 3
+
+
 def test_batch_is_all_or_nothing_and_names_the_bad_game(client):
     key = make_ladder(client, auto_create_players=False)
     for name in "abc":
