@@ -18,16 +18,14 @@ from app.core.db import Database
 from app.core.errors import Conflict
 from app.domain.rerating import (
     Prepared,
-    catch_up,
     checkpoint_variances,
-    prepare,
-    prepare_rate,
+    prepared_replay,
     replay_log,
     replay_prepared,
     write_history,
 )
 from app.storage.ladders import LadderRow
-from app.storage.tables import Checkpoint, Refit
+from app.storage.tables import Refit
 
 
 def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | None:
@@ -40,32 +38,6 @@ def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | Non
     rate = (job.result or {}).get("rate")
     settings = rate_settings(rate, ladder) if rate_applies(ladder, rate) else None  # at the rate it will set
     return prepared_replay(db, ladder.id, checkpoint, settings)
-
-
-#: An apply's replay catches up with the games committed while it replayed, outside the writers' locks, until
-#: this few are left for the apply to replay under them (or after CATCH_UP_ROUNDS rounds, on a ladder posted to
-#: faster than it replays).
-CAUGHT_UP, CATCH_UP_ROUNDS = 64, 8
-
-
-def prepared_replay(
-    db: Database, ladder_id: int, checkpoint: Checkpoint | None, settings: dict | None = None
-) -> Prepared | None:
-    """The log replayed from ``checkpoint`` (a refit's, not applied yet; else from the latest checkpoint), at the
-    ladder's rate or at a new one, the ladder's columns ``settings`` (not set yet), up to a recent game, in read
-    snapshots."""
-    with db.snapshot() as session:
-        if checkpoint is not None:
-            prepared = prepare(session, ladder_id, checkpoint, settings)
-        else:
-            prepared = prepare_rate(session, ladder_id, settings or {})
-    for _ in range(CATCH_UP_ROUNDS):
-        if prepared is None:
-            break
-        with db.snapshot() as session:
-            if catch_up(session, prepared) <= CAUGHT_UP:
-                break
-    return prepared
 
 
 def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepared | None = None) -> CheckpointOut:

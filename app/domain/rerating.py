@@ -26,6 +26,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.core.db import Database
 from app.rating.seats import Seats
 from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog, Tail
@@ -347,3 +348,29 @@ def _save_state(session: Session, ladder: LadderRow, ids: np.ndarray, C: np.ndar
         storage.players.save_vectors(session, ladder.id, ids, C, variance=state)
     else:
         storage.players.save_vectors(session, ladder.id, ids, C, state)
+
+
+#: A prepared replay catches up with the games committed while it replayed, outside the writers' locks, until
+#: this few are left for the writer to replay under them (or after CATCH_UP_ROUNDS rounds, on a ladder posted to
+#: faster than it replays).
+CAUGHT_UP, CATCH_UP_ROUNDS = 64, 8
+
+
+def prepared_replay(
+    db: Database, ladder_id: int, checkpoint: Checkpoint | None, settings: dict | None = None
+) -> Prepared | None:
+    """The log replayed from ``checkpoint`` (a refit's, not applied yet; else from the latest checkpoint), at the
+    ladder's rate or at a new one, the ladder's columns ``settings`` (not set yet), up to a recent game, in read
+    snapshots."""
+    with db.snapshot() as session:
+        if checkpoint is not None:
+            prepared = prepare(session, ladder_id, checkpoint, settings)
+        else:
+            prepared = prepare_rate(session, ladder_id, settings or {})
+    for _ in range(CATCH_UP_ROUNDS):
+        if prepared is None:
+            break
+        with db.snapshot() as session:
+            if catch_up(session, prepared) <= CAUGHT_UP:
+                break
+    return prepared

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Query, Request, Response
 from app.core.errors import Forbidden, Unauthorized, problems
 from app.core.schemas import Page
 from app.domain.access import ladder_for, readable
+from app.domain.rerating import prepared_replay
 from app.http import report_jobs
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath, Limit
 from app.ladders import service
@@ -68,8 +69,14 @@ def delete_ladder(slug: str, confirm: LadderDelete, db: DatabaseDep, caller: Cal
 def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: CallerDep) -> LadderOut:
     """Change the ladder's settings (an admin key of the ladder): its name, `auto_create_players`, `auto_refit`,
     `private`, the kinds of games it plays (`play`), and those above that replay its log."""
+    with db.reading() as session:
+        ladder = ladder_for(session, slug, caller, "admin")
+        settings = service.replay_settings(ladder, patch)
+    # A new learning rate replays the log: holding no lock, before the write, which only writes it (and replays
+    # the games committed meanwhile), so posts wait for the writes, not the replay.
+    prepared = None if settings is None else prepared_replay(db, ladder.id, None, settings)
     with db.writing() as session:
-        return service.change_settings(session, ladder_for(session, slug, caller, "admin"), patch)
+        return service.change_settings(session, ladder_for(session, slug, caller, "admin"), patch, prepared)
 
 
 @router.get("/{slug}/audit", response_model=AuditOut, responses=problems(401, 403, 404))

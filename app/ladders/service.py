@@ -15,7 +15,7 @@ from app.core.schemas import Page, one_more
 from app.core.security import hash_key, new_key
 from app.domain import refit_policy, season_periods
 from app.domain.access import Caller
-from app.domain.rerating import replay_log
+from app.domain.rerating import Prepared, replay_log, replay_prepared, write_history
 from app.ladders.schemas import (
     DEFAULT_INIT_V0,
     AuditOut,
@@ -101,14 +101,52 @@ def _seats_out(session: Session, ladder: LadderRow) -> list[SeatOut] | None:
     ]
 
 
-def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> LadderOut:
+def replay_settings(ladder: LadderRow, patch: LadderPatch) -> dict | None:
+    """The rate ``patch`` replays the ladder's log at (its columns), for the replay to be prepared before the
+    write (:func:`app.domain.rerating.prepared_replay`, holding no lock); None if it replays nothing, or if what
+    it changes is replayed under the writer (a new k, keys folded) or is refused anyway."""
+    values = patch.model_dump(exclude_unset=True)
+    if any(value is None for value in values.values()):
+        return None
+    values = {name: value for name, value in values.items() if name != "play" and getattr(ladder, name) != value}
+    rate = _rate(ladder, values)
+    if not rate or "k" in rate or values.get("case_insensitive_keys") is True:
+        return None
+    return rate
+
+
+def _rate(ladder: LadderRow, values: dict) -> dict:
+    """The columns among the changed ``values`` that change how the ladder rates its games (its learning rate
+    and k): the log is replayed with them."""
+    steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
+    variance_rule = values.get("rate_rule", ladder.rate_rule) == storage.ladders.VARIANCE
+    rate = {name: values[name] for name in ("eta", "eta_tau", "k", "drift_steps") if name in values}
+    if "drift" in values and steps:
+        rate["drift"] = values["drift"]
+    if "seat_prior" in values and ladder.seats:  # the seats start from it: a replay from the start shows it
+        rate["seat_prior"] = values["seat_prior"]
+    if "rate_rule" in values:
+        rate["rate_rule"] = values["rate_rule"]
+    for name in ("noise", "cycles"):  # the variance rule's settings
+        if name in values and variance_rule:
+            rate[name] = values[name]
+    return rate
+
+
+def change_settings(
+    session: Session, ladder: LadderRow, patch: LadderPatch, prepared: Prepared | None = None
+) -> LadderOut:
     """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``, ``drift_steps``, ``drift``
     where the steps follow it, ``seat_prior`` where there are seats, ``rate_rule``, and ``noise`` and ``cycles``
     under the variance rule; setting one pins the rate, as
     ``auto_rate: false``, unless ``auto_rate`` is given too) takes effect by replaying the
     log with it, exactly as a void's replay does: the ratings then equal those of a ladder that always had it (for
     a new k, from the start; for a new rate, since the latest checkpoint), which ``/audit`` checks.  Matching keys
-    case-insensitively from now on folds every key and alias (:func:`_fold_keys`)."""
+    case-insensitively from now on folds every key and alias (:func:`_fold_keys`).
+
+    With ``prepared`` (the log replayed at the new rate before this transaction, :func:`replay_settings`), only
+    its writes and the games committed since are done here, holding the writer for them, not for the replay; one
+    that no longer holds (the log or the settings changed meanwhile) is dropped and the log replayed here."""
     values = patch.model_dump(exclude_unset=True)
     steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
     rule = {"eta", "eta_tau", "drift_steps"} & values.keys() or ("drift" in values and steps)
@@ -141,21 +179,14 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     values = {name: value for name, value in values.items() if getattr(ladder, name) != value}
     if "season_every" in values:  # the first automatic close ends the period running now
         values["season_due"] = season_due(values["season_every"])
-    rate = {name: values[name] for name in ("eta", "eta_tau", "k", "drift_steps") if name in values}
-    if "drift" in values and steps:
-        rate["drift"] = values["drift"]
-    if "seat_prior" in values and ladder.seats:  # the seats start from it: a replay from the start shows it
-        rate["seat_prior"] = values["seat_prior"]
-    if "rate_rule" in values:
-        rate["rate_rule"] = values["rate_rule"]
-    for name in ("noise", "cycles"):  # the variance rule's settings
-        if name in values and variance_rule:
-            rate[name] = values[name]
+    rate = _rate(ladder, values)
     if rate.keys() - {"k"}:
         values["rate_choice"] = None  # the rate is the admin's now, not a refit's choice
     folding = values.get("case_insensitive_keys") is True
     # Every worker reads the settings and players anew (the drift and inactivity change what reads derive).
     reset = bool(rate) or bool({"case_insensitive_keys", "drift", "inactive_after_days"} & set(values))
+    usable = prepared is not None and bool(rate) and "k" not in rate and not folding
+    written = write_history(session, ladder, prepared) if usable and prepared is not None else 0
     if rate or folding:
         storage.players.lock_all(session, ladder.id)  # no game commits while the log is rewritten or replayed
     if folding:
@@ -167,7 +198,9 @@ def change_settings(session: Session, ladder: LadderRow, patch: LadderPatch) -> 
     if "k" in values:
         _new_dimension(session, ladder, storage.ladders.by_id(session, ladder.id))
     if rate:
-        replay_log(session, storage.ladders.by_id(session, ladder.id))
+        changed = storage.ladders.by_id(session, ladder.id)
+        if not usable or prepared is None or replay_prepared(session, changed, prepared, written) is None:
+            replay_log(session, changed)
     if values:
         storage.ladders.bump(session, [ladder.id], reset=reset)
     return ladder_out(session, storage.ladders.by_id(session, ladder.id))

@@ -8,7 +8,9 @@ from sqlalchemy import select
 from app import storage
 from app.analysis import refit_apply, refit_rate, refit_views
 from app.core.db import Database
+from app.domain import rerating
 from app.domain.access import ladder_for_read
+from app.ladders import service as ladder_service
 from app.storage.tables import Ladder
 from tests.api.test_analysis import disc_games, wait
 from tests.api.test_seats import home_games
@@ -27,7 +29,7 @@ def _vectors_and_scores(game: dict) -> list:
     ]
 
 
-def _prepare(db: Database, slug: str, refit_id: int) -> refit_apply.Prepared:
+def _prepare(db: Database, slug: str, refit_id: int) -> rerating.Prepared:
     with db.reading() as session:
         ladder = ladder_for_read(session, slug, fresh=True)
         prepared = refit_apply.prepare_apply(db, ladder, refit_views.get_refit(session, ladder, refit_id))
@@ -35,7 +37,7 @@ def _prepare(db: Database, slug: str, refit_id: int) -> refit_apply.Prepared:
     return prepared
 
 
-def _apply(db: Database, slug: str, refit_id: int, prepared: refit_apply.Prepared | None) -> int:
+def _apply(db: Database, slug: str, refit_id: int, prepared: rerating.Prepared | None) -> int:
     def work(session):
         ladder = ladder_for_read(session, slug, fresh=True)
         job = refit_views.get_refit(session, ladder, refit_id)
@@ -93,9 +95,9 @@ def test_games_committed_after_the_replay_are_replayed_on_top_bit_for_bit(client
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": caught_up}, headers=h).status_code == 201
     with db.snapshot() as session:
-        assert refit_apply.catch_up(session, prepared) == len(caught_up)
+        assert rerating.catch_up(session, prepared) == len(caught_up)
     with db.snapshot() as session:
-        assert refit_apply.catch_up(session, prepared) == 0
+        assert rerating.catch_up(session, prepared) == 0
     assert len(prepared.parts) == 2
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": since}, headers=h).status_code == 201
@@ -148,7 +150,7 @@ def test_a_prepared_replay_made_stale_is_dropped_and_the_log_replayed(client, se
     if change == "void, caught up":
         client.post("/v1/ladders/test/games", json=extra[0], headers=h)
         with db.snapshot() as session:
-            assert refit_apply.catch_up(session, prepared) == 0
+            assert rerating.catch_up(session, prepared) == 0
         assert prepared.stale
     elif change == "void":
         pass
@@ -270,14 +272,14 @@ def test_an_auto_refits_new_rate_is_replayed_outside_the_locks_bit_for_bit(clien
     forced = {"rate_rule": rule} | ({"noise": 40.0, "cycles": 0.25} if rule == "variance" else {})
     jobs = {slug: _running_rate_job(db, slug, **forced) for slug in ladders}
     ladder_id, _, rate = jobs["prepared"]
-    prepared = refit_apply.prepared_replay(db, ladder_id, None, refit_rate.rate_settings(rate, _ladder(db, "prepared")))
+    prepared = rerating.prepared_replay(db, ladder_id, None, refit_rate.rate_settings(rate, _ladder(db, "prepared")))
     assert prepared is not None and prepared.base > 0  # from the applied refit's checkpoint
     caught_up = [*games[200:230], {"sides": [{"players": ["t1"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
     since = [*games[230:], {"sides": [{"players": ["latecomer"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": caught_up}, headers=h).status_code == 201
     with db.snapshot() as session:
-        assert refit_apply.catch_up(session, prepared) == len(caught_up)
+        assert rerating.catch_up(session, prepared) == len(caught_up)
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": since}, headers=h).status_code == 201
 
@@ -314,7 +316,7 @@ def test_a_new_rate_replayed_outside_the_locks_and_made_stale_is_dropped(client,
     refits = {slug: _refit(client, slug, h) for slug, h in ladders.items()}
     jobs = {slug: _running_rate_job(db, slug) for slug in ladders}
     rate = jobs["test"][2]
-    prepared = refit_apply.prepared_replay(db, jobs["test"][0], None, refit_rate.rate_settings(rate, _ladder(db)))
+    prepared = rerating.prepared_replay(db, jobs["test"][0], None, refit_rate.rate_settings(rate, _ladder(db)))
     assert prepared is not None and prepared.base == 0  # no checkpoint yet: from the initial vectors
     for slug, h in ladders.items():
         client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[160:]}, headers=h)
@@ -353,3 +355,19 @@ def test_the_apply_route_replays_at_the_rate_its_refit_chose_before_it_takes_the
     assert replays == []
     assert client.get("/v1/ladders/test").json()["eta"] == job["result"]["rate"]["eta"]
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
+
+
+@pytest.mark.parametrize("body", [{"eta": 0.35}, {"rate_rule": "variance"}])
+def test_a_new_rate_set_by_patch_is_replayed_before_the_write_bit_for_bit(client, monkeypatch, body):
+    """A PATCH of the learning rate replays the log holding no lock, then only writes it under the writer (no
+    replay of the whole log there): the ratings are those of a ladder that had the rate from its first game."""
+    replays = _log_replays(monkeypatch, ladder_service)
+    h = bearer(make_ladder(client, "patched", k=2))
+    client.post("/v1/ladders/patched/games/batch", json={"games": disc_games(300)}, headers=h)
+    changed = client.patch("/v1/ladders/patched", json=body, headers=h)
+    assert changed.status_code == 200, changed.text
+    assert replays == []
+    h = bearer(make_ladder(client, "always", k=2, **body))
+    client.post("/v1/ladders/always/games/batch", json={"games": disc_games(300)}, headers=h)
+    assert client.get("/v1/ladders/patched/audit").json()["consistent"]
+    assert _vectors(client, "patched") == _vectors(client, "always")
