@@ -196,10 +196,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         _on_stop(asyncio.get_running_loop(), hub.close)
         anyio.to_thread.current_default_thread_limiter().total_tokens = settings.threads
         app.state.ping = anyio.CapacityLimiter(1)
-        # Reads of an earlier time and ladder-wide reports: one at a time, in a thread of their own; interactive
+        # Reads of an earlier time and ladder-wide reports: two threads, one ladder's in one at a time; interactive
         # CPU work (fair-team searches, leaderboard orders, opponents, moments) in a few threads; the ladders take
         # turns at both (offload.Lanes).
-        app.state.reports = offload.Lanes(1)
+        app.state.reports = offload.Lanes(2)
         app.state.compute = offload.Lanes(settings.compute_threads)
         _tune_garbage_collector()
         _prime_endpoints(app)

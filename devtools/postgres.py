@@ -63,7 +63,10 @@ class PostgresServer:
         raise RuntimeError("PostgreSQL did not start")
 
     def crash(self) -> None:
-        """Stop the server at once, as a crash would (no checkpoint, connections cut), keeping its data."""
+        """Stop the server at once, as a crash would (no checkpoint, connections cut), keeping its data.  Nothing
+        to do once it was stopped for good (its directory is gone)."""
+        if not self.dir.exists():
+            return
         subprocess.run(
             [*self.as_user, str(self.bin / "pg_ctl"), "-D", str(self.dir / "data"), "-m", "immediate", "stop"],
             capture_output=True,

@@ -82,7 +82,7 @@ PENDING = {
 }
 
 
-@router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409, 503) | PENDING)
+@router.get("/identifiability", response_model=IdentifiabilityOut, responses=problems(404, 409, 429, 503) | PENDING)
 async def identifiability(
     slug: str, db: DatabaseDep, caller: CallerDep, request: Request, ratings: Literal["current", "refit"] = "current"
 ) -> Response:
@@ -96,7 +96,7 @@ async def identifiability(
 @router.get(
     "/intransitivity",
     response_model=IntransitivityOut,
-    responses=problems(404, 503) | PENDING,
+    responses=problems(404, 429, 503) | PENDING,
     description=f"How cyclic the ladder is, as (1 + ‖cyclic‖) / (1 + ‖transitive‖): {INTRANSITIVITY_SCALE} "
     "(mathematics §12). Computed once per ladder version; on a large ladder in the background, like "
     "`…/identifiability`.",

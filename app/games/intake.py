@@ -51,11 +51,16 @@ class Post:
     then: Callable[[Session, LadderRow, dict], None] | None = None
 
     @property
+    def external_id(self) -> str | None:
+        """The external_id its response is recorded by: a single game's, when no Idempotency-Key is sent."""
+        if self.idempotency_key is None and not self.batch:
+            return self.games[0].external_id
+        return None
+
+    @property
     def record_key(self) -> str | None:
-        """The key its response is recorded under: the Idempotency-Key, else a single game's external_id."""
-        if self.idempotency_key is None and not self.batch and self.games[0].external_id is not None:
-            return EXTERNAL + self.games[0].external_id
-        return self.idempotency_key
+        """The key its response is recorded under: the Idempotency-Key, else a single game's external_id's."""
+        return self.idempotency_key if self.external_id is None else external_key(self.external_id)
 
     def field(self, index: int, rest: str) -> str:
         return f"games[{index}].{rest}" if self.batch else rest
@@ -66,21 +71,24 @@ class Replayed(dict):
     once, and this request applied nothing (``Idempotent-Replayed: true``)."""
 
 
-def recorded_answer(session: Session, ladder: LadderRow, key: str, digest: str) -> dict | None:
-    """The response recorded for ``key``, or None; 409 if the key came with another body."""
+def recorded_answer(
+    session: Session, ladder: LadderRow, key: str, digest: str, external_id: str | None = None
+) -> dict | None:
+    """The response recorded for ``key`` (made of ``external_id``, if given), or None; 409 if the key came with
+    another body."""
     found = storage.idempotency.stored_response(session, ladder.id, key)
-    if found is None and key.startswith(EXTERNAL):
-        # Older versions recorded an external_id under a key a client's Idempotency-Key could also hold: only
-        # the answer of this very request, a game with this external_id, is its answer.
-        legacy = storage.idempotency.stored_response(session, ladder.id, key[len(SERVER) :])
-        external_id = key[len(EXTERNAL) :]
+    if found is None and external_id is not None:
+        # Older versions recorded an external_id under a key a client's Idempotency-Key could also hold (cut to the
+        # column's 200 characters on PostgreSQL): only the answer of this very request, a game with this
+        # external_id, is its answer.
+        legacy = storage.idempotency.stored_response(session, ladder.id, ("external_id:" + external_id)[:200])
         if legacy is not None and legacy[0] == digest and legacy[1].get("external_id") == external_id:
             return legacy[1]
         return None
     if found is None:
         return None
     if found[0] != digest:
-        raise key_reused(key)
+        raise key_reused(key, external_id)
     return found[1]
 
 
@@ -88,12 +96,16 @@ def recorded_answer(session: Session, ladder: LadderRow, key: str, digest: str) 
 #: character no Idempotency-Key header can hold (a header's bytes are read as Latin-1, and a key outside printable
 #: ASCII is a 422), so no client's key can take one's place.
 SERVER = "\u2192"
-EXTERNAL = SERVER + "external_id:"
 
 
-def key_reused(key: str) -> Conflict:
-    if key.startswith(EXTERNAL):  # a single game's external_id, recorded as its idempotency key
-        external_id = key[len(EXTERNAL) :]
+def external_key(external_id: str) -> str:
+    """The key a game's response is recorded under by its external_id: in the server's namespace, and a digest of
+    the id, which may be as long as the key column (200 characters)."""
+    return SERVER + "external_id:" + hashlib.sha256(external_id.encode()).hexdigest()
+
+
+def key_reused(key: str, external_id: str | None = None) -> Conflict:
+    if external_id is not None:  # a single game's external_id, recorded as its idempotency key
         return Conflict(
             f"external_id: a game with external_id {external_id!r} exists already (with other content).",
             errors=[{"field": "external_id", "message": "taken by another game"}],

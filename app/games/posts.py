@@ -85,14 +85,14 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
                 keys_checked[allowed] = authorize(session, ladder, post.caller, "write")
             key = post.record_key
             if key is not None:
-                found = recorded_answer(session, ladder, key, post.digest)
+                found = recorded_answer(session, ladder, key, post.digest, post.external_id)
                 if found is not None:
                     outcomes[n] = Replayed(found)
                     continue
                 first = claimed.setdefault((ladder.id, key), n)
                 if first != n:
                     if posts[first].digest != post.digest:
-                        raise key_reused(key)
+                        raise key_reused(key, post.external_id)
                     same_as[n] = first
                     continue
             resolve_players(ladder, post)
@@ -125,8 +125,9 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             raise Conflict("a player disappeared while the game was applied", field="sides")  # retried one by one
         # A concurrent identical request (another worker) may have committed while we waited for the locks.
         for n in list(members):
-            key = posts[n].record_key
-            if key is not None and (found := recorded_answer(session, ladder, key, posts[n].digest)) is not None:
+            post, key = posts[n], posts[n].record_key
+            found = None if key is None else recorded_answer(session, ladder, key, post.digest, post.external_id)
+            if found is not None:
                 outcomes[n] = Replayed(found)
                 members.remove(n)
         games = [g for n in members for g in posts[n].games]

@@ -29,7 +29,13 @@ MatchGame = Annotated[
 
 class SideIn(SeatAdvantage):
     players: list[PlayerKey] = Field(min_length=1, max_length=32, description="One player, or an ad-hoc team.")
-    rank: Number | None = Field(None, description="Finishing rank, 1 = best; equal ranks tie.")
+    rank: Number | None = Field(
+        None,
+        ge=-MAX_SCORE,
+        le=MAX_SCORE,
+        description="Finishing rank, 1 = best; equal ranks tie. Any number from -1,000,000 to 1,000,000: only the "
+        "order counts.",
+    )
     score: Number | None = Field(
         None,
         ge=-MAX_SCORE,

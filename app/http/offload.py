@@ -5,8 +5,7 @@ earlier time) run in a few threads of their own, never on the event loop or in
 the threads the other requests need.  The ladders take turns at them: requests
 wait in one queue per ladder, served round-robin, and one ladder holds at most
 ``slots - 1`` threads at once, so one is always left for the others.  A ladder
-with too many requests waiting already gets a 429 at once (anonymous callers
-sooner than key holders).  The work runs under its request's budget
+with too many requests waiting already gets a 429 at once.  The work runs under its request's budget
 (:mod:`app.core.deadline`): when the deadline passes or the client hangs up, it
 stops at its next step and gives its thread back.
 """
@@ -28,8 +27,9 @@ from app.core.errors import TooManyRequests, Unavailable
 
 T = TypeVar("T")
 
-#: Requests one ladder may have waiting for a thread: anonymous ones, and all.
-ANONYMOUS_WAITING, WAITING = 8, 32
+#: Requests one ladder may have waiting for a thread.  The other ladders' wait for none of them (each ladder's turn
+#: comes round); the bound sheds at once what would wait past its deadline anyway.
+WAITING = 128
 #: How often (seconds) a running request looks whether its client is still there.
 LISTEN = 0.25
 
@@ -42,22 +42,22 @@ class Lanes:
         self.share = max(1, slots - 1)
         self.threads = anyio.CapacityLimiter(slots)
         self.running: Counter[str] = Counter()
-        #: Each ladder's waiting requests (future, anonymous), the ladders in the order of their next turn.
-        self.queues: OrderedDict[str, deque[tuple[asyncio.Future, bool]]] = OrderedDict()
+        #: Each ladder's waiting requests, the ladders in the order of their next turn.
+        self.queues: OrderedDict[str, deque[asyncio.Future]] = OrderedDict()
 
     def busy(self) -> int:
         return sum(self.running.values())
 
-    async def acquire(self, ladder: str, anonymous: bool) -> None:
+    async def acquire(self, ladder: str) -> None:
         """Wait for a thread for ``ladder``'s request; a 429 if too many of the ladder's requests wait already."""
         queue = self.queues.get(ladder, deque())
-        if len(queue) >= WAITING or (anonymous and sum(a for _, a in queue) >= ANONYMOUS_WAITING):
+        if len(queue) >= WAITING:
             raise TooManyRequests(
                 "Too many heavy requests for this ladder are waiting already; retry after `Retry-After` seconds.",
                 retry_after=1,
             )
         turn = asyncio.get_running_loop().create_future()
-        self.queues.setdefault(ladder, queue).append((turn, anonymous))
+        self.queues.setdefault(ladder, queue).append(turn)
         self._grant()
         try:
             await turn
@@ -76,26 +76,26 @@ class Lanes:
 
     def _grant(self) -> None:
         """Start waiting requests while threads are free: the first ladder in turn that holds fewer than its share,
-        which then goes to the back of the turn."""
+        which then goes to the back of the turn.  A waiter cancelled (its deadline passed) but not yet woken to
+        leave its queue is passed over."""
         while self.busy() < self.slots:
             ladder = next((name for name in self.queues if self.running[name] < self.share), None)
             if ladder is None:
                 return
             queue = self.queues.pop(ladder)
-            turn, _ = queue.popleft()
+            turn = queue.popleft()
             if queue:
                 self.queues[ladder] = queue  # at the back
+            if turn.done():
+                continue
             self.running[ladder] += 1
             turn.set_result(None)
 
     def _forget(self, ladder: str, turn: asyncio.Future) -> None:
         queue = self.queues.get(ladder)
-        if queue is None:
+        if queue is None or turn not in queue:
             return
-        for entry in queue:
-            if entry[0] is turn:
-                queue.remove(entry)
-                break
+        queue.remove(turn)
         if not queue:
             del self.queues[ladder]
 
@@ -118,7 +118,7 @@ async def _run(request: Request, lanes: Lanes, work: Callable[..., T], *args: ob
     budget = deadline.Budget(until)
     ladder = str(request.path_params.get("slug", ""))
     with anyio.move_on_after(max(0.0, until - time.monotonic())):
-        await lanes.acquire(ladder, anonymous="authorization" not in request.headers)
+        await lanes.acquire(ladder)
         listening = asyncio.ensure_future(_listen(request, budget))
         try:
             return await anyio.to_thread.run_sync(deadline.run_within, budget, work, *args, limiter=lanes.threads)

@@ -79,7 +79,7 @@ def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: Caller
         return service.change_settings(session, ladder_for(session, slug, caller, "admin"), patch, prepared)
 
 
-@router.get("/{slug}/audit", response_model=AuditOut, responses=problems(401, 403, 404))
+@router.get("/{slug}/audit", response_model=AuditOut, responses=problems(401, 403, 404, 429, 503))
 async def audit(slug: str, db: DatabaseDep, caller: CallerDep, request: Request) -> Response:
     """Replay the event log from the latest checkpoint (or the initial vectors) and compare with the stored ratings.
     Computed once per ladder version."""

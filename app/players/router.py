@@ -106,7 +106,7 @@ def _profile(db: Database, ladder: LadderRow, key: str) -> dict:
         return profile.get_player(session, ladder_for_read(session, ladder.slug, fresh=True), key)
 
 
-@router.get("/players/{key}", response_model=PlayerOut, responses=problems(404, 422, 503) | NOT_MODIFIED)
+@router.get("/players/{key}", response_model=PlayerOut, responses=problems(404, 422, 429, 503) | NOT_MODIFIED)
 async def get_player(
     slug: str,
     key: str,
@@ -141,7 +141,7 @@ def history(
         return JSONResponse(profile.history(session, readable(session, slug, caller), key, limit, cursor))
 
 
-@router.get("/players/{key}/opponents", response_model=Page[OpponentItem], responses=problems(404, 422, 503))
+@router.get("/players/{key}/opponents", response_model=Page[OpponentItem], responses=problems(404, 422, 429, 503))
 async def opponents(
     slug: str,
     key: str,
@@ -178,7 +178,7 @@ async def opponents(
     return JSONResponse(await offload.compute(request, work))
 
 
-@router.get("/players/{key}/head-to-head", response_model=Page[HeadToHeadItem], responses=problems(404, 422, 503))
+@router.get("/players/{key}/head-to-head", response_model=Page[HeadToHeadItem], responses=problems(404, 422, 429, 503))
 async def head_to_head(
     slug: str,
     key: str,
@@ -208,8 +208,11 @@ def _past_page(
     return leaderboards.leaderboard(table, ladder, by, limit, cursor, inactive)
 
 
-async def _with_form(db: Database, ladder: LadderRow, table: Table, body: bytes, memo: tuple | None) -> bytes:
-    """The page with each player's form (read in a thread), kept with the table for its first pages."""
+async def _with_form(
+    request: Request, db: Database, ladder: LadderRow, table: Table, body: bytes, memo: tuple | None
+) -> bytes:
+    """The page with each player's form (read in the compute lanes: 500 players' last games are a heavy read),
+    kept with the table for its first pages."""
     if memo is not None and memo in table.memo:
         return table.memo[memo]
 
@@ -217,7 +220,7 @@ async def _with_form(db: Database, ladder: LadderRow, table: Table, body: bytes,
         with db.reading() as session:
             return leaderboards.with_form(session, ladder, table, body)
 
-    shown = await anyio.to_thread.run_sync(read)
+    shown = await offload.compute(request, read)
     if memo is not None:
         table.memo[memo] = shown
     return shown
@@ -226,7 +229,7 @@ async def _with_form(db: Database, ladder: LadderRow, table: Table, body: bytes,
 @router.get(
     "/leaderboard",
     response_model=LeaderboardPage,
-    responses=problems(404, 409, 422, 503) | NOT_MODIFIED,
+    responses=problems(404, 409, 422, 429, 503) | NOT_MODIFIED,
 )
 async def leaderboard(
     slug: str,
@@ -292,7 +295,7 @@ async def leaderboard(
             body = await offload.compute(request, leaderboards.leaderboard, table, ladder, by, limit, cursor, inactive)
         if form:
             memo = ("form", by, limit, inactive) if cursor is None else None
-            body = await _with_form(db, ladder, table, body, memo)
+            body = await _with_form(request, db, ladder, table, body, memo)
         return Response(body, media_type="application/json", headers={"ETag": etag})
 
     return await replica_routing.lag_tolerant(request, db, slug, caller, min_version, answer)

@@ -42,7 +42,7 @@ async def predict_pair(
 LARGE_MATCH = 64
 
 
-@router.post("", response_model=MatchPrediction, responses=problems(404, 422, 503))
+@router.post("", response_model=MatchPrediction, responses=problems(404, 422, 429, 503))
 async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: CallerDep, request: Request) -> JSONResponse:
     """Win-probability matrix and expected scores for N sides (players or ad-hoc teams, with seat advantages), with
     the sides as given (who each row and column is). Keys that name no player yet stand for the initial vectors
@@ -63,7 +63,7 @@ async def predict_match(slug: str, data: MatchIn, db: DatabaseDep, caller: Calle
 teams_router = APIRouter(prefix="/v1/ladders/{slug}/teams", tags=["predictions"], responses=LADDER_ACCESS)
 
 
-@teams_router.post("", response_model=TeamsOut, responses=problems(404, 422, 503))
+@teams_router.post("", response_model=TeamsOut, responses=problems(404, 422, 429, 503))
 async def fair_teams(slug: str, data: TeamsIn, db: DatabaseDep, caller: CallerDep, request: Request) -> JSONResponse:
     """Split the players into teams whose match is closest to even (each team plays as its members' mean vector).
 

@@ -221,14 +221,15 @@ class Dispatcher:
         if (made.cursor, made.digest_at) != (hook.cursor, hook.digest_at):
             return hook, [], True  # moved meanwhile: made again at the next turn
         deliveries = [storage.webhooks.add_delivery(session, hook, *body, now) for body in made.bodies]
-        values: dict = {"cursor": made.to} if made.to != hook.cursor else {}
+        moved = made.to != hook.cursor  # (before the update, which the ORM makes on ``hook`` too)
+        values: dict = {"cursor": made.to} if moved else {}
         if made.next_digest is not None:
             values["digest_at"] = made.next_digest
         if deliveries:  # pending now: a process that dies leaves them due
             values["retry_at"] = now
         if values:
             storage.webhooks.move(session, hook, self.owner, **values)
-        return hook, deliveries, made.to != hook.cursor or bool(deliveries)
+        return hook, deliveries, moved or bool(deliveries)
 
     def _until(self, now: datetime) -> datetime:
         return now + timedelta(seconds=LEASE + self.settings.webhooks_timeout)

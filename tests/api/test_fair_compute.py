@@ -1,5 +1,5 @@
 """One ladder's heavy reads, anonymous and many at once, never hold up another ladder or liveness: the ladders take
-turns at the compute threads, one ladder holds at most all but one, and a ladder with too many waiting gets 429s."""
+turns at the compute threads, and one ladder holds at most all but one (the lanes themselves: tests/http)."""
 
 from __future__ import annotations
 
@@ -86,10 +86,9 @@ def test_one_ladders_heavy_reads_leave_the_others_and_liveness_alone(server):
         f"{len(times['healthz'])} probes: /healthz p95 {p('healthz', 0.95):.0f} ms; other ladder p99: "
         + ", ".join(f"{name} {p(name, 0.99):.0f} ms" for name in ("opponents", "games", "post"))
     )
-    # The hub's own requests: answered, or told to come back (too many of its anonymous ones wait), never a 5xx
-    # for a request that could start.
-    assert {a[0] for a in answers} <= {200, 429}, answers
-    assert sum(a[0] == 200 for a in answers) >= 9  # the first of each kind at least, and the cached pages
+    # The hub's own requests: answered, or a 503 for one that waited past its deadline behind the others.
+    assert {a[0] for a in answers} <= {200, 503}, answers
+    assert sum(a[0] == 200 for a in answers) >= 20
     assert all(s in (200, 201) for s in statuses), statuses
     # The targets are 100 ms (p95) for /healthz and 250 ms (p99) for the other ladder; the server, the clients
     # and the probe share two cores here, so the bounds below leave room while still catching a ladder that waits

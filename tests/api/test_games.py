@@ -119,6 +119,21 @@ def test_a_clients_idempotency_key_never_takes_the_place_of_an_external_id(clien
     assert len(client.get("/v1/ladders/test/games").json()["items"]) == 3
 
 
+def test_the_longest_external_ids_are_idempotency_keys_apart(client):
+    """External ids of 200 characters, the longest taken, that differ only at the end: each game is its own, and
+    each retried is replayed (the record's key once cut them to one on PostgreSQL: a 409, then a 500)."""
+    key = make_ladder(client)
+    first, second = "x" * 199 + "1", "x" * 199 + "2"
+    bodies = [game(["a"], ["b"], external_id=first), game(["b"], ["a"], external_id=second)]
+    posted = [client.post("/v1/ladders/test/games", json=body, headers=bearer(key)) for body in bodies]
+    assert [r.status_code for r in posted] == [201, 201], [r.text for r in posted]
+    for body, r in zip(bodies, posted, strict=True):
+        again = client.post("/v1/ladders/test/games", json=body, headers=bearer(key))
+        assert again.status_code == 201 and again.headers["idempotent-replayed"] == "true"
+        assert again.json()["id"] == r.json()["id"]
+    assert len(client.get("/v1/ladders/test/games").json()["items"]) == 2
+
+
 def test_batch_is_all_or_nothing_and_names_the_bad_game(client):
     key = make_ladder(client, auto_create_players=False)
     for name in "abc":

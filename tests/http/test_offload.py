@@ -11,7 +11,7 @@ import pytest
 
 from app.core import deadline
 from app.core.errors import TooManyRequests
-from app.http.offload import ANONYMOUS_WAITING, Lanes
+from app.http.offload import WAITING, Lanes
 
 
 def test_ladders_take_turns_and_one_never_holds_every_thread():
@@ -19,7 +19,7 @@ def test_ladders_take_turns_and_one_never_holds_every_thread():
         lanes, started = Lanes(2), []
 
         async def request(ladder: str) -> None:
-            await lanes.acquire(ladder, anonymous=False)
+            await lanes.acquire(ladder)
             started.append(ladder)
             await asyncio.sleep(0.01)
             lanes.release(ladder)
@@ -38,20 +38,41 @@ def test_ladders_take_turns_and_one_never_holds_every_thread():
     assert sorted(started) == ["a"] * 4 + ["b"] * 2 + ["c"]
 
 
-def test_a_ladder_with_too_many_anonymous_requests_waiting_gets_429_others_do_not():
+def test_a_ladder_with_too_many_requests_waiting_gets_429_others_do_not():
     async def scenario() -> None:
         lanes = Lanes(2)
-        await lanes.acquire("a", anonymous=True)  # running: a's share
-        waiting = [asyncio.create_task(lanes.acquire("a", anonymous=True)) for _ in range(ANONYMOUS_WAITING)]
+        await lanes.acquire("a")  # running: a's share
+        waiting = [asyncio.create_task(lanes.acquire("a")) for _ in range(WAITING)]
         await asyncio.sleep(0)
         with pytest.raises(TooManyRequests) as refused:
-            await lanes.acquire("a", anonymous=True)
+            await lanes.acquire("a")
         assert refused.value.retry_after == 1
-        await asyncio.wait_for(lanes.acquire("b", anonymous=True), 1)  # another ladder starts at once
+        await asyncio.wait_for(lanes.acquire("b"), 1)  # another ladder starts at once
         for task in waiting:
             task.cancel()
         await asyncio.gather(*waiting, return_exceptions=True)
         assert "a" not in lanes.queues  # cancelled waiters leave no trace
+
+    asyncio.run(scenario())
+
+
+def test_a_waiter_cancelled_before_it_wakes_is_passed_over_and_no_thread_is_lost():
+    """Waiters whose deadline passes are cancelled at once but leave their queue only when next run: a release in
+    between passes over them (it granted one and failed, and the thread was never given back)."""
+
+    async def scenario() -> None:
+        lanes = Lanes(2)
+        await lanes.acquire("a")
+        await lanes.acquire("b")
+        late = [asyncio.create_task(lanes.acquire(x)) for x in ("c", "c", "d")]
+        await asyncio.sleep(0)
+        for task in late:
+            task.cancel()  # their futures are cancelled now; the tasks have not run yet
+        lanes.release("a")  # before they run: nothing to grant
+        lanes.release("b")
+        await asyncio.gather(*late, return_exceptions=True)
+        assert lanes.busy() == 0 and not lanes.queues
+        await asyncio.wait_for(asyncio.gather(lanes.acquire("c"), lanes.acquire("e")), 1)  # both threads free
 
     asyncio.run(scenario())
 
