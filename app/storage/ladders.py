@@ -438,24 +438,49 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False, stamped: 
     Returns each ladder's new version.
     """
     connection = session.connection()
-    also = ", reset_version = version + 1" if reset else ""
     counts = session.info.pop("ladder_counts", {})
     fields = session.info.pop("ladder_fields", {})
-    versions, numbered = {}, []
-    for ladder_id in sorted(set(ladder_ids) | set(counts) | set(fields)):
-        players, games, draws, room = counts.get(ladder_id, (0, 0, 0, 0.0))
-        noted = events.noted(session, ladder_id)
-        field = ", field_sum = ?" if ladder_id in fields else ""
-        sql = (
-            f"UPDATE ladders SET version = version + 1{also}, players_count = players_count + ?, "
-            f"games_count = games_count + ?, draws = draws + ?, draw_room = draw_room + ?{field}, "
-            "last_event = last_event + ? WHERE id = ? RETURNING version, last_event"
-        )
-        values = (players, games, draws, float(room), *([fields[ladder_id]] if field else []), len(noted), ladder_id)
-        versions[ladder_id], last_event = driver_sql(connection, sql, values).one()
-        if not stamped:
-            stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
+    ids = sorted(set(ladder_ids) | set(counts) | set(fields))
+    if not ids:
+        return {}
+    noted = {ladder_id: events.noted(session, ladder_id) for ladder_id in ids}
+    rows = [
+        (ladder_id, *counts.get(ladder_id, (0, 0, 0, 0.0)), fields.get(ladder_id), len(noted[ladder_id]))
+        for ladder_id in ids
+    ]
+    found = driver_sql(connection, _bump_statement(connection.dialect.name, len(rows), reset), _flat(rows)).all()
+    versions = {int(ladder_id): int(version) for ladder_id, version, _ in found}
+    if not stamped:
+        stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
+        for ladder_id in ids:
             driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
-        numbered.append((ladder_id, versions[ladder_id], noted, last_event))
-    events.write(session, numbered)
+    last = {int(ladder_id): int(last_event) for ladder_id, _, last_event in found}
+    events.write(session, [(ladder_id, versions[ladder_id], noted[ladder_id], last[ladder_id]) for ladder_id in ids])
     return versions
+
+
+def _bump_statement(dialect: str, n: int, reset: bool) -> str:
+    """:func:`bump`'s one statement for ``n`` ladders, each row (id, players, games, draws, draw room, field sum
+    or NULL, events): on PostgreSQL their rows are locked in id order first (one order: no deadlocks)."""
+    field = "CAST(? AS JSON)" if dialect == "postgresql" else "?"
+    row = f"(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS FLOAT), {field}, "
+    row += "CAST(? AS BIGINT))"
+    tables = "v"
+    locked = ""
+    if dialect == "postgresql":
+        locked = ", locked AS (SELECT id FROM ladders WHERE id IN (SELECT id FROM v) ORDER BY id FOR UPDATE)"
+        tables = "v JOIN locked ON locked.id = v.id"
+    also = ", reset_version = ladders.version + 1" if reset else ""
+    return (
+        f"WITH v(id, players, games, draws, room, field, events) AS (VALUES {', '.join([row] * n)}){locked} "
+        f"UPDATE ladders SET version = ladders.version + 1{also}, players_count = ladders.players_count + v.players, "
+        "games_count = ladders.games_count + v.games, draws = ladders.draws + v.draws, "
+        "draw_room = ladders.draw_room + v.room, "
+        "field_sum = CASE WHEN v.field IS NULL THEN ladders.field_sum ELSE v.field END, "
+        f"last_event = ladders.last_event + v.events FROM {tables} WHERE ladders.id = v.id "
+        "RETURNING ladders.id, ladders.version, ladders.last_event"
+    )
+
+
+def _flat(rows: list[tuple]) -> tuple:
+    return tuple(value for row in rows for value in row)

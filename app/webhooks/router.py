@@ -171,13 +171,14 @@ async def slack_command(
     """A Slack slash command (e.g. `/pong`), as Slack sends it: signed with the ladder's signing secret (`PUT
     …/slack`), form-encoded.
 
-    `@ada 21-15` records a singles game between the user who typed it and ada, with those points (theirs first),
-    as `POST …/games` would; `top` answers the standings (the first 10); `help` says how. The user is the
-    ladder's player whose key or alias is their Slack member id (`user_id`, e.g. `U123ABC`); `user_name` is not
-    trusted. A request signed with another secret (or to a ladder that takes no slash commands, or none at all),
-    with a timestamp more than 5 minutes from now, or seen before (a replay) is refused with 401 or 409;
-    what the user must fix (an unknown player, an unreadable command) is answered to them alone
-    (`ephemeral`), and changes nothing.
+    `@ada 21-15` records a singles game between the user who typed it and ada, with those points (theirs first,
+    ASCII digits), as `POST …/games` would; `top` answers the standings (the first 10; on a private ladder only to
+    a user linked to one of its players, and to them alone); `help` says how. The user is the ladder's player
+    whose key or alias is their Slack member id (`user_id`, e.g. `U123ABC`); `user_name` is not trusted, and a
+    mention (`<@U456DEF|bob>`) names the member by id, never by the name it shows. A request signed with another
+    secret (or to a ladder that takes no slash commands, or none at all), with a timestamp more than 5 minutes
+    from now, or seen before (a replay) is refused with 401 or 409; what the user must fix (an unknown player, an
+    unreadable command) is answered to them alone (`ephemeral`), and changes nothing.
     """
     body = await request.body()
     ladder = await anyio.to_thread.run_sync(_verified, db, slug, timestamp, signature, body)

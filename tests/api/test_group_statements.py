@@ -1,0 +1,67 @@
+"""What a group of posts costs the database: its statements do not grow with its games, and grow with its ladders
+by two (each ladder's game numbers, and its players' rows); the games, participants, events, idempotency records
+and the ladders' versions and counts are one statement each, whatever the ladders."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import event
+
+from app.domain.access import Caller
+from app.games.intake import Post, request_hash
+from app.games.posts import apply_posts
+from app.games.schemas import GameIn
+from devtools.server import ADMIN_KEY
+from tests.conftest import admin
+
+
+@contextmanager
+def counted(engine) -> Iterator[list[str]]:
+    """Every statement sent on ``engine`` meanwhile (an ``executemany`` counts once: it is one round trip)."""
+    seen: list[str] = []
+
+    def note(conn, cursor, statement, *args) -> None:
+        seen.append(statement)
+
+    event.listen(engine, "before_cursor_execute", note)
+    try:
+        yield seen
+    finally:
+        event.remove(engine, "before_cursor_execute", note)
+
+
+def _posts(ladders: int, per_ladder: int, round_: int) -> list[Post]:
+    caller = Caller.of(ADMIN_KEY, ADMIN_KEY)
+    posts = []
+    for n in range(ladders):
+        for i in range(per_ladder):
+            # Players met before: a steady ladder's posts (a new player's row is one more insert, once).
+            game = GameIn.model_validate(
+                {
+                    "sides": [
+                        {"players": [f"p{i}"], "rank": 1 + round_ % 2},
+                        {"players": [f"q{i}"], "rank": 2 - round_ % 2},
+                    ]
+                }
+            )
+            posts.append(Post(f"l{n}", caller, [game], None, request_hash(game), batch=False))
+    return posts
+
+
+def test_a_groups_statements_grow_with_its_ladders_by_a_few_and_never_with_its_games(client):
+    for n in range(16):
+        assert client.post("/v1/ladders", json={"slug": f"l{n}", "auto_refit": False}, headers=admin()).is_success
+    db = client.app.state.db
+    db.write(lambda session: apply_posts(session, _posts(16, 16, 0)))  # every player exists from now on
+    cost = {}
+    for round_, (ladders, per_ladder) in enumerate([(1, 1), (1, 16), (16, 1), (16, 16)], start=1):
+        with counted(db.write_engine) as seen:
+            group = db.write(lambda session: apply_posts(session, _posts(ladders, per_ladder, round_)))
+        assert all(isinstance(outcome, dict) for outcome in group.outcomes)
+        cost[ladders, per_ladder] = len(seen)
+    print(f"\n{db.write_engine.dialect.name}: statements per group {cost}")
+    assert cost[1, 16] == cost[1, 1]  # 16 games to one ladder cost what one does
+    assert cost[16, 16] == cost[16, 1]  # and to 16 ladders
+    assert cost[16, 1] - cost[1, 1] <= 2 * 15  # each ladder more: two statements (its versions and counts: none)
