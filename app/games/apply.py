@@ -56,7 +56,9 @@ def import_games(
     check_post_seats(ladder, post)
     keys = [k for g in games for side in g.sides for k in side.players]
     locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, initial_vectors(ladder), post.names)
-    ids = apply_games(session, ladder, locked, games, progress, count=voided is None).ids
+    applied = apply_games(session, ladder, locked, games, progress, count=voided is None)
+    write(session, [applied], progress)
+    ids = applied.ids
     if voided is not None:
         for game_id in ids:
             storage.games.void(session, ladder.id, game_id, voided.by, voided.reason, voided.at)
@@ -89,7 +91,11 @@ class Applied:
     history: rating.History
     now: datetime
     field: np.ndarray  # the field's mean vector after the games
-    written: storage.players.Written | None = None  # the player rows, if the games count
+    #: The rows to write (:func:`write`): the games with their history, and the player rows if the games count,
+    #: with the ladder version the commit makes.
+    new: storage.games.NewGames
+    version: int
+    written: storage.players.Written | None = None
 
     def responses(self) -> list[dict]:
         """The API body of every game: the shape :func:`game_body` gives a stored game."""
@@ -150,6 +156,13 @@ def payloads(games: Sequence[GameIn]) -> list[dict]:
     return out
 
 
+def write(session: Session, applied: Sequence[Applied], progress: Progress = None) -> None:
+    """Write what :func:`apply_games` made of each ladder's games, every ladder's rows together: the games and
+    their history in one insert per table, the players' rows in one update."""
+    storage.games.insert(session, [a.new for a in applied], _stage(progress, "games"), _stage(progress, "history"))
+    storage.players.save(session, [(a.new.ladder_id, a.written, a.version) for a in applied if a.written])
+
+
 def apply_games(
     session: Session,
     ladder: LadderRow,
@@ -157,11 +170,9 @@ def apply_games(
     games: list[GameIn],
     progress: Progress,
     count: bool = True,
-    pending: list[storage.games.NewGames] | None = None,
 ) -> Applied:
-    """Apply the validated games to the locked rows (mathematics §3-§6) and write the log, history and (if they
-    ``count``) ratings; the log and history are added to ``pending`` instead, if given, for the caller to write
-    with other ladders' (:func:`app.storage.games.insert`)."""
+    """Apply the validated games to the locked rows (mathematics §3-§6): the game numbers, the ladder's counts,
+    seats and field, and the rows to :func:`write` (the log, the history and, if they ``count``, the ratings)."""
     stored = payloads(games)
     log = storage.log.encode(stored, locked.index, ladder.seat_index())
     # Shared state (the seats, the field's vector sum) is read under the ladder row's lock, which take_seqs takes:
@@ -206,10 +217,6 @@ def apply_games(
         seat_states=storage.games.seat_states(log, history, ladder.seats or []),
         variance_after=history.member_variance,
     )
-    if pending is None:
-        storage.games.insert(session, [new], _stage(progress, "games"), _stage(progress, "history"))
-    else:
-        pending.append(new)
     if count and seats is not None:
         storage.ladder_state.save_seat_state(session, ladder.id, history.seats)
     written = None
@@ -227,10 +234,11 @@ def apply_games(
         written = storage.players.Written(
             locked, history.C, counts, last_played, strength_then, experience, history.variance
         )
-        storage.players.save(session, ladder.id, written, version + 1)  # the version bump gives out
     storage.ladder_state.note_field(session, ladder.id, field_sum, field_count)
     field = field_sum / max(field_count, 1)
-    return Applied(ids, seqs, games, stored, played_at, list(locked.index), log, history, now, field, written)
+    # The players' rows are stamped with the version the ladders' bump gives out.
+    keys = list(locked.index)
+    return Applied(ids, seqs, games, stored, played_at, keys, log, history, now, field, new, version + 1, written)
 
 
 def _counters(

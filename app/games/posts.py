@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.core.errors import Conflict, Problem
 from app.domain.access import Caller, authorize, ladder_for_read
-from app.games.apply import apply_games, initial_vectors
+from app.games.apply import Applied, apply_games, initial_vectors, write
 from app.games.intake import (
     Post,
     Replayed,
@@ -110,9 +110,9 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
 
     group = Group(outcomes)  # type: ignore[arg-type]
     by_id = {ladder.id: ladder for ladder in ladders.values()}
-    # The ladders' games, and the responses recorded, are written together after the loop: one insert per table
-    # whatever the number of ladders in the group.
-    written: list[storage.games.NewGames] = []
+    # The ladders' games and players, and the responses recorded, are written together after the loop: one
+    # statement per table whatever the number of ladders in the group.
+    written: list[Applied] = []
     records: list[tuple[int, str, str, dict]] = []
     stamped = True
     for ladder_id in sorted(live):
@@ -134,7 +134,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         if not games:
             stamped = stamped and not (locked.created or locked.raced)  # rows made for nothing but replays: unsaved
             continue
-        applied = apply_games(session, ladder, locked, games, None, pending=written)
+        applied = apply_games(session, ladder, locked, games, None)
+        written.append(applied)
         storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))
         bodies = applied.responses()
         group.shown[ladder.id] = dict(zip(applied.seqs, bodies, strict=True))
@@ -153,7 +154,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         if applied.written is not None:
             group.written[ladder.id] = applied.written
     if written:
-        storage.games.insert(session, written)
+        write(session, written)
     storage.idempotency.remember(session, records, datetime.now(UTC))
     for n, first in same_as.items():
         outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -229,22 +228,33 @@ def existing(session: Session, ladder_id: int, keys: list[str]) -> set[str]:
     return found
 
 
-def save(session: Session, ladder_id: int, rows: Written, version: int) -> None:
-    """New vectors, counters, last-played times and strengths just after the game of the locked rows, in one
-    statement, stamped with the ladder's ``version`` this commit makes (each row written once, not again by
-    :func:`app.storage.ladders.bump`).  A player who plays is active again."""
-    columns: dict[str, Any] = {
-        "vector": codec.pack_rows(rows.C),
-        "last_played_at": rows.last_played,
-        "strength_then": rows.strength_then.tolist(),
-        "experience": rows.experience.tolist(),
-        "active": [True] * len(rows.locked.ids),
-    }
-    if rows.variance is not None:
-        columns["variance"] = rows.variance.tolist()
-    columns |= {name: rows.counts[:, n].tolist() for n, name in enumerate(COUNTERS)}
-    columns["changed_version"] = [version] * len(rows.locked.ids)
-    bulk_update(session.connection(), Player.__table__, ladder_id, ("id", rows.locked.ids.tolist()), columns)
+def save(session: Session, written: list[tuple[int, Written, int]]) -> None:
+    """New vectors, counters, last-played times and strengths just after the games of the locked rows of each
+    (ladder id, rows, version), stamped with the ladder's ``version`` this commit makes (each row written once,
+    not again by :func:`app.storage.ladders.bump`), in one statement whatever the ladders (two if some rate by
+    the variance rule and others not).  A player who plays is active again."""
+    for variance in (False, True):
+        part = [saved for saved in written if (saved[1].variance is not None) == variance]
+        if not part:
+            continue
+        columns: dict[str, list] = {name: [] for name in ("vector", "last_played_at", "strength_then", "experience")}
+        columns |= {"active": [], **({"variance": []} if variance else {}), **{name: [] for name in COUNTERS}}
+        columns["changed_version"] = []
+        keys: list[tuple[int, int]] = []
+        for ladder_id, rows, version in part:
+            n = len(rows.locked.ids)
+            keys += [(ladder_id, player_id) for player_id in rows.locked.ids.tolist()]
+            columns["vector"] += codec.pack_rows(rows.C)
+            columns["last_played_at"] += rows.last_played
+            columns["strength_then"] += rows.strength_then.tolist()
+            columns["experience"] += rows.experience.tolist()
+            columns["active"] += [True] * n
+            if rows.variance is not None:
+                columns["variance"] += rows.variance.tolist()
+            for c, name in enumerate(COUNTERS):
+                columns[name] += rows.counts[:, c].tolist()
+            columns["changed_version"] += [version] * n
+        bulk_update(session.connection(), Player.__table__, None, (("ladder_id", "id"), keys), columns)
 
 
 def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:

@@ -96,7 +96,7 @@ def bulk_insert(
 def bulk_update(
     connection: Connection,
     table: Table,
-    ladder_id: int,
+    ladder_id: int | None,
     where: tuple[str | tuple[str, ...], Sequence],
     columns: dict[str, Sequence],
 ) -> None:
@@ -106,7 +106,8 @@ def bulk_update(
     A composite key is given as a tuple of column names and a tuple of values per row.
     SQLite: one ``executemany``; PostgreSQL: ``UPDATE … FROM unnest(…)``, one statement per chunk.  Each
     statement also matches ``ladder_id = ?`` (one value, not a column of the rows): a database distributed by
-    ladder sends it to the ladder's shard.
+    ladder sends it to the ladder's shard.  Rows of several ladders: ``ladder_id`` None, and ``ladder_id`` one of
+    the key columns.
     """
     names, values = where
     if not len(values):
@@ -120,14 +121,14 @@ def bulk_update(
         assignments = ", ".join(f"{name} = v.{name}" for name in columns)
         match = " AND ".join(f"{table.name}.{name} = v.{name}" for name in key_names)
         alias = ", ".join([*columns, *key_names])
-        statement = (
-            f"UPDATE {table.name} SET {assignments} FROM {{rows}} AS v({alias}) "
-            f"WHERE {match} AND {table.name}.ladder_id = ?"
-        )
+        one = f" AND {table.name}.ladder_id = ?" if ladder_id is not None else ""
+        statement = f"UPDATE {table.name} SET {assignments} FROM {{rows}} AS v({alias}) WHERE {match}{one}"
         values = _driver_columns(connection, table, {**columns, **key_columns})
-        _unnest(connection, table, [*columns, *key_names], values, statement, None, (ladder_id,))
+        after = (ladder_id,) if ladder_id is not None else ()
+        _unnest(connection, table, [*columns, *key_names], values, statement, None, after)
         return
-    key_columns["ladder_id"] = [ladder_id] * len(values)
+    if ladder_id is not None:
+        key_columns["ladder_id"] = [ladder_id] * len(values)
     rows = _driver_rows(connection, table, {**columns, **key_columns})
     assignments = ", ".join(f"{name} = ?" for name in columns)
     match = " AND ".join(f"{name} = ?" for name in key_columns)
