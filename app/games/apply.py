@@ -173,6 +173,33 @@ def apply_games(
 ) -> Applied:
     """Apply the validated games to the locked rows (mathematics §3-§6): the game numbers, the ladder's counts,
     seats and field, and the rows to :func:`write` (the log, the history and, if they ``count``, the ratings)."""
+    rated = replay(session, ladder, locked, games, progress)
+    taken = rated.taken if rated.taken is not None else storage.ladders.take_seqs(session, ladder, len(games))
+    return finish(session, rated, taken, count)
+
+
+@dataclass
+class Rated:
+    """A ladder's games replayed on its locked rows, before they are numbered (:func:`finish`)."""
+
+    ladder: LadderRow
+    locked: storage.players.Locked
+    games: list[GameIn]
+    stored: list[dict]
+    log: rating.GameLog
+    played_at: list[datetime]
+    now: datetime
+    history: rating.History
+    #: The ladder's seats as the replay started from them, and the games' numbers, taken before the replay to read
+    #: them under the ladder row's lock (None: no game takes a seat; the numbers are taken after the replay).
+    seats: rating.Seats | None
+    taken: storage.ladders.Taken | None
+
+
+def replay(
+    session: Session, ladder: LadderRow, locked: storage.players.Locked, games: list[GameIn], progress: Progress
+) -> Rated:
+    """The games replayed on the locked rows with the per-game rule (mathematics §3-§6), nothing written."""
     stored = payloads(games)
     log = storage.log.encode(stored, locked.index, ladder.seat_index())
     # Shared state (the seats, the field's vector sum) is read under the ladder row's lock, which take_seqs takes:
@@ -191,7 +218,15 @@ def apply_games(
     history = rating.replay_history(
         locked.C, log, rate, _stage(progress, "rating"), games0=state, seats=seats, times=times
     )
-    seqs, kept, version, ids = taken or storage.ladders.take_seqs(session, ladder, len(games))
+    return Rated(ladder, locked, games, stored, log, played_at, now, history, seats, taken)
+
+
+def finish(session: Session, rated: Rated, taken: storage.ladders.Taken, count: bool = True) -> Applied:
+    """The replayed games numbered (``taken``: :func:`app.storage.ladders.take_seqs`), with the ladder's counts,
+    seats and field, and the rows to :func:`write`."""
+    ladder, locked, games, stored, log = rated.ladder, rated.locked, rated.games, rated.stored, rated.log
+    played_at, now, history, seats = rated.played_at, rated.now, rated.history, rated.seats
+    seqs, kept, version, ids = taken
     created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
     field_sum, field_count = storage.ladder_state.field_sum(session, ladder, created, recount=locked.raced, kept=kept)
     ids = ids or storage.games.allocate_ids(session, len(games))

@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.core.errors import Conflict, Problem
 from app.domain.access import Caller, authorize, ladder_for_read
-from app.games.apply import Applied, apply_games, initial_vectors, write
+from app.games.apply import Applied, Rated, finish, initial_vectors, replay, write
 from app.games.intake import (
     Post,
     Replayed,
@@ -113,6 +113,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     # The ladders' games and players, and the responses recorded, are written together after the loop: one
     # statement per table whatever the number of ladders in the group.
     written: list[Applied] = []
+    rated: dict[int, Rated] = {}
     records: list[tuple[int, str, str, dict]] = []
     stamped = True
     for ladder_id in sorted(live):
@@ -134,7 +135,15 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         if not games:
             stamped = stamped and not (locked.created or locked.raced)  # rows made for nothing but replays: unsaved
             continue
-        applied = apply_games(session, ladder, locked, games, None)
+        rated[ladder_id] = replay(session, ladder, locked, games, None)
+    # Every ladder's game numbers in one statement, its row locked until the commit: after the players' rows and
+    # the replays, so the ladders' rows are held for the writes alone (those whose games take seats took theirs
+    # before the replay, to read the seats under the lock).
+    wanted = [(r.ladder, len(r.games)) for r in rated.values() if r.taken is None]
+    taken = storage.ladders.take_seqs_of(session, wanted) if wanted else {}
+    for ladder_id, games_rated in rated.items():
+        ladder, members = by_id[ladder_id], live[ladder_id]
+        applied = finish(session, games_rated, taken[ladder_id] if games_rated.taken is None else games_rated.taken)
         written.append(applied)
         storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))
         bodies = applied.responses()
@@ -150,7 +159,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
                 post.then(session, ladder, outcomes[n])
             if post.record_key is not None:
                 records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
-        group.applied[ladder.id] = len(games)
+        group.applied[ladder.id] = len(games_rated.games)
         if applied.written is not None:
             group.written[ladder.id] = applied.written
     if written:

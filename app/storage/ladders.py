@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import numpy as np
 from sqlalchemy import Engine, case, func, select
@@ -387,30 +388,56 @@ _WRITE_SETTINGS = (
 )
 
 
-def take_seqs(session: Session, ladder: LadderRow, n: int) -> tuple[list[int], dict | None, int, list[int] | None]:
-    """The next ``n`` game numbers of the ladder (1, 2, 3, …), its kept field sum as of now (``kept`` for
-    :func:`~app.storage.ladder_state.field_sum`), its version (:func:`bump` gives out the next one) and, on
-    PostgreSQL, ``n`` new game ids (:func:`app.storage.games.allocate_ids`), in one statement.
+class Taken(NamedTuple):
+    """A ladder's next game numbers, its kept field sum, its version and (PostgreSQL) new game ids."""
 
-    This locks the ladder's row until the commit (on PostgreSQL other writers
-    of the ladder wait here), so take them after the players' rows, just
-    before the games are written, for numbers in the order the games commit.
-    :class:`LadderChanged` if a setting the transaction's ``ladder`` read
-    before has changed meanwhile (k, the learning rate, how keys match): the
-    caller retries with the ladder as it is now.
+    seqs: list[int]
+    kept: dict | None
+    version: int
+    ids: list[int] | None
+
+
+def take_seqs(session: Session, ladder: LadderRow, n: int) -> Taken:
+    """:func:`take_seqs_of` one ladder."""
+    return take_seqs_of(session, [(ladder, n)])[ladder.id]
+
+
+def take_seqs_of(session: Session, wanted: list[tuple[LadderRow, int]]) -> dict[int, Taken]:
+    """For each (ladder, n): its next ``n`` game numbers (1, 2, 3, …), its kept field sum as of now (``kept`` for
+    :func:`~app.storage.ladder_state.field_sum`), its version (:func:`bump` gives out the next one) and, on
+    PostgreSQL, ``n`` new game ids (:func:`app.storage.games.allocate_ids`), in one statement whatever the ladders.
+
+    This locks the ladders' rows until the commit (on PostgreSQL other writers
+    of a ladder wait here; the rows are locked in id order), so take them after
+    the players' rows, just before the games are written, for numbers in the
+    order the games commit.  :class:`LadderChanged` if a setting the
+    transaction's ``ladder`` read before has changed meanwhile (k, the learning
+    rate, how keys match): the caller retries with the ladder as it is now.
     """
-    settings = ", ".join(_WRITE_SETTINGS)
-    sql = f"UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, field_sum, version, {settings}"
-    parameters: tuple = (n, ladder.id)
     postgresql = session.get_bind().dialect.name == "postgresql"
+    rows = ", ".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(wanted))
+    settings = ", ".join(f"ladders.{name}" for name in _WRITE_SETTINGS)
+    locked, tables, ids = "", "v", ""
     if postgresql:
-        sql += f", ({NEW_GAME_IDS})"
-        parameters += (n,)
-    last, kept, version, *now = driver_sql(session.connection(), sql, parameters).one()
-    ids = sorted(now.pop()) if postgresql else None
-    if tuple(now) != tuple(getattr(ladder, name) for name in _WRITE_SETTINGS):
-        raise LadderChanged()
-    return list(range(last - n + 1, last + 1)), json.loads(kept) if isinstance(kept, str) else kept, version, ids
+        locked = ", locked AS (SELECT id FROM ladders WHERE id IN (SELECT id FROM v) ORDER BY id FOR UPDATE)"
+        tables = "v JOIN locked ON locked.id = v.id"
+        ids = f", ({NEW_GAME_IDS.replace('?', 'v.n')})"
+    sql = (
+        f"WITH v(id, n) AS (VALUES {rows}){locked} UPDATE ladders SET last_seq = ladders.last_seq + v.n "
+        f"FROM {tables} WHERE ladders.id = v.id "
+        f"RETURNING ladders.id, ladders.last_seq, ladders.field_sum, ladders.version, {settings}{ids}"
+    )
+    parameters = tuple(value for ladder, n in wanted for value in (ladder.id, n))
+    found = {int(row[0]): row[1:] for row in driver_sql(session.connection(), sql, parameters).all()}
+    taken = {}
+    for ladder, n in wanted:
+        last, kept, version, *now = found[ladder.id]
+        new_ids = sorted(now.pop()) if postgresql else None
+        if tuple(now) != tuple(getattr(ladder, name) for name in _WRITE_SETTINGS):
+            raise LadderChanged()
+        seqs = list(range(last - n + 1, last + 1))
+        taken[ladder.id] = Taken(seqs, json.loads(kept) if isinstance(kept, str) else kept, version, new_ids)
+    return taken
 
 
 def log_events(session: Session, ladder_id: int) -> None:
