@@ -75,10 +75,11 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     same_as: dict[int, int] = {}
     external: dict[int, set[str]] = {}
     now = datetime.now(UTC)
+    known = storage.ladders.by_slugs(session, sorted({post.slug for post in posts}))  # as they are now
     for n, post in enumerate(posts):
         try:
             if post.slug not in ladders:
-                ladders[post.slug] = ladder_for_read(session, post.slug, fresh=True)
+                ladders[post.slug] = known.get(post.slug) or ladder_for_read(session, post.slug, fresh=True)
             ladder = ladders[post.slug]
             allowed = (ladder.id, post.caller)
             if allowed not in keys_checked:  # every post's own key, looked up once per group
@@ -116,12 +117,19 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     rated: dict[int, Rated] = {}
     records: list[tuple[int, str, str, dict]] = []
     stamped = True
-    for ladder_id in sorted(live):
+    players = {
+        ladder_id: [k for n in live[ladder_id] for g in posts[n].games for side in g.sides for k in side.players]
+        for ladder_id in sorted(live)
+    }
+    wanted = []
+    for ladder_id, keys in players.items():
         ladder = by_id[ladder_id]
-        members = live[ladder_id]
-        keys = [k for n in members for g in posts[n].games for side in g.sides for k in side.players]
-        names = {key: name for n in reversed(members) for key, name in posts[n].names.items()}
-        locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, initial_vectors(ladder), names)
+        names = {key: name for n in reversed(live[ladder_id]) for key, name in posts[n].names.items()}
+        wanted.append((ladder_id, 2 * ladder.k, keys, initial_vectors(ladder), names))
+    # Every ladder's players locked together, in id order.
+    locks = storage.players.lock_many(session, wanted) if wanted else {}
+    for ladder_id, keys in players.items():
+        ladder, members, locked = by_id[ladder_id], live[ladder_id], locks[ladder_id]
         if len(locked.index) < len(set(keys)):
             raise Conflict("a player disappeared while the game was applied", field="sides")  # retried one by one
         # A concurrent identical request (another worker) may have committed while we waited for the locks.

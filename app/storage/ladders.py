@@ -200,6 +200,22 @@ def by_slug(session: Session, slug: str) -> LadderRow | None:
     return ladder
 
 
+def by_slugs(session: Session, slugs: list[str]) -> dict[str, LadderRow]:
+    """:func:`by_slug` of several ladders in one statement, for those whose id this process knows (the others, to
+    be read by :func:`by_slug`, are left out)."""
+    held = cache.of(session, "ladders")
+    ids = sorted({held[slug].id for slug in slugs if slug in held})
+    if not ids:
+        return {}
+    sql = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE id IN ({', '.join('?' * len(ids))}) "
+    found = {}
+    for row in fetch_typed(session, sql + "AND deleted_at IS NULL", tuple(ids), _COLUMNS):
+        ladder = _row(row, session)
+        if ladder.slug in slugs:
+            found[ladder.slug] = held[ladder.slug] = ladder
+    return found
+
+
 def cached(session: Session, slug: str) -> LadderRow | None:
     """The ladder from this process's cache, read again if a change since moved its reset version (its k, its
     learning rate, how its keys match, its aliases).

@@ -74,7 +74,51 @@ def lock(
     resolved its keys) is absent too: the caller retries.
     """
     keys = sorted(set(keys))
-    rows = _select_for_update(session, ladder_id, keys)
+    return _lock(session, ladder_id, dim, keys, initial, names, _select_for_update(session, ladder_id, keys))
+
+
+def lock_many(
+    session: Session,
+    wanted: list[tuple[int, int, list[str], Callable[[list[str]], np.ndarray] | None, Mapping[str, str] | None]],
+) -> dict[int, Locked]:
+    """:func:`lock` of several ladders' players, each (ladder id, dim, keys, initial, names): one statement for
+    them all, the rows locked in id order (one order whatever the ladders: no deadlocks); a ladder with players to
+    create then locks its own again, as :func:`lock` does."""
+    pairs = [(ladder_id, key) for ladder_id, _, keys, _, _ in wanted for key in sorted(set(keys))]
+    if len(wanted) == 1 or len(pairs) > MAX_KEYS_IN_QUERY:
+        return {
+            ladder_id: lock(session, ladder_id, dim, keys, initial, names)
+            for ladder_id, dim, keys, initial, names in wanted
+        }
+    order = "+players.id" if session.get_bind().dialect.name == "sqlite" else "players.id"
+    values = ", ".join(["(?, ?)"] * len(pairs))
+    sql = (
+        f"SELECT players.ladder_id, {', '.join(f'players.{c.name}' for c in _LOCK_COLUMNS)} FROM players "
+        f"WHERE (players.ladder_id, players.key) IN (VALUES {values}) ORDER BY {order} FOR UPDATE"
+    )
+    rows = fetch_typed(
+        session, sql, tuple(v for pair in pairs for v in pair), [Player.__table__.c.ladder_id, *_LOCK_COLUMNS]
+    )
+    found: dict[int, list] = {}
+    for row in rows:
+        found.setdefault(int(row[0]), []).append(row[1:])
+    return {
+        ladder_id: _lock(session, ladder_id, dim, sorted(set(keys)), initial, names, found.get(ladder_id, []))
+        for ladder_id, dim, keys, initial, names in wanted
+    }
+
+
+def _lock(
+    session: Session,
+    ladder_id: int,
+    dim: int,
+    keys: list[str],
+    initial: Callable[[list[str]], np.ndarray] | None,
+    names: Mapping[str, str] | None,
+    rows: list,
+) -> Locked:
+    """:func:`lock`'s result from the rows of ``keys`` (sorted, distinct) found locked: missing players created
+    first (``initial``), and the rows locked again."""
     missing: list[str] = []
     given: list[str | None] = []
     now, raced = None, False

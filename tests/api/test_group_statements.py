@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import psycopg
 from sqlalchemy import event
 
 from app.domain.access import Caller
@@ -19,17 +20,49 @@ from tests.conftest import admin
 
 @contextmanager
 def counted(engine) -> Iterator[list[str]]:
-    """Every statement sent on ``engine`` meanwhile (an ``executemany`` counts once: it is one round trip)."""
+    """Every statement the database runs for ``engine``'s connections meanwhile, those sent past SQLAlchemy
+    straight through the driver too (the hot reads do); an ``executemany`` counts once."""
     seen: list[str] = []
+    touched: list = []
+    many: list[int] = []  # SQLite's trace shows each row of an executemany: the rows past the first, to take off
 
-    def note(conn, cursor, statement, *args) -> None:
-        seen.append(statement)
+    def checkout(dbapi_connection, record, proxy) -> None:
+        touched.append(dbapi_connection)
+        if engine.dialect.name == "sqlite":
+            dbapi_connection.set_trace_callback(seen.append)
+        else:
+            dbapi_connection.cursor_factory = _counting(seen)
 
-    event.listen(engine, "before_cursor_execute", note)
+    def executing(conn, cursor, statement, parameters, context, executemany) -> None:
+        if executemany and engine.dialect.name == "sqlite":
+            many.append(len(parameters) - 1)
+
+    event.listen(engine, "checkout", checkout)
+    event.listen(engine, "before_cursor_execute", executing)
     try:
         yield seen
     finally:
-        event.remove(engine, "before_cursor_execute", note)
+        event.remove(engine, "checkout", checkout)
+        event.remove(engine, "before_cursor_execute", executing)
+        for dbapi_connection in touched:
+            if engine.dialect.name == "sqlite":
+                dbapi_connection.set_trace_callback(None)
+            else:
+                dbapi_connection.cursor_factory = psycopg.Cursor
+        del seen[len(seen) - sum(many) :]  # (the count is what matters; the texts are for a failure's message)
+
+
+def _counting(seen: list[str]) -> type:
+    class Counting(psycopg.Cursor):
+        def execute(self, query, *args, **kwargs):
+            seen.append(str(query))
+            return super().execute(query, *args, **kwargs)
+
+        def executemany(self, query, *args, **kwargs):
+            seen.append(str(query))
+            return super().executemany(query, *args, **kwargs)
+
+    return Counting
 
 
 def _posts(ladders: int, per_ladder: int, round_: int) -> list[Post]:
