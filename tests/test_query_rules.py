@@ -63,6 +63,14 @@ CROSS_LADDER = {
     "insert into ladders ",
     # SQLite's next game ids (storage.games.allocate_ids): a SQLite database is one file, never distributed.
     "select max(id) from games",
+    # A group commit of several ladders' posts (SQLite's one lane: a SQLite database is never distributed; a lane's
+    # group of one ladder, PostgreSQL's, goes by its ladder): the ladders read, their players locked, their game
+    # numbers, their players' rows and their versions, one statement each whatever the ladders.
+    "from ladders where id in (",
+    "where (players.ladder_id, players.key) in (values",
+    "with v(id, n) as (values",
+    "where players.ladder_id = v.ladder_id and players.id = v.id",
+    "with v(id, players, games, draws, room, field, events) as (values",
     # Each server's webhook dispatcher, every second: the webhooks of any ladder with work (storage.webhooks.due).
     "from webhooks join ladders on ladders.id = webhooks.ladder_id where",
 }

@@ -207,9 +207,11 @@ def by_slugs(session: Session, slugs: list[str]) -> dict[str, LadderRow]:
     ids = sorted({held[slug].id for slug in slugs if slug in held})
     if not ids:
         return {}
-    sql = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE id IN ({', '.join('?' * len(ids))}) "
+    # One ladder (a lane's group on PostgreSQL) by ``id = ?``, which a database sharded by ladder routes to its shard.
+    where = "id = ?" if len(ids) == 1 else f"id IN ({', '.join('?' * len(ids))})"
+    sql = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE {where} AND deleted_at IS NULL"
     found = {}
-    for row in fetch_typed(session, sql + "AND deleted_at IS NULL", tuple(ids), _COLUMNS):
+    for row in fetch_typed(session, sql, tuple(ids), _COLUMNS):
         ladder = _row(row, session)
         if ladder.slug in slugs:
             found[ladder.slug] = held[ladder.slug] = ladder
@@ -431,6 +433,8 @@ def take_seqs_of(session: Session, wanted: list[tuple[LadderRow, int]]) -> dict[
     rate, how keys match): the caller retries with the ladder as it is now.
     """
     postgresql = session.get_bind().dialect.name == "postgresql"
+    if len(wanted) == 1:  # by ``id = ?``: routed to the ladder's shard where the ladders are distributed
+        return {wanted[0][0].id: _take_one(session, *wanted[0], postgresql)}
     rows = ", ".join(["(CAST(? AS BIGINT), CAST(? AS BIGINT))"] * len(wanted))
     settings = ", ".join(f"ladders.{name}" for name in _WRITE_SETTINGS)
     locked, tables, ids = "", "v", ""
@@ -445,15 +449,29 @@ def take_seqs_of(session: Session, wanted: list[tuple[LadderRow, int]]) -> dict[
     )
     parameters = tuple(value for ladder, n in wanted for value in (ladder.id, n))
     found = {int(row[0]): row[1:] for row in driver_sql(session.connection(), sql, parameters).all()}
-    taken = {}
-    for ladder, n in wanted:
-        last, kept, version, *now = found[ladder.id]
-        new_ids = sorted(now.pop()) if postgresql else None
-        if tuple(now) != tuple(getattr(ladder, name) for name in _WRITE_SETTINGS):
-            raise LadderChanged()
-        seqs = list(range(last - n + 1, last + 1))
-        taken[ladder.id] = Taken(seqs, json.loads(kept) if isinstance(kept, str) else kept, version, new_ids)
-    return taken
+    return {ladder.id: _taken(ladder, n, found[ladder.id], postgresql) for ladder, n in wanted}
+
+
+def _take_one(session: Session, ladder: LadderRow, n: int, postgresql: bool) -> Taken:
+    settings = ", ".join(_WRITE_SETTINGS)
+    sql = f"UPDATE ladders SET last_seq = last_seq + ? WHERE id = ? RETURNING last_seq, field_sum, version, {settings}"
+    parameters: tuple = (n, ladder.id)
+    if postgresql:
+        sql += f", ({NEW_GAME_IDS})"
+        parameters += (n,)
+    return _taken(ladder, n, tuple(driver_sql(session.connection(), sql, parameters).one()), postgresql)
+
+
+def _taken(ladder: LadderRow, n: int, row: tuple, postgresql: bool) -> Taken:
+    """A ladder's :class:`Taken` from its row as the update returned it; :class:`LadderChanged` if a setting the
+    transaction read before has changed."""
+    last, kept, version, *now = row
+    new_ids = sorted(now.pop()) if postgresql else None
+    if tuple(now) != tuple(getattr(ladder, name) for name in _WRITE_SETTINGS):
+        raise LadderChanged()
+    return Taken(
+        list(range(last - n + 1, last + 1)), json.loads(kept) if isinstance(kept, str) else kept, version, new_ids
+    )
 
 
 def log_events(session: Session, ladder_id: int) -> None:
@@ -491,7 +509,10 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False, stamped: 
         (ladder_id, *counts.get(ladder_id, (0, 0, 0, 0.0)), fields.get(ladder_id), len(noted[ladder_id]))
         for ladder_id in ids
     ]
-    found = driver_sql(connection, _bump_statement(connection.dialect.name, len(rows), reset), _flat(rows)).all()
+    if len(rows) == 1:  # by ``id = ?``: routed to the ladder's shard where the ladders are distributed
+        found = driver_sql(connection, _bump_one(reset, rows[0][5] is not None), _one(rows[0])).all()
+    else:
+        found = driver_sql(connection, _bump_statement(connection.dialect.name, len(rows), reset), _flat(rows)).all()
     versions = {int(ladder_id): int(version) for ladder_id, version, _ in found}
     if not stamped:
         stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
@@ -523,6 +544,22 @@ def _bump_statement(dialect: str, n: int, reset: bool) -> str:
         f"last_event = ladders.last_event + v.events FROM {tables} WHERE ladders.id = v.id "
         "RETURNING ladders.id, ladders.version, ladders.last_event"
     )
+
+
+def _bump_one(reset: bool, field: bool) -> str:
+    also = ", reset_version = version + 1" if reset else ""
+    kept = ", field_sum = ?" if field else ""
+    return (
+        f"UPDATE ladders SET version = version + 1{also}, players_count = players_count + ?, "
+        f"games_count = games_count + ?, draws = draws + ?, draw_room = draw_room + ?{kept}, "
+        "last_event = last_event + ? WHERE id = ? RETURNING id, version, last_event"
+    )
+
+
+def _one(row: tuple) -> tuple:
+    """One ladder's row of :func:`bump` as :func:`_bump_one` takes its parameters."""
+    ladder_id, players, games, draws, room, field, events = row
+    return (players, games, draws, float(room), *([field] if field is not None else []), events, ladder_id)
 
 
 def _flat(rows: list[tuple]) -> tuple:

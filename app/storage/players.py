@@ -298,7 +298,12 @@ def save(session: Session, written: list[tuple[int, Written, int]]) -> None:
             for c, name in enumerate(COUNTERS):
                 columns[name] += rows.counts[:, c].tolist()
             columns["changed_version"] += [version] * n
-        bulk_update(session.connection(), Player.__table__, None, (("ladder_id", "id"), keys), columns)
+        ladders = {ladder_id for ladder_id, _ in keys}
+        if len(ladders) == 1:  # by ``ladder_id = ?``: routed to the ladder's shard where the ladders are distributed
+            ids = [player_id for _, player_id in keys]
+            bulk_update(session.connection(), Player.__table__, ladders.pop(), ("id", ids), columns)
+        else:
+            bulk_update(session.connection(), Player.__table__, None, (("ladder_id", "id"), keys), columns)
 
 
 def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:
