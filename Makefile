@@ -45,6 +45,7 @@ bench: $(VENV)/.installed
 	$(PY) bench/bench_api.py
 	$(PY) bench/bench_scale.py
 	$(PY) bench/bench_mixed.py
+	$(PY) bench/bench_heavy_ladder.py
 	$(PY) bench/bench_apply.py
 	$(PY) bench/bench_import.py
 	$(PY) bench/bench_void.py

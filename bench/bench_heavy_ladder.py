@@ -30,6 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from app.core.migrate import upgrade  # noqa: E402
 from devtools.hub import hub_ladder, ladder  # noqa: E402
 from devtools.postgres import PostgresServer  # noqa: E402
 from devtools.server import live_server  # noqa: E402
@@ -38,7 +39,7 @@ RESULTS = Path(__file__).parent / "results"
 HEAVY = (
     ["/players/hub/opponents?purpose=comparable", "/players/hub/opponents", "/players/hub/opponents?purpose=next"]
     + ["/players/hub/opponents?purpose=comparable&cursor=10"]
-    + [f"/players/hub/head-to-head?cursor={n}" for n in range(4)]
+    + [f"/players/hub/head-to-head?cursor={n}" for n in range(1, 5)]
     + [f"/moments?since={n}&limit=100" for n in range(20)]
 )
 PROBES = {
@@ -100,6 +101,7 @@ def quantiles(times: dict[str, list[float]]) -> dict[str, dict[str, float]]:
 
 
 def run(database: str, url: str, singles: int, free_for_alls: int) -> dict:
+    upgrade(url)
     with live_server(url) as base:
         started = time.perf_counter()
         hub_ladder(base, "hub", singles, free_for_alls)
