@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from app.core.migrate import upgrade  # noqa: E402
-from devtools.hub import hub_ladder, ladder  # noqa: E402
+from devtools.hub import PROBES, hub_ladder, light_ladder, probe  # noqa: E402
 from devtools.postgres import PostgresServer  # noqa: E402
 from devtools.server import live_server  # noqa: E402
 
@@ -42,30 +42,6 @@ HEAVY = (
     + [f"/players/hub/head-to-head?cursor={n}" for n in range(1, 5)]
     + [f"/moments?since={n}&limit=100" for n in range(20)]
 )
-PROBES = {
-    "healthz": ("GET", "/healthz", None),
-    "opponents": ("GET", "/v1/ladders/other/players/p1/opponents", None),
-    "games": ("GET", "/v1/ladders/other/games?limit=5", None),
-    "post": (
-        "POST",
-        "/v1/ladders/other/games",
-        {"sides": [{"players": ["p1"], "rank": 1}, {"players": ["p2"], "rank": 2}]},
-    ),
-}
-
-
-def probe(base: str, key: str, done, measured) -> None:
-    """Each probe in turn until ``done``: every latency (seconds) and status."""
-    times: dict[str, list[float]] = {name: [] for name in PROBES}
-    statuses: list[int] = []
-    with httpx.Client(base_url=base, timeout=120, headers={"Authorization": f"Bearer {key}"}) as client:
-        while not done.is_set():
-            for name, (method, path, body) in PROBES.items():
-                start = time.perf_counter()
-                statuses.append(client.request(method, path, json=body).status_code)
-                times[name].append(time.perf_counter() - start)
-            time.sleep(0.02)
-    measured.put((times, statuses))
 
 
 def probed(base: str, key: str, seconds: float | None, heavy: list[str]) -> tuple[dict, list, list]:
@@ -106,19 +82,12 @@ def run(database: str, url: str, singles: int, free_for_alls: int) -> dict:
         started = time.perf_counter()
         hub_ladder(base, "hub", singles, free_for_alls)
         built = time.perf_counter() - started
-        headers = ladder(base, "other")
-        rng = np.random.default_rng(1)
-        games = [
-            {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}]}
-            for i, j in (rng.choice(10, size=2, replace=False) for _ in range(200))
-        ]
-        httpx.post(base + "/v1/ladders/other/games/batch", json={"games": games}, headers=headers, timeout=60)
+        key = light_ladder(base)
         alone = {}
         for path in dict.fromkeys(p.split("&cursor")[0].split("?cursor")[0] for p in HEAVY[:5] + HEAVY[8:9]):
             start = time.perf_counter()
             status = httpx.get(base + "/v1/ladders/hub" + path, timeout=120).status_code
             alone[path] = {"status": status, "seconds": time.perf_counter() - start}
-        key = headers["Authorization"].removeprefix("Bearer ")
         quiet, _, _ = probed(base, key, 5, [])
         loaded, statuses, answers = probed(base, key, None, HEAVY)
     return {

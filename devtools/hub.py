@@ -3,6 +3,8 @@ the API takes (64 sides of 32 players), for the tests and benchmarks of heavy re
 
 from __future__ import annotations
 
+import time
+
 import httpx
 import numpy as np
 
@@ -42,3 +44,44 @@ def hub_ladder(base: str, slug: str, singles: int, free_for_alls: int, seed: int
             r = client.post("/games", json={"sides": sides})
             assert r.status_code == 201, r.text
     return headers
+
+
+#: What a light ladder's users ask while the hub is read: liveness, its opponents, its latest games, a post.
+PROBES = {
+    "healthz": ("GET", "/healthz", None),
+    "opponents": ("GET", "/v1/ladders/other/players/p1/opponents", None),
+    "games": ("GET", "/v1/ladders/other/games?limit=5", None),
+    "post": (
+        "POST",
+        "/v1/ladders/other/games",
+        {"sides": [{"players": ["p1"], "rank": 1}, {"players": ["p2"], "rank": 2}]},
+    ),
+}
+
+
+def light_ladder(base: str) -> str:
+    """The ladder "other" the probes ask about: 10 players, 200 games; its write key."""
+    headers = ladder(base, "other")
+    rng = np.random.default_rng(1)
+    games = [
+        {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}]}
+        for i, j in (rng.choice(10, size=2, replace=False) for _ in range(200))
+    ]
+    r = httpx.post(base + "/v1/ladders/other/games/batch", json={"games": games}, headers=headers, timeout=60)
+    assert r.status_code == 201, r.text
+    return headers["Authorization"].removeprefix("Bearer ")
+
+
+def probe(base: str, key: str, done, measured) -> None:
+    """Each of :data:`PROBES` in turn until ``done`` (run it in a process of its own): every latency (seconds) and
+    status, put on ``measured``."""
+    times: dict[str, list[float]] = {name: [] for name in PROBES}
+    statuses: list[int] = []
+    with httpx.Client(base_url=base, timeout=120, headers={"Authorization": f"Bearer {key}"}) as client:
+        while not done.is_set():
+            for name, (method, path, body) in PROBES.items():
+                start = time.perf_counter()
+                statuses.append(client.request(method, path, json=body).status_code)
+                times[name].append(time.perf_counter() - start)
+            time.sleep(0.02)
+    measured.put((times, statuses))

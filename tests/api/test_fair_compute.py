@@ -11,7 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
-from devtools.hub import hub_ladder, ladder
+from devtools.hub import hub_ladder, light_ladder, probe
 
 pytestmark = pytest.mark.serial  # latency bounds under a load the test makes itself
 
@@ -24,44 +24,11 @@ HEAVY = (
 )
 
 
-def _probe(base: str, done, measured) -> None:
-    """Liveness, and the other ladder's opponents, games and a post, in turn until ``done``: every latency."""
-    write = {"Authorization": f"Bearer {base.split('#')[1]}"}
-    base = base.split("#")[0]
-    calls = {
-        "healthz": ("GET", "/healthz", None),
-        "opponents": ("GET", "/v1/ladders/other/players/p1/opponents", None),
-        "games": ("GET", "/v1/ladders/other/games?limit=5", None),
-        "post": (
-            "POST",
-            "/v1/ladders/other/games",
-            {"sides": [{"players": ["p1"], "rank": 1}, {"players": ["p2"], "rank": 2}]},
-        ),
-    }
-    times: dict[str, list[float]] = {name: [] for name in calls}
-    statuses: list[int] = []
-    with httpx.Client(base_url=base, timeout=60, headers=write) as client:
-        while not done.is_set():
-            for name, (method, path, body) in calls.items():
-                start = time.perf_counter()
-                r = client.request(method, path, json=body)
-                times[name].append(time.perf_counter() - start)
-                statuses.append(r.status_code)
-            time.sleep(0.02)
-    measured.put((times, statuses))
-
-
 def test_one_ladders_heavy_reads_leave_the_others_and_liveness_alone(server):
     hub_ladder(server, "hub", singles=3000, free_for_alls=30)
-    headers = ladder(server, "other")
-    rng = np.random.default_rng(1)
-    games = [
-        {"sides": [{"players": [f"p{i}"], "rank": 1}, {"players": [f"p{j}"], "rank": 2}]}
-        for i, j in (rng.choice(10, size=2, replace=False) for _ in range(200))
-    ]
-    assert httpx.post(server + "/v1/ladders/other/games/batch", json={"games": games}, headers=headers).is_success
+    key = light_ladder(server)
     done, measured = multiprocessing.Event(), multiprocessing.Queue()
-    probing = multiprocessing.Process(target=_probe, args=(server + "#" + headers["Authorization"][7:], done, measured))
+    probing = multiprocessing.Process(target=probe, args=(server, key, done, measured))
     probing.start()
 
     def heavy(path: str) -> tuple[int, float]:
