@@ -424,7 +424,7 @@ class Restore:
             if player.initial is not None:
                 C0[row] = player.initial
         now = datetime.now(UTC)
-        storage.players.create(
+        created = storage.players.create(
             self.session,
             ladder.id,
             keys,
@@ -433,6 +433,7 @@ class Restore:
             [p.active for p in players],
             [p.created_at or now for p in players],
         )
+        storage.ladders.count(self.session, ladder.id, players=created)
         storage.ladder_state.forget_field(self.session, ladder.id)
         for player in players:
             if player.aliases:

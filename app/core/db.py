@@ -19,13 +19,12 @@ from typing import Any, TypeVar
 
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
 from sqlalchemy.orm import Session, sessionmaker
 
 from app.core.async_reads import AsyncReads
 from app.core.config import Settings
 from app.core.fair_lock import FairLock
-from app.core.postgresql import RETRYABLE, postgresql_engine
+from app.core.postgresql import RETRYABLE, postgresql_engine, sqlstate
 from app.core.replicas import Replica
 
 T = TypeVar("T")
@@ -165,9 +164,8 @@ class Database:
             try:
                 with self.writing() as session:
                     return work(session)
-            except OperationalError as exc:
-                code = getattr(exc.orig, "sqlstate", None)
-                if code not in RETRYABLE or attempt == attempts - 1:
+            except Exception as exc:  # through SQLAlchemy, or from the driver (a hot statement past it)
+                if sqlstate(exc) not in RETRYABLE or attempt == attempts - 1:
                     raise
                 time.sleep(0.005 * 2**attempt)
         raise AssertionError("unreachable")

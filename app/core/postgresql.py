@@ -12,6 +12,14 @@ from app.core.config import Settings
 
 #: PostgreSQL's deadlock_detected and serialization_failure: the transaction may simply be run again.
 RETRYABLE = {"40P01", "40001"}
+#: PostgreSQL's code for a lock not granted within ``lock_timeout``.
+LOCK_NOT_AVAILABLE = "55P03"
+
+
+def sqlstate(exc: BaseException) -> str | None:
+    """The SQLSTATE of a database error, raised through SQLAlchemy or straight from the driver (the hot
+    statements go past SQLAlchemy: :mod:`app.storage.sql`); None for anything else."""
+    return getattr(getattr(exc, "orig", exc), "sqlstate", None)
 
 
 def postgresql_engine(url: str, pooled: bool, settings: Settings) -> Engine:

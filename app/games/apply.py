@@ -18,7 +18,7 @@ the ladder, never falls between what it reads and what it writes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -28,7 +28,8 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.domain.access import Caller
 from app.games.answers import game_body, shown_members
-from app.games.intake import Post, check_external_ids, check_players_exist, check_post_seats, resolve_players
+from app.games.intake import Post
+from app.games.rules import check_post
 from app.games.schemas import GameIn, match_wins
 from app.storage.ladders import LadderRow
 
@@ -48,12 +49,8 @@ def import_games(
     if not games:
         return []
     post = Post(ladder.slug, Caller(None), games, None, "", batch=True)
-    resolve_players(ladder, post)
+    check_post(session, ladder, post, set())
     games = post.games
-    check_external_ids(session, ladder, post, set())
-    if not ladder.auto_create_players:
-        check_players_exist(session, ladder, post)
-    check_post_seats(ladder, post)
     keys = [k for g in games for side in g.sides for k in side.players]
     locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, initial_vectors(ladder), post.names)
     applied = apply_games(session, ladder, locked, games, progress, count=voided is None)
@@ -63,8 +60,10 @@ def import_games(
         for game_id in ids:
             storage.games.void(session, ladder.id, game_id, voided.by, voided.reason, voided.at)
     # One event for the lot, not one per game: listeners read the ladder anew.
-    storage.events.add(session, ladder.id, "ladder", {"imported": len(ids)})
-    storage.ladders.bump(session, [ladder.id])
+    change = storage.ladders.Change(
+        locked.inserted, applied.counted, applied.field, [("ladder", {"imported": len(ids)})]
+    )
+    storage.ladders.bump(session, [ladder.id], changes={ladder.id: change})
     return ids
 
 
@@ -79,43 +78,30 @@ class Voided:
 
 @dataclass
 class Applied:
-    """The games as applied: ids, log, history, and what a response needs."""
+    """A ladder's games as applied: their ids and numbers, the rows to :func:`write` and what the ladder's row
+    takes (:func:`app.storage.ladders.bump`), and their answers."""
 
     ids: list[int]
     seqs: list[int]
     games: list[GameIn]
-    payloads: list[dict]
-    played_at: list[datetime]
-    keys: list[str]
-    log: rating.GameLog
-    history: rating.History
-    now: datetime
-    field: np.ndarray  # the field's mean vector after the games
+    #: The ladder's field after the games: the sum of its players' vectors and their number.
+    field: tuple[np.ndarray, int]
     #: The rows to write (:func:`write`): the games with their history, and the player rows if the games count,
     #: with the ladder version the commit makes.
     new: storage.games.NewGames
     version: int
-    written: storage.players.Written | None = None
+    written: storage.players.Written | None
+    #: What the games add to the ladder's counts, if they count: games, drawn two-sided games, their room for a draw.
+    counted: tuple[int, int, float] | None
+    #: The players this transaction created for the games.
+    created: int
+    answers: _Answers
+    #: The ladder's place among the ladders replayed with it.
+    place: int
 
     def responses(self) -> list[dict]:
         """The API body of every game: the shape :func:`game_body` gives a stored game."""
-        log, history = self.log, self.history
-        members = shown_members(
-            [self.keys[p] for p in log.member_player.tolist()], history.before, history.after, self.field
-        )
-        member_side = log.member_side.tolist()
-        actual, expected = history.actual.tolist(), history.expected.tolist()
-        side_ptr, member_ptr = log.side_ptr.tolist(), log.member_ptr.tolist()
-        out = []
-        for g in range(log.n_games):
-            players: dict[int, list[dict]] = {s: [] for s in range(side_ptr[g], side_ptr[g + 1])}
-            for t in range(member_ptr[g], member_ptr[g + 1]):
-                players[member_side[t]].append(members[t])
-            sides = [(members, actual[s], expected[s]) for s, members in players.items()]
-            game = self.games[g]
-            payload = self.payloads[g]
-            out.append(game_body(self.seqs[g], self.played_at[g], game.external_id, payload, sides))
-        return out
+        return self.answers.bodies(self.place, self.seqs)
 
 
 def _scores(game: GameIn) -> list[float] | None:
@@ -173,131 +159,245 @@ def apply_games(
 ) -> Applied:
     """Apply the validated games to the locked rows (mathematics §3-§6): the game numbers, the ladder's counts,
     seats and field, and the rows to :func:`write` (the log, the history and, if they ``count``, the ratings)."""
-    rated = replay(session, ladder, locked, games, progress)
+    (rated,) = replay(session, [(ladder, locked, games)], progress)
     taken = rated.taken if rated.taken is not None else storage.ladders.take_seqs(session, ladder, len(games))
-    return finish(session, rated, taken, count)
+    return finish(session, rated, {ladder.id: taken}, count)[0]
 
 
-@dataclass
+@dataclass(eq=False)
 class Rated:
-    """A ladder's games replayed on its locked rows, before they are numbered (:func:`finish`)."""
+    """Ladders' games replayed on their locked rows, before they are numbered (:func:`finish`): one ladder's, or
+    several ladders' at one rate and k laid end to end (their players are apart: :func:`replay`)."""
 
-    ladder: LadderRow
-    locked: storage.players.Locked
-    games: list[GameIn]
-    stored: list[dict]
-    log: rating.GameLog
-    played_at: list[datetime]
+    ladders: list[LadderRow]
+    locked: list[storage.players.Locked]
+    games: list[list[GameIn]]
+    stored: list[list[dict]]
+    played_at: list[list[datetime]]
     now: datetime
+    #: Every ladder's games, end to end, over every ladder's players' rows, end to end: each ladder's first row
+    #: and first game (one more at the end: the totals).
+    log: rating.GameLog
+    rows: np.ndarray
+    at: np.ndarray
     history: rating.History
-    #: The ladder's seats as the replay started from them, and the games' numbers, taken before the replay to read
-    #: them under the ladder row's lock (None: no game takes a seat; the numbers are taken after the replay).
-    seats: rating.Seats | None
-    taken: storage.ladders.Taken | None
+    #: One ladder whose games take seats: its seats as the replay started from them, and its games' numbers, taken
+    #: before the replay to read them under the ladder row's lock (None: the numbers are taken after the replay).
+    seats: rating.Seats | None = None
+    taken: storage.ladders.Taken | None = None
 
 
 def replay(
-    session: Session, ladder: LadderRow, locked: storage.players.Locked, games: list[GameIn], progress: Progress
+    session: Session,
+    wanted: Sequence[tuple[LadderRow, storage.players.Locked, list[GameIn]]],
+    progress: Progress = None,
+) -> list[Rated]:
+    """The games of each (ladder, its locked rows, its games) replayed with the per-game rule (mathematics
+    §3-§6), nothing written.  Ladders at one rate and k are replayed together, in one replay whatever their
+    number: their players are apart, so each game is applied exactly as in its own ladder's replay
+    (:func:`app.rating.replay_history` batches games that share no player).  A ladder whose games take seats is
+    replayed alone (the seats are its own shared state)."""
+    together: dict[object, list[tuple[LadderRow, storage.players.Locked, list[GameIn], list[dict]]]] = {}
+    for ladder, locked, games in wanted:
+        stored = payloads(games)
+        seated = any("seats" in p for p in stored)
+        key = object() if seated else (ladder.learning_rate(), ladder.k)
+        together.setdefault(key, []).append((ladder, locked, games, stored))
+    return [_replay(session, same, progress) for same in together.values()]
+
+
+def _replay(
+    session: Session,
+    same: list[tuple[LadderRow, storage.players.Locked, list[GameIn], list[dict]]],
+    progress: Progress,
 ) -> Rated:
-    """The games replayed on the locked rows with the per-game rule (mathematics §3-§6), nothing written."""
-    stored = payloads(games)
-    log = storage.log.encode(stored, locked.index, ladder.seat_index())
+    ladders = [ladder for ladder, _, _, _ in same]
+    locked = [lock for _, lock, _, _ in same]
+    stored = [p for _, _, _, p in same]
+    rows = np.cumsum([0] + [len(lock.ids) for lock in locked])
+    log = storage.log.encode_apart(
+        [(p, lock.index) for p, lock in zip(stored, locked, strict=True)], rows[:-1], ladders[0].seat_index()
+    )
     # Shared state (the seats, the field's vector sum) is read under the ladder row's lock, which take_seqs takes:
     # before the replay when it needs the seats, else after it (the lock is then held only for the writes).
     seats = taken = None
     if log.side_seat is not None:
-        taken = storage.ladders.take_seqs(session, ladder, len(games))
-        seats = storage.ladder_state.seat_state(session, ladder)
+        taken = storage.ladders.take_seqs(session, ladders[0], log.n_games)
+        seats = storage.ladder_state.seat_state(session, ladders[0])
     now = datetime.now(UTC)
-    played_at = [game.played_at or now for game in games]
-    rate, times = ladder.learning_rate(), None
+    played_at = [[game.played_at or now for game in games] for _, _, games, _ in same]
+    rate, times = ladders[0].learning_rate(), None
     if rate.drift > 0:  # the steps wear with time away: the games' days and each player's latest
         days, micros = storage.codec.day_years, storage.codec.micros
-        times = (days([micros(t) for t in played_at]), days([micros(t) for t in locked.last_played]))
-    state = locked.variance if ladder.variance_rule else locked.experience  # what the rule carries (§3, §3b)
-    history = rating.replay_history(
-        locked.C, log, rate, _stage(progress, "rating"), games0=state, seats=seats, times=times
-    )
-    return Rated(ladder, locked, games, stored, log, played_at, now, history, seats, taken)
+        times = (
+            days([micros(t) for ts in played_at for t in ts]),
+            days([micros(t) for lock in locked for t in lock.last_played]),
+        )
+    # What the rule carries (§3, §3b): the experience, or under the variance rule the variance.
+    state = _cat([lock.variance if ladders[0].variance_rule else lock.experience for lock in locked])
+    C0 = _cat([lock.C for lock in locked])
+    history = rating.replay_history(C0, log, rate, _stage(progress, "rating"), state, seats, times)
+    at = np.cumsum([0] + [len(games) for _, _, games, _ in same])
+    games = [games for _, _, games, _ in same]
+    return Rated(ladders, locked, games, stored, played_at, now, log, rows, at, history, seats, taken)
 
 
-def finish(session: Session, rated: Rated, taken: storage.ladders.Taken, count: bool = True) -> Applied:
-    """The replayed games numbered (``taken``: :func:`app.storage.ladders.take_seqs`), with the ladder's counts,
-    seats and field, and the rows to :func:`write`."""
-    ladder, locked, games, stored, log = rated.ladder, rated.locked, rated.games, rated.stored, rated.log
-    played_at, now, history, seats = rated.played_at, rated.now, rated.history, rated.seats
-    seqs, kept, version, ids = taken
-    created = locked.C[[locked.index[key] for key in locked.created]]  # at their initial vectors still
-    field_sum, field_count = storage.ladder_state.field_sum(session, ladder, created, recount=locked.raced, kept=kept)
-    ids = ids or storage.games.allocate_ids(session, len(games))
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+def finish(
+    session: Session, rated: Rated, taken: Mapping[int, storage.ladders.Taken], count: bool = True
+) -> list[Applied]:
+    """The replayed games numbered (``taken``, by ladder: :func:`app.storage.ladders.take_seqs`), with each
+    ladder's counts, seats and field, and the rows to :func:`write`, one :class:`Applied` per ladder: worked out
+    on the ladders' players' and games' rows as one array each, whatever the number of ladders."""
+    log, history, rows, at, locked = rated.log, rated.history, rated.rows, rated.at, rated.locked
+    n = len(rated.ladders)
+    C0 = _cat([lock.C for lock in locked])
     members_per_game = np.diff(log.member_ptr)
-    member_game = np.repeat(np.arange(len(games)), members_per_game)
-    member_n_sides = np.diff(log.side_ptr)[member_game]
-    actual = history.actual[log.member_side]
-    new = storage.games.NewGames(
-        ids=ids,
-        seqs=seqs,
-        ladder_id=ladder.id,
-        external_ids=[game.external_id for game in games],
-        played_at=played_at,
-        created_at=now,
-        payloads=stored,
-        member_game=member_game,
-        member_player=locked.ids[log.member_player],
-        member_side=log.member_side - np.repeat(log.side_ptr[:-1], members_per_game),
-        before=history.before,
-        after=history.after,
-        actual=actual,
-        expected=history.expected[log.member_side],
-        seat_states=storage.games.seat_states(log, history, ladder.seats or []),
-        variance_after=history.member_variance,
-    )
-    if count and seats is not None:
-        storage.ladder_state.save_seat_state(session, ladder.id, history.seats)
-    written = None
+    member_game = np.repeat(np.arange(at[-1]), members_per_game)
+    member_side = log.member_side - np.repeat(log.side_ptr[:-1], members_per_game)
+    actual, expected = history.actual[log.member_side], history.expected[log.member_side]
+    player_ids = _cat([lock.ids for lock in locked])
+    # Each ladder's field: its kept sum (with the players this transaction created), after the games if they count.
+    fields = []
+    for ladder, lock in zip(rated.ladders, locked, strict=True):
+        created = lock.C[[lock.index[key] for key in lock.created]]  # at their initial vectors still
+        kept = taken[ladder.id].kept
+        fields.append(storage.ladder_state.field_sum(session, ladder, created, recount=lock.raced, kept=kept))
     if count:
-        draws, room = rating.two_sided_draws(log.side_ptr, history.actual, history.expected)
-        storage.ladders.count(session, ladder.id, games=len(games), draws=draws, draw_room=room)
-        counts, last_played = _counters(locked, log.member_player, member_game, member_n_sides, actual, played_at)
-        field_sum = field_sum + (history.C - locked.C).sum(axis=0)
-        # Each player's strength just after this batch (their last game in it), against the field then.
-        strength_then = rating.hodge_strength_against(history.C, field_sum / max(field_count, 1))
-        if ladder.variance_rule:  # experience then counts games; the variance is the rule's state
-            experience = locked.experience + np.bincount(log.member_player, minlength=len(locked.ids))
+        moved = np.add.reduceat(history.C - C0, rows[:-1], axis=0)
+        fields = [(total + moved[i], number) for i, (total, number) in enumerate(fields)]
+    field_of_row = np.repeat(np.array([total / max(number, 1) for total, number in fields]), np.diff(rows), axis=0)
+    written: list[storage.players.Written | None] = [None] * n
+    counted: list[tuple[int, int, float] | None] = [None] * n
+    if count:
+        last_played = [t for lock in locked for t in lock.last_played]
+        counts, last_played = _counters(
+            _cat([lock.counts for lock in locked]),
+            last_played,
+            log.member_player,
+            member_game,
+            np.diff(log.side_ptr)[member_game],
+            actual,
+            [t for ts in rated.played_at for t in ts],
+        )
+        # Each player's strength just after these games (their last game in them), against their field then.
+        strength_then = rating.hodge_strength_against(history.C, field_of_row)
+        # The variance rule's experience counts games (the variance is the rule's state); the other rule's is its.
+        if rated.ladders[0].variance_rule:
+            experience = _cat([lock.experience for lock in locked]) + np.bincount(log.member_player, minlength=rows[-1])
         else:
             experience = history.experience
-        written = storage.players.Written(
-            locked, history.C, counts, last_played, strength_then, experience, history.variance
+        # The drawn two-sided games and their room for a draw (:func:`app.rating.two_sided_draws`), by ladder.
+        two, first = np.diff(log.side_ptr) == 2, log.side_ptr[:-1]
+        drawn, room = two & (history.actual[first] == 0.5), rating.draw_room(history.expected[first])
+        for i, lock in enumerate(locked):
+            r, g = slice(rows[i], rows[i + 1]), slice(at[i], at[i + 1])
+            written[i] = storage.players.Written(
+                lock,
+                history.C[r],
+                counts[r],
+                last_played[r],
+                strength_then[r],
+                experience[r],
+                None if history.variance is None else history.variance[r],
+            )
+            counted[i] = (int(at[i + 1] - at[i]), int(np.count_nonzero(drawn[g])), float(room[g][two[g]].sum()))
+        if rated.seats is not None:
+            storage.ladder_state.save_seat_state(session, rated.ladders[0].id, history.seats)
+    unnumbered = sum(
+        len(games) for ladder, games in zip(rated.ladders, rated.games, strict=True) if taken[ladder.id].ids is None
+    )
+    new_ids = iter(storage.games.allocate_ids(session, unnumbered) if unnumbered else [])
+    answers = _Answers(rated, field_of_row)
+    seat_states = storage.games.seat_states(log, history, rated.ladders[0].seats or [])
+    out = []
+    for i, ladder in enumerate(rated.ladders):
+        seqs, _, version, ids = taken[ladder.id]
+        games = rated.games[i]
+        ids = ids or [next(new_ids) for _ in games]
+        m = slice(log.member_ptr[at[i]], log.member_ptr[at[i + 1]])
+        new = storage.games.NewGames(
+            ids=ids,
+            seqs=seqs,
+            ladder_id=ladder.id,
+            external_ids=[game.external_id for game in games],
+            played_at=rated.played_at[i],
+            created_at=rated.now,
+            payloads=rated.stored[i],
+            member_game=member_game[m] - at[i],
+            member_player=player_ids[log.member_player[m]],
+            member_side=member_side[m],
+            before=history.before[m],
+            after=history.after[m],
+            actual=actual[m],
+            expected=expected[m],
+            seat_states=seat_states,
+            variance_after=None if history.member_variance is None else history.member_variance[m],
         )
-    storage.ladder_state.note_field(session, ladder.id, field_sum, field_count)
-    field = field_sum / max(field_count, 1)
-    # The players' rows are stamped with the version the ladders' bump gives out.
-    keys = list(locked.index)
-    return Applied(ids, seqs, games, stored, played_at, keys, log, history, now, field, new, version + 1, written)
+        created = locked[i].inserted
+        out.append(Applied(ids, seqs, games, fields[i], new, version + 1, written[i], counted[i], created, answers, i))
+    return out
+
+
+class _Answers:
+    """The answers of games replayed together, every member shown once for all of them when the first is asked
+    for (an import asks for none)."""
+
+    def __init__(self, rated: Rated, field_of_row: np.ndarray) -> None:
+        self.rated, self.field_of_row = rated, field_of_row
+        self.members: list[dict] | None = None
+
+    def bodies(self, place: int, seqs: list[int]) -> list[dict]:
+        """The API body of each game of the ladder at ``place`` (numbered ``seqs``)."""
+        rated = self.rated
+        log, history = rated.log, rated.history
+        if self.members is None:
+            keys = [key for lock in rated.locked for key in lock.index]  # row order
+            shown = [keys[p] for p in log.member_player.tolist()]
+            player = log.member_player
+            self.members = shown_members(shown, history.before, history.after, self.field_of_row[player])
+        lo, hi = int(rated.at[place]), int(rated.at[place + 1])
+        member_side = log.member_side.tolist()
+        actual, expected = history.actual.tolist(), history.expected.tolist()
+        side_ptr, member_ptr = log.side_ptr.tolist(), log.member_ptr.tolist()
+        games, played_at, stored = rated.games[place], rated.played_at[place], rated.stored[place]
+        out = []
+        for n, g in enumerate(range(lo, hi)):
+            players: dict[int, list[dict]] = {s: [] for s in range(side_ptr[g], side_ptr[g + 1])}
+            for t in range(member_ptr[g], member_ptr[g + 1]):
+                players[member_side[t]].append(self.members[t])
+            sides = [(members, actual[s], expected[s]) for s, members in players.items()]
+            out.append(game_body(seqs[n], played_at[n], games[n].external_id, stored[n], sides))
+        return out
 
 
 def _counters(
-    locked: storage.players.Locked,
+    counts: np.ndarray,
+    last_played: list[datetime | None],
     player: np.ndarray,
     member_game: np.ndarray,
     member_n_sides: np.ndarray,
     actual: np.ndarray,
     played_at: list[datetime],
 ) -> tuple[np.ndarray, list[datetime | None]]:
-    """W/D/L counters and last-played times: a side above the average share 1/N won, at it drew, below it lost."""
-    n = len(locked.ids)
-    counts = locked.counts.copy()
+    """Players' W/D/L counters (``counts``, rows of COUNTERS) and last-played times after their games: a side
+    above the average share 1/N won, at it drew, below it lost."""
+    n = len(counts)
+    counts = counts.copy()
     rows = rating.record(actual, member_n_sides)
     for column in range(rows.shape[1]):
         counts[:, column] += np.bincount(player, weights=rows[:, column], minlength=n).astype(np.int64)
     stamps = np.array([t.timestamp() for t in played_at])
     latest = np.full(n, -np.inf)
     np.maximum.at(latest, player, stamps[member_game])
-    last_played = []
-    for last, stamp in zip(locked.last_played, latest.tolist(), strict=True):
+    after = []
+    for last, stamp in zip(last_played, latest.tolist(), strict=True):
         new = datetime.fromtimestamp(stamp, UTC) if np.isfinite(stamp) else None
-        last_played.append(new if last is None or (new is not None and new > last) else last)
-    return counts, last_played
+        after.append(new if last is None or (new is not None and new > last) else last)
+    return counts, after
 
 
 def _stage(progress: Progress, stage: str) -> Callable[[int, int], None] | None:

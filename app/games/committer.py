@@ -1,21 +1,23 @@
 """Group commit: the game posts that arrive together are applied in one write transaction by one writer.
 
-Requests queue in the event loop, in lanes; a lane takes every request waiting
-in it (up to :data:`MAX_GAMES` games) and applies them in one transaction
+Requests queue in the event loop, one queue (lane) per ladder; a writer takes
+every ladder's waiting posts (up to :data:`MAX_GAMES` games), but those of
+ladders another writer is committing, and applies them in one transaction
 (:func:`app.games.posts.apply_posts`) in a writer thread, then answers each
 with its own response or its own problem.  A request on an idle server is taken
 at once, without waiting for company; under load the requests that queue while
-a group commits form the next group, and the lane waits at most :data:`LINGER`
+a group commits form the next group, and a writer waits at most :data:`LINGER`
 for the clients just answered to send their next posts, so the commit cost is
-shared.  A response is sent only after its group commits.
+shared by every ladder posted to: a group costs a fixed number of statements
+and one sync to disk whatever its games and ladders.  A ladder's groups commit
+one after another, in order.  A response is sent only after its group commits.
 
-On SQLite (one writer for the whole database) one lane takes every ladder's
-posts: a group of many ladders is one transaction and one sync to disk.  On
-PostgreSQL each ladder has a lane of its own, and ``MELO_WRITERS`` threads per
-worker process commit the lanes' groups side by side: a transaction holds one
-ladder's rows, so posts to different ladders never wait for each other's locks
-(in this process or another), while a ladder's groups commit one after another,
-in order.  A lane with nothing to do for :data:`IDLE` seconds is dropped.
+SQLite has one writer for the whole database; PostgreSQL has ``MELO_WRITERS``
+per worker process, committing groups of different ladders side by side.  There
+a group of posts does not wait long for a lock another transaction holds (an
+administrator's change of a ladder, a void deep in its log): after
+:data:`LOCK_WAIT` it is rolled back, and each of its ladders is next committed
+alone, so only the ladder that is held waits.
 
 If the group's transaction fails as a whole (an error no single request's
 checks foresaw, say a unique-key race with another worker), it is rolled back
@@ -29,18 +31,21 @@ import asyncio
 import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.db import Database
 from app.core.errors import LadderChanged
 from app.core.metrics import GAMES, GROUPS
+from app.core.postgresql import LOCK_NOT_AVAILABLE, sqlstate
 from app.games.intake import Post
 from app.games.posts import Group, apply_posts
 
@@ -49,20 +54,20 @@ logger = logging.getLogger("melo")
 MAX_GAMES = 500
 #: How often (seconds) the writer deletes expired idempotency records.
 EXPIRY_EVERY = 600.0
-#: Under load, how long the writer may wait for the next group to fill up (seconds), and how often it looks.
+#: Under load, how long a writer may wait for the next group to fill up (seconds), and how often it looks.
 LINGER, LINGER_STEP = 0.002, 0.0005
-
-
-#: Seconds a ladder's lane (PostgreSQL) waits for a post before it is dropped.
-IDLE = 60.0
+#: PostgreSQL: how long a group waits for a row lock another transaction holds before its ladders go alone.
+LOCK_WAIT = "200ms"
 
 
 @dataclass(eq=False)
 class Lane:
-    """Posts queued for one writer at a time, in order: SQLite's one, or one ladder's on PostgreSQL."""
+    """One ladder's posts waiting, in order."""
 
-    queue: asyncio.Queue[tuple[Post, asyncio.Future]] = field(default_factory=asyncio.Queue)
-    task: asyncio.Task | None = None
+    posts: deque[tuple[Post, asyncio.Future]] = field(default_factory=deque)
+    #: The next group takes this ladder alone, waiting as long as its locks take (a group of several waited too
+    #: long for one).
+    alone: bool = False
 
 
 class GroupCommitter:
@@ -77,12 +82,13 @@ class GroupCommitter:
         writers: int = 1,
     ) -> None:
         self.db = db
-        #: SQLite: one lane for every ladder (key None); PostgreSQL: a lane per ladder, by slug.
-        self.per_ladder = db.dialect == "postgresql"
-        self.lanes: dict[str | None, Lane] = {}
-        self.executor = ThreadPoolExecutor(
-            max_workers=writers if self.per_ladder else 1, thread_name_prefix="melo-writer"
-        )
+        self.writers = writers if db.dialect == "postgresql" else 1
+        #: The ladders with posts waiting or being committed, by slug, in the order they began to wait.
+        self.lanes: dict[str, Lane] = {}
+        self.busy: set[str] = set()
+        self.tasks: list[asyncio.Task] = []
+        self.wake: asyncio.Event | None = None
+        self.executor = ThreadPoolExecutor(max_workers=self.writers, thread_name_prefix="melo-writer")
         self.on_commit = on_commit
         #: Idempotency records older than this are deleted by the writer, at most every EXPIRY_EVERY seconds.
         self.keep_responses = keep_responses
@@ -96,60 +102,104 @@ class GroupCommitter:
 
     async def submit(self, post: Post) -> dict:
         """The post's response body; raises its problem."""
-        name = post.slug if self.per_ladder else None
-        lane = self.lanes.get(name)
-        if lane is None:
-            lane = self.lanes[name] = Lane()
-            lane.task = asyncio.get_running_loop().create_task(self._run(name, lane))
+        if self.wake is None:
+            self.wake = asyncio.Event()
+            self.tasks = [asyncio.get_running_loop().create_task(self._write()) for _ in range(self.writers)]
         future = asyncio.get_running_loop().create_future()
-        lane.queue.put_nowait((post, future))
+        self.lanes.setdefault(post.slug, Lane()).posts.append((post, future))
+        self.wake.set()
         return await future
 
-    async def _run(self, name: str | None, lane: Lane) -> None:
-        loop = asyncio.get_running_loop()
-        queue, last_size = lane.queue, 0
-        while True:
-            try:
-                first = await asyncio.wait_for(queue.get(), IDLE) if self.per_ladder else await queue.get()
-            except TimeoutError:
-                if queue.empty():  # nothing was put since: the lane goes (the next post makes a new one)
-                    del self.lanes[name]
-                    return
+    def _waiting(self) -> int:
+        return sum(len(lane.posts) for slug, lane in self.lanes.items() if slug not in self.busy)
+
+    def _take(self) -> tuple[list[tuple[Post, asyncio.Future]], list[str], bool]:
+        """The next group, its ladders marked busy, and whether it is one ladder alone: a ladder that is to go
+        alone, if one is waiting, else every idle ladder's waiting posts, first come first taken, up to
+        MAX_GAMES games."""
+        idle = [(slug, lane) for slug, lane in self.lanes.items() if slug not in self.busy and lane.posts]
+        alone = next(((slug, lane) for slug, lane in idle if lane.alone), None)
+        group: list[tuple[Post, asyncio.Future]] = []
+        taken: list[str] = []
+        games = 0
+        for slug, lane in [alone] if alone is not None else idle:
+            if group and games + len(lane.posts[0][0].games) > MAX_GAMES:
                 continue
-            group = [first]
+            while lane.posts and (not group or games + len(lane.posts[0][0].games) <= MAX_GAMES):
+                item = lane.posts.popleft()
+                group.append(item)
+                games += len(item[0].games)
+            taken.append(slug)
+        self.busy.update(taken)
+        return group, taken, alone is not None
+
+    async def _write(self) -> None:
+        loop = asyncio.get_running_loop()
+        assert self.wake is not None
+        last_size = 0
+        while True:
+            if not self._waiting():
+                self.wake.clear()
+                await self.wake.wait()
+                continue
             # Under load (the last group had company), the clients it answered are sending their next posts:
             # waiting a moment for them makes one commit of the next group instead of one for its first post.
             waited = 0.0
-            while last_size > 1 and queue.qsize() + 1 < last_size // 2 and waited < LINGER:
+            while last_size > 1 and self._waiting() + 1 < last_size // 2 and waited < LINGER:
                 await asyncio.sleep(LINGER_STEP)
                 waited += LINGER_STEP
-            games = len(group[0][0].games)
-            while not queue.empty() and games < MAX_GAMES:
-                item = queue.get_nowait()
-                group.append(item)
-                games += len(item[0].games)
+            group, taken, alone = self._take()
+            if not group:  # every ladder waiting is another writer's now
+                self.wake.clear()
+                await self.wake.wait()
+                continue
             posts = [post for post, _ in group]
             last_size = len(posts)
             try:
-                outcomes = await loop.run_in_executor(self.executor, self.commit, posts)
+                outcomes = await loop.run_in_executor(self.executor, self.commit, posts, not alone)
             except BaseException as exc:  # the loop must survive whatever happens to one group
                 outcomes = [exc] * len(group)
-            for (_, future), outcome in zip(group, outcomes, strict=True):
-                if future.done():  # the client went away
-                    continue
-                if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
+            if outcomes is None:  # it waited too long for a lock: back in front, each ladder next alone
+                for post, future in reversed(group):
+                    self.lanes[post.slug].posts.appendleft((post, future))
+                for slug in taken:
+                    self.lanes[slug].alone = True
+            else:
+                for slug in taken:
+                    self.lanes[slug].alone = False
+                for (_, future), outcome in zip(group, outcomes, strict=True):
+                    if future.done():  # the client went away
+                        continue
+                    if isinstance(outcome, BaseException):
+                        future.set_exception(outcome)
+                    else:
+                        future.set_result(outcome)
+            self.busy.difference_update(taken)
+            for slug in taken:
+                if not self.lanes[slug].posts:
+                    del self.lanes[slug]
+            if self._waiting():
+                self.wake.set()
 
-    def commit(self, posts: list[Post]) -> list[dict | BaseException]:
-        """Apply the posts in one transaction, or, if that fails, one transaction each."""
+    def commit(self, posts: list[Post], bounded: bool = False) -> list[dict | BaseException] | None:
+        """Apply the posts in one transaction, or, if that fails, one transaction each.  ``bounded``: on
+        PostgreSQL a lock held elsewhere is waited for at most :data:`LOCK_WAIT`, and None says it was not
+        granted in time (nothing was applied)."""
+        bounded = bounded and self.db.dialect == "postgresql"
+
+        def apply(session: Session) -> Group:
+            if bounded:
+                session.execute(text(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'"))
+            return apply_posts(session, posts)
+
         try:
-            group = self.db.write(lambda session: apply_posts(session, posts))
+            group = self.db.write(apply)
         except Exception as exc:
+            if bounded and sqlstate(exc) == LOCK_NOT_AVAILABLE:
+                return None
             if len(posts) > 1:
                 logger.info("a group of %d posts failed (%s); retrying them one by one", len(posts), exc)
-                return [self.commit([post])[0] for post in posts]
+                return [self.commit([post])[0] for post in posts]  # type: ignore[index]
             # A concurrent identical request committed first (it is found now), or the ladder's settings changed.
             if isinstance(exc, IntegrityError | LadderChanged):
                 try:
@@ -207,7 +257,6 @@ class GroupCommitter:
             return 0
 
     def close(self) -> None:
-        for lane in self.lanes.values():
-            if lane.task is not None:
-                lane.task.cancel()
+        for task in self.tasks:
+            task.cancel()
         self.executor.shutdown(wait=True)

@@ -11,18 +11,15 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.core.errors import Conflict, Problem
 from app.domain.access import Caller, authorize, ladder_for_read
-from app.games.apply import Applied, Rated, finish, initial_vectors, replay, write
+from app.games.apply import finish, initial_vectors, replay, write
 from app.games.intake import (
     Post,
     Replayed,
-    check_external_ids,
-    check_players_exist,
-    check_post_seats,
     key_reused,
     recorded_answer,
-    resolve_players,
 )
-from app.games.rules import check_dates, check_play
+from app.games.rules import check_post
+from app.games.schemas import GameIn
 from app.storage.ladders import LadderRow
 
 
@@ -96,14 +93,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
                         raise key_reused(key, post.external_id)
                     same_as[n] = first
                     continue
-            resolve_players(ladder, post)
             seen = external.setdefault(ladder.id, set())
-            check_external_ids(session, ladder, post, seen)
-            if not ladder.auto_create_players:
-                check_players_exist(session, ladder, post)
-            check_post_seats(ladder, post)
-            check_play(ladder, post)
-            check_dates(post, now)
+            check_post(session, ladder, post, seen, now)
             seen.update(g.external_id for g in post.games if g.external_id is not None)
             live.setdefault(ladder.id, []).append(n)
         except Problem as exc:
@@ -113,9 +104,9 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     by_id = {ladder.id: ladder for ladder in ladders.values()}
     # The ladders' games and players, and the responses recorded, are written together after the loop: one
     # statement per table whatever the number of ladders in the group.
-    written: list[Applied] = []
-    rated: dict[int, Rated] = {}
+    replaying: list[tuple[LadderRow, storage.players.Locked, list[GameIn]]] = []
     records: list[tuple[int, str, str, dict]] = []
+    events: dict[int, list[tuple[str, dict]]] = {}
     stamped = True
     players = {
         ladder_id: [k for n in live[ladder_id] for g in posts[n].games for side in g.sides for k in side.players]
@@ -143,38 +134,49 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
         if not games:
             stamped = stamped and not (locked.created or locked.raced)  # rows made for nothing but replays: unsaved
             continue
-        rated[ladder_id] = replay(session, ladder, locked, games, None)
+        replaying.append((ladder, locked, games))
+    # Every ladder's games replayed together (those at one rate and k in one replay: their players are apart).
+    rated = replay(session, replaying)
     # Every ladder's game numbers in one statement, its row locked until the commit: after the players' rows and
-    # the replays, so the ladders' rows are held for the writes alone (those whose games take seats took theirs
-    # before the replay, to read the seats under the lock).
-    wanted = [(r.ladder, len(r.games)) for r in rated.values() if r.taken is None]
+    # the replays, so the ladders' rows are held for the writes alone (a ladder whose games take seats took its
+    # numbers before the replay, to read the seats under the lock).
+    wanted = [
+        (ladder, len(games)) for r in rated if r.taken is None for ladder, games in zip(r.ladders, r.games, strict=True)
+    ]
     taken = storage.ladders.take_seqs_of(session, wanted) if wanted else {}
-    for ladder_id, games_rated in rated.items():
-        ladder, members = by_id[ladder_id], live[ladder_id]
-        applied = finish(session, games_rated, taken[ladder_id] if games_rated.taken is None else games_rated.taken)
-        written.append(applied)
-        storage.events.add(session, ladder.id, "game", *({"game": seq} for seq in applied.seqs))
+    taken.update((r.ladders[0].id, r.taken) for r in rated if r.taken is not None)
+    written = [applied for r in rated for applied in finish(session, r, taken)]
+    for applied in written:
+        ladder_id, members = applied.new.ladder_id, live[applied.new.ladder_id]
+        ladder = by_id[ladder_id]
+        events[ladder_id] = [("game", {"game": seq}) for seq in applied.seqs]
         bodies = applied.responses()
-        group.shown[ladder.id] = dict(zip(applied.seqs, bodies, strict=True))
+        group.shown[ladder_id] = dict(zip(applied.seqs, bodies, strict=True))
         start = 0
         for n in members:
             post = posts[n]
             out = bodies[start : start + len(post.games)]
             start += len(post.games)
             outcomes[n] = {"games": out} if post.batch else out[0]
-            group.ladder_of[n] = ladder.id
+            group.ladder_of[n] = ladder_id
             if post.then is not None:
                 post.then(session, ladder, outcomes[n])
             if post.record_key is not None:
-                records.append((ladder.id, post.record_key, post.digest, outcomes[n]))
-        group.applied[ladder.id] = len(games_rated.games)
+                records.append((ladder_id, post.record_key, post.digest, outcomes[n]))
+        group.applied[ladder_id] = len(applied.games)
         if applied.written is not None:
-            group.written[ladder.id] = applied.written
+            group.written[ladder_id] = applied.written
     if written:
         write(session, written)
     storage.idempotency.remember(session, records, datetime.now(UTC))
     for n, first in same_as.items():
         outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])
     # The players' rows were written with their ladder's new version (storage.players.save): none left to stamp.
-    group.versions = storage.ladders.bump(session, list(group.applied), stamped=stamped)
+    changes = {
+        a.new.ladder_id: storage.ladders.Change(a.created, a.counted, a.field, events[a.new.ladder_id]) for a in written
+    }
+    for ladder_id, locked in locks.items():  # players made for posts that were replays after all: counted alone
+        if ladder_id not in changes and locked.inserted:
+            storage.ladders.count(session, ladder_id, players=locked.inserted)
+    group.versions = storage.ladders.bump(session, list(group.applied), stamped=stamped, changes=changes)
     return group

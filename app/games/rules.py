@@ -10,9 +10,11 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from sqlalchemy.orm import Session
+
 from app.core.errors import InvalidInput
 from app.core.schemas import iso
-from app.games.intake import Post
+from app.games.intake import Post, check_external_ids, check_players_exist, check_post_seats, resolve_players
 from app.games.schemas import GameIn, match_wins
 from app.storage.ladders import LadderRow
 
@@ -113,3 +115,19 @@ def _not_an_end(a: float, b: float, points: int) -> str:
         f"{a:g}-{b:g} does not end a game to {points} (the winner reaches {points} with a lead of 2; past {tied}, "
         "wins by exactly 2)"
     )
+
+
+def check_post(session: Session, ladder: LadderRow, post: Post, seen: set[str], now: datetime | None = None) -> None:
+    """Every check a post of games passes before anything is locked, in one list for a live post and an import:
+    its player keys resolved (case folding, aliases), its external ids new (``seen``: those that earlier posts of
+    the same transaction bring), its players known where the ladder creates none, its seats the ladder's; and, for
+    a live post (``now``), the kinds of games the ladder plays and the dates (an import brings the past as it
+    was)."""
+    resolve_players(ladder, post)
+    check_external_ids(session, ladder, post, seen)
+    if not ladder.auto_create_players:
+        check_players_exist(session, ladder, post)
+    check_post_seats(ladder, post)
+    if now is not None:
+        check_play(ladder, post)
+        check_dates(post, now)

@@ -268,6 +268,46 @@ class GameLog:
             side_seat=None if self.side_seat is None else self.side_seat[sides],
         )
 
+    @classmethod
+    def concat(cls, logs: Sequence[GameLog], player_offsets: Sequence[int]) -> GameLog:
+        """The logs one after another, log n's player indices moved up by ``player_offsets[n]`` (its players' first
+        row in one rating matrix of all of them)."""
+        sides = np.cumsum([0] + [len(log.side_size) for log in logs])
+        members = np.cumsum([0] + [len(log.member_player) for log in logs])
+        pairs = np.cumsum([0] + [len(log.pair_a) for log in logs])
+
+        def ptr(name: str, bases: np.ndarray) -> IntArray:
+            parts = [getattr(log, name)[:-1] + base for log, base in zip(logs, bases[:-1].tolist(), strict=True)]
+            return np.concatenate([*parts, [bases[-1]]]).astype(np.int64)
+
+        def cat(name: str, shift: Sequence[int] | None = None) -> np.ndarray:
+            if shift is None:
+                return np.concatenate([getattr(log, name) for log in logs])
+            return np.concatenate([getattr(log, name) + s for log, s in zip(logs, shift, strict=True)])
+
+        seated = any(log.side_seat is not None for log in logs)
+        side_seat = None
+        if seated:
+            none = [np.full(len(log.side_size), -1, dtype=np.int64) for log in logs]
+            side_seat = np.concatenate(
+                [s if log.side_seat is None else log.side_seat for log, s in zip(logs, none, strict=True)]
+            )
+        side_base = sides[:-1].tolist()
+        return cls(
+            member_player=cat("member_player", player_offsets),
+            member_side=cat("member_side", side_base),
+            side_size=cat("side_size"),
+            pair_a=cat("pair_a", side_base),
+            pair_b=cat("pair_b", side_base),
+            pair_outcome=cat("pair_outcome"),
+            pair_shift=cat("pair_shift"),
+            pair_weight=cat("pair_weight"),
+            member_ptr=ptr("member_ptr", members),
+            side_ptr=ptr("side_ptr", sides),
+            pair_ptr=ptr("pair_ptr", pairs),
+            side_seat=side_seat,
+        )
+
     @property
     def n_seats_needed(self) -> int:
         """One more than the largest seat index (0 without seats)."""

@@ -38,9 +38,10 @@ def add(session: Session, ladder_id: int, kind: str, *data: dict) -> None:
     session.info.setdefault("ladder_events", {}).setdefault(ladder_id, []).extend((kind, d) for d in data)
 
 
-def noted(session: Session, ladder_id: int) -> list[tuple[str, dict]]:
-    """The events noted for the ladder by this transaction, taken (one ``ladder`` event if none)."""
-    return session.info.get("ladder_events", {}).pop(ladder_id, None) or [("ladder", {})]
+def noted(session: Session, ladder_id: int, first: list[tuple[str, dict]] | None = None) -> list[tuple[str, dict]]:
+    """The events ``first``, then those noted for the ladder by this transaction, taken (one ``ladder`` event if
+    none)."""
+    return (first or []) + session.info.get("ladder_events", {}).pop(ladder_id, []) or [("ladder", {})]
 
 
 def write(session: Session, numbered: list[tuple[int, int, list[tuple[str, dict]], int]]) -> None:

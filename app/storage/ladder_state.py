@@ -4,8 +4,6 @@ Both are read and written under the ladder row's lock (:func:`app.storage.ladder
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -65,12 +63,6 @@ def field_sum(
 def save_field(session: Session, ladder_id: int, total: np.ndarray, count: int) -> None:
     field = {"sum": total.tolist(), "count": count}
     session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(field_sum=field))
-
-
-def note_field(session: Session, ladder_id: int, total: np.ndarray, count: int) -> None:
-    """The field sum after this transaction's games: :func:`~app.storage.ladders.bump` writes it in the statement
-    that gives out the ladder's new version (one statement on the ladder's row per commit, not two)."""
-    session.info.setdefault("ladder_fields", {})[ladder_id] = json.dumps({"sum": total.tolist(), "count": count})
 
 
 def add_to_field(session: Session, ladder: LadderRow, vectors: np.ndarray) -> None:

@@ -18,7 +18,7 @@ from app.core.errors import InvalidInput, LadderChanged
 from app.rating.seats import Seats
 from app.storage import aliases as storage_aliases
 from app.storage import cache, events
-from app.storage.sql import Fetch, driver_sql, fetch_typed
+from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed, result_converter
 from app.storage.tables import (
     ApiKey,
     Challenge,
@@ -211,11 +211,29 @@ def by_slugs(session: Session, slugs: list[str]) -> dict[str, LadderRow]:
     where = "id = ?" if len(ids) == 1 else f"id IN ({', '.join('?' * len(ids))})"
     sql = f"SELECT {', '.join(c.name for c in _COLUMNS)} FROM ladders WHERE {where} AND deleted_at IS NULL"
     found = {}
-    for row in fetch_typed(session, sql, tuple(ids), _COLUMNS):
-        ladder = _row(row, session)
+    # A row as the driver gave it, but for its version (every commit moves it, and a write reads none of it), that
+    # is the row read before makes the same ladder: kept, not converted and built again.
+    seen = cache.of(session, "ladder_rows")  # id -> (the row without its version, the ladder)
+    fresh = storage_aliases.changed(session)
+    for raw in driver_fetchall(session.connection(), sql, tuple(ids)):
+        same = raw[:_VERSION] + raw[_VERSION + 1 :]
+        kept = None if fresh else seen.get(raw[0])
+        if kept is not None and kept[0] == same:
+            ladder = kept[1]
+        else:
+            ladder = _row(_typed(session, raw), session)
+            seen[ladder.id] = (same, ladder)
         if ladder.slug in slugs:
             found[ladder.slug] = held[ladder.slug] = ladder
     return found
+
+
+_VERSION = [c.name for c in _COLUMNS].index("version")
+
+
+def _typed(session: Session, raw: tuple) -> tuple:
+    dialect = session.get_bind().dialect
+    return tuple(result_converter(column, dialect)(value) for column, value in zip(_COLUMNS, raw, strict=True))
 
 
 def cached(session: Session, slug: str) -> LadderRow | None:
@@ -483,7 +501,24 @@ def log_events(session: Session, ladder_id: int) -> None:
     events.write(session, [(ladder_id, version, noted, last_event)])
 
 
-def bump(session: Session, ladder_ids: list[int], reset: bool = False, stamped: bool = False) -> dict[int, int]:
+class Change(NamedTuple):
+    """What a game commit changes on a ladder's row beside its version (:func:`bump`): the players it created;
+    the games, drawn two-sided games and their room for a draw it adds (None: its games do not count); the field
+    after it (the sum of the players' vectors and their number); and its events, in order."""
+
+    players: int
+    counted: tuple[int, int, float] | None
+    field: tuple[np.ndarray, int]
+    events: list[tuple[str, dict]]
+
+
+def bump(
+    session: Session,
+    ladder_ids: list[int],
+    reset: bool = False,
+    stamped: bool = False,
+    changes: Mapping[int, Change] | None = None,
+) -> dict[int, int]:
     r"""Mark the ladders changed by this transaction; call it last, just before the commit.
 
     The player rows the transaction wrote (``changed_version`` -1) are stamped
@@ -494,17 +529,26 @@ def bump(session: Session, ladder_ids: list[int], reset: bool = False, stamped: 
     so it comes after every other lock (one order: no deadlocks) and is held
     briefly; versions, and the numbers of the events the transaction noted
     (:mod:`app.storage.events`), are then given out in commit order.  The players and games the transaction
-    :func:`count`\ ed are added to the ladders' counts, and a field sum
-    :func:`noted <app.storage.ladder_state.note_field>` is written, in the same statement.
+    :func:`count`\ ed are added to the ladders' counts in the same statement.
     Returns each ladder's new version.
     """
     connection = session.connection()
     counts = session.info.pop("ladder_counts", {})
-    fields = session.info.pop("ladder_fields", {})
+    fields: dict[int, str] = {}
+    changes = changes or {}
+    for ladder_id, change in changes.items():
+        games, draws, room = change.counted or (0, 0, 0.0)
+        had = counts.get(ladder_id, (0, 0, 0, 0.0))
+        counts[ladder_id] = (had[0] + change.players, had[1] + games, had[2] + draws, had[3] + room)
+        total, number = change.field
+        fields[ladder_id] = json.dumps({"sum": total.tolist(), "count": number})
     ids = sorted(set(ladder_ids) | set(counts) | set(fields))
     if not ids:
         return {}
-    noted = {ladder_id: events.noted(session, ladder_id) for ladder_id in ids}
+    noted = {
+        ladder_id: events.noted(session, ladder_id, changes[ladder_id].events if ladder_id in changes else [])
+        for ladder_id in ids
+    }
     rows = [
         (ladder_id, *counts.get(ladder_id, (0, 0, 0, 0.0)), fields.get(ladder_id), len(noted[ladder_id]))
         for ladder_id in ids

@@ -23,29 +23,42 @@ from app.storage.tables import Checkpoint, Game, Participant
 def encode(payloads: Sequence[dict], index: dict[str, int], seat_index: dict[str, int] | None = None) -> rating.GameLog:
     """Stored game payloads (sides of player keys, ranks, advantages, seats) as a GameLog; ``index`` maps
     key → row, ``seat_index`` seat name → seat."""
+    return encode_apart([(payloads, index)], [0], seat_index)
+
+
+def encode_apart(
+    parts: Sequence[tuple[Sequence[dict], dict[str, int]]],
+    offsets: Sequence[int],
+    seat_index: dict[str, int] | None = None,
+) -> rating.GameLog:
+    """:func:`encode` of several ladders' payloads, each with its ``index``, as one GameLog, end to end: ladder n's
+    rows moved up by ``offsets[n]`` (its players' first row in one matrix of all of them)."""
     seat_index = seat_index or {}
 
     def seats(p: dict) -> list[int]:
         return [-1 if name is None else seat_index[name] for name in p.get("seats") or [None] * len(p["sides"])]
 
-    seated = any(p.get("seats") for p in payloads)
-    if all(len(p["sides"]) == 2 and len(p["sides"][0]) == len(p["sides"][1]) == 1 for p in payloads):
+    everything = [p for payloads, _ in parts for p in payloads]
+    seated = any(p.get("seats") for p in everything)
+    if all(len(p["sides"]) == 2 and len(p["sides"][0]) == len(p["sides"][1]) == 1 for p in everything):
         # Two single players per game, the common case: encoded without a Python object per game.
-        i = np.array([index[p["sides"][0][0]] for p in payloads], dtype=np.int64)
-        j = np.array([index[p["sides"][1][0]] for p in payloads], dtype=np.int64)
-        ranks = np.array([p["ranks"] for p in payloads], dtype=np.float64).reshape(-1, 2)
+        ends = [(payloads, index, at) for (payloads, index), at in zip(parts, offsets, strict=True)]
+        i = np.array([index[p["sides"][0][0]] + at for payloads, index, at in ends for p in payloads], dtype=np.int64)
+        j = np.array([index[p["sides"][1][0]] + at for payloads, index, at in ends for p in payloads], dtype=np.int64)
+        ranks = np.array([p["ranks"] for p in everything], dtype=np.float64).reshape(-1, 2)
         outcome = np.where(ranks[:, 0] < ranks[:, 1], 1.0, np.where(ranks[:, 0] == ranks[:, 1], 0.5, 0.0))
-        h = np.array([p["advantages"] or (0.0, 0.0) for p in payloads], dtype=np.float64).reshape(-1, 2)
-        taken = np.array([seats(p) for p in payloads], dtype=np.int64).reshape(-1, 2) if seated else None
+        h = np.array([p["advantages"] or (0.0, 0.0) for p in everything], dtype=np.float64).reshape(-1, 2)
+        taken = np.array([seats(p) for p in everything], dtype=np.int64).reshape(-1, 2) if seated else None
         pair_seats = None if taken is None else (taken[:, 0], taken[:, 1])
         return rating.GameLog.from_pairs(i, j, outcome, h[:, 0] - h[:, 1], seats=pair_seats)
     encoded = [
         rating.Game(
-            tuple(tuple(index[k] for k in side) for side in p["sides"]),
+            tuple(tuple(index[k] + at for k in side) for side in p["sides"]),
             p["ranks"],
             p["advantages"],
             tuple(None if x < 0 else x for x in seats(p)) if p.get("seats") else None,
         )
+        for (payloads, index), at in zip(parts, offsets, strict=True)
         for p in payloads
     ]
     return rating.GameLog.from_games(encoded)

@@ -55,6 +55,8 @@ class Locked:
     created_at: datetime | None = None
     #: A concurrent creator made some of the players first.
     raced: bool = False
+    #: How many players this lock created (for the ladder's count).
+    inserted: int = 0
 
 
 def lock(
@@ -121,7 +123,7 @@ def _lock(
     first (``initial``), and the rows locked again."""
     missing: list[str] = []
     given: list[str | None] = []
-    now, raced = None, False
+    now, raced, inserted = None, False, 0
     if len(rows) < len(keys) and initial is not None:
         found = {row[1] for row in rows}
         missing = [k for k in keys if k not in found]
@@ -129,7 +131,8 @@ def _lock(
             missing = [k for k in missing if k not in taken]
         n, now = len(missing), datetime.now(UTC)
         given = [(names or {}).get(k) for k in missing]
-        if n and create(session, ladder_id, missing, initial(missing), given, [True] * n, [now] * n) < n:
+        inserted = create(session, ladder_id, missing, initial(missing), given, [True] * n, [now] * n) if n else 0
+        if inserted < n:
             missing, raced = [], True  # a concurrent creator made some first: which ones are this one's is unknown
         rows = _select_for_update(session, ladder_id, keys)
     return Locked(
@@ -144,6 +147,7 @@ def _lock(
         created_names={key: name for key, name in zip(missing, given, strict=False) if name is not None},
         created_at=now,
         raced=raced,
+        inserted=inserted,
     )
 
 
@@ -209,14 +213,12 @@ def create(
     created_at: list[datetime],
 ) -> int:
     """New players with initial vectors ``C0``, in one insert; keys taken already are skipped.  How many were
-    new."""
+    new (the caller counts them on the ladder's row)."""
     blobs = codec.pack_rows(C0)
     n, zeros = len(keys), [0] * len(keys)
     columns = {"ladder_id": [ladder_id] * n, "key": keys, "name": names, "active": active, "initial": blobs}
     columns |= {"vector": blobs, "created_at": created_at} | {c: zeros for c in COUNTERS}
-    inserted = bulk_insert(session.connection(), Player.__table__, columns, on_conflict_do_nothing="ladder_id, key")
-    ladders.count(session, ladder_id, players=inserted)
-    return inserted
+    return bulk_insert(session.connection(), Player.__table__, columns, on_conflict_do_nothing="ladder_id, key")
 
 
 _EXPORT_COLUMNS = [Player.__table__.c[name] for name in ("id", "key", "name", "active", "initial", "created_at")]

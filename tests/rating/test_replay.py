@@ -6,6 +6,7 @@ from app.rating import (
     GameLog,
     LearningRate,
     RatingInputError,
+    VarianceRule,
     apply_game,
     dependency_levels,
     games_before,
@@ -150,3 +151,68 @@ def test_a_constant_learning_rate_is_the_plain_eta_and_newcomers_move_faster():
     assert np.array_equal(fresh.after[1], veteran.after[1])  # the other side's step depends on its own games only
     log = GameLog.from_games(games)
     np.testing.assert_array_equal(games_before(log, [5, 0, 0, 0, 0, 0], 6), [5, 0, 0, 0, 1, 1, 0, 0])
+
+
+def _ladder_parts(rng, kind, dated, variance):
+    """Three ladders' players and games, each ladder's own: (vectors, log, games or variances before, times)."""
+    parts = []
+    for n, m in enumerate((9, 1, 12)):
+        games = random_games(rng, max(m, 2), int(rng.integers(1, 40)), kind, advantages=True) if m > 1 else []
+        C0 = initial_vectors([f"{n}-{p}" for p in range(max(m, 2))], k=2, seed=n, scale=0.5)
+        log = GameLog.from_games(games) if games else GameLog.from_pairs([], [], [])
+        state = rng.integers(0, 5, len(C0)).astype(float)
+        if variance:
+            state = np.where(rng.random(len(C0)) < 0.3, np.nan, 0.05)
+        times = None
+        if dated:
+            latest = np.where(rng.random(len(C0)) < 0.5, np.nan, rng.uniform(0, 1, len(C0)))
+            times = (np.sort(rng.uniform(1, 2, log.n_games)), latest)
+        parts.append((C0, log, state, times))
+    return parts
+
+
+@pytest.mark.parametrize("kind", ["two_player", "teams_and_multiplayer"])
+@pytest.mark.parametrize(
+    "rate",
+    [0.1, LearningRate(0.3, 20.0), LearningRate(0.3, 20.0, drift=0.5), VarianceRule(0.5, 0.01, 0.2)],
+    ids=["constant", "shrinking", "drifting", "variance"],
+)
+def test_logs_of_players_apart_replay_end_to_end_bit_for_bit_as_each_alone(kind, rate):
+    """Several ladders' games in one replay (a group commit's): laid end to end over one matrix of all their
+    players, each game is applied exactly as in its own ladder's replay."""
+    rng = np.random.default_rng(7)
+    parts = _ladder_parts(rng, kind, getattr(rate, "drift", 0) > 0, isinstance(rate, VarianceRule))
+    rows = np.cumsum([0] + [len(C0) for C0, _, _, _ in parts])
+    members = np.cumsum([0] + [len(log.member_player) for _, log, _, _ in parts])
+    sides = np.cumsum([0] + [len(log.side_size) for _, log, _, _ in parts])
+    log = GameLog.concat([log for _, log, _, _ in parts], rows[:-1].tolist())
+    times = None
+    if parts[0][3] is not None:
+        times = tuple(np.concatenate([p[3][n] for p in parts]) for n in (0, 1))
+    C0, state = np.concatenate([p[0] for p in parts]), np.concatenate([p[2] for p in parts])
+    together = replay_history(C0, log, rate, games0=state, times=times)
+    for n, (C0, part_log, state, times) in enumerate(parts):
+        alone = replay_history(C0, part_log, rate, games0=state, times=times)
+        r, m, s = slice(rows[n], rows[n + 1]), slice(members[n], members[n + 1]), slice(sides[n], sides[n + 1])
+        np.testing.assert_array_equal(together.C[r], alone.C)
+        np.testing.assert_array_equal(together.before[m], alone.before)
+        np.testing.assert_array_equal(together.after[m], alone.after)
+        np.testing.assert_array_equal(together.expected[s], alone.expected)
+        np.testing.assert_array_equal(together.actual[s], alone.actual)
+        np.testing.assert_array_equal(together.experience[r], alone.experience)
+        if alone.latest is not None:
+            np.testing.assert_array_equal(together.latest[r], alone.latest)
+        if alone.member_variance is not None:
+            np.testing.assert_array_equal(together.member_variance[m], alone.member_variance)
+
+
+def test_logs_laid_end_to_end_keep_each_games_players_and_sides():
+    first = GameLog.from_games([two_player(0, 1, 1), Game(((0, 2), (1,), (3,)), (1, 2, 2))])
+    second = GameLog.from_games([two_player(1, 0, 0.5)])
+    log = GameLog.concat([first, second], [0, 4])
+    assert log.n_games == 3
+    assert log.member_player.tolist() == [0, 1, 0, 2, 1, 3, 5, 4]
+    assert log.member_side.tolist() == [0, 1, 2, 2, 3, 4, 5, 6]
+    assert log.side_ptr.tolist() == [0, 2, 5, 7] and log.member_ptr.tolist() == [0, 2, 6, 8]
+    assert log.pair_a.tolist()[-1] == 5 and log.pair_b.tolist()[-1] == 6 and log.pair_outcome.tolist()[-1] == 0.5
+    assert log.pair_ptr.tolist() == [0, 1, 4, 5]
