@@ -29,8 +29,8 @@ from app.analysis import refit_jobs
 from app.analysis.schemas import RefitIn
 from app.core.db import Database
 from app.core.errors import TooManyRequests
+from app.core.ladder import LadderRow
 from app.domain.refit_policy import policy
-from app.storage.ladders import LadderRow
 
 logger = logging.getLogger("melo")
 CHECK_EVERY = 100

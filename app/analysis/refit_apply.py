@@ -16,6 +16,7 @@ from app.analysis.refit_rate import rate_applies, rate_settings, set_rate
 from app.analysis.schemas import CheckpointOut
 from app.core.db import Database
 from app.core.errors import Conflict
+from app.core.ladder import LadderRow
 from app.domain.rerating import (
     Prepared,
     checkpoint_variances,
@@ -24,7 +25,6 @@ from app.domain.rerating import (
     replay_prepared,
     write_history,
 )
-from app.storage.ladders import LadderRow
 from app.storage.tables import Refit
 
 

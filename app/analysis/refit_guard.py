@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from app import rating
 from app.analysis.schemas import RefitIn
+from app.core.ladder import LadderRow
 from app.rating.refit.guard import guard, guard_window
-from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
 
 

@@ -17,8 +17,8 @@ from app.analysis.schemas import RefitIn
 from app.core import jobs
 from app.core.db import Database
 from app.core.errors import Conflict, InvalidInput, TooManyRequests
+from app.core.ladder import LadderRow
 from app.core.metrics import REFITS
-from app.storage.ladders import LadderRow
 from app.storage.tables import Refit
 
 logger = logging.getLogger("melo")

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.core.ladder import LadderRow
 from app.domain.rerating import Prepared, replay_log, replay_prepared, write_history
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
-from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
 from app.storage.tables import Refit
 

@@ -24,6 +24,7 @@ from app.analysis.schemas import RefitIn
 from app.core import jobs
 from app.core.db import Database
 from app.core.errors import Conflict
+from app.core.ladder import LadderRow
 from app.domain.rerating import Prepared
 from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
@@ -31,7 +32,6 @@ from app.rating.refit.metrics import evaluate
 from app.rating.refit.pipeline import RefitOptions
 from app.rating.refit.pipeline import refit as fit_log
 from app.rating.refit.split import split_games
-from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog
 
 logger = logging.getLogger("melo")

@@ -10,8 +10,8 @@ from app import storage
 from app.analysis.refit_jobs import STALE, STALE_QUEUED
 from app.analysis.schemas import RefitOut
 from app.core.errors import NotFound
+from app.core.ladder import LadderRow
 from app.core.schemas import Page, one_more
-from app.storage.ladders import LadderRow
 from app.storage.tables import Refit
 
 

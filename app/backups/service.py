@@ -26,13 +26,13 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.backups.schemas import FORMAT, LINES, ExportedCheckpoint, ExportedGame, ExportedPlayer, ExportedSeason, Header
 from app.core.errors import InvalidInput
+from app.core.ladder import LadderRow, fold
 from app.core.schemas import StrictModel, iso
 from app.domain.access import ladder_for_read
 from app.games.apply import Voided, import_games
 from app.ladders.schemas import LadderCreate, LadderCreated
 from app.ladders.service import create_ladder, ladder_out
 from app.rating.tuning import MAX_ETA
-from app.storage.ladders import LadderRow
 
 #: Rows read per query while exporting, and games applied per step while restoring.
 PAGE = 5_000
@@ -270,7 +270,7 @@ class Restore:
             raise _bad(n, "player.key", f"player {player.key!r} appears twice")
         if self.ladder.case_insensitive_keys:
             for m, key in enumerate([player.key, *player.aliases]):
-                if storage.ladders.fold(key) != key:
+                if fold(key) != key:
                     field = "player.key" if m == 0 else f"player.aliases[{m - 1}]"
                     raise _bad(n, field, f"{key!r} is not case-folded, as this ladder's keys are")
         for m, alias in enumerate(player.aliases):

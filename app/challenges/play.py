@@ -16,11 +16,11 @@ from sqlalchemy.orm import Session
 from app.challenges import service
 from app.challenges.schemas import PlayIn
 from app.core.errors import InvalidInput
+from app.core.ladder import LadderRow
 from app.domain.access import Caller, ladder_for
 from app.games.intake import SERVER, Post, request_hash
 from app.games.schemas import GameIn, SideIn
 from app.storage import challenges, idempotency
-from app.storage.ladders import LadderRow
 
 
 def idempotency_key(number: int) -> str:

@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.challenges.schemas import ChallengeIn
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.ladder import LadderRow
 from app.core.schemas import Page
 from app.storage import challenges
-from app.storage.ladders import LadderRow
 
 #: What each answer needs the challenge to be, and what it makes it.
 ANSWERS = {

@@ -19,8 +19,8 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.errors import Forbidden, InvalidInput, NotFound, Unauthorized
+from app.core.ladder import LadderRow
 from app.core.security import hash_key
-from app.storage.ladders import LadderRow
 from app.storage.sql import Fetch
 
 #: What each role may do; a role may do what the roles below it may.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from app.storage.ladders import LadderRow
+from app.core.ladder import LadderRow
 
 
 def players_named(ladder: LadderRow, keys: Iterable[str]) -> Iterator[tuple[str, str, str]]:

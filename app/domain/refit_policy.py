@@ -8,7 +8,7 @@ import math
 from sqlalchemy.orm import Session
 
 from app import storage
-from app.storage.ladders import LadderRow
+from app.core.ladder import LadderRow
 from app.storage.tables import Refit
 
 #: The first auto refit starts at this many games, the next each time the log has grown by GROWTH since the last

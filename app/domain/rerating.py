@@ -27,8 +27,8 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.db import Database
+from app.core.ladder import LadderRow
 from app.rating.seats import Seats
-from app.storage.ladders import LadderRow
 from app.storage.log import LadderLog, Tail
 from app.storage.tables import Checkpoint
 

@@ -8,8 +8,8 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.core.ladder import LadderRow
 from app.core.schemas import iso
-from app.storage.ladders import LadderRow
 
 
 def shown_members(keys: list[str], before: np.ndarray, after: np.ndarray, field: np.ndarray) -> list[dict]:

@@ -26,12 +26,12 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.core.ladder import LadderRow
 from app.domain.access import Caller
 from app.games.answers import game_body, shown_members
 from app.games.intake import Post
 from app.games.rules import check_post
 from app.games.schemas import GameIn, match_wins
-from app.storage.ladders import LadderRow
 
 Progress = Callable[[str, int, int], None] | None
 

@@ -16,10 +16,10 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.errors import Conflict, InvalidInput
+from app.core.ladder import LadderRow
 from app.domain.access import Caller, check_seats
 from app.domain.player_keys import players_named
 from app.games.schemas import BatchIn, GameIn
-from app.storage.ladders import LadderRow
 
 
 def request_hash(body: GameIn | BatchIn) -> str:

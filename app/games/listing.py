@@ -6,9 +6,9 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.errors import NotFound
+from app.core.ladder import LadderRow
 from app.core.schemas import Page
 from app.games.answers import field_mean, stored_body
-from app.storage.ladders import LadderRow
 
 
 def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[dict]:

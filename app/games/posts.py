@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.errors import Conflict, Problem
+from app.core.ladder import LadderRow
 from app.domain.access import Caller, authorize, ladder_for_read
 from app.games.apply import finish, initial_vectors, replay, write
 from app.games.intake import (
@@ -20,7 +21,6 @@ from app.games.intake import (
 )
 from app.games.rules import check_post
 from app.games.schemas import GameIn
-from app.storage.ladders import LadderRow
 
 
 @dataclass

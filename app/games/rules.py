@@ -13,10 +13,10 @@ from datetime import datetime, timedelta
 from sqlalchemy.orm import Session
 
 from app.core.errors import InvalidInput
+from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.games.intake import Post, check_external_ids, check_players_exist, check_post_seats, resolve_players
 from app.games.schemas import GameIn, match_wins
-from app.storage.ladders import LadderRow
 
 #: How far after the server's clock a game may be dated: clocks that are a little ahead are not typos.
 FUTURE_SLACK = timedelta(minutes=10)

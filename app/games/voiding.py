@@ -9,9 +9,9 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.errors import NotFound
+from app.core.ladder import LadderRow
 from app.domain.rerating import replay_from, replay_log
 from app.games.answers import field_mean, stored_body
-from app.storage.ladders import LadderRow
 
 
 def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason: str | None) -> dict:

@@ -11,8 +11,8 @@ import anyio.to_thread
 from app import storage
 from app.core.db import Database
 from app.core.errors import NotFound
+from app.core.ladder import LadderRow
 from app.domain.access import Caller, ladder_for_read, read_key
-from app.storage.ladders import LadderRow
 
 
 async def ladder(db: Database, slug: str, caller: Caller) -> LadderRow:

@@ -9,8 +9,8 @@ import anyio.to_thread
 
 from app import storage
 from app.core.db import Database
+from app.core.ladder import LadderRow
 from app.storage import ladder_reads
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 #: At most this many changed players are read on the event loop to catch a table up (a millisecond's work);

@@ -11,11 +11,11 @@ from starlette.requests import Request
 from app import storage
 from app.core.db import Database
 from app.core.errors import InvalidInput
+from app.core.ladder import LadderRow
 from app.domain.access import check_seats
 from app.domain.player_keys import players_named
 from app.http.offload import compute
 from app.storage import ladder_reads
-from app.storage.ladders import LadderRow
 
 
 class Vectors(NamedTuple):

@@ -18,10 +18,10 @@ from starlette.responses import Response
 from app import storage
 from app.core.db import Database
 from app.core.errors import InvalidInput, Problem, Unavailable
+from app.core.ladder import LadderRow
 from app.core.metrics import LAG_TOLERANT
 from app.domain.access import Caller
 from app.http.ladder_access import ladder
-from app.storage.ladders import LadderRow
 
 log = logging.getLogger("melo")
 

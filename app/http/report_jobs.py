@@ -20,12 +20,12 @@ from app.core import jobs
 from app.core.db import Database
 from app.core.errors import NotFound, Problem, Unavailable
 from app.core.jobs import Progress
+from app.core.ladder import LadderRow
 from app.core.schemas import ReportPending
 from app.domain.access import Caller
 from app.http import offload
 from app.http.replica_routing import lag_tolerant
 from app.storage import ladder_reads
-from app.storage.ladders import LadderRow
 
 #: Reports kept per process (the most recent).
 MAX_REPORTS = 256

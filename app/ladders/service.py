@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.cursors import decode_cursor, encode_cursor
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.ladder import VARIANCE, LadderRow, fold
 from app.core.schemas import Page, one_more
 from app.core.security import hash_key, new_key
 from app.domain import refit_policy, season_periods
@@ -31,7 +32,6 @@ from app.ladders.schemas import (
     SeatOut,
 )
 from app.storage.keys import KeyRow
-from app.storage.ladders import LadderRow
 
 
 def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
@@ -119,7 +119,7 @@ def _rate(ladder: LadderRow, values: dict) -> dict:
     """The columns among the changed ``values`` that change how the ladder rates its games (its learning rate
     and k): the log is replayed with them."""
     steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
-    variance_rule = values.get("rate_rule", ladder.rate_rule) == storage.ladders.VARIANCE
+    variance_rule = values.get("rate_rule", ladder.rate_rule) == VARIANCE
     rate = {name: values[name] for name in ("eta", "eta_tau", "k", "drift_steps") if name in values}
     if "drift" in values and steps:
         rate["drift"] = values["drift"]
@@ -151,7 +151,7 @@ def change_settings(
     steps = values.get("drift_steps", ladder.drift_steps)  # the steps follow the drift: it is part of the rate
     rule = {"eta", "eta_tau", "drift_steps"} & values.keys() or ("drift" in values and steps)
     rule = rule or ("seat_prior" in values and bool(ladder.seats))  # part of the rate where there are seats
-    variance_rule = values.get("rate_rule", ladder.rate_rule) == storage.ladders.VARIANCE
+    variance_rule = values.get("rate_rule", ladder.rate_rule) == VARIANCE
     rule = rule or "rate_rule" in values or (bool({"noise", "cycles"} & values.keys()) and variance_rule)
     if rule and "auto_rate" not in values:
         values["auto_rate"] = False  # an admin's rate is pinned
@@ -247,7 +247,6 @@ def _fold_keys(session: Session, ladder: LadderRow) -> None:
     another alias of its player, goes.  409 naming them if keys or aliases of two players would become one."""
     players = storage.players.keys_and_names(session, ladder.id)
     owners = storage.aliases.owners(session, ladder.id)
-    fold = storage.ladders.fold
     groups: dict[str, dict[str, int]] = {}  # folded -> {key or alias: its player's id}
     for player_id, key, _ in players:
         groups.setdefault(fold(key), {})[key] = player_id

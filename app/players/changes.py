@@ -10,12 +10,12 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.ladder import LadderRow, fold
 from app.domain.rerating import replay_from, replay_log
 from app.players.last_game import last_game_changes
 from app.players.profile import profile
 from app.players.schemas import PlayerCreate, PlayerPatch
 from app.storage import challenges
-from app.storage.ladders import LadderRow
 
 
 def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> None:
@@ -26,7 +26,7 @@ def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> No
             f"vector needs 2k = {2 * ladder.k} numbers",
             errors=[{"field": "vector", "message": f"expected {2 * ladder.k} numbers, got {len(data.vector)}"}],
         )
-    key = storage.ladders.fold(data.key) if ladder.case_insensitive_keys else data.key
+    key = fold(data.key) if ladder.case_insensitive_keys else data.key
     name = data.name if data.name is not None or key == data.key else data.key  # the spelling folding changed
     if data.vector is not None:
         vector = np.asarray(data.vector, dtype=np.float64)
@@ -63,7 +63,7 @@ def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPa
     if not values and storage.players.get_row(session, ladder.id, key) is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
     if ladder.case_insensitive_keys:
-        new_key = storage.ladders.fold(new_key)
+        new_key = fold(new_key)
     if new_key != key:
         _rekey(session, ladder, key, new_key)
     change = {"action": "updated", "key": new_key} | ({"was": key} if new_key != key else {})

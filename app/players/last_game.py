@@ -7,7 +7,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
-from app.storage.ladders import LadderRow
+from app.core.ladder import LadderRow
 from app.storage.read_model import Table
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.cursors import decode_cursor, encode_cursor
 from app.core.errors import Conflict, InvalidInput
+from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.players.last_game import last_game_changes
 from app.players.records import (
@@ -27,7 +28,6 @@ from app.players.records import (
 )
 from app.rating.analysis import canonical
 from app.rating.ranking import conservative_bound, first_rows, first_rows_by_bound, leaderboard_order, rows_through
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 #: The leaderboard orders (``by``).

@@ -9,6 +9,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core import deadline
+from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.players import rivals
 from app.players.records import is_listed, listed_rows, provisional, row_of
@@ -16,7 +17,6 @@ from app.players.stakes import stakes
 from app.rating.identifiability import Results, comparing_opponents
 from app.rating.model import omega_apply
 from app.rating.ranking import ELO_RESULTS
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 #: Opponents are suggested from the best this many (later pages of the list end there).

@@ -12,10 +12,10 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.core.cursors import decode_cursor, encode_cursor
 from app.core.errors import NotFound
+from app.core.ladder import LadderRow
 from app.core.schemas import MAX_ID
 from app.players.moments import MOST_PER_GAME, Moment, moments
 from app.players.schemas import MomentOut, MomentsPage
-from app.storage.ladders import LadderRow
 
 #: The games a page looks through at most, and in its first range per moment asked for (the next ones as many as
 #: the moments found so far say it needs).

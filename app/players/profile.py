@@ -10,10 +10,10 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.cursors import decode_cursor, encode_cursor, is_id
 from app.core.errors import NotFound
+from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.players.last_game import last_game_changes
 from app.players.records import clock, hodge, page_se, record_fields, row_of
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 

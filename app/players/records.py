@@ -14,11 +14,11 @@ import numpy as np
 
 from app import rating, storage
 from app.core.errors import NotFound
+from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.rating import ranking
 from app.rating.ranking import ELO_RESULTS
 from app.storage.codec import NO_TIME
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 

@@ -10,9 +10,9 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core import deadline
+from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.players.records import row_of
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 #: The kinds of meeting a head-to-head record keeps apart.

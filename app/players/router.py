@@ -10,6 +10,7 @@ from pydantic import BeforeValidator
 
 from app.core.db import Database
 from app.core.errors import LADDER_ACCESS, InvalidInput, problems
+from app.core.ladder import LadderRow
 from app.core.schemas import EARLIEST, LATEST, MAX_ID, Page, a_date
 from app.domain.access import ladder_for, ladder_for_read, readable
 from app.http import offload, player_table, replica_routing
@@ -27,7 +28,6 @@ from app.players.schemas import (
     PlayerOut,
     PlayerPatch,
 )
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 router = APIRouter(prefix="/v1/ladders/{slug}", tags=["players"], responses=LADDER_ACCESS)

@@ -8,9 +8,9 @@ from datetime import datetime
 import numpy as np
 
 from app import rating, storage
+from app.core.ladder import LadderRow
 from app.players.records import variances
 from app.rating.model import omega_apply, rowdot
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from app import rating
+from app.core.ladder import LadderRow
 from app.players.records import hodge, page_se, provisional
 from app.rating.ranking import leaderboard_order
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 
 

@@ -10,11 +10,11 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.core.cursors import decode_cursor, encode_cursor, is_id
 from app.core.errors import Conflict, NotFound
+from app.core.ladder import LadderRow
 from app.core.schemas import Page, iso, one_more
 from app.domain.rerating import pull_back, replay_log
 from app.players.standings import standings
 from app.seasons.schemas import PodiumPlace, SeasonCreate, SeasonOut, SeasonStandings, StandingItem
-from app.storage.ladders import LadderRow
 from app.storage.tables import Season
 
 

@@ -1,7 +1,7 @@
 """Player aliases: keys that lead to another player (a merged player's key, a changed key's old one).
 
 A ladder has few of them, so every process keeps a ladder's aliases with its settings
-(:attr:`app.storage.ladders.LadderRow.aliases`), read again whenever the ladder's reset version moves: every change
+(:attr:`app.core.ladder.LadderRow.aliases`), read again whenever the ladder's reset version moves: every change
 of an alias bumps it.
 """
 

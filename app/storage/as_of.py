@@ -18,7 +18,8 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app import rating
-from app.storage import cache, codec, ladders, read_model, refits, seasons, state_before
+from app.core.ladder import LadderRow
+from app.storage import cache, codec, read_model, refits, seasons, state_before
 from app.storage.codec import NO_TIME
 from app.storage.read_model import Table
 from app.storage.sql import driver_chunks, driver_fetchall
@@ -49,7 +50,7 @@ def last_game(session: Session, ladder_id: int) -> int | None:
 
 def table_after(
     session: Session,
-    ladder: ladders.LadderRow,
+    ladder: LadderRow,
     now: Table,
     game_id: int | None,
     moment: datetime,
@@ -78,9 +79,7 @@ def _today(now: Table, moment: datetime) -> Table:
     return Table(version=now.version, placement=now.placement, **columns)
 
 
-def _table_after(
-    session: Session, ladder: ladders.LadderRow, now: Table, game_id: int | None, moment: datetime
-) -> Table:
+def _table_after(session: Session, ladder: LadderRow, now: Table, game_id: int | None, moment: datetime) -> Table:
     n, dim = len(now.ids), 2 * ladder.k
     # Every player's initial vector, placed by id (``now`` may hold players a snapshot read later does not).
     initial = driver_fetchall(session.connection(), "SELECT id, initial FROM players WHERE ladder_id = ?", (ladder.id,))

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
+from app.core.ladder import LadderRow
 from app.rating.seats import Seats
 from app.storage import read_model
 from app.storage.ladder_state import seats_from_json
-from app.storage.ladders import LadderRow
 from app.storage.sql import Fetch
 
 

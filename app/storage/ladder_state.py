@@ -8,9 +8,10 @@ import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.core.ladder import LadderRow
 from app.rating.seats import Seats
 from app.storage import codec
-from app.storage.ladders import LadderRow, lock
+from app.storage.ladders import lock
 from app.storage.sql import driver_fetchall
 from app.storage.tables import Ladder
 

@@ -11,9 +11,9 @@ from sqlalchemy import and_, func, select
 from sqlalchemy.orm import Session
 
 from app import rating
+from app.core.ladder import LadderRow
 from app.rating.seats import Seats
 from app.storage import codec, ladder_state, refits, seasons
-from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import driver_chunks, driver_fetchall, no_cyclic_gc, result_converter
 from app.storage.state_before import SCAN_PLAYERS, experience_before, from_checkpoint, state_before

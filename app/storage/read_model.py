@@ -26,6 +26,7 @@ import numpy as np
 from sqlalchemy import Engine
 from sqlalchemy.orm import Session
 
+from app.core.ladder import LadderRow
 from app.storage import cache, codec, ladders, refits
 from app.storage.players import COUNTERS, Written
 from app.storage.sql import driver_fetchall
@@ -193,7 +194,7 @@ def hold_newest(engine: Engine, ladder_id: int, fresh: Table) -> Table:
     return fresh
 
 
-def current_table(session: Session, ladder: ladders.LadderRow, cached: bool = True) -> Table:
+def current_table(session: Session, ladder: LadderRow, cached: bool = True) -> Table:
     """The ladder's players as of now: this process's copy brought up to date, or read anew.
 
     The copy catches up by reading only the players changed since its version

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 import numpy as np
 from sqlalchemy.orm import Session
 
+from app.core.ladder import LadderRow
 from app.rating.experience import experience_before_cutoffs
 from app.storage import codec, refits, seasons
-from app.storage.ladders import LadderRow
 from app.storage.players import MAX_KEYS_IN_QUERY
 from app.storage.sql import driver_chunks, driver_fetchall
 

@@ -156,7 +156,7 @@ class Ladder(Base):
     #: recompute it from the players (after a replay or a new player).
     field_sum: Mapped[dict | None] = mapped_column(JSON)
     #: The kinds of games the ladder plays, {"singles": true, "doubles": true, "free_for_all": true, "draws": true,
-    #: "points": null, "best_of": 1} (``app.storage.ladders.PLAY``), which posted games must follow.
+    #: "points": null, "best_of": 1} (``app.core.ladder.PLAY``), which posted games must follow.
     play: Mapped[dict | None] = mapped_column(JSON)
     #: Close a season by itself at the end of every ``month`` or ``quarter`` (UTC); null: only an admin closes one.
     season_every: Mapped[str | None] = mapped_column(String(16))

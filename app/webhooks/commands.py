@@ -27,9 +27,9 @@ from pydantic import ValidationError
 from app import storage
 from app.core.db import Database
 from app.core.errors import Problem
+from app.core.ladder import LadderRow
 from app.core.schemas import PLAYER_KEY
 from app.games.schemas import GameIn
-from app.storage.ladders import LadderRow
 from app.webhooks import messages
 from app.webhooks.slack import Asked
 

@@ -19,13 +19,13 @@ from datetime import UTC, datetime
 from sqlalchemy.orm import Session
 
 from app import storage
+from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.events.shown import GAME_KINDS, shown
 from app.games import answers
 from app.players import leaderboard as leaderboards
 from app.players import moments
 from app.players.schemas import MomentOut
-from app.storage.ladders import LadderRow
 
 #: The event names a webhook may take, and what each is.
 EVENTS = {

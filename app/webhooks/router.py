@@ -15,12 +15,12 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.core.db import Database
 from app.core.errors import LADDER_ACCESS, Conflict, NotFound, Unauthorized, problems
+from app.core.ladder import LadderRow
 from app.core.schemas import Page
 from app.domain.access import Caller, ladder_for, ladder_for_read
 from app.games.intake import Post, request_hash
 from app.games.schemas import GameIn
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath, Limit, SettingsDep
-from app.storage.ladders import LadderRow
 from app.webhooks import commands, service, slack
 from app.webhooks.schemas import (
     DeliveryOut,

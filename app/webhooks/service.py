@@ -9,8 +9,8 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.ladder import LadderRow
 from app.core.schemas import Page, one_more
-from app.storage.ladders import LadderRow
 from app.storage.tables import Webhook, WebhookDelivery
 from app.webhooks.addresses import Refused, resolve
 from app.webhooks.schemas import DeliveryOut, WebhookCreate, WebhookCreated, WebhookOut

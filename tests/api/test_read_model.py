@@ -10,12 +10,12 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app import storage
+from app.core.ladder import LadderRow
 from app.domain.access import ladder_for_read
 from app.http import player_table
 from app.main import create_app
 from app.players.leaderboard import leaderboard
 from app.storage.codec import NO_TIME
-from app.storage.ladders import LadderRow
 from app.storage.read_model import Table
 from app.storage.refits import Placement
 from tests.conftest import admin, bearer, make_ladder
