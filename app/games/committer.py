@@ -14,7 +14,7 @@ one after another, in order.  A response is sent only after its group commits.
 
 SQLite has one writer for the whole database; PostgreSQL has ``MELO_WRITERS``
 per worker process, committing groups of different ladders side by side.  There
-a group of posts does not wait long for a lock another transaction holds (an
+a group of several ladders' posts does not wait long for a lock another transaction holds (an
 administrator's change of a ladder, a void deep in its log): after
 :data:`LOCK_WAIT` it is rolled back, and each of its ladders is next committed
 alone, so only the ladder that is held waits.
@@ -156,7 +156,8 @@ class GroupCommitter:
             posts = [post for post, _ in group]
             last_size = len(posts)
             try:
-                outcomes = await loop.run_in_executor(self.executor, self.commit, posts, not alone)
+                bounded = not alone and len(taken) > 1  # only a group of ladders can hold a ladder not held
+                outcomes = await loop.run_in_executor(self.executor, self.commit, posts, bounded)
             except BaseException as exc:  # the loop must survive whatever happens to one group
                 outcomes = [exc] * len(group)
             if outcomes is None:  # it waited too long for a lock: back in front, each ladder next alone
