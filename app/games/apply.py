@@ -348,28 +348,32 @@ class _Answers:
 
     def __init__(self, rated: Rated, field_of_row: np.ndarray) -> None:
         self.rated, self.field_of_row = rated, field_of_row
-        self.members: list[dict] | None = None
+        self.shown: tuple[list[dict], list[int], list[float], list[float], list[int], list[int]] | None = None
 
     def bodies(self, place: int, seqs: list[int]) -> list[dict]:
         """The API body of each game of the ladder at ``place`` (numbered ``seqs``)."""
         rated = self.rated
-        log, history = rated.log, rated.history
-        if self.members is None:
+        if self.shown is None:
+            log, history = rated.log, rated.history
             keys = [key for lock in rated.locked for key in lock.index]  # row order
-            shown = [keys[p] for p in log.member_player.tolist()]
-            player = log.member_player
-            self.members = shown_members(shown, history.before, history.after, self.field_of_row[player])
-        lo, hi = int(rated.at[place]), int(rated.at[place + 1])
-        member_side = log.member_side.tolist()
-        actual, expected = history.actual.tolist(), history.expected.tolist()
-        side_ptr, member_ptr = log.side_ptr.tolist(), log.member_ptr.tolist()
+            member_keys = [keys[p] for p in log.member_player.tolist()]
+            members = shown_members(member_keys, history.before, history.after, self.field_of_row[log.member_player])
+            self.shown = (
+                members,
+                log.member_side.tolist(),
+                history.actual.tolist(),
+                history.expected.tolist(),
+                log.side_ptr.tolist(),
+                log.member_ptr.tolist(),
+            )
+        members, member_side, actual, expected, side_ptr, member_ptr = self.shown
         games, played_at, stored = rated.games[place], rated.played_at[place], rated.stored[place]
         out = []
-        for n, g in enumerate(range(lo, hi)):
+        for n, g in enumerate(range(int(rated.at[place]), int(rated.at[place + 1]))):
             players: dict[int, list[dict]] = {s: [] for s in range(side_ptr[g], side_ptr[g + 1])}
             for t in range(member_ptr[g], member_ptr[g + 1]):
-                players[member_side[t]].append(self.members[t])
-            sides = [(members, actual[s], expected[s]) for s, members in players.items()]
+                players[member_side[t]].append(members[t])
+            sides = [(shown, actual[s], expected[s]) for s, shown in players.items()]
             out.append(game_body(seqs[n], played_at[n], games[n].external_id, stored[n], sides))
         return out
 

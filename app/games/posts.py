@@ -175,8 +175,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
     changes = {
         a.new.ladder_id: storage.ladders.Change(a.created, a.counted, a.field, events[a.new.ladder_id]) for a in written
     }
-    for ladder_id, locked in locks.items():  # players made for posts that were replays after all: counted alone
+    for ladder_id, locked in locks.items():  # players made for posts that were replays after all
         if ladder_id not in changes and locked.inserted:
-            storage.ladders.count(session, ladder_id, players=locked.inserted)
+            changes[ladder_id] = storage.ladders.Change(locked.inserted, None, None, [])
     group.versions = storage.ladders.bump(session, list(group.applied), stamped=stamped, changes=changes)
     return group

@@ -384,11 +384,11 @@ def log_events(session: Session, ladder_id: int) -> None:
 class Change(NamedTuple):
     """What a game commit changes on a ladder's row beside its version (:func:`bump`): the players it created;
     the games, drawn two-sided games and their room for a draw it adds (None: its games do not count); the field
-    after it (the sum of the players' vectors and their number); and its events, in order."""
+    after it (the sum of the players' vectors and their number; None: as kept); and its events, in order."""
 
     players: int
     counted: tuple[int, int, float] | None
-    field: tuple[np.ndarray, int]
+    field: tuple[np.ndarray, int] | None
     events: list[tuple[str, dict]]
 
 
@@ -420,8 +420,9 @@ def bump(
         games, draws, room = change.counted or (0, 0, 0.0)
         had = counts.get(ladder_id, (0, 0, 0, 0.0))
         counts[ladder_id] = (had[0] + change.players, had[1] + games, had[2] + draws, had[3] + room)
-        total, number = change.field
-        fields[ladder_id] = json.dumps({"sum": total.tolist(), "count": number})
+        if change.field is not None:
+            total, number = change.field
+            fields[ladder_id] = json.dumps({"sum": total.tolist(), "count": number})
     ids = sorted(set(ladder_ids) | set(counts) | set(fields))
     if not ids:
         return {}
