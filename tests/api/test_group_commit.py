@@ -247,3 +247,45 @@ def test_a_ladder_whose_rows_another_transaction_holds_does_not_hold_the_others_
 
 
 _GAME = {"sides": [{"players": ["ann"], "rank": 1}, {"players": ["bob"], "rank": 2}]}
+
+
+def test_a_group_of_ladders_with_different_rules_equals_each_ladder_posted_alone(client):
+    """One group over ladders that are replayed apart (another k, another learning rate, the variance rule, a
+    drift, seats) and ladders replayed together (the same settings): each ends bit for bit as the same games
+    posted to it alone, and its audit is exact."""
+    settings = {
+        "same1": {},
+        "same2": {},
+        "k2": {"k": 2},
+        "rate": {"eta": 0.3, "eta_tau": None},
+        "variance": {"rate_rule": "variance"},
+        "drift": {"drift": 200},
+        "seated": {"seats": ["home", "away"]},
+    }
+    keys = {slug: make_ladder(client, slug, **config) for slug, config in settings.items()}
+    alone = {slug: make_ladder(client, f"{slug}-alone", **config) for slug, config in settings.items()}
+    rng = np.random.default_rng(4)
+    games = []
+    for n in range(28):
+        slug = list(settings)[n % len(settings)]
+        winner, loser = rng.choice(["a", "b", "c", "d", "e"], 2, replace=False).tolist()
+        extra = {}
+        if slug == "seated":
+            extra = {
+                "sides": [
+                    {"players": [winner], "rank": 1, "seat": "home"},
+                    {"players": [loser], "rank": 2, "seat": "away"},
+                ]
+            }
+        games.append((slug, game_in(winner, loser, **extra)))
+    outcomes = client.app.state.committer.commit([post(keys[slug], g, slug) for slug, g in games])
+    assert all(isinstance(o, dict) for o in outcomes), outcomes
+    for slug, g in games:
+        answer = client.post(
+            f"/v1/ladders/{slug}-alone/games", json=g.model_dump(mode="json"), headers=bearer(alone[slug])
+        )
+        assert answer.status_code == 201, answer.text
+    for slug in settings:
+        assert vectors(client, slug) == vectors(client, f"{slug}-alone"), slug  # bit for bit
+        audit = client.get(f"/v1/ladders/{slug}/audit").json()
+        assert audit["consistent"] and audit["games"] == 4, (slug, audit)
