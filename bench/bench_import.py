@@ -65,6 +65,7 @@ def fresh_database(tmp: Path, name: str) -> tuple[str, str]:
     """A new database with the ``bench`` ladder (k = 1); its URL and write key."""
     url = f"sqlite:///{tmp / name}"
     env = os.environ | {"MELO_DATABASE_URL": url}
+    subprocess.run([*MELO, "migrate"], env=env, check=True, capture_output=True, cwd=ROOT)  # the CLI makes none
     cmd = [*MELO, "create-ladder", "bench", "--k", "1"]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, cwd=ROOT, text=True).stdout
     return url, json.loads(out)["write_key"]
@@ -99,12 +100,13 @@ def database_floor(tmp: Path, games: list[tuple[int, int, int]], players: int) -
     db.execute("BEGIN IMMEDIATE")
     payload = '{"sides": [["p1"], ["p2"]], "ranks": [1.0, 2.0], "advantages": null}'
     db.executemany(
-        "INSERT INTO games (id, ladder_id, external_id, played_at, created_at, payload) VALUES (?, 1, NULL, ?, ?, ?)",
-        ((g + 1, now, now, payload) for g in range(len(games))),
+        "INSERT INTO games (id, seq, ladder_id, external_id, played_at, created_at, payload) "
+        "VALUES (?, ?, 1, NULL, ?, ?, ?)",
+        ((g + 1, g + 1, now, now, payload) for g in range(len(games))),
     )
     db.executemany(
-        "INSERT INTO participants (game_id, player_id, side, before, after, actual_score, expected_score) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO participants (game_id, player_id, ladder_id, side, before, after, actual_score, expected_score) "
+        "VALUES (?, ?, 1, ?, ?, ?, ?, ?)",
         ((g + 1, p + 1, s, blob, blob, 0.5, 0.5) for g, (a, b, _) in enumerate(games) for s, p in enumerate((a, b))),
     )
     db.execute("COMMIT")
