@@ -290,11 +290,9 @@ def finish(
             experience = _cat([lock.experience for lock in locked]) + np.bincount(log.member_player, minlength=rows[-1])
         else:
             experience = history.experience
-        # The drawn two-sided games and their room for a draw (:func:`app.rating.two_sided_draws`), by ladder.
-        two, first = np.diff(log.side_ptr) == 2, log.side_ptr[:-1]
-        drawn, room = two & (history.actual[first] == 0.5), rating.draw_room(history.expected[first])
+        draws = rating.two_sided_draws_apart(log.side_ptr, history.actual, history.expected, at.tolist())
         for i, lock in enumerate(locked):
-            r, g = slice(rows[i], rows[i + 1]), slice(at[i], at[i + 1])
+            r = slice(rows[i], rows[i + 1])
             written[i] = storage.players.Written(
                 lock,
                 history.C[r],
@@ -304,7 +302,7 @@ def finish(
                 experience[r],
                 None if history.variance is None else history.variance[r],
             )
-            counted[i] = (int(at[i + 1] - at[i]), int(np.count_nonzero(drawn[g])), float(room[g][two[g]].sum()))
+            counted[i] = (int(at[i + 1] - at[i]), *draws[i])
         if rated.seats is not None:
             storage.ladder_state.save_seat_state(session, rated.ladders[0].id, history.seats)
     unnumbered = sum(

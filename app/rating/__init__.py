@@ -3,7 +3,14 @@
 This package imports NumPy and SciPy only, never the database or HTTP layers.
 """
 
-from app.rating.draws import draw_probability, draw_room, draw_share, outcome_probabilities, two_sided_draws
+from app.rating.draws import (
+    draw_probability,
+    draw_room,
+    draw_share,
+    outcome_probabilities,
+    two_sided_draws,
+    two_sided_draws_apart,
+)
 from app.rating.errors import RatingInputError
 from app.rating.experience import experience_before
 from app.rating.game_log import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores, record, results
@@ -94,6 +101,7 @@ __all__ = [
     "stable_hash",
     "strength_se",
     "two_sided_draws",
+    "two_sided_draws_apart",
     "unnormalised_update",
     "win_probability",
 ]

@@ -17,6 +17,9 @@ predicts none (``None``: the model is not fitted).
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+
 import numpy as np
 
 #: Even two-sided games without a draw that ν is shrunk by (a prior towards no draws).
@@ -54,5 +57,17 @@ def outcome_probabilities(p: float, share: float | None) -> tuple[float, float, 
 def two_sided_draws(side_ptr: np.ndarray, actual: np.ndarray, expected: np.ndarray) -> tuple[int, float]:
     """(drawn games, their summed room) over the games of exactly two sides: games given by ``side_ptr`` (game g
     has sides ``side_ptr[g]`` to ``side_ptr[g + 1]``), each side's achieved and expected score."""
-    first = side_ptr[:-1][np.diff(side_ptr) == 2]
-    return int(np.count_nonzero(actual[first] == 0.5)), float(draw_room(expected[first]).sum())
+    return two_sided_draws_apart(side_ptr, actual, expected, [0, len(side_ptr) - 1])[0]
+
+
+def two_sided_draws_apart(
+    side_ptr: np.ndarray, actual: np.ndarray, expected: np.ndarray, at: Sequence[int]
+) -> list[tuple[int, float]]:
+    """:func:`two_sided_draws` of each run of games ``at[n]`` to ``at[n + 1]`` (several ladders' games, end to
+    end), each room summed over its own games, in order, as alone."""
+    two = np.diff(side_ptr) == 2
+    first = side_ptr[:-1]
+    drawn, room = two & (actual[first] == 0.5), draw_room(expected[first])
+    return [
+        (int(np.count_nonzero(drawn[lo:hi])), float(room[lo:hi][two[lo:hi]].sum())) for lo, hi in itertools.pairwise(at)
+    ]

@@ -17,7 +17,7 @@ from app.core.errors import LadderChanged
 from app.core.ladder import LadderRow
 from app.storage import aliases as storage_aliases
 from app.storage import cache, events
-from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed, result_converter
+from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed, typed
 from app.storage.tables import (
     ApiKey,
     Challenge,
@@ -101,7 +101,7 @@ def by_slugs(session: Session, slugs: list[str]) -> dict[str, LadderRow]:
         if kept is not None and kept[0] == same:
             ladder = kept[1]
         else:
-            ladder = _row(_typed(session, raw), session)
+            ladder = _row(typed(session.connection(), [raw], _COLUMNS)[0], session)
             seen[ladder.id] = (same, ladder)
         if ladder.slug in slugs:
             found[ladder.slug] = held[ladder.slug] = ladder
@@ -109,11 +109,6 @@ def by_slugs(session: Session, slugs: list[str]) -> dict[str, LadderRow]:
 
 
 _VERSION = [c.name for c in _COLUMNS].index("version")
-
-
-def _typed(session: Session, raw: tuple) -> tuple:
-    dialect = session.get_bind().dialect
-    return tuple(result_converter(column, dialect)(value) for column, value in zip(_COLUMNS, raw, strict=True))
 
 
 def cached(session: Session, slug: str) -> LadderRow | None:

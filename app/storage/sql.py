@@ -230,11 +230,15 @@ def fetch_typed(session: Session, sql: str, parameters: tuple, columns: Sequence
     database lock already).
     """
     connection = session.connection()
-    dialect = connection.dialect
-    if dialect.name == "sqlite" and sql.endswith(" FOR UPDATE"):
+    if connection.dialect.name == "sqlite" and sql.endswith(" FOR UPDATE"):
         sql = sql[: -len(" FOR UPDATE")]
-    convert = [result_converter(column, dialect) for column in columns]
-    rows = driver_fetchall(connection, sql, parameters)
+    return typed(connection, driver_fetchall(connection, sql, parameters), columns)
+
+
+def typed(connection: Connection, rows: Sequence[tuple], columns: Sequence[Column]) -> list[tuple]:
+    """Rows read through the driver, each value converted as the ORM would (``columns``: the table columns of
+    the values, in order)."""
+    convert = [result_converter(column, connection.dialect) for column in columns]
     return [tuple(f(v) for f, v in zip(convert, row, strict=True)) for row in rows]
 
 
