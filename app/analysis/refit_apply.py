@@ -20,10 +20,10 @@ from app.core.ladder import LadderRow
 from app.domain.rerating import (
     Prepared,
     checkpoint_variances,
+    lock_ladder,
     prepared_replay,
     replay_log,
     replay_prepared,
-    write_history,
 )
 from app.storage.tables import Refit
 
@@ -52,8 +52,7 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
         raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.", field="refit_id")
     if prepared is not None and (prepared.checkpoint is None or prepared.checkpoint.refit_id != job.id):
         prepared = None
-    written = 0 if prepared is None else write_history(session, ladder, prepared)
-    storage.players.lock_all(session, ladder.id)
+    lock_ladder(session, ladder.id, prepared)
     ladder = storage.ladders.by_id(session, ladder.id) or ladder  # its settings as they are under the lock
     if storage.refits.games_up_to(session, ladder.id, job.after_game_id) != job.result["games"]:
         raise Conflict(
@@ -81,7 +80,7 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     checkpoint = storage.refits.add_checkpoint(session, ladder.id, job, variances)
     replayed = None
     if prepared is not None:
-        replayed = replay_prepared(session, ladder, prepared, written)  # stale: None
+        replayed = replay_prepared(session, ladder, prepared)  # stale: None
     if replayed is None:
         replayed = replay_log(session, ladder)  # now from this checkpoint: the games after the refit
     storage.refits.update(session, ladder.id, job.id, {"applied_at": datetime.now(UTC)})

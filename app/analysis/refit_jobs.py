@@ -19,6 +19,7 @@ from app.core.db import Database
 from app.core.errors import Conflict, InvalidInput, TooManyRequests
 from app.core.ladder import LadderRow
 from app.core.metrics import REFITS
+from app.domain.rerating import end_abandoned
 from app.storage.tables import Refit
 
 logger = logging.getLogger("melo")
@@ -63,7 +64,9 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
 def recover(db: Database) -> list[int]:
     """At a server's start: the jobs whose server process stopped on this host (a restart, a crash) are taken
     over: a queued one is queued here (its id returned), a running one is marked failed (it died with its
-    server; running it again could kill this one the same way)."""
+    server; running it again could kill this one the same way); and the history they left written ahead is the
+    log's again (:func:`app.domain.rerating.end_abandoned`)."""
+    end_abandoned(db)
     me, resumed = jobs.owner(), []
     with db.writing() as session:
         for ladder_id, refit_id, status, owner in storage.refits.unfinished(session):
@@ -84,7 +87,7 @@ def recover(db: Database) -> list[int]:
 
 def submit(db: Database, ladder_id: int, refit_id: int) -> None:
     """Queue the ladder's refit; it runs in a child process (:mod:`app.core.jobs`)."""
-    jobs.submit(db, ladder_id, refit_id, _run_job, fail, _count)
+    jobs.submit(db, ladder_id, refit_id, _run_job, fail, _finished)
 
 
 def _run_job(db: Database, ladder_id: int, refit_id: int) -> None:
@@ -103,8 +106,10 @@ def _stop_if_cancelled(db: Database, ladder_id: int, refit_id: int) -> None:
                 os._exit(0)
 
 
-def _count(db: Database, ladder_id: int, refit_id: int) -> None:
-    """The finished job's outcome in the metrics: done, rejected, failed, or applied (an auto refit)."""
+def _finished(db: Database, ladder_id: int, refit_id: int) -> None:
+    """The job's process is gone: its outcome in the metrics (done, rejected, failed, or applied: an auto refit),
+    and a replay's history it left written ahead (cancelled, or killed, before the switch) is the log's again."""
+    end_abandoned(db)
     with db.reading() as session:
         job = storage.refits.get(session, ladder_id, refit_id)
     if job is not None:

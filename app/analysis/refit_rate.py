@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.ladder import LadderRow
-from app.domain.rerating import Prepared, replay_log, replay_prepared, write_history
+from app.domain.rerating import Prepared, lock_ladder, replay_log, replay_prepared
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
 from app.storage.log import LadderLog
 from app.storage.tables import Refit
@@ -94,16 +94,15 @@ def apply_rate_first(
     ladder = storage.ladders.by_id(session, ladder_id)
     if ladder is None:
         return False
-    written = 0 if prepared is None else write_history(session, ladder, prepared)
-    storage.players.lock_all(session, ladder_id)
+    lock_ladder(session, ladder_id, prepared)
     ladder = storage.ladders.by_id(session, ladder_id) or ladder
     if not set_rate(session, ladder, storage.refits.get(session, ladder_id, refit_id)):
-        if written:  # history written at a rate not set after all (pinned since): the log's again
-            replay_log(session, ladder)
+        if prepared is not None and prepared.rewrite is not None:  # history written at a rate not set after all
+            replay_log(session, ladder)  # (pinned since): the log's again
             storage.ladders.bump(session, [ladder_id], reset=True)
         return False
     ladder = storage.ladders.by_id(session, ladder_id) or ladder
-    if prepared is None or replay_prepared(session, ladder, prepared, written) is None:
+    if prepared is None or replay_prepared(session, ladder, prepared) is None:
         replay_log(session, ladder)
     storage.ladders.bump(session, [ladder_id], reset=True)
     return True

@@ -25,7 +25,7 @@ from app.core import jobs
 from app.core.db import Database
 from app.core.errors import Conflict
 from app.core.ladder import LadderRow
-from app.domain.rerating import Prepared
+from app.domain.rerating import Prepared, switch
 from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
 from app.rating.refit.metrics import evaluate
@@ -89,7 +89,7 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
     if params.auto and rate is not None and rate["changed"]:  # at once, not after the fit (apply_rate_first)
         at_rate = prepared_replay(db, ladder_id, None, rate_settings(rate, ladder))  # replayed holding no lock
         applied = jobs.at_server_priority(
-            lambda: db.write(lambda session: apply_rate_first(session, ladder_id, refit_id, rate, at_rate))
+            lambda: switch(db, at_rate, lambda session: apply_rate_first(session, ladder_id, refit_id, rate, at_rate))
         )
         rate = rate | {"applied": applied}
     verdict, select_k = None, params.select_k
@@ -162,7 +162,9 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         try:
             # Under the writers' locks: at their priority, not this child's (a starved holder stalls every post).
             jobs.at_server_priority(
-                lambda: db.write(lambda session: _finish_and_apply(session, ladder, refit_id, finished, prepared))
+                lambda: switch(
+                    db, prepared, lambda session: _finish_and_apply(session, ladder, refit_id, finished, prepared)
+                )
             )
             return
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry

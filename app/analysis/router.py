@@ -19,6 +19,7 @@ from app.core.cursors import decode_cursor, is_id
 from app.core.errors import LADDER_ACCESS, problems
 from app.core.schemas import Page, ReportPending
 from app.domain.access import ladder_for, readable
+from app.domain.rerating import switch
 from app.http import report_jobs
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath
 
@@ -69,7 +70,7 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep)
         ladder = ladder_for(session, slug, caller, "write")
         return refit_apply.apply_refit(session, ladder, refit_views.get_refit(session, ladder, refit_id), prepared)
 
-    return db.write(work)
+    return switch(db, prepared, work)
 
 
 #: A large ladder's report still being computed.

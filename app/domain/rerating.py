@@ -19,18 +19,25 @@ new to the ladder, which waits for the ladder's row before it reads the seats.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+import itertools
+import secrets
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
+from app.core import jobs
 from app.core.db import Database
 from app.core.ladder import LadderRow
 from app.rating.seats import Seats
 from app.storage.log import LadderLog, Tail
 from app.storage.tables import Checkpoint
+
+T = TypeVar("T")
 
 
 def replay_from(
@@ -118,8 +125,13 @@ class Prepared:
     settings: dict = field(default_factory=dict)
     #: The id of the stored checkpoint it replays from (0: none), which must still be the latest when it is written.
     base: int | None = None
-    #: A catch-up found the log changed below ``last_game_id`` (a void, a late commit): the apply replays the log.
+    #: A catch-up found the log changed below ``last_game_id`` (a void, a late commit), or another replay's history
+    #: written ahead (``Ladder.history_rewrite``) in what it read: the apply replays the log.
     stale: bool = False
+    #: This replay's history written ahead (:func:`write_ahead`): its name in ``Ladder.history_rewrite``, and the
+    #: parts written whole.
+    rewrite: str | None = None
+    written: int = 0
 
     def add(self, part: LadderLog | Tail, history: rating.History) -> None:
         """A replayed part after the others: its players' states replace theirs."""
@@ -179,7 +191,9 @@ def _prepared(session: Session, ladder: LadderRow, checkpoint: Checkpoint | None
     games = storage.games.log_counts(session, ladder.id, part.last_game_id)
     h = _history(ladder, part)
     first = (part.player_ids, h.C, h.experience, h.latest, h.seats, part.last_game_id)
-    return Prepared(checkpoint, [(part, h)], *first, _marks(ladder), games, ladder.id, after, **more)
+    prepared = Prepared(checkpoint, [(part, h)], *first, _marks(ladder), games, ladder.id, after, **more)
+    prepared.stale = storage.ladders.history_rewrite(session, ladder.id) is not None
+    return prepared
 
 
 def checkpoint_variances(
@@ -207,7 +221,10 @@ def catch_up(session: Session, prepared: Prepared) -> int:
     ladder = _settings(storage.ladders.by_id(session, prepared.ladder_id), prepared)
     if ladder is None:
         return 0
-    if not _holds(session, ladder, prepared):
+    if not _holds(session, ladder, prepared) or storage.ladders.history_rewrite(session, ladder.id) not in (
+        None,
+        prepared.rewrite,
+    ):
         prepared.stale = True  # new settings, or a void or a late commit below it: nothing on top of it counts
         return 0
     since = _since(session, ladder, prepared)
@@ -219,30 +236,128 @@ def catch_up(session: Session, prepared: Prepared) -> int:
     return since.log.n_games
 
 
-def write_history(session: Session, ladder: LadderRow, prepared: Prepared) -> int:
-    """PostgreSQL: write a prepared replay's history before :func:`app.storage.players.lock_all`, so the players
-    stay locked for less; the parts written, for :func:`replay_prepared`.  It holds the ladder's replay lock
-    (:func:`app.storage.players.lock_replays`): no void, merge or other replay rewrites these rows meanwhile, or
-    holds the players while it waits for them, and none can have changed the log since it checks it here.  A game
-    commit locks none of these rows.  Should a late commit below the replay's last game still make it stale (or
-    the new rate it replayed at not be set after all), the log's replay writes every counted game after the
-    checkpoint again."""
-    if session.get_bind().dialect.name != "postgresql" or prepared.stale:
-        return 0  # SQLite's writer holds the whole database already
-    storage.players.lock_replays(session, ladder.id)
-    ladder = _settings(storage.ladders.by_id(session, ladder.id) or ladder, prepared)  # as now, or at the new rate
-    if not _holds(session, ladder, prepared):
-        return 0
-    for part, history in prepared.parts:
-        _write_history(session, ladder, part, history)
-    return len(prepared.parts)
+#: The memberships whose history one transaction of :func:`write_ahead` writes (on SQLite every other write waits
+#: for it: some 50 ms).
+AHEAD_ROWS = 10_000
 
 
-def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, written: int = 0) -> int | None:
+def write_ahead(db: Database, prepared: Prepared | None) -> None:
+    """Write a prepared replay's history before the transaction that switches the ladder to it, in write
+    transactions of their own of :data:`AHEAD_ROWS` memberships each, so the switch holds the writers for the
+    players' rows and the games committed since, not for the log's history (on SQLite every ladder's posts wait
+    for a write; a million memberships take seconds).
+
+    The first one names the rewrite in ``Ladder.history_rewrite``: until the switch the stored history of those
+    games is the new rate's (or the refit's) while the ratings are not, and whoever locks the ladder's players
+    meanwhile (a void, a merge, another change: :func:`lock_ladder`) replays the log first, which ends this
+    rewrite; it then stops, and its switch writes the history under the lock.  A switch that fails puts the log's
+    history back (:func:`switch`).  A stale replay writes nothing ahead."""
+    if prepared is None or prepared.stale:
+        return
+    rewrite = f"{secrets.token_hex(6)}@{jobs.owner()}"
+    for n, (part, history) in enumerate(prepared.parts):
+        for games in _runs(part.log.member_ptr, AHEAD_ROWS):
+            run = functools.partial(_ahead, prepared=prepared, rewrite=rewrite, part=part, history=history, games=games)
+            if not db.write(run):
+                return
+            prepared.rewrite = rewrite
+        prepared.written = n + 1
+
+
+def _ahead(
+    session: Session, prepared: Prepared, rewrite: str, part: LadderLog | Tail, history: rating.History, games: slice
+) -> bool:
+    """One transaction of :func:`write_ahead`: whether it wrote (not if another replay or rewrite came first)."""
+    first = prepared.rewrite is None
+    storage.players.lock_replays(session, prepared.ladder_id)  # PostgreSQL: after a replay under the lock, or before
+    if storage.ladders.history_rewrite(session, prepared.ladder_id) != (None if first else rewrite):
+        return False
+    ladder = _settings(storage.ladders.by_id(session, prepared.ladder_id), prepared)
+    if ladder is None or (first and not (_holds(session, ladder, prepared) and _after_latest(session, prepared))):
+        return False
+    if first:
+        storage.ladders.set_history_rewrite(session, ladder.id, rewrite)
+    _write_history(session, ladder, part, history, games)
+    storage.ladders.bump(session, [ladder.id])  # the draws counted again from the forecasts written
+    return True
+
+
+def _after_latest(session: Session, prepared: Prepared) -> bool:
+    """Whether the replay starts at or after the latest checkpoint (a refit's that is not older than the latest),
+    so a replay of the log from there (:func:`lock_ladder`) writes every game it writes ahead."""
+    latest = storage.refits.latest_checkpoint(session, prepared.ladder_id)
+    return latest is None or prepared.after_game_id >= latest.after_game_id
+
+
+def _runs(member_ptr: np.ndarray, rows: int) -> list[slice]:
+    """The games cut into runs of about ``rows`` memberships (a game never split)."""
+    cuts = np.searchsorted(member_ptr, np.arange(rows, member_ptr[-1], rows), side="right") - 1
+    edges = np.unique(np.concatenate([[0], cuts, [len(member_ptr) - 1]])).tolist()
+    return [slice(lo, hi) for lo, hi in itertools.pairwise(edges)]
+
+
+def lock_ladder(session: Session, ladder_id: int, prepared: Prepared | None = None) -> None:
+    """Lock every player of the ladder and its row (:func:`app.storage.players.lock_all`), with its history the
+    log's: one written ahead by a replay (:func:`write_ahead`) other than ``prepared`` is replaced by the log's
+    replayed at the ladder's settings (and that rewrite ends: its switch writes its history under the lock).  The
+    caller writes the ladder's history (``prepared``'s, or the log's) before it commits."""
+    storage.players.lock_all(session, ladder_id)
+    rewrite = storage.ladders.history_rewrite(session, ladder_id)
+    if prepared is not None and prepared.rewrite != rewrite:  # ended by another (or none written ahead)
+        prepared.rewrite, prepared.written = None, 0
+    if rewrite is None:
+        return
+    if prepared is None or prepared.rewrite != rewrite:
+        ladder = storage.ladders.by_id(session, ladder_id)
+        if ladder is not None:
+            replay_log(session, ladder)
+    storage.ladders.set_history_rewrite(session, ladder_id, None)
+    storage.ladders.bump(session, [ladder_id])  # the replay's version (the caller may bump again: the next)
+
+
+def switch(db: Database, prepared: Prepared | None, work: Callable[[Session], T]) -> T:
+    """``work`` in a write transaction that switches the ladder to ``prepared`` (written ahead: :func:`write_ahead`;
+    the work calls :func:`lock_ladder` with it).  Should it fail, or not switch after all (a job cancelled since),
+    the history written ahead is replaced by the log's, under the lock."""
+    try:
+        return db.write(work)
+    finally:
+        if prepared is not None and prepared.rewrite is not None:
+            with db.reading() as session:
+                left = storage.ladders.history_rewrite(session, prepared.ladder_id) == prepared.rewrite
+            if left:
+                db.write(lambda session: _undo_ahead(session, prepared))
+
+
+def _undo_ahead(session: Session, prepared: Prepared) -> None:
+    _end(session, prepared.ladder_id, prepared.rewrite)
+
+
+def _end(session: Session, ladder_id: int, rewrite: str | None) -> None:
+    """The log's history again in place of ``rewrite``'s, if it is still the ladder's (:func:`lock_ladder`)."""
+    if storage.ladders.history_rewrite(session, ladder_id) == rewrite:
+        lock_ladder(session, ladder_id)
+
+
+def end_abandoned(db: Database) -> list[int]:
+    """The ladders whose history a server process that stopped on this host (a crash, a cancelled refit's child)
+    left written ahead (:func:`write_ahead`) get the log's history back; their ids.  Run at a server's start and
+    after each refit job's process ends; a rewrite left by another host's process ends at the ladder's next
+    change (:func:`lock_ladder`)."""
+    with db.reading() as session:
+        left = storage.ladders.history_rewrites(session)
+    ended = [(i, r) for i, r in left if jobs.owner_gone(r.partition("@")[2])]
+    for ladder_id, rewrite in ended:
+        db.write(functools.partial(_end, ladder_id=ladder_id, rewrite=rewrite))
+    return [ladder_id for ladder_id, _ in ended]
+
+
+def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> int | None:
     """Write a :func:`prepared <prepare>` replay under :func:`app.storage.players.lock_all`, with the games
     committed since replayed on top (a few: the writer is held for the writes, not for reading and replaying
     the log); the number of games replayed, or None if it is stale (the caller replays the log as it is).
-    The history of the first ``written`` parts is written already (:func:`write_history`).
+    The history of its first ``written`` parts is written already (:func:`write_ahead`, checked by
+    :func:`lock_ladder`).
 
     Replaying the log in parts applies every game to the same vectors, games counts and seats as one
     replay does, so the ratings are the same bit for bit (``/audit`` checks it).
@@ -253,7 +368,7 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared, wri
     prepared = replace(prepared, parts=list(prepared.parts))  # as it was, if this transaction is run again
     if since.log.n_games:
         prepared.add(since, _history(ladder, since))
-    for part, history in prepared.parts[written:]:
+    for part, history in prepared.parts[prepared.written :]:
         _write_history(session, ladder, part, history)
     # Each player's vector once, as the last part left it (not once per part: a row written again is a new row).
     _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
@@ -316,28 +431,34 @@ def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history:
     _write_history(session, ladder, part, history)
 
 
-def _write_history(session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History) -> None:
-    """A replay's games' history: each membership's vectors and scores, and each game's seats; and what the draw
-    model is fitted on, counted again from the forecasts as rewritten (so a ladder and its restore predict the same
-    draws)."""
-    if len(part.game_ids):
-        old = storage.ladders.draw_counts(session, ladder.id, int(part.game_ids[0]), int(part.game_ids[-1]))
-        new = rating.two_sided_draws(part.log.side_ptr, history.actual, history.expected)
-        storage.ladders.count(session, ladder.id, draws=new[0] - old[0], draw_room=new[1] - old[1])
+def _write_history(
+    session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History, games: slice = slice(None)
+) -> None:
+    """A replay's games' history (of its ``games``): each membership's vectors and scores, and each game's seats;
+    and what the draw model is fitted on, counted again from the forecasts as rewritten (so a ladder and its
+    restore predict the same draws)."""
+    lo, hi, _ = games.indices(part.log.n_games)
+    if hi <= lo:
+        return
+    log, game_ids = part.log, part.game_ids[lo:hi]
+    old = storage.ladders.draw_counts(session, ladder.id, int(game_ids[0]), int(game_ids[-1]))
+    new = rating.two_sided_draws_apart(log.side_ptr, history.actual, history.expected, [lo, hi])[0]
+    storage.ladders.count(session, ladder.id, draws=new[0] - old[0], draw_room=new[1] - old[1])
     if part.start_seats is not None:
-        states = storage.games.seat_states(part.log, history, ladder.seats or [])
-        storage.games.rewrite_seat_states(session, ladder.id, part.game_ids.tolist(), states)
-    member_game = np.repeat(part.game_ids, np.diff(part.log.member_ptr))
+        states = storage.games.seat_states(log, history, ladder.seats or [], games)
+        storage.games.rewrite_seat_states(session, ladder.id, game_ids.tolist(), states)
+    members = slice(int(log.member_ptr[lo]), int(log.member_ptr[hi]))
+    sides = log.member_side[members]
     storage.games.rewrite_history(
         session,
         ladder.id,
-        member_game,
-        part.player_ids[part.log.member_player],
-        history.before,
-        history.after,
-        history.actual[part.log.member_side],
-        history.expected[part.log.member_side],
-        history.member_variance,
+        np.repeat(game_ids, np.diff(log.member_ptr[lo : hi + 1])),
+        part.player_ids[log.member_player[members]],
+        history.before[members],
+        history.after[members],
+        history.actual[sides],
+        history.expected[sides],
+        None if history.member_variance is None else history.member_variance[members],
     )
 
 
@@ -361,7 +482,8 @@ def prepared_replay(
 ) -> Prepared | None:
     """The log replayed from ``checkpoint`` (a refit's, not applied yet; else from the latest checkpoint), at the
     ladder's rate or at a new one, the ladder's columns ``settings`` (not set yet), up to a recent game, in read
-    snapshots."""
+    snapshots; and its history written ahead (:func:`write_ahead`): the switch (:func:`switch`) writes the players'
+    rows and the games committed since."""
     with db.snapshot() as session:
         if checkpoint is not None:
             prepared = prepare(session, ladder_id, checkpoint, settings)
@@ -373,4 +495,5 @@ def prepared_replay(
         with db.snapshot() as session:
             if catch_up(session, prepared) <= CAUGHT_UP:
                 break
+    write_ahead(db, prepared)
     return prepared

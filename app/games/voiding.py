@@ -10,7 +10,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.errors import NotFound
 from app.core.ladder import LadderRow
-from app.domain.rerating import replay_from, replay_log
+from app.domain.rerating import lock_ladder, replay_from, replay_log
 from app.games.answers import field_mean, stored_body
 
 
@@ -26,7 +26,7 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
         raise NotFound(f"There is no game {number} in ladder {ladder.slug!r}.")
     if record.voided_at is not None:
         return stored_body(record, field_mean(session, ladder))
-    storage.players.lock_all(session, ladder.id)
+    lock_ladder(session, ladder.id)
     # Read again under the locks: a merge, void or applied refit that held them meanwhile may have rewritten
     # the game (its members, its seats' state before it), or voided it.
     record = storage.games.get(session, ladder.id, number)

@@ -3,11 +3,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
+from sqlalchemy.orm import Session
 
 from app.core.errors import Forbidden, Unauthorized, problems
 from app.core.schemas import Page
 from app.domain.access import ladder_for, readable
-from app.domain.rerating import prepared_replay
+from app.domain.rerating import prepared_replay, switch
 from app.http import report_jobs
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath, Limit
 from app.ladders import service
@@ -75,8 +76,11 @@ def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: Caller
     # A new learning rate replays the log: holding no lock, before the write, which only writes it (and replays
     # the games committed meanwhile), so posts wait for the writes, not the replay.
     prepared = None if settings is None else prepared_replay(db, ladder.id, None, settings)
-    with db.writing() as session:
+
+    def work(session: Session) -> LadderOut:
         return service.change_settings(session, ladder_for(session, slug, caller, "admin"), patch, prepared)
+
+    return switch(db, prepared, work)
 
 
 @router.get("/{slug}/audit", response_model=AuditOut, responses=problems(401, 403, 404, 429, 503))

@@ -16,7 +16,7 @@ from app.core.schemas import Page, one_more
 from app.core.security import hash_key, new_key
 from app.domain import refit_policy, season_periods
 from app.domain.access import Caller
-from app.domain.rerating import Prepared, replay_log, replay_prepared, write_history
+from app.domain.rerating import Prepared, lock_ladder, replay_log, replay_prepared
 from app.ladders.schemas import (
     DEFAULT_INIT_V0,
     AuditOut,
@@ -186,9 +186,8 @@ def change_settings(
     # Every worker reads the settings and players anew (the drift and inactivity change what reads derive).
     reset = bool(rate) or bool({"case_insensitive_keys", "drift", "inactive_after_days"} & set(values))
     usable = prepared is not None and bool(rate) and "k" not in rate and not folding
-    written = write_history(session, ladder, prepared) if usable and prepared is not None else 0
-    if rate or folding:
-        storage.players.lock_all(session, ladder.id)  # no game commits while the log is rewritten or replayed
+    if rate or folding or prepared is not None:  # no game commits while the log is rewritten or replayed
+        lock_ladder(session, ladder.id, prepared if usable else None)
     if folding:
         _fold_keys(session, ladder)
     if "k" in values:
@@ -199,7 +198,7 @@ def change_settings(
         _new_dimension(session, ladder, storage.ladders.by_id(session, ladder.id))
     if rate:
         changed = storage.ladders.by_id(session, ladder.id)
-        if not usable or prepared is None or replay_prepared(session, changed, prepared, written) is None:
+        if not usable or prepared is None or replay_prepared(session, changed, prepared) is None:
             replay_log(session, changed)
     if values:
         storage.ladders.bump(session, [ladder.id], reset=reset)

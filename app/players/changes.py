@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.ladder import LadderRow, fold
-from app.domain.rerating import replay_from, replay_log
+from app.domain.rerating import lock_ladder, replay_from, replay_log
 from app.players.last_game import last_game_changes
 from app.players.profile import profile
 from app.players.schemas import PlayerCreate, PlayerPatch
@@ -75,7 +75,7 @@ def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPa
 def _rekey(session: Session, ladder: LadderRow, key: str, new_key: str) -> None:
     """The player ``key`` becomes ``new_key`` in the players, the log and the aliases; ``key`` becomes an alias
     (an alias ``new_key`` of theirs stops being one).  409 if another player has ``new_key``, or it leads to one."""
-    storage.players.lock_all(session, ladder.id)  # no game commits while the log is rewritten
+    lock_ladder(session, ladder.id)  # no game commits while the log is rewritten
     row = storage.players.get_row(session, ladder.id, key)
     if row is None:  # merged or erased meanwhile
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
@@ -106,7 +106,7 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
         raise InvalidInput(
             f"into: there is no player {into!r}", errors=[{"field": "into", "message": "unknown player"}]
         )
-    storage.players.lock_all(session, ladder.id)
+    lock_ladder(session, ladder.id)
     games = storage.games.of_player_all(session, ladder.id, source[0])
     shared = {g for g, _, _ in storage.games.of_player_all(session, ladder.id, target[0])} & {g for g, _, _ in games}
     if shared:
@@ -146,7 +146,7 @@ def erase_player(session: Session, ladder: LadderRow, key: str) -> str:
     if row is None:
         raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
     pseudonym = "erased-" + secrets.token_hex(8)
-    storage.players.lock_all(session, ladder.id)
+    lock_ladder(session, ladder.id)
     storage.games.rename_player(
         session, ladder.id, storage.games.of_player_all(session, ladder.id, row[0]), key, pseudonym
     )

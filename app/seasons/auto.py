@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.db import Database
+from app.domain.rerating import lock_ladder
 from app.domain.season_periods import ended_since, period_at
 from app.seasons.schemas import SeasonCreate, SeasonOut
 from app.seasons.service import close_season
@@ -56,7 +57,7 @@ def close_due(db: Database, now: datetime | None = None) -> list[SeasonOut]:
 def close_ladder(session: Session, ladder_id: int, now: datetime) -> list[SeasonOut]:
     """Close the periods of the ladder that have ended by ``now`` since its ``season_due`` (none if another
     worker did first), and move ``season_due`` on to the end of the period running at ``now``."""
-    storage.players.lock_all(session, ladder_id)  # as close_season does: a second worker waits here, then sees
+    lock_ladder(session, ladder_id)  # as close_season does: a second worker waits here, then sees
     storage.ladders.lock(session, ladder_id)
     row = session.execute(
         select(Ladder.season_every, Ladder.season_pull, Ladder.season_due).where(

@@ -12,7 +12,7 @@ from app.core.cursors import decode_cursor, encode_cursor, is_id
 from app.core.errors import Conflict, NotFound
 from app.core.ladder import LadderRow
 from app.core.schemas import Page, iso, one_more
-from app.domain.rerating import pull_back, replay_log
+from app.domain.rerating import lock_ladder, pull_back, replay_log
 from app.players.standings import standings
 from app.seasons.schemas import PodiumPlace, SeasonCreate, SeasonOut, SeasonStandings, StandingItem
 from app.storage.tables import Season
@@ -26,7 +26,7 @@ def close_season(session: Session, ladder: LadderRow, data: SeasonCreate, until:
     With ``until``, the season ends with the log's games played before then (the longest start of the log that
     were: :func:`app.storage.as_of.last_game_before`), its standings as they stood after them; a pull there, below
     the log's end, replays the games after it (:func:`app.domain.rerating.replay_log`)."""
-    storage.players.lock_all(session, ladder.id)  # no game commits while the season is read and archived
+    lock_ladder(session, ladder.id)  # no game commits while the season is read and archived
     if storage.seasons.named(session, ladder.id, data.name) is not None:
         raise Conflict(f"Ladder {ladder.slug!r} has a season {data.name!r} already.", field="name")
     previous = storage.seasons.latest(session, ladder.id)

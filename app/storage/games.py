@@ -323,15 +323,17 @@ def resize_voided_history(session: Session, ladder_id: int, dim: int) -> None:
     bulk_update(session.connection(), Participant.__table__, ladder_id, (("game_id", "player_id"), keys), columns)
 
 
-def seat_states(log: rating.GameLog, history: rating.History, names: list[str]) -> list[dict | None] | None:
+def seat_states(
+    log: rating.GameLog, history: rating.History, names: list[str], games: slice = slice(None)
+) -> list[dict | None] | None:
     """Each game's seats just before it, {name: [advantage, information]} (None for a game without seats),
-    from a replay's history; None for a log without seats."""
+    from a replay's history (of the log's ``games``); None for a log without seats."""
     if log.side_seat is None or history.seat_before is None:
         return None
     seat, before = log.side_seat.tolist(), history.seat_before.tolist()
     ptr = log.side_ptr.tolist()
     out: list[dict | None] = []
-    for g in range(log.n_games):
+    for g in range(log.n_games)[games]:
         state = {names[seat[a]]: before[a] for a in range(ptr[g], ptr[g + 1]) if seat[a] >= 0}
         out.append(state or None)
     return out

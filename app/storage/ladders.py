@@ -271,6 +271,23 @@ def version(session: Session, ladder_id: int) -> int:
     return session.scalar(select(Ladder.version).where(Ladder.id == ladder_id)) or 0
 
 
+def history_rewrite(session: Session, ladder_id: int) -> str | None:
+    """The rewrite whose history the ladder's stored history holds ahead of its change (``Ladder.history_rewrite``);
+    None: the stored history is the log's."""
+    sql = "SELECT history_rewrite FROM ladders WHERE id = ?"
+    return driver_sql(session.connection(), sql, (ladder_id,)).scalar_one_or_none()
+
+
+def history_rewrites(session: Session) -> list[tuple[int, str]]:
+    """Every ladder with a rewrite in progress (``Ladder.history_rewrite``): (id, rewrite)."""
+    sql = "SELECT id, history_rewrite FROM ladders WHERE history_rewrite IS NOT NULL ORDER BY id"
+    return [(int(i), str(r)) for i, r in driver_sql(session.connection(), sql, ()).all()]
+
+
+def set_history_rewrite(session: Session, ladder_id: int, rewrite: str | None) -> None:
+    driver_sql(session.connection(), "UPDATE ladders SET history_rewrite = ? WHERE id = ?", (rewrite, ladder_id))
+
+
 def lock(session: Session, ladder_id: int) -> None:
     """Lock the ladder's row until the commit (PostgreSQL; SQLite's writer holds the database already).
 

@@ -164,6 +164,10 @@ class Ladder(Base):
     season_pull: Mapped[float] = mapped_column(default=0.0, server_default="0")
     #: When the current period ends: the next automatic close is due then (null without ``season_every``).
     season_due: Mapped[datetime | None]
+    #: A replay's history written ahead of the change it is for (a new rate, a refit's checkpoint), in transactions
+    #: of its own, by the rewrite named here (``token@owner``, app.domain.rerating); null: the stored history is the
+    #: log's.  Whoever locks the ladder's players and finds another's rewrite here replays the log first.
+    history_rewrite: Mapped[str | None] = mapped_column(String(200))
 
 
 class ApiKey(Base):

@@ -1,0 +1,136 @@
+"""A replay's history written ahead of its switch (a new rate, a refit's apply), in short write transactions of
+its own: the same ratings and history as one replay under the locks, and the log's history back whenever the
+switch does not happen (it fails, or the process that wrote it stopped)."""
+
+import itertools
+
+import pytest
+
+from app import storage
+from app.core.db import Database
+from app.core.errors import Conflict
+from app.domain import rerating
+from app.domain.access import ladder_for_read
+from app.ladders import service as ladder_service
+from app.ladders.schemas import LadderPatch
+from tests.api.test_refit_apply import _ladder, _same_ratings_and_history, _with_draws
+from tests.api.test_seats import home_games
+from tests.conftest import bearer, make_ladder
+
+CONFIG = {"k": 2, "seed": 3, "seats": ["home", "away"]}
+
+
+def _twins(client, games: list[dict], **config) -> dict[str, dict]:
+    """Two ladders, ``test`` and ``twin``, given the same games."""
+    ladders = {slug: bearer(make_ladder(client, slug, **CONFIG, **config)) for slug in ("test", "twin")}
+    for slug, h in ladders.items():
+        assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games}, headers=h).status_code == 201
+    return ladders
+
+
+def _history(client, slug: str) -> list:
+    return [
+        [p["after"] for side in g["sides"] for p in side["players"]]
+        for g in client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"]
+    ]
+
+
+def _rewrite(db: Database, slug: str = "test") -> str | None:
+    with db.reading() as session:
+        return storage.ladders.history_rewrite(session, _ladder(db, slug).id)
+
+
+def test_a_new_rate_written_ahead_in_many_transactions_is_one_replay_bit_for_bit(client, settings, monkeypatch):
+    """A PATCH of ``eta`` writes the history at the new rate in runs of a few memberships, each its own
+    transaction, before the one that switches the ladder: the ratings, history, seats and draw counts of a ladder
+    that had the rate from its first game, and no rewrite left in progress."""
+    monkeypatch.setattr(rerating, "AHEAD_ROWS", 64)
+    runs: list[slice] = []
+    ahead = rerating._ahead
+
+    def counted(session, **kw):
+        runs.append(kw["games"])
+        return ahead(session, **kw)
+
+    monkeypatch.setattr(rerating, "_ahead", counted)
+    games = _with_draws(home_games(240, seed=4))
+    h = bearer(make_ladder(client, "test", **CONFIG))
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=h).status_code == 201
+    assert client.patch("/v1/ladders/test", json={"eta": 0.3}, headers=h).status_code == 200
+    assert len(runs) >= 7 and runs[0].start == 0 and runs[-1].stop == 240  # 480 memberships
+    assert all(a.stop == b.start for a, b in itertools.pairwise(runs))
+    h = bearer(make_ladder(client, "twin", **CONFIG, eta=0.3))
+    assert client.post("/v1/ladders/twin/games/batch", json={"games": games}, headers=h).status_code == 201
+    db = Database.from_settings(settings)
+    _same_ratings_and_history(client, db, ("test", "twin"))
+    assert _rewrite(db) is None
+    db.dispose()
+
+
+def test_a_switch_that_fails_puts_the_logs_history_back(client, settings):
+    """The history at a new rate is written ahead (the stored history is the new rate's, the ratings are not
+    yet), then the transaction that was to switch the ladder fails after it locked the players: the history is
+    the log's again, as the twin's that nothing happened to."""
+    db = Database.from_settings(settings)
+    _twins(client, _with_draws(home_games(200, seed=5)))
+    prepared = rerating.prepared_replay(db, _ladder(db).id, None, {"eta": 0.4})
+    assert prepared is not None and prepared.written == 1 and _rewrite(db) == prepared.rewrite
+    assert _history(client, "test") != _history(client, "twin")  # written ahead
+
+    def fails(session):
+        rerating.lock_ladder(session, prepared.ladder_id, prepared)
+        raise Conflict("the refit's log changed")
+
+    with pytest.raises(Conflict):
+        rerating.switch(db, prepared, fails)
+    assert _rewrite(db) is None
+    assert client.get("/v1/ladders/test").json()["eta"] == client.get("/v1/ladders/twin").json()["eta"]
+    _same_ratings_and_history(client, db, ("test", "twin"))
+    db.dispose()
+
+
+def test_a_rewrite_left_by_a_stopped_process_is_ended(client, settings):
+    """A replay's history written ahead by a process that stopped before its switch (a crash, a cancelled
+    refit's child) is the log's again once a server finds it (at its start, after each refit job): one whose
+    process runs is left alone."""
+    db = Database.from_settings(settings)
+    _twins(client, _with_draws(home_games(200, seed=6)))
+    prepared = rerating.prepared_replay(db, _ladder(db).id, None, {"eta": 0.4})
+    assert prepared is not None and prepared.rewrite is not None
+    assert rerating.end_abandoned(db) == []  # this process's: running
+    stopped = prepared.rewrite.partition("@")[0] + "@" + "host-gone:1:0"
+    db.write(lambda session: storage.ladders.set_history_rewrite(session, prepared.ladder_id, stopped))
+    assert rerating.end_abandoned(db) == []  # another host's: not known to have stopped
+    host = prepared.rewrite.rsplit(":", 2)[0].partition("@")[2]
+    stopped = f"{prepared.rewrite.partition('@')[0]}@{host}:999999999:0"
+    db.write(lambda session: storage.ladders.set_history_rewrite(session, prepared.ladder_id, stopped))
+    assert rerating.end_abandoned(db) == [prepared.ladder_id]
+    assert _rewrite(db) is None
+    _same_ratings_and_history(client, db, ("test", "twin"))
+    db.dispose()
+
+
+def test_a_void_during_a_rewrite_replays_the_log_and_ends_it(client, settings):
+    """A void while another replay's history is written ahead: the void replays the log (at the ladder's rate),
+    the rewrite ends, and its switch replays the log under the locks; the twin, voided and changed the same way
+    with nothing written ahead, ends the same."""
+    db = Database.from_settings(settings)
+    games = _with_draws(home_games(200, seed=7))
+    ladders = _twins(client, games, eta=0.6)
+    prepared = rerating.prepared_replay(db, _ladder(db).id, None, {"eta": 0.2})
+    assert prepared is not None and prepared.rewrite is not None
+    for slug, h in ladders.items():
+        number = client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"][-10]["id"]
+        assert client.post(f"/v1/ladders/{slug}/games/{number}/void", headers=h).status_code == 200
+    assert _rewrite(db) is None
+
+    def change(session, slug: str, prepared):  # PATCH eta, with a replay prepared before the void or without one
+        ladder = ladder_for_read(session, slug, fresh=True)
+        return ladder_service.change_settings(session, ladder, LadderPatch(eta=0.2), prepared)
+
+    assert prepared.rewrite is not None
+    rerating.switch(db, prepared, lambda session: change(session, "test", prepared))
+    assert prepared.rewrite is None  # ended by the void: the switch replayed the log
+    db.write(lambda session: change(session, "twin", None))
+    _same_ratings_and_history(client, db, ("test", "twin"))
+    db.dispose()
