@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import itertools
 import secrets
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
@@ -237,15 +238,16 @@ def catch_up(session: Session, prepared: Prepared) -> int:
 
 
 #: The memberships whose history one transaction of :func:`write_ahead` writes (on SQLite every other write waits
-#: for it: some 50 ms).
+#: for it: some 50 ms), and the time it then leaves the writer to the others, as a share of the time it took.
 AHEAD_ROWS = 10_000
+AHEAD_REST = 1.0
 
 
 def write_ahead(db: Database, prepared: Prepared | None) -> None:
     """Write a prepared replay's history before the transaction that switches the ladder to it, in write
-    transactions of their own of :data:`AHEAD_ROWS` memberships each, so the switch holds the writers for the
-    players' rows and the games committed since, not for the log's history (on SQLite every ladder's posts wait
-    for a write; a million memberships take seconds).
+    transactions of their own of :data:`AHEAD_ROWS` memberships each, each followed by a rest that leaves the
+    writers to the posts, so the switch holds the writers for the players' rows and the games committed since, not
+    for the log's history (on SQLite every ladder's posts wait for a write; a million memberships take seconds).
 
     The first one names the rewrite in ``Ladder.history_rewrite``: until the switch the stored history of those
     games is the new rate's (or the refit's) while the ratings are not, and whoever locks the ladder's players
@@ -258,9 +260,12 @@ def write_ahead(db: Database, prepared: Prepared | None) -> None:
     for n, (part, history) in enumerate(prepared.parts):
         for games in _runs(part.log.member_ptr, AHEAD_ROWS):
             run = functools.partial(_ahead, prepared=prepared, rewrite=rewrite, part=part, history=history, games=games)
-            if not db.write(run):
+            started = time.monotonic()
+            # In a refit's child: at the server's priority, as it holds the writers (a starved holder stalls them).
+            if not jobs.at_server_priority(lambda run=run: db.write(run)):
                 return
             prepared.rewrite = rewrite
+            time.sleep((time.monotonic() - started) * AHEAD_REST)  # the posts' turn
         prepared.written = n + 1
 
 
