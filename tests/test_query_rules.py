@@ -50,6 +50,9 @@ TABLES = set(Base.metadata.tables) - REFERENCE
 CROSS_LADDER = {
     # The refits queued or running on any ladder, read once at a server's start (analysis.refit_jobs.recover).
     "from refits where refits.status in (",
+    # The histories written ahead by a process that may have stopped, read at a server's start and after each refit
+    # job (domain.rerating.end_abandoned).
+    "select id, history_rewrite from ladders where history_rewrite is not null",
     # The cap on the refits queued or running per server, across ladders (analysis.refit_jobs.MAX_ACTIVE).
     "from refits where refits.status = ? and refits.updated_at >= ? or refits.status = ? and refits.updated_at >= ?",
     # Housekeeping every 10 minutes: the events and idempotency records past their time, oldest first.
