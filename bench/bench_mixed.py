@@ -11,6 +11,8 @@ wrk in other processes (``make bench`` installs it):
 * the first leaderboard page alone (4 connections), then while 16 connections
   post games; the same for predictions of random pairs;
 * the posts' throughput while readers run is compared with posts alone;
+* the 21 rows of the leaderboard around a player (``?around=``), quiet (``--only-around``: that alone, for
+  1,000,000 players);
 * the baseline: ``bench/trivial.py`` (an ``async def`` that touches nothing) served the same way, 16 connections.
 
 Each ratio is taken within one run (the machines are shared and noisy).  The
@@ -42,8 +44,15 @@ from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk  # noqa: 
 from devtools.postgres import PostgresServer  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
-#: The issue's targets: fractions of each request's throughput alone, and the leaderboard's p99 under writes.
-TARGETS = {"leaderboard_kept": 0.50, "leaderboard_p99_ms": 50.0, "predict_kept": 0.70, "posts_kept": 0.80}
+#: The issue's targets: fractions of each request's throughput alone, the leaderboard's p99 under writes, the
+#: board around a player with nothing else running (p50; the issue names it at 1,000,000 players).
+TARGETS = {
+    "leaderboard_kept": 0.50,
+    "leaderboard_p99_ms": 50.0,
+    "predict_kept": 0.70,
+    "posts_kept": 0.80,
+    "around_p50_ms": 10.0,
+}
 READS = {"leaderboard": ("/v1/ladders/bench/leaderboard?limit=50", "plain"), "predict": ("/", "predict")}
 
 
@@ -87,7 +96,12 @@ def together(base: str, read: str, seconds: int, env: dict[str, str]) -> tuple[d
     return out["posts"], out["reads"]
 
 
-def run(db: str, url: str, players: int, seconds: int) -> dict:
+def around_path(players: int) -> str:
+    """The 21 rows of the default leaderboard centred on the player in the middle of the seeded ones."""
+    return f"/v1/ladders/bench/leaderboard?limit=21&around=p{players // 2}"
+
+
+def run(db: str, url: str, players: int, seconds: int, only_around: bool = False) -> dict:
     t = time.perf_counter()
     key = seed_ladder(url, players, auto_refit=False)
     seeded = time.perf_counter() - t
@@ -96,8 +110,11 @@ def run(db: str, url: str, players: int, seconds: int) -> dict:
     env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players), "MELO_LADDER": "bench"}
     runs: dict[str, dict] = {}
     try:
-        for path, mode in READS.values():  # warm-up: the worker has read the ladder once
+        for path, mode in [*READS.values(), (around_path(players), "plain")]:  # warm-up: the ladder read once
             wrk(server.base, path, mode, 4, 1, env)
+        runs["around alone"] = wrk(server.base, around_path(players), "plain", 4, seconds, env)
+        if only_around:
+            return {"db": db, "players": players, "seed_seconds": seeded, "runs": runs, "only_around": True}
         runs["posts alone"] = wrk(server.base, "/", "games", 16, seconds, env)
         for read, (path, mode) in READS.items():
             runs[f"{read} alone"] = wrk(server.base, path, mode, 4, seconds, env)
@@ -132,6 +149,7 @@ def run(db: str, url: str, players: int, seconds: int) -> dict:
             "leaderboard_p99_ms": runs["leaderboard with posts"]["p99_ms"] < TARGETS["leaderboard_p99_ms"],
             "predict_kept": kept["predict"] >= TARGETS["predict_kept"],
             "posts_kept": kept["posts"] >= TARGETS["posts_kept"],
+            "around_p50_ms": runs["around alone"]["p50_ms"] < TARGETS["around_p50_ms"],
             "audit_consistent": bool(audit["consistent"]),
             "no_errors": failed == 0,
         },
@@ -143,6 +161,9 @@ def main() -> None:
     parser.add_argument("--db", nargs="+", choices=["sqlite", "postgresql"], default=["sqlite", "postgresql"])
     parser.add_argument("--players", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument(
+        "--only-around", action="store_true", help="only the board around a player, quiet (for 1,000,000 players)"
+    )
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install wrk (make bench does)")
@@ -152,7 +173,7 @@ def main() -> None:
         if db == "sqlite":
             for players in args.players:
                 with tempfile.TemporaryDirectory() as tmp:
-                    results.append(run(db, f"sqlite:///{tmp}/bench.db", players, args.seconds))
+                    results.append(run(db, f"sqlite:///{tmp}/bench.db", players, args.seconds, args.only_around))
             continue
         pg = PostgresServer(fsync=True)
         pg.start()
@@ -161,7 +182,7 @@ def main() -> None:
                 name = f"mixed_{players}"
                 with psycopg.connect(pg.url(), autocommit=True) as conn:
                     conn.execute(f"CREATE DATABASE {name}")
-                results.append(run(db, pg.url(name), players, args.seconds))
+                results.append(run(db, pg.url(name), players, args.seconds, args.only_around))
         finally:
             pg.stop()
 
@@ -172,13 +193,14 @@ def main() -> None:
         for name, r in res["runs"].items():
             what = name.split()[0]
             kept = f"{res['kept'][what]:.2f}" if " with " in name and name.startswith(what) else ""
+            vs = f"{res['vs_trivial'][name]:.2f}" if "vs_trivial" in res else ""
             print(
-                f"| {res['db']} | {res['players']:,} | {name} | {r['rps']:,.0f} | {res['vs_trivial'][name]:.2f} "
+                f"| {res['db']} | {res['players']:,} | {name} | {r['rps']:,.0f} | {vs} "
                 f"| {r['p50_ms']:.2f} "
                 f"| {r['p99_ms']:.1f} | {kept} |"
             )
     print()
-    for res in results:
+    for res in (res for res in results if not res.get("only_around")):
         who = f"{res['db']}, {res['players']:,} players"
         print(
             f"{who}: resident memory {res['resident_mb']:.0f} MB (with its writer's processes, proportional set "
@@ -193,7 +215,8 @@ def main() -> None:
         "targets": TARGETS,
         "results": results,
     }
-    (RESULTS / "bench_mixed.json").write_text(json.dumps(out, indent=2) + "\n")
+    name = "bench_mixed_around.json" if args.only_around else "bench_mixed.json"
+    (RESULTS / name).write_text(json.dumps(out, indent=2) + "\n")
 
 
 if __name__ == "__main__":

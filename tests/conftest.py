@@ -131,7 +131,11 @@ def database_url(request, tmp_path) -> str:
 
 @pytest.fixture
 def settings(database_url) -> Settings:
-    return Settings(database_url=database_url, admin_key=ADMIN_KEY, max_body_bytes=200_000, migrate_on_start=False)
+    """The app's settings in tests: a leaderboard read sees every commit at once (``board_lag`` 0), as most tests
+    read what they just wrote without naming its version; ``tests/api/test_board_lag.py`` tests the lag."""
+    return Settings(
+        database_url=database_url, admin_key=ADMIN_KEY, max_body_bytes=200_000, migrate_on_start=False, board_lag=0
+    )
 
 
 @pytest.fixture

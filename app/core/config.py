@@ -66,6 +66,11 @@ class Settings(BaseSettings):
     max_waiting_requests: int = Field(4096, ge=0)
     #: A request that has not begun its answer after this many seconds gets a 503 (a frozen database, say).
     request_timeout: float = Field(30.0, gt=0)
+    #: A leaderboard read that names no version (``min_version``, ``If-None-Match``) may be answered from the players
+    #: as this worker last ranked them, up to this many seconds ago (its ``ladder_version`` says which), so that
+    #: while games stream in a ladder's readers rank it a few times a second, not once per commit; 0: always the
+    #: newest version.
+    board_lag: float = Field(0.25, ge=0, le=60)
     connect_timeout: float = Field(5.0, gt=0)
     #: Ladders with at least this many games have their identifiability and intransitivity reports computed in
     #: a child process: the request waits a few seconds, then answers 202 with the progress; once one is

@@ -4,6 +4,9 @@ own commits, then the rows changed since (on the event loop when few), or read a
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 import anyio.to_thread
 
@@ -54,3 +57,82 @@ async def table(db: Database, ladder: LadderRow) -> Table:
                 return storage.read_model.current_table(session, ladder)
 
         return await anyio.to_thread.run_sync(load)
+
+
+#: Tables a leaderboard walk goes on with: a cursor names the version of the page it came from, and a worker
+#: keeps up to this many such tables per ladder for ``PIN_SECONDS`` after a cursor last named them.
+PINS = 2
+PIN_SECONDS = 30.0
+
+
+@dataclass
+class _Board:
+    """The table a ladder's leaderboards were last ranked on, until when it may answer a read that names no newer
+    version, the one before it, and the tables cursors walk on (version: (table, kept until))."""
+
+    table: Table
+    until: float
+    previous: Table | None = None
+    pins: dict[int, tuple[Table, float]] = field(default_factory=dict)
+    ranking: bool = False  # a reader is ranking a newer one
+
+    def walked(self, version: int) -> Table | None:
+        """The table of ``version`` a cursor names, kept for the walk's next pages; None if this worker has it no
+        more."""
+        now = time.monotonic()
+        self.pins = {v: pin for v, pin in self.pins.items() if pin[1] > now}
+        found = self.pins.get(version, (None, 0.0))[0]
+        for kept in (self.table, self.previous):
+            if found is None and kept is not None and kept.version == version:
+                found = kept
+        if found is not None:
+            self.pins.pop(version, None)
+            self.pins[version] = (found, now + PIN_SECONDS)
+            while len(self.pins) > PINS:
+                self.pins.pop(next(iter(self.pins)))
+        return found
+
+
+async def board_table(
+    db: Database,
+    ladder: LadderRow,
+    wanted: int,
+    lag: float,
+    rank: Callable[[Table], Awaitable[object]],
+    walking: int | None = None,
+) -> Table:
+    """The table a leaderboard of the ladder is read from.  A cursor's next page (``walking``: the version it names)
+    is read from the table its walk began on while this worker keeps it, so a walk shows each player once.  Else the
+    one this worker last ranked, while it is at least version ``wanted`` (the client's ``min_version`` or ETag) and
+    has the ladder's settings, if it is current, was ranked less than ``lag`` seconds ago, or a reader is ranking a
+    newer one meanwhile; else the current table, once ``rank(table)`` has ranked it (the page its reader asked for).
+    So while games stream in, a ladder's readers rank its players a few times a second, not once per commit, and
+    every page is of one version, which it names."""
+    boards = storage.cache.of(db.read_engine, "boards")
+    held = boards.get(ladder.id)
+    floor = max(wanted, ladder.reset_version)
+    if held is not None and walking is not None and walking >= floor:
+        walked = held.walked(walking)
+        if walked is not None:
+            return walked
+    usable = held is not None and held.table.version >= floor
+    if held is not None and usable:
+        if held.table.version >= ladder.version or held.ranking or time.monotonic() < held.until:
+            return held.table
+        held.ranking = True
+    try:
+        current = await table(db, ladder)
+        await rank(current)
+    finally:
+        if held is not None and usable:
+            held.ranking = False
+    held = boards.pop(ladder.id, None)
+    if held is None:
+        held = _Board(current, 0.0)
+    elif held.table.version < current.version:
+        held.previous, held.table = held.table, current
+    held.until = time.monotonic() + lag
+    boards[ladder.id] = held
+    while len(boards) > storage.read_model.MAX_TABLES:  # the least recently ranked go first
+        boards.pop(next(iter(boards)))
+    return current

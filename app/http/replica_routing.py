@@ -51,7 +51,7 @@ async def lag_tolerant(
     on the primary is given no ladder (``work`` checks the access itself): no statement is spent on it."""
     replicas = request.app.state.replicas
     if replicas and await _public(db, slug):
-        wanted = max(min_version or 0, _named_version(request))
+        wanted = max(min_version or 0, named_version(request))
         wait = request.app.state.settings.read_wait
         first = next(_turn) % len(replicas)
         for replica in replicas[first:] + replicas[:first]:
@@ -128,7 +128,7 @@ def _named(request: Request) -> list[str]:
     return [tag.strip().removeprefix("W/") for tag in request.headers.get("if-none-match", "").split(",")]
 
 
-def _named_version(request: Request) -> int:
+def named_version(request: Request) -> int:
     """The newest ladder version the ETags of ``If-None-Match`` name (0: none)."""
     versions = [tag.strip('"') for tag in _named(request)]
     return max((int(v) for v in versions if v.isascii() and v.isdigit() and len(v) < 19), default=0)

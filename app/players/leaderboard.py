@@ -11,7 +11,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.cursors import decode_cursor, encode_cursor
-from app.core.errors import Conflict, InvalidInput
+from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.players.last_game import last_game_changes
@@ -27,7 +27,15 @@ from app.players.records import (
     variances,
 )
 from app.rating.analysis import canonical
-from app.rating.ranking import conservative_bound, first_rows, first_rows_by_bound, leaderboard_order, rows_through
+from app.rating.ranking import (
+    conservative_bound,
+    first_rows,
+    first_rows_by_bound,
+    leaderboard_order,
+    rows_ahead,
+    rows_before,
+    rows_through,
+)
 from app.storage.read_model import Table
 
 #: The leaderboard orders (``by``).
@@ -180,12 +188,55 @@ def _leaderboard(table: Table, ladder: LadderRow, by: str, limit: int, cursor: s
         return _page(table, ladder, by, inactive, _first_page(table, ladder, by, limit, inactive), 0)
     ranking = _ranking(table, ladder, by, inactive)
     order = ranking.order
-    last_group, last_score, last_key = _leaderboard_position(cursor, by, inactive, table.as_of)
+    side, (group, score, key) = _leaderboard_position(cursor, by, inactive, table.as_of)
     g, s, keys = ranking.group[order], ranking.score[order], table.keys[order].astype(str)
-    start = rows_through(g, s, keys, last_group, last_score, last_key)
-    rows = order[start : start + limit]
-    page = _Page(rows, ranking.score[rows], ranking.group[rows], start + limit < len(order))
+    if side == "after":
+        start = rows_through(g, s, keys, group, score, key)
+        end = start + limit
+    else:  # the page before the row a page started with
+        end = rows_before(g, s, keys, group, score, key)
+        start = max(0, end - limit)
+    rows = order[start:end]
+    page = _Page(rows, ranking.score[rows], ranking.group[rows], end < len(order))
     return _page(table, ladder, by, inactive, page, start)
+
+
+def around(table: Table, ladder: LadderRow, by: str, limit: int, key: str, inactive: bool) -> bytes:
+    """The ``limit`` rows of an order centred on the player ``key`` names (fewer at the ends), as a JSON body; a
+    404 if they are not on it (unknown, or inactive unless ``inactive``)."""
+    ranking = _ranking(table, ladder, by, inactive)
+    row = table.row(ladder.player_key(key))
+    place = _places(table, ranking, by, inactive)[row] if row is not None else -1
+    if place < 0:
+        why = "no player" if row is None else "inactive" if not inactive else "not listed"
+        raise NotFound(f"Player {key!r} is not on this leaderboard of ladder {ladder.slug!r} ({why}).")
+    start = max(0, place - (limit - 1) // 2)
+    rows = ranking.order[start : place + limit // 2 + 1]
+    page = _Page(rows, ranking.score[rows], ranking.group[rows], start + len(rows) < len(ranking.order))
+    return json.dumps(_page(table, ladder, by, inactive, page, start)).encode()
+
+
+def _places(table: Table, ranking: Ranking, by: str, inactive: bool) -> np.ndarray:
+    """Each player's place in the order (from 0; -1: not listed), once per table."""
+
+    def compute() -> np.ndarray:
+        places = np.full(len(table.keys), -1, dtype=np.int64)
+        places[ranking.order] = np.arange(len(ranking.order))
+        return places
+
+    return table.derived(("places", by, inactive), compute)
+
+
+def rank(table: Table, ladder: LadderRow, row: int) -> int | None:
+    """Player ``row``'s rank on the default leaderboard (by Hodge strength, active players), by one pass over the
+    players (no sort); None if they are not on it."""
+    listed = is_listed(table, ladder)
+    if not listed[row]:
+        return None
+    score, group = _scores(table, ladder, "hodge")
+    rows = listed_rows(table, ladder)
+    at = int(np.searchsorted(rows, row))
+    return rows_ahead(group[rows], score[rows], table.key_rank()[rows], at) + 1
 
 
 def _page(table: Table, ladder: LadderRow, by: str, inactive: bool, page: _Page, start: int) -> dict:
@@ -194,22 +245,36 @@ def _page(table: Table, ladder: LadderRow, by: str, inactive: bool, page: _Page,
     rows = zip(page.rows.tolist(), errors.tolist(), page.score.tolist(), strict=True)
     for rank, (i, se, score) in enumerate(rows, start=start + 1):
         items.append({"rank": rank, "key": table.keys[i], **record_fields(table, ladder, i, se), "strength": score})
-    next_cursor = None
-    if page.more and len(page.rows):
-        last = len(page.rows) - 1
-        after = [int(page.group[last]), page.score[last].item(), str(table.keys[page.rows[last]])]
-        listing = {"by": by, "inactive": inactive} | ({"as_of": table.as_of} if table.as_of else {})
-        next_cursor = encode_cursor(listing | {"after": after})
+    # A current table's cursors name its version: the walk goes on with it while the worker keeps it.
+    listing = {"by": by, "inactive": inactive} | ({"as_of": table.as_of} if table.as_of else {"v": table.version})
+
+    def cursor(side: str, n: int) -> str:
+        return encode_cursor(
+            listing | {side: [int(page.group[n]), page.score[n].item(), str(table.keys[page.rows[n]])]}
+        )
+
+    next_cursor = cursor("after", len(page.rows) - 1) if page.more and len(page.rows) else None
+    prev_cursor = cursor("before", 0) if start > 0 and len(page.rows) else None
     clock_now = iso(storage.codec.moment(clock(table)))
-    return {"items": items, "next_cursor": next_cursor, "ladder_version": table.version, "ladder_clock": clock_now}
+    return {
+        "items": items,
+        "next_cursor": next_cursor,
+        "prev_cursor": prev_cursor,
+        "ladder_version": table.version,
+        "ladder_clock": clock_now,
+    }
 
 
 def _listing(by: str, inactive: bool, as_of: str | None) -> str:
     return f"by={by}&inactive={str(inactive).lower()}" + (f"&as_of={as_of}" if as_of else "")
 
 
-def _leaderboard_position(cursor: str, by: str, inactive: bool, as_of: str | None) -> tuple[int, float, str]:
-    """(group, score, key) of the last row of the page a leaderboard cursor came after.
+def _leaderboard_position(
+    cursor: str, by: str, inactive: bool, as_of: str | None
+) -> tuple[str, tuple[int, float, str]]:
+    """Which side of a row a leaderboard cursor asks for (``after``: the next page, ``before``: the previous one)
+    and that row's (group, score, key): the last of the page it came after, or the first of the page it came
+    before.
 
     A cursor names the listing it was made for (the order ``by``, ``inactive`` and ``as_of``): its score is that
     listing's, so it cannot place a row in another (an empty or a shifted page); there it is a 422 naming
@@ -220,29 +285,45 @@ def _leaderboard_position(cursor: str, by: str, inactive: bool, as_of: str | Non
         made, asked = _listing(value["by"], value["inactive"], value.get("as_of")), _listing(by, inactive, as_of)
         message = f"made for {made}, not {asked}: a cursor continues only its own listing; start again without one"
         raise InvalidInput(f"cursor: {message}", errors=[{"field": "cursor", "message": message}])
-    group, score, key = value["after"]
-    return group, score, key
+    side = "after" if "after" in value else "before"
+    group, score, key = value[side]
+    return side, (group, score, key)
+
+
+def cursor_version(cursor: str) -> int | None:
+    """The ladder version of the page a leaderboard cursor came from (None: none, or not a valid cursor, which its
+    page then refuses)."""
+    try:
+        return decode_cursor(cursor, _valid_cursor).get("v")
+    except InvalidInput:
+        return None
+
+
+def _version(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < 2**63
 
 
 def _valid_cursor(v: Any) -> bool:
-    """{"by": order, "inactive": bool, "after": [group, score, key]} (and "as_of": a time), the group 0 or
-    (by=conservative) 1."""
+    """{"by": order, "inactive": bool, "after" or "before": [group, score, key]} (and "as_of": a time, or "v": the
+    version of the page it came from), the group 0 or (by=conservative) 1."""
 
     def number(x: Any) -> bool:
         return isinstance(x, int | float) and not isinstance(x, bool) and abs(x) < 1e300
 
-    if not (isinstance(v, dict) and set(v) - {"as_of"} == {"by", "inactive", "after"}):
+    if not (
+        isinstance(v, dict) and set(v) - {"as_of", "v"} in ({"by", "inactive", "after"}, {"by", "inactive", "before"})
+    ):
         return False
-    if not isinstance(v.get("as_of", ""), str):
+    if not isinstance(v.get("as_of", ""), str) or not _version(v.get("v", 0)):
         return False
-    by, inactive, after = v["by"], v["inactive"], v["after"]
+    by, inactive, at = v["by"], v["inactive"], v.get("after", v.get("before"))
     return (
         by in ORDERS
         and isinstance(inactive, bool)
-        and isinstance(after, list)
-        and len(after) == 3
-        and after[0] in ((0, 1) if by == "conservative" else (0,))
-        and not isinstance(after[0], bool | float)
-        and number(after[1])
-        and isinstance(after[2], str)
+        and isinstance(at, list)
+        and len(at) == 3
+        and at[0] in ((0, 1) if by == "conservative" else (0,))
+        and not isinstance(at[0], bool | float)
+        and number(at[1])
+        and isinstance(at[2], str)
     )

@@ -13,6 +13,7 @@ from app.core.errors import NotFound
 from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.players.last_game import last_game_changes
+from app.players.leaderboard import rank
 from app.players.records import clock, hodge, page_se, record_fields, row_of
 from app.storage.read_model import Table
 
@@ -50,6 +51,7 @@ def profile(table: Table, ladder: LadderRow, key: str, aliases: list[str] | None
         **record_fields(table, ladder, n, page_se(table, ladder, np.array([n]))[0]),
         "vector": table.C[n].tolist(),
         "strength": float(hodge(table)[n]),
+        "rank": rank(table, ladder, n),
         "created_at": iso(storage.codec.moment(table.created[n])),
         "ladder_clock": iso(storage.codec.moment(clock(table))),
     }

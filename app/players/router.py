@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Literal
 
@@ -11,7 +12,7 @@ from pydantic import BeforeValidator
 from app.core.db import Database
 from app.core.errors import LADDER_ACCESS, InvalidInput, problems
 from app.core.ladder import LadderRow
-from app.core.schemas import EARLIEST, LATEST, MAX_ID, Page, a_date
+from app.core.schemas import EARLIEST, LATEST, MAX_ID, Page, PlayerKey, a_date
 from app.domain.access import ladder_for, ladder_for_read, readable
 from app.http import offload, player_table, replica_routing
 from app.http.deps import CallerDep, DatabaseDep, Limit, MinVersion
@@ -199,13 +200,11 @@ async def head_to_head(
     return JSONResponse(await offload.compute(request, work))
 
 
-def _past_page(
-    db: Database, ladder: LadderRow, as_of: datetime, by: str, limit: int, cursor: str | None, inactive: bool
-) -> bytes:
-    """A leaderboard page of the ladder as it stood at ``as_of`` (in one snapshot)."""
+def _past_page(db: Database, ladder: LadderRow, as_of: datetime, render: Callable[[Table, LadderRow], bytes]) -> bytes:
+    """A leaderboard page of the ladder as it stood at ``as_of`` (read in one snapshot)."""
     with db.snapshot() as session:
         table = profile.past_table(session, ladder, as_of)
-    return leaderboards.leaderboard(table, ladder, by, limit, cursor, inactive)
+    return render(table, ladder)
 
 
 async def _with_form(
@@ -255,6 +254,14 @@ async def leaderboard(
     ] = False,
     as_of: AsOf = None,
     min_version: MinVersion = None,
+    around: Annotated[
+        PlayerKey | None,
+        Query(
+            description="A player's key (or alias): the page is the `limit` rows centred on them (fewer at the ends), "
+            "with `prev_cursor` and `next_cursor` to go on either way; a 404 if they are not on this leaderboard. "
+            "Not with `cursor`.",
+        ),
+    ] = None,
 ) -> Response:
     """Players ranked by Hodge strength (default), expected score against the field, disc strength, or conservative
     strength (mathematics §8).
@@ -264,8 +271,11 @@ async def leaderboard(
     a newcomer with one lucky win does not sit above the regulars.
 
     The page names the ladder version it was computed at (`ladder_version`, and its `ETag`); `If-None-Match` with
-    that ETag answers 304 while the ladder has not changed. A worker's copy of the ladder follows its changes by
-    reading only the players written since its version.
+    that ETag answers 304 while the ladder has not changed. While games stream in, a read that names no version
+    may be answered from the players as the worker ranked them up to a quarter of a second before
+    (`MELO_BOARD_LAG`), so a ladder's readers rank it a few times a second rather than once per game; every page
+    is of one version, which it names, and `min_version` (or `If-None-Match`) is never answered older. Each page
+    has `prev_cursor` and `next_cursor`; `around={key}` answers the page centred on that player.
 
     Time counts by the ladder's clock (`ladder_clock`, the newest `played_at` of its games): each standard error
     grows with the time since the player's last game (the ladder's `drift`), so a player who stopped playing sinks
@@ -280,21 +290,38 @@ async def leaderboard(
     """
     if as_of is not None and form:
         raise InvalidInput("form: not with as_of (the form is the latest results)", field="form")
+    if around is not None and cursor is not None:
+        raise InvalidInput("around: not with cursor (a cursor continues a page; around starts one)", field="around")
+
+    def render(table: Table, ladder: LadderRow) -> bytes:
+        if around is not None:
+            return leaderboards.around(table, ladder, by, limit, around, inactive)
+        return leaderboards.leaderboard(table, ladder, by, limit, cursor, inactive)
 
     async def answer(db: Database, ladder: LadderRow | None) -> Response:
         assert ladder is not None  # a ladder is needed
         if as_of is not None:
-            body = await offload.past(request, _past_page, db, ladder, _utc(as_of), by, limit, cursor, inactive)
+            body = await offload.past(request, _past_page, db, ladder, _utc(as_of), render)
             return Response(body, media_type="application/json")
-        table = await player_table.table(db, ladder)
+        bodies: dict[int, bytes] = {}
+
+        async def rank(table: Table) -> None:  # ranking 10,000 players takes milliseconds: not on the event loop
+            bodies[table.version] = await offload.compute(request, render, table, ladder)
+
+        wanted = max(min_version or 0, replica_routing.named_version(request))
+        lag = request.app.state.settings.board_lag
+        walking = None if cursor is None else leaderboards.cursor_version(cursor)
+        table = await player_table.board_table(db, ladder, wanted, lag, rank, walking)
         etag, unchanged = replica_routing.not_modified(request, table.version)
         if unchanged:
             return unchanged
-        body = leaderboards.rendered_page(table, by, limit, cursor, inactive)
-        if body is None:  # ranking 10,000 players takes milliseconds: not on the event loop
-            body = await offload.compute(request, leaderboards.leaderboard, table, ladder, by, limit, cursor, inactive)
+        body = bodies.get(table.version) or (
+            None if around else leaderboards.rendered_page(table, by, limit, cursor, inactive)
+        )
+        if body is None:
+            body = await offload.compute(request, render, table, ladder)
         if form:
-            memo = ("form", by, limit, inactive) if cursor is None else None
+            memo = ("form", by, limit, inactive) if cursor is None and around is None else None
             body = await _with_form(request, db, ladder, table, body, memo)
         return Response(body, media_type="application/json", headers={"ETag": etag})
 

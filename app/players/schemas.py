@@ -98,6 +98,12 @@ class PlayerOut(BaseModel):
     name: str | None
     vector: list[float]
     strength: float = Field(description="Hodge strength in logits (mathematics §8).")
+    rank: int | None = Field(
+        None,
+        description="Their place on the default leaderboard (`GET …/leaderboard`: by Hodge strength, active players) "
+        "at this ladder version, as its `rank` says; null when they are not on it (set inactive, or away longer than "
+        "the ladder's `inactive_after_days`).",
+    )
     elo: float = Field(description="Elo-equivalent points: 1500 + 400·strength/ln 10.")
     strength_se: StrengthSE
     conservative: Conservative
@@ -180,6 +186,11 @@ class LeaderboardItem(BaseModel):
 
 
 class LeaderboardPage(Page[LeaderboardItem]):
+    prev_cursor: str | None = Field(
+        None,
+        description="Pass as `cursor` to get the page before this one (the `limit` rows just above its first); null "
+        "when the page starts at rank 1.",
+    )
     ladder_version: int = Field(
         description="The ladder version the page was computed at (also its `ETag`): every change to the ladder's "
         "players, games or ratings makes a new one."

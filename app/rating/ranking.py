@@ -71,6 +71,32 @@ def rows_through(group: Array, score: Array, keys: Array, last_group: int, last_
     return int(np.count_nonzero((group < last_group) | same))
 
 
+def rows_before(group: Array, score: Array, keys: Array, first_group: int, first_score: float, first_key: str) -> int:
+    """How many rows of an order come before the row (``first_group``, ``first_score``, ``first_key``): where the
+    page before one that started with it ends (:func:`rows_through`, that row left out)."""
+    same = (group == first_group) & ((score > first_score) | ((score == first_score) & (keys < first_key)))
+    return int(np.count_nonzero((group < first_group) | same))
+
+
+def rows_ahead(group: Array, score: Array, key_rank: Array, row: int) -> int:
+    """How many rows come before ``row`` in the leaderboard order (:func:`leaderboard_order`): its place, from 0.
+
+    Parameters
+    ----------
+    group, score, key_rank : ndarray, shape (m,)
+        The group, score and key rank of the rows listed, in any order; ``row`` indexes them.
+    row : int
+        The row whose place is wanted.
+
+    Returns
+    -------
+    int
+        The rows ahead of it, by one pass (no sort).
+    """
+    g, s, k = group[row], score[row], key_rank[row]
+    return int(np.count_nonzero((group < g) | ((group == g) & ((score > s) | ((score == s) & (key_rank < k))))))
+
+
 def top_rows(score: Array, rows: Array, count: int) -> Array:
     """The ``rows`` whose scores are at or above the ``count``-th highest among them (ties included).
 

@@ -103,6 +103,8 @@ def test_every_game_form_and_what_a_game_server_reads(server, slug):
 
         board = list(melo.leaderboard(page_size=2))
         assert [e.rank for e in board] == [1, 2, 3, 4] and {e.key for e in board} == {"ann", "bob", "cy", "dee"}
+        assert [e.key for e in melo.around(board[2].key, limit=3)] == [e.key for e in board[1:4]]
+        assert [melo.players.get(e.key).rank for e in board] == [1, 2, 3, 4]
         assert melo.players.get("ann").games == 2  # games 1 and 4 (2 is voided)
         # A fresh post names the version it made; reads naming it are never older (wherever the server reads).
         assert single.ladder_version is not None and seats.ladder_version > single.ladder_version

@@ -19,6 +19,7 @@ from app.rating import (
 )
 from app.rating.game_log import GameLog
 from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION, field_gain
+from app.rating.ranking import leaderboard_order, rows_ahead, rows_before
 from app.rating.refit.pipeline import RefitOptions, refit
 
 from .helpers import random_symplectic
@@ -146,3 +147,20 @@ def test_the_fields_own_records_make_the_first_games_intervals_honest():
     assert np.mean(error <= 1.96 * strength_se(C, played, rate)) < 0.8
     # A small field's records say too little: the refit's prior stands.
     assert field_prior(C[:40], played[:40], points[:40], rate) == (STRENGTH_PRIOR_PRECISION, 0.0, 0.0)
+
+
+def test_a_rows_place_and_the_page_before_a_row_by_counting_against_a_full_sort():
+    """Ties in score broken by key, groups first: each row's place (no sort) is where the full order puts it, and
+    the rows before a row's (group, score, key) are those the order lists above it."""
+    rng = np.random.default_rng(3)
+    score = rng.choice([-1.0, 0.0, 0.5, 2.0], size=60)  # many ties
+    group = rng.integers(0, 2, size=60)
+    keys = np.array([f"k{n:02d}" for n in rng.permutation(60)])
+    key_rank = np.argsort(np.argsort(keys))
+    order = leaderboard_order(score, group, key_rank)
+    place = np.empty(60, dtype=np.int64)
+    place[order] = np.arange(60)
+    assert [rows_ahead(group, score, key_rank, row) for row in range(60)] == place.tolist()
+    g, s, k = group[order], score[order], keys[order]
+    for n in range(60):
+        assert rows_before(g, s, k, int(g[n]), float(s[n]), str(k[n])) == n

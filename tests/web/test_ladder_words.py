@@ -162,6 +162,11 @@ def test_me_is_picked_once_and_then_marked_suggested_and_filled_in(base, open_pa
     expect(page.locator("#me-link")).to_have_text("Ann Archer")
     assert page.get_attribute("#me-link", "href") == "/ladders/words/players/ann"
     expect(page.locator("#board tr.me")).to_have_attribute("data-key", "ann")
+    around = office.get("/leaderboard", by="conservative", limit=5, around="ann")["items"]
+    expect(page.locator("#me-around li")).to_have_count(len(around))
+    shown = page.eval_on_selector_all("#me-around li", "lis => lis.map(l => l.dataset.key)")
+    assert shown == [p["key"] for p in around]
+    expect(page.locator("#me-around li.me-mark")).to_have_attribute("data-key", "ann")
     suggested = [o["key"] for o in office.get("/players/ann/opponents", limit=3)["items"]]
     expect(page.locator("#me-next li")).to_have_count(len(suggested))
     assert page.eval_on_selector_all("#me-next li", "lis => lis.map(l => l.dataset.key)") == suggested

@@ -24,9 +24,10 @@ const FEED = 12; // results listed
 const ACTIVITY = 100; // latest games the "most active" list counts
 const REFRESH_MS = 250; // a burst of changes causes one reload
 
-const boardPath = (order, inactive, limit, cursor) =>
+// `version`: the newest ladder version the page has seen (its own games, the live events): never shown older.
+const boardPath = (order, inactive, limit, cursor, version) =>
   `/leaderboard?by=${order}&limit=${limit}&form=true${inactive ? "&inactive=true" : ""}` +
-  (cursor ? `&cursor=${encodeURIComponent(cursor)}` : "");
+  (cursor ? `&cursor=${encodeURIComponent(cursor)}` : "") + (version ? `&min_version=${version}` : "");
 
 export async function ladderView(view, slug) {
   const api = new LadderApi(slug);
@@ -45,7 +46,8 @@ class LadderPage {
     this.api = api;
     this.ladder = ladder;
     this.roster = new Roster();
-    this.me = meBar({ api, ladder, roster: this.roster, onChange: () => this.meChanged() });
+    this.me = meBar({ api, ladder, roster: this.roster, onChange: () => this.meChanged(),
+      version: () => this.version });
     this.order = "conservative";
     this.showInactive = false;
     this.rows = PAGE;
@@ -152,7 +154,7 @@ class LadderPage {
     let version = 0;
     do {
       const limit = Math.min(500, this.rows - items.length);
-      const page = await this.api.get(boardPath(this.order, this.showInactive, limit, cursor));
+      const page = await this.api.get(boardPath(this.order, this.showInactive, limit, cursor, this.version));
       items.push(...page.items);
       cursor = page.next_cursor;
       version = page.ladder_version;

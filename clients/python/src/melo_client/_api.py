@@ -130,6 +130,16 @@ def leaderboard_page(
     return Call("GET", ladder_path(slug, "leaderboard"), _page(LeaderboardEntry), params=params)
 
 
+def around(
+    slug: str, player: str, by: str | None, inactive: bool | None, limit: int, min_version: int | None
+) -> Call[list[LeaderboardEntry]]:
+    def read(response: httpx.Response) -> list[LeaderboardEntry]:
+        return [build(LeaderboardEntry, item) for item in response.json()["items"]]
+
+    params = {"around": player, "by": by, "inactive": inactive, "limit": limit, "min_version": min_version}
+    return Call("GET", ladder_path(slug, "leaderboard"), read, params=params)
+
+
 def get_player(slug: str, key: str, min_version: int | None = None) -> Call[Player]:
     return Call("GET", ladder_path(slug, "players", key), json_of(Player), params={"min_version": min_version})
 

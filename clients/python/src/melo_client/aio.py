@@ -157,6 +157,20 @@ class AsyncMelo:
         slug = self.slug(ladder)
         return self.pages(lambda cursor: _api.leaderboard_page(slug, by, inactive, page_size, cursor, min_version))
 
+    async def around(
+        self,
+        player: str,
+        *,
+        by: str | None = None,
+        inactive: bool | None = None,
+        limit: int = 11,
+        ladder: str | None = None,
+        min_version: int | None = None,
+    ) -> list[LeaderboardEntry]:
+        """The ``limit`` leaderboard entries centred on ``player`` (fewer at the ends), with their ranks."""
+        call = _api.around(self.slug(ladder), player, by, inactive, limit, min_version)
+        return await self.run(call)
+
     async def teams(
         self, players: Sequence[str], n: int = 2, *, sizes: Sequence[int] | None = None, ladder: str | None = None
     ) -> Teams:

@@ -140,6 +140,8 @@ class Player(Standing):
     created_at: datetime
     aliases: list[str] = field(default_factory=list)
     ladder_version: int | None = None
+    #: Their place on the default leaderboard (by Hodge strength, active players); None when not on it.
+    rank: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
