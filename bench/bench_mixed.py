@@ -110,7 +110,9 @@ def run(db: str, url: str, players: int, seconds: int, only_around: bool = False
     env = {"MELO_WRITE_KEY": key, "MELO_PLAYERS": str(players), "MELO_LADDER": "bench"}
     runs: dict[str, dict] = {}
     try:
-        for path, mode in [*READS.values(), (around_path(players), "plain")]:  # warm-up: the ladder read once
+        # Warm-up: the worker has read the ladder and ranked it once (a million players take seconds: waited for).
+        httpx.get(server.base + around_path(players), timeout=300).raise_for_status()
+        for path, mode in [*READS.values(), (around_path(players), "plain")]:
             wrk(server.base, path, mode, 4, 1, env)
         runs["around alone"] = wrk(server.base, around_path(players), "plain", 4, seconds, env)
         if only_around:

@@ -216,6 +216,12 @@ def around(table: Table, ladder: LadderRow, by: str, limit: int, key: str, inact
     return json.dumps(_page(table, ladder, by, inactive, page, start)).encode()
 
 
+def ranked(table: Table, by: str, inactive: bool) -> bool:
+    """Whether the table's order ``by`` and each player's place in it are known already (:func:`around` is then a
+    few rows' work)."""
+    return ("ranking", by, inactive) in table.memo and ("places", by, inactive) in table.memo
+
+
 def _places(table: Table, ranking: Ranking, by: str, inactive: bool) -> np.ndarray:
     """Each player's place in the order (from 0; -1: not listed), once per table."""
 

@@ -200,6 +200,10 @@ async def head_to_head(
     return JSONResponse(await offload.compute(request, work))
 
 
+#: A page around a player of up to this many rows is rendered on the event loop once its order is known.
+AROUND_HERE = 50
+
+
 def _past_page(db: Database, ladder: LadderRow, as_of: datetime, render: Callable[[Table, LadderRow], bytes]) -> bytes:
     """A leaderboard page of the ladder as it stood at ``as_of`` (read in one snapshot)."""
     with db.snapshot() as session:
@@ -318,6 +322,8 @@ async def leaderboard(
         body = bodies.get(table.version) or (
             None if around else leaderboards.rendered_page(table, by, limit, cursor, inactive)
         )
+        if body is None and around is not None and limit <= AROUND_HERE and leaderboards.ranked(table, by, inactive):
+            body = render(table, ladder)  # the order is known: a few rows' work (under a millisecond)
         if body is None:
             body = await offload.compute(request, render, table, ladder)
         if form:

@@ -6,6 +6,8 @@ functions of the advantage matrix A = C Ω Cᵀ may be ranked or shown.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
@@ -303,12 +305,13 @@ def _shrinkage(nw: Array, mean: float) -> float:
     return float(np.exp(0.5 * (lo + hi)))
 
 
+@functools.lru_cache(maxsize=64)
 def _reference(m: int, max_exact: int, sample: int, seed: int = 0) -> Array:
     """The players a field mean is over (:func:`_field_mean`): all of them up to ``max_exact``, else a seeded
-    sample of ``sample``."""
-    if m <= max_exact:
-        return np.arange(m)
-    return np.sort(np.random.default_rng(seed).choice(m, size=sample, replace=False))
+    sample of ``sample`` (drawn once per field size: a page of a large field reads it at every request)."""
+    ref = np.arange(m) if m <= max_exact else np.sort(np.random.default_rng(seed).choice(m, size=sample, replace=False))
+    ref.flags.writeable = False
+    return ref
 
 
 def _advantages(players: Array, ref: Array) -> Array:
@@ -321,20 +324,22 @@ def _field_mean(C: ArrayLike, kernel, max_exact: int, sample: int, seed: int, ro
     """Mean over j ≠ i of kernel(c_i, c_j) for every player i (or the ``rows`` given): exact up to ``max_exact``
     players, else over a seeded reference sample of ``sample``.  ``kernel(players, ref)`` gives the block of
     values of players × ref.  With fewer than two players, each player's own value (there is no field yet)."""
-    C = as_vectors(C, "C")
+    # Only the rows asked for and the reference players are read (and checked): a page of a million players
+    # costs its rows and the sample, not a pass over everyone.
+    C = C if isinstance(C, np.ndarray) else as_vectors(C, "C")
     m = len(C)
     rows = np.arange(m) if rows is None else np.asarray(rows, dtype=np.int64)
+    players = as_vectors(C[rows], "C")
     if m < 2:
-        return _diagonal(C[rows], kernel)
+        return _diagonal(players, kernel)
     ref = _reference(m, max_exact, sample, seed)
+    field = as_vectors(C[ref], "C")
     total = np.empty(len(rows))
     block = max(1, 2_000_000 // len(ref))
     for lo in range(0, len(rows), block):
-        total[lo : lo + block] = kernel(C[rows[lo : lo + block]], C[ref]).sum(axis=1)
-    in_ref = np.zeros(m, dtype=bool)
-    in_ref[ref] = True
-    own = in_ref[rows]
-    total[own] -= _diagonal(C[rows[own]], kernel)  # a player in the reference set, taken out of their own mean
+        total[lo : lo + block] = kernel(players[lo : lo + block], field).sum(axis=1)
+    own = np.isin(rows, ref)
+    total[own] -= _diagonal(players[own], kernel)  # a player in the reference set, taken out of their own mean
     return total / (len(ref) - own)
 
 
