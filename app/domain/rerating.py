@@ -331,11 +331,7 @@ def switch(db: Database, prepared: Prepared | None, work: Callable[[Session], T]
             with db.reading() as session:
                 left = storage.ladders.history_rewrite(session, prepared.ladder_id) == prepared.rewrite
             if left:
-                db.write(lambda session: _undo_ahead(session, prepared))
-
-
-def _undo_ahead(session: Session, prepared: Prepared) -> None:
-    _end(session, prepared.ladder_id, prepared.rewrite)
+                db.write(functools.partial(_end, ladder_id=prepared.ladder_id, rewrite=prepared.rewrite))
 
 
 def _end(session: Session, ladder_id: int, rewrite: str | None) -> None:

@@ -208,7 +208,7 @@ def around(table: Table, ladder: LadderRow, by: str, limit: int, key: str, inact
     row = table.row(ladder.player_key(key))
     place = _places(table, ranking, by, inactive)[row] if row is not None else -1
     if place < 0:
-        why = "no player" if row is None else "inactive" if not inactive else "not listed"
+        why = "no player" if row is None else "inactive"  # with ``inactive`` everyone is listed
         raise NotFound(f"Player {key!r} is not on this leaderboard of ladder {ladder.slug!r} ({why}).")
     start = max(0, place - (limit - 1) // 2)
     rows = ranking.order[start : place + limit // 2 + 1]
