@@ -36,6 +36,7 @@ from app.core.db import Database
 from app.core.ladder import LadderRow
 from app.rating.seats import Seats
 from app.storage.log import LadderLog, Tail
+from app.storage.sql import chunks
 from app.storage.tables import Checkpoint
 
 T = TypeVar("T")
@@ -129,10 +130,11 @@ class Prepared:
     #: A catch-up found the log changed below ``last_game_id`` (a void, a late commit), or another replay's history
     #: written ahead (``Ladder.history_rewrite``) in what it read: the apply replays the log.
     stale: bool = False
-    #: This replay's history written ahead (:func:`write_ahead`): its name in ``Ladder.history_rewrite``, and the
-    #: parts written whole.
+    #: This replay's history written ahead (:func:`write_ahead`): its name in ``Ladder.history_rewrite``, the parts
+    #: whose history is written whole, and the parts whose players' rows hold the replay's state after them.
     rewrite: str | None = None
     written: int = 0
+    players_written: int = 0
 
     def add(self, part: LadderLog | Tail, history: rating.History) -> None:
         """A replayed part after the others: its players' states replace theirs."""
@@ -237,42 +239,59 @@ def catch_up(session: Session, prepared: Prepared) -> int:
     return since.log.n_games
 
 
-#: The memberships whose history one transaction of :func:`write_ahead` writes (on SQLite every other write waits
-#: for it: some 50 ms), and the time it then leaves the writer to the others, as a share of the time it took.
-AHEAD_ROWS = 10_000
+#: The memberships whose history one transaction of :func:`write_ahead` writes, or the players whose rows it
+#: writes (on SQLite every other write waits for it: some 50 ms), and the time it then leaves the writer to the
+#: others, as a share of the time it took.
+AHEAD_ROWS, AHEAD_PLAYERS = 10_000, 10_000
 AHEAD_REST = 1.0
 
 
 def write_ahead(db: Database, prepared: Prepared | None) -> None:
-    """Write a prepared replay's history before the transaction that switches the ladder to it, in write
-    transactions of their own of :data:`AHEAD_ROWS` memberships each, each followed by a rest that leaves the
-    writers to the posts, so the switch holds the writers for the players' rows and the games committed since, not
-    for the log's history (on SQLite every ladder's posts wait for a write; a million memberships take seconds).
+    """Write a prepared replay before the transaction that switches the ladder to it: its history, then its
+    players' rows, in write transactions of their own of :data:`AHEAD_ROWS` memberships or :data:`AHEAD_PLAYERS`
+    players each, each followed by a rest that leaves the writers to the posts, so the switch holds the writers for
+    the games committed since, not for the log's history and every player (on SQLite every ladder's posts wait for
+    a write; a million memberships take seconds).  Called again after a catch-up (:func:`catch_up`), it writes the
+    parts added since.
 
     The first one names the rewrite in ``Ladder.history_rewrite``: until the switch the stored history of those
-    games is the new rate's (or the refit's) while the ratings are not, and whoever locks the ladder's players
-    meanwhile (a void, a merge, another change: :func:`lock_ladder`) replays the log first, which ends this
-    rewrite; it then stops, and its switch writes the history under the lock.  A switch that fails puts the log's
-    history back (:func:`switch`).  A stale replay writes nothing ahead."""
+    games, and the ratings of the players written, are the new rate's (or the refit's) while the settings are not;
+    games posted meanwhile are rated from whichever vectors the rows hold, and the switch replays them on the
+    prepared state.  Whoever locks the ladder's players meanwhile (a void, a merge, another change:
+    :func:`lock_ladder`) replays the log first, which ends this rewrite; it then stops, and its switch writes
+    everything under the lock.  A switch that fails puts the log's replay back (:func:`switch`).  A stale replay
+    writes nothing ahead."""
     if prepared is None or prepared.stale:
         return
-    rewrite = f"{secrets.token_hex(6)}@{jobs.owner()}"
-    for n, (part, history) in enumerate(prepared.parts):
+    rewrite = prepared.rewrite or f"{secrets.token_hex(6)}@{jobs.owner()}"
+    for n in range(prepared.written, len(prepared.parts)):
+        part, history = prepared.parts[n]
         for games in _runs(part.log.member_ptr, AHEAD_ROWS):
-            run = functools.partial(_ahead, prepared=prepared, rewrite=rewrite, part=part, history=history, games=games)
-            started = time.monotonic()
-            # In a refit's child: at the server's priority, as it holds the writers (a starved holder stalls them).
-            if not jobs.at_server_priority(lambda run=run: db.write(run)):
+            write = functools.partial(_write_history, part=part, history=history, games=games)
+            if not _ahead(db, prepared, rewrite, write):
                 return
-            prepared.rewrite = rewrite
-            time.sleep((time.monotonic() - started) * AHEAD_REST)  # the posts' turn
         prepared.written = n + 1
+    ids = _named(prepared.parts[prepared.players_written :])
+    for rows in chunks(len(ids), AHEAD_PLAYERS):
+        if not _ahead(db, prepared, rewrite, functools.partial(_write_players, prepared=prepared, ids=ids[rows])):
+            return
+    prepared.players_written = len(prepared.parts)
 
 
-def _ahead(
-    session: Session, prepared: Prepared, rewrite: str, part: LadderLog | Tail, history: rating.History, games: slice
-) -> bool:
-    """One transaction of :func:`write_ahead`: whether it wrote (not if another replay or rewrite came first)."""
+def _ahead(db: Database, prepared: Prepared, rewrite: str, write: Callable[[Session, LadderRow], None]) -> bool:
+    """One transaction of :func:`write_ahead`, then the posts' turn: whether it wrote (not if another replay or
+    rewrite came first)."""
+    started = time.monotonic()
+    run = functools.partial(_ahead_one, prepared=prepared, rewrite=rewrite, write=write)
+    # In a refit's child: at the server's priority, as it holds the writers (a starved holder stalls them).
+    if not jobs.at_server_priority(lambda: db.write(run)):
+        return False
+    prepared.rewrite = rewrite
+    time.sleep((time.monotonic() - started) * AHEAD_REST)
+    return True
+
+
+def _ahead_one(session: Session, prepared: Prepared, rewrite: str, write: Callable[[Session, LadderRow], None]) -> bool:
     first = prepared.rewrite is None
     storage.players.lock_replays(session, prepared.ladder_id)  # PostgreSQL: after a replay under the lock, or before
     if storage.ladders.history_rewrite(session, prepared.ladder_id) != (None if first else rewrite):
@@ -280,11 +299,25 @@ def _ahead(
     ladder = _settings(storage.ladders.by_id(session, prepared.ladder_id), prepared)
     if ladder is None or (first and not (_holds(session, ladder, prepared) and _after_latest(session, prepared))):
         return False
+    write(session, ladder)  # the players' rows it locks before the ladder's row, as game commits do
     if first:
         storage.ladders.set_history_rewrite(session, ladder.id, rewrite)
-    _write_history(session, ladder, part, history, games)
     storage.ladders.bump(session, [ladder.id])  # the draws counted again from the forecasts written
     return True
+
+
+def _named(parts: Sequence[tuple[LadderLog | Tail, rating.History]]) -> np.ndarray:
+    """The players that ``parts`` name, sorted."""
+    return np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *(part.player_ids for part, _ in parts)]))
+
+
+def _write_players(session: Session, ladder: LadderRow, prepared: Prepared, ids: np.ndarray) -> None:
+    """The rows of the players ``ids`` (sorted, among the prepared replay's) at its state, with the kept field
+    sum moved as much."""
+    at = np.searchsorted(prepared.player_ids, ids)
+    old = storage.players.lock_vectors(session, ladder.id, ids, 2 * ladder.k)
+    _save_state(session, ladder, ids, prepared.C[at], prepared.experience[at])
+    storage.ladder_state.move_field(session, ladder.id, (prepared.C[at] - old).sum(axis=0))
 
 
 def _after_latest(session: Session, prepared: Prepared) -> bool:
@@ -309,7 +342,7 @@ def lock_ladder(session: Session, ladder_id: int, prepared: Prepared | None = No
     storage.players.lock_all(session, ladder_id)
     rewrite = storage.ladders.history_rewrite(session, ladder_id)
     if prepared is not None and prepared.rewrite != rewrite:  # ended by another (or none written ahead)
-        prepared.rewrite, prepared.written = None, 0
+        prepared.rewrite, prepared.written, prepared.players_written = None, 0, 0
     if rewrite is None:
         return
     if prepared is None or prepared.rewrite != rewrite:
@@ -372,9 +405,12 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> 
     for part, history in prepared.parts[prepared.written :]:
         _write_history(session, ladder, part, history)
     # Each player's vector once, as the last part left it (not once per part: a row written again is a new row).
-    _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
+    if prepared.players_written:  # the rows hold the state after those parts: the players named since
+        _write_players(session, ladder, prepared, _named(prepared.parts[prepared.players_written :]))
+    else:
+        _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
+        storage.ladder_state.recount_field(session, ladder)
     storage.ladder_state.save_seat_state(session, ladder.id, prepared.seats)
-    storage.ladder_state.recount_field(session, ladder)
     return sum(part.log.n_games for part, _ in prepared.parts)
 
 
@@ -483,8 +519,8 @@ def prepared_replay(
 ) -> Prepared | None:
     """The log replayed from ``checkpoint`` (a refit's, not applied yet; else from the latest checkpoint), at the
     ladder's rate or at a new one, the ladder's columns ``settings`` (not set yet), up to a recent game, in read
-    snapshots; and its history written ahead (:func:`write_ahead`): the switch (:func:`switch`) writes the players'
-    rows and the games committed since."""
+    snapshots; and written ahead (:func:`write_ahead`), then caught up and written ahead again with the games
+    committed meanwhile: the switch (:func:`switch`) writes the few committed since."""
     with db.snapshot() as session:
         if checkpoint is not None:
             prepared = prepare(session, ladder_id, checkpoint, settings)
@@ -497,4 +533,13 @@ def prepared_replay(
             if catch_up(session, prepared) <= CAUGHT_UP:
                 break
     write_ahead(db, prepared)
+    for _ in range(CATCH_UP_ROUNDS):  # the games committed while it was written: written ahead too
+        if prepared is None or prepared.rewrite is None:
+            break
+        with db.snapshot() as session:
+            caught = catch_up(session, prepared)
+        if caught:
+            write_ahead(db, prepared)
+        if caught <= CAUGHT_UP:
+            break
     return prepared

@@ -69,11 +69,17 @@ def save_field(session: Session, ladder_id: int, total: np.ndarray, count: int) 
 def add_to_field(session: Session, ladder: LadderRow, vectors: np.ndarray) -> None:
     """New players outside a game commit: their vectors join the kept field sum (if it is kept), under the
     ladder row's lock, so the next commit need not read every player."""
-    lock(session, ladder.id)
-    kept = session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder.id))
+    move_field(session, ladder.id, vectors.sum(axis=0), len(vectors))
+
+
+def move_field(session: Session, ladder_id: int, moved: np.ndarray, added: int = 0) -> None:
+    """Vectors changed outside a game commit by ``moved`` in all (new - old), and ``added`` players new: the kept
+    field sum (if it is kept) follows, under the ladder row's lock, so the next commit need not read every
+    player."""
+    lock(session, ladder_id)
+    kept = session.scalar(select(Ladder.field_sum).where(Ladder.id == ladder_id))
     if kept is not None:
-        total = np.array(kept["sum"], dtype=np.float64) + vectors.sum(axis=0)
-        save_field(session, ladder.id, total, int(kept["count"]) + len(vectors))
+        save_field(session, ladder_id, np.array(kept["sum"], dtype=np.float64) + moved, int(kept["count"]) + added)
 
 
 def recount_field(session: Session, ladder: LadderRow) -> None:

@@ -356,6 +356,22 @@ def save_vectors(
         bulk_update(session.connection(), Player.__table__, ladder_id, ("id", ids[rows].tolist()), columns)
 
 
+def lock_vectors(session: Session, ladder_id: int, ids: np.ndarray, dim: int) -> np.ndarray:
+    """Lock the players ``ids`` (sorted, each a player of the ladder) in id order, as game commits do, and read
+    their vectors, in that order: a write of their rows outside a game commit (a replay written ahead) that then
+    locks the ladder's row takes the locks in the commits' order."""
+    out = np.empty((len(ids), dim))
+    for rows in chunks(len(ids), MAX_KEYS_IN_QUERY):
+        part = ids[rows].tolist()
+        sql = f"SELECT id, vector FROM players WHERE ladder_id = ? AND id IN ({', '.join('?' * len(part))})"
+        columns = (Player.__table__.c.id, Player.__table__.c.vector)
+        found = fetch_typed(session, f"{sql} ORDER BY id FOR UPDATE", (ladder_id, *part), columns)
+        if [row[0] for row in found] != part:
+            raise LookupError(f"players of ladder {ladder_id} are gone")
+        out[rows] = codec.unpack_rows((row[1] for row in found), dim)
+    return out
+
+
 def insert(session: Session, ladder_id: int, key: str, name: str | None, vector: np.ndarray) -> bool:
     """A new player; False if the key is taken."""
     blob = codec.pack(vector)
