@@ -28,7 +28,7 @@ from app.domain.rerating import (
 from app.storage.tables import Refit
 
 
-def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | None:
+def prepare_apply(db: Database, ladder: LadderRow, job: Refit, until: float | None = None) -> Prepared | None:
     """The replay of the games after a finished refit's last game, from its vectors, computed in a read snapshot
     (no lock held) for :func:`apply_refit`; None if it is not finished (:func:`apply_refit` says so)."""
     if job.status != "done":
@@ -37,7 +37,7 @@ def prepare_apply(db: Database, ladder: LadderRow, job: Refit) -> Prepared | Non
     checkpoint = storage.refits.checkpoint_of(ladder.id, job.id, job.after_game_id, finished)
     rate = (job.result or {}).get("rate")
     settings = rate_settings(rate, ladder) if rate_applies(ladder, rate) else None  # at the rate it will set
-    return prepared_replay(db, ladder.id, checkpoint, settings)
+    return prepared_replay(db, ladder.id, checkpoint, settings, until)
 
 
 def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepared | None = None) -> CheckpointOut:

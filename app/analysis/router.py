@@ -15,11 +15,12 @@ from app.analysis.schemas import (
     RefitIn,
     RefitOut,
 )
+from app.core import deadline
 from app.core.cursors import decode_cursor, is_id
 from app.core.errors import LADDER_ACCESS, problems
 from app.core.schemas import Page, ReportPending
 from app.domain.access import ladder_for, readable
-from app.domain.rerating import switch
+from app.domain.rerating import SWITCH_SHARE, switch
 from app.http import report_jobs
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath
 
@@ -59,12 +60,13 @@ def get_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -
 
 
 @router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
-def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -> CheckpointOut:
+def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep, request: Request) -> CheckpointOut:
     """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (mathematics §9)."""
     with db.reading() as session:
         ladder = ladder_for(session, slug, caller, "write")
         job = refit_views.get_refit(session, ladder, refit_id)
-    prepared = refit_apply.prepare_apply(db, ladder, job)  # the replay, before the writer's locks are taken
+    until = deadline.leaving(request.scope, SWITCH_SHARE)  # the rest is written under the lock, in time to answer
+    prepared = refit_apply.prepare_apply(db, ladder, job, until)  # the replay, before the writer's locks are taken
 
     def work(session):
         ladder = ladder_for(session, slug, caller, "write")

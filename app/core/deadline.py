@@ -44,6 +44,16 @@ class Budget:
 _budget: ContextVar[Budget | None] = ContextVar("melo_budget", default=None)
 
 
+def leaving(scope: dict, share: float) -> float | None:
+    """When work done first should stop so as to leave ``share`` of a request's remaining time (``scope``: its
+    ASGI scope) to the work after it; None outside a request."""
+    end = scope.get(SCOPE_KEY)
+    if end is None:
+        return None
+    now = time.monotonic()
+    return now + (end - now) * (1 - share)
+
+
 def check() -> None:
     """Raise :class:`Stopped` if the current work's request is over; nothing if there is no budget."""
     budget = _budget.get()

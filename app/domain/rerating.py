@@ -244,9 +244,12 @@ def catch_up(session: Session, prepared: Prepared) -> int:
 #: others, as a share of the time it took.
 AHEAD_ROWS, AHEAD_PLAYERS = 10_000, 10_000
 AHEAD_REST = 1.0
+#: The share of a request's remaining time (a ``PATCH``, a refit's apply) left to its switch: what is not written
+#: ahead by then, the switch writes under the lock, so the answer comes before the request's deadline.
+SWITCH_SHARE = 1 / 3
 
 
-def write_ahead(db: Database, prepared: Prepared | None) -> None:
+def write_ahead(db: Database, prepared: Prepared | None, until: float | None = None) -> None:
     """Write a prepared replay before the transaction that switches the ladder to it: its history, then its
     players' rows, in write transactions of their own of :data:`AHEAD_ROWS` memberships or :data:`AHEAD_PLAYERS`
     players each, each followed by a rest that leaves the writers to the posts, so the switch holds the writers for
@@ -260,7 +263,8 @@ def write_ahead(db: Database, prepared: Prepared | None) -> None:
     prepared state.  Whoever locks the ladder's players meanwhile (a void, a merge, another change:
     :func:`lock_ladder`) replays the log first, which ends this rewrite; it then stops, and its switch writes
     everything under the lock.  A switch that fails puts the log's replay back (:func:`switch`).  A stale replay
-    writes nothing ahead."""
+    writes nothing ahead.  Past ``until`` (on :func:`time.monotonic`'s clock: a request's deadline comes) it
+    writes no more: the switch writes the rest under the lock."""
     if prepared is None or prepared.stale:
         return
     rewrite = prepared.rewrite or f"{secrets.token_hex(6)}@{jobs.owner()}"
@@ -268,20 +272,25 @@ def write_ahead(db: Database, prepared: Prepared | None) -> None:
         part, history = prepared.parts[n]
         for games in _runs(part.log.member_ptr, AHEAD_ROWS):
             write = functools.partial(_write_history, part=part, history=history, games=games)
-            if not _ahead(db, prepared, rewrite, write):
+            if not _ahead(db, prepared, rewrite, write, until):
                 return
         prepared.written = n + 1
     ids = _named(prepared.parts[prepared.players_written :])
     for rows in chunks(len(ids), AHEAD_PLAYERS):
-        if not _ahead(db, prepared, rewrite, functools.partial(_write_players, prepared=prepared, ids=ids[rows])):
+        write = functools.partial(_write_players, prepared=prepared, ids=ids[rows])
+        if not _ahead(db, prepared, rewrite, write, until):
             return
     prepared.players_written = len(prepared.parts)
 
 
-def _ahead(db: Database, prepared: Prepared, rewrite: str, write: Callable[[Session, LadderRow], None]) -> bool:
+def _ahead(
+    db: Database, prepared: Prepared, rewrite: str, write: Callable[[Session, LadderRow], None], until: float | None
+) -> bool:
     """One transaction of :func:`write_ahead`, then the posts' turn: whether it wrote (not if another replay or
-    rewrite came first)."""
+    rewrite came first, or ``until`` has passed)."""
     started = time.monotonic()
+    if until is not None and started > until:
+        return False
     run = functools.partial(_ahead_one, prepared=prepared, rewrite=rewrite, write=write)
     # In a refit's child: at the server's priority, as it holds the writers (a starved holder stalls them).
     if not jobs.at_server_priority(lambda: db.write(run)):
@@ -515,12 +524,17 @@ CAUGHT_UP, CATCH_UP_ROUNDS = 64, 8
 
 
 def prepared_replay(
-    db: Database, ladder_id: int, checkpoint: Checkpoint | None, settings: dict | None = None
+    db: Database,
+    ladder_id: int,
+    checkpoint: Checkpoint | None,
+    settings: dict | None = None,
+    until: float | None = None,
 ) -> Prepared | None:
     """The log replayed from ``checkpoint`` (a refit's, not applied yet; else from the latest checkpoint), at the
     ladder's rate or at a new one, the ladder's columns ``settings`` (not set yet), up to a recent game, in read
     snapshots; and written ahead (:func:`write_ahead`), then caught up and written ahead again with the games
-    committed meanwhile: the switch (:func:`switch`) writes the few committed since."""
+    committed meanwhile: the switch (:func:`switch`) writes the few committed since, and what ``until`` (a
+    request's deadline coming: :func:`write_ahead`) left unwritten."""
     with db.snapshot() as session:
         if checkpoint is not None:
             prepared = prepare(session, ladder_id, checkpoint, settings)
@@ -532,14 +546,15 @@ def prepared_replay(
         with db.snapshot() as session:
             if catch_up(session, prepared) <= CAUGHT_UP:
                 break
-    write_ahead(db, prepared)
+    write_ahead(db, prepared, until)
     for _ in range(CATCH_UP_ROUNDS):  # the games committed while it was written: written ahead too
-        if prepared is None or prepared.rewrite is None:
+        done = prepared is not None and prepared.players_written == len(prepared.parts)
+        if not done or (until is not None and time.monotonic() > until):
             break
         with db.snapshot() as session:
             caught = catch_up(session, prepared)
         if caught:
-            write_ahead(db, prepared)
+            write_ahead(db, prepared, until)
         if caught <= CAUGHT_UP:
             break
     return prepared

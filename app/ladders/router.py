@@ -5,10 +5,11 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request, Response
 from sqlalchemy.orm import Session
 
+from app.core import deadline
 from app.core.errors import Forbidden, Unauthorized, problems
 from app.core.schemas import Page
 from app.domain.access import ladder_for, readable
-from app.domain.rerating import prepared_replay, switch
+from app.domain.rerating import SWITCH_SHARE, prepared_replay, switch
 from app.http import report_jobs
 from app.http.deps import CallerDep, DatabaseDep, IdCursor, IdPath, Limit
 from app.ladders import service
@@ -67,7 +68,7 @@ def delete_ladder(slug: str, confirm: LadderDelete, db: DatabaseDep, caller: Cal
 
 
 @router.patch("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404, 422))
-def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: CallerDep) -> LadderOut:
+def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: CallerDep, request: Request) -> LadderOut:
     """Change the ladder's settings (an admin key of the ladder): its name, `auto_create_players`, `auto_refit`,
     `private`, the kinds of games it plays (`play`), and those above that replay its log."""
     with db.reading() as session:
@@ -75,7 +76,10 @@ def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: Caller
         settings = service.replay_settings(ladder, patch)
     # A new learning rate replays the log: holding no lock, before the write, which only writes it (and replays
     # the games committed meanwhile), so posts wait for the writes, not the replay.
-    prepared = None if settings is None else prepared_replay(db, ladder.id, None, settings)
+    # What is not written ahead by the last third of the request's time is written by the switch, under the lock:
+    # the answer comes in time.
+    until = deadline.leaving(request.scope, SWITCH_SHARE)
+    prepared = None if settings is None else prepared_replay(db, ladder.id, None, settings, until)
 
     def work(session: Session) -> LadderOut:
         return service.change_settings(session, ladder_for(session, slug, caller, "admin"), patch, prepared)

@@ -3,8 +3,10 @@ its own: the same ratings and history as one replay under the locks, and the log
 switch does not happen (it fails, or the process that wrote it stopped)."""
 
 import itertools
+import time
 
 import pytest
+from fastapi.testclient import TestClient
 
 from app import storage
 from app.core.db import Database
@@ -13,6 +15,7 @@ from app.domain import rerating
 from app.domain.access import ladder_for_read
 from app.ladders import service as ladder_service
 from app.ladders.schemas import LadderPatch
+from app.main import create_app
 from tests.api.test_refit_apply import _ladder, _same_ratings_and_history, _vectors, _with_draws
 from tests.api.test_seats import home_games
 from tests.conftest import bearer, make_ladder
@@ -51,12 +54,12 @@ def test_a_new_rate_written_ahead_in_many_transactions_is_one_replay_bit_for_bit
     players: list[list[int]] = []
     ahead = rerating._ahead
 
-    def counted(db, prepared, rewrite, write):
+    def counted(db, prepared, rewrite, write, until):
         if "games" in write.keywords:
             runs.append(write.keywords["games"])
         else:
             players.append(write.keywords["ids"].tolist())
-        return ahead(db, prepared, rewrite, write)
+        return ahead(db, prepared, rewrite, write, until)
 
     monkeypatch.setattr(rerating, "_ahead", counted)
     games = _with_draws(home_games(240, seed=4))
@@ -182,4 +185,23 @@ def test_a_void_during_a_rewrite_replays_the_log_and_ends_it(client, settings):
     assert prepared.rewrite is None  # ended by the void: the switch replayed the log
     db.write(lambda session: change(session, "twin", None))
     _same_ratings_and_history(client, db, ("test", "twin"))
+    db.dispose()
+
+
+def test_a_patch_answers_before_its_deadline_leaving_what_is_not_written_ahead_to_the_switch(settings, monkeypatch):
+    """A ``PATCH`` whose history could not be written ahead by two thirds of its request's time (here 3 s, each
+    short transaction followed by a long rest) stops writing ahead there; its switch writes the rest under the
+    lock, and the answer is a 200 before the deadline, with the ratings and history of a ladder that always had
+    the rate."""
+    monkeypatch.setattr(rerating, "AHEAD_ROWS", 8)
+    monkeypatch.setattr(rerating, "AHEAD_REST", 20.0)
+    db = Database.from_settings(settings)
+    with TestClient(create_app(settings.model_copy(update={"request_timeout": 3.0}))) as client:
+        ladders = _twins(client, _with_draws(home_games(240, seed=10)))
+        started = time.monotonic()
+        answer = client.patch("/v1/ladders/test", json={"eta": 0.3}, headers=ladders["test"])
+        assert answer.status_code == 200 and time.monotonic() - started < 3.0, answer.text
+        assert client.patch("/v1/ladders/twin", json={"eta": 0.3}, headers=ladders["twin"]).status_code == 200
+        _same_ratings_and_history(client, db, ("test", "twin"))
+    assert _rewrite(db) is None
     db.dispose()
