@@ -135,11 +135,22 @@ class Prepared:
     rewrite: str | None = None
     written: int = 0
     players_written: int = 0
+    #: A void's replay (:func:`prepare_void`): the keys of the players it reaches (``player_ids``'), the seats it
+    #: reaches, and the game it leaves out; None for a replay of every player.
+    keys: list[str] | None = None
+    reached_seats: tuple[str, ...] = ()
+    left_out: int = -1
 
     def add(self, part: LadderLog | Tail, history: rating.History) -> None:
         """A replayed part after the others: its players' states replace theirs."""
         self.parts.append((part, history))
         ids = np.union1d(self.player_ids, part.player_ids)
+        if self.keys is not None:
+            key_of = dict(zip(self.player_ids.tolist(), self.keys, strict=True))
+            key_of.update(zip(part.player_ids.tolist(), part.keys, strict=True))
+            self.keys = [key_of[i] for i in ids.tolist()]
+            assert isinstance(part, Tail)
+            self.reached_seats = tuple(dict.fromkeys((*self.reached_seats, *part.reached_seats)))
         old, new = np.searchsorted(ids, self.player_ids), np.searchsorted(ids, part.player_ids)
         self.player_ids = ids
         self.C = _placed(len(ids), (old, self.C), (new, history.C))
@@ -189,6 +200,31 @@ def prepare_rate(session: Session, ladder_id: int, settings: dict) -> Prepared |
     return _prepared(session, replace(ladder, **settings), None, after, settings=settings, base=base)
 
 
+def prepare_void(session: Session, ladder_id: int, number: int) -> Prepared | None:
+    """The games after game ``number`` (not voided yet) that its players and seats reach, replayed as if it were
+    voided, in a read snapshot (``session``), holding no lock, for the void to write (:func:`write_prepared`);
+    None if the ladder or game is gone, the game is voided already, or a checkpoint saw it (the void then replays
+    the log from the one before it: under the lock)."""
+    ladder = storage.ladders.by_id(session, ladder_id)
+    record = None if ladder is None else storage.games.get(session, ladder_id, number)
+    if ladder is None or record is None or record.voided_at is not None:
+        return None
+    latest = storage.refits.latest_checkpoint(session, ladder_id)
+    if latest is not None and latest.after_game_id >= record.id:
+        return None
+    members = [member.key for member in record.members]
+    tail = storage.log.read_tail(session, ladder, record.id + 1, members, record.seat_state, left_out=record.id)
+    h = _history(ladder, tail)
+    last = max(tail.read_to, record.id)
+    first = (tail.player_ids, h.C, h.experience, h.latest, h.seats, last)
+    counts = storage.games.log_counts(session, ladder_id, last)
+    prepared = Prepared(None, [(tail, h)], *first, _marks(ladder), counts, ladder_id, record.id)
+    prepared.base, prepared.keys, prepared.left_out = _latest_id(session, ladder_id), list(tail.keys), record.id
+    prepared.reached_seats = tail.reached_seats
+    prepared.stale = storage.ladders.history_rewrite(session, ladder_id) is not None
+    return prepared
+
+
 def _prepared(session: Session, ladder: LadderRow, checkpoint: Checkpoint | None, after: int, **more) -> Prepared:
     part = storage.log.read(session, ladder, checkpoint=checkpoint)
     games = storage.games.log_counts(session, ladder.id, part.last_game_id)
@@ -224,7 +260,7 @@ def catch_up(session: Session, prepared: Prepared) -> int:
     ladder = _settings(storage.ladders.by_id(session, prepared.ladder_id), prepared)
     if ladder is None:
         return 0
-    if not _holds(session, ladder, prepared) or storage.ladders.history_rewrite(session, ladder.id) not in (
+    if not holds(session, ladder, prepared) or storage.ladders.history_rewrite(session, ladder.id) not in (
         None,
         prepared.rewrite,
     ):
@@ -234,7 +270,7 @@ def catch_up(session: Session, prepared: Prepared) -> int:
     if since.log.n_games == 0:
         return 0
     prepared.add(since, _history(ladder, since))
-    prepared.last_game_id = int(since.game_ids[-1])
+    prepared.last_game_id = max(int(since.game_ids[-1]), since.read_to)
     prepared.games = storage.games.log_counts(session, ladder.id, prepared.last_game_id)
     return since.log.n_games
 
@@ -306,7 +342,7 @@ def _ahead_one(session: Session, prepared: Prepared, rewrite: str, write: Callab
     if storage.ladders.history_rewrite(session, prepared.ladder_id) != (None if first else rewrite):
         return False
     ladder = _settings(storage.ladders.by_id(session, prepared.ladder_id), prepared)
-    if ladder is None or (first and not (_holds(session, ladder, prepared) and _after_latest(session, prepared))):
+    if ladder is None or (first and not (holds(session, ladder, prepared) and _after_latest(session, prepared))):
         return False
     write(session, ladder)  # the players' rows it locks before the ladder's row, as game commits do
     if first:
@@ -405,8 +441,13 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> 
     Replaying the log in parts applies every game to the same vectors, games counts and seats as one
     replay does, so the ratings are the same bit for bit (``/audit`` checks it).
     """
-    if prepared.stale or not _holds(session, ladder, prepared):
+    if prepared.stale or not holds(session, ladder, prepared):
         return None
+    return write_prepared(session, ladder, prepared)
+
+
+def write_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> int:
+    """:func:`replay_prepared` once it is known to hold (a void checks that before it voids the game)."""
     since = _since(session, ladder, prepared)
     prepared = replace(prepared, parts=list(prepared.parts))  # as it was, if this transaction is run again
     if since.log.n_games:
@@ -416,10 +457,19 @@ def replay_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> 
     # Each player's vector once, as the last part left it (not once per part: a row written again is a new row).
     if prepared.players_written:  # the rows hold the state after those parts: the players named since
         _write_players(session, ladder, prepared, _named(prepared.parts[prepared.players_written :]))
+    elif prepared.keys is not None:  # a void's: the players it reaches
+        _write_players(session, ladder, prepared, prepared.player_ids)
     else:
         _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
         storage.ladder_state.recount_field(session, ladder)
-    storage.ladder_state.save_seat_state(session, ladder.id, prepared.seats)
+    seats = prepared.seats
+    if seats is not None and prepared.keys is not None:  # a void's: the seats it does not reach stay as they are
+        seats, index = storage.ladder_state.seat_state(session, ladder), ladder.seat_index()
+        assert seats is not None and prepared.seats is not None
+        for name in prepared.reached_seats:
+            seats.advantage[index[name]] = prepared.seats.advantage[index[name]]
+            seats.information[index[name]] = prepared.seats.information[index[name]]
+    storage.ladder_state.save_seat_state(session, ladder.id, seats)
     return sum(part.log.n_games for part, _ in prepared.parts)
 
 
@@ -433,7 +483,7 @@ def _latest_id(session: Session, ladder_id: int) -> int:
     return 0 if latest is None else latest.id
 
 
-def _holds(session: Session, ladder: LadderRow, prepared: Prepared) -> bool:
+def holds(session: Session, ladder: LadderRow, prepared: Prepared) -> bool:
     """Whether a prepared replay still holds: the same settings, the same games up to its last one (no void or
     late commit below it), no season closed with a pull after its start (the log is replayed through it), and,
     replaying from a stored checkpoint, that one still the latest (no refit applied or checkpoint voided since)."""
@@ -446,8 +496,18 @@ def _holds(session: Session, ladder: LadderRow, prepared: Prepared) -> bool:
 
 
 def _since(session: Session, ladder: LadderRow, prepared: Prepared) -> Tail:
+    """The games committed after a prepared replay's last game (a void's: those its players or seats reach), with
+    their players' state after it."""
     p = prepared
-    return storage.log.read_since(session, ladder, p.last_game_id, p.player_ids, p.C, p.experience, p.latest, p.seats)
+    if p.keys is None:
+        return storage.log.read_since(
+            session, ladder, p.last_game_id, p.player_ids, p.C, p.experience, p.latest, p.seats
+        )
+    assert p.seats is not None or not p.reached_seats
+    index = ladder.seat_index()
+    seats = {name: [p.seats.advantage[index[name]], p.seats.information[index[name]]] for name in p.reached_seats}
+    known = storage.log.Known(p.player_ids, p.keys, p.C, p.experience, p.latest)
+    return storage.log.read_tail(session, ladder, p.last_game_id + 1, [], seats, p.left_out, known)
 
 
 def _marks(ladder: LadderRow) -> tuple:
@@ -532,14 +592,28 @@ def prepared_replay(
 ) -> Prepared | None:
     """The log replayed from ``checkpoint`` (a refit's, not applied yet; else from the latest checkpoint), at the
     ladder's rate or at a new one, the ladder's columns ``settings`` (not set yet), up to a recent game, in read
-    snapshots; and written ahead (:func:`write_ahead`), then caught up and written ahead again with the games
-    committed meanwhile: the switch (:func:`switch`) writes the few committed since, and what ``until`` (a
-    request's deadline coming: :func:`write_ahead`) left unwritten."""
+    snapshots; and written ahead (:func:`ready`)."""
     with db.snapshot() as session:
         if checkpoint is not None:
             prepared = prepare(session, ladder_id, checkpoint, settings)
         else:
             prepared = prepare_rate(session, ladder_id, settings or {})
+    return ready(db, prepared, until)
+
+
+def prepared_void(db: Database, ladder_id: int, number: int, until: float | None = None) -> Prepared | None:
+    """What voiding game ``number`` replays (:func:`prepare_void`), in read snapshots, and written ahead
+    (:func:`ready`)."""
+    with db.snapshot() as session:
+        prepared = prepare_void(session, ladder_id, number)
+    return ready(db, prepared, until)
+
+
+def ready(db: Database, prepared: Prepared | None, until: float | None) -> Prepared | None:
+    """A prepared replay caught up with the games committed while it replayed, in read snapshots, and written
+    ahead (:func:`write_ahead`), then caught up and written ahead again with the games committed meanwhile: the
+    switch (:func:`switch`) writes the few committed since, and what ``until`` (a request's deadline coming)
+    left unwritten."""
     for _ in range(CATCH_UP_ROUNDS):
         if prepared is None:
             break

@@ -6,9 +6,11 @@ from fastapi import APIRouter, Body, Header, Path, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import AfterValidator
 
+from app.core import deadline
 from app.core.errors import LADDER_ACCESS, InvalidInput, problems
 from app.core.schemas import MAX_ID, Page, printable
 from app.domain.access import ladder_and_key, readable
+from app.domain.rerating import SWITCH_SHARE, prepared_void, switch
 from app.games import listing, voiding
 from app.games.intake import Post, Replayed, request_hash
 from app.games.posts import Committed
@@ -147,6 +149,7 @@ def void_game(
     game_id: GameNumber,
     db: DatabaseDep,
     caller: CallerDep,
+    request: Request,
     void: Annotated[VoidIn | None, Body()] = None,
 ) -> dict:
     """Void a game, by its number within the ladder (a write key): it stays in the log, marked, and counts nowhere
@@ -157,19 +160,29 @@ def void_game(
     replayed ratings again where it closed). Voiding it again changes nothing.
     """
 
+    with db.reading() as session:
+        ladder_id = ladder_and_key(session, slug, caller, "write")[0].id
+    # The games after it are replayed holding no lock, and written ahead; the void writes those committed since.
+    prepared = prepared_void(db, ladder_id, game_id, deadline.leaving(request.scope, SWITCH_SHARE))
+
     def work(session) -> dict:
         ladder, key_id = ladder_and_key(session, slug, caller, "write")
-        return voiding.void_game(session, ladder, game_id, key_id, void.reason if void else None)
+        return voiding.void_game(session, ladder, game_id, key_id, void.reason if void else None, prepared)
 
-    return db.write(work)
+    return switch(db, prepared, work)
 
 
 @router.post(
     "/{game_id}/void", response_model=GameOut, responses=problems(401, 403, 404, 422), summary="Void a game (POST)"
 )
 def void_game_by_post(
-    slug: str, game_id: GameNumber, db: DatabaseDep, caller: CallerDep, void: Annotated[VoidIn | None, Body()] = None
+    slug: str,
+    game_id: GameNumber,
+    db: DatabaseDep,
+    caller: CallerDep,
+    request: Request,
+    void: Annotated[VoidIn | None, Body()] = None,
 ) -> dict:
     """What `DELETE …/games/{id}` does, for clients that send no body with a DELETE: void the game (a write key),
     with an optional `reason`. Voiding it again changes nothing."""
-    return void_game(slug, game_id, db, caller, void)
+    return void_game(slug, game_id, db, caller, request, void)

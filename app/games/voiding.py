@@ -10,26 +10,35 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.errors import NotFound
 from app.core.ladder import LadderRow
-from app.domain.rerating import lock_ladder, replay_from, replay_log
+from app.domain.rerating import Prepared, holds, lock_ladder, replay_from, replay_log, write_prepared
 from app.games.answers import field_mean, stored_body
 
 
-def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason: str | None) -> dict:
+def void_game(
+    session: Session, ladder: LadderRow, number: int, by: str, reason: str | None, prepared: Prepared | None = None
+) -> dict:
     """Void game ``number`` and answer it as stored; voiding a voided game changes nothing.
 
     The later games its players reach are replayed exactly from their state before it, so the ratings equal
     those of a ladder that never received it (``/audit`` checks it).  Checkpoints that saw it are superseded; if
     there were any, the ratings came through one, and the whole log is replayed from the latest checkpoint left.
+
+    With ``prepared`` (:func:`app.domain.rerating.prepared_void`: that replay made and written ahead before this
+    transaction, holding no lock), only the games committed since are replayed here; one that no longer holds
+    (the log changed below its last game) is dropped and the replay done here.
     """
     record = storage.games.get(session, ladder.id, number)
     if record is None:
         raise NotFound(f"There is no game {number} in ladder {ladder.slug!r}.")
     if record.voided_at is not None:
         return stored_body(record, field_mean(session, ladder))
-    lock_ladder(session, ladder.id)
+    lock_ladder(session, ladder.id, prepared)
     # Read again under the locks: a merge, void or applied refit that held them meanwhile may have rewritten
     # the game (its members, its seats' state before it), or voided it.
     record = storage.games.get(session, ladder.id, number)
+    usable = prepared is not None and prepared.left_out == record.id and holds(session, ladder, prepared)
+    if prepared is not None and prepared.rewrite is not None and not usable:
+        replay_log(session, ladder)  # what it wrote ahead, back to the log's
     if record.voided_at is not None:
         return stored_body(record, field_mean(session, ladder))
     game_id = record.id
@@ -50,6 +59,9 @@ def void_game(session: Session, ladder: LadderRow, number: int, by: str, reason:
     storage.players.refresh_last_played(session, ladder.id, members)
     if superseded:  # players the tail does not reach hold that checkpoint's vectors: replay from the one before
         replay_log(session, ladder)
+    elif usable:
+        assert prepared is not None
+        write_prepared(session, ladder, prepared)
     else:
         replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
     storage.events.add(session, ladder.id, "void", {"game": number})

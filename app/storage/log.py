@@ -249,6 +249,22 @@ class Tail:
     times: tuple[np.ndarray, np.ndarray]
     #: The learned seats just before the tail's first game naming each (None without seats).
     start_seats: Seats | None = None
+    #: The seats the tail reaches (the others stay as the ladder has them), and the last game read, reached or not.
+    reached_seats: tuple[str, ...] = ()
+    read_to: int = -1
+
+
+@dataclass
+class Known:
+    """Players a tail read on from a replay reached already (:func:`read_tail`), with their state after it: the
+    sorted ids, their keys, vectors, experience (or variances) and latest game times (None: the steps ignore
+    time)."""
+
+    player_ids: np.ndarray
+    keys: list[str]
+    C: np.ndarray
+    games: np.ndarray
+    last: np.ndarray | None
 
 
 def read_tail(
@@ -257,13 +273,17 @@ def read_tail(
     first_game_id: int,
     changed: Sequence[str],
     changed_seats: dict[str, list[float]] | None = None,
+    left_out: int = -1,
+    known: Known | None = None,
 ) -> Tail:
     """The games from ``first_game_id`` on that the players ``changed`` reach, and the reached players' state.
 
     ``changed_seats`` are seats changed too, with the state to start them from (a voided game's seats, from
-    their state before it)."""
+    their state before it).  ``left_out`` counts as voided (a game whose void is prepared before it commits).
+    ``known`` players are reached already, from the state given (a prepared tail read on from its last game);
+    they are in the tail only if its games name them."""
     with no_cyclic_gc():
-        return _read_tail(session, ladder, first_game_id, changed, changed_seats)
+        return _read_tail(session, ladder, first_game_id, changed, changed_seats, left_out, known)
 
 
 def _read_tail(
@@ -272,16 +292,21 @@ def _read_tail(
     first_game_id: int,
     changed: Sequence[str],
     changed_seats: dict[str, list[float]] | None,
+    left_out: int,
+    known: Known | None,
 ) -> Tail:
     reached = dict.fromkeys(changed, first_game_id)  # key -> the first game of the tail it plays
+    was_known = set() if known is None else set(known.keys)
     # A seat is shared state, reached like a player: from the first reached game naming it, every later game
     # naming it is reached too, and it starts from its state just before that game.
     seat_start: dict[str, list[float]] = dict(changed_seats or {})
-    game_ids, payloads, played = [], [], []
+    game_ids, payloads, played, read_to = [], [], [], -1
     for game_id, payload, seat_state, when in _games_from(session, ladder.id, first_game_id):
+        read_to = game_id
         keys = [key for side in payload["sides"] for key in side]
         taken = [name for name in payload.get("seats") or [] if name is not None]
-        if not reached.keys().isdisjoint(keys) or not seat_start.keys().isdisjoint(taken):
+        hit = not reached.keys().isdisjoint(keys) or not was_known.isdisjoint(keys)
+        if hit or not seat_start.keys().isdisjoint(taken):
             for key in keys:
                 reached.setdefault(key, game_id)
             for name in taken:
@@ -293,7 +318,16 @@ def _read_tail(
     player_ids = np.array([row[0] for row in rows], dtype=np.int64)
     keys = [row[1] for row in rows]
     cutoffs = [reached[key] for key in keys]
-    start, start_games, start_last = state_before(session, ladder, player_ids, [row[2] for row in rows], cutoffs)
+    start, start_games, start_last = state_before(
+        session, ladder, player_ids, [row[2] for row in rows], cutoffs, left_out
+    )
+    if known is not None:  # their state after the replay that reached them already
+        at = np.searchsorted(known.player_ids, player_ids)
+        mine = at < len(known.player_ids)
+        mine[mine] = known.player_ids[at[mine]] == player_ids[mine]
+        start[mine], start_games[mine] = known.C[at[mine]], known.games[at[mine]]
+        if known.last is not None:
+            start_last[mine] = known.last[at[mine]]
     log = encode(payloads, {key: n for n, key in enumerate(keys)}, ladder.seat_index())
     seats = None
     if ladder.seats:
@@ -302,7 +336,9 @@ def _read_tail(
             n = ladder.seat_index()[name]
             seats.advantage[n], seats.information[n] = advantage, information
     times = (codec.day_years(np.array(played, dtype=np.int64)), start_last)
-    return Tail(player_ids, keys, start, start_games, log, np.array(game_ids, dtype=np.int64), times, seats)
+    game_ids_read = np.array(game_ids, dtype=np.int64)
+    reached_seats = tuple(seat_start)
+    return Tail(player_ids, keys, start, start_games, log, game_ids_read, times, seats, reached_seats, read_to)
 
 
 def read_since(

@@ -22,12 +22,18 @@ SCAN_PLAYERS = 10_000
 
 
 def state_before(
-    session: Session, ladder: LadderRow, player_ids: np.ndarray, initial: list[bytes], cutoffs: list[int]
+    session: Session,
+    ladder: LadderRow,
+    player_ids: np.ndarray,
+    initial: list[bytes],
+    cutoffs: list[int],
+    left_out: int = -1,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The vectors, games played (experience) and latest game times of ``player_ids`` (sorted) just before their
     game ``cutoffs``, as a replay of the log from the latest checkpoint gives them: the vector after a player's
     latest counted game since the checkpoint, else the checkpoint's, else the initial one.  Under the variance
-    rule (mathematics §3b) the second array is their variances, kept the same way (NaN: none yet)."""
+    rule (mathematics §3b) the second array is their variances, kept the same way (NaN: none yet).  The game
+    ``left_out`` counts as voided (one about to be: its replay is prepared before the void commits)."""
     dim = 2 * ladder.k
     start = codec.unpack_rows(initial, dim)
     games = np.zeros(len(player_ids))
@@ -40,14 +46,15 @@ def state_before(
         " SELECT p.player_id, p.game_id, p.after, p.variance_after, count(*) OVER (PARTITION BY p.player_id) AS n,"
         "  row_number() OVER (PARTITION BY p.player_id ORDER BY p.game_id DESC) AS r"
         " FROM c JOIN participants p ON p.player_id = c.player_id AND p.game_id < c.cutoff"
-        " JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id WHERE p.ladder_id = ? AND g.voided_at IS NULL"
+        " JOIN games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id"
+        " WHERE p.ladder_id = ? AND g.voided_at IS NULL AND g.id <> ?"
         ") AS t WHERE r = 1"
     )
     pairs = list(zip(player_ids.tolist(), cutoffs, strict=True))
     for lo in range(0, len(pairs), MAX_KEYS_IN_QUERY):
         part = pairs[lo : lo + MAX_KEYS_IN_QUERY]
         sql = latest.format(", ".join(["(?, ?)"] * len(part)))
-        params = (*(v for pair in part for v in pair), ladder.id)
+        params = (*(v for pair in part for v in pair), ladder.id, left_out)
         for player_id, last_game, n, vector, kept in driver_fetchall(session.connection(), sql, params):
             row = np.searchsorted(player_ids, player_id)
             games[row] = n
@@ -57,24 +64,24 @@ def state_before(
     last = np.full(len(player_ids), np.nan)
     if ladder.variance_rule:
         if ladder.step_drift() > 0:  # the time away the next step adds: from their latest game's time
-            last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))[1]
+            last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64), left_out)[1]
         return start, variance, last
     if ladder.step_drift() > 0:
-        games, last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))
+        games, last = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64), left_out)
     elif seasons.pulls(session, ladder.id):
-        games = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64))[0]
+        games = experience_before(session, ladder, player_ids, np.array(cutoffs, dtype=np.int64), left_out)[0]
     return start, games, last
 
 
 def experience_before(
-    session: Session, ladder: LadderRow, player_ids: np.ndarray, cutoffs: np.ndarray
+    session: Session, ladder: LadderRow, player_ids: np.ndarray, cutoffs: np.ndarray, left_out: int = -1
 ) -> tuple[np.ndarray, np.ndarray]:
     """The experience (:mod:`app.rating.experience`) and latest game time (years, NaN: none) of ``player_ids``
     (sorted) just before their game ``cutoffs``: their counted games before it, in log order, worn by the
     ladder's drift, and kept the part 1 - p by each season that closed with a pull p before it
     (:mod:`app.rating.season_pull`).  Many players are read by one scan of the ladder's games up to the last cutoff;
     the rows are taken a chunk at a time, and :func:`app.rating.experience.experience_before_cutoffs` carries
-    each chunk on from the state the one before left."""
+    each chunk on from the state the one before left.  ``left_out`` counts as voided, as in :func:`state_before`."""
     # PostgreSQL gives each time as the microseconds of its whole second (the steps count days): a number, not a
     # datetime object to convert in Python.
     postgresql = session.get_bind().dialect.name == "postgresql"
@@ -82,12 +89,12 @@ def experience_before(
     base = (
         f"SELECT p.player_id, p.game_id, {played} FROM participants p "
         "{join} games g ON g.id = p.game_id AND g.ladder_id = p.ladder_id "
-        "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ?{} ORDER BY p.game_id"
+        "WHERE g.ladder_id = ? AND g.voided_at IS NULL AND g.id < ? AND g.id <> ?{} ORDER BY p.game_id"
     )
     top = int(cutoffs.max()) if len(cutoffs) else 0
     pulls = seasons.pulls(session, ladder.id)
     if len(player_ids) > SCAN_PLAYERS or pulls:  # the seasons' pulls are taken in one pass over the log
-        reads = [(base.format("", join="JOIN"), (ladder.id, top))]
+        reads = [(base.format("", join="JOIN"), (ladder.id, top, left_out))]
     else:
         # SQLite's CROSS JOIN keeps the listed players' participants the outer loop (through their index): left to
         # itself the planner probes every game for every player listed.
@@ -96,7 +103,7 @@ def experience_before(
         for lo in range(0, len(player_ids), MAX_KEYS_IN_QUERY):
             part = player_ids[lo : lo + MAX_KEYS_IN_QUERY].tolist()
             listed = f" AND p.player_id IN ({', '.join('?' * len(part))})"
-            reads.append((base.format(listed, join=join), (ladder.id, top, *part)))
+            reads.append((base.format(listed, join=join), (ladder.id, top, left_out, *part)))
     stamp = codec.time_converter(session.get_bind().dialect)
 
     def memberships() -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:

@@ -13,10 +13,11 @@ from app.core.db import Database
 from app.core.errors import Conflict
 from app.domain import rerating
 from app.domain.access import ladder_for_read
+from app.games import voiding
 from app.ladders import service as ladder_service
 from app.ladders.schemas import LadderPatch
 from app.main import create_app
-from tests.api.test_refit_apply import _ladder, _same_ratings_and_history, _vectors, _with_draws
+from tests.api.test_refit_apply import _ladder, _same_ratings_and_history, _vectors, _vectors_and_scores, _with_draws
 from tests.api.test_seats import home_games
 from tests.conftest import bearer, make_ladder
 
@@ -204,4 +205,80 @@ def test_a_patch_answers_before_its_deadline_leaving_what_is_not_written_ahead_t
         assert client.patch("/v1/ladders/twin", json={"eta": 0.3}, headers=ladders["twin"]).status_code == 200
         _same_ratings_and_history(client, db, ("test", "twin"))
     assert _rewrite(db) is None
+    db.dispose()
+
+
+def _void_twins(client, games: list[dict], left_out: list[int]) -> tuple[dict[str, dict], list[int]]:
+    """``test`` given ``games``, ``twin`` the same without those at the indices ``left_out``; test's numbers."""
+    ladders = {slug: bearer(make_ladder(client, slug, **CONFIG, drift=300.0)) for slug in ("test", "twin")}
+    numbers = []
+    for game in games:
+        answer = client.post("/v1/ladders/test/games", json=game, headers=ladders["test"])
+        numbers.append(answer.json()["id"])
+    kept = [game for n, game in enumerate(games) if n not in left_out]
+    assert client.post("/v1/ladders/twin/games/batch", json={"games": kept}, headers=ladders["twin"]).status_code == 201
+    return ladders, numbers
+
+
+def _same_as_never_played(client) -> None:
+    """``test``, whose voided games count nowhere, rates as ``twin``, which never had them: the ratings, seats,
+    counters and the history of the games that count."""
+    for slug in ("test", "twin"):
+        audit = client.get(f"/v1/ladders/{slug}/audit").json()
+        assert audit["consistent"] and audit["counts_consistent"], audit
+    assert _vectors(client, "test") == _vectors(client, "twin")
+    assert client.get("/v1/ladders/test").json()["seats"] == client.get("/v1/ladders/twin").json()["seats"]
+    history = [client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"] for slug in ("test", "twin")]
+    kept = [[_vectors_and_scores(g) for g in h if not g["voided_at"]] for h in history]
+    assert kept[0] == kept[1]
+
+
+def test_a_void_replayed_and_written_ahead_writes_only_the_games_posted_since(client, settings, monkeypatch):
+    """A void deep in the log: the games its players and seats reach are replayed holding no lock and written
+    ahead (history, then players); games posted before its switch (one with a new player) are replayed by the
+    switch on that state, not the tail again: the ratings, seats and history of a ladder that never had the
+    game, with ``/audit`` exact."""
+    monkeypatch.setattr(rerating, "AHEAD_ROWS", 64)
+    db = Database.from_settings(settings)
+    ladders, numbers = _void_twins(client, _with_draws(home_games(160, seed=11)), [40])
+    prepared = rerating.prepared_void(db, _ladder(db).id, numbers[40])
+    assert prepared is not None and prepared.written == prepared.players_written == 1
+    assert _rewrite(db) == prepared.rewrite and prepared.parts[0][0].log.n_games > 60
+    later = [{"sides": [{"players": ["new-1"], "rank": 1}, {"players": ["t3"], "rank": 2}]}]
+    later += _with_draws(home_games(8, seed=12))
+    for slug, h in ladders.items():
+        assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": later}, headers=h).status_code == 201
+    since: list[int] = []
+    read = rerating._since
+    monkeypatch.setattr(rerating, "_since", lambda *a: since.append((tail := read(*a)).log.n_games) or tail)
+    monkeypatch.setattr(voiding, "replay_from", None)  # not called: the prepared replay is written
+
+    def work(session):
+        return voiding.void_game(
+            session, ladder_for_read(session, "test", fresh=True), numbers[40], "1", None, prepared
+        )
+
+    assert rerating.switch(db, prepared, work)["voided_at"]
+    assert since == [9] and _rewrite(db) is None
+    _same_as_never_played(client)
+    db.dispose()
+
+
+def test_a_void_whose_replay_another_void_made_stale_is_replayed_under_the_lock(client, settings):
+    """Another game voided between a void's prepared replay and its switch (ending its write-ahead): the switch
+    replays the log's tail under the lock, and both voids count as if neither game had been played."""
+    db = Database.from_settings(settings)
+    ladders, numbers = _void_twins(client, _with_draws(home_games(120, seed=13)), [30, 70])
+    prepared = rerating.prepared_void(db, _ladder(db).id, numbers[30])
+    assert prepared is not None and prepared.rewrite is not None
+    assert client.post(f"/v1/ladders/test/games/{numbers[70]}/void", headers=ladders["test"]).status_code == 200
+
+    def work(session):
+        return voiding.void_game(
+            session, ladder_for_read(session, "test", fresh=True), numbers[30], "1", None, prepared
+        )
+
+    assert rerating.switch(db, prepared, work)["voided_at"]
+    assert prepared.rewrite is None and _rewrite(db) is None
+    _same_as_never_played(client)
     db.dispose()
