@@ -39,6 +39,8 @@ the run; then, one after another with ``--pause`` seconds (one window) after
 each, the admin:
 
 1. ``PATCH``es the ladder's ``eta`` to 0.35 (the log replayed at the new rate);
+1b. voids the game in the middle of the seeded log (``POST …/games/{n}/void``: the games
+   after it that its players reach are replayed);
 2. runs a refit (``POST …/refits {}``, waited for) and applies it;
 3. ``PATCH``es ``eta`` back to the value it had (the ladder's default, or
    ``--eta``);
@@ -338,6 +340,8 @@ def admin_run(db: str, url: str, args: argparse.Namespace) -> dict:
         origin = time.monotonic()
         time.sleep(args.baseline_windows * args.window)
         step(f"(1) PATCH eta {ADMIN_ETA}", "PATCH", "", json={"eta": ADMIN_ETA})
+        voided = step(f"(1b) void game {args.games // 2}", "POST", f"/games/{args.games // 2}/void")
+        steps[-1]["voided"] = voided.is_success and voided.json()["voided_at"] is not None
 
         started = time.monotonic()
         answer = client.post(base + "/refits", json={})
