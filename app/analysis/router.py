@@ -65,7 +65,7 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep,
     with db.reading() as session:
         ladder = ladder_for(session, slug, caller, "write")
         job = refit_views.get_refit(session, ladder, refit_id)
-    until = deadline.leaving(request.scope, SWITCH_SHARE)  # the rest is written under the lock, in time to answer
+    until = deadline.leaving(request.scope, SWITCH_SHARE)  # the write-ahead's rests end before the switch's time
     prepared = refit_apply.prepare_apply(db, ladder, job, until)  # the replay, before the writer's locks are taken
 
     def work(session):

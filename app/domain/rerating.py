@@ -280,9 +280,9 @@ def catch_up(session: Session, prepared: Prepared) -> int:
 #: others, as a share of the time it took.
 AHEAD_ROWS, AHEAD_PLAYERS = 10_000, 10_000
 AHEAD_REST = 1.0
-#: The share of a request's remaining time (a ``PATCH``, a refit's apply) left to its switch: what is not written
-#: ahead by then, the switch writes under the lock, so the answer comes before the request's deadline.
-SWITCH_SHARE = 1 / 3
+#: The share of a request's remaining time (a ``PATCH``, a refit's apply, a void) left to its switch: the rests of
+#: its write-ahead shrink so that it is written by then.
+SWITCH_SHARE = 0.2
 
 
 def write_ahead(db: Database, prepared: Prepared | None, until: float | None = None) -> None:
@@ -291,7 +291,8 @@ def write_ahead(db: Database, prepared: Prepared | None, until: float | None = N
     players each, each followed by a rest that leaves the writers to the posts, so the switch holds the writers for
     the games committed since, not for the log's history and every player (on SQLite every ladder's posts wait for
     a write; a million memberships take seconds).  Called again after a catch-up (:func:`catch_up`), it writes the
-    parts added since.
+    parts added since.  The rests shrink as ``until`` nears (on :func:`time.monotonic`'s clock: a request's
+    deadline comes), so as to have written everything by then where the writes alone allow it.
 
     The first one names the rewrite in ``Ladder.history_rewrite``: until the switch the stored history of those
     games, and the ratings of the players written, are the new rate's (or the refit's) while the settings are not;
@@ -299,41 +300,47 @@ def write_ahead(db: Database, prepared: Prepared | None, until: float | None = N
     prepared state.  Whoever locks the ladder's players meanwhile (a void, a merge, another change:
     :func:`lock_ladder`) replays the log first, which ends this rewrite; it then stops, and its switch writes
     everything under the lock.  A switch that fails puts the log's replay back (:func:`switch`).  A stale replay
-    writes nothing ahead.  Past ``until`` (on :func:`time.monotonic`'s clock: a request's deadline comes) it
-    writes no more: the switch writes the rest under the lock."""
+    writes nothing ahead."""
     if prepared is None or prepared.stale:
         return
     rewrite = prepared.rewrite or f"{secrets.token_hex(6)}@{jobs.owner()}"
+    steps: list[Callable[[Session, LadderRow], None] | int] = []  # the writes, and the parts written whole
     for n in range(prepared.written, len(prepared.parts)):
         part, history = prepared.parts[n]
-        for games in _runs(part.log.member_ptr, AHEAD_ROWS):
-            write = functools.partial(_write_history, part=part, history=history, games=games)
-            if not _ahead(db, prepared, rewrite, write, until):
-                return
-        prepared.written = n + 1
+        steps += [
+            functools.partial(_write_history, part=part, history=history, games=g) for g in _runs(part, AHEAD_ROWS)
+        ]
+        steps.append(n + 1)
     ids = _named(prepared.parts[prepared.players_written :])
-    for rows in chunks(len(ids), AHEAD_PLAYERS):
-        write = functools.partial(_write_players, prepared=prepared, ids=ids[rows])
-        if not _ahead(db, prepared, rewrite, write, until):
+    steps += [
+        functools.partial(_write_players, prepared=prepared, ids=ids[rows]) for rows in chunks(len(ids), AHEAD_PLAYERS)
+    ]
+    left = sum(not isinstance(step, int) for step in steps)
+    for step in steps:
+        if isinstance(step, int):
+            prepared.written = step
+            continue
+        took = _ahead(db, prepared, rewrite, step)
+        if took is None:
             return
+        left -= 1
+        rest = took * AHEAD_REST  # the posts' turn: as long as the write, or less so the writes end by ``until``
+        if until is not None:
+            rest = min(rest, max(0.0, (until - time.monotonic() - left * took) / (left + 1)))
+        time.sleep(rest)
     prepared.players_written = len(prepared.parts)
 
 
-def _ahead(
-    db: Database, prepared: Prepared, rewrite: str, write: Callable[[Session, LadderRow], None], until: float | None
-) -> bool:
-    """One transaction of :func:`write_ahead`, then the posts' turn: whether it wrote (not if another replay or
-    rewrite came first, or ``until`` has passed)."""
+def _ahead(db: Database, prepared: Prepared, rewrite: str, write: Callable[[Session, LadderRow], None]) -> float | None:
+    """One transaction of :func:`write_ahead`: how long it took, or None if it did not write (another replay or
+    rewrite came first)."""
     started = time.monotonic()
-    if until is not None and started > until:
-        return False
     run = functools.partial(_ahead_one, prepared=prepared, rewrite=rewrite, write=write)
     # In a refit's child: at the server's priority, as it holds the writers (a starved holder stalls them).
     if not jobs.at_server_priority(lambda: db.write(run)):
-        return False
+        return None
     prepared.rewrite = rewrite
-    time.sleep((time.monotonic() - started) * AHEAD_REST)
-    return True
+    return time.monotonic() - started
 
 
 def _ahead_one(session: Session, prepared: Prepared, rewrite: str, write: Callable[[Session, LadderRow], None]) -> bool:
@@ -372,8 +379,9 @@ def _after_latest(session: Session, prepared: Prepared) -> bool:
     return latest is None or prepared.after_game_id >= latest.after_game_id
 
 
-def _runs(member_ptr: np.ndarray, rows: int) -> list[slice]:
-    """The games cut into runs of about ``rows`` memberships (a game never split)."""
+def _runs(part: LadderLog | Tail, rows: int) -> list[slice]:
+    """A part's games cut into runs of about ``rows`` memberships (a game never split)."""
+    member_ptr = part.log.member_ptr
     cuts = np.searchsorted(member_ptr, np.arange(rows, member_ptr[-1], rows), side="right") - 1
     edges = np.unique(np.concatenate([[0], cuts, [len(member_ptr) - 1]])).tolist()
     return [slice(lo, hi) for lo, hi in itertools.pairwise(edges)]

@@ -76,8 +76,7 @@ def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: Caller
         settings = service.replay_settings(ladder, patch)
     # A new learning rate replays the log: holding no lock, before the write, which only writes it (and replays
     # the games committed meanwhile), so posts wait for the writes, not the replay.
-    # What is not written ahead by the last third of the request's time is written by the switch, under the lock:
-    # the answer comes in time.
+    # Written ahead with rests that shrink so as to end before the last fifth of the request's time (the switch's).
     until = deadline.leaving(request.scope, SWITCH_SHARE)
     prepared = None if settings is None else prepared_replay(db, ladder.id, None, settings, until)
 

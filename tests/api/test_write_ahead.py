@@ -55,12 +55,12 @@ def test_a_new_rate_written_ahead_in_many_transactions_is_one_replay_bit_for_bit
     players: list[list[int]] = []
     ahead = rerating._ahead
 
-    def counted(db, prepared, rewrite, write, until):
+    def counted(db, prepared, rewrite, write):
         if "games" in write.keywords:
             runs.append(write.keywords["games"])
         else:
             players.append(write.keywords["ids"].tolist())
-        return ahead(db, prepared, rewrite, write, until)
+        return ahead(db, prepared, rewrite, write)
 
     monkeypatch.setattr(rerating, "_ahead", counted)
     games = _with_draws(home_games(240, seed=4))
@@ -189,19 +189,24 @@ def test_a_void_during_a_rewrite_replays_the_log_and_ends_it(client, settings):
     db.dispose()
 
 
-def test_a_patch_answers_before_its_deadline_leaving_what_is_not_written_ahead_to_the_switch(settings, monkeypatch):
-    """A ``PATCH`` whose history could not be written ahead by two thirds of its request's time (here 3 s, each
-    short transaction followed by a long rest) stops writing ahead there; its switch writes the rest under the
-    lock, and the answer is a 200 before the deadline, with the ratings and history of a ladder that always had
-    the rate."""
+def test_a_patch_near_its_deadline_rests_less_between_the_writes_ahead_and_answers_in_time(settings, monkeypatch):
+    """A ``PATCH`` whose writes ahead, each followed by a rest twenty times as long, would outlast its request's
+    time (here 3 s): the rests shrink so that everything is written ahead by the last fifth of it, and the answer
+    is a 200 in time, with the ratings and history of a ladder that always had the rate."""
     monkeypatch.setattr(rerating, "AHEAD_ROWS", 8)
     monkeypatch.setattr(rerating, "AHEAD_REST", 20.0)
     db = Database.from_settings(settings)
+    switched: list[int] = []
+    write = rerating.write_prepared
+    monkeypatch.setattr(
+        rerating, "write_prepared", lambda s, ladder, p: switched.append(p.written) or write(s, ladder, p)
+    )
     with TestClient(create_app(settings.model_copy(update={"request_timeout": 3.0}))) as client:
         ladders = _twins(client, _with_draws(home_games(240, seed=10)))
         started = time.monotonic()
         answer = client.patch("/v1/ladders/test", json={"eta": 0.3}, headers=ladders["test"])
         assert answer.status_code == 200 and time.monotonic() - started < 3.0, answer.text
+        assert switched == [1]  # its history was all written ahead
         assert client.patch("/v1/ladders/twin", json={"eta": 0.3}, headers=ladders["twin"]).status_code == 200
         _same_ratings_and_history(client, db, ("test", "twin"))
     assert _rewrite(db) is None
