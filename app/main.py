@@ -36,6 +36,7 @@ from app.http import handlers, offload
 from app.http.deps import known_query
 from app.http.middleware import BodyLimit, RequestGuard
 from app.ladders.router import router as ladders_router
+from app.players.fast_path import FastBoards
 from app.players.router import router as players_router
 from app.predictions.fast_path import FastPredictions
 from app.predictions.router import router as predictions_router
@@ -290,6 +291,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.mount("/static", static, name="static")
     app.mount("/docs-assets", docs_assets, name="docs-assets")
     app.add_middleware(FastPredictions)  # innermost: GET …/predict's plain case, before routing
+    app.add_middleware(FastBoards)  # GET …/leaderboard's plain case, before routing
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(
         RequestGuard,

@@ -76,5 +76,7 @@ MinVersion = Annotated[
     ),
 ]
 #: A page's size, and the cursor of a list paged by row id.
-Limit = Annotated[int, Query(ge=1, le=500, description="Page size.")]
+#: The largest page a list answers.
+MAX_PAGE = 500
+Limit = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Page size.")]
 IdCursor = Annotated[int | None, Query(ge=1, le=MAX_ID, description="`next_cursor` of the previous page.")]

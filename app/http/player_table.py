@@ -59,6 +59,13 @@ async def table(db: Database, ladder: LadderRow) -> Table:
         return await anyio.to_thread.run_sync(load)
 
 
+def ranked_board(db: Database, ladder_id: int, version: int, reset_version: int) -> Table | None:
+    """The table :func:`board_table` answers a read that names no version from without ranking (the ladder being
+    at ``version``, its settings at ``reset_version``); None if it would rank."""
+    held = storage.cache.of(db.read_engine, "boards").get(ladder_id)
+    return held.table if held is not None and held.answers(reset_version, version) else None
+
+
 #: Tables a leaderboard walk goes on with: a cursor names the version of the page it came from, and a worker
 #: keeps up to this many such tables per ladder for ``PIN_SECONDS`` after a cursor last named them.
 PINS = 2
@@ -75,6 +82,14 @@ class _Board:
     previous: Table | None = None
     pins: dict[int, tuple[Table, float]] = field(default_factory=dict)
     ranking: bool = False  # a reader is ranking a newer one
+
+    def answers(self, floor: int, version: int) -> bool:
+        """Whether a read that names no version newer than ``floor`` (or the ladder's settings' version, if newer)
+        is answered from this table, the ladder being at ``version``: if it is current, was ranked less than the
+        lag ago, or a reader is ranking a newer one meanwhile."""
+        if self.table.version < floor:
+            return False
+        return self.table.version >= version or self.ranking or time.monotonic() < self.until
 
     def walked(self, version: int) -> Table | None:
         """The table of ``version`` a cursor names, kept for the walk's next pages; None if this worker has it no
@@ -117,7 +132,7 @@ async def board_table(
             return walked
     usable = held is not None and held.table.version >= floor
     if held is not None and usable:
-        if held.table.version >= ladder.version or held.ranking or time.monotonic() < held.until:
+        if held.answers(floor, ladder.version):
             return held.table
         held.ranking = True
     try:

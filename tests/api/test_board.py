@@ -6,6 +6,7 @@ import time
 import pytest
 from fastapi.testclient import TestClient
 
+from app.http import replica_routing
 from app.main import create_app
 from tests.api.test_analysis import disc_games
 from tests.api.test_refit_apply import _refit
@@ -152,6 +153,54 @@ def test_a_settings_change_is_never_answered_from_a_ranking_before_it(lagging):
     assert client.patch("/v1/ladders/test/players/d3", json={"active": True}, headers=h).status_code == 200
     assert client.patch("/v1/ladders/test", json={"inactive_after_days": 400}, headers=h).status_code == 200
     assert "d3" in _keys(client.get(BOARD, params={"limit": 500}).json()["items"])
+
+
+def test_a_plain_read_of_a_board_ranked_within_the_lag_is_answered_before_routing_as_the_route_would(
+    lagging, monkeypatch
+):
+    """A read with no key, no ``If-None-Match`` and no parameters but ``limit``, ``by`` and ``inactive``, of a
+    public ladder this worker ranked within the lag, is answered by the fast path with the route's bytes and ETag;
+    every other read (a key, a conditional read, a cursor, a bad or repeated parameter, a private ladder, a
+    ranking too old) goes to the route."""
+    client = lagging
+    h = _ladder(client)
+    routed: list[str] = []
+    real = replica_routing.lag_tolerant
+
+    async def counted(request, *args, **kwargs):
+        routed.append(str(request.query_params))
+        return await real(request, *args, **kwargs)
+
+    monkeypatch.setattr(replica_routing, "lag_tolerant", counted)
+    for params in ({}, {"limit": 7, "by": "conservative"}, {"inactive": "true", "by": "field", "limit": 500}):
+        first = client.get(BOARD, params=params)  # the route ranks and renders it
+        again = client.get(BOARD, params=params)
+        assert len(routed) == 1 and again.content == first.content and again.headers["ETag"] == first.headers["ETag"]
+        routed.clear()
+    etag, cursor = first.headers["ETag"], client.get(BOARD, params={"limit": 3}).json()["next_cursor"]
+    routed.clear()
+    for params, headers, status in (
+        ({}, h, 200),
+        ({}, {"If-None-Match": etag}, 304),
+        ({"limit": "abc"}, {}, 422),
+        ({"limit": "0"}, {}, 422),
+        ({"limit": "501"}, {}, 422),
+        ({"by": "elo"}, {}, 422),
+        ({"limit": ["5", "6"]}, {}, 200),
+        ({"inactive": "yes"}, {}, 200),
+        ({"cursor": cursor}, {}, 200),
+        ({"around": "d1"}, {}, 200),
+        ({"form": "true"}, {}, 200),
+    ):
+        assert client.get(BOARD, params=params, headers=headers).status_code == status
+        assert len(routed) == (status != 422), (params, headers)  # a 422 is the route's validation
+        routed.clear()
+    time.sleep(1.1)
+    client.post("/v1/ladders/test/games", json=disc_games(1, seed=11)[0], headers=h)
+    assert client.get(BOARD).json()["ladder_version"] > first.json()["ladder_version"] and len(routed) == 1
+    routed.clear()
+    assert client.patch("/v1/ladders/test", json={"private": True}, headers=h).status_code == 200
+    assert client.get(BOARD).status_code in (401, 404) and len(routed) == 1
 
 
 def test_a_walk_through_the_board_shows_each_player_once_while_the_log_changes(client):
