@@ -601,6 +601,7 @@ def prepared_replay(
     """The log replayed from ``checkpoint`` (a refit's, not applied yet; else from the latest checkpoint), at the
     ladder's rate or at a new one, the ladder's columns ``settings`` (not set yet), up to a recent game, in read
     snapshots; and written ahead (:func:`ready`)."""
+    after_rewrites(db, ladder_id, until)
     with db.snapshot() as session:
         if checkpoint is not None:
             prepared = prepare(session, ladder_id, checkpoint, settings)
@@ -612,9 +613,28 @@ def prepared_replay(
 def prepared_void(db: Database, ladder_id: int, number: int, until: float | None = None) -> Prepared | None:
     """What voiding game ``number`` replays (:func:`prepare_void`), in read snapshots, and written ahead
     (:func:`ready`)."""
+    after_rewrites(db, ladder_id, until)
     with db.snapshot() as session:
         prepared = prepare_void(session, ladder_id, number)
     return ready(db, prepared, until)
+
+
+#: How long a change waits at most, outside a request, for another change's write-ahead on its ladder to end.
+REWRITE_WAIT = 120.0
+
+
+def after_rewrites(db: Database, ladder_id: int, until: float | None) -> None:
+    """Wait while another change's replay is written ahead on the ladder by a live process (``history_rewrite``),
+    until ``until`` at most (or :data:`REWRITE_WAIT`): a replay prepared meanwhile would be stale at once, and the
+    switch of either would replay the whole log under the ladder's locks to end the other's rewrite (on a big
+    ladder, seconds of every post held, twice).  So a ladder's changes take turns."""
+    until = time.monotonic() + REWRITE_WAIT if until is None else until
+    while time.monotonic() < until:
+        with db.reading() as session:
+            rewrite = storage.ladders.history_rewrite(session, ladder_id)
+        if rewrite is None or jobs.owner_gone(rewrite.partition("@")[2]):
+            return
+        time.sleep(0.1)
 
 
 def ready(db: Database, prepared: Prepared | None, until: float | None) -> Prepared | None:

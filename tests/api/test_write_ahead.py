@@ -3,6 +3,7 @@ its own: the same ratings and history as one replay under the locks, and the log
 switch does not happen (it fails, or the process that wrote it stopped)."""
 
 import itertools
+import threading
 import time
 
 import pytest
@@ -163,10 +164,11 @@ def test_a_rewrite_left_by_a_stopped_process_is_ended(client, settings):
     db.dispose()
 
 
-def test_a_void_during_a_rewrite_replays_the_log_and_ends_it(client, settings):
+def test_a_void_during_a_rewrite_replays_the_log_and_ends_it(client, settings, monkeypatch):
     """A void while another replay's history is written ahead: the void replays the log (at the ladder's rate),
     the rewrite ends, and its switch replays the log under the locks; the twin, voided and changed the same way
     with nothing written ahead, ends the same."""
+    monkeypatch.setattr(rerating, "after_rewrites", lambda *a: None)  # as when the wait for the other runs out
     db = Database.from_settings(settings)
     games = _with_draws(home_games(200, seed=7))
     ladders = _twins(client, games, eta=0.6)
@@ -269,9 +271,10 @@ def test_a_void_replayed_and_written_ahead_writes_only_the_games_posted_since(cl
     db.dispose()
 
 
-def test_a_void_whose_replay_another_void_made_stale_is_replayed_under_the_lock(client, settings):
+def test_a_void_whose_replay_another_void_made_stale_is_replayed_under_the_lock(client, settings, monkeypatch):
     """Another game voided between a void's prepared replay and its switch (ending its write-ahead): the switch
     replays the log's tail under the lock, and both voids count as if neither game had been played."""
+    monkeypatch.setattr(rerating, "after_rewrites", lambda *a: None)  # as when the wait for the other runs out
     db = Database.from_settings(settings)
     ladders, numbers = _void_twins(client, _with_draws(home_games(120, seed=13)), [30, 70])
     prepared = rerating.prepared_void(db, _ladder(db).id, numbers[30])
@@ -286,4 +289,31 @@ def test_a_void_whose_replay_another_void_made_stale_is_replayed_under_the_lock(
     assert rerating.switch(db, prepared, work)["voided_at"]
     assert prepared.rewrite is None and _rewrite(db) is None
     _same_as_never_played(client)
+    db.dispose()
+
+
+def test_a_change_waits_while_another_is_written_ahead_on_its_ladder(client, settings):
+    """A change prepared while another change's replay is written ahead on the ladder by a live process waits for
+    it to end (its switch), up to its deadline: preparing at once would be stale, and either switch would replay
+    the whole log under the locks.  A rewrite whose process stopped is not waited for."""
+    db = Database.from_settings(settings)
+    _twins(client, _with_draws(home_games(60, seed=14)))
+    ladder_id = _ladder(db).id
+    started = time.monotonic()
+    rerating.after_rewrites(db, ladder_id, started + 5)
+    assert time.monotonic() - started < 0.5  # none
+    live = f"ab@{rerating.jobs.owner()}"
+    db.write(lambda session: storage.ladders.set_history_rewrite(session, ladder_id, live))
+    rerating.after_rewrites(db, ladder_id, time.monotonic() + 0.4)
+    assert time.monotonic() - started >= 0.4  # a live one: until its bound
+    ends = threading.Timer(0.3, lambda: db.write(lambda s: storage.ladders.set_history_rewrite(s, ladder_id, None)))
+    ends.start()
+    started = time.monotonic()
+    rerating.after_rewrites(db, ladder_id, started + 5)
+    assert 0.3 <= time.monotonic() - started < 2  # until it ends
+    host = live.rsplit(":", 2)[0].partition("@")[2]
+    db.write(lambda session: storage.ladders.set_history_rewrite(session, ladder_id, f"ab@{host}:999999999:0"))
+    started = time.monotonic()
+    rerating.after_rewrites(db, ladder_id, started + 5)
+    assert time.monotonic() - started < 0.5  # its process stopped
     db.dispose()
