@@ -292,7 +292,8 @@ def write_ahead(db: Database, prepared: Prepared | None, until: float | None = N
     the games committed since, not for the log's history and every player (on SQLite every ladder's posts wait for
     a write; a million memberships take seconds).  Called again after a catch-up (:func:`catch_up`), it writes the
     parts added since.  The rests shrink as ``until`` nears (on :func:`time.monotonic`'s clock: a request's
-    deadline comes), so as to have written everything by then where the writes alone allow it.
+    deadline comes), so as to have written everything by then where the writes alone allow it
+    (:func:`rest_after`).
 
     The first one names the rewrite in ``Ladder.history_rewrite``: until the switch the stored history of those
     games, and the ratings of the players written, are the new rate's (or the refit's) while the settings are not;
@@ -324,11 +325,17 @@ def write_ahead(db: Database, prepared: Prepared | None, until: float | None = N
         if took is None:
             return
         left -= 1
-        rest = took * AHEAD_REST  # the posts' turn: as long as the write, or less so the writes end by ``until``
-        if until is not None:
-            rest = min(rest, max(0.0, (until - time.monotonic() - left * took) / (left + 1)))
-        time.sleep(rest)
+        time.sleep(rest_after(took, left, until, time.monotonic()))
     prepared.players_written = len(prepared.parts)
+
+
+def rest_after(took: float, left: int, until: float | None, now: float) -> float:
+    """The posts' turn after a write ahead that took ``took`` seconds, with ``left`` more to come: as long as the
+    write (:data:`AHEAD_REST`), or shorter so that the writes, each as long, end by ``until``; as long again if
+    they cannot end by then even without rests (the request's answer is late anyway: the posts keep their turn)."""
+    rest = took * AHEAD_REST
+    spare = None if until is None else until - now - left * took
+    return rest if spare is None or spare < 0 else min(rest, spare / (left + 1))
 
 
 def _ahead(db: Database, prepared: Prepared, rewrite: str, write: Callable[[Session, LadderRow], None]) -> float | None:

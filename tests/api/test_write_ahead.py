@@ -317,3 +317,13 @@ def test_a_change_waits_while_another_is_written_ahead_on_its_ladder(client, set
     rerating.after_rewrites(db, ladder_id, started + 5)
     assert time.monotonic() - started < 0.5  # its process stopped
     db.dispose()
+
+
+def test_the_rest_after_a_write_ahead_shrinks_to_end_by_the_deadline_unless_it_cannot():
+    """As long as the write with time to spare; shorter as the deadline nears, so that the writes still to come,
+    each as long, end by it; as long again where they cannot end by then even without rests."""
+    assert rerating.rest_after(0.05, 10, None, 0.0) == 0.05 * rerating.AHEAD_REST
+    assert rerating.rest_after(0.05, 10, 100.0, 0.0) == 0.05 * rerating.AHEAD_REST
+    assert rerating.rest_after(0.05, 10, 0.61, 0.0) == pytest.approx(0.01)  # (0.61 - 10 × 0.05) / 11
+    assert rerating.rest_after(0.05, 10, 0.5, 0.0) == 0.0
+    assert rerating.rest_after(0.05, 10, 0.4, 0.0) == 0.05 * rerating.AHEAD_REST  # too late either way
