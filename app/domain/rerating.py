@@ -646,9 +646,9 @@ def after_rewrites(db: Database, ladder_id: int, until: float | None) -> None:
 
 def ready(db: Database, prepared: Prepared | None, until: float | None) -> Prepared | None:
     """A prepared replay caught up with the games committed while it replayed, in read snapshots, and written
-    ahead (:func:`write_ahead`), then caught up and written ahead again with the games committed meanwhile: the
-    switch (:func:`switch`) writes the few committed since, and what ``until`` (a request's deadline coming)
-    left unwritten."""
+    ahead (:func:`write_ahead`), then caught up and written ahead again with the games committed meanwhile (no more
+    once ``until``, a request's deadline coming, has passed): the switch (:func:`switch`) writes those committed
+    since."""
     for _ in range(CATCH_UP_ROUNDS):
         if prepared is None:
             break
