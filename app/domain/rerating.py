@@ -36,7 +36,6 @@ from app.core.db import Database
 from app.core.ladder import LadderRow
 from app.rating.seats import Seats
 from app.storage.log import LadderLog, Tail
-from app.storage.sql import chunks
 from app.storage.tables import Checkpoint
 
 T = TypeVar("T")
@@ -130,11 +129,10 @@ class Prepared:
     #: A catch-up found the log changed below ``last_game_id`` (a void, a late commit), or another replay's history
     #: written ahead (``Ladder.history_rewrite``) in what it read: the apply replays the log.
     stale: bool = False
-    #: This replay's history written ahead (:func:`write_ahead`): its name in ``Ladder.history_rewrite``, the parts
-    #: whose history is written whole, and the parts whose players' rows hold the replay's state after them.
+    #: This replay's history written ahead (:func:`write_ahead`): its name in ``Ladder.history_rewrite``, and the
+    #: parts written whole.
     rewrite: str | None = None
     written: int = 0
-    players_written: int = 0
     #: A void's replay (:func:`prepare_void`): the keys of the players it reaches (``player_ids``'), the seats it
     #: reaches, and the game it leaves out; None for a replay of every player.
     keys: list[str] | None = None
@@ -275,10 +273,9 @@ def catch_up(session: Session, prepared: Prepared) -> int:
     return since.log.n_games
 
 
-#: The memberships whose history one transaction of :func:`write_ahead` writes, or the players whose rows it
-#: writes (on SQLite every other write waits for it: some 50 ms), and the time it then leaves the writer to the
-#: others, as a share of the time it took.
-AHEAD_ROWS, AHEAD_PLAYERS = 10_000, 10_000
+#: The memberships whose history one transaction of :func:`write_ahead` writes (on SQLite every other write waits
+#: for it: some 50 ms), and the time it then leaves the writer to the others, as a share of the time it took.
+AHEAD_ROWS = 10_000
 AHEAD_REST = 1.0
 #: The share of a request's remaining time (a ``PATCH``, a refit's apply, a void) left to its switch: the rests of
 #: its write-ahead shrink so that it is written by then.
@@ -286,22 +283,21 @@ SWITCH_SHARE = 0.2
 
 
 def write_ahead(db: Database, prepared: Prepared | None, until: float | None = None) -> None:
-    """Write a prepared replay before the transaction that switches the ladder to it: its history, then its
-    players' rows, in write transactions of their own of :data:`AHEAD_ROWS` memberships or :data:`AHEAD_PLAYERS`
-    players each, each followed by a rest that leaves the writers to the posts, so the switch holds the writers for
-    the games committed since, not for the log's history and every player (on SQLite every ladder's posts wait for
-    a write; a million memberships take seconds).  Called again after a catch-up (:func:`catch_up`), it writes the
-    parts added since.  The rests shrink as ``until`` nears (on :func:`time.monotonic`'s clock: a request's
-    deadline comes), so as to have written everything by then where the writes alone allow it
-    (:func:`rest_after`).
+    """Write a prepared replay's history before the transaction that switches the ladder to it, in write
+    transactions of their own of :data:`AHEAD_ROWS` memberships each, each followed by a rest that leaves the
+    writers to the posts, so the switch holds the writers for the players' rows and the games committed since, not
+    for the log's history (on SQLite every ladder's posts wait for a write; a million memberships take seconds).
+    Called again after a catch-up (:func:`catch_up`), it writes the parts added since.  The rests shrink as
+    ``until`` nears (on :func:`time.monotonic`'s clock: a request's deadline comes), so as to have written
+    everything by then where the writes alone allow it (:func:`rest_after`).  A replay whose history is one such
+    transaction's worth is left to the switch.
 
-    The first one names the rewrite in ``Ladder.history_rewrite``: until the switch the stored history of those
-    games, and the ratings of the players written, are the new rate's (or the refit's) while the settings are not;
-    games posted meanwhile are rated from whichever vectors the rows hold, and the switch replays them on the
-    prepared state.  Whoever locks the ladder's players meanwhile (a void, a merge, another change:
-    :func:`lock_ladder`) replays the log first, which ends this rewrite; it then stops, and its switch writes
-    everything under the lock.  A switch that fails puts the log's replay back (:func:`switch`).  A stale replay
-    writes nothing ahead."""
+    The players' rows are not written ahead: the stored ratings are always those the log replays to.  The first
+    transaction names the rewrite in ``Ladder.history_rewrite``: until the switch the stored history of those games
+    is the new rate's (or the refit's, or the void's) while the ratings are not, and whoever locks the ladder's
+    players meanwhile (a merge, another change: :func:`lock_ladder`) replays the log first, which ends this
+    rewrite; it then stops, and its switch writes the history under the lock.  A switch that fails puts the log's
+    history back (:func:`switch`).  A stale replay writes nothing ahead."""
     if prepared is None or prepared.stale:
         return
     rewrite = prepared.rewrite or f"{secrets.token_hex(6)}@{jobs.owner()}"
@@ -312,11 +308,9 @@ def write_ahead(db: Database, prepared: Prepared | None, until: float | None = N
             functools.partial(_write_history, part=part, history=history, games=g) for g in _runs(part, AHEAD_ROWS)
         ]
         steps.append(n + 1)
-    ids = _named(prepared.parts[prepared.players_written :])
-    steps += [
-        functools.partial(_write_players, prepared=prepared, ids=ids[rows]) for rows in chunks(len(ids), AHEAD_PLAYERS)
-    ]
     left = sum(not isinstance(step, int) for step in steps)
+    if prepared.rewrite is None and left <= 1:  # one transaction's worth: the switch writes it
+        return
     for step in steps:
         if isinstance(step, int):
             prepared.written = step
@@ -326,7 +320,6 @@ def write_ahead(db: Database, prepared: Prepared | None, until: float | None = N
             return
         left -= 1
         time.sleep(rest_after(took, left, until, time.monotonic()))
-    prepared.players_written = len(prepared.parts)
 
 
 def rest_after(took: float, left: int, until: float | None, now: float) -> float:
@@ -358,16 +351,11 @@ def _ahead_one(session: Session, prepared: Prepared, rewrite: str, write: Callab
     ladder = _settings(storage.ladders.by_id(session, prepared.ladder_id), prepared)
     if ladder is None or (first and not (holds(session, ladder, prepared) and _after_latest(session, prepared))):
         return False
-    write(session, ladder)  # the players' rows it locks before the ladder's row, as game commits do
+    write(session, ladder)
     if first:
         storage.ladders.set_history_rewrite(session, ladder.id, rewrite)
     storage.ladders.bump(session, [ladder.id])  # the draws counted again from the forecasts written
     return True
-
-
-def _named(parts: Sequence[tuple[LadderLog | Tail, rating.History]]) -> np.ndarray:
-    """The players that ``parts`` name, sorted."""
-    return np.unique(np.concatenate([np.zeros(0, dtype=np.int64), *(part.player_ids for part, _ in parts)]))
 
 
 def _write_players(session: Session, ladder: LadderRow, prepared: Prepared, ids: np.ndarray) -> None:
@@ -402,7 +390,7 @@ def lock_ladder(session: Session, ladder_id: int, prepared: Prepared | None = No
     storage.players.lock_all(session, ladder_id)
     rewrite = storage.ladders.history_rewrite(session, ladder_id)
     if prepared is not None and prepared.rewrite != rewrite:  # ended by another (or none written ahead)
-        prepared.rewrite, prepared.written, prepared.players_written = None, 0, 0
+        prepared.rewrite, prepared.written = None, 0
     if rewrite is None:
         return
     if prepared is None or prepared.rewrite != rewrite:
@@ -470,9 +458,7 @@ def write_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> i
     for part, history in prepared.parts[prepared.written :]:
         _write_history(session, ladder, part, history)
     # Each player's vector once, as the last part left it (not once per part: a row written again is a new row).
-    if prepared.players_written:  # the rows hold the state after those parts: the players named since
-        _write_players(session, ladder, prepared, _named(prepared.parts[prepared.players_written :]))
-    elif prepared.keys is not None:  # a void's: the players it reaches
+    if prepared.keys is not None:  # a void's: the players it reaches, the kept field sum moved as much
         _write_players(session, ladder, prepared, prepared.player_ids)
     else:
         _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
@@ -657,7 +643,7 @@ def ready(db: Database, prepared: Prepared | None, until: float | None) -> Prepa
                 break
     write_ahead(db, prepared, until)
     for _ in range(CATCH_UP_ROUNDS):  # the games committed while it was written: written ahead too
-        done = prepared is not None and prepared.players_written == len(prepared.parts)
+        done = prepared is not None and prepared.rewrite is not None and prepared.written == len(prepared.parts)
         if not done or (until is not None and time.monotonic() > until):
             break
         with db.snapshot() as session:

@@ -36,6 +36,7 @@ def void_game(
     # Read again under the locks: a merge, void or applied refit that held them meanwhile may have rewritten
     # the game (its members, its seats' state before it), or voided it.
     record = storage.games.get(session, ladder.id, number)
+    ladder = storage.ladders.by_id(session, ladder.id) or ladder  # as it is under the locks (a merge meanwhile)
     usable = prepared is not None and prepared.left_out == record.id and holds(session, ladder, prepared)
     if prepared is not None and prepared.rewrite is not None and not usable:
         replay_log(session, ladder)  # what it wrote ahead, back to the log's

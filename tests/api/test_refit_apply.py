@@ -305,6 +305,7 @@ def test_a_new_rate_replayed_outside_the_locks_and_made_stale_is_dropped(client,
     its end is voided: the log is replayed under the locks where the rate is applied.  A twin ladder given the
     same games and changes, whose apply replays its log under the locks, ends with the same ratings, history and
     draw counts."""
+    monkeypatch.setattr(rerating, "AHEAD_ROWS", 64)  # its history is written ahead in several transactions
     monkeypatch.setattr(rerating, "after_rewrites", lambda *a: None)  # the change does not wait for this one
     db = Database.from_settings(settings)
     ladders = {
