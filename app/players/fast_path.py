@@ -17,11 +17,12 @@ import re
 from fastapi import Response
 from fastapi.routing import APIRoute
 from starlette.datastructures import QueryParams
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from app import storage
 from app.http import player_table
 from app.http.deps import MAX_PAGE
+from app.http.fast_path import FastPath
 from app.players import leaderboard as leaderboards
 from app.players.router import leaderboard, router
 
@@ -34,22 +35,10 @@ LIMIT = re.compile(r"[1-9][0-9]{0,5}")
 TAKEN_OFF = {b"authorization", b"if-none-match"}
 
 
-class FastBoards:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+class FastBoards(FastPath):
+    path, route = PATH, ROUTE
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            path = scope["path"].removeprefix(scope.get("root_path", ""))
-            if (match := PATH.fullmatch(path)) is not None:
-                answer = await self._answer(scope, match[1])
-                if answer is not None:
-                    scope["route"] = ROUTE  # for the metrics, as routing would
-                    await answer(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
-
-    async def _answer(self, scope: Scope, slug: str) -> Response | None:
+    async def answer(self, scope: Scope, slug: str) -> Response | None:
         if any(name in TAKEN_OFF for name, _ in scope["headers"]):
             return None
         params = QueryParams(scope["query_string"]).multi_items()

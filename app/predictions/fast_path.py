@@ -17,10 +17,11 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import TypeAdapter, ValidationError
 from starlette.datastructures import QueryParams
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Scope
 
 from app.core.schemas import PlayerKey
 from app.http import prediction_inputs
+from app.http.fast_path import FastPath
 from app.predictions import service
 from app.predictions.router import predict_pair, router
 
@@ -29,22 +30,10 @@ ROUTE = next(route for route in router.routes if isinstance(route, APIRoute) and
 KEY = TypeAdapter(PlayerKey)
 
 
-class FastPredictions:
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
+class FastPredictions(FastPath):
+    path, route = PATH, ROUTE
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET":
-            path = scope["path"].removeprefix(scope.get("root_path", ""))
-            if (match := PATH.fullmatch(path)) is not None:
-                answer = await self._answer(scope, match[1])
-                if answer is not None:
-                    scope["route"] = ROUTE  # for the metrics, as routing would
-                    await answer(scope, receive, send)
-                    return
-        await self.app(scope, receive, send)
-
-    async def _answer(self, scope: Scope, slug: str) -> JSONResponse | None:
+    async def answer(self, scope: Scope, slug: str) -> JSONResponse | None:
         params = QueryParams(scope["query_string"]).multi_items()
         if len(params) != 2 or {name for name, _ in params} != {"a", "b"}:
             return None

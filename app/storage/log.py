@@ -318,16 +318,20 @@ def _read_tail(
     player_ids = np.array([row[0] for row in rows], dtype=np.int64)
     keys = [row[1] for row in rows]
     cutoffs = [reached[key] for key in keys]
-    start, start_games, start_last = state_before(
-        session, ladder, player_ids, [row[2] for row in rows], cutoffs, left_out
-    )
-    if known is not None:  # their state after the replay that reached them already
+    mine = np.zeros(len(player_ids), dtype=bool)  # reached already: their state after the replay that did
+    if known is not None:
         at = np.searchsorted(known.player_ids, player_ids)
         mine = at < len(known.player_ids)
         mine[mine] = known.player_ids[at[mine]] == player_ids[mine]
+    new = np.flatnonzero(~mine)  # from their stored state just before their first game of the tail
+    found = state_before(
+        session, ladder, player_ids[new], [rows[n][2] for n in new], [cutoffs[n] for n in new], left_out
+    )
+    start, start_games, start_last = (np.empty((len(player_ids), *part.shape[1:])) for part in found)
+    start[new], start_games[new], start_last[new] = found
+    if known is not None:
         start[mine], start_games[mine] = known.C[at[mine]], known.games[at[mine]]
-        if known.last is not None:
-            start_last[mine] = known.last[at[mine]]
+        start_last[mine] = np.nan if known.last is None else known.last[at[mine]]
     log = encode(payloads, {key: n for n, key in enumerate(keys)}, ladder.seat_index())
     seats = None
     if ladder.seats:
