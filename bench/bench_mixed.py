@@ -115,8 +115,16 @@ def run(db: str, url: str, players: int, seconds: int, only_around: bool = False
         for path, mode in [*READS.values(), (around_path(players), "plain")]:
             wrk(server.base, path, mode, 4, 1, env)
         runs["around alone"] = wrk(server.base, around_path(players), "plain", 4, seconds, env)
-        if only_around:
-            return {"db": db, "players": players, "seed_seconds": seeded, "runs": runs, "only_around": True}
+        if only_around:  # and the worker's memory once it has served the board (the 1.5 GB at a million)
+            memory = resident_mb(server.proc.pid)
+            return {
+                "db": db,
+                "players": players,
+                "seed_seconds": seeded,
+                "runs": runs,
+                "only_around": True,
+                "resident_mb": memory,
+            }
         runs["posts alone"] = wrk(server.base, "/", "games", 16, seconds, env)
         for read, (path, mode) in READS.items():
             runs[f"{read} alone"] = wrk(server.base, path, mode, 4, seconds, env)
@@ -202,6 +210,8 @@ def main() -> None:
                 f"| {r['p99_ms']:.1f} | {kept} |"
             )
     print()
+    for res in (res for res in results if res.get("only_around")):
+        print(f"{res['db']}, {res['players']:,} players: resident memory {res['resident_mb']:.0f} MB")
     for res in (res for res in results if not res.get("only_around")):
         who = f"{res['db']}, {res['players']:,} players"
         print(

@@ -16,6 +16,7 @@ from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 
 from app.core.config import Settings
+from app.core import migrate
 from app.core.migrate import MIGRATIONS
 from app.main import create_app
 from devtools.server import ADMIN_KEY
@@ -81,6 +82,7 @@ def test_processes_starting_together_migrate_a_fresh_database_once(fresh_url):
         tables = sa.inspect(conn).get_table_names()
     engine.dispose()
     head = ScriptDirectory.from_config(_config(fresh_url)).get_current_head()
+    assert head == migrate.head()  # read from the files without Alembic (a worker at the head never imports it)
     assert version == [head] and not [t for t in tables if t.startswith("_alembic_tmp")]
 
 
@@ -220,3 +222,23 @@ def test_events_written_before_0032_keep_their_ids_as_numbers_and_ladders_go_on_
                               {"a": ladders[0]}).scalar()  # fmt: skip
     engine.dispose()
     assert newest > old[-1][1]
+
+
+def test_a_worker_on_a_migrated_database_never_imports_alembic_or_the_fitting_code(tmp_path):
+    """Memory: a worker whose database is at the head serves without Alembic (its templates and highlighter) and
+    without SciPy's optimisation and dense linear algebra (refits and reports import them when they run)."""
+    url = f"sqlite:///{tmp_path / 'lean.db'}"
+    migrate.upgrade(Settings(database_url=url).sqlalchemy_url)
+    script = (
+        "import sys\n"
+        "from fastapi.testclient import TestClient\n"
+        "from app.main import create_app\n"
+        "from app.core.config import Settings\n"
+        f"with TestClient(create_app(Settings(database_url={url!r}, admin_key='a' * 32))) as client:\n"
+        "    assert client.get('/readyz').status_code == 200\n"
+        "    assert client.get('/v1/ladders').status_code in (200, 401)\n"
+        "print(sorted(m for m in ('alembic', 'mako', 'scipy.optimize', 'scipy.linalg') if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip().splitlines()[-1] == "[]"

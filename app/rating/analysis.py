@@ -15,9 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import qr, schur
 from scipy.sparse import coo_matrix
-from scipy.sparse.linalg import lsqr
 
 from app.rating.elo import PairCounts
 from app.rating.leaderboard import hodge_strength
@@ -90,6 +88,8 @@ def empirical_hodge(i: ArrayLike, j: ArrayLike, wins_i: ArrayLike, games: ArrayL
         (np.concatenate([np.ones(len(i)), -np.ones(len(i))]), (np.concatenate([rows, rows]), np.concatenate([i, j]))),
         shape=(len(i), n_players),
     ).tocsr()
+    from scipy.sparse.linalg import lsqr  # imported on first use: a serving worker rarely needs it (memory)
+
     s, stop = lsqr(D, a, atol=1e-10, btol=1e-10, iter_lim=LSQR_ITERATIONS)[:2]
     t = s[i] - s[j]
     norms = [float(np.sqrt(2 * np.sum(x * x))) for x in (a, t, a - t)]
@@ -145,6 +145,8 @@ def canonical(C: ArrayLike) -> Canonical:
     m, dim = C.shape
     if m < dim:  # fewer players than coordinates: pad with zero rows, drop them after
         C = np.vstack([C, np.zeros((dim - m, dim))])
+    from scipy.linalg import qr, schur  # imported on first use: a serving worker rarely needs it (memory)
+
     Q, R = qr(C, mode="economic")
     M = R @ omega(dim // 2) @ R.T
     T, U = schur((M - M.T) / 2, output="real")

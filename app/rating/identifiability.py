@@ -26,10 +26,7 @@ from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.linalg import null_space
-from scipy.optimize import nnls
 from scipy.sparse import coo_matrix, csr_matrix
-from scipy.sparse.csgraph import connected_components
 from scipy.special import expit
 
 from app.rating.game_log import GameLog
@@ -54,6 +51,9 @@ class Comparability:
 
 def comparable(W: ArrayLike, dim: int) -> Comparability:
     """Theorem 2 for the directions W (one per column, ``dim`` rows): does their cone cover R^dim?"""
+    from scipy.linalg import null_space  # imported on first use: a serving worker rarely needs it (memory)
+    from scipy.optimize import nnls
+
     W = np.asarray(W, dtype=np.float64).reshape(dim, -1)
     t = W.shape[1]
     if t == 0:
@@ -240,6 +240,8 @@ def find_clique(adjacent: ArrayLike | csr_matrix, size: int, steps: int = CLIQUE
 
 def strongly_connected(results: Results, n_players: int) -> list[list[int]]:
     """Strongly connected components of the directed "beat" graph (a draw is an edge both ways), largest first."""
+    from scipy.sparse.csgraph import connected_components  # imported on first use (memory), as above
+
     s = results.outcome
     src = np.concatenate([results.first[s >= 0.5], results.second[s <= 0.5]])
     dst = np.concatenate([results.second[s >= 0.5], results.first[s <= 0.5]])

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.optimize import minimize
 
 from app.rating.errors import RatingInputError
 from app.rating.game_log import GameLog, IntArray
@@ -89,6 +88,8 @@ def fit(
     def callback(_: Array) -> None:
         if progress is not None:
             progress(min(calls[0], max_iter), max_iter)
+
+    from scipy.optimize import minimize  # imported on first use: a serving worker rarely needs it (memory)
 
     start = time.perf_counter()
     result = minimize(
