@@ -53,16 +53,14 @@ def upgrade(sqlalchemy_url: str) -> None:
 @functools.cache
 def head() -> str:
     """The migration this server's code needs: the one no other migration names as its ``down_revision``."""
-    revisions, downs = set(), set()
+    named: dict[str, set] = {"revision": set(), "down_revision": set()}
     for path in (MIGRATIONS / "versions").glob("*.py"):
         for node in ast.parse(path.read_text()).body:
-            if isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None:
-                names = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for name in (n.id for n in names if isinstance(n, ast.Name)):
-                    if name in ("revision", "down_revision"):
-                        value = ast.literal_eval(node.value)  # a merge names several
-                        (revisions if name == "revision" else downs).update(value if isinstance(value, tuple) else [value])
-    (found,) = revisions - downs
+            target = node.target if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [None])[0]
+            if isinstance(target, ast.Name) and target.id in named and getattr(node, "value", None) is not None:
+                value = ast.literal_eval(node.value)
+                named[target.id].update(value if isinstance(value, tuple) else [value])  # a merge names several
+    (found,) = named["revision"] - named["down_revision"]
     return str(found)
 
 

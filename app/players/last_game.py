@@ -8,6 +8,7 @@ from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.ladder import LadderRow
+from app.players.records import mean_vector
 from app.storage.read_model import Table
 
 
@@ -19,7 +20,7 @@ def last_game_changes(
     it, both against the field of ``table``; None for a player without one."""
     ids = [int(table.ids[n]) for n in rows]
     found = storage.games.last_vectors(session, ladder.id, ids, through)
-    field_mean = table.derived("mean", lambda: rating.field_mean(table.C))
+    field_mean = mean_vector(table)
     out: list[float | None] = []
     for player_id in ids:
         vectors = found.get(player_id)

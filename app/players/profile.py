@@ -14,7 +14,7 @@ from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.players.last_game import last_game_changes
 from app.players.leaderboard import rank
-from app.players.records import clock, hodge, page_se, record_fields, row_of
+from app.players.records import clock, hodge, mean_vector, page_se, record_fields, row_of
 from app.storage.read_model import Table
 
 
@@ -69,7 +69,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
     if cursor is not None:
         before_id = decode_cursor(cursor, is_id)
     records, more = storage.games.of_player(session, ladder.id, key, limit, before_id)
-    field_mean = table.derived("mean", lambda: rating.field_mean(table.C))
+    field_mean = mean_vector(table)
     items = []
     for record in records:
         me = next(m for m in record.members if m.key == key)

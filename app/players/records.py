@@ -104,7 +104,12 @@ def _se(table: Table, ladder: LadderRow, rows: np.ndarray | None = None) -> np.n
         variance = variances(table, rule)
         mine = variance if rows is None else variance[rows]
         return rating.strength_se(table.C, known, None, rows, idle_years, drift, field, variance=mine)
-    return rating.strength_se(table.C, known, rule, rows, idle_years, drift, field)
+    return rating.strength_se(table.C, known, rule, rows, idle_years, drift, field, mean=mean_vector(table))
+
+
+def mean_vector(table: Table) -> np.ndarray:
+    """The field's mean vector, once per version of the ladder."""
+    return table.derived("mean", lambda: rating.field_mean(table.C))
 
 
 def field_prior(table: Table, ladder: LadderRow) -> tuple[float, float, float]:

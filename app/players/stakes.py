@@ -9,7 +9,7 @@ import numpy as np
 
 from app import rating, storage
 from app.core.ladder import LadderRow
-from app.players.records import variances
+from app.players.records import mean_vector, variances
 from app.rating.model import omega_apply, rowdot
 from app.storage.read_model import Table
 
@@ -43,6 +43,6 @@ def stakes(
     state = variances(table, rate)[rows] if isinstance(rate, rating.VarianceRule) else table.experience[rows]
     history = rating.replay_history(C0, log, rate, games0=state, times=times)
     moved = history.C - C0
-    field = (rating.field_mean(table.C) * len(table.C) + moved[me] + moved[them]) / max(len(table.C), 1)
+    field = (mean_vector(table) * len(table.C) + moved[me] + moved[them]) / max(len(table.C), 1)
     change = rowdot(moved[me], omega_apply(field)) * rating.ELO_PER_LOGIT
     return change[:m], change[m:]

@@ -86,12 +86,21 @@ def field_information(
 
 
 def field_gain(
-    C: ArrayLike, max_exact: int = 4000, sample: int = 2000, seed: int = 0, rows: ArrayLike | None = None
+    C: ArrayLike,
+    max_exact: int = 4000,
+    sample: int = 2000,
+    seed: int = 0,
+    rows: ArrayLike | None = None,
+    mean: ArrayLike | None = None,
 ) -> Array:
     """g_i = mean over j ≠ i of |c_j · c̄| / √(|c_i|² + |c_j|²): how far one unit of surprise (S - p) moves i's
-    Hodge strength per unit of η in a game against a typical member of the field (mathematics §3, §8)."""
-    C = as_vectors(C, "C")
-    mean = field_mean(C)
+    Hodge strength per unit of η in a game against a typical member of the field (mathematics §3, §8).  With the
+    field's mean c̄ given (``mean``), only the rows and the reference sample are read: a page's cost, not the
+    field's."""
+    if mean is None:
+        C = as_vectors(C, "C")
+        mean = field_mean(C)
+    mean = as_vectors(mean, "mean")
 
     def gain(players: Array, ref: Array) -> Array:
         norms = np.sum(players * players, axis=1)[:, None] + np.sum(ref * ref, axis=1)[None, :]
@@ -116,11 +125,13 @@ def strength_se(
     information: ArrayLike | None = None,
     gain: ArrayLike | None = None,
     variance: ArrayLike | None = None,
+    mean: ArrayLike | None = None,
 ) -> Array:
     """Standard error of each player's Hodge strength in logits (mathematics §8); of the players ``rows`` only
     if given (``games`` are then theirs).  ``information`` and ``gain``, if given, are theirs as
     :func:`field_information` and :func:`field_gain` give them over at most :data:`SE_SAMPLE` players (computed
-    once for errors read again at other numbers of games).
+    once for errors read again at other numbers of games); ``mean``, the field's mean vector, if known (a page
+    then costs its rows, not the field).
 
     Under the variance rule (mathematics §3b) each player's ``variance`` (of the ``rows`` if given) is what the
     results say and how far the rule wanders at once: it replaces the two parts below (the field's lag still
@@ -157,7 +168,10 @@ def strength_se(
     n = np.asarray(games, dtype=np.float64)
     w = field_information(C, SE_SAMPLE, SE_SAMPLE, rows=rows) if information is None else np.asarray(information)
     prior, tau, lag = (STRENGTH_PRIOR_PRECISION, 0.0, 0.0) if field is None else field
-    variance = _noise(C, n, w, rate, rows, prior, gain) if variance is None else np.array(variance, dtype=np.float64)
+    if variance is None:
+        variance = _noise(C, n, w, rate, rows, prior, gain, mean)
+    else:
+        variance = np.array(variance, dtype=np.float64)
     if tau > 0 and lag > 0:
         variance += (tau * (1.0 - n * w / (lag + n * w))) ** 2  # b_i = n_i w_i / (λ + n_i w_i); 0 with λ = ∞
     if idle_years is not None and drift > 0:
@@ -173,12 +187,14 @@ def _noise(
     rows: ArrayLike | None,
     prior: float,
     gain: ArrayLike | None = None,
+    mean: ArrayLike | None = None,
 ) -> Array:
     """The variance of a strength around what the results say: 1/(λ₀ + n w) for a prior precision λ₀ = ``prior``,
-    and the online rule's wander (``gain``: :func:`field_gain` of the rows, if known)."""
+    and the online rule's wander (``gain``: :func:`field_gain` of the rows, if known; else with the field's mean
+    ``mean`` if known)."""
     variance = 1.0 / (prior + n * w)
     if rate is not None:
-        g = field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rows) if gain is None else np.asarray(gain)
+        g = field_gain(C, SE_SAMPLE, SE_SAMPLE, rows=rows, mean=mean) if gain is None else np.asarray(gain)
         kappa = rate.at(n) * g
         # κw ≥ 1 (huge vectors, where the rule overshoots) would make the formula blow up: cap it there.
         variance += kappa / (2.0 - np.minimum(kappa * w, 1.0))

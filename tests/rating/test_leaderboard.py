@@ -93,6 +93,11 @@ def test_strength_se_by_hand():
     kappa = 0.5 / np.sqrt(1 + 10 / 3) / np.sqrt(3)  # η(10) = 0.5 / √(1 + 10/τ) with τ = 3
     wandering = strength_se(C, [10, 10, 10], LearningRate(0.5, 3.0))[0]
     assert wandering == pytest.approx(np.sqrt(1 / (STRENGTH_PRIOR_PRECISION + 10 * w) + kappa / (2 - kappa * w)))
+    # The field's mean given (a page's rows then cost the page): the same errors, to the bit.
+    rows, mean = np.array([2, 0]), np.array([0.0, 1.0])
+    assert np.array_equal(field_gain(C, rows=rows, mean=mean), field_gain(C)[rows])
+    given = strength_se(C, [10, 10], LearningRate(0.5, 3.0), rows=rows, mean=mean)
+    assert np.array_equal(given, strength_se(C, [10, 10], LearningRate(0.5, 3.0), rows=rows))
     # Time away: a drift of 0.3 logits a year adds 0.09 per year away to the variance, nothing for no time.
     away = strength_se(C, [10, 10, 10], idle_years=[0.0, 0.5, 4.0], drift=0.3)
     still = strength_se(C, [10, 10, 10])
