@@ -15,8 +15,8 @@ from alembic.config import Config
 from alembic.script import ScriptDirectory
 from fastapi.testclient import TestClient
 
-from app.core.config import Settings
 from app.core import migrate
+from app.core.config import Settings
 from app.core.migrate import MIGRATIONS
 from app.main import create_app
 from devtools.server import ADMIN_KEY
