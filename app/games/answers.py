@@ -30,9 +30,11 @@ def game_body(
     external_id: str | None,
     payload: dict,
     sides: list[tuple[list[dict], float, float]],
+    matrix: list[list[float]] | None = None,
 ) -> dict:
     """A game as the API shows it (``GameOut``), as JSON-ready values; ``payload`` is its stored input.  Its id is
-    its number within the ladder (``seq``); the global id stays inside."""
+    its number within the ladder (``seq``); the global id stays inside.  ``matrix``: a game of more than two
+    sides as its post answers it, P(side a finishes above side b) before the game."""
     seats = payload.get("seats") or [None] * len(sides)
     scores = payload.get("scores") or [None] * len(sides)
     out = [
@@ -53,6 +55,7 @@ def game_body(
         "external_id": external_id,
         "sides": out,
         "match": payload.get("match"),
+        "matrix": matrix,
         "voided_at": None,
         "voided_by": None,
         "reason": None,

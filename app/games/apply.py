@@ -347,6 +347,7 @@ class _Answers:
     def __init__(self, rated: Rated, field_of_row: np.ndarray) -> None:
         self.rated, self.field_of_row = rated, field_of_row
         self.shown: tuple[list[dict], list[int], list[float], list[float], list[int], list[int]] | None = None
+        self.pairs: tuple[list[int], list[int], list[int], list[float]] | None = None
 
     def bodies(self, place: int, seqs: list[int]) -> list[dict]:
         """The API body of each game of the ladder at ``place`` (numbered ``seqs``)."""
@@ -372,8 +373,24 @@ class _Answers:
             for t in range(member_ptr[g], member_ptr[g + 1]):
                 players[member_side[t]].append(members[t])
             sides = [(shown, actual[s], expected[s]) for s, shown in players.items()]
-            out.append(game_body(seqs[n], played_at[n], games[n].external_id, stored[n], sides))
+            matrix = self._matrix(g) if len(sides) > 2 else None
+            out.append(game_body(seqs[n], played_at[n], games[n].external_id, stored[n], sides, matrix))
         return out
+
+    def _matrix(self, g: int) -> list[list[float]]:
+        """Game ``g``'s P(side a finishes above side b) before it, as the update used them (what ``POST …/predict``
+        would have answered just before it)."""
+        if self.pairs is None:
+            log = self.rated.log
+            self.pairs = (log.side_ptr.tolist(), log.pair_ptr.tolist(), log.pair_a.tolist(), log.pair_b.tolist())
+        side_ptr, pair_ptr, pair_a, pair_b = self.pairs
+        first, n = side_ptr[g], side_ptr[g + 1] - side_ptr[g]
+        matrix = [[0.5] * n for _ in range(n)]
+        p = self.rated.history.pair_p[pair_ptr[g] : pair_ptr[g + 1]].tolist()
+        for q, chance in zip(range(pair_ptr[g], pair_ptr[g + 1]), p, strict=True):
+            a, b = pair_a[q] - first, pair_b[q] - first
+            matrix[a][b], matrix[b][a] = chance, 1.0 - chance
+        return matrix
 
 
 def _counters(

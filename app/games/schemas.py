@@ -192,6 +192,13 @@ class GameOut(BaseModel):
     match: list[list[int]] | None = Field(
         None, description="A match's games, each the sides' points in side order; null for a single game."
     )
+    matrix: list[list[float]] | None = Field(
+        None,
+        description="A game of more than two sides, in the answer to its post: `matrix[a][b]` = P(side a finishes "
+        "above side b) before the game (a tie counting half), in side order: the pair chances the game was rated "
+        "against, what `POST …/predict` would have answered just before it. Null for two sides (side 0's "
+        "`expected_score` is its chance) and when the game is read later.",
+    )
     voided_at: datetime | None = Field(None, description="When the game was voided: it counts nowhere since.")
     voided_by: str | None = Field(None, description="The id of the key that voided it.")
     reason: str | None = Field(None, description="Why it was voided, as given.")

@@ -58,7 +58,8 @@ class Game:
     """A recorded game. ``id`` is its number within the ladder; ``replayed`` is true when this answer is the
     stored one of an earlier post with the same idempotency key (the game counted once); ``ladder_version``, for
     the answer to a fresh post, is the ladder version its commit made (a read naming it as ``min_version`` sees
-    the game, wherever the server reads)."""
+    the game, wherever the server reads); ``matrix``, in the answer to the post of a game of more than two sides,
+    the chance before it that side a finishes above side b (``matrix[a][b]``)."""
 
     id: int
     played_at: datetime
@@ -69,6 +70,7 @@ class Game:
     reason: str | None = None
     replayed: bool = False
     ladder_version: int | None = None
+    matrix: list[list[float]] | None = None
 
     @property
     def elo_changes(self) -> dict[str, float]:
