@@ -184,7 +184,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
         def committed(group: Group) -> None:  # in the writer's thread
             hub.posted(group.shown)
-            auto.games_posted(db, group.applied)
+            auto.games_posted(db, group.compared)
             webhooks.poke()
 
         app.state.committer = GroupCommitter(

@@ -45,7 +45,7 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.domain.refit_policy import FIRST_GAMES, GROWTH  # noqa: E402
+from app.domain.refit_policy import FIRST_COMPARISONS, GROWTH  # noqa: E402
 from app.ladders.schemas import (  # noqa: E402
     DEFAULT_ETA,
     DEFAULT_ETA_TAU,
@@ -207,7 +207,7 @@ def with_refits(
     """The normalised rule plus the service's auto-refit policy; the forecasts, each refit's outcome, snapshots.
 
     The same policy and guard as ``app.analysis.auto`` and ``app.analysis.refit_guard.guard_verdict``:
-    a refit is due at FIRST_GAMES games and whenever the log has grown by GROWTH
+    a refit is due at FIRST_COMPARISONS comparisons (pairs of sides) and whenever they have grown by GROWTH
     since the last one.  It is fitted (k chosen among 0..k, mathematics §9) on the games
     before the latest games of the log (``guard_window``: never reaching back past
     the last applied refit), and the online rule replayed from it over those games; only
@@ -222,7 +222,11 @@ def with_refits(
     p_out = np.empty(len(log.pair_a))
     outcomes: list[int | None] = []
     kept: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-    done, due, applied = 0, FIRST_GAMES if refits else log.n_games, 0
+
+    def reaching(pairs: int) -> int:  # the games after which the log compares at least ``pairs`` pairs of sides
+        return min(log.n_games, int(np.searchsorted(log.pair_ptr, pairs)))
+
+    done, due, applied = 0, reaching(FIRST_COMPARISONS) if refits else log.n_games, 0
     while done < log.n_games:
         end = min(log.n_games, due, *(t for t in snapshots if t > done))
         part = log.take(np.arange(done, end))
@@ -241,7 +245,7 @@ def with_refits(
                 C[played > 0] = full.C[played > 0]
                 applied = end
             outcomes.append(verdict.k if verdict.better else None)
-            due = max(FIRST_GAMES, int(np.ceil((1 + GROWTH) * end)))
+            due = max(end + 1, reaching(max(FIRST_COMPARISONS, int(np.ceil((1 + GROWTH) * log.pair_ptr[end])))))
         done = end
     return p_out, outcomes, kept
 

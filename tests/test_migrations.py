@@ -242,3 +242,27 @@ def test_a_worker_on_a_migrated_database_never_imports_alembic_or_the_fitting_co
     run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_ladders_from_before_0040_get_their_comparisons_counted(client, settings):
+    """Downgraded to 0039 (the counts dropped) and upgraded again: each ladder's comparisons are its games' pairs
+    of sides (voided games left out), as the game commits keep them and /audit counts them."""
+    h = bearer(make_ladder(client, k=1))
+    sides = [{"players": [p], "rank": n} for n, p in enumerate("abcde", start=1)]  # 10 pairs
+    games = [{"sides": sides}, {"sides": sides[:3]}, {"sides": sides[1:3]}, {"sides": sides[::-1]}]
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games}, headers=h).status_code == 201
+    assert client.delete("/v1/ladders/test/games/4", headers=h).status_code == 200
+    engine = sa.create_engine(settings.sqlalchemy_url)
+    count = "SELECT comparisons_count FROM ladders WHERE slug = 'test'"
+    with engine.connect() as conn:
+        assert conn.execute(sa.text(count)).scalar() == 10 + 3 + 1
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    config.set_main_option("sqlalchemy.url", settings.sqlalchemy_url.replace("%", "%%"))
+    command.downgrade(config, "0039")
+    command.upgrade(config, "head")
+    with engine.connect() as conn:
+        assert conn.execute(sa.text(count)).scalar() == 10 + 3 + 1
+    engine.dispose()
+    with TestClient(create_app(settings)) as fresh:
+        assert fresh.get("/v1/ladders/test/audit").json()["counts_consistent"] is True

@@ -1,17 +1,17 @@
 """A ladder's auto-refit policy: a guarded background refit as the log grows (mathematics §9).
 
-When a ladder with ``auto_refit`` has at least :data:`~app.domain.refit_policy.FIRST_GAMES`
-games and its log has grown by :data:`~app.domain.refit_policy.GROWTH` since the last
-auto refit started (more after failures in a row:
+When a ladder with ``auto_refit`` has at least :data:`~app.domain.refit_policy.FIRST_COMPARISONS`
+comparisons (pairs of sides: a two-sided game is one) and they have grown by
+:data:`~app.domain.refit_policy.GROWTH` since the last auto refit started (more after failures in a row:
 :func:`~app.domain.refit_policy.policy`), the service starts an ``auto`` refit (k
 chosen among 0..k).  The job applies itself as a checkpoint only if it would
 have predicted the latest games better than the online ratings did
 (:func:`~app.analysis.refit_guard.guard_verdict`); the per-game update stays the normalised, distributed
 rule.
 
-Every worker process counts the games it posts per ladder and looks at the
-database only every :data:`CHECK_EVERY` games, in a thread of its own after
-the commit, so posting stays cheap.  Two
+Every worker process counts the comparisons of the games it posts per ladder and
+looks at the database only every :data:`CHECK_EVERY` of them (a two-sided game is
+one), in a thread of its own after the commit, so posting stays cheap.  Two
 workers may rarely start a refit each; both are guarded, and applying one
 after the other is still exact.
 """
@@ -40,11 +40,12 @@ _lock = threading.Lock()
 _checks: set[threading.Thread] = set()
 
 
-def games_posted(db: Database, applied: dict[int, int]) -> None:
-    """Count the games just committed per ladder; every :data:`CHECK_EVERY`, check the policy in a thread."""
-    for ladder_id, games in applied.items():
+def games_posted(db: Database, compared: dict[int, int]) -> None:
+    """Count the comparisons (pairs of sides) of the games just committed per ladder; every :data:`CHECK_EVERY`,
+    check the policy in a thread."""
+    for ladder_id, pairs in compared.items():
         with _lock:
-            count = _posted.get(ladder_id, 0) + games
+            count = _posted.get(ladder_id, 0) + pairs
             _posted[ladder_id] = 0 if count >= CHECK_EVERY else count
         if count >= CHECK_EVERY:
             check = threading.Thread(target=_check, args=(db, ladder_id), name="melo-auto-refit", daemon=True)
@@ -81,24 +82,25 @@ def start_if_due(db: Database, ladder_id: int) -> int | None:
         due = _due(session, ladder_id)
         if due is None:
             return None
-        ladder, games = due
+        ladder, games, compared = due
         params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True, tune_rate=ladder.auto_rate)
         try:
-            job_id = refit_jobs.start_refit(session, ladder, params, log_games=games).id
+            job_id = refit_jobs.start_refit(session, ladder, params, log_games=games, log_comparisons=compared).id
         except TooManyRequests:  # the queue is full: the policy asks again as the log grows
             return None
     refit_jobs.submit(db, ladder.id, job_id)
     return job_id
 
 
-def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int] | None:
-    """(the ladder, its games) if an auto refit is due, else None."""
+def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int, int] | None:
+    """(the ladder, its games, their comparisons) if an auto refit is due, else None."""
     ladder = storage.ladders.by_id(session, ladder_id)
     if ladder is None or not ladder.auto_refit:
         return None
     _, games = storage.ladders.sizes(session, ladder_id)
+    compared = storage.ladders.comparisons(session, ladder_id)
     last, _, next_at = policy(session, ladder_id)
     running = last is not None and last.status in ("queued", "running")
     if running and datetime.now(UTC) - last.updated_at <= refit_jobs.STALE:
         return None
-    return (ladder, games) if games >= next_at else None
+    return (ladder, games, compared) if compared >= next_at else None

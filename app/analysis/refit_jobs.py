@@ -34,8 +34,15 @@ MAX_ACTIVE = 8
 CANCEL_CHECK = 1.0
 
 
-def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games: int | None = None) -> Refit:
-    """Record a queued refit; the caller commits, then :func:`submit` runs it."""
+def start_refit(
+    session: Session,
+    ladder: LadderRow,
+    params: RefitIn,
+    log_games: int | None = None,
+    log_comparisons: int | None = None,
+) -> Refit:
+    """Record a queued refit (an auto refit with the log's games and comparisons then: its schedule's measure); the
+    caller commits, then :func:`submit` runs it."""
     if params.select_k and max(params.select_k) > ladder.k:
         raise InvalidInput(
             f"select_k: at most the ladder's k = {ladder.k}",
@@ -58,7 +65,8 @@ def start_refit(session: Session, ladder: LadderRow, params: RefitIn, log_games:
         )
     if storage.refits.active(session, None, *since) >= MAX_ACTIVE:
         raise TooManyRequests(f"The server has {MAX_ACTIVE} refits queued or running; wait for one to finish.")
-    return storage.refits.insert(session, ladder.id, params.model_dump(mode="json"), jobs.owner(), log_games)
+    params_json = params.model_dump(mode="json")
+    return storage.refits.insert(session, ladder.id, params_json, jobs.owner(), log_games, log_comparisons)
 
 
 def recover(db: Database) -> list[int]:

@@ -11,21 +11,25 @@ from app import storage
 from app.core.ladder import LadderRow
 from app.storage.tables import Refit
 
-#: The first auto refit starts at this many games, the next each time the log has grown by GROWTH since the last
-#: one started (``bench/quality.py`` measured the policy and chose these numbers).
-FIRST_GAMES = 1_000
+#: The first auto refit starts at this many comparisons (pairs of sides: a two-sided game is one, a free-for-all
+#: of N sides N(N - 1)/2), the next each time they have grown by GROWTH since the last one started
+#: (``bench/quality.py`` measured the policy on two-sided games and chose these numbers).
+FIRST_COMPARISONS = 1_000
 GROWTH = 0.2
 
 
 def policy(session: Session, ladder_id: int) -> tuple[Refit | None, int, int]:
-    """The latest auto refit, how many in a row failed, and the games at which the next one is due: when the
-    log has grown by :data:`GROWTH` since the last one started, and twice as much more after each failure in
-    a row (a ladder too large for a refit does not start one at every check)."""
+    """The latest auto refit, how many in a row failed, and the comparisons (:func:`app.storage.ladders.comparisons`)
+    at which the next one is due: when they have grown by :data:`GROWTH` since the last one started, and twice as
+    much more after each failure in a row (a ladder too large for a refit does not start one at every check).
+    What a free-for-all tells is its pairs: counted in games, a log of 676 events of 27 players (151,540 pairs)
+    would never reach its first refit."""
     recent = [job for job in storage.refits.recent(session, ladder_id, 20, reports=False) if job.params.get("auto")]
     last = recent[0] if recent else None
     failures = next((n for n, job in enumerate(recent) if job.status != "failed"), len(recent))
-    seen = 0 if last is None else last.log_games or 0
-    return last, failures, max(FIRST_GAMES, math.ceil((1 + GROWTH * 2**failures) * seen))
+    # A job started before comparisons were kept has its games (as many, on a ladder of two-sided games).
+    seen = 0 if last is None else last.log_comparisons or last.log_games or 0
+    return last, failures, max(FIRST_COMPARISONS, math.ceil((1 + GROWTH * 2**failures) * seen))
 
 
 def note(session: Session, ladder: LadderRow) -> str | None:
@@ -36,4 +40,4 @@ def note(session: Session, ladder: LadderRow) -> str | None:
     if last is None or failures == 0:
         return None
     times = "the latest auto refit" if failures == 1 else f"the latest {failures} auto refits"
-    return f"{times} failed ({last.error}); the next starts when the ladder has {next_at:,} games"
+    return f"{times} failed ({last.error}); the next starts at {next_at:,} comparisons (a two-sided game is one)"

@@ -91,8 +91,9 @@ class Applied:
     new: storage.games.NewGames
     version: int
     written: storage.players.Written | None
-    #: What the games add to the ladder's counts, if they count: games, drawn two-sided games, their room for a draw.
-    counted: tuple[int, int, float] | None
+    #: What the games add to the ladder's counts, if they count: games, their comparisons (pairs of sides), drawn
+    #: two-sided games, their room for a draw.
+    counted: tuple[int, int, int, float] | None
     #: The players this transaction created for the games.
     created: int
     answers: _Answers
@@ -271,7 +272,7 @@ def finish(
         fields = [(total + moved[i], number) for i, (total, number) in enumerate(fields)]
     field_of_row = np.repeat(np.array([total / max(number, 1) for total, number in fields]), np.diff(rows), axis=0)
     written: list[storage.players.Written | None] = [None] * n
-    counted: list[tuple[int, int, float] | None] = [None] * n
+    counted: list[tuple[int, int, int, float] | None] = [None] * n
     if count:
         last_played = [t for lock in locked for t in lock.last_played]
         counts, last_played = _counters(
@@ -302,7 +303,8 @@ def finish(
                 experience[r],
                 None if history.variance is None else history.variance[r],
             )
-            counted[i] = (int(at[i + 1] - at[i]), *draws[i])
+            compared = int(log.pair_ptr[at[i + 1]] - log.pair_ptr[at[i]])  # each game's pairs of sides
+            counted[i] = (int(at[i + 1] - at[i]), compared, *draws[i])
         if rated.seats is not None:
             storage.ladder_state.save_seat_state(session, rated.ladders[0].id, history.seats)
     unnumbered = sum(

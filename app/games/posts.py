@@ -25,10 +25,12 @@ from app.games.schemas import GameIn
 
 @dataclass
 class Group:
-    """What a group of posts came to: one outcome per post, and the games applied per ladder."""
+    """What a group of posts came to: one outcome per post, and the games applied per ladder (and the pairs of
+    sides they compare, where they count)."""
 
     outcomes: list[dict | Problem]
     applied: dict[int, int] = field(default_factory=dict)
+    compared: dict[int, int] = field(default_factory=dict)
     #: Per ladder: the version this group's commit makes, and the player rows it wrote.
     versions: dict[int, int] = field(default_factory=dict)
     written: dict[int, storage.players.Written] = field(default_factory=dict)
@@ -164,6 +166,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             if post.record_key is not None:
                 records.append((ladder_id, post.record_key, post.digest, outcomes[n]))
         group.applied[ladder_id] = len(applied.games)
+        if applied.counted is not None:
+            group.compared[ladder_id] = applied.counted[1]
         if applied.written is not None:
             group.written[ladder_id] = applied.written
     if written:

@@ -49,7 +49,8 @@ def void_game(
     sides = [next(m for m in record.members if m.side == s) for s in range(len(record.payload["sides"]))]
     actual, expected = (np.array([getattr(m, name) for m in sides]) for name in ("actual_score", "expected_score"))
     draws, room = rating.two_sided_draws(np.array([0, len(sides)]), actual, expected)
-    storage.ladders.count(session, ladder.id, games=-1, draws=-draws, draw_room=-room)
+    compared = len(sides) * (len(sides) - 1) // 2
+    storage.ladders.count(session, ladder.id, games=-1, comparisons=-compared, draws=-draws, draw_room=-room)
     superseded = storage.refits.supersede_checkpoints(session, ladder.id, game_id)
     storage.seasons.mark_changed(session, ladder.id, [game_id], now)  # its season's archive stays as it was
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).

@@ -468,7 +468,8 @@ class AuditOut(BaseModel):
         "and games the ladder keeps (`players`, `games` of the ladder) equal its rows."
     )
     counts_consistent: bool = Field(
-        description="The ladder's kept counts of players and of games that count equal a count of its rows."
+        description="The ladder's kept counts of players, of games that count and of their comparisons (pairs of "
+        "sides, which schedule the auto refits) equal a count of its rows."
     )
     games: int
     players: int

@@ -334,8 +334,9 @@ def audit(session: Session, ladder: LadderRow) -> AuditOut:
         diff = max(diff, float(np.abs(seats.advantage - stored.advantage).max()))
         consistent &= np.array_equal(seats.advantage, stored.advantage)
         consistent &= np.array_equal(seats.information, stored.information)
-    counts = storage.ladders.sizes(session, ladder.id)
-    counted = storage.ladders.counted_sizes(session, ladder.id)
+    ladders = storage.ladders
+    counts = (*ladders.sizes(session, ladder.id), ladders.comparisons(session, ladder.id))
+    counted = (*ladders.counted_sizes(session, ladder.id), ladders.counted_comparisons(session, ladder.id))
     return AuditOut(
         consistent=consistent and counts == counted,
         counts_consistent=counts == counted,

@@ -4,7 +4,8 @@ One rate cannot suit an eight-team league and a game of 100,000 players: the
 log says which predicts best.  Each candidate rate is replayed over the whole
 log from the initial vectors, so every game is predicted only from the games
 before it (prequential scoring, as the ratings were served), and the rates are
-compared by their mean log loss per game.
+compared by their mean log loss per game (reported per comparison, a pair of sides:
+what a free-for-all's held-out report gives too).
 
 The candidates of a log of two-player games are replayed together
 (:func:`prequential_losses_many`): one pass over the log's levels moves every
@@ -87,10 +88,10 @@ def _allowed(rules: list[Rule]) -> list[Rule]:
 class RateChoice:
     """The rate chosen (and the seats' prior, a standard deviation in logits; None where the log names no seat),
     and per candidate (``rows``; the chosen one is ``rows[index]``, the current one ``rows[0]``) its mean
-    prequential log loss per game over the log's latest ``scored_games`` and the standard error of its difference
-    to the current rate's (over those games); a seats' prior's row, over the whole log and to the chosen rule's
-    with the ladder's prior (``rows[against]``).  The rate is a :class:`~app.rating.variance.VarianceRule` where
-    the variance rule was tried and won."""
+    prequential log loss per comparison (pair of sides) over the log's latest ``scored_games`` and the standard
+    error of its difference to the current rate's (over those games, in the same units); a seats' prior's row,
+    over the whole log and to the chosen rule's with the ladder's prior (``rows[against]``).  The rate is a
+    :class:`~app.rating.variance.VarianceRule` where the variance rule was tried and won."""
 
     rate: Rule
     rows: list[dict]
@@ -406,8 +407,9 @@ def _chosen(C0, log: GameLog, candidates: list[Rule], scores: Scores, seats, tim
     as all the rest.  A seats' prior matters only in a seat's first games, so it is compared on the whole log,
     against the rule chosen with the ladder's prior (a row of its own: ``against`` points to it)."""
     means, errors = scores.means, scores.errors
+    per = _comparisons_per_game(log, latest=True)
     rows = [
-        _row(rate) | {"log_loss": float(m), "standard_error": float(e)}
+        _row(rate) | {"log_loss": float(m / per), "standard_error": float(e / per)}
         for rate, m, e in zip(candidates, means, errors, strict=True)
     ]
     best = int(np.argmin(means))
@@ -430,15 +432,25 @@ def _chosen(C0, log: GameLog, candidates: list[Rule], scores: Scores, seats, tim
     losses = _losses(C0, log, [rate] * len(starts), starts, None, times)
     priors = _compare(losses, losses[0], latest=False)
     m, e = priors.means, priors.errors
+    whole = _comparisons_per_game(log, latest=False)
     for sd, mean, error in zip([current_sd, *tried], m, e, strict=True):
-        rows.append(
-            _row(rate)
-            | {"log_loss": float(mean), "standard_error": float(error), "seat_prior": sd, "scored_games": log.n_games}
-        )
+        losses_of = {"log_loss": float(mean / whole), "standard_error": float(error / whole)}
+        rows.append(_row(rate) | losses_of | {"seat_prior": sd, "scored_games": log.n_games})
     against, prior = len(rows) - len(starts), int(np.argmin(m))
     if prior == 0 or not (e[prior] > 0 and m[0] - m[prior] > _bar(priors) * e[prior]):
         return RateChoice(rate, rows, current_sd, best)
     return RateChoice(rate, rows, tried[prior - 1], against + prior, against)
+
+
+def _comparisons_per_game(log: GameLog, latest: bool) -> float:
+    """The mean weight of a game's pair terms, summed, over the games a rule is scored on (the log's latest half,
+    or all of it): a game's loss divided by it is a loss per comparison, as a held-out report gives it (a game of
+    two sides weighs 1, one of N sides N/2: its N(N - 1)/2 pairs at 1/(N - 1) each).  The choice itself compares
+    rules on the same games, where the scale changes nothing."""
+    if log.n_games == 0:
+        return 1.0
+    weights = np.add.reduceat(log.pair_weight, log.pair_ptr[:-1])
+    return float(weights[log.n_games // 2 :].mean() if latest else weights.mean())
 
 
 def _bar(scores: Scores) -> float:

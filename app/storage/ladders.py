@@ -177,6 +177,7 @@ def delete(session: Session, ladder: LadderRow) -> None:
             reset_version=Ladder.version + 1,
             players_count=0,
             games_count=0,
+            comparisons_count=0,
         )
     )
     cache.of(session, "ladders").pop(ladder.slug, None)
@@ -226,14 +227,43 @@ def counted_sizes(session: Session, ladder_id: int, voided: bool = False) -> tup
 
 
 def count(
-    session: Session, ladder_id: int, players: int = 0, games: int = 0, draws: int = 0, draw_room: float = 0.0
+    session: Session,
+    ladder_id: int,
+    players: int = 0,
+    games: int = 0,
+    draws: int = 0,
+    draw_room: float = 0.0,
+    comparisons: int = 0,
 ) -> None:
-    """Players, games (that count), and drawn two-sided games with their room for a draw (``Ladder.draw_room``)
-    this transaction adds (or, negative, removes): :func:`bump` adds them to the ladder's counts in the statement
-    that gives out its new version."""
+    """Players, games (that count) and their comparisons (``Ladder.comparisons_count``), and drawn two-sided games
+    with their room for a draw (``Ladder.draw_room``) this transaction adds (or, negative, removes): :func:`bump`
+    adds them to the ladder's counts in the statement that gives out its new version."""
     pending = session.info.setdefault("ladder_counts", {})
-    had = pending.get(ladder_id, (0, 0, 0, 0.0))
-    pending[ladder_id] = (had[0] + players, had[1] + games, had[2] + draws, had[3] + draw_room)
+    had = pending.get(ladder_id, NO_COUNTS)
+    pending[ladder_id] = (had[0] + players, had[1] + games, had[2] + comparisons, had[3] + draws, had[4] + draw_room)
+
+
+#: What :func:`count` adds to a ladder: players, games, comparisons, draws, draw room.
+NO_COUNTS = (0, 0, 0, 0, 0.0)
+
+
+def comparisons(session: Session, ladder_id: int) -> int:
+    """The comparisons (pairs of sides: one for a two-sided game, N(N - 1)/2 for N sides) of the ladder's games
+    that count, as kept: one row read."""
+    return int(session.scalar(select(Ladder.comparisons_count).where(Ladder.id == ladder_id)) or 0)
+
+
+def counted_comparisons(session: Session, ladder_id: int) -> int:
+    """:func:`comparisons`, counted from the games' rows: what ``/audit`` checks it against."""
+    return int(driver_sql(session.connection(), COUNTED_COMPARISONS, (ladder_id,)).scalar() or 0)
+
+
+#: The comparisons of a ladder's games that count, from their participants' sides (one parameter: the ladder).
+COUNTED_COMPARISONS = (
+    "SELECT COALESCE(SUM(n * (n - 1) / 2), 0) FROM (SELECT COUNT(DISTINCT p.side) AS n FROM participants p "
+    "JOIN games g ON g.id = p.game_id WHERE g.ladder_id = ? AND p.ladder_id = g.ladder_id "
+    "AND g.voided_at IS NULL GROUP BY p.game_id) AS sides"
+)
 
 
 def draw_counts(session: Session, ladder_id: int, first_game_id: int, last_game_id: int) -> tuple[int, float]:
@@ -395,11 +425,12 @@ def log_events(session: Session, ladder_id: int) -> None:
 
 class Change(NamedTuple):
     """What a game commit changes on a ladder's row beside its version (:func:`bump`): the players it created;
-    the games, drawn two-sided games and their room for a draw it adds (None: its games do not count); the field
-    after it (the sum of the players' vectors and their number; None: as kept); and its events, in order."""
+    the games, their comparisons, and the drawn two-sided games and their room for a draw it adds (None: its games
+    do not count); the field after it (the sum of the players' vectors and their number; None: as kept); and its
+    events, in order."""
 
     players: int
-    counted: tuple[int, int, float] | None
+    counted: tuple[int, int, int, float] | None
     field: tuple[np.ndarray, int] | None
     events: list[tuple[str, dict]]
 
@@ -429,9 +460,9 @@ def bump(
     fields: dict[int, str] = {}
     changes = changes or {}
     for ladder_id, change in changes.items():
-        games, draws, room = change.counted or (0, 0, 0.0)
-        had = counts.get(ladder_id, (0, 0, 0, 0.0))
-        counts[ladder_id] = (had[0] + change.players, had[1] + games, had[2] + draws, had[3] + room)
+        games, compared, draws, room = change.counted or NO_COUNTS[1:]
+        had = counts.get(ladder_id, NO_COUNTS)
+        counts[ladder_id] = (had[0] + change.players, had[1] + games, had[2] + compared, had[3] + draws, had[4] + room)
         if change.field is not None:
             total, number = change.field
             fields[ladder_id] = json.dumps({"sum": total.tolist(), "count": number})
@@ -443,11 +474,11 @@ def bump(
         for ladder_id in ids
     }
     rows = [
-        (ladder_id, *counts.get(ladder_id, (0, 0, 0, 0.0)), fields.get(ladder_id), len(noted[ladder_id]))
+        (ladder_id, *counts.get(ladder_id, NO_COUNTS), fields.get(ladder_id), len(noted[ladder_id]))
         for ladder_id in ids
     ]
     if len(rows) == 1:  # by ``id = ?``: routed to the ladder's shard where the ladders are distributed
-        found = driver_sql(connection, _bump_one(reset, rows[0][5] is not None), _one(rows[0])).all()
+        found = driver_sql(connection, _bump_one(reset, rows[0][6] is not None), _one(rows[0])).all()
     else:
         found = driver_sql(connection, _bump_statement(connection.dialect.name, len(rows), reset), _flat(rows)).all()
     versions = {int(ladder_id): int(version) for ladder_id, version, _ in found}
@@ -461,11 +492,11 @@ def bump(
 
 
 def _bump_statement(dialect: str, n: int, reset: bool) -> str:
-    """:func:`bump`'s one statement for ``n`` ladders, each row (id, players, games, draws, draw room, field sum
-    or NULL, events): on PostgreSQL their rows are locked in id order first (one order: no deadlocks)."""
+    """:func:`bump`'s one statement for ``n`` ladders, each row (id, players, games, comparisons, draws, draw room,
+    field sum or NULL, events): on PostgreSQL their rows are locked in id order first (one order: no deadlocks)."""
     field = "CAST(? AS JSON)" if dialect == "postgresql" else "?"
-    row = f"(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS FLOAT), {field}, "
-    row += "CAST(? AS BIGINT))"
+    row = "(CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), CAST(? AS BIGINT), "
+    row += f"CAST(? AS FLOAT), {field}, CAST(? AS BIGINT))"
     tables = "v"
     locked = ""
     if dialect == "postgresql":
@@ -473,9 +504,10 @@ def _bump_statement(dialect: str, n: int, reset: bool) -> str:
         tables = "v JOIN locked ON locked.id = v.id"
     also = ", reset_version = ladders.version + 1" if reset else ""
     return (
-        f"WITH v(id, players, games, draws, room, field, events) AS (VALUES {', '.join([row] * n)}){locked} "
-        f"UPDATE ladders SET version = ladders.version + 1{also}, players_count = ladders.players_count + v.players, "
-        "games_count = ladders.games_count + v.games, draws = ladders.draws + v.draws, "
+        f"WITH v(id, players, games, comparisons, draws, room, field, events) AS (VALUES {', '.join([row] * n)})"
+        f"{locked} UPDATE ladders SET version = ladders.version + 1{also}, "
+        "players_count = ladders.players_count + v.players, games_count = ladders.games_count + v.games, "
+        "comparisons_count = ladders.comparisons_count + v.comparisons, draws = ladders.draws + v.draws, "
         "draw_room = ladders.draw_room + v.room, "
         "field_sum = CASE WHEN v.field IS NULL THEN ladders.field_sum ELSE v.field END, "
         f"last_event = ladders.last_event + v.events FROM {tables} WHERE ladders.id = v.id "
@@ -488,15 +520,16 @@ def _bump_one(reset: bool, field: bool) -> str:
     kept = ", field_sum = ?" if field else ""
     return (
         f"UPDATE ladders SET version = version + 1{also}, players_count = players_count + ?, "
-        f"games_count = games_count + ?, draws = draws + ?, draw_room = draw_room + ?{kept}, "
+        "games_count = games_count + ?, comparisons_count = comparisons_count + ?, draws = draws + ?, "
+        f"draw_room = draw_room + ?{kept}, "
         "last_event = last_event + ? WHERE id = ? RETURNING id, version, last_event"
     )
 
 
 def _one(row: tuple) -> tuple:
     """One ladder's row of :func:`bump` as :func:`_bump_one` takes its parameters."""
-    ladder_id, players, games, draws, room, field, events = row
-    return (players, games, draws, float(room), *([field] if field is not None else []), events, ladder_id)
+    ladder_id, players, games, compared, draws, room, field, events = row
+    return (players, games, compared, draws, float(room), *([field] if field is not None else []), events, ladder_id)
 
 
 def _flat(rows: list[tuple]) -> tuple:

@@ -14,8 +14,23 @@ from app.storage import cache, codec
 from app.storage.tables import Checkpoint, Game, Refit
 
 
-def insert(session: Session, ladder_id: int, params: dict, owner: str, log_games: int | None = None) -> Refit:
-    job = Refit(ladder_id=ladder_id, status="queued", progress=0.0, params=params, log_games=log_games, owner=owner)
+def insert(
+    session: Session,
+    ladder_id: int,
+    params: dict,
+    owner: str,
+    log_games: int | None = None,
+    log_comparisons: int | None = None,
+) -> Refit:
+    job = Refit(
+        ladder_id=ladder_id,
+        status="queued",
+        progress=0.0,
+        params=params,
+        log_games=log_games,
+        log_comparisons=log_comparisons,
+        owner=owner,
+    )
     session.add(job)
     session.flush()
     return job

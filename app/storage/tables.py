@@ -148,6 +148,9 @@ class Ladder(Base):
     #: that change them (in the statement that bumps ``version``).
     players_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     games_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: The comparisons (pairs of sides) of those games: one a two-sided game, N(N - 1)/2 a game of N sides (what
+    #: the auto refits' schedule counts: a free-for-all of 27 players tells as much as 351 pairs).
+    comparisons_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: What the draw model is fitted on, kept by the game commits and voids: the two-sided games that count and
     #: were drawn, and the sum over those games of 2·min(p, 1 - p), p the first side's expected score when played.
     draws: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
@@ -313,6 +316,8 @@ class Refit(Base):
     error: Mapped[str | None] = mapped_column(String(2000))
     #: Games in the ladder's log when an auto refit was started (the policy's yardstick).
     log_games: Mapped[int | None] = mapped_column(BigInteger)
+    #: The comparisons of the ladder's log when an auto refit started (its schedule's measure; null: before 0040).
+    log_comparisons: Mapped[int | None] = mapped_column(BigInteger)
     #: The log the refit saw: games with id ≤ this.
     after_game_id: Mapped[int | None] = mapped_column(BigInteger)
     #: Fitted vectors: little-endian int64 player ids and float64 rows in the same order.

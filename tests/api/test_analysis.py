@@ -696,7 +696,7 @@ def test_failed_auto_refits_back_off_and_the_ladder_says_why(client, settings):
     note = client.get("/v1/ladders/test").json()["auto_refit_note"]
     assert note == (
         "the latest 2 auto refits failed (MemoryError: Unable to allocate 931 GiB); "
-        "the next starts when the ladder has 1,620 games"
+        "the next starts at 1,620 comparisons (a two-sided game is one)"
     )
 
 

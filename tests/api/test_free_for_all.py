@@ -61,3 +61,26 @@ def test_the_python_client_reads_the_matrix(server):
     with Melo(server, key, ladder="ffa") as client:
         posted = client.games.post(sides=_game(["a"], ["b"], ["c"])["sides"])
     assert posted.matrix is not None and len(posted.matrix) == 3 and posted.matrix[0][0] == 0.5
+
+
+def test_auto_refits_count_a_free_for_alls_pairs_and_audit_checks_them(client):
+    """The first auto refit is due at 1,000 comparisons: 17 games of 12 sides (66 pairs each) reach it, where
+    counted in games they would need 1,000 games; a void takes its game's pairs off, and /audit checks the count."""
+    from app.analysis import auto
+
+    auto._posted.clear()  # the policy is looked at every 100 comparisons a worker posts to a ladder
+    key = make_ladder(client, "ffa", k=1)
+    players = [[f"p{n}"] for n in range(20)]
+    rng = np.random.default_rng(3)
+    games = [_game(*[players[i] for i in rng.permutation(20)[:12]]) for _ in range(15)]
+    assert client.post("/v1/ladders/ffa/games/batch", json={"games": games}, headers=bearer(key)).status_code == 201
+    auto.wait_for_checks()
+    assert client.get("/v1/ladders/ffa/refits").json()["items"] == []  # 990 comparisons: not yet
+    more = {"games": games[:2]}  # 1,122 comparisons, 17 games
+    assert client.post("/v1/ladders/ffa/games/batch", json=more, headers=bearer(key)).status_code == 201
+    auto.wait_for_checks()
+    refits = client.get("/v1/ladders/ffa/refits").json()["items"]
+    assert len(refits) == 1 and refits[0]["params"]["auto"] is True
+    assert client.delete("/v1/ladders/ffa/games/3", headers=bearer(key)).status_code == 200
+    audit = client.get("/v1/ladders/ffa/audit").json()
+    assert audit["counts_consistent"] is True and audit["games"] == 16

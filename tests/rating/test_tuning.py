@@ -186,3 +186,26 @@ def test_no_choice_goes_past_the_settings_a_ladder_takes():
     }
     in_elo = {"eta": tuning.MAX_ETA, "noise": np.sqrt(tuning.MAX_NOISE) * ELO_PER_LOGIT}
     assert bounds == pytest.approx(in_elo | {"drift": tuning.MAX_DRIFT * ELO_PER_LOGIT})
+
+
+def test_a_free_for_alls_rate_report_is_per_comparison():
+    """A game of N sides weighs its N(N - 1)/2 pairs 1/(N - 1) each: its loss is N/2 comparisons' worth.  The rate
+    report divides each game's loss by that, so its figures are per comparison (a held-out report's scale); the
+    choice, which compares rules on the same games, is the same as on losses per game."""
+    from app.rating.game_log import Game
+
+    rng = np.random.default_rng(4)
+    games = []
+    for n in rng.integers(3, 9, 120).tolist():
+        players = rng.choice(30, size=n, replace=False)
+        games.append(Game(tuple((int(p),) for p in players), tuple(rng.permutation(n) + 1)))
+    log = GameLog.from_games(games)
+    choice = choose_rate(start(30), log, DEFAULT)
+    per_game = prequential_losses(start(30), log, DEFAULT)[60:]
+    comparisons = np.add.reduceat(log.pair_weight, log.pair_ptr[:-1])[60:]
+    np.testing.assert_allclose(comparisons, [len(g.sides) / 2 for g in games[60:]], rtol=1e-12)
+    assert choice.rows[0]["log_loss"] == pytest.approx(per_game.mean() / comparisons.mean(), rel=1e-12)
+    assert 0.3 < choice.rows[0]["log_loss"] < 1.0  # a pair's log loss, not a game's (about 0.69 × N/2)
+    pairs = GameLog.from_pairs(*[np.array(x) for x in ([0, 1, 2, 0], [1, 2, 0, 2], [1.0, 0.0, 1.0, 0.5])])
+    two = choose_rate(start(3), pairs, DEFAULT)
+    assert two.rows[0]["log_loss"] == prequential_losses(start(3), pairs, DEFAULT)[2:].mean()  # a game is one
