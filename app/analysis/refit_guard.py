@@ -11,11 +11,12 @@ from app.storage.log import LadderLog
 
 
 def guard_verdict(ladder: LadderRow, state: LadderLog, recent: LadderLog, params: RefitIn, progress) -> dict:
-    """:func:`app.rating.refit.guard.guard` on the latest games of the log.
+    """:func:`app.rating.refit.guard.guard` on the latest games of the log, under the ladder's rule (``ladder``'s:
+    the rule a rate choice just gave it, which the ladder runs from the refit on), named in the verdict.
 
     The window (:func:`app.rating.refit.guard.guard_window`) never reaches back past
     the latest checkpoint, so the online forecasts it compares with
-    are exactly those the ladder served (replayed from that checkpoint, as
+    are exactly those the ladder holds (replayed from that checkpoint under its rule, as
     ``/audit`` does).
     """
     n = state.log.n_games
@@ -41,4 +42,5 @@ def guard_verdict(ladder: LadderRow, state: LadderLog, recent: LadderLog, params
         state.times,
         ladder.seat_precision(),
     )
-    return vars(verdict)
+    rule = {"rate_rule": ladder.rate_rule, "eta": ladder.eta, "eta_tau": ladder.eta_tau, "noise": ladder.noise}
+    return vars(verdict) | {"rule": rule}

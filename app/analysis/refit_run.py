@@ -92,6 +92,10 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
             lambda: switch(db, at_rate, lambda session: apply_rate_first(session, ladder_id, refit_id, rate, at_rate))
         )
         rate = rate | {"applied": applied}
+        if applied:  # the refit is then judged as the ladder will run it: the new rule, from its state now
+            ladder = dataclasses.replace(ladder, **rate_settings(rate, ladder))
+            with db.snapshot() as session:
+                recent = storage.log.read(session, ladder, upto=state.last_game_id)
     verdict, select_k = None, params.select_k
     if params.auto:
         verdict = guard_verdict(ladder, state, recent, params, part("guard"))

@@ -187,6 +187,8 @@ def test_an_auto_refit_chooses_and_applies_the_rate_whatever_its_guard_says(clie
     ladder = client.get("/v1/ladders/test").json()
     assert ladder["eta"] == rate["eta"] < 4.0 and ladder["rate_choice"]["refit"] == job["id"]
     assert ladder["rate_choice"]["applied_at"] < job["finished_at"]  # as soon as chosen, before the guard and fit
+    # The refit was judged as the ladder runs from it on: under the rate just chosen, not the one it replaced.
+    assert job["result"]["guard"]["rule"]["eta"] == rate["eta"]
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
 
@@ -208,6 +210,7 @@ def test_an_auto_refit_whose_fit_is_rejected_still_applies_the_rate_its_log_chos
     rate = job["result"]["rate"]
     assert job["status"] == "rejected" and not job["result"]["guard"]["better"], job["result"]["guard"]
     assert rate["changed"] and rate["applied"] and rate["rate_rule"] == "variance" and rate["noise"] > 0, rate
+    assert job["result"]["guard"]["rule"] == {key: rate[key] for key in ("rate_rule", "eta", "eta_tau", "noise")}
     ladder = client.get("/v1/ladders/test").json()
     assert (ladder["rate_rule"], ladder["noise"], ladder["eta"]) == ("variance", rate["noise"], rate["eta"])
     assert ladder["rate_choice"]["refit"] == job["id"] and ladder["rate_choice"]["previous_rate_rule"] == "steps"
