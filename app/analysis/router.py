@@ -59,7 +59,7 @@ def get_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep) -
         return refit_views.refit_out(session, refit_views.get_refit(session, readable(session, slug, caller), refit_id))
 
 
-@router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409))
+@router.post("/refits/{refit_id}/apply", response_model=CheckpointOut, responses=problems(401, 403, 404, 409, 503))
 def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep, request: Request) -> CheckpointOut:
     """Replace the ratings by the refit's (a checkpoint); games posted since are replayed on top (mathematics §9)."""
     with db.reading() as session:

@@ -33,6 +33,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core import jobs
 from app.core.db import Database
+from app.core.errors import Unavailable
 from app.core.ladder import LadderRow
 from app.rating.seats import Seats
 from app.storage.log import LadderLog, Tail
@@ -620,14 +621,21 @@ def after_rewrites(db: Database, ladder_id: int, until: float | None) -> None:
     """Wait while another change's replay is written ahead on the ladder by a live process (``history_rewrite``),
     until ``until`` at most (or :data:`REWRITE_WAIT`): a replay prepared meanwhile would be stale at once, and the
     switch of either would replay the whole log under the ladder's locks to end the other's rewrite (on a big
-    ladder, seconds of every post held, twice).  So a ladder's changes take turns."""
-    until = time.monotonic() + REWRITE_WAIT if until is None else until
-    while time.monotonic() < until:
+    ladder, seconds of every post held, twice).  So a ladder's changes take turns.  A request (``until``, its
+    deadline) that cannot have its turn in time is a 503 (retry later), holding nothing: ending the other's rewrite
+    would hold the ladder's posts for that replay, while its answer is late already."""
+    wait_until = time.monotonic() + REWRITE_WAIT if until is None else until
+    while time.monotonic() < wait_until:
         with db.reading() as session:
             rewrite = storage.ladders.history_rewrite(session, ladder_id)
         if rewrite is None or jobs.owner_gone(rewrite.partition("@")[2]):
             return
         time.sleep(0.1)
+    if until is not None:
+        raise Unavailable(
+            "Another change of this ladder (a new rate, a refit's apply or a void) is still being written, and this "
+            "one takes its turn after it: retry in a minute."
+        )
 
 
 def ready(db: Database, prepared: Prepared | None, until: float | None) -> Prepared | None:

@@ -143,7 +143,7 @@ def get_game(slug: str, game_id: GameNumber, db: DatabaseDep, caller: CallerDep)
         return listing.get_game(session, readable(session, slug, caller), game_id)
 
 
-@router.delete("/{game_id}", response_model=GameOut, responses=problems(401, 403, 404, 422))
+@router.delete("/{game_id}", response_model=GameOut, responses=problems(401, 403, 404, 422, 503))
 def void_game(
     slug: str,
     game_id: GameNumber,
@@ -173,7 +173,7 @@ def void_game(
 
 
 @router.post(
-    "/{game_id}/void", response_model=GameOut, responses=problems(401, 403, 404, 422), summary="Void a game (POST)"
+    "/{game_id}/void", response_model=GameOut, responses=problems(401, 403, 404, 422, 503), summary="Void a game (POST)"
 )
 def void_game_by_post(
     slug: str,

@@ -67,7 +67,7 @@ def delete_ladder(slug: str, confirm: LadderDelete, db: DatabaseDep, caller: Cal
     return db.write(lambda session: service.delete_ladder(session, ladder_for(session, slug, caller, "admin"), confirm))
 
 
-@router.patch("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404, 422))
+@router.patch("/{slug}", response_model=LadderOut, responses=problems(401, 403, 404, 422, 503))
 def change_ladder(slug: str, patch: LadderPatch, db: DatabaseDep, caller: CallerDep, request: Request) -> LadderOut:
     """Change the ladder's settings (an admin key of the ladder): its name, `auto_create_players`, `auto_refit`,
     `private`, the kinds of games it plays (`play`), and those above that replay its log."""

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from app import storage
 from app.core.db import Database
-from app.core.errors import Conflict
+from app.core.errors import Conflict, Unavailable
 from app.domain import rerating
 from app.domain.access import ladder_for_read
 from app.games import voiding
@@ -290,8 +290,9 @@ def test_a_change_waits_while_another_is_written_ahead_on_its_ladder(client, set
     assert time.monotonic() - started < 0.5  # none
     live = f"ab@{rerating.jobs.owner()}"
     db.write(lambda session: storage.ladders.set_history_rewrite(session, ladder_id, live))
-    rerating.after_rewrites(db, ladder_id, time.monotonic() + 0.4)
-    assert time.monotonic() - started >= 0.4  # a live one: until its bound
+    with pytest.raises(Unavailable):  # a live one: until its bound, then a 503 (retry later) holding nothing
+        rerating.after_rewrites(db, ladder_id, time.monotonic() + 0.4)
+    assert time.monotonic() - started >= 0.4
     ends = threading.Timer(0.3, lambda: db.write(lambda s: storage.ladders.set_history_rewrite(s, ladder_id, None)))
     ends.start()
     started = time.monotonic()
@@ -313,3 +314,27 @@ def test_the_rest_after_a_write_ahead_shrinks_to_end_by_the_deadline_unless_it_c
     assert rerating.rest_after(0.05, 10, 0.61, 0.0) == pytest.approx(0.01)  # (0.61 - 10 × 0.05) / 11
     assert rerating.rest_after(0.05, 10, 0.5, 0.0) == 0.0
     assert rerating.rest_after(0.05, 10, 0.4, 0.0) == 0.05 * rerating.AHEAD_REST  # too late either way
+
+
+def test_a_void_that_cannot_have_its_turn_in_time_answers_503_and_changes_nothing(settings):
+    """A void while another change of the ladder is written ahead by a live process, past its deadline's share:
+    a 503 (retry later) that holds no lock and voids nothing, where ending the other's rewrite would replay the
+    whole log under the locks (seconds of every post held on a big ladder) for an answer late already."""
+    with TestClient(create_app(settings.model_copy(update={"request_timeout": 2.0}))) as client:
+        h = bearer(make_ladder(client, **CONFIG))
+        games = {"games": home_games(30, seed=3)}
+        assert client.post("/v1/ladders/test/games/batch", json=games, headers=h).status_code == 201
+        db = Database.from_settings(settings)
+        ladder_id = _ladder(db).id
+        live = f"ab@{rerating.jobs.owner()}"
+        db.write(lambda session: storage.ladders.set_history_rewrite(session, ladder_id, live))
+        started = time.monotonic()
+        r = client.post("/v1/ladders/test/games/5/void", headers=h)
+        assert r.status_code == 503 and r.headers["content-type"] == "application/problem+json", r.text
+        assert "retry" in r.json()["detail"] and "Retry-After" in r.headers
+        assert 1.0 < time.monotonic() - started < 2.5  # it waited for its turn, within the request's time
+        assert client.get("/v1/ladders/test/games/5").json()["voided_at"] is None
+        db.write(lambda session: storage.ladders.set_history_rewrite(session, ladder_id, None))
+        assert client.post("/v1/ladders/test/games/5/void", headers=h).status_code == 200  # its turn now
+        assert client.get("/v1/ladders/test/audit").json()["consistent"]
+        db.dispose()
