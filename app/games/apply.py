@@ -349,7 +349,7 @@ class _Answers:
     def __init__(self, rated: Rated, field_of_row: np.ndarray) -> None:
         self.rated, self.field_of_row = rated, field_of_row
         self.shown: tuple[list[dict], list[int], list[float], list[float], list[int], list[int]] | None = None
-        self.pairs: tuple[list[int], list[int], list[int], list[float]] | None = None
+        self.pairs: tuple[list[int], list[int], list[int], list[int]] | None = None
 
     def bodies(self, place: int, seqs: list[int]) -> list[dict]:
         """The API body of each game of the ladder at ``place`` (numbered ``seqs``)."""
