@@ -201,3 +201,30 @@ def test_a_phone_shows_the_last_game_what_others_did_since_the_stakes_and_big_en
     ticks = page.locator("#rating-chart text.x-tick").all_text_contents()
     assert re.search(r"\d{1,2} [A-Z][a-z]{2}", ticks[0]), ticks
     assert_labels_inside(page)
+
+
+@pytest.mark.parametrize("days", [62, 100])
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_a_chart_over_months_marks_each_month_with_its_year_in_full(base, open_page, size, days):
+    """Over two months and more the time axis marks months: each tick says its month, and the first and each
+    January also the year, in full ("Oct" over "2026"), never "Oct 26", which reads as a day; a phone shows at
+    least two of them."""
+    ladder = make_ladder(base, f"months-{size}-{days}", games=False)
+    start = datetime.now(UTC) - timedelta(days=days)
+    for n in range(20):
+        when = (start + timedelta(days=days * n / 19)).isoformat().replace("+00:00", "Z")
+        ladder.post(["ann"], ["bob"] if n % 3 else ["cy"], played_at=when)
+    page = open_page(size)
+    page.goto(f"{ladder.url}/players/ann")
+    page.wait_for_selector("#rating-chart text.x-tick")
+    labels = page.eval_on_selector_all(
+        "#rating-chart text.x-tick", "ts => ts.map(t => [...t.querySelectorAll('tspan')].map(s => s.textContent))"
+    )
+    assert len(labels) >= 2, labels
+    assert all(re.fullmatch(r"[A-Z][a-z]{2,3}", lines[0]) for lines in labels), labels  # a month alone: not "Oct 26"
+    assert re.fullmatch(r"20\d\d", labels[0][1]), labels  # the first says its year in full
+    for lines in labels[1:]:
+        assert lines[1:] == ([] if lines[0] != "Jan" else [lines[1]]) and all(
+            re.fullmatch(r"20\d\d", y) for y in lines[1:]
+        )
+    assert_labels_inside(page)

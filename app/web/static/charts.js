@@ -15,9 +15,11 @@ function niceTicks(lo, hi, count) {
 
 const HOUR = 3600e3;
 const DAY = 24 * HOUR;
-// In the reader's own locale: "14:00" or "2:00 PM", "5 Mar" or "Mar 5", "Mar 25".
+// In the reader's own locale: "14:00" or "2:00 PM", "5 Mar" or "Mar 5", "Mar" over "2026" (a year of two digits,
+// "Mar 26", would read as a day).
 const TIME = new Intl.DateTimeFormat(undefined, { hour: "numeric", minute: "2-digit" });
-const MONTH = new Intl.DateTimeFormat(undefined, { month: "short", year: "2-digit" });
+const MONTH = new Intl.DateTimeFormat(undefined, { month: "short" });
+const YEAR = new Intl.DateTimeFormat(undefined, { year: "numeric" });
 const sameDay = (a, b) => a.toDateString() === b.toDateString();
 
 // Ticks for a time axis from t0 to t1 (ms): whole hours, days, weeks or months, at most `count` of them. Each is
@@ -33,7 +35,11 @@ function timeTicks(t0, t1, count) {
     d.setDate(1);
     while (d.getTime() < t0) d.setMonth(d.getMonth() + 1);
     while (d.getTime() <= t1) {
-      if (d.getMonth() % months === 0) ticks.push({ t: d.getTime(), lines: [MONTH.format(d)] });
+      if (d.getMonth() % months === 0) {
+        // The first month and each January say their year under them.
+        const year = ticks.length === 0 || d.getMonth() === 0 ? [YEAR.format(d)] : [];
+        ticks.push({ t: d.getTime(), lines: [MONTH.format(d), ...year] });
+      }
       d.setMonth(d.getMonth() + 1);
     }
     return ticks;
