@@ -256,11 +256,8 @@ def test_ladders_from_before_0040_get_their_comparisons_counted(client, settings
     count = "SELECT comparisons_count FROM ladders WHERE slug = 'test'"
     with engine.connect() as conn:
         assert conn.execute(sa.text(count)).scalar() == 10 + 3 + 1
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    config.set_main_option("sqlalchemy.url", settings.sqlalchemy_url.replace("%", "%%"))
-    command.downgrade(config, "0039")
-    command.upgrade(config, "head")
+    command.downgrade(_config(settings.sqlalchemy_url), "0039")
+    command.upgrade(_config(settings.sqlalchemy_url), "head")
     with engine.connect() as conn:
         assert conn.execute(sa.text(count)).scalar() == 10 + 3 + 1
     engine.dispose()
