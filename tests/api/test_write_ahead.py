@@ -180,7 +180,7 @@ def test_a_void_during_a_rewrite_replays_the_log_and_ends_it(client, settings, m
 
 def test_a_patch_near_its_deadline_rests_less_between_the_writes_ahead_and_answers_in_time(settings, monkeypatch):
     """A ``PATCH`` whose writes ahead, each followed by a rest twenty times as long, would outlast its request's
-    time (here 3 s): the rests shrink so that everything is written ahead by the last fifth of it, and the answer
+    time (here 5 s: under a loaded CI, 3 s left too little for the writes themselves): the rests shrink so that everything is written ahead by the last fifth of it, and the answer
     is a 200 in time, with the ratings and history of a ladder that always had the rate."""
     monkeypatch.setattr(rerating, "AHEAD_ROWS", 8)
     monkeypatch.setattr(rerating, "AHEAD_REST", 20.0)
@@ -190,11 +190,11 @@ def test_a_patch_near_its_deadline_rests_less_between_the_writes_ahead_and_answe
     monkeypatch.setattr(
         rerating, "write_prepared", lambda s, ladder, p: switched.append(p.written) or write(s, ladder, p)
     )
-    with TestClient(create_app(settings.model_copy(update={"request_timeout": 3.0}))) as client:
+    with TestClient(create_app(settings.model_copy(update={"request_timeout": 5.0}))) as client:
         ladders = _twins(client, _with_draws(home_games(240, seed=10)))
         started = time.monotonic()
         answer = client.patch("/v1/ladders/test", json={"eta": 0.3}, headers=ladders["test"])
-        assert answer.status_code == 200 and time.monotonic() - started < 3.0, answer.text
+        assert answer.status_code == 200 and time.monotonic() - started < 5.0, answer.text
         assert switched == [1]  # its history was all written ahead
         assert client.patch("/v1/ladders/twin", json={"eta": 0.3}, headers=ladders["twin"]).status_code == 200
         _same_ratings_and_history(client, db, ("test", "twin"))
