@@ -180,8 +180,9 @@ def test_a_void_during_a_rewrite_replays_the_log_and_ends_it(client, settings, m
 
 def test_a_patch_near_its_deadline_rests_less_between_the_writes_ahead_and_answers_in_time(settings, monkeypatch):
     """A ``PATCH`` whose writes ahead, each followed by a rest twenty times as long, would outlast its request's
-    time (here 5 s: under a loaded CI, 3 s left too little for the writes themselves): the rests shrink so that everything is written ahead by the last fifth of it, and the answer
-    is a 200 in time, with the ratings and history of a ladder that always had the rate."""
+    time (here 5 s: under a loaded CI, 3 s left too little for the writes themselves): the rests shrink so that
+    everything is written ahead by the last fifth of it, and the answer is a 200 in time, with the ratings and
+    history of a ladder that always had the rate."""
     monkeypatch.setattr(rerating, "AHEAD_ROWS", 8)
     monkeypatch.setattr(rerating, "AHEAD_REST", 20.0)
     db = Database.from_settings(settings)
