@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 
-.PHONY: run test lint bench clean
+.PHONY: run test check lint bench clean
 
 $(VENV)/.installed: pyproject.toml clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,12 @@ test: lint
 	scripts/ensure-chromium.sh
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial' --durations=30
 	$(PY) -m pytest -m serial --durations=10
+
+# A developer's quick loop: lint, the rating maths and the API tests on SQLite (no PostgreSQL server, no browser);
+# `make test` runs everything, as CI does.
+check: lint
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load -m 'not serial' -k 'not postgresql and not pgbouncer' \
+		--ignore tests/api/test_replica.py --ignore tests/api/test_pooler.py tests/rating tests/api
 
 # bench_api needs wrk and PostgreSQL from the distribution; both are installed if missing.
 bench: $(VENV)/.installed

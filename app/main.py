@@ -8,7 +8,7 @@ import logging
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import timedelta
 
 import anyio.to_thread
@@ -26,10 +26,12 @@ from app.core.config import Settings, get_settings
 from app.core.db import Database
 from app.core.metrics import exposition
 from app.core.migrate import schema_problem, upgrade
+from app.core.replicas import replicas_of
 from app.core.security import weakness
 from app.events.hub import Hub
 from app.events.router import router as events_router
 from app.games.committer import GroupCommitter
+from app.games.fast_path import FastGames
 from app.games.posts import Group
 from app.games.router import router as games_router
 from app.http import handlers, offload
@@ -166,6 +168,54 @@ def operation_id(route: APIRoute) -> str:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or get_settings()
+    # The API docs are served from assets installed with the app (web.router), not from a CDN: they work offline.
+    app = FastAPI(
+        title="melo",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=_lifespan(settings),
+        docs_url=None,
+        redoc_url=None,
+        # What any operation may answer: a malformed or oversized request, a wrong method, a database that is down.
+        responses=errors.problems(400, 405, 408, 413, 422, 503),
+        dependencies=[Depends(known_query)],  # an unknown query parameter is a 422, not silently ignored
+        generate_unique_id_function=operation_id,
+        # A path with a stray "/" is a 404, not a redirect built from the request's Host header.
+        redirect_slashes=False,
+        # FastAPI's own OpenTelemetry spans and metrics are off: the service's metrics are Prometheus's (/metrics),
+        # and asking for a tracer provider on every request cost a game post some 2% of its worker.
+        telemetry={"tracing": False, "metrics": False, "logs": False},
+    )
+    app.state.settings = settings
+    app.state.replicas = []
+    app.state.schema_checked = False
+    handlers.install(app)
+    # Hot routes first: routes are matched in order.
+    for router in (
+        predictions_router,
+        teams_router,
+        games_router,
+        players_router,
+        ladders_router,
+        events_router,
+        backups_router,
+        seasons_router,
+        challenges_router,
+        analysis_router,
+        webhooks_router,
+        web_router,
+    ):
+        app.include_router(router)
+    _health_routes(app)
+    app.mount("/static", static, name="static")
+    app.mount("/docs-assets", docs_assets, name="docs-assets")
+    _middleware(app, settings)
+    return app
+
+
+def _lifespan(settings: Settings) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The server's start and stop: the database and its replicas, the event hub, the webhooks, the group
+    committer, the worker threads' lanes, the jobs of a server that stopped on this host, the seasons' clock."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -173,7 +223,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.should_migrate_on_start:
             upgrade(settings.sqlalchemy_url)
         db = app.state.db = Database.from_settings(settings)
-        app.state.replicas = Database.replicas(settings, db)
+        app.state.replicas = replicas_of(settings, db)
         for replica in app.state.replicas:
             replica.start()
         if (problem := await anyio.to_thread.run_sync(_schema_problem, db, True)) is not None:
@@ -222,41 +272,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await replica.close()
         await db.close()
 
-    # The API docs are served from assets installed with the app (web.router), not from a CDN: they work offline.
-    app = FastAPI(
-        title="melo",
-        version="0.1.0",
-        description=DESCRIPTION,
-        lifespan=lifespan,
-        docs_url=None,
-        redoc_url=None,
-        # What any operation may answer: a malformed or oversized request, a wrong method, a database that is down.
-        responses=errors.problems(400, 405, 408, 413, 422, 503),
-        dependencies=[Depends(known_query)],  # an unknown query parameter is a 422, not silently ignored
-        generate_unique_id_function=operation_id,
-        # A path with a stray "/" is a 404, not a redirect built from the request's Host header.
-        redirect_slashes=False,
-    )
-    app.state.settings = settings
-    app.state.replicas = []
-    app.state.schema_checked = False
-    handlers.install(app)
-    # Hot routes first: routes are matched in order.
-    for router in (
-        predictions_router,
-        teams_router,
-        games_router,
-        players_router,
-        ladders_router,
-        events_router,
-        backups_router,
-        seasons_router,
-        challenges_router,
-        analysis_router,
-        webhooks_router,
-        web_router,
-    ):
-        app.include_router(router)
+    return lifespan
+
+
+def _health_routes(app: FastAPI) -> None:
+    """Liveness, readiness and the metrics."""
 
     @app.get("/healthz", tags=["health"])
     async def healthz() -> dict[str, str]:
@@ -288,10 +308,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         body, media_type = exposition()
         return Response(body, media_type=media_type)
 
-    app.mount("/static", static, name="static")
-    app.mount("/docs-assets", docs_assets, name="docs-assets")
+
+def _middleware(app: FastAPI, settings: Settings) -> None:
+    """The layers every request crosses, the last added outermost: the request guard (time and queue), the
+    body's limit, then the fast paths of the hot requests before routing."""
     app.add_middleware(FastPredictions)  # innermost: GET …/predict's plain case, before routing
     app.add_middleware(FastBoards)  # GET …/leaderboard's plain case, before routing
+    app.add_middleware(FastGames)  # POST …/games's plain case, before routing
     app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     app.add_middleware(
         RequestGuard,
@@ -299,7 +322,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         per_step=settings.requests_per_step,
         queued=settings.max_waiting_requests,
     )
-    return app
 
 
 app = create_app()

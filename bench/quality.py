@@ -31,6 +31,7 @@ writes bench/results/quality.json and a plot of cumulative log loss per stream.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -95,8 +96,8 @@ def chess() -> tuple[GameLog, int]:
     return indexed([([[w], [b]], CHESS[r]) for w, b, r in data])
 
 
-def football(name: str) -> tuple[GameLog, int]:
-    matches = [m for m in json.loads((DATA / name).read_text())["matches"] if "score" in m]
+def football(name: str, folder: Path = DATA) -> tuple[GameLog, int]:
+    matches = [m for m in json.loads((folder / name).read_text())["matches"] if "score" in m]
     matches.sort(key=lambda m: m["date"])
     games = []
     for m in matches:
@@ -301,7 +302,8 @@ def glicko2_rater(log: GameLog, m: int, rd: float = 350.0, vol: float = 0.06) ->
     """Glicko-2 (package ``glicko2``; its defaults: 1500, RD 350, σ 0.06), every game one rating period.
 
     A side is its members' mean rating with the root-mean-square RD; each member is
-    updated against the opposing sides with the pair outcomes.  P(a beats b) is
+    updated against the opposing sides with the pair outcomes (a member the package cannot update, every
+    forecast against them 0 or 1 or past a float, keeps their rating).  P(a beats b) is
     1 / (1 + exp(-g(√(φ_a² + φ_b²)) (μ_a - μ_b))) on Glicko-2's scale, a pair's shift (logits) added.
     """
     import glicko2
@@ -326,7 +328,10 @@ def glicko2_rater(log: GameLog, m: int, rd: float = 350.0, vol: float = 0.06) ->
         for s, games in against.items():
             r, d, o = (list(x) for x in zip(*games, strict=True))
             for i in members[member_side == s]:
-                players[i].update_player(r, d, o)
+                # Every forecast 0 or 1, or past a float (a free-for-all's far ends at a large RD): nothing the
+                # package can weigh; the member keeps their rating.
+                with contextlib.suppress(ArithmeticError):
+                    players[i].update_player(r, d, o)
     return p_out
 
 
@@ -665,12 +670,12 @@ def drift_table() -> list[dict]:
     return rows
 
 
-def dated(name: str) -> tuple[GameLog, int, np.ndarray]:
-    """A football season with home seats, and each game's day in years (as the service counts time away)."""
+def dated(name: str, folder: Path = DATA) -> tuple[GameLog, int, np.ndarray]:
+    """Football seasons with home seats, and each game's day in years (as the service counts time away)."""
     matches = sorted(
-        (m for m in json.loads((DATA / name).read_text())["matches"] if "score" in m), key=lambda m: m["date"]
+        (m for m in json.loads((folder / name).read_text())["matches"] if "score" in m), key=lambda m: m["date"]
     )
-    log, m = football(name)
+    log, m = football(name, folder)
     i, j = log.member_player[0::2], log.member_player[1::2]
     days = np.array([np.datetime64(x["date"], "D").astype(np.int64) for x in matches])
     return GameLog.from_pairs(i, j, log.pair_outcome, seats=(0, 1)), m, days / 365.25
@@ -682,6 +687,19 @@ def tennis(name: str = "atp-tour-2007-2016.json") -> tuple[GameLog, int, np.ndar
     matches = json.loads((ROOT / "bench" / "data" / name).read_text())["matches"]
     log, m = indexed([([[x["winner"]], [x["loser"]]], [1, 2]) for x in matches])
     days = np.array([np.datetime64(x["date"], "D").astype(np.int64) for x in matches])
+    return log, m, days / 365.25
+
+
+def formula_one(name: str = "f1-races-1990-2025.json") -> tuple[GameLog, int, np.ndarray]:
+    """A real free-for-all stream (bench/data/README.md: Formula 1 races 1990-2025, CC BY 4.0): each race one game
+    of its drivers, one side each, ranked by finish (ties where the file groups drivers), and its day in years."""
+    races = json.loads((ROOT / "bench" / "data" / name).read_text())["races"]
+    games = []
+    for race in races:
+        ranks = [n + 1 for n, group in enumerate(race["finish"]) for _ in group]
+        games.append(([[driver] for group in race["finish"] for driver in group], ranks))
+    log, m = indexed(games)
+    days = np.array([np.datetime64(race["date"], "D").astype(np.int64) for race in races])
     return log, m, days / 365.25
 
 

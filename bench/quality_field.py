@@ -3,7 +3,8 @@
     python bench/quality_field.py [--quick] [--only NAME ...] [--service]
 
 Per stream (bench/quality.py's, the dated football seasons with their home seats, ATP singles 2007-2016 (a real
-stream of dated results without seats, bench/data/README.md), a stream whose strengths
+stream of dated results without seats, bench/data/README.md), the Premier League 2010-11 to 2024-25 (dated, home
+seats), Formula 1 races 1990-2025 (dated free-for-alls of up to 26 drivers), a stream whose strengths
 wander for six years, and a career stream: wandering strengths and cohorts of newcomers who improve):
 
 - the ladder defaults (the shrinking-step rule, k = 2), one exact replay, as the service rates it online
@@ -15,7 +16,9 @@ wander for six years, and a career stream: wandering strengths and cohorts of ne
   (vSKF, [Kalman]; written here and checked against the paper's equations in tests/rating/test_variance.py),
   Glicko-2 (package ``glicko2``, every game a rating period, its initial RD and volatility tuned), and Weng-Lin's
   Bradley-Terry and Thurstone-Mosteller models (package ``openskill``, β and τ tuned; Thurstone-Mosteller is the
-  TrueSkill likelihood).  Teams play as their members' mean, with their variances' mean over the team size.
+  TrueSkill likelihood, and diverges on fields of twenty), and TrueSkill itself (package ``trueskill``, β and τ
+  tuned: free-for-alls ranked as its factor graph ranks them).  Teams play as their members' mean, with their
+  variances' mean over the team size (TrueSkill: its own sums).
 
 Prints the table and writes bench/results/quality_field.json; ``--service`` computes the service's columns alone
 and keeps the others from that file's last run (the field's raters do not change with the service's code);
@@ -48,6 +51,7 @@ from quality import (  # noqa: E402
     _games,
     all_streams,
     dated,
+    formula_one,
     glicko2_rater,
     halves,
     log_loss,
@@ -148,6 +152,35 @@ def weng_lin(log: GameLog, m: int, model: str, beta: float, tau: float) -> np.nd
     return p_out
 
 
+def trueskill_rater(log: GameLog, m: int, beta: float, tau: float) -> np.ndarray:
+    """TrueSkill (package ``trueskill``: its factor graph, teams and finishing orders with ties natively, the draw
+    probability the stream's share of tied pairs); forecasts Φ((μ_a - μ_b)/c), c² = Σσ² + (n_a + n_b)β² over the two
+    sides' members, with a seat's advantage (logits) added on the probit's scale (about h / 1.702)."""
+    import trueskill
+
+    ties = float(np.mean(log.pair_outcome == 0.5))
+    env = trueskill.TrueSkill(beta=beta, tau=tau, draw_probability=min(max(ties, 1e-3), 0.5), backend=None)
+    ratings = [env.create_rating() for _ in range(m)]
+    p_out = np.empty(len(log.pair_a))
+    for members, member_side, pairs in _games(log):
+        order = sorted(set(member_side.tolist()))
+        teams = {s: members[member_side == s] for s in order}
+        score = dict.fromkeys(order, 0.0)
+        for q in pairs:
+            a, b = int(log.pair_a[q]), int(log.pair_b[q])
+            mu = sum(ratings[i].mu for i in teams[a]) - sum(ratings[i].mu for i in teams[b])
+            spread = sum(ratings[i].sigma ** 2 for i in (*teams[a], *teams[b]))
+            c = math.sqrt(spread + (len(teams[a]) + len(teams[b])) * beta * beta)
+            p_out[q] = float(ndtr(mu / c + log.pair_shift[q] / 1.702))
+            score[a] += log.pair_outcome[q]
+            score[b] += 1.0 - log.pair_outcome[q]
+        new = env.rate([[ratings[i] for i in teams[s]] for s in order], ranks=[-score[s] for s in order])
+        for s, team in zip(order, new, strict=True):
+            for i, rating in zip(teams[s], team, strict=True):
+                ratings[i] = rating
+    return p_out
+
+
 #: Constant first-seat (home) advantages, logits, tuned with the field's raters and Elo where a stream has seats.
 SEAT_OFFSETS = (0.0, 0.2, 0.4)
 
@@ -162,6 +195,7 @@ def seated(log: GameLog, h: float) -> GameLog:
 def best(runs: dict, log: GameLog, part: slice) -> tuple[float, object]:
     """The lowest log loss on ``part`` over a rater's settings, and the setting."""
     losses = {key: log_loss(p, log, part) for key, p in runs.items()}
+    losses = {key: loss for key, loss in losses.items() if math.isfinite(loss)} or losses  # a setting that diverged
     key = min(losses, key=losses.get)
     return losses[key], key
 
@@ -182,6 +216,8 @@ def streams(quick: bool) -> dict[str, tuple[GameLog, int, np.ndarray | None]]:
     out["career"] = career_stream(games=10_000 if quick else 30_000)
     log, m, when = tennis()
     out["atp tour"] = (log.take(np.arange(20_000)), m, when[:20_000]) if quick else (log, m, when)
+    out["premier league 2010-2025"] = dated("premier-league-2010-2025.json", ROOT / "bench" / "data")
+    out["formula one"] = formula_one()
     return out
 
 
@@ -295,6 +331,13 @@ def main() -> None:
                 for h, x in offsets.items()
             }
             field[label] = best(runs, log, second)
+        runs = {
+            (b, t, h): trueskill_rater(x, m, b, t)
+            for b in OPENSKILL_BETAS
+            for t in OPENSKILL_TAUS[:3]
+            for h, x in offsets.items()
+        }
+        field["TrueSkill"] = best(runs, log, second)
         for label, (loss, setting) in field.items():
             row[label] = loss
             row[f"{label} setting"] = setting
@@ -309,6 +352,7 @@ def main() -> None:
         "Glicko-2",
         "Weng-Lin BT",
         "Weng-Lin TM",
+        "TrueSkill",
         "best of the field",
     ]
     print("\nprequential log loss on the second half of each stream (lower is better); the field tuned in hindsight")
@@ -323,7 +367,7 @@ def main() -> None:
             else f" τ {rule['tau']}"
         )
         what += f", drift {rule['drift'] * ELO_PER_LOGIT:.0f} Elo/year" if rule["drift"] else ""
-        cells = " | ".join(f"{r[c]:.4f}" for c in columns)
+        cells = " | ".join("" if r.get(c) is None else f"{r[c]:.4f}" for c in columns)  # (an earlier run's rows)
         print(f"| {r['stream']} | {r['games']:,} | {cells} | {what} |")
     RESULTS.mkdir(exist_ok=True)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "quick": args.quick}

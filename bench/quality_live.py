@@ -1,26 +1,34 @@
 """The service's ladder defaults through the API at a live pace: prequential log loss of what every post answered.
 
-    python bench/quality_live.py [--quick] [--only NAME ...] [--pace SECONDS] [--ladder JSON]
+    python bench/quality_live.py [--quick] [--only NAME ...] [--pace SECONDS | --settle] [--load]
+                                 [--ladders JSON ...]
 
-Each stream of bench/quality_field.py (its games of two sides: the team tournament's free-for-alls are left out) is
-posted in order to a new ladder with the defaults (auto refits and the rate choice on; the football seasons with
-their home seats) on a real server (``uvicorn``, SQLite, one worker), ``POST …/games/batch`` of 500 games, one call
-every ``--pace`` seconds (1), with ``played_at`` where the stream is dated; ``--ladder`` adds settings to every new
-ladder (``'{"auto_rate": false}'``: refits that keep the rule; ``'{"auto_refit": false}'``: none). Every game is
-scored by the ``expected_score`` its post answered, before the game: what a user of the service saw. The auto refits
-run in the background as they would for a user, and change the later answers when they apply; the next stream starts
-once they have ended (their queue is shared).
+Each stream of bench/quality_field.py is posted in order to new ladders on a real server (``uvicorn``, SQLite, one
+worker), ``POST …/games/batch`` of 500 games, with ``played_at`` where the stream is dated and the home seats where it
+has them: once to a ladder with the defaults (auto refits and the rate choice on) and once with ``auto_rate: false``
+(refits that keep the rule); ``--ladders`` names other settings, one JSON object each (``'{}'`` is the defaults).
+The auto refits run in the background as they would for a user, and change the later answers when they apply.
 
-Prints the log loss over the second half of each stream beside bench/quality_field.py's columns (Elo with its
-rate chosen on the first half, the best of the field tuned in hindsight) where bench/results/quality_field.json
-holds them, and writes bench/results/quality_live.json (with ``--ladder``, its rows join those of other settings in
-quality_live_settings.json).
+The pace: one call every ``--pace`` seconds (1; 0 posts as fast as the server answers, so the rate choice barely
+acts), or with ``--settle`` each call once the ladder's refits have ended (every refit and rate choice finishes
+before the next games: the slowest a ladder is ever posted to).  ``--load`` runs a CPU-bound process beside it, to
+check that a ladder's predictions do not follow how busy its server is.
+
+Every game is scored by what its post answered, before the game (what a user of the service saw): a game of two
+sides by the first side's ``expected_score``, a free-for-all by its ``matrix`` (the chance that each side finishes
+above each other), each pair weighted 1/(N - 1) in a game of N sides, as bench/quality.py scores the field.  Prints
+the log loss over the second half of each stream for each ladder, beside bench/quality_field.py's Elo with its rate
+chosen on the first half, the best of the field tuned in hindsight and, for free-for-alls, TrueSkill tuned in
+hindsight, where bench/results/quality_field.json holds them; writes
+bench/results/quality_live.json, one run per pace (a run at another pace is kept).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import multiprocessing
 import os
 import platform
 import sys
@@ -36,7 +44,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from quality import halves  # noqa: E402
+from quality import halves, log_loss  # noqa: E402
 from quality_field import streams  # noqa: E402
 
 from app.rating import GameLog  # noqa: E402
@@ -45,26 +53,28 @@ from devtools.server import ADMIN_KEY, live_server  # noqa: E402
 RESULTS = Path(__file__).parent / "results"
 BATCH = 500
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def two_sided(log: GameLog) -> np.ndarray:
-    """The games of two sides."""
-    return np.flatnonzero(np.diff(log.side_ptr) == 2)
+LADDERS = ({}, {"auto_rate": False})
+MADE = itertools.count()
+#: The field's columns printed beside the service's (bench/results/quality_field.json).
+FIELD = ("Elo, rate chosen on the first half", "best of the field", "TrueSkill")
 
 
 def games_json(log: GameLog, when: np.ndarray | None) -> list[dict]:
-    """Each two-sided game as ``POST …/games`` takes it: players ``p<n>``, ranks from the outcome, the seats where
-    the log has them, ``played_at`` from the game's time in years since 1970 where it is dated."""
+    """Each game as ``POST …/games`` takes it: players ``p<n>``, each side's rank (one plus the sides that finished
+    above it), the seats where the log has them, ``played_at`` from the game's time in years since 1970."""
     out = []
-    for g in two_sided(log).tolist():
-        s0, p = int(log.side_ptr[g]), int(log.pair_ptr[g])
-        outcome = float(log.pair_outcome[p])
-        ranks = (1, 1) if outcome == 0.5 else (1, 2) if outcome == 1.0 else (2, 1)
+    for g in range(log.n_games):
+        s0, s1 = int(log.side_ptr[g]), int(log.side_ptr[g + 1])
+        p0, p1 = int(log.pair_ptr[g]), int(log.pair_ptr[g + 1])
+        above = np.zeros(s1 - s0, dtype=int)  # how many sides finished above each
+        a, b, s = log.pair_a[p0:p1] - s0, log.pair_b[p0:p1] - s0, log.pair_outcome[p0:p1]
+        np.add.at(above, b[s == 1.0], 1)
+        np.add.at(above, a[s == 0.0], 1)
+        members = log.member_player[log.member_ptr[g] : log.member_ptr[g + 1]]
+        member_side = log.member_side[log.member_ptr[g] : log.member_ptr[g + 1]]
         sides = []
-        for n in range(2):
-            members = log.member_player[log.member_ptr[g] : log.member_ptr[g + 1]]
-            mine = members[log.member_side[log.member_ptr[g] : log.member_ptr[g + 1]] == s0 + n]
-            side = {"players": [f"p{i}" for i in mine.tolist()], "rank": ranks[n]}
+        for n in range(s1 - s0):
+            side = {"players": [f"p{i}" for i in members[member_side == s0 + n].tolist()], "rank": int(above[n]) + 1}
             if log.side_seat is not None:
                 side["seat"] = ("home", "away")[int(log.side_seat[s0 + n])]
             sides.append(side)
@@ -75,48 +85,62 @@ def games_json(log: GameLog, when: np.ndarray | None) -> list[dict]:
     return out
 
 
-def run(base: str, name: str, log: GameLog, when: np.ndarray | None, pace: float, settings: dict) -> dict:
-    """Post the stream to a new default ladder; the log loss of the answers over the second half and all."""
+def forecasts(log: GameLog, answers: list[dict]) -> np.ndarray:
+    """The chance each pair term of the log was given by the answer of its game's post: the first side's
+    ``expected_score`` in a game of two sides, ``matrix[a][b]`` in a free-for-all."""
+    p = np.empty(len(log.pair_a))
+    for g, answer in enumerate(answers):
+        s0, p0, p1 = int(log.side_ptr[g]), int(log.pair_ptr[g]), int(log.pair_ptr[g + 1])
+        if answer.get("matrix") is None:
+            p[p0] = answer["sides"][0]["expected_score"]
+        else:
+            matrix = np.array(answer["matrix"])
+            p[p0:p1] = matrix[log.pair_a[p0:p1] - s0, log.pair_b[p0:p1] - s0]
+    return p
+
+
+def run(http: httpx.Client, name: str, log: GameLog, when, pace: float | None, settings: dict) -> dict:
+    """Post the stream to a new ladder with ``settings``; the log loss of the answers over the second half and all.
+    ``pace`` None: each call once the ladder's refits have ended."""
     games = games_json(log, when)
-    slug = "s-" + "".join(c if c.isalnum() else "-" for c in name.lower())
-    body = {"slug": slug} | ({"seats": ["home", "away"]} if log.side_seat is not None else {}) | settings
-    with httpx.Client(base_url=base, timeout=120) as http:
-        made = http.post("/v1/ladders", json=body, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
-        made.raise_for_status()
-        headers = {"Authorization": f"Bearer {made.json()['write_key']}"}
-        expected, actual = [], []
-        started = time.perf_counter()
-        for lo in range(0, len(games), BATCH):
-            tick = time.perf_counter()
-            answer = http.post(
-                f"/v1/ladders/{slug}/games/batch", json={"games": games[lo : lo + BATCH]}, headers=headers
-            )
-            answer.raise_for_status()
-            for game in answer.json()["games"]:
-                expected.append(game["sides"][0]["expected_score"])
-                actual.append(game["sides"][0]["actual_score"])
+    slug = f"s{next(MADE)}-" + "".join(c if c.isalnum() else "-" for c in name.lower())
+    body = {"slug": slug[:48]} | ({"seats": ["home", "away"]} if log.side_seat is not None else {}) | settings
+    made = http.post("/v1/ladders", json=body, headers={"Authorization": f"Bearer {ADMIN_KEY}"})
+    made.raise_for_status()
+    headers = {"Authorization": f"Bearer {made.json()['write_key']}"}
+    answers: list[dict] = []
+    started = time.perf_counter()
+    for lo in range(0, len(games), BATCH):
+        tick = time.perf_counter()
+        answer = http.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[lo : lo + BATCH]}, headers=headers)
+        answer.raise_for_status()
+        answers += answer.json()["games"]
+        if pace is None:
+            _settle(http, slug, 1800)
+        else:
             time.sleep(max(0.0, pace - (time.perf_counter() - tick)))
-        ladder = http.get(f"/v1/ladders/{slug}").json()
-        # The next stream's refits would queue behind this one's: let them end first (they change nothing scored).
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline and any(
-            job["status"] in ("queued", "running") for job in http.get(f"/v1/ladders/{slug}/refits").json()["items"]
-        ):
-            time.sleep(1)
-        refits = http.get(f"/v1/ladders/{slug}/refits", params={"limit": 100}).json()["items"]
-    p = np.clip(np.array(expected), 1e-12, 1 - 1e-12)
-    s = np.array(actual)
-    loss = -(s * np.log(p) + (1 - s) * np.log1p(-p))
-    half = halves(GameLog.from_pairs(np.zeros(len(p), int), np.ones(len(p), int), s))[1]
+    seconds = time.perf_counter() - started
+    ladder = http.get(f"/v1/ladders/{slug}").json()
+    _settle(http, slug, 300)  # the next ladder's refits would queue behind this one's (they change nothing scored)
+    refits = http.get(f"/v1/ladders/{slug}/refits", params={"limit": 100}).json()["items"]
+    p = forecasts(log, answers)
     return {
-        "stream": name,
-        "games": len(p),
-        "live, whole stream": float(loss.mean()),
-        "live, second half": float(loss[half].mean()),
-        "seconds": round(time.perf_counter() - started, 1),
+        "ladder": settings,
+        "live, whole stream": log_loss(p, log),
+        "live, second half": log_loss(p, log, halves(log)[1]),
+        "seconds": round(seconds, 1),
         "rule at the end": {key: ladder.get(key) for key in ("rate_rule", "eta", "eta_tau", "noise", "cycles", "k")},
         "refits": [_refit(job) for job in reversed(refits)],
     }
+
+
+def _settle(http: httpx.Client, slug: str, timeout: float) -> None:
+    """Wait (up to ``timeout`` seconds) until none of the ladder's refits is queued or running."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(
+        job["status"] in ("queued", "running") for job in http.get(f"/v1/ladders/{slug}/refits").json()["items"]
+    ):
+        time.sleep(0.5)
 
 
 def _refit(job: dict) -> dict:
@@ -128,52 +152,75 @@ def _refit(job: dict) -> dict:
         took = (datetime.fromisoformat(job["finished_at"]) - datetime.fromisoformat(job["created_at"])).total_seconds()
     changed = (
         {key: rate[key] for key in ("rate_rule", "eta", "noise", "drift") if key in rate}
-        if rate.get("changed")
+        if rate.get("changed") and rate.get("applied")
         else None
     )
     return {"after_game": job["after_game"], "status": job["status"], "seconds": took, "rule applied": changed}
+
+
+def _spin() -> None:  # pragma: no cover - the load beside the server
+    while True:
+        pass
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="the streams as bench/quality_field.py --quick cuts them")
     parser.add_argument("--only", nargs="*", help="these streams only")
-    parser.add_argument("--pace", type=float, default=1.0, help="seconds between batch posts (default 1)")
-    parser.add_argument("--ladder", type=json.loads, default={}, help="settings of every new ladder (JSON object)")
+    pace = parser.add_mutually_exclusive_group()
+    pace.add_argument("--pace", type=float, default=1.0, help="seconds between batch posts (default 1; 0: at once)")
+    pace.add_argument("--settle", action="store_true", help="each batch once the ladder's refits have ended")
+    parser.add_argument("--load", action="store_true", help="a CPU-bound process beside the server")
+    parser.add_argument("--ladders", nargs="*", type=json.loads, default=list(LADDERS), help="JSON settings each")
     args = parser.parse_args()
+    label = ("settled" if args.settle else f"{args.pace:g} s a batch") + (", loaded" if args.load else "")
     field = {}
     if (RESULTS / "quality_field.json").exists():
         field = {r["stream"]: r for r in json.loads((RESULTS / "quality_field.json").read_text())["rows"]}
+    load = multiprocessing.Process(target=_spin, daemon=True) if args.load else None
+    if load is not None:
+        load.start()
     rows = []
-    with tempfile.TemporaryDirectory() as folder, live_server(f"sqlite:///{folder}/live.db") as base:
-        for name, (log, _, when) in streams(args.quick).items():
-            if args.only and name not in args.only:
-                continue
-            row = run(base, name, log, when, args.pace, args.ladder)
-            for column in ("Elo, rate chosen on the first half", "best of the field"):
-                if name in field and two_sided(log).size == log.n_games:
-                    row[column] = field[name][column]
-            rows.append(row)
-            print(f"  {name}: {row['seconds']:.0f} s, {row['rule at the end']}", flush=True)
-    print("\nprequential log loss of the answers of the posts, a new ladder with the defaults at a live pace")
-    print("(lower is better); beside it bench/quality_field.py's Elo chosen on the first half and best of the field\n")
-    print("| stream | games | live, whole stream | live, second half | Elo, first half | best of the field |")
-    print("|---|---|---|---|---|---|")
+    try:
+        with (
+            tempfile.TemporaryDirectory() as folder,
+            live_server(f"sqlite:///{folder}/live.db") as base,
+            httpx.Client(base_url=base, timeout=120) as http,
+        ):
+            for name, (log, _, when) in streams(args.quick).items():
+                if args.only and name not in args.only:
+                    continue
+                row = {"stream": name, "games": log.n_games, "sides": int(np.diff(log.side_ptr).max())}
+                pace = None if args.settle else args.pace
+                row["ladders"] = [run(http, name, log, when, pace, settings) for settings in args.ladders]
+                row |= {column: field[name][column] for column in FIELD if column in field.get(name, {})}
+                rows.append(row)
+                cells = ", ".join(f"{r['live, second half']:.4f} in {r['seconds']:.0f} s" for r in row["ladders"])
+                print(f"  {name}: {cells}", flush=True)
+    finally:
+        if load is not None:
+            load.terminate()
+    print(f"\nprequential log loss of what the posts answered, second half of each stream ({label}; lower is better)")
+    print("beside bench/quality_field.py's Elo chosen on the first half and the field tuned in hindsight\n")
+    names = [json.dumps(s) if s else "defaults" for s in args.ladders]
+    print("| stream | games | " + " | ".join(names) + " | Elo, first half | best of the field | TrueSkill |")
+    print("|---|---|" + "---|" * (len(names) + 3))
     for r in rows:
-        elo, best = r.get("Elo, rate chosen on the first half"), r.get("best of the field")
-        cells = [f"{r['live, whole stream']:.4f}", f"{r['live, second half']:.4f}"]
-        cells += ["" if x is None else f"{x:.4f}" for x in (elo, best)]
+        cells = [f"{x['live, second half']:.4f}" for x in r["ladders"]]
+        cells += ["" if r.get(c) is None else f"{r[c]:.4f}" for c in FIELD[:2]]
+        cells.append(f"{r['TrueSkill']:.4f}" if r["sides"] > 2 and r.get("TrueSkill") is not None else "")
         print(f"| {r['stream']} | {r['games']:,} | " + " | ".join(cells) + " |")
     RESULTS.mkdir(exist_ok=True)
-    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "quick": args.quick, "pace": args.pace}
-    if args.ladder:  # beside the runs with other settings
-        path = RESULTS / "quality_live_settings.json"
-        kept = json.loads(path.read_text())["rows"] if path.exists() else []
-        ran = {r["stream"] for r in rows}
-        kept = [r for r in kept if r["ladder"] != args.ladder or r["stream"] not in ran]
-        rows = kept + [r | {"ladder": args.ladder} for r in rows]
-    path = RESULTS / ("quality_live_settings.json" if args.ladder else "quality_live.json")
-    path.write_text(json.dumps({"machine": machine, "rows": rows}, indent=2) + "\n")
+    path = RESULTS / "quality_live.json"
+    runs = json.loads(path.read_text()).get("runs", []) if path.exists() else []
+    machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "quick": args.quick}
+    here = {"pace": label, "machine": machine, "rows": rows}
+    kept = [r for r in runs if r["pace"] != label]
+    for r in runs:  # the other streams of an earlier run at this pace stay
+        if r["pace"] == label and args.only:
+            ran = {row["stream"] for row in rows}
+            here["rows"] = [row for row in r["rows"] if row["stream"] not in ran] + rows
+    path.write_text(json.dumps({"runs": [*kept, here]}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

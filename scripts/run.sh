@@ -14,7 +14,8 @@ if [ ! -f data/demo-write-key.txt ]; then
   # The ladder's first key is an admin key (settings, keys, deleting it); the office gets a write key to record games.
   $MELO create-ladder chess-demo --k 1 | .venv/bin/python -c "import json, sys; print(json.load(sys.stdin)['admin_key'])" > data/demo-admin-key.txt
   $MELO keys chess-demo create "make run" --role write | sed -n 's/.*shown only now: //p' > data/demo-write-key.txt
-  $MELO import chess-demo tests/data/chess_engines.json --format chess
+  # The server is up sooner without the auto refit the import makes due: the first posted games start it.
+  $MELO import chess-demo tests/data/chess_engines.json --format chess --no-refit
 fi
 PORT=${PORT:-8000}
 HOST=${HOST:-127.0.0.1}

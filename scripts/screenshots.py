@@ -7,7 +7,8 @@ singles and doubles games to 11 over the last five weeks, at lunch and after wor
 challenge; the browser is Grace's, "me"), and writes, with Debian's Chromium through Playwright:
 
 * ladder-desktop.png and profile-desktop.png at 1366×900,
-* ladder-phone.png and profile-phone.png at 390×844 (twice the pixels, as a phone shows them).
+* ladder-phone.png and profile-phone.png at 390×844 (twice the pixels, as a phone shows them),
+* ladder-desktop-dark.png: the ladder page as a system set to dark mode shows it.
 
 `--keep` leaves the server running afterwards and prints its address, to look at the ladder by hand.
 """
@@ -124,8 +125,9 @@ def shoot(base: str, key: str, out: Path) -> list[Path]:
     written = []
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        for size, options in SIZES.items():
-            context = browser.new_context(**options, locale="en-GB", timezone_id="Europe/London")
+        shots = [(size, options, "light") for size, options in SIZES.items()] + [("desktop", SIZES["desktop"], "dark")]
+        for size, options, scheme in shots:
+            context = browser.new_context(**options, locale="en-GB", timezone_id="Europe/London", color_scheme=scheme)
             # The key is saved, as in the browser of someone who records games.
             context.add_init_script(f"localStorage.setItem('melo-write-key:{SLUG}', '{key}')")
             context.add_init_script(f"localStorage.setItem('melo-me:{SLUG}', '{ME}')")
@@ -134,8 +136,11 @@ def shoot(base: str, key: str, out: Path) -> list[Path]:
             page.wait_for_selector("#board tbody tr[data-key]")
             page.wait_for_selector("#feed li.game", state="attached")
             page.wait_for_selector(".live[data-state=live]")
-            written.append(out / f"ladder-{size}.png")
+            written.append(out / f"ladder-{size}{'-dark' if scheme == 'dark' else ''}.png")
             page.screenshot(path=str(written[-1]))
+            if scheme == "dark":  # the ladder page shows what dark mode looks like
+                context.close()
+                continue
             page.goto(f"{base}/ladders/{SLUG}/players/grace")
             page.wait_for_selector("#rating-chart")
             expect(page.locator("#rivals-table td.chance", has_text="…")).to_have_count(0)

@@ -20,6 +20,9 @@ from devtools.pgbouncer import installed as pgbouncer_installed
 from devtools.postgres import PostgresServer
 from devtools.server import ADMIN_KEY, live_server
 
+# The helper modules' asserts explain their failures as the test modules' do (pytest rewrites only those).
+pytest.register_assert_rewrite("tests.helpers", "tests.api.helpers", "tests.rating.helpers")
+
 _counter = itertools.count()
 
 

@@ -81,8 +81,8 @@ def test_refit_identifiability_and_analyse_on_the_chess_data(tmp_path, monkeypat
     try:
         main(["migrate"])
         main(["create-ladder", "chess", "--k", "2"])
-        main(["import", "chess", str(DATA / "chess_engines.json"), "--format", "chess"])
-        capsys.readouterr()
+        main(["import", "chess", str(DATA / "chess_engines.json"), "--format", "chess", "--no-refit"])
+        assert "auto refit" not in capsys.readouterr().out
         main(["refit", "chess", "--select-k", "0", "1", "2", "--restarts", "2", "--choose-l2", "--apply"])
         out = capsys.readouterr().out
         assert "held-out log loss by k (0 = Elo; matchups held out" in out and "applied: checkpoint" in out
@@ -99,6 +99,39 @@ def test_refit_identifiability_and_analyse_on_the_chess_data(tmp_path, monkeypat
     with TestClient(create_app(Settings(database_url=url))) as client:
         audit = client.get("/v1/ladders/chess/audit").json()
         assert audit["consistent"] and audit["checkpoint_after_game"] == 7999
+
+
+def test_an_import_that_makes_an_auto_refit_due_chooses_the_rate_and_refits_before_it_ends(
+    tmp_path, monkeypatch, capsys
+):
+    """A ladder whose history arrives in one import is tuned when the import ends: the auto refit the policy then
+    asks for runs in the command, its rate choice first, as the server would have run it."""
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    monkeypatch.setenv("MELO_DATABASE_URL", url)
+    get_settings.cache_clear()
+    try:
+        main(["migrate"])
+        main(["import", "chess", str(DATA / "chess_engines.json"), "--format", "chess"])
+        out = capsys.readouterr().out
+        assert "its log makes auto refit 1 due: choosing the rate, then refitting" in out, out
+        assert re.search(
+            r"refit 1: its (log chose a new rate|rate was kept) .*; its refit (passed|was not applied)", out
+        )
+        main(["import", "pinned", str(DATA / "chess_engines.json"), "--format", "chess", "--no-auto-refit"])
+        main(["import", "later", str(DATA / "chess_engines.json"), "--format", "chess", "--no-refit"])
+        assert "auto refit" not in capsys.readouterr().out
+    finally:
+        get_settings.cache_clear()
+    with TestClient(create_app(Settings(database_url=url))) as client:
+        (job,) = client.get("/v1/ladders/chess/refits").json()["items"]
+        assert job["status"] in ("done", "rejected") and job["after_game"] == 7999 and job["params"]["auto"]
+        rate = job["result"]["rate"]
+        assert rate["games"] == 7999 and len(rate["candidates"]) > 20
+        ladder = client.get("/v1/ladders/chess").json()
+        assert (ladder["rate_choice"] is not None) == bool(rate["applied"])
+        assert client.get("/v1/ladders/chess/audit").json()["consistent"]
+        assert client.get("/v1/ladders/pinned/refits").json()["items"] == []
+        assert client.get("/v1/ladders/later/refits").json()["items"] == []
 
 
 def test_a_refused_command_prints_the_problem_without_a_traceback(tmp_path, monkeypatch, capsys):

@@ -28,7 +28,7 @@ from app.storage.players import REPLAY_LOCKS
 from devtools.game_load import Load, all_games
 from devtools.patroni import TIGHT, Cluster, missing
 from devtools.server import ADMIN_KEY, live_server
-from tests.test_harness_cwd import cwd, descendants, may_enter, owner, private_cwd
+from tests.helpers import cwd, descendants, may_enter, owner, private_cwd
 
 WHY = f"{missing()}: scripts/ensure-patroni.sh installs Debian's packages (make test does)"
 pytestmark = pytest.mark.skipif(missing() is not None, reason=WHY)

@@ -7,15 +7,8 @@ warned that they could not change back to it.  tests/test_failover.py starts its
 
 from __future__ import annotations
 
-import os
-import pwd
-import shutil
 import subprocess
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -24,57 +17,10 @@ from devtools.pgbouncer import PgBouncer
 from devtools.pgbouncer import installed as pgbouncer_installed
 from devtools.postgres import PostgresServer
 from devtools.replica import standby
+from tests.helpers import AS_ROOT, cwd, may_enter, owner, private_cwd
 
-AS_ROOT = os.geteuid() == 0
 #: What PostgreSQL's programs print when they cannot change back to the directory they were started in.
 CANNOT_CHANGE = "could not change directory"
-
-
-@contextmanager
-def private_cwd() -> Iterator[Path]:
-    """Run the block in a new directory of mode 700, as in a clone in a home directory: run as root, one the
-    postgres user may not enter (asserted, lest the test prove nothing)."""
-    folder = Path(tempfile.mkdtemp(prefix="melo-private-"))
-    folder.chmod(0o700)
-    if AS_ROOT:
-        assert not may_enter("postgres", folder), f"the postgres user may enter {folder}: the test would prove nothing"
-    before = os.getcwd()
-    os.chdir(folder)
-    try:
-        yield folder
-    finally:
-        os.chdir(before)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-def may_enter(user: str, folder: str | Path) -> bool:
-    """Whether ``user`` may change to ``folder`` (as root, by ``runuser``)."""
-    command = ["sh", "-c", 'cd "$1"', "sh", str(folder)]
-    as_user = ["runuser", "-u", user, "--"] if AS_ROOT and user != "root" else []
-    return subprocess.run([*as_user, *command], cwd="/", capture_output=True).returncode == 0
-
-
-def cwd(pid: int) -> Path | None:
-    """Process ``pid``'s working directory (None if it is gone)."""
-    try:
-        return Path(os.readlink(f"/proc/{pid}/cwd"))
-    except FileNotFoundError:
-        return None
-
-
-def owner(pid: int) -> str | None:
-    """The name of the user process ``pid`` runs as (None if it is gone)."""
-    try:
-        return pwd.getpwuid(os.stat(f"/proc/{pid}").st_uid).pw_name
-    except FileNotFoundError:
-        return None
-
-
-def descendants(pid: int) -> list[int]:
-    """The children of process ``pid``, theirs, and so on."""
-    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
-    children = [int(child) for child in found]
-    return children + [grandchild for child in children for grandchild in descendants(child)]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from app.core.config import Settings
 from app.core.migrate import upgrade
 from devtools.haproxy import HAPROXY, binary
 from devtools.server import ADMIN_KEY, free_port, wait_up
-from tests.api.test_crash import _all_games, game, start
+from tests.api.helpers import all_games, idempotent_game, start
 
 
 @pytest.fixture
@@ -63,7 +63,9 @@ def test_two_hosts_behind_a_load_balancer_lose_nothing_when_one_is_killed(postgr
                             errors.append(f"{idem}: never acknowledged")
                             return
                         try:
-                            r = http.post("/v1/ladders/crash/games", json=game(idem), headers={"Idempotency-Key": idem})
+                            r = http.post(
+                                "/v1/ladders/crash/games", json=idempotent_game(idem), headers={"Idempotency-Key": idem}
+                            )
                         except httpx.TransportError:
                             continue
                         if r.status_code == 201:
@@ -109,7 +111,7 @@ def test_two_hosts_behind_a_load_balancer_lose_nothing_when_one_is_killed(postgr
         assert reads[base_a] and set(reads[base_a]) == {200}
         assert reads[base_b] and set(reads[base_b]) == {200}
         with httpx.Client(base_url=base_b, headers=headers, timeout=30) as http:
-            stored = [g["id"] for g in _all_games(http)]
+            stored = [g["id"] for g in all_games(http)]
             assert len(stored) == len(set(stored)) == len(acknowledged)  # each once, none lost
             assert set(acknowledged.values()) == set(stored)
             assert http.get("/v1/ladders/crash/audit").json()["consistent"]

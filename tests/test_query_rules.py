@@ -37,10 +37,9 @@ from app.core.db import Database
 from app.main import create_app
 from app.storage import sql as driver
 from app.storage.tables import Base, Refit
-from tests.api.test_analysis import wait
-from tests.api.test_backups import export
+from tests.api.helpers import export, wait
 from tests.conftest import admin, bearer
-from tests.test_schema_rules import REFERENCE
+from tests.helpers import REFERENCE
 
 #: The tables of ladder data: all but the reference tables (``ladders`` is distributed by its own id).
 TABLES = set(Base.metadata.tables) - REFERENCE
@@ -346,11 +345,13 @@ def test_every_statement_on_ladder_data_names_its_ladder(statements, client, cli
 
 #: Where the app takes the driver's own cursor or connection, past SQLAlchemy's events: (file, function).  Each
 #: statement there is recorded by the wrappers above (``fetch`` runs those of
-#: :class:`app.core.async_reads.AsyncReads`), or runs none on ladder data (SQLite's pragmas, on each new connection).
+#: :class:`app.core.async_reads.AsyncReads`), or runs none on ladder data (SQLite's pragmas, on each new connection;
+#: the ``COPY`` of rows into a scratch table, whose ``UPDATE … FROM`` goes through SQLAlchemy).
 RAW = {
     ("app/core/db.py", "_on_connect"),
     ("app/core/db.py", "fetch"),
     ("app/core/async_reads.py", "_take"),
+    ("app/storage/sql.py", "_copied"),
     ("app/storage/sql.py", "driver_chunks"),
     ("app/storage/sql.py", "driver_fetchall"),
 }

@@ -6,22 +6,7 @@ the suite, run on two workers at once."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def run_scale(url: str, players: int, cap_gb: float) -> dict:
-    cmd = [sys.executable, "-m", "tests.scale", url, str(players), str(cap_gb)]
-    # One BLAS thread: its buffers, reserved per core, would make the cap depend on the machine's cores.
-    env = os.environ | {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    done = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.splitlines()[-1])
+from tests.helpers import run_scale
 
 
 def test_40000_players_refit_and_report_in_1_5_gb(tmp_path):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from devtools.postgres import PostgresServer
-from tests.test_scale import run_scale
+from tests.helpers import run_scale
 
 
 def test_the_same_on_postgresql(postgres: PostgresServer):

@@ -21,12 +21,10 @@ import importlib
 from sqlalchemy import create_engine, inspect
 
 from app.core.config import Settings
+from tests.helpers import REFERENCE
 
 migration = importlib.import_module("migrations.versions.0029_keys_by_ladder")
 
-#: Tables of no ladder, replicated to every node as they are: the migrations' version, and the slugs (unique
-#: across ladders, which a table spread by ladder could not keep; migration 0031).
-REFERENCE = {"alembic_version", "ladder_slugs"}
 #: What breaks the rules today, on each database: (table, what).  On PostgreSQL, nothing.  SQLite keeps its
 #: tables keyed by their own ids (it counts ids up only for a lone ``INTEGER PRIMARY KEY``) and its slugs unique
 #: in ``ladders`` too: a SQLite database is one file, never distributed.

@@ -69,7 +69,15 @@ def _check(db: Database, ladder_id: int) -> None:
 
 
 def start_if_due(db: Database, ladder_id: int) -> int | None:
-    """Start an auto refit if the policy says so; return its id.
+    """Start an auto refit if the policy says so; return its id."""
+    job_id = record_if_due(db, ladder_id)
+    if job_id is not None:
+        refit_jobs.submit(db, ladder_id, job_id)
+    return job_id
+
+
+def record_if_due(db: Database, ladder_id: int) -> int | None:
+    """Record a queued auto refit if the policy says so, for the caller to run; its id.
 
     The policy is read in a read transaction: the write transaction that
     records a job (and, on SQLite, holds the writer's lock) happens only when
@@ -84,11 +92,14 @@ def start_if_due(db: Database, ladder_id: int) -> int | None:
             return None
         ladder, games, compared = due
         params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True, tune_rate=ladder.auto_rate)
+        # The log as it is now, however long the job waits for its turn: what it fits, chooses and applies does not
+        # depend on how busy the server is.
+        upto = storage.as_of.last_game(session, ladder_id)
         try:
-            job_id = refit_jobs.start_refit(session, ladder, params, log_games=games, log_comparisons=compared).id
+            job = refit_jobs.start_refit(session, ladder, params, log_games=games, log_comparisons=compared, upto=upto)
+            job_id = job.id
         except TooManyRequests:  # the queue is full: the policy asks again as the log grows
             return None
-    refit_jobs.submit(db, ladder.id, job_id)
     return job_id
 
 

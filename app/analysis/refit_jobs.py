@@ -40,9 +40,11 @@ def start_refit(
     params: RefitIn,
     log_games: int | None = None,
     log_comparisons: int | None = None,
+    upto: int | None = None,
 ) -> Refit:
-    """Record a queued refit (an auto refit with the log's games and comparisons then: its schedule's measure); the
-    caller commits, then :func:`submit` runs it."""
+    """Record a queued refit (an auto refit with the log's games and comparisons then: its schedule's measure, and
+    its last game ``upto``, the log it fits however long it waits); the caller commits, then :func:`submit` runs
+    it."""
     if params.select_k and max(params.select_k) > ladder.k:
         raise InvalidInput(
             f"select_k: at most the ladder's k = {ladder.k}",
@@ -66,7 +68,7 @@ def start_refit(
     if storage.refits.active(session, None, *since) >= MAX_ACTIVE:
         raise TooManyRequests(f"The server has {MAX_ACTIVE} refits queued or running; wait for one to finish.")
     params_json = params.model_dump(mode="json")
-    return storage.refits.insert(session, ladder.id, params_json, jobs.owner(), log_games, log_comparisons)
+    return storage.refits.insert(session, ladder.id, params_json, jobs.owner(), log_games, log_comparisons, upto)
 
 
 def recover(db: Database) -> list[int]:

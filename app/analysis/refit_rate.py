@@ -6,12 +6,13 @@ import dataclasses
 import math
 from datetime import UTC, datetime
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from app import rating, storage
 from app.core.ladder import LadderRow
 from app.domain.rerating import Prepared, lock_ladder, replay_log, replay_prepared
-from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate, prequential_losses
 from app.storage.log import LadderLog
 from app.storage.tables import Refit
 
@@ -62,6 +63,40 @@ def rate_choice(ladder: LadderRow, state: LadderLog, progress) -> dict:
         "applied": False,
         "candidates": rows,
     }
+
+
+def live_check(session: Session, ladder: LadderRow, rate: dict, upto: int) -> dict:
+    """A changed rate choice (:func:`rate_choice`) checked as the ladder would run it, in a read snapshot
+    (``session``): given the rate, the ladder replays its log from its latest checkpoint (a refit's fitted
+    vectors) with the state each player carries there under the new rule (under the variance rule, the variances
+    the checkpoint kept: none, a newcomer's, if it was taken under the other rule), not from the initial vectors
+    the choice scored it from.  So the new rule, replayed that way up to game ``upto`` (the choice's last), must
+    predict the games since the checkpoint better than the ladder's own rule replayed the same way (the ratings and
+    forecasts the ladder holds: every change of its rule replays from the checkpoint); else the choice is kept as a
+    report, not applied (``changed`` false).  ``live`` in the answer gives both losses.  Without a
+    checkpoint (or with a season's pull since it, which the replay pulls again) the ladder replays from the
+    initial vectors: what was scored."""
+    latest = storage.refits.latest_checkpoint(session, ladder.id)
+    if not rate["changed"] or latest is None or storage.seasons.pulls(session, ladder.id, latest.after_game_id):
+        return rate
+    served = storage.log.read(session, ladder, upto=upto)
+    if served.log.n_games == 0:
+        return rate
+    chosen = dataclasses.replace(ladder, **rate_settings(rate, ladder))
+    per = float(np.add.reduceat(served.log.pair_weight, served.log.pair_ptr[:-1]).mean())  # a loss per comparison
+    before = _replayed_loss(ladder, served) / per
+    after = _replayed_loss(chosen, storage.log.read(session, chosen, upto=upto)) / per
+    live = {"after_game_id": latest.after_game_id, "games": served.log.n_games, "log_loss": after}
+    live |= {"previous_log_loss": before, "held": after < before}
+    return rate | {"live": live, "changed": after < before}
+
+
+def _replayed_loss(ladder: LadderRow, part: LadderLog) -> float:
+    """The mean log loss per game of the ladder's rule replayed over ``part`` from its start state, as the ladder's
+    own replay from there (:mod:`app.domain.rerating`) rates them."""
+    rule = ladder.learning_rate()
+    losses = prequential_losses(part.start, part.log, rule, part.start_seats, part.times, part.start_games)
+    return float(losses.mean())
 
 
 def _elo_noise(row: dict) -> float | None:

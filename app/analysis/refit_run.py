@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.analysis.refit_apply import apply_refit, prepared_replay
 from app.analysis.refit_guard import guard_verdict
-from app.analysis.refit_rate import apply_rate_first, rate_choice, rate_settings
+from app.analysis.refit_rate import apply_rate_first, live_check, rate_choice, rate_settings
 from app.analysis.reports import identifiability_summary
 from app.analysis.schemas import RefitIn
 from app.core import jobs
@@ -39,7 +39,7 @@ logger = logging.getLogger("melo")
 PROGRESS_EVERY = 0.5
 
 
-def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> None:
+def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> None:  # noqa: C901, PLR0915 (issue 62: to split)
     """Fit the ladder's refit ``refit_id``, check identifiability of the fit, store the result (also used by
     ``melo refit``).
 
@@ -50,8 +50,10 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         job = storage.refits.get(session, ladder_id, refit_id)
         ladder = storage.ladders.by_id(session, job.ladder_id)
         params = RefitIn.model_validate(job.params)
-        state = storage.log.read(session, ladder, from_start=True)  # every game up to state.last_game_id
-        recent = storage.log.read(session, ladder) if params.auto else None  # from the latest checkpoint
+        # An auto refit's log ends where it did when the refit was due (``after_game_id``, set when it was queued).
+        upto = job.after_game_id if params.auto and job.after_game_id is not None else storage.log.END
+        state = storage.log.read(session, ladder, from_start=True, upto=upto)  # every game up to state.last_game_id
+        recent = storage.log.read(session, ladder, upto=upto) if params.auto else None  # from the latest checkpoint
         # The seasons that closed by its last game (those after it are pulled again by the replay from it).
         pulls = [(b, p) for b, p in storage.seasons.pulls(session, ladder.id) if b <= state.last_game_id]
     if not _advance(db, ladder_id, refit_id, "queued", status="running", after_game_id=state.last_game_id):
@@ -86,6 +88,9 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         return lambda done, total: report(n * total + done, len(parts) * total)
 
     rate = rate_choice(ladder, state, part("rate")) if params.tune_rate else None
+    if rate is not None and rate["changed"]:  # as the ladder would run it: from its latest checkpoint
+        with db.snapshot() as session:
+            rate = live_check(session, ladder, rate, state.last_game_id)
     if params.auto and rate is not None and rate["changed"]:  # at once, not after the fit (apply_rate_first)
         at_rate = prepared_replay(db, ladder_id, None, rate_settings(rate, ladder))  # replayed holding no lock
         applied = jobs.at_server_priority(

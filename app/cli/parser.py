@@ -8,6 +8,8 @@ from importlib.metadata import version
 from app.analysis.schemas import RefitIn
 from app.ladders.schemas import LadderCreate
 
+Commands = argparse._SubParsersAction  # what add_subparsers returns
+
 
 def _ladder_arguments(parser: argparse.ArgumentParser, note: str = "") -> None:
     parser.add_argument("--k", type=int, default=LadderCreate.model_fields["k"].default, help="discs" + note)
@@ -31,14 +33,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--database", metavar="URL", help="the database to open (default: MELO_DATABASE_URL, else ./data/melo.db)"
     )
     sub = parser.add_subparsers(dest="command", required=True)
+    _server_commands(sub)
+    _ladder_commands(sub)
+    _transfer_commands(sub)
+    _analysis_commands(sub)
+    return parser
+
+
+def _server_commands(sub: Commands) -> None:
     serve = sub.add_parser("serve", help="run the HTTP server")
     serve.add_argument("--host", default="127.0.0.1", help="0.0.0.0: every interface (the office network)")
     serve.add_argument("--port", type=int, default=8000)
     serve.add_argument("--workers", type=int, default=1)
     sub.add_parser("migrate", help="bring the database schema up to date")
-    create = sub.add_parser("create-ladder", help="create a ladder and print its admin key")
-    create.add_argument("slug")
-    _ladder_arguments(create)
+
+
+def _transfer_commands(sub: Commands) -> None:
     imp = sub.add_parser(
         "import",
         help="import games into a ladder (created if it does not exist), in order, all or nothing; or restore an "
@@ -47,12 +57,21 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("ladder")
     imp.add_argument("file")
     imp.add_argument("--format", choices=["jsonl", "chess", "football", "teams"], default="jsonl")
+    imp.add_argument(
+        "--no-refit",
+        dest="refit",
+        action="store_false",
+        help="leave the ladder's auto refit (and its rate choice), if the import makes one due, to the server",
+    )
     _ladder_arguments(imp, " (a ladder the import creates)")
     export = sub.add_parser("export", help="write a ladder's export (NDJSON), to restore with `melo import`")
     export.add_argument("ladder")
     export.add_argument("--output", "-o", default="-", help="file to write (default: standard output)")
     backup = sub.add_parser("backup", help="copy the SQLite database to FILE while the server runs")
     backup.add_argument("file")
+
+
+def _analysis_commands(sub: Commands) -> None:
     refit = sub.add_parser("refit", help="maximum-likelihood refit of a ladder's log, with a report")
     refit.add_argument("ladder")
     refit.add_argument("--select-k", type=int, nargs="+", help="choose k among these by held-out loss (0 = Elo)")
@@ -70,6 +89,12 @@ def build_parser() -> argparse.ArgumentParser:
     analyse = sub.add_parser("analyse", help="intransitivity and the canonical discs of a ladder (mathematics §12)")
     analyse.add_argument("ladder")
     analyse.add_argument("--top", type=int, default=10)
+
+
+def _ladder_commands(sub: Commands) -> None:
+    create = sub.add_parser("create-ladder", help="create a ladder and print its admin key")
+    create.add_argument("slug")
+    _ladder_arguments(create)
     sub.add_parser("ladders", help="list the ladders: slug, players, games")
     board = sub.add_parser("leaderboard", help="a ladder's leaderboard")
     board.add_argument("ladder")
@@ -92,4 +117,3 @@ def build_parser() -> argparse.ArgumentParser:
     rename.add_argument("ladder")
     rename.add_argument("key")
     rename.add_argument("name")
-    return parser

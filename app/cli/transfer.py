@@ -12,6 +12,7 @@ from pathlib import Path
 from sqlalchemy import make_url
 
 from app import storage
+from app.analysis import auto, refit_run
 from app.backups import service as backups
 from app.cli.formats import is_export, parse_games
 from app.cli.ladders import ladder_options
@@ -102,3 +103,37 @@ def cmd_import(args: argparse.Namespace) -> None:
         f"imported {len(games):,} games into {args.ladder!r} in {seconds:.1f} s ({len(games) / seconds:,.0f} games/s);"
         f" it has {players:,} players and {counted:,} games"
     )
+    if args.refit:
+        _auto_refit(ladder.id, args.ladder)
+
+
+def _auto_refit(ladder_id: int, slug: str) -> None:
+    """The auto refit the import made due, run here, so that a ladder whose history arrives in one import is tuned
+    when it ends: its rate choice first (applied at once where it pays), then the guarded refit (mathematics §9)."""
+    db = Database.from_settings(get_settings())
+    try:
+        job_id = auto.record_if_due(db, ladder_id)
+        if job_id is None:
+            return
+        print(f"its log makes auto refit {job_id} due: choosing the rate, then refitting (--no-refit leaves it)")
+        bar = ProgressBar()
+        refit_run.run_refit(db, ladder_id, job_id, progress=lambda done, total: bar("refitting", done, total))
+        with db.reading() as session:
+            job = storage.refits.get(session, ladder_id, job_id)
+            ladder = storage.ladders.by_id(session, ladder_id)
+    finally:
+        db.dispose()
+    rate = (job.result or {}).get("rate") or {}
+    if rate.get("applied"):
+        rule = f"{ladder.rate_rule} rule, eta {ladder.eta:g}" + (
+            f", noise {ladder.noise:g} Elo" if ladder.rate_rule == "variance" else f", eta_tau {ladder.eta_tau}"
+        )
+        said = f"its log chose a new rate ({rule}; log loss {rate['log_loss']:.4f}, "
+        said += f"{rate['previous_log_loss']:.4f} before)"
+    else:
+        said = "its rate was kept (no other predicted its log better by more than the noise)"
+    fit = {
+        "done": "its refit passed its guard and was applied",
+        "rejected": "its refit was not applied (it did not predict the latest games better than the ratings did)",
+    }.get(job.status, f"its refit {job.status}: {job.error}")
+    print(f"refit {job_id}: {said}; {fit} (GET /v1/ladders/{slug}/refits/{job_id} has its report)")

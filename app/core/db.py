@@ -25,7 +25,6 @@ from app.core.async_reads import AsyncReads
 from app.core.config import Settings
 from app.core.fair_lock import FairLock
 from app.core.postgresql import RETRYABLE, postgresql_engine, sqlstate
-from app.core.replicas import Replica
 
 T = TypeVar("T")
 #: SQLite page cache per connection (KiB), allocated only as used: large writes
@@ -101,22 +100,12 @@ class Database:
             read = _sqlite_engine(url, False, sync, SQLITE_READ_CACHE_KIB)
             write = _sqlite_engine(url, True, sync)
             return cls(read, write, "sqlite", FairLock())
-        return cls._postgresql(url, settings.transaction_pooler, settings)
+        return cls.postgresql(url, settings.transaction_pooler, settings)
 
     @classmethod
-    def replicas(cls, settings: Settings, primary: Database) -> list[Replica]:
-        """The streaming replicas of ``MELO_READ_DATABASE_URL`` (PostgreSQL only) of the ``primary``."""
-        if settings.replica_urls and settings.is_sqlite:
-            raise RuntimeError("MELO_READ_DATABASE_URL names PostgreSQL replicas: the primary must be PostgreSQL too.")
-        found = []
-        for number, (url, pooled) in enumerate(settings.replica_urls, 1):
-            replica = cls._postgresql(url, pooled, settings, bounded=True)
-            replica.primary = primary
-            found.append(Replica(replica, settings.read_max_lag, number))
-        return found
-
-    @classmethod
-    def _postgresql(cls, url: str, pooled: bool, settings: Settings, bounded: bool = False) -> Database:
+    def postgresql(cls, url: str, pooled: bool, settings: Settings, bounded: bool = False) -> Database:
+        """A PostgreSQL database at ``url`` (``pooled``: behind a transaction pooler; ``bounded``: its point reads
+        give up after a bound, as a replica's do)."""
         engine = postgresql_engine(url, pooled, settings)
         reads = AsyncReads(engine.url, pooled=pooled, bounded=bounded)
         return cls(engine, engine, "postgresql", async_reads=reads, transaction_pooler=pooled)

@@ -61,6 +61,9 @@ class LadderRow:
     #: A season closes by itself every ``month`` or ``quarter`` (UTC), with the pull ``season_pull``; None: never.
     season_every: str | None
     season_pull: float
+    #: The version of the latest rewrite of most players' ratings, whose rows keep their version stamps: copies of
+    #: the players older than it are read anew (:func:`app.storage.players.save_vectors`).
+    rewritten_version: int = 0
     #: Alias -> the key of the player it leads to (not a column: :mod:`app.storage.aliases`).
     aliases: Mapping[str, str] = field(default_factory=dict)
 

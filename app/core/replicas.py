@@ -6,15 +6,13 @@ import asyncio
 import logging
 import time
 from collections import deque
-from typing import TYPE_CHECKING
 
 import psycopg
 from sqlalchemy.exc import DBAPIError
 
+from app.core.config import Settings
+from app.core.db import Database
 from app.core.metrics import REPLICA_READ
-
-if TYPE_CHECKING:
-    from app.core.db import Database
 
 log = logging.getLogger("melo")
 
@@ -103,3 +101,15 @@ def _lsn(text: str) -> int:
     """A PostgreSQL log position (``16/B374D848``) as a number."""
     high, low = text.split("/")
     return (int(high, 16) << 32) + int(low, 16)
+
+
+def replicas_of(settings: Settings, primary: Database) -> list[Replica]:
+    """The streaming replicas of ``MELO_READ_DATABASE_URL`` (PostgreSQL only) of the ``primary``."""
+    if settings.replica_urls and settings.is_sqlite:
+        raise RuntimeError("MELO_READ_DATABASE_URL names PostgreSQL replicas: the primary must be PostgreSQL too.")
+    found = []
+    for number, (url, pooled) in enumerate(settings.replica_urls, 1):
+        replica = Database.postgresql(url, pooled, settings, bounded=True)
+        replica.primary = primary
+        found.append(Replica(replica, settings.read_max_lag, number))
+    return found

@@ -275,9 +275,11 @@ def catch_up(session: Session, prepared: Prepared) -> int:
 
 
 #: The memberships whose history one transaction of :func:`write_ahead` writes (on SQLite every other write waits
-#: for it: some 50 ms), and the time it then leaves the writer to the others, as a share of the time it took.
+#: for it: some 50 ms), and the time it then leaves the writer to the others, as a share of the time it took (on
+#: PostgreSQL, a quarter: the posts wait only for the ladder's row, taken by its last statement, and the rest
+#: leaves them the server process's interpreter, which its threads share).
 AHEAD_ROWS = 10_000
-AHEAD_REST = 1.0
+AHEAD_REST = {"sqlite": 1.0, "postgresql": 0.25}
 #: The share of a request's remaining time (a ``PATCH``, a refit's apply, a void) left to its switch: the rests of
 #: its write-ahead shrink so that it is written by then.
 SWITCH_SHARE = 0.2
@@ -320,14 +322,14 @@ def write_ahead(db: Database, prepared: Prepared | None, until: float | None = N
         if took is None:
             return
         left -= 1
-        time.sleep(rest_after(took, left, until, time.monotonic()))
+        time.sleep(rest_after(took, left, until, time.monotonic(), AHEAD_REST[db.dialect]))
 
 
-def rest_after(took: float, left: int, until: float | None, now: float) -> float:
-    """The posts' turn after a write ahead that took ``took`` seconds, with ``left`` more to come: as long as the
+def rest_after(took: float, left: int, until: float | None, now: float, share: float = 1.0) -> float:
+    """The posts' turn after a write ahead that took ``took`` seconds, with ``left`` more to come: ``share`` of the
     write (:data:`AHEAD_REST`), or shorter so that the writes, each as long, end by ``until``; as long again if
     they cannot end by then even without rests (the request's answer is late anyway: the posts keep their turn)."""
-    rest = took * AHEAD_REST
+    rest = took * share
     spare = None if until is None else until - now - left * took
     return rest if spare is None or spare < 0 else min(rest, spare / (left + 1))
 
@@ -463,7 +465,12 @@ def write_prepared(session: Session, ladder: LadderRow, prepared: Prepared) -> i
         _write_players(session, ladder, prepared, prepared.player_ids)
     else:
         _save_state(session, ladder, prepared.player_ids, prepared.C, prepared.experience)
-        storage.ladder_state.recount_field(session, ladder)
+        # Its players are the ladder's as the replay read them and those named since (none leaves the ladder but by
+        # a merge, which makes it stale): as many as the ladder has, they are all, and their sum is at hand.
+        if len(prepared.player_ids) == storage.ladders.sizes(session, ladder.id)[0]:
+            storage.ladder_state.save_field(session, ladder.id, prepared.C.sum(axis=0), len(prepared.player_ids))
+        else:
+            storage.ladder_state.recount_field(session, ladder)
     seats = prepared.seats
     if seats is not None and prepared.keys is not None:  # a void's: the seats it does not reach stay as they are
         seats, index = storage.ladder_state.seat_state(session, ladder), ladder.seat_index()
@@ -551,7 +558,6 @@ def _write_history(
     log, game_ids = part.log, part.game_ids[lo:hi]
     old = storage.ladders.draw_counts(session, ladder.id, int(game_ids[0]), int(game_ids[-1]))
     new = rating.two_sided_draws_apart(log.side_ptr, history.actual, history.expected, [lo, hi])[0]
-    storage.ladders.count(session, ladder.id, draws=new[0] - old[0], draw_room=new[1] - old[1])
     if part.start_seats is not None:
         states = storage.games.seat_states(log, history, ladder.seats or [], games)
         storage.games.rewrite_seat_states(session, ladder.id, game_ids.tolist(), states)
@@ -568,6 +574,8 @@ def _write_history(
         history.expected[sides],
         None if history.member_variance is None else history.member_variance[members],
     )
+    # Last: a game commit waits for the ladder's row, which this takes (on PostgreSQL, not for the rows above).
+    storage.ladders.count(session, ladder.id, draws=new[0] - old[0], draw_room=new[1] - old[1])
 
 
 def _save_state(session: Session, ladder: LadderRow, ids: np.ndarray, C: np.ndarray, state: np.ndarray) -> None:
@@ -640,9 +648,10 @@ def after_rewrites(db: Database, ladder_id: int, until: float | None) -> None:
 
 def ready(db: Database, prepared: Prepared | None, until: float | None) -> Prepared | None:
     """A prepared replay caught up with the games committed while it replayed, in read snapshots, and written
-    ahead (:func:`write_ahead`), then caught up and written ahead again with the games committed meanwhile (no more
-    once ``until``, a request's deadline coming, has passed): the switch (:func:`switch`) writes those committed
-    since."""
+    ahead (:func:`write_ahead`), then caught up and written ahead again with the games committed meanwhile: the
+    switch (:func:`switch`) writes those committed since, a few.  Also past ``until`` (a request's deadline
+    coming): a write ahead that outlasted it would otherwise leave the switch every game posted meanwhile to replay
+    under the ladder's locks (30,000 after 50 s at 600 posts a second: seconds of every post held)."""
     for _ in range(CATCH_UP_ROUNDS):
         if prepared is None:
             break
@@ -652,7 +661,7 @@ def ready(db: Database, prepared: Prepared | None, until: float | None) -> Prepa
     write_ahead(db, prepared, until)
     for _ in range(CATCH_UP_ROUNDS):  # the games committed while it was written: written ahead too
         done = prepared is not None and prepared.rewrite is not None and prepared.written == len(prepared.parts)
-        if not done or (until is not None and time.monotonic() > until):
+        if not done:
             break
         with db.snapshot() as session:
             caught = catch_up(session, prepared)

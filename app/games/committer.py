@@ -54,8 +54,8 @@ logger = logging.getLogger("melo")
 MAX_GAMES = 500
 #: How often (seconds) the writer deletes expired idempotency records.
 EXPIRY_EVERY = 600.0
-#: Under load, how long a writer may wait for the next group to fill up (seconds), and how often it looks.
-LINGER, LINGER_STEP = 0.002, 0.0005
+#: Under load, how long a writer may wait for the next group to fill up (seconds).
+LINGER = 0.002
 #: PostgreSQL: how long a group waits for a row lock another transaction holds before its ladders go alone.
 LOCK_WAIT = "200ms"
 
@@ -88,6 +88,8 @@ class GroupCommitter:
         self.busy: set[str] = set()
         self.tasks: list[asyncio.Task] = []
         self.wake: asyncio.Event | None = None
+        #: The writers waiting for the next group to fill up: how many posts each waits for, and its wake-up.
+        self.lingering: list[tuple[int, asyncio.Future]] = []
         self.executor = ThreadPoolExecutor(max_workers=self.writers, thread_name_prefix="melo-writer")
         self.on_commit = on_commit
         #: Idempotency records older than this are deleted by the writer, at most every EXPIRY_EVERY seconds.
@@ -108,6 +110,11 @@ class GroupCommitter:
         future = asyncio.get_running_loop().create_future()
         self.lanes.setdefault(post.slug, Lane()).posts.append((post, future))
         self.wake.set()
+        if self.lingering:
+            waiting = self._waiting()
+            for enough, filled in self.lingering:
+                if waiting >= enough and not filled.done():
+                    filled.set_result(None)
         return await future
 
     def _waiting(self) -> int:
@@ -144,10 +151,8 @@ class GroupCommitter:
                 continue
             # Under load (the last group had company), the clients it answered are sending their next posts:
             # waiting a moment for them makes one commit of the next group instead of one for its first post.
-            waited = 0.0
-            while last_size > 1 and self._waiting() + 1 < last_size // 2 and waited < LINGER:
-                await asyncio.sleep(LINGER_STEP)
-                waited += LINGER_STEP
+            if last_size > 1 and self._waiting() + 1 < last_size // 2:
+                await self._linger(loop, last_size // 2 - 1)
             group, taken, alone = self._take()
             if not group:  # every ladder waiting is another writer's now
                 self.wake.clear()
@@ -160,27 +165,49 @@ class GroupCommitter:
                 outcomes = await loop.run_in_executor(self.executor, self.commit, posts, bounded)
             except BaseException as exc:  # the loop must survive whatever happens to one group
                 outcomes = [exc] * len(group)
-            if outcomes is None:  # it waited too long for a lock: back in front, each ladder next alone
-                for post, future in reversed(group):
-                    self.lanes[post.slug].posts.appendleft((post, future))
-                for slug in taken:
-                    self.lanes[slug].alone = True
-            else:
-                for slug in taken:
-                    self.lanes[slug].alone = False
-                for (_, future), outcome in zip(group, outcomes, strict=True):
-                    if future.done():  # the client went away
-                        continue
-                    if isinstance(outcome, BaseException):
-                        future.set_exception(outcome)
-                    else:
-                        future.set_result(outcome)
+            self._answer(group, taken, outcomes)
             self.busy.difference_update(taken)
             for slug in taken:
                 if not self.lanes[slug].posts:
                     del self.lanes[slug]
             if self._waiting():
                 self.wake.set()
+
+    def _answer(
+        self,
+        group: list[tuple[Post, asyncio.Future]],
+        taken: list[str],
+        outcomes: list[dict | BaseException] | None,
+    ) -> None:
+        """Each post of a committed group its answer or its problem; a group that waited too long for a lock
+        (``outcomes`` None) back in front of its lanes, each ladder next alone."""
+        if outcomes is None:
+            for post, future in reversed(group):
+                self.lanes[post.slug].posts.appendleft((post, future))
+            for slug in taken:
+                self.lanes[slug].alone = True
+            return
+        for slug in taken:
+            self.lanes[slug].alone = False
+        for (_, future), outcome in zip(group, outcomes, strict=True):
+            if future.done():  # the client went away
+                continue
+            if isinstance(outcome, BaseException):
+                future.set_exception(outcome)
+            else:
+                future.set_result(outcome)
+
+    async def _linger(self, loop: asyncio.AbstractEventLoop, enough: int) -> None:
+        """Wait until ``enough`` posts wait (:meth:`submit` wakes it) or :data:`LINGER` has passed."""
+        filled = loop.create_future()
+        entry = (enough, filled)
+        timer = loop.call_later(LINGER, lambda: filled.done() or filled.set_result(None))
+        self.lingering.append(entry)
+        try:
+            await filled
+        finally:
+            timer.cancel()
+            self.lingering.remove(entry)
 
     def commit(self, posts: list[Post], bounded: bool = False) -> list[dict | BaseException] | None:
         """Apply the posts in one transaction, or, if that fails, one transaction each.  ``bounded``: on

@@ -156,8 +156,9 @@ def resolve_players(ladder: LadderRow, post: Post) -> None:
                 if folded != key and player == folded:
                     post.names.setdefault(player, key)
                 players.append(player)
-            sides.append(side.model_copy(update={"players": players}))
-        games.append(game.model_copy(update={"sides": sides}))
+            sides.append(side if players == side.players else side.model_copy(update={"players": players}))
+        same = all(new is old for new, old in zip(sides, game.sides, strict=True))
+        games.append(game if same else game.model_copy(update={"sides": sides}))
     post.games = games
 
 

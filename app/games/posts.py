@@ -25,8 +25,8 @@ from app.games.schemas import GameIn
 
 @dataclass
 class Group:
-    """What a group of posts came to: one outcome per post, and the games applied per ladder (and the pairs of
-    sides they compare, where they count)."""
+    """What a group of posts came to: one outcome per post, and the games applied per ladder (and, on a ladder that
+    refits itself, the pairs of sides they compare, where they count: what its auto refit's policy counts)."""
 
     outcomes: list[dict | Problem]
     applied: dict[int, int] = field(default_factory=dict)
@@ -56,7 +56,7 @@ class Committed(dict):
         self.ladder_version = ladder_version
 
 
-def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
+def apply_posts(session: Session, posts: Sequence[Post]) -> Group:  # noqa: C901, PLR0915 (issue 62: to split)
     """Apply every valid post, in order, inside the caller's transaction.
 
     Each post is checked on its own (ladder, key, idempotency record,
@@ -166,7 +166,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:
             if post.record_key is not None:
                 records.append((ladder_id, post.record_key, post.digest, outcomes[n]))
         group.applied[ladder_id] = len(applied.games)
-        if applied.counted is not None:
+        if applied.counted is not None and ladder.auto_refit:
             group.compared[ladder_id] = applied.counted[1]
         if applied.written is not None:
             group.written[ladder_id] = applied.written

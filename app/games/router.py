@@ -7,11 +7,12 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Header, Path, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import AfterValidator
+from starlette.datastructures import State
 
 from app.core import deadline
 from app.core.errors import LADDER_ACCESS, InvalidInput, problems
 from app.core.schemas import MAX_ID, Page, printable
-from app.domain.access import ladder_and_key, readable
+from app.domain.access import Caller, ladder_and_key, readable
 from app.domain.rerating import SWITCH_SHARE, prepared_void, switch
 from app.games import listing, voiding
 from app.games.intake import Post, Replayed, request_hash
@@ -69,14 +70,20 @@ def _one_key(request: Request, key: str | None) -> str | None:
 @router.post("", status_code=201, response_model=GameOut, responses=problems(401, 403, 404, 409, 413, 422) | POSTED)
 async def post_game(
     slug: str, game: GameIn, caller: CallerDep, request: Request, idempotency_key: IdempotencyKey = None
-) -> JSONResponse:
+) -> Response:
     """Record a game and apply the normalised mElo update to its participants (mathematics §3-§6).
 
     Posts that arrive together are applied in one transaction (group commit); each gets its own response or
     error, and is answered only once its game is committed.
     """
-    post = Post(slug, caller, [game], _one_key(request, idempotency_key), request_hash(game), batch=False)
-    return _answer(await request.app.state.committer.submit(post))
+    return await post_one(request.app.state, slug, caller, game, _one_key(request, idempotency_key))
+
+
+async def post_one(state: State, slug: str, caller: Caller, game: GameIn, key: str | None) -> Response:
+    """One game posted, as the route and its fast path (:mod:`app.games.fast_path`) post it: its answer once its
+    group has committed; raises its problem."""
+    post = Post(slug, caller, [game], key, request_hash(game), batch=False)
+    return _answer(await state.committer.submit(post))
 
 
 @router.post(

@@ -45,14 +45,15 @@ async def readable_until(db: Database, slug: str, caller: Caller) -> tuple[Ladde
         raise NotFound(f"There is no ladder {slug!r}.")
     if now[2] > found.reset_version:  # a change this process's copy cannot follow (a merge, a new learning rate)
         found = await anyio.to_thread.run_sync(load)
-    version, private, reset_version = now
+    version, private, reset_version, rewritten_version = now
     expires = None
     allowed = await read_key(db.fetch, found.id, private, caller)
     if allowed is not None:
         key_id, expires = allowed
         if storage.keys.due_for_use(db.read_engine, key_id):
             await anyio.to_thread.run_sync(_used, db.primary or db, found.id, key_id)
-    return replace(found, version=version, private=private, reset_version=reset_version), expires
+    changed = {"reset_version": reset_version, "rewritten_version": rewritten_version}
+    return replace(found, version=version, private=private, **changed), expires
 
 
 def _used(db: Database, ladder_id: int, key_id: int) -> None:

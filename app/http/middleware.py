@@ -96,7 +96,7 @@ class RequestGuard:
         self.deadlines = Deadlines(seconds)
         self.turns = StartPacer(per_step, queued)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: C901, PLR0915 (issue 62)
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

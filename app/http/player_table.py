@@ -38,7 +38,7 @@ async def table(db: Database, ladder: LadderRow) -> Table:
         held = await anyio.to_thread.run_sync(storage.read_model.apply_notes, engine, ladder.id)
         if held is not None and held.version >= ladder.version:
             return held
-        if held is not None and held.version >= ladder.reset_version:
+        if held is not None and held.version >= max(ladder.reset_version, ladder.rewritten_version):
             rows = await ladder_reads.changed_players(db.fetch, ladder.id, held.version, CHANGED_HERE + 1)
             if len(rows) <= CHANGED_HERE:
 

@@ -133,7 +133,7 @@ def _rate(ladder: LadderRow, values: dict) -> dict:
     return rate
 
 
-def change_settings(
+def change_settings(  # noqa: C901 (issue 62: to split)
     session: Session, ladder: LadderRow, patch: LadderPatch, prepared: Prepared | None = None
 ) -> LadderOut:
     """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``, ``drift_steps``, ``drift``

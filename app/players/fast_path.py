@@ -38,7 +38,7 @@ TAKEN_OFF = {b"authorization", b"if-none-match"}
 class FastBoards(FastPath):
     path, route = PATH, ROUTE
 
-    async def answer(self, scope: Scope, slug: str) -> Response | None:
+    async def answer(self, scope: Scope, slug: str, body: bytes) -> Response | None:
         if any(name in TAKEN_OFF for name, _ in scope["headers"]):
             return None
         params = QueryParams(scope["query_string"]).multi_items()

@@ -99,6 +99,8 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
                 "elo_before": elo_before,
                 "elo_after": elo_after,
                 "elo_change": elo_after - elo_before,
+                "scores": record.payload.get("scores"),
+                "match": record.payload.get("match"),
             }
         )
     next_cursor = encode_cursor(records[-1].id) if more else None

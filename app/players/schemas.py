@@ -219,6 +219,12 @@ class HistoryItem(BaseModel):
         description="Elo-equivalent Hodge strength after the game against today's field: c_afterᵀ Ω c̄ (mathematics §8)."
     )
     elo_change: float = Field(description="elo_after - elo_before: what the game did to the player's rating.")
+    scores: list[float | None] | None = Field(
+        None, description="Each side's score as posted, in side order (`side` is the player's); null if none was given."
+    )
+    match: list[list[int]] | None = Field(
+        None, description="A match's games, each the two sides' points in side order (null for a single game)."
+    )
 
 
 class OpponentItem(BaseModel):

@@ -33,7 +33,7 @@ KEY = TypeAdapter(PlayerKey)
 class FastPredictions(FastPath):
     path, route = PATH, ROUTE
 
-    async def answer(self, scope: Scope, slug: str) -> JSONResponse | None:
+    async def answer(self, scope: Scope, slug: str, body: bytes) -> JSONResponse | None:
         params = QueryParams(scope["query_string"]).multi_items()
         if len(params) != 2 or {name for name, _ in params} != {"a", "b"}:
             return None

@@ -52,7 +52,7 @@ def rank_share(ranks: ArrayLike) -> Array:
     """
     a, b, outcome = pair_outcomes(ranks)
     n = len(np.atleast_1d(ranks))
-    return _share(a, b, outcome, n)
+    return side_shares(a, b, outcome, n)
 
 
 def results(actual: ArrayLike, n_sides: ArrayLike) -> IntArray:
@@ -70,7 +70,7 @@ def record(actual: ArrayLike, n_sides: ArrayLike) -> IntArray:
     return np.stack([games, result > 0, result == 0, result < 0, np.asarray(n_sides) - 1]).T.astype(np.int64)
 
 
-def _share(a: IntArray, b: IntArray, s_ab: Array, n_sides: int) -> Array:
+def side_shares(a: IntArray, b: IntArray, s_ab: Array, n_sides: int) -> Array:
     """Σ_b S_ab / (number of pairs) for each side, from pair values S_ab (S_ba = 1 - S_ab)."""
     pairs = n_sides * (n_sides - 1) / 2
     total = np.bincount(a, weights=s_ab, minlength=n_sides) + np.bincount(b, weights=1.0 - s_ab, minlength=n_sides)

@@ -32,7 +32,7 @@ def dependency_levels(log: GameLog, n_players: int) -> IntArray:
     last = [0] * (n_players + log.n_seats_needed)  # a seat s is the key n_players + s
     players = log.member_player.tolist()
     levels = [0] * log.n_games
-    if log.side_seat is None and _two_player_singles(log):
+    if log.side_seat is None and two_player_singles(log):
         # Two single players per game: the common case, kept tight.
         for g, (i, j) in enumerate(zip(players[0::2], players[1::2], strict=True)):
             level = (last[i] if last[i] > last[j] else last[j]) + 1
@@ -244,17 +244,17 @@ def _run(
         return
     game_level = dependency_levels(log, len(C))
     side_seat = log.side_seat if log.side_seat is not None else np.full(len(log.side_size), -1, dtype=np.int64)
-    if variance is None and _two_player_singles(log):
+    if variance is None and two_player_singles(log):
         _replay_pairs(C, log, game_level, side_eta, progress, record, seats, side_seat)
     else:
         _replay_general(C, log, game_level, side_eta, progress, record, seats, side_seat, variance)
 
 
-def _two_player_singles(log: GameLog) -> bool:
+def two_player_singles(log: GameLog) -> bool:
     return len(log.member_player) == 2 * log.n_games and np.array_equal(log.member_ptr, 2 * np.arange(log.n_games + 1))
 
 
-def _level_bounds(level_of: IntArray, n_levels: int) -> IntArray:
+def level_bounds(level_of: IntArray, n_levels: int) -> IntArray:
     """Start of each level's rows (levels are 1-based) in an array sorted by level."""
     return np.concatenate(([0], np.cumsum(np.bincount(level_of, minlength=n_levels + 1)[1:])))
 
@@ -280,7 +280,7 @@ def _replay_pairs(
     eta_i, eta_j = side_eta[0::2][order], side_eta[1::2][order]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     seat_i, seat_j = side_seat[0::2][order], side_seat[1::2][order]
-    bounds = _level_bounds(game_level, int(game_level.max()))
+    bounds = level_bounds(game_level, int(game_level.max()))
     for lo, hi in itertools.pairwise(bounds):
         a, b = i[lo:hi], j[lo:hi]
         ca, cb = C[a], C[b]
@@ -352,8 +352,8 @@ def _replay_general(
     outcome, shift, weight = log.pair_outcome[op], log.pair_shift[op], log.pair_weight[op]
     pair_seat_a, pair_seat_b = side_seat[log.pair_a[op]], side_seat[log.pair_b[op]]
 
-    mb, sb, pb = (_level_bounds(x, n_levels) for x in (member_level, side_level, pair_level))
-    game_count = _level_bounds(game_level, n_levels)
+    mb, sb, pb = (level_bounds(x, n_levels) for x in (member_level, side_level, pair_level))
+    game_count = level_bounds(game_level, n_levels)
     for lv in range(n_levels):
         m, s, p = slice(mb[lv], mb[lv + 1]), slice(sb[lv], sb[lv + 1]), slice(pb[lv], pb[lv + 1])
         s0 = sb[lv]

@@ -25,21 +25,22 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit
 
-from app.rating.errors import RatingInputError
-from app.rating.game_log import GameLog, IntArray
+from app.rating.game_log import GameLog
 from app.rating.model import ELO_PER_LOGIT, Array, as_vectors, omega_apply, rowdot
 from app.rating.refit.metrics import term_losses
 from app.rating.replay import (
     Times,
-    _level_bounds,
-    _two_player_singles,
     dependency_levels,
+    level_bounds,
     member_experience,
     replay_history,
+    two_player_singles,
 )
 from app.rating.seats import Seats, prior_precision
+from app.rating.stacked import seats_learn, stacked_seats
 from app.rating.update import LearningRate, side_games
 from app.rating.variance import MANIFOLD_NORM, VarianceRule
+from app.rating.variance_tuning import variance_losses_many
 
 #: Multiples of the current η, and decays τ (None: a constant η), whose every combination is tried.
 ETA_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
@@ -61,6 +62,10 @@ START_FACTORS = (0.5, 1.0, 2.0)
 NOISE_FACTORS = (0.1, 0.3, 1.0, 3.0, 10.0)
 #: The constant steps η a ladder on the variance rule may go back to: around a new ladder's 0.7.
 STEPS_BACK = (0.175, 0.35, 0.7, 1.4, 2.8)
+#: And, where its steps follow time away (a drift: a regular's experience then levels off, so the step never
+#: freezes), the shrinking steps it may go back to: a new ladder's η (0.7) at each of these τ (its own: 3), the
+#: rule a ladder chosen onto the variance rule by its first games most likely came from.
+SHRINKING_BACK_ETA, SHRINKING_BACK_TAUS = 0.7, (1.0, 3.0, 10.0)
 
 Rule = LearningRate | VarianceRule
 
@@ -127,12 +132,19 @@ class Scores:
 
 
 def prequential_losses(
-    C0: ArrayLike, log: GameLog, rate: Rule, seats: Seats | None = None, times: Times = None
+    C0: ArrayLike,
+    log: GameLog,
+    rate: Rule,
+    seats: Seats | None = None,
+    times: Times = None,
+    games0: ArrayLike | None = None,
 ) -> Array:
     """Each game's log loss, its outcome predicted from the games before it only: the rule replayed from ``C0``
-    at ``rate`` (its pair terms' losses, weighted as the fit weighs them)."""
+    (and the state ``games0`` the players carry there, as :func:`~app.rating.replay.replay_history` takes it) at
+    ``rate`` (its pair terms' losses, weighted as the fit weighs them)."""
     every = np.arange(len(log.pair_a))
-    term = term_losses(replay_history(C0, log, rate, seats=seats, times=times).pair_p, log, every) * log.pair_weight
+    history = replay_history(C0, log, rate, games0=games0, seats=seats, times=times)
+    term = term_losses(history.pair_p, log, every) * log.pair_weight
     return np.add.reduceat(term, log.pair_ptr[:-1]) if len(term) else np.zeros(0)
 
 
@@ -156,7 +168,7 @@ def prequential_losses_many(
     one rate at a time.
     """
     starts = seats if isinstance(seats, list) else [seats] * len(rates)
-    if not _two_player_singles(log):
+    if not two_player_singles(log):
         rows = []
         for n, rate in enumerate(rates):
             rows.append(prequential_losses(C0, log, rate, None if starts[n] is None else starts[n].copy(), times))
@@ -187,8 +199,8 @@ def prequential_losses_many(
     taus = np.array([np.inf if rate.tau is None else rate.tau for rate in rates])[:, None]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     if log.side_seat is not None:
-        seat_i, seat_j, advantage, information = _stacked_seats(log, starts, order)
-    bounds = _level_bounds(level, int(level.max()))
+        seat_i, seat_j, advantage, information = stacked_seats(log, starts, order)
+    bounds = level_bounds(level, int(level.max()))
     for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         a, b = i[lo:hi], j[lo:hi]
         ca, cb = C[:, a], C[:, b]
@@ -207,40 +219,11 @@ def prequential_losses_many(
         C[:, a] = ca + coef_a[..., None] * ocb
         C[:, b] = cb + (-coef_b)[..., None] * oca
         if log.side_seat is not None:
-            _seats_learn(advantage, information, sa, sb, w, s, p)
+            seats_learn(advantage, information, sa, sb, w, s, p)
         out[:, order[lo:hi]] = term_losses(p, log, order[lo:hi]) * w
         if progress is not None:
             progress(n + 1, len(bounds) - 1)
     return out
-
-
-def _stacked_seats(
-    log: GameLog, starts: list[Seats | None], order: IntArray
-) -> tuple[IntArray, IntArray, Array, Array]:
-    """For a two-player log with seats replayed in ``order``: each game's two seats, and every rule's seats' start
-    (``starts``; None: fresh) side by side, advantages and information with a last column for no seat."""
-    starts = [start if start is not None else Seats.fresh(log.n_seats_needed) for start in starts]
-    if any(log.n_seats_needed > len(start.advantage) for start in starts):
-        raise RatingInputError("games", f"seat index {log.n_seats_needed - 1} is outside the seats given")
-    seat_i, seat_j = log.side_seat[0::2][order], log.side_seat[1::2][order]
-    advantage = np.array([np.append(start.advantage, 0.0) for start in starts])  # [:, -1]: no seat
-    information = np.array([np.append(start.information, 1.0) for start in starts])
-    return seat_i, seat_j, advantage, information
-
-
-def _seats_learn(advantage: Array, information: Array, sa: Array, sb: Array, w: Array, s: Array, p: Array) -> None:
-    """Every rate's seats (rows; the last column stands for no seat) learn from one level's games, in which each
-    seat plays once at most: :func:`app.rating.seats.seat_step` for all rates at once."""
-    both = np.where((sa >= 0) & (sb >= 0), 2.0, 1.0)
-    info, gain = w * p * (1.0 - p) * both, w * (s - p)
-    rows = np.arange(len(advantage))[:, None]
-    np.add.at(information, (rows, sa), info)
-    np.add.at(information, (rows, sb), info)
-    step = np.zeros_like(advantage)
-    np.add.at(step, (rows, sa), gain)
-    np.add.at(step, (rows, sb), -gain)
-    advantage[:, :-1] += step[:, :-1] / information[:, :-1]
-    information[:, -1] = 1.0
 
 
 #: A second round, where drifts are tried: each drift at these multiples of the first round's best η, and every τ.
@@ -325,8 +308,6 @@ def choose_rate(
 def _losses(C0, log: GameLog, rules: list[Rule], seats, progress, times: Times) -> Array:
     """:func:`prequential_losses_many` of a list of rules of one kind."""
     if rules and isinstance(rules[0], VarianceRule):
-        from app.rating.variance_tuning import variance_losses_many
-
         return variance_losses_many(C0, log, rules, seats, times, progress)  # type: ignore[arg-type]
     return prequential_losses_many(C0, log, rules, seats, progress, times)  # type: ignore[arg-type]
 
@@ -390,8 +371,11 @@ def _choose_variance(
     reference = _losses(C0, log, [current], seats, progress, times)[0]
     candidates, scores = _variance_round(C0, log, grid, seats, times, drifts, reference)
     # The way back to a step, where the log now says it pays (a cyclic field's cycles show only once they have been
-    # played): constant ones, which never freeze a player either.
+    # played; a rule chosen on a ladder's first games, many players new at once, can be outgrown): constant ones,
+    # which never freeze a player either, and a new ladder's shrinking one.
     steps: list[Rule] = [LearningRate(eta, None, current.drift) for eta in STEPS_BACK]
+    if current.drift > 0:  # where the steps follow time away, a shrinking one levels off: never frozen
+        steps += [LearningRate(SHRINKING_BACK_ETA, tau, current.drift) for tau in SHRINKING_BACK_TAUS]
     scores += _compared(C0, log, steps, seats, times, reference)
     candidates += steps
     return _chosen(C0, log, candidates, scores, seats, times, seat_sds)

@@ -27,7 +27,7 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from app.rating.errors import RatingInputError
-from app.rating.game_log import Game, GameLog, IntArray, _share
+from app.rating.game_log import Game, GameLog, IntArray, side_shares
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.variance import VarianceRule, step_variance
 
@@ -206,8 +206,8 @@ def apply_game(
         member_side=log.member_side,
         before=before,
         after=local,
-        actual=_share(log.pair_a, log.pair_b, log.pair_outcome, n),
-        expected=_share(log.pair_a, log.pair_b, p, n),
+        actual=side_shares(log.pair_a, log.pair_b, log.pair_outcome, n),
+        expected=side_shares(log.pair_a, log.pair_b, p, n),
         probability=_pair_matrix(log.pair_a, log.pair_b, p, n),
         variance=variance,
     )
@@ -224,7 +224,7 @@ def predict_match(C: ArrayLike, game: Game) -> tuple[Array, Array]:
     ca, cb = side[log.pair_a], side[log.pair_b]
     p = expit(rowdot(ca, omega_apply(cb)) + log.pair_shift)
     n = len(game.sides)
-    return _pair_matrix(log.pair_a, log.pair_b, p, n), _share(log.pair_a, log.pair_b, p, n)
+    return _pair_matrix(log.pair_a, log.pair_b, p, n), side_shares(log.pair_a, log.pair_b, p, n)
 
 
 def _pair_matrix(a: IntArray, b: IntArray, p: Array, n: int) -> Array:

@@ -20,8 +20,9 @@ from app.rating.errors import RatingInputError
 from app.rating.game_log import GameLog
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.refit.metrics import term_losses
-from app.rating.replay import Times, _level_bounds, _two_player_singles, dependency_levels, replay_history
+from app.rating.replay import Times, dependency_levels, level_bounds, replay_history, two_player_singles
 from app.rating.seats import Seats
+from app.rating.stacked import seats_learn, stacked_seats
 from app.rating.variance import VarianceRule, disc_steps, time_away
 
 
@@ -35,10 +36,8 @@ def variance_losses_many(
 ) -> Array:
     """Each game's prequential log loss (a row per rule; its pair terms' losses weighted as the fit weighs them)
     under each of ``rules``, replayed from ``C0`` (and the seats from ``seats``, or ``seats[n]`` for rule n)."""
-    from app.rating.tuning import _seats_learn, _stacked_seats  # the stacked seats, shared with the shrinking step
-
     starts = seats if isinstance(seats, list) else [seats] * len(rules)
-    if not _two_player_singles(log):
+    if not two_player_singles(log):
         rows = []
         for n, rule in enumerate(rules):
             start = None if starts[n] is None else starts[n].copy()
@@ -66,8 +65,8 @@ def variance_losses_many(
     grow_i, grow_j = growth[:, 0::2][:, order], growth[:, 1::2][:, order]
     outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
     if log.side_seat is not None:
-        seat_i, seat_j, advantage, information = _stacked_seats(log, starts, order)
-    bounds = _level_bounds(level, int(level.max()))
+        seat_i, seat_j, advantage, information = stacked_seats(log, starts, order)
+    bounds = level_bounds(level, int(level.max()))
     for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         a, b = i[lo:hi], j[lo:hi]
         ua, ub = V[:, a] + grow_i[:, lo:hi], V[:, b] + grow_j[:, lo:hi]
@@ -88,7 +87,7 @@ def variance_losses_many(
         V[:, a] = ua / (1.0 + ua * (wi / (1.0 * (1.0 + info * (0.0 + ub)))))
         V[:, b] = ub / (1.0 + ub * (wi / (1.0 * (1.0 + info * (0.0 + ua)))))
         if log.side_seat is not None:
-            _seats_learn(advantage, information, sa, sb, w, s, p)
+            seats_learn(advantage, information, sa, sb, w, s, p)
         out[:, order[lo:hi]] = term_losses(p, log, order[lo:hi]) * w
         if progress is not None:
             progress(n + 1, len(bounds) - 1)

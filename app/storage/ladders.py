@@ -198,17 +198,20 @@ def change(session: Session, ladder_id: int, values: dict) -> None:
     session.execute(Ladder.__table__.update().where(Ladder.id == ladder_id).values(**values))
 
 
-async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool, int] | None:
-    """The ladder's version, whether it is private, and its reset version, as of now (None: it is gone)."""
-    sql = "SELECT version, private, reset_version FROM ladders WHERE id = ? AND deleted_at IS NULL"
+async def version_and_privacy(fetch: Fetch, ladder_id: int) -> tuple[int, bool, int, int] | None:
+    """The ladder's version, whether it is private, its reset version and its rewritten version, as of now (None:
+    it is gone)."""
+    sql = "SELECT version, private, reset_version, rewritten_version FROM ladders WHERE id = ? AND deleted_at IS NULL"
     rows = await fetch(sql, (ladder_id,))
-    return (rows[0][0], bool(rows[0][1]), rows[0][2]) if rows else None
+    return (rows[0][0], bool(rows[0][1]), rows[0][2], rows[0][3]) if rows else None
 
 
 def version_and_reset(session: Session, ladder_id: int) -> tuple[int, int]:
-    """The ladder's version and reset version (0, 0 if it is gone)."""
-    row = session.execute(select(Ladder.version, Ladder.reset_version).where(Ladder.id == ladder_id)).first()
-    return (row[0], row[1]) if row is not None else (0, 0)
+    """The ladder's version, and the version a copy of its players must be at to catch up row by row: its reset or
+    its rewritten version, the later (0, 0 if it is gone)."""
+    query = select(Ladder.version, Ladder.reset_version, Ladder.rewritten_version).where(Ladder.id == ladder_id)
+    row = session.execute(query).first()
+    return (row[0], max(row[1], row[2])) if row is not None else (0, 0)
 
 
 def sizes(session: Session, ladder_id: int) -> tuple[int, int]:

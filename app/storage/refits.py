@@ -21,6 +21,7 @@ def insert(
     owner: str,
     log_games: int | None = None,
     log_comparisons: int | None = None,
+    after_game_id: int | None = None,
 ) -> Refit:
     job = Refit(
         ladder_id=ladder_id,
@@ -29,6 +30,7 @@ def insert(
         params=params,
         log_games=log_games,
         log_comparisons=log_comparisons,
+        after_game_id=after_game_id,
         owner=owner,
     )
     session.add(job)

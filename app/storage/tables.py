@@ -129,6 +129,9 @@ class Ladder(Base):
     #: The version of the latest change a copy cannot follow row by row (a merge deletes a player): copies older
     #: than it are read anew.
     reset_version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    #: The version of the latest rewrite of most players' ratings (a replay of the log), whose rows keep their
+    #: ``changed_version``: copies of the players older than it are read anew (migration 0041).
+    rewritten_version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     #: A deleted ladder's row stays as a tombstone (slug ``~deleted~{id}``, nothing in it), so its id is never
     #: reused: caches kept by ladder id in every process can never be mistaken for another ladder's.
     deleted_at: Mapped[datetime | None]

@@ -269,7 +269,8 @@ def game_line(session: Session, ladder_id: int, game: dict) -> str:
 
 
 def _game_text(game: dict, names: _Names, most: int = NAMED) -> str:
-    """A game in one line: "Ada beat Bob 21-15 (Ada 1512 → 1526)"; "Ada & Cy beat Bob & Dee"; "Ada drew with
+    """A game in one line: "Ada beat Bob 21-15 (Ada 1512 → 1526)"; a match "Ada beat Bob 2-1 (21-15, 18-21,
+    21-10) (Ada 1512 → 1530)"; "Ada & Cy beat Bob & Dee"; "Ada drew with
     Bob"; "Ada won ahead of Bob, Cy". A game of more than ``most`` players names that many at most, each named
     side its first few: "Ada & 31 others won ahead of Bob & 31 others, … and 48 more"."""
     sides = sorted(game["sides"], key=lambda side: side["rank"])
@@ -287,6 +288,9 @@ def _game_text(game: dict, names: _Names, most: int = NAMED) -> str:
     scores = [side.get("score") for side in sides]
     if not more and all(isinstance(score, int | float) for score in scores):
         line += " " + "-".join(f"{score:g}" for score in scores)
+    if game.get("match") and len(sides) == 2:  # a match's games, each the winners' points first: "2-1 (21-15, …)"
+        first = 0 if sides[0] is game["sides"][0] else 1
+        line += " (" + ", ".join(f"{points[first]}-{points[1 - first]}" for points in game["match"]) + ")"
     moves = [p for side in best[: len(named)] for p in side["players"][:each]] if len(best) < len(sides) else []
     if moves:
         line += " (" + ", ".join(f"{names[p['key']]} {p['elo_before']:.0f} → {p['elo_after']:.0f}" for p in moves) + ")"

@@ -13,14 +13,10 @@ from fastapi.testclient import TestClient
 from app.core.config import Settings
 from app.core.migrate import head, upgrade
 from app.main import create_app
-from tests.api.test_analysis import wait
+from tests.api.helpers import game, wait
 from tests.conftest import bearer, make_ladder
 
 _names = itertools.count()
-
-
-def game(winner: str, loser: str) -> dict:
-    return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
 
 
 def listed(client) -> list[str]:

@@ -13,13 +13,16 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
-from app.analysis import auto
-from app.analysis.schemas import INTRANSITIVITY_SCALE
+from app import storage
+from app.analysis import auto, refit_jobs, refit_run
+from app.analysis.refit_rate import live_check
+from app.analysis.schemas import INTRANSITIVITY_SCALE, RefitIn
 from app.core.db import Database
 from app.main import create_app
 from app.rating.analysis import hodge_norms
 from app.storage.tables import Ladder, Refit
-from tests.conftest import bearer, make_ladder
+from tests.api.helpers import disc_games, wait
+from tests.conftest import admin, bearer, make_ladder
 
 SEED_7_2 = {"p1": [-1.0, 2.0], "p2": [0.0, 2.0], "p3": [1.0, 2.0], "p4": [0.3, -0.4]}  # [Guide] §7.2
 
@@ -51,16 +54,6 @@ def test_seed000_scenario1_leaves_p4_not_comparable(client):
     (p4,) = report["not_comparable"]
     assert p4["key"] == "p4" and len(p4["direction"]) == 2
     assert ["p4"] in report["components"]  # p4 never lost: it is a component of its own
-
-
-def wait(client, location, timeout=120):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        job = client.get(location).json()
-        if job["status"] in ("done", "rejected", "failed", "cancelled"):
-            return job
-        time.sleep(0.2)
-    pytest.fail(f"refit still {job['status']} after {timeout} s")
 
 
 def the_auto_refit(client, games: list[dict], headers: dict) -> dict:
@@ -156,6 +149,38 @@ def test_a_refit_chooses_the_learning_rate_from_the_ladders_own_log_and_applying
     assert (admins["auto_rate"], admins["rate_choice"]) == (False, None)
     plain = client.post("/v1/ladders/test/refits", json={}, headers=h)
     assert "rate" not in wait(client, plain.headers["location"])["result"]  # only when asked for
+
+
+@pytest.mark.parametrize(("ladder_eta", "chosen_eta", "holds"), [(0.3, 10.0, False), (8.0, 0.3, True)])
+def test_a_rate_choice_is_checked_as_the_ladder_would_run_it_from_its_checkpoint(
+    client, settings, ladder_eta, chosen_eta, holds
+):
+    """A choice is scored from the initial vectors, but the ladder, given it, replays from its latest checkpoint (a
+    refit's fitted vectors): the rule chosen must also predict the games since the checkpoint better, so replayed,
+    than the ladder's rule served them (the losses of the answers its posts gave), or it is not applied."""
+    key = make_ladder(client, k=1, eta=ladder_eta, seed=3, auto_refit=False)
+    h = bearer(key)
+    games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_100, seed=0)
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games[:800]}, headers=h).status_code == 201
+    fitted = client.post("/v1/ladders/test/refits", json={}, headers=h)
+    assert wait(client, fitted.headers["location"])["status"] == "done"
+    assert client.post(f"{fitted.headers['location']}/apply", headers=h).status_code == 200
+    since = client.post("/v1/ladders/test/games/batch", json={"games": games[800:]}, headers=h).json()["games"]
+    served = np.mean([-np.log(game["sides"][0]["expected_score"]) for game in since])  # each won by side 0
+
+    db = Database.from_settings(settings)
+    try:
+        with db.snapshot() as session:
+            ladder = storage.ladders.by_slug(session, "test")
+            rate = {"changed": True, "eta": chosen_eta, "eta_tau": None, "drift": ladder.drift}
+            checked = live_check(session, ladder, rate, upto=10**9)
+    finally:
+        db.dispose()
+    live = checked["live"]
+    assert live["games"] == 300 and live["after_game_id"] > 0
+    assert live["previous_log_loss"] == pytest.approx(served, rel=1e-9)  # what the ladder served
+    assert (live["log_loss"] < live["previous_log_loss"]) is holds
+    assert checked["changed"] is holds and live["held"] is holds
 
 
 def test_a_pinned_rate_is_left_as_set(client):
@@ -295,19 +320,6 @@ def test_a_refit_lost_with_its_process_shows_as_failed(client):
     assert shown["status"] == "failed" and "start a new refit" in shown["error"]
 
 
-def disc_games(n: int, seed: int = 0) -> list[dict]:
-    """Games of a pure disc game ([Limitations] Example 2): 12 players on a circle,
-    P(i beats j) = σ(4 sin(θ_j - θ_i))."""
-    rng = np.random.default_rng(seed)
-    theta = rng.uniform(0, 2 * np.pi, 12)
-    games = []
-    for _ in range(n):
-        a, b = rng.choice(12, 2, replace=False)
-        a_wins = rng.random() < 1 / (1 + np.exp(-4 * np.sin(theta[b] - theta[a])))
-        games.append(game(f"d{a}", f"d{b}") if a_wins else game(f"d{b}", f"d{a}"))
-    return games
-
-
 def test_auto_refit_applies_a_better_fit_as_a_checkpoint(client):
     auto._posted.clear()
     # The defaults (auto_refit on) with the rate pinned: a rate choice applies at once and replays the log, which
@@ -342,6 +354,59 @@ def test_auto_refit_applies_a_better_fit_as_a_checkpoint(client):
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(99, seed=1)}, headers=h)
     auto.wait_for_checks()
     assert len(client.get("/v1/ladders/test/refits").json()["items"]) == 1
+
+
+def test_a_ladder_without_auto_refit_spends_no_check_and_is_checked_once_it_has_it(client):
+    """The policy's checks count the comparisons of ladders that refit themselves only: the others' posts start no
+    check at all.  Turned on, a ladder is checked after its next 100 comparisons, and its refit is due by the
+    comparisons in its log."""
+    auto._posted.clear()
+    h = bearer(make_ladder(client, auto_refit=False))
+    games = disc_games(1_200)
+    for batch in (games[:1_000], games[1_000:1_100]):
+        assert client.post("/v1/ladders/test/games/batch", json={"games": batch}, headers=h).status_code == 201
+    assert auto._posted == {}
+    assert client.patch("/v1/ladders/test", json={"auto_refit": True}, headers=admin()).status_code == 200
+    assert client.post("/v1/ladders/test/games/batch", json={"games": games[1_100:1_199]}, headers=h).status_code == 201
+    auto.wait_for_checks()
+    assert client.get("/v1/ladders/test/refits").json()["items"] == []  # 99 comparisons since: not checked yet
+    assert client.post("/v1/ladders/test/games", json=games[1_199], headers=h).status_code == 201
+    auto.wait_for_checks()
+    (started,) = client.get("/v1/ladders/test/refits").json()["items"]
+    assert started["params"]["auto"]
+
+
+def test_an_auto_refit_fits_the_log_as_it_was_when_it_was_due_however_long_it_waits(client, settings):
+    """The auto refit's last game is the log's when the policy found it due, set as it is queued: games posted
+    while it waits for its turn are not in what it fits, chooses and applies (they are replayed on top), so what a
+    ladder ends with does not depend on how busy its server was."""
+    auto._posted.clear()
+    key = make_ladder(client, auto_refit=False)
+    h = bearer(key)
+    games = disc_games(1_300)
+    for batch in (games[:1_000], games[1_000:1_100]):
+        assert client.post("/v1/ladders/test/games/batch", json={"games": batch}, headers=h).status_code == 201
+    assert client.patch("/v1/ladders/test", json={"auto_refit": True}, headers=admin()).status_code == 200
+    db = Database.from_settings(settings)
+    try:
+        with db.writing() as session:  # as the policy's check queues it, not yet run
+            due = auto._due(session, storage.ladders.by_slug(session, "test").id)
+            assert due is not None
+            ladder, n_games, compared = due
+            params = RefitIn(select_k=[0, 1], restarts=1, auto=True, tune_rate=True)
+            upto = storage.as_of.last_game(session, ladder.id)
+            job = refit_jobs.start_refit(session, ladder, params, n_games, compared, upto=upto)
+            job_id = job.id
+        queued = client.get(f"/v1/ladders/test/refits/{job_id}").json()
+        assert queued["status"] == "queued" and queued["after_game"] == 1_100
+        # Games arrive while it waits; then it runs.
+        assert client.post("/v1/ladders/test/games/batch", json={"games": games[1_100:]}, headers=h).status_code == 201
+        refit_run.run_refit(db, ladder.id, job_id)
+    finally:
+        db.dispose()
+    ran = client.get(f"/v1/ladders/test/refits/{job_id}").json()
+    assert ran["status"] in ("done", "rejected") and ran["after_game"] == 1_100 and ran["result"]["games"] == 1_100
+    assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
 
 def test_auto_refit_is_off_when_the_ladder_says_so(client):

@@ -21,7 +21,7 @@ import pytest
 
 from app.core import jobs
 from devtools.server import ADMIN_KEY
-from tests.api.test_analysis import wait
+from tests.api.helpers import wait
 
 pytestmark = pytest.mark.serial  # the slowest post while a refit is applied
 

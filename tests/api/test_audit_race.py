@@ -35,8 +35,7 @@ from app.games.voiding import void_game
 from app.players import changes as player_changes
 from app.players.changes import merge_players
 from devtools.server import ADMIN_KEY
-from tests.api.test_analysis import wait
-from tests.api.test_void import post_all
+from tests.api.helpers import post_all, wait
 from tests.conftest import bearer, make_ladder
 
 #: Seconds of load: before the fix, PostgreSQL's audit went inconsistent within the first two seconds (3 of 3

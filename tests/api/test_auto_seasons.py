@@ -13,7 +13,7 @@ from sqlalchemy import update
 from app.domain.season_periods import period_at
 from app.seasons import auto
 from app.storage.tables import Ladder
-from tests.api.test_backups import export
+from tests.api.helpers import export
 from tests.conftest import admin, bearer, make_ladder
 
 

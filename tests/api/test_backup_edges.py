@@ -14,8 +14,7 @@ from app.cli.main import main
 from app.core.config import Settings, get_settings
 from app.main import create_app
 from devtools.server import ADMIN_KEY
-from tests.api.test_analysis import wait
-from tests.api.test_backups import export
+from tests.api.helpers import export, wait
 from tests.conftest import bearer, elo_rounded, make_ladder
 
 SLUG = "edge"

@@ -11,29 +11,8 @@ from app.cli.main import main
 from app.core.config import Settings, get_settings
 from app.main import create_app
 from devtools.server import ADMIN_KEY
-from tests.api.test_analysis import wait
-from tests.api.test_void import players, post_all, random_games
-from tests.conftest import bearer, elo_rounded, make_ladder
-
-
-def export(client, slug: str, **headers) -> bytes:
-    with client.stream("GET", f"/v1/ladders/{slug}/export", headers=headers) as r:
-        assert r.status_code == 200, r.read()
-        assert r.headers["content-type"] == "application/x-ndjson"
-        return r.read()
-
-
-def everything(client, slug: str) -> dict:
-    """What users see of a ladder: its players (vectors bit for bit), leaderboard, games and audit."""
-    games = elo_rounded(client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"])
-    for game in games:
-        del game["id"]  # global ids differ; seq, times, external ids, sides and void marks do not
-    board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500&inactive=true").json()["items"]
-    profiles = {row["key"]: client.get(f"/v1/ladders/{slug}/players/{row['key']}").json() for row in board}
-    for profile in profiles.values():
-        del profile["ladder_version"]  # each ladder counts its own changes
-    audit = client.get(f"/v1/ladders/{slug}/audit").json()
-    return {"players": players(client, slug), "profiles": profiles, "board": board, "games": games, "audit": audit}
+from tests.api.helpers import everything, export, players, post_all, random_games, wait
+from tests.conftest import bearer, make_ladder
 
 
 def test_the_round_trip_reproduces_every_vector_and_the_leaderboard(client, cli, tmp_path, capsys):

@@ -8,8 +8,7 @@ from fastapi.testclient import TestClient
 
 from app.http import replica_routing
 from app.main import create_app
-from tests.api.test_analysis import disc_games
-from tests.api.test_refit_apply import _refit
+from tests.api.helpers import disc_games, run_refit
 from tests.conftest import bearer, make_ladder
 
 BOARD = "/v1/ladders/test/leaderboard"
@@ -208,7 +207,7 @@ def test_a_walk_through_the_board_shows_each_player_once_while_the_log_changes(c
     pages (and the board is read anew between them, at each new version): the walk is the board as it stood when
     it began, each player once, its ranks 1, 2, 3, …; a new first page is of the newest version."""
     h = _ladder(client)
-    refit = _refit(client, "test", h)
+    refit = run_refit(client, "test", h)
     whole = _board(client, "hodge", False)
     first = client.get(BOARD, params={"limit": 3}).json()
     rows, page, n = list(first["items"]), first, 0

@@ -7,7 +7,6 @@ import os
 import signal
 import sqlite3
 import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +15,8 @@ import httpx
 import numpy as np
 import pytest
 
-from devtools.server import ADMIN_KEY, free_port
+from devtools.server import ADMIN_KEY
+from tests.api.helpers import all_games, idempotent_game, start
 from tests.conftest import fresh_database
 
 
@@ -26,34 +26,9 @@ def database_url(request, tmp_path) -> str:
     return fresh_database(request, tmp_path, request.param)
 
 
-def start(database_url: str, workers: int) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    env = os.environ | {"MELO_DATABASE_URL": database_url, "MELO_ADMIN_KEY": ADMIN_KEY}
-    cmd = [sys.executable, "-m", "uvicorn", "app.main:app", "--port", str(port), "--workers", str(workers)]
-    proc = subprocess.Popen([*cmd, "--log-level", "warning"], env=env, start_new_session=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    with httpx.Client() as http:  # one client: each httpx.get builds a TLS context, ~40 ms of CPU
-        while time.time() < deadline:
-            try:
-                if http.get(base + "/readyz").status_code == 200:
-                    return proc, base
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
-    os.killpg(proc.pid, signal.SIGKILL)
-    raise RuntimeError("server did not start")
-
-
 #: Crashes per test: each restart must recover what the one before left, retries included.
 KILLS = 2
 LADDERS = [f"crash{n}" for n in range(16)]
-
-
-def game(idem: str) -> dict:
-    """The game a client sends under an Idempotency-Key: the same body on every retry."""
-    n = sum(map(ord, idem))
-    return {"sides": [{"players": [f"p{n % 12}"], "rank": 1}, {"players": [f"p{(n + 5) % 12}"], "rank": 2}]}
 
 
 def ladder_of(idem: str) -> str:
@@ -63,7 +38,9 @@ def ladder_of(idem: str) -> str:
 
 def post(http: httpx.Client, keys: dict[str, dict], idem: str) -> httpx.Response:
     slug = ladder_of(idem)
-    return http.post(f"/v1/ladders/{slug}/games", json=game(idem), headers={**keys[slug], "Idempotency-Key": idem})
+    return http.post(
+        f"/v1/ladders/{slug}/games", json=idempotent_game(idem), headers={**keys[slug], "Idempotency-Key": idem}
+    )
 
 
 def load_until_killed(proc: subprocess.Popen, base: str, keys: dict[str, dict], round_: int, seconds: float = 1.5):
@@ -126,7 +103,7 @@ def test_kill_9_under_load_loses_no_acknowledged_game(database_url, workers):
     proc, base = start(database_url, workers)
     try:
         with httpx.Client(base_url=base, timeout=30) as http:
-            stored = {(slug, g["id"]) for slug in LADDERS for g in _all_games(http, slug)}
+            stored = {(slug, g["id"]) for slug in LADDERS for g in all_games(http, slug)}
             lost = {(ladder_of(idem), game_id) for idem, game_id in acknowledged.items()} - stored
             assert not lost  # every acknowledged game is there
             # Retrying every request sent, acknowledged or not, applies none twice: each key has its one game.
@@ -140,7 +117,7 @@ def test_kill_9_under_load_loses_no_acknowledged_game(database_url, workers):
                 retried = dict(pool.map(retry, sent))
             assert all(retried[idem] == game_id for idem, game_id in acknowledged.items())
             for slug in LADDERS:
-                games = _all_games(http, slug)
+                games = all_games(http, slug)
                 wanted = {idem for idem in sent if ladder_of(idem) == slug}
                 assert len(games) == len(wanted) == len({g["id"] for g in games}), slug
                 audit = http.get(f"/v1/ladders/{slug}/audit").json()
@@ -152,18 +129,6 @@ def test_kill_9_under_load_loses_no_acknowledged_game(database_url, workers):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
-
-
-def _all_games(http: httpx.Client, slug: str = "crash") -> list[dict]:
-    games, cursor = [], None
-    while True:
-        page = http.get(
-            f"/v1/ladders/{slug}/games", params={"limit": 500} | ({"cursor": cursor} if cursor else {})
-        ).json()
-        games += page["items"]
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return games
 
 
 def test_a_refit_does_not_outlive_its_server(tmp_path):

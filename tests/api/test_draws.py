@@ -8,9 +8,9 @@ from alembic import command
 from alembic.config import Config
 from fastapi.testclient import TestClient
 
+from app.core.migrate import MIGRATIONS
 from app.main import create_app
 from tests.conftest import bearer, make_ladder
-from tests.test_migrations import MIGRATIONS
 
 
 def duel(a, b, rank_b=2):

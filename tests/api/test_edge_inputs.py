@@ -9,22 +9,8 @@ import httpx
 import pytest
 
 from devtools.server import ADMIN_KEY
-from tests.api.test_analysis import wait
+from tests.api.helpers import duel, problem, wait
 from tests.conftest import admin, bearer, make_ladder
-
-
-def duel(a: str, b: str, **extra) -> dict:
-    return {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}], **extra}
-
-
-def problem(r: httpx.Response, status: int, field: str | None = None) -> dict:
-    assert r.status_code == status, r.text
-    assert r.headers["content-type"].startswith("application/problem+json")
-    body = r.json()
-    if field is not None:
-        assert field in {e.get("field") for e in body.get("errors", [])}, body
-    return body
-
 
 BAD_TEXT = {
     "NUL": "a\x00b",

@@ -8,12 +8,10 @@ from collections.abc import Iterator
 import pytest
 from fastapi.testclient import TestClient
 
-from app.core.errors import Unavailable
 from app.domain.access import ladder_for_read
-from app.http.deps import caller
 from app.main import create_app
 from app.predictions.fast_path import FastPredictions
-from tests.api.test_admin import game
+from tests.api.helpers import game, route_refuses, without
 from tests.conftest import admin, bearer, make_ladder
 
 L = "/v1/ladders/test"
@@ -42,28 +40,12 @@ OTHERS = [
 ]
 
 
-def _without_fast_path(app):
-    """The app without its fast path (before its first request builds the middleware stack)."""
-    app.user_middleware = [m for m in app.user_middleware if m.cls is not FastPredictions]
-    return app
-
-
-def _route_refuses(app):
-    """The app with a route that answers every request 503: what still answers 200 is the fast path."""
-
-    def refuse() -> None:
-        raise Unavailable("the route was asked")
-
-    app.dependency_overrides[caller] = refuse
-    return app
-
-
 @pytest.fixture
 def clients(client, settings) -> Iterator[tuple[TestClient, TestClient, TestClient]]:
     """The app (fast path and route), the route alone, and the fast path alone, over one database."""
     with (
-        TestClient(_without_fast_path(create_app(settings))) as route_only,
-        TestClient(_route_refuses(create_app(settings))) as fast_only,
+        TestClient(without(create_app(settings), FastPredictions)) as route_only,
+        TestClient(route_refuses(create_app(settings))) as fast_only,
     ):
         yield client, route_only, fast_only
 

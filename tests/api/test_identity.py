@@ -11,7 +11,7 @@ import pytest
 from app import storage
 from app.core.db import Database
 from app.core.errors import LadderChanged
-from tests.api.test_admin import game
+from tests.api.helpers import game
 from tests.conftest import bearer, make_ladder
 
 L = "/v1/ladders/test"

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.api.test_backups import export
+from tests.api.helpers import export
 from tests.conftest import bearer, make_ladder
 
 MONDAY = datetime(2026, 1, 5, 12, tzinfo=UTC)

@@ -7,8 +7,7 @@ import re
 
 import pytest
 
-from tests.api.test_backups import export
-from tests.api.test_edge_inputs import duel, problem
+from tests.api.helpers import duel, export, problem
 from tests.conftest import admin, bearer, make_ladder
 
 #: Each request body with a number in it: (method, path under /v1/ladders, a valid body, and the numeric fields, as

@@ -15,7 +15,7 @@ from devtools.pgbouncer import PgBouncer
 from devtools.pgbouncer import installed as pgbouncer_installed
 from devtools.postgres import PostgresServer
 from devtools.server import ADMIN_KEY, live_server
-from tests.api.test_crash import _all_games, game
+from tests.api.helpers import all_games, idempotent_game
 
 pytestmark = pytest.mark.serial  # failures within the deadline + 2 s, /healthz within 1 s, during an outage
 
@@ -50,7 +50,9 @@ def test_an_outage_under_load_fails_fast_and_loses_nothing(through):
                     n = 0
                     while not stop.is_set():
                         idem, at = f"c{c}-{n}", time.monotonic()
-                        r = http.post("/v1/ladders/crash/games", json=game(idem), headers={"Idempotency-Key": idem})
+                        r = http.post(
+                            "/v1/ladders/crash/games", json=idempotent_game(idem), headers={"Idempotency-Key": idem}
+                        )
                         seconds = time.monotonic() - at
                         if r.status_code == 201:
                             answer: object = r.json()["id"]
@@ -115,11 +117,13 @@ def test_an_outage_under_load_fails_fast_and_loses_nothing(through):
             # Nothing acknowledged was lost, and retrying every request sent applies each once.
             acknowledged = {o[1]: o[4] for o in outcomes if o[2] == 201}
             with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
-                stored = {g["id"] for g in _all_games(http, "crash")}
+                stored = {g["id"] for g in all_games(http, "crash")}
                 assert set(acknowledged.values()) <= stored
 
                 def retry(idem: str) -> int:
-                    r = http.post("/v1/ladders/crash/games", json=game(idem), headers={"Idempotency-Key": idem})
+                    r = http.post(
+                        "/v1/ladders/crash/games", json=idempotent_game(idem), headers={"Idempotency-Key": idem}
+                    )
                     assert r.status_code == 201, r.text
                     return r.json()["id"]
 
@@ -127,7 +131,7 @@ def test_an_outage_under_load_fails_fast_and_loses_nothing(through):
                 with ThreadPoolExecutor(6) as pool:
                     ids = dict(zip(sent, pool.map(retry, sent), strict=True))
                 assert all(ids[idem] == game_id for idem, game_id in acknowledged.items())
-                assert len(_all_games(http, "crash")) == len(set(ids.values())) == len(sent)
+                assert len(all_games(http, "crash")) == len(set(ids.values())) == len(sent)
                 assert http.get("/v1/ladders/crash/audit").json()["consistent"]
             print(
                 f"{len(outcomes)} posts, {len(acknowledged)} acknowledged, {len(failed)} got 503 "

@@ -68,6 +68,9 @@ def test_two_workers_copies_equal_a_fresh_load_after_every_kind_of_change(client
             lambda w: w.post("/v1/ladders/test/players/e/merge", json={"into": "a"}, headers=h),
             lambda w: w.delete("/v1/ladders/test/players/c", headers=admin()),
             lambda w: w.post("/v1/ladders/test/games", json=game("a", "d"), headers=h),
+            # Every player rewritten (the log at a new rate): their rows keep their stamps, the readers read anew.
+            lambda w: w.patch("/v1/ladders/test", json={"eta": 0.3}, headers=admin()),
+            lambda w: w.post("/v1/ladders/test/games", json=game("d", "f"), headers=h),
         ]
         for n, step in enumerate(steps):
             for worker in workers:  # both copies are current before the change

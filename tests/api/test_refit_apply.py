@@ -3,7 +3,6 @@ committed meanwhile is replayed under them; the ratings are those of one replay,
 
 import numpy as np
 import pytest
-from sqlalchemy import select
 
 from app import storage
 from app.analysis import refit_apply, refit_rate, refit_views
@@ -11,22 +10,18 @@ from app.core.db import Database
 from app.domain import rerating
 from app.domain.access import ladder_for_read
 from app.ladders import service as ladder_service
-from app.storage.tables import Ladder
-from tests.api.test_analysis import disc_games, wait
-from tests.api.test_seats import home_games
+from tests.api.helpers import (
+    all_vectors,
+    disc_games,
+    home_games,
+    read_ladder,
+    run_refit,
+    same_ratings_and_history,
+    vectors_and_scores,
+    wait,
+    with_draws,
+)
 from tests.conftest import bearer, make_ladder
-
-
-def _vectors(client, slug: str) -> dict[str, list[float]]:
-    board = client.get(f"/v1/ladders/{slug}/leaderboard?inactive=true&limit=500").json()["items"]
-    return {row["key"]: client.get(f"/v1/ladders/{slug}/players/{row['key']}").json()["vector"] for row in board}
-
-
-def _vectors_and_scores(game: dict) -> list:
-    return [
-        (side["actual_score"], side["expected_score"], [(p["key"], p["before"], p["after"]) for p in side["players"]])
-        for side in game["sides"]
-    ]
 
 
 def _prepare(db: Database, slug: str, refit_id: int) -> rerating.Prepared:
@@ -44,13 +39,6 @@ def _apply(db: Database, slug: str, refit_id: int, prepared: rerating.Prepared |
         return refit_apply.apply_refit(session, ladder, job, prepared).replayed_games
 
     return db.write(work)
-
-
-def _refit(client, slug: str, h: dict) -> int:
-    started = client.post(f"/v1/ladders/{slug}/refits", json={"select_k": [1]}, headers=h)
-    job = wait(client, started.headers["location"])
-    assert job["status"] == "done", job
-    return job["id"]
 
 
 def _log_replays(monkeypatch, module=refit_apply) -> list[int]:
@@ -78,7 +66,7 @@ def test_games_committed_after_the_replay_are_replayed_on_top_bit_for_bit(client
     games = home_games(240, seed=1)
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[:200]}, headers=h).status_code == 201
-    refit_ids = {slug: _refit(client, slug, h) for slug, h in ladders.items()}
+    refit_ids = {slug: run_refit(client, slug, h) for slug, h in ladders.items()}
     after_refit = games[200:220]  # posted while the refit ran: in the prepared replay
     caught_up = [  # committed while it was prepared: replayed on top by a catch-up, outside the locks too
         *games[220:230],
@@ -113,13 +101,13 @@ def test_games_committed_after_the_replay_are_replayed_on_top_bit_for_bit(client
     for slug in ladders:
         audit = client.get(f"/v1/ladders/{slug}/audit").json()
         assert audit["consistent"] and audit["counts_consistent"], audit
-    assert _vectors(client, "prepared") == _vectors(client, "whole")  # exactly: one replay, in two parts
+    assert all_vectors(client, "prepared") == all_vectors(client, "whole")  # exactly: one replay, in two parts
     seats = [client.get(f"/v1/ladders/{slug}").json()["seats"] for slug in ladders]
     assert seats[0] == seats[1]
     # Each game's vectors and scores are the same; its Elo points are against the field's mean, whose kept sum
     # can differ in the last bits with the order it was summed in.
     history = [client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"] for slug in ladders]
-    strip = [[_vectors_and_scores(g) for g in h] for h in history]
+    strip = [[vectors_and_scores(g) for g in h] for h in history]
     assert strip[0] == strip[1]
 
 
@@ -136,7 +124,7 @@ def test_a_prepared_replay_made_stale_is_dropped_and_the_log_replayed(client, se
         for side in g["sides"]:
             side.pop("seat", None)
     client.post("/v1/ladders/test/games/batch", json={"games": games[:120]}, headers=h)
-    refit_id = _refit(client, "test", h)
+    refit_id = run_refit(client, "test", h)
     posted = client.post("/v1/ladders/test/games/batch", json={"games": games[120:]}, headers=h).json()
     extra = [
         {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]}
@@ -147,7 +135,7 @@ def test_a_prepared_replay_made_stale_is_dropped_and_the_log_replayed(client, se
     voided = posted["games"][5]["id"]
     if change.startswith("void"):
         assert client.post(f"/v1/ladders/test/games/{voided}/void", headers=h).status_code == 200
-        history = _vectors_and_scores(client.get(f"/v1/ladders/test/games/{voided}").json())
+        history = vectors_and_scores(client.get(f"/v1/ladders/test/games/{voided}").json())
     if change == "void, caught up":
         client.post("/v1/ladders/test/games", json=extra[0], headers=h)
         with db.snapshot() as session:
@@ -166,7 +154,7 @@ def test_a_prepared_replay_made_stale_is_dropped_and_the_log_replayed(client, se
     audit = client.get("/v1/ladders/test/audit").json()
     assert audit["consistent"] and audit["counts_consistent"], audit
     if change.startswith("void"):
-        assert _vectors_and_scores(client.get(f"/v1/ladders/test/games/{voided}").json()) == history
+        assert vectors_and_scores(client.get(f"/v1/ladders/test/games/{voided}").json()) == history
 
 
 def test_the_apply_route_replays_the_log_before_it_takes_the_locks(client, monkeypatch):
@@ -180,7 +168,7 @@ def test_the_apply_route_replays_the_log_before_it_takes_the_locks(client, monke
     assert applied.status_code == 200 and applied.json()["replayed_games"] == 30, applied.text
     assert replays == [] and job["status"] == "done"
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
-    assert np.isfinite([v for row in _vectors(client, "test").values() for v in row]).all()
+    assert np.isfinite([v for row in all_vectors(client, "test").values() for v in row]).all()
 
 
 def test_a_refit_whose_players_were_merged_since_is_not_applied(client):
@@ -188,16 +176,16 @@ def test_a_refit_whose_players_were_merged_since_is_not_applied(client):
     refused with a 409 and changes nothing; A (which never saw them) is applied."""
     h = bearer(make_ladder(client, "test", k=1))
     client.post("/v1/ladders/test/games/batch", json={"games": disc_games(120)}, headers=h)
-    before_them = _refit(client, "test", h)
+    before_them = run_refit(client, "test", h)
     for newcomer, opponent in [("x", "d0"), ("y", "d1")]:
         duel = {"sides": [{"players": [newcomer], "rank": 1}, {"players": [opponent], "rank": 2}]}
         assert client.post("/v1/ladders/test/games", json=duel, headers=h).status_code == 201
-    with_them = _refit(client, "test", h)
+    with_them = run_refit(client, "test", h)
     assert client.post("/v1/ladders/test/players/y/merge", json={"into": "x"}, headers=h).status_code == 200
-    vectors = _vectors(client, "test")
+    vectors = all_vectors(client, "test")
     refused = client.post(f"/v1/ladders/test/refits/{with_them}/apply", headers=h)
     assert refused.status_code == 409 and "merged since" in refused.json()["detail"], refused.text
-    assert _vectors(client, "test") == vectors
+    assert all_vectors(client, "test") == vectors
     assert client.post(f"/v1/ladders/test/refits/{before_them}/apply", headers=h).status_code == 200
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
 
@@ -220,39 +208,8 @@ def _running_rate_job(db: Database, slug: str, **forced) -> tuple[int, int, dict
     return ladder_id, job_id, rate | forced
 
 
-def _ladder(db: Database, slug: str = "test"):
-    with db.reading() as session:
-        return ladder_for_read(session, slug, fresh=True)
-
-
 def _apply_rate(db: Database, ladder_id: int, job_id: int, rate: dict, prepared) -> bool:
     return db.write(lambda session: refit_rate.apply_rate_first(session, ladder_id, job_id, rate, prepared))
-
-
-def _with_draws(games: list[dict]) -> list[dict]:
-    """Every ninth game a draw: what the draw model counts, which a replay recounts."""
-    for n, g in enumerate(games):
-        if n % 9 == 4:
-            for side in g["sides"]:
-                side["rank"] = 1
-    return games
-
-
-def _same_ratings_and_history(client, db: Database, slugs: tuple[str, str]) -> None:
-    """Two ladders given the same games and changes: the same ratings, seats, history and draw counts."""
-    for slug in slugs:
-        audit = client.get(f"/v1/ladders/{slug}/audit").json()
-        assert audit["consistent"] and audit["counts_consistent"], audit
-    assert _vectors(client, slugs[0]) == _vectors(client, slugs[1])
-    assert (
-        client.get(f"/v1/ladders/{slugs[0]}").json()["seats"] == client.get(f"/v1/ladders/{slugs[1]}").json()["seats"]
-    )
-    history = [client.get(f"/v1/ladders/{slug}/games?limit=500").json()["items"] for slug in slugs]
-    strip = [[_vectors_and_scores(g) for g in h] for h in history]
-    assert strip[0] == strip[1]
-    with db.reading() as session:
-        draws = [session.execute(select(Ladder.draws, Ladder.draw_room).where(Ladder.slug == s)).one() for s in slugs]
-    assert draws[0][0] == draws[1][0] > 0 and draws[0][1] == pytest.approx(draws[1][1], abs=1e-9)
 
 
 @pytest.mark.parametrize("rule", ["steps", "variance"])
@@ -265,15 +222,19 @@ def test_an_auto_refits_new_rate_is_replayed_outside_the_locks_bit_for_bit(clien
     db = Database.from_settings(settings)
     config = {"k": 2, "seed": 5, "eta": 8.0, "seats": ["home", "away"]}
     ladders = {slug: bearer(make_ladder(client, slug, **config)) for slug in ("prepared", "whole")}
-    games = _with_draws(home_games(260, seed=1))
+    games = with_draws(home_games(260, seed=1))
     for slug, h in ladders.items():
         assert client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[:120]}, headers=h).status_code == 201
-        assert client.post(f"/v1/ladders/{slug}/refits/{_refit(client, slug, h)}/apply", headers=h).status_code == 200
+        assert (
+            client.post(f"/v1/ladders/{slug}/refits/{run_refit(client, slug, h)}/apply", headers=h).status_code == 200
+        )
         client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[120:200]}, headers=h)
     forced = {"rate_rule": rule} | ({"noise": 40.0, "cycles": 0.25} if rule == "variance" else {})
     jobs = {slug: _running_rate_job(db, slug, **forced) for slug in ladders}
     ladder_id, _, rate = jobs["prepared"]
-    prepared = rerating.prepared_replay(db, ladder_id, None, refit_rate.rate_settings(rate, _ladder(db, "prepared")))
+    prepared = rerating.prepared_replay(
+        db, ladder_id, None, refit_rate.rate_settings(rate, read_ladder(db, "prepared"))
+    )
     assert prepared is not None and prepared.base > 0  # from the applied refit's checkpoint
     caught_up = [*games[200:230], {"sides": [{"players": ["t1"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
     since = [*games[230:], {"sides": [{"players": ["latecomer"], "rank": 1}, {"players": ["newcomer"], "rank": 2}]}]
@@ -291,7 +252,7 @@ def test_an_auto_refits_new_rate_is_replayed_outside_the_locks_bit_for_bit(clien
     assert len(replays) == 1
     ladder = client.get("/v1/ladders/prepared").json()
     assert (ladder["eta"], ladder["rate_rule"]) == (rate["eta"], rule)
-    _same_ratings_and_history(client, db, ("prepared", "whole"))
+    same_ratings_and_history(client, db, ("prepared", "whole"))
     db.dispose()
     if rule == "variance":
         assert all(row["strength_se"] > 0 for row in client.get("/v1/ladders/prepared/leaderboard").json()["items"])
@@ -311,15 +272,15 @@ def test_a_new_rate_replayed_outside_the_locks_and_made_stale_is_dropped(client,
     ladders = {
         s: bearer(make_ladder(client, s, k=1, seed=2, eta=4.0, seats=["home", "away"])) for s in ("test", "twin")
     }
-    games = _with_draws(home_games(200, seed=3))
+    games = with_draws(home_games(200, seed=3))
     posted = {
         slug: client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[:160]}, headers=h).json()
         for slug, h in ladders.items()
     }
-    refits = {slug: _refit(client, slug, h) for slug, h in ladders.items()}
+    refits = {slug: run_refit(client, slug, h) for slug, h in ladders.items()}
     jobs = {slug: _running_rate_job(db, slug) for slug in ladders}
     rate = jobs["test"][2]
-    prepared = rerating.prepared_replay(db, jobs["test"][0], None, refit_rate.rate_settings(rate, _ladder(db)))
+    prepared = rerating.prepared_replay(db, jobs["test"][0], None, refit_rate.rate_settings(rate, read_ladder(db)))
     assert prepared is not None and prepared.base == 0  # no checkpoint yet: from the initial vectors
     for slug, h in ladders.items():
         client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[160:]}, headers=h)
@@ -341,7 +302,7 @@ def test_a_new_rate_replayed_outside_the_locks_and_made_stale_is_dropped(client,
     assert len(replays) == int(applied or change == "pinned")
     assert _apply_rate(db, *jobs["twin"], None) == applied
     assert client.get("/v1/ladders/test").json()["eta"] == {"eta": 0.15, "pinned": 4.0}.get(change, rate["eta"])
-    _same_ratings_and_history(client, db, ("test", "twin"))
+    same_ratings_and_history(client, db, ("test", "twin"))
     db.dispose()
 
 
@@ -373,4 +334,4 @@ def test_a_new_rate_set_by_patch_is_replayed_before_the_write_bit_for_bit(client
     h = bearer(make_ladder(client, "always", k=2, **body))
     client.post("/v1/ladders/always/games/batch", json={"games": disc_games(300)}, headers=h)
     assert client.get("/v1/ladders/patched/audit").json()["consistent"]
-    assert _vectors(client, "patched") == _vectors(client, "always")
+    assert all_vectors(client, "patched") == all_vectors(client, "always")

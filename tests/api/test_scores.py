@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from tests.api.test_backups import export
-from tests.api.test_edge_inputs import problem
+from tests.api.helpers import export, problem
 from tests.conftest import admin, bearer, make_ladder
 
 L = "/v1/ladders/test"
@@ -80,6 +79,11 @@ def test_scores_are_kept_and_returned_by_the_post_the_game_the_results_the_batch
         assert sides(listed[game["id"]]) == sides(game) and listed[game["id"]]["match"] == game["match"]
     assert read_game_event(client, answered[1]["id"])["match"] == [[11, 7], [9, 11], [11, 5]]
     assert sides(read_game_event(client, posted["id"])) == [(1, 21), (2, 12)]
+    # A player's history carries them too, in side order (its `side` says which is theirs).
+    history = {g["game_id"]: g for g in client.get(f"{L}/players/ann/history").json()["items"]}
+    assert (history[posted["id"]]["scores"], history[posted["id"]]["side"]) == ([21, 12], 0)
+    assert history[ranked["id"]]["scores"] is None and history[ranked["id"]]["match"] is None
+    assert history[answered[1]["id"]]["match"] == [[11, 7], [9, 11], [11, 5]]
     # The margin does not move the ratings: on two ladders alike, a 21-0 win moves them as a 21-19 win does.
     after = []
     for slug, score in (("close", 19), ("wide", 0)):

@@ -10,9 +10,7 @@ from datetime import timedelta
 import numpy as np
 import pytest
 
-from tests.api.test_analysis import wait
-from tests.api.test_backups import export
-from tests.api.test_time_away import START, board, game, post, profile, same, season, vectors
+from tests.api.helpers import START, board, dated_game, export, post, profile, same, season, vectors, wait
 from tests.conftest import bearer, make_ladder
 
 
@@ -262,10 +260,10 @@ def test_games_posted_one_at_a_time_after_a_pull_replay_to_the_last_bit(client, 
     """With steps that count games, experience after a pull of 0.9 is not a whole number: games added one at a
     time (as posted) and all at once (as the audit replays them) still agree."""
     key = make_ladder(client, "single", k=1, seed=2, auto_refit=False, drift_steps=False)
-    post(client, "single", key, [game("a", "b", n % 3 == 0, START + timedelta(hours=n)) for n in range(7)])
+    post(client, "single", key, [dated_game("a", "b", n % 3 == 0, START + timedelta(hours=n)) for n in range(7)])
     close(client, "single", key, "first", pull=pull)
     for n in range(8):
-        one = game("a", "b", n % 2 == 0, START + timedelta(days=1, hours=n))
+        one = dated_game("a", "b", n % 2 == 0, START + timedelta(days=1, hours=n))
         assert client.post("/v1/ladders/single/games", json=one, headers=bearer(key)).status_code == 201
     audit = client.get("/v1/ladders/single/audit").json()
     assert audit["consistent"] and audit["replayed_games"] == 8, audit

@@ -4,32 +4,12 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pytest
 from scipy.special import expit
 
 from app import rating
-from tests.api.test_analysis import wait
-from tests.api.test_backups import export
-from tests.api.test_void import players, post_all
+from tests.api.helpers import export, home_games, players, post_all, wait
 from tests.conftest import bearer, make_ladder
-
-
-def home_games(n: int, seed: int = 0, home_edge: float = 0.6) -> list[dict]:
-    """Games between 8 teams where the home side wins more often; some with a neutral ground (no seats)."""
-    rng = np.random.default_rng(seed)
-    strength = rng.normal(size=8)
-    games = []
-    for g in range(n):
-        a, b = rng.choice(8, 2, replace=False)
-        neutral = g % 7 == 6
-        p = expit(strength[a] - strength[b] + (0 if neutral else home_edge))
-        home = {"players": [f"t{a}"], "rank": 1 if rng.random() < p else 2}
-        away = {"players": [f"t{b}"], "rank": 3 - home["rank"]}
-        if not neutral:
-            home["seat"], away["seat"] = "home", "away"
-        games.append({"sides": [home, away]})
-    return games
 
 
 def test_seats_are_learned_shown_and_audited(client):

@@ -3,55 +3,12 @@ clock, and players who leave the default leaderboard after ``inactive_after_days
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
-from tests.api.test_analysis import wait
+from tests.api.helpers import START, board, dated_game, post, profile, same, season, unversioned, vectors, wait
 from tests.conftest import admin, bearer, make_ladder
-
-START = datetime(2025, 1, 5, 12, tzinfo=UTC)  # its games, 400 days on, are past
-CLUB = [f"club{n}" for n in range(8)]
-
-
-def game(a: str, b: str, a_wins: bool, when: datetime) -> dict:
-    ranks = (1, 2) if a_wins else (2, 1)
-    return {
-        "sides": [{"players": [a], "rank": ranks[0]}, {"players": [b], "rank": ranks[1]}],
-        "played_at": when.isoformat(),
-    }
-
-
-def season() -> tuple[list[dict], list[dict]]:
-    """The story of a default ladder: in January "away" and "stay" play 56 games each against an 8-player club and
-    win 7 of every 10; from February to July "stay" plays 86 more and wins 6 of every 10, "away" never plays
-    again.  The January games, and the rest."""
-    january, later = [], []
-    for n in range(56):
-        when = START + timedelta(hours=8 * n)
-        for who in ("away", "stay"):
-            january.append(game(who, CLUB[n % 8], n % 10 < 7, when))
-    for n in range(86):
-        later.append(game("stay", CLUB[n % 8], n % 10 < 6, START + timedelta(days=30 + 2 * n)))
-    return january, later
-
-
-def post(client, slug: str, key: str, games: list[dict]) -> None:
-    for lo in range(0, len(games), 100):
-        r = client.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[lo : lo + 100]}, headers=bearer(key))
-        assert r.status_code == 201, r.text
-
-
-def profile(client, slug: str, key: str) -> dict:
-    r = client.get(f"/v1/ladders/{slug}/players/{key}")
-    assert r.status_code == 200, r.text
-    return r.json()
-
-
-def board(client, slug: str, **params) -> dict:
-    r = client.get(f"/v1/ladders/{slug}/leaderboard", params={"by": "conservative", "limit": 100, **params})
-    assert r.status_code == 200, r.text
-    return r.json()
 
 
 def test_an_absent_players_uncertainty_grows_until_they_play_again(client):
@@ -86,7 +43,7 @@ def test_an_absent_players_uncertainty_grows_until_they_play_again(client):
     assert order["drifting"].index("away") > order["drifting"].index("stay")
     # One game back and the time away no longer counts.
     back = START + timedelta(days=210)
-    post(client, "drifting", keys["drifting"], [game("away", "club0", True, back)])
+    post(client, "drifting", keys["drifting"], [dated_game("away", "club0", True, back)])
     returned = profile(client, "drifting", "away")
     assert returned["strength_se"] < drifting["strength_se"] - 20
     assert returned["ladder_clock"] == returned["last_played_at"]
@@ -97,7 +54,7 @@ def test_a_ladder_clock_follows_the_log_back_when_its_newest_game_is_voided(clie
     the one a ladder that never had that game shows."""
     january, later = season()
     games = january + later[:10]
-    late = game("stay", "club1", True, START + timedelta(days=400))
+    late = dated_game("stay", "club1", True, START + timedelta(days=400))
     one, two = make_ladder(client, "one", k=1, seed=2), make_ladder(client, "two", k=1, seed=2)
     post(client, "one", one, [*games, late])
     post(client, "two", two, games)
@@ -132,7 +89,7 @@ def test_players_away_longer_than_inactive_after_days_leave_the_default_leaderbo
     suggested = client.get("/v1/ladders/office/players/stay/opponents", params={"limit": 20}).json()["items"]
     assert "away" not in [item["key"] for item in suggested] and len(suggested) == 8
     # Their next game brings them back; an admin's flag is a reason of its own.
-    post(client, "office", key, [game("away", "club2", False, START + timedelta(days=300))])
+    post(client, "office", key, [dated_game("away", "club2", False, START + timedelta(days=300))])
     assert "away" in [item["key"] for item in board(client, "office")["items"]]
     client.patch("/v1/ladders/office/players/club3", json={"active": False}, headers=bearer(key))
     assert profile(client, "office", "club3")["inactive_reason"].startswith("set inactive")
@@ -204,17 +161,6 @@ def test_standings_as_of_a_date_are_those_the_ladder_showed_then(client):
         same(board(client, "whole", by=by, **then), board(client, "part", by=by))
 
 
-def same(past: dict, shown: dict) -> None:
-    """Two leaderboard pages agree on everything but their versions (and the change since each player's last
-    game, unknown in the past and after a replay)."""
-    assert [unversioned(item) for item in past["items"]] == [unversioned(item) for item in shown["items"]]
-    assert past["ladder_clock"] == shown["ladder_clock"]
-
-
-def unversioned(item: dict) -> dict:
-    return {k: v for k, v in item.items() if k not in ("ladder_version", "change_since_last_game", "created_at")}
-
-
 def profile_at(client, slug: str, key: str, params: dict) -> dict:
     r = client.get(f"/v1/ladders/{slug}/players/{key}", params=params)
     assert r.status_code == 200, r.text
@@ -243,7 +189,7 @@ def test_as_of_follows_the_checkpoint_the_ratings_went_through(client):
 def test_as_of_takes_the_start_of_the_log_played_before_it_and_any_date(client):
     key = make_ladder(client, "late", k=1, seed=1, auto_refit=False)
     march, january = START + timedelta(days=60), START
-    post(client, "late", key, [game("a", "b", True, march), game("b", "c", True, january)])
+    post(client, "late", key, [dated_game("a", "b", True, march), dated_game("b", "c", True, january)])
     # The first game was played after the date: nothing of the log was played before it (a game posted late with
     # an earlier date counts once every game before it in the log was played before the date too).
     assert board(client, "late", as_of=(january + timedelta(days=1)).isoformat())["items"] == []
@@ -258,17 +204,12 @@ def test_as_of_takes_the_start_of_the_log_played_before_it_and_any_date(client):
     assert r.status_code == 422 and r.json()["errors"][0]["field"] == "form"
 
 
-def vectors(client, slug: str) -> dict[str, list[float]]:
-    rows = board(client, slug, inactive="true")["items"]
-    return {row["key"]: profile(client, slug, row["key"])["vector"] for row in rows}
-
-
 def test_steps_follow_time_away_and_every_replay_keeps_them_exactly(client):
     """With ``drift_steps`` (the default), a player back from six months away takes larger steps than the games
     they played alone would give; voids, merges and changes of the rate replay those steps bit for bit."""
     january, later = season()
-    back = game("away", "club0", True, START + timedelta(days=210))
-    stray = game("stray", "stay", True, START + timedelta(days=40))
+    back = dated_game("away", "club0", True, START + timedelta(days=210))
+    stray = dated_game("stray", "stay", True, START + timedelta(days=40))
     keys = {
         slug: make_ladder(client, slug, k=1, seed=4, auto_refit=False, drift_steps=slug != "counts")
         for slug in ("steps", "counts", "voided")

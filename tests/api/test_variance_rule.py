@@ -12,9 +12,7 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from app.rating import ELO_PER_LOGIT
-from tests.api.test_analysis import wait
-from tests.api.test_backups import everything, export
-from tests.api.test_void import post_all, random_games
+from tests.api.helpers import everything, export, post_all, random_games, wait
 from tests.conftest import admin, bearer, make_ladder
 
 START = datetime(2015, 3, 1, tzinfo=UTC)

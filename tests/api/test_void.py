@@ -14,42 +14,8 @@ from app import storage
 from app.core.db import Database
 from app.domain.access import ladder_for_read
 from devtools.server import ADMIN_KEY
-from tests.api.test_analysis import wait
+from tests.api.helpers import players, post_all, random_games, wait
 from tests.conftest import bearer, make_ladder
-
-
-def random_games(n: int, seed: int = 0) -> list[dict]:
-    """Singles, doubles and three-way games with ties among 8 players."""
-    rng = np.random.default_rng(seed)
-    names = [f"p{i}" for i in range(8)]
-    games = []
-    for _ in range(n):
-        n_sides = int(rng.integers(2, 4))
-        size = int(rng.integers(1, 3)) if n_sides == 2 else 1
-        picks = rng.permutation(names)[: n_sides * size].tolist()
-        sides = [
-            {"players": picks[s * size : (s + 1) * size], "score": int(rng.integers(0, 3))} for s in range(n_sides)
-        ]
-        games.append({"sides": sides})
-    return games
-
-
-def players(client, slug: str) -> dict[str, dict]:
-    board = client.get(f"/v1/ladders/{slug}/leaderboard?limit=500&inactive=true").json()["items"]
-    out = {}
-    for row in board:
-        p = client.get(f"/v1/ladders/{slug}/players/{row['key']}").json()
-        out[row["key"]] = {k: p[k] for k in ("vector", "games", "wins", "draws", "losses", "provisional")}
-    return out
-
-
-def post_all(client, slug: str, key: str, games: list[dict]) -> list[int]:
-    ids = []
-    for game in games:
-        r = client.post(f"/v1/ladders/{slug}/games", json=game, headers=bearer(key))
-        assert r.status_code == 201, r.text
-        ids.append(r.json()["id"])
-    return ids
 
 
 def _vectors_only(games: list[list[dict]]) -> list[list[dict]]:
@@ -61,7 +27,10 @@ def _vectors_only(games: list[list[dict]]) -> list[list[dict]]:
     ]
 
 
-def test_a_voided_game_counts_nowhere_and_the_ratings_are_those_without_it(client):
+@pytest.mark.parametrize("keys_in_query", [storage.players.MAX_KEYS_IN_QUERY, 2])
+def test_a_voided_game_counts_nowhere_and_the_ratings_are_those_without_it(client, monkeypatch, keys_in_query):
+    # (With 2 keys at most in a query, the void finds the players it reaches among every player of the ladder.)
+    monkeypatch.setattr(storage.players, "MAX_KEYS_IN_QUERY", keys_in_query)
     key = make_ladder(client, "voided", seed=11)
     clean = make_ladder(client, "clean", seed=11)
     games = random_games(40)

@@ -14,7 +14,7 @@ from fastapi.testclient import TestClient
 from app.core.config import Settings
 from app.main import create_app
 from devtools.receiver import Receiver, receiver
-from tests.api.test_webhooks import FAST, add_webhook, deliveries, settled, until
+from tests.api.helpers import FAST, add_webhook, deliveries, settled, until
 from tests.conftest import ADMIN_KEY, admin, make_ladder
 
 #: The most sides a game has, and players a side (app/games/schemas.py); the longest key and name (app/core/schemas).

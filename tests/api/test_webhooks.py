@@ -18,19 +18,8 @@ from app.core.config import Settings
 from app.main import create_app
 from devtools.receiver import Receiver, receiver
 from devtools.server import ADMIN_KEY
+from tests.api.helpers import add_webhook, deliveries, post_game, settings_for, settled, until
 from tests.conftest import admin, bearer, make_ladder
-
-#: Quick retries and timeouts: no test waits minutes.
-FAST = {
-    "webhooks_allow_private": True,
-    "webhooks_timeout": 0.3,
-    "webhooks_attempts": 3,
-    "webhooks_retry_seconds": 0.05,
-}
-
-
-def settings_for(url: str, **extra) -> Settings:
-    return Settings(database_url=url, admin_key=ADMIN_KEY, migrate_on_start=False, **(FAST | extra))
 
 
 @pytest.fixture
@@ -44,49 +33,11 @@ def hook() -> Iterator[Receiver]:
         yield r
 
 
-def add_webhook(client: TestClient, url: str, events: list[str], slug: str = "test") -> dict:
-    r = client.post(f"/v1/ladders/{slug}/webhooks", json={"url": url, "events": events}, headers=admin())
-    assert r.status_code == 201, r.text
-    return r.json()
-
-
-def post_game(client: TestClient, winner: str, loser: str, slug: str = "test") -> dict:
-    game = {"sides": [{"players": [winner], "score": 21}, {"players": [loser], "score": 15}]}
-    r = client.post(f"/v1/ladders/{slug}/games", json=game, headers=admin())
-    assert r.status_code == 201, r.text
-    return r.json()
-
-
 def verified(secret: str, headers: dict[str, str], body: bytes) -> bool:
     """What a receiver does: recompute ``Melo-Signature`` from the raw body and compare in constant time."""
     parts = dict(part.split("=", 1) for part in headers["Melo-Signature"].split(","))
     expected = hmac.new(secret.encode(), parts["t"].encode() + b"." + body, hashlib.sha256).hexdigest()
     return hmac.compare_digest(expected, parts["v1"]) and abs(time.time() - int(parts["t"])) < 300
-
-
-def deliveries(client: TestClient, webhook_id: int, slug: str = "test") -> list[dict]:
-    r = client.get(f"/v1/ladders/{slug}/webhooks/{webhook_id}/deliveries", headers=admin())
-    assert r.status_code == 200, r.text
-    return r.json()["items"]
-
-
-def settled(client: TestClient, webhook_id: int, n: int) -> list[dict]:
-    """The webhook's ``n`` deliveries, once none is pending (a receiver's answer is recorded just after it)."""
-
-    def done() -> list[dict] | None:
-        log = deliveries(client, webhook_id)
-        return log if len(log) == n and all(d["status"] != "pending" for d in log) else None
-
-    return until(done)
-
-
-def until(check, seconds: float = 10.0):
-    """``check()`` once it is truthy (polled), else AssertionError."""
-    deadline = time.monotonic() + seconds
-    while not (found := check()):
-        assert time.monotonic() < deadline, "not reached in time"
-        time.sleep(0.02)
-    return found
 
 
 def test_a_game_posted_arrives_once_signed_with_the_event_as_the_stream_carries_it(client, hook):
@@ -120,6 +71,19 @@ def test_a_game_posted_arrives_once_signed_with_the_event_as_the_stream_carries_
         ("game", "delivered", 1, 200),
     ]
     assert hook.quiet(0.3) == 2
+
+
+def test_a_matchs_text_gives_each_games_points_the_winners_first(client, hook):
+    key = make_ladder(client, auto_create_players=True, play={"best_of": 3})
+    add_webhook(client, hook.url, ["game"])
+    match = {"sides": [{"players": ["bob"]}, {"players": ["ada"]}], "match": [[15, 21], [21, 18], [10, 21]]}
+    posted = client.post("/v1/ladders/test/games", json=match, headers=bearer(key))
+    assert posted.status_code == 201, posted.text
+    [got] = hook.wait_for(1)
+    ada = next(p for side in posted.json()["sides"] for p in side["players"] if p["key"] == "ada")
+    assert json.loads(got.body)["text"] == (
+        f"ada beat bob 2-1 (21-15, 18-21, 21-10) (ada {ada['elo_before']:.0f} → {ada['elo_after']:.0f})"
+    )
 
 
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)  # the database does not matter here

@@ -21,7 +21,7 @@ from app import storage
 from app.core.config import Settings
 from app.webhooks import sending
 from devtools.receiver import Receiver, receiver
-from tests.api.test_webhooks import add_webhook, deliveries, post_game, settings_for, settled, until
+from tests.api.helpers import add_webhook, deliveries, post_game, settings_for, settled, until
 from tests.conftest import admin, make_ladder
 
 

@@ -2,8 +2,9 @@
 
 import numpy as np
 from scipy.linalg import expm
+from scipy.special import expit
 
-from app.rating import Game, omega
+from app.rating import Game, GameLog, LearningRate, initial_vectors, omega
 
 
 def two_player(i: int, j: int, outcome: float) -> Game:
@@ -36,3 +37,23 @@ def random_games(rng: np.random.Generator, m: int, n: int, kind: str, advantages
         adv = tuple(rng.normal(scale=0.3, size=len(sides))) if advantages else None
         games.append(Game(sides, ranks, adv))
     return games
+
+
+DEFAULT = LearningRate(0.7, 3.0)
+
+
+def elo_stream(m: int, n: int, drift: float, seed: int) -> GameLog:
+    """``n`` games between ``m`` players whose Elo strengths take a random walk of ``drift`` per game."""
+    rng = np.random.default_rng(seed)
+    r = rng.normal(0, 1, m)
+    i = rng.integers(0, m, n)
+    j = (i + rng.integers(1, m, n)) % m
+    outcome = np.empty(n)
+    for g in range(n):
+        r += rng.normal(0, drift, m)
+        outcome[g] = rng.random() < expit(r[i[g]] - r[j[g]])
+    return GameLog.from_pairs(i, j, outcome)
+
+
+def start(m: int) -> np.ndarray:
+    return initial_vectors([f"p{x}" for x in range(m)], 1, 0, 0.1, None)

@@ -3,29 +3,12 @@ import pytest
 from scipy.special import expit
 
 from app.ladders.schemas import LadderCreate
-from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, RatingInputError, initial_vectors, tuning
+from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, RatingInputError, tuning
 from app.rating.seats import Seats
 from app.rating.tuning import choose_rate, prequential_losses, prequential_losses_many
 from app.rating.variance import VarianceRule
 
-DEFAULT = LearningRate(0.7, 3.0)
-
-
-def elo_stream(m: int, n: int, drift: float, seed: int) -> GameLog:
-    """``n`` games between ``m`` players whose Elo strengths take a random walk of ``drift`` per game."""
-    rng = np.random.default_rng(seed)
-    r = rng.normal(0, 1, m)
-    i = rng.integers(0, m, n)
-    j = (i + rng.integers(1, m, n)) % m
-    outcome = np.empty(n)
-    for g in range(n):
-        r += rng.normal(0, drift, m)
-        outcome[g] = rng.random() < expit(r[i[g]] - r[j[g]])
-    return GameLog.from_pairs(i, j, outcome)
-
-
-def start(m: int) -> np.ndarray:
-    return initial_vectors([f"p{x}" for x in range(m)], 1, 0, 0.1, None)
+from .helpers import DEFAULT, elo_stream, start
 
 
 def test_each_game_is_scored_from_the_games_before_it():

@@ -4,13 +4,19 @@ import numpy as np
 
 from app.rating import GameLog, LearningRate, initial_vectors
 from app.rating.seats import Seats
-from app.rating.tuning import CYCLES, STEPS_BACK, choose_rate, prequential_losses
+from app.rating.tuning import (
+    CYCLES,
+    SHRINKING_BACK_ETA,
+    SHRINKING_BACK_TAUS,
+    STEPS_BACK,
+    choose_rate,
+    prequential_losses,
+)
 from app.rating.variance import VarianceRule
 from app.rating.variance_tuning import variance_losses_many
 from devtools.streams import career_stream
 
-from .helpers import random_games
-from .test_tuning import DEFAULT, elo_stream, start
+from .helpers import DEFAULT, elo_stream, random_games, start
 
 RULES = [VarianceRule(0.5, 0.001), VarianceRule(0.2, 0.01, 0.4), VarianceRule(1.0, 1e-4, 2.0)]
 
@@ -102,3 +108,18 @@ def test_a_ladder_on_the_variance_rule_can_go_back_to_a_constant_step():
     back = choose_rate(start(30), log, frozen, rules=True)
     assert isinstance(back.rate, LearningRate) and back.rate.tau is None and back.rate.eta in STEPS_BACK
     assert back.rows[0]["log_loss"] - back.rows[back.index]["log_loss"] > back.rows[back.index]["standard_error"]
+
+
+def test_a_ladder_on_the_variance_rule_can_go_back_to_a_new_ladders_shrinking_step():
+    # A variance rule chosen for a young ladder's newcomers (a large start and noise) on a field that has settled
+    # (steady strengths, played over three years, the steps following a drift): a step that shrinks with each
+    # player's games, as a new ladder's does, predicts better than every rule around it and every constant step, and
+    # the log takes the ladder back to it.  Without a drift it is not tried (a regular's step would freeze).
+    log = elo_stream(30, 3_000, 0.0, seed=3)
+    when = np.linspace(0.0, 3.0, log.n_games)
+    back = choose_rate(start(30), log, VarianceRule(7.0, 0.1, 0.05), times=(when, None), rules=True)
+    assert isinstance(back.rate, LearningRate) and back.rate.eta == SHRINKING_BACK_ETA
+    assert back.rate.tau in SHRINKING_BACK_TAUS and back.rate.drift == 0.05
+    assert back.rows[0]["log_loss"] - back.rows[back.index]["log_loss"] > 2 * back.rows[back.index]["standard_error"]
+    still = choose_rate(start(30), log, VarianceRule(7.0, 0.1), rules=True)
+    assert all(row["tau"] is None for row in still.rows if row["rule"] == "steps")

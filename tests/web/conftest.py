@@ -99,6 +99,108 @@ def show_insights(page) -> None:
     raise AssertionError("the insights were never read: #cycles never appeared")
 
 
+def shown(change: float) -> str:
+    """A rating change as the page writes it: +12, −3, and 0 for whatever rounds to nothing."""
+    n = round(change)
+    return "0" if n == 0 else f"{'+' if n > 0 else '−'}{abs(n)}"
+
+
+# Every element with text of its own that is shown: its colour against the backgrounds behind it (composited up
+# the tree), as WCAG 2 computes contrast; large text needs 3:1, the rest 4.5:1. Disabled controls are exempt.
+CONTRAST = """() => {
+  const rgba = (c) => { const v = c.match(/[\\d.]+/g).map(Number); return v.length === 3 ? [...v, 1] : v; };
+  const over = (top, under) => top.slice(0, 3).map((v, i) => v * top[3] + under[i] * (1 - top[3]));
+  const luminance = (rgb) => {
+    const [r, g, b] = rgb.map((v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * b;
+  };
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = rgba(getComputedStyle(e).backgroundColor);
+      if (c[3] > 0) layers.push(c);
+      if (c[3] === 1) break;
+    }
+    return layers.reverse().reduce((under, top) => over(top, under), [255, 255, 255]);
+  };
+  const failures = [];
+  let checked = 0;
+  for (const el of document.querySelectorAll("body *")) {
+    const placeholder = el.placeholder && !el.value;  // a placeholder is text too
+    if (!placeholder && ![...el.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim())) continue;
+    const style = getComputedStyle(el, placeholder ? "::placeholder" : null);
+    if (style.visibility !== "visible" || !el.getClientRects().length || el.closest(".sr-only, [hidden]")) continue;
+    if (el.closest("button:disabled, input:disabled, select:disabled")) continue;
+    const behind = background(el);
+    const fg = over(rgba(el instanceof SVGElement ? style.fill : style.color), behind);
+    const [hi, lo] = [luminance(fg), luminance(behind)].sort((a, b) => b - a);
+    const ratio = (hi + 0.05) / (lo + 0.05);
+    const size = parseFloat(style.fontSize);
+    const large = size >= 24 || (Number(style.fontWeight) >= 700 && size >= 18.66);
+    checked += 1;
+    const text = (placeholder ? el.placeholder : el.textContent).trim().slice(0, 30);
+    if (ratio < (large ? 3 : 4.5)) failures.push(`${el.tagName} "${text}" ${ratio.toFixed(2)}`);
+  }
+  return { checked, failures };
+}"""
+
+# Whether the focused element shows it: an outline or a ring on itself, or on the element drawn for it (a radio
+# button hidden under its label's box).
+FOCUS_SHOWN = """() => {
+  const el = document.activeElement;
+  const shows = (e) => {
+    if (!e) return false;
+    const s = getComputedStyle(e);
+    return (s.outlineStyle !== "none" && parseFloat(s.outlineWidth) >= 2) || s.boxShadow !== "none";
+  };
+  return { tag: el.tagName, id: el.id, text: (el.textContent || el.value || "").trim().slice(0, 30),
+    shown: shows(el) || shows(el.nextElementSibling) };
+}"""
+
+CONTROLS = {
+    "button",
+    "textbox",
+    "combobox",
+    "checkbox",
+    "radio",
+    "spinbutton",
+    "searchbox",
+    "link",
+    "listbox",
+    "option",
+}
+
+
+def accessible_names_missing(page) -> list[str]:
+    """The controls to which Chromium's accessibility tree gives no name."""
+    tree = page.context.new_cdp_session(page).send("Accessibility.getFullAXTree")
+    missing = []
+    for node in tree["nodes"]:
+        role = node.get("role", {}).get("value")
+        if node.get("ignored") or role not in CONTROLS:
+            continue
+        if not str(node.get("name", {}).get("value", "")).strip():
+            missing.append(f"{role} {node.get('backendDOMNodeId')}")
+    return missing
+
+
+def check_accessibility(page, tabs: int) -> None:
+    assert accessible_names_missing(page) == []
+    contrast = page.evaluate(CONTRAST)
+    assert contrast["checked"] > 10 and contrast["failures"] == [], contrast["failures"]
+    page.evaluate("document.activeElement && document.activeElement.blur(); window.scrollTo(0, 0)")
+    page.locator("body").focus()
+    seen = []
+    for _ in range(tabs):
+        page.keyboard.press("Tab")
+        focused = page.evaluate(FOCUS_SHOWN)
+        if focused["tag"] == "BODY":
+            break
+        seen.append(focused)
+        assert focused["shown"], focused
+    assert len(seen) >= min(tabs, 5)
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Chromium for one test module. Playwright's sync API keeps an asyncio loop running in the main thread while it
@@ -116,12 +218,13 @@ def browser():
 
 @pytest.fixture
 def open_page(browser):
-    """open_page(size, saved={slug: key}): a page in a fresh browser context, with keys already saved."""
+    """open_page(size, saved={slug: key}, scheme="light"): a page in a fresh browser context, with keys already
+    saved, its system asking for a light or a dark page."""
     contexts = []
     errors: list[str] = []
 
-    def open_page(size: str = "desktop", saved: dict[str, str] | None = None):
-        context = browser.new_context(**SIZES[size], locale="en-GB", accept_downloads=True)
+    def open_page(size: str = "desktop", saved: dict[str, str] | None = None, scheme: str = "light"):
+        context = browser.new_context(**SIZES[size], locale="en-GB", accept_downloads=True, color_scheme=scheme)
         contexts.append(context)
         for slug, key in (saved or {}).items():
             context.add_init_script(f"localStorage.setItem('melo-write-key:{slug}', {key!r})")

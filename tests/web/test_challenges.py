@@ -10,8 +10,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.conftest import make_ladder
-from tests.web.test_pages import check_accessibility
+from tests.web.conftest import check_accessibility, make_ladder
 
 
 def big_enough(locator) -> None:
@@ -74,13 +73,37 @@ def test_challenge_from_a_players_page_then_record_the_result_in_one_tap(base, o
     expect(page.locator("#feed li.game[data-id='1'] .line")).to_have_text(re.compile(r"^Bob Baker \S+ beat Ann Archer"))
     assert [g["id"] for g in ladder.get("/games")["items"]] == [1]
 
-    if size == "phone":  # a standings row's details hold a Challenge button too; the last challenger is remembered
+    # The points typed beside a challenge go with the winner's tap; one player's alone, or the winner's lower, are
+    # refused before anything is sent.
+    if size == "phone":
+        page.click("button[data-tab=record]")
+    expect(second.locator(".challenge-points")).to_have_text(
+        re.compile(r"Points \(optional\):\s*Cy Cole\s*–\s*Dee Dunn")
+    )
+    second.locator("input[data-points=dee]").fill("21")
+    second.locator("button[data-winner=dee]").click()
+    expect(page.locator("#toast .toast-title")).to_have_text("Enter both players' points, or neither.")
+    second.locator("input[data-points=cy]").fill("23")
+    second.locator("button[data-winner=dee]").click()
+    expect(page.locator("#toast .toast-title")).to_have_text("Dee Dunn won with fewer points: check the score.")
+    assert ladder.get("/challenges/2")["status"] == "accepted"
+    second.locator("input[data-points=cy]").fill("19")
+    second.locator("button[data-winner=dee]").click()
+    expect(page.locator("#toast .toast-title")).to_have_text("Game #2 recorded: Dee Dunn won the challenge 21-19.")
+    game = ladder.get("/games/2")
+    assert [(side["players"][0]["key"], side["score"]) for side in game["sides"]] == [("dee", 21), ("cy", 19)]
+
+    if size == "phone":  # a standings row's details hold a Challenge button too; "me" (Dee, since above) challenges
         page.click("button[data-tab=standings]")
         page.locator("#board tr[data-key=eve] button.toggle").click()
         page.locator("#board tr.details button[data-challenge=eve]").click()
-        expect(page.locator("#challenger")).to_have_value("Ann Archer")
+        expect(page.locator("#challenger")).to_have_value("Dee Dunn")
+        # "Me" named, the message has the focus: no list of players covers it or the Send button.
+        expect(page.locator("#challenge-message")).to_be_focused()
+        expect(page.locator("#challenger-list")).to_be_hidden()
+        page.fill("#challenge-message", "rematch?")
         page.locator("dialog[open]").get_by_role("button", name="Send challenge").click()
-        expect(page.locator("#toast .toast-title")).to_have_text("Ann Archer challenged Eve Ellis")
+        expect(page.locator("#toast .toast-title")).to_have_text("You challenged Eve Ellis")
         assert ladder.get("/challenges", status="open")["items"][0]["to"] == "eve"
 
 
@@ -107,3 +130,33 @@ def test_a_challenge_tapped_before_the_players_are_read_waits_for_them(base, ope
     page.click("#challenger")
     page.keyboard.type("an")
     expect(page.locator("#challenger-list [role=option][data-key=ann]")).to_have_count(1)
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_who_challenges_starts_as_me_on_this_device(base, open_page, size):
+    ladder = make_ladder(base, f"me-duel-{size}", games=False)
+    page = open_page(size, saved={ladder.slug: ladder.key})
+    page.add_init_script(f"localStorage.setItem('melo-me:{ladder.slug}', 'cy')")
+    page.goto(f"{ladder.url}/players/bob")
+    page.locator("button[data-challenge=bob]").click()
+    expect(page.locator("#challenger")).to_have_value("Cy Cole")
+    page.locator("dialog[open]").get_by_role("button", name="Send challenge").click()
+    expect(page.locator("#toast .toast-title")).to_have_text("You challenged Bob Baker")
+    assert [(c["from"], c["to"]) for c in ladder.get("/challenges")["items"]] == [("cy", "bob")]
+    # Challenging "me" names nobody: who challenges is then asked.
+    page.goto(f"{ladder.url}/players/cy")
+    page.locator("button[data-challenge=cy]").click()
+    expect(page.locator("#challenger")).to_have_value("")
+    # Without "me", the last one to challenge from this browser.
+    other = open_page(size, saved={ladder.slug: ladder.key})
+    other.goto(f"{ladder.url}/players/dee")
+    other.locator("button[data-challenge=dee]").click()
+    expect(other.locator("#challenger")).to_have_value("")
+    other.click("#challenger")
+    other.keyboard.type("an")
+    other.click("#challenger-list [role=option][data-key=ann]")
+    other.locator("dialog[open]").get_by_role("button", name="Send challenge").click()
+    expect(other.locator("#toast .toast-title")).to_have_text("Ann Archer challenged Dee Dunn")
+    other.goto(f"{ladder.url}/players/eve")
+    other.locator("button[data-challenge=eve]").click()
+    expect(other.locator("#challenger")).to_have_value("Ann Archer")

@@ -28,7 +28,9 @@ def test_standings_group_provisional_players_and_show_inactive_ones_on_request(b
     newbie = next(p for p in api if p["key"] == "newbie")
     row = page.locator("#board tr[data-key=newbie]")
     expect(row.locator("td.rank")).to_have_text("–")
-    expect(row.locator("td.rating")).to_have_text(f"{newbie['elo']:.0f} ± {2 * newbie['strength_se']:.0f}")
+    expect(row.locator("td.score")).to_have_attribute(
+        "title", re.compile(rf"^{newbie['elo']:.0f}, give or take {2 * newbie['strength_se']:.0f} ")
+    )
     expect(row.locator("td.score")).to_have_text(f"{newbie['conservative']:.0f}")
     expect(row.locator(".why-unranked")).to_have_text(f"{newbie['results_to_rank']} more games to be ranked")
     page.click("#ranking-options summary")
@@ -89,3 +91,29 @@ def test_who_would_win_fair_teams_seats_and_cycles(base, open_page):
     page.fill("#teams-count", "5")  # five teams of four players: the server's words, not a crash
     page.get_by_role("button", name="Make fair teams").click()
     expect(page.locator("#messages .error")).to_contain_text("teams")
+
+
+def test_the_styles_chart_of_a_large_ladder_names_its_leaders_and_me(base, open_page):
+    """Beyond 60 players the chart cannot name every dot: it names the first ten of the standings and "me" on this
+    device (a player far down the standings), and says so; the other names are in their dots' tooltips."""
+    ladder = make_ladder(base, "styles-large", games=False, auto_create_players=True)
+    # q0 beats everyone after them in a round, q1 the same, …: a clear order over 90 players.
+    games = [
+        {"sides": [{"players": [f"q{a}"], "rank": 1}, {"players": [f"q{b}"], "rank": 2}]}
+        for a in range(90)
+        for b in range(a + 1, min(a + 6, 90))
+    ]
+    assert httpx.post(f"{ladder.api}/games/batch", json={"games": games}, headers=ladder.auth).status_code == 201
+    order = [p["key"] for p in ladder.get("/leaderboard", by="conservative", limit=200)["items"]]
+    me = order[80]
+    page = open_page("desktop")
+    page.add_init_script(f"localStorage.setItem('melo-me:{ladder.slug}', '{me}')")
+    page.goto(ladder.url)
+    page.wait_for_selector("#board tbody tr[data-key]")
+    show_insights(page)
+    page.wait_for_selector("#disc-plot text.label")
+    named = set(page.locator("#disc-plot text.label").all_text_contents())
+    assert named <= {*order[:10], me} and me in named and len(named) >= 8, (named, order[:10], me)
+    expect(page.locator("#disc-plot circle.dot")).to_have_count(len(order))
+    expect(page.locator("#disc-plot circle.dot.named")).to_have_count(11)
+    expect(page.locator("figure.styles figcaption")).to_contain_text("Named: the first 10 of the standings and you")

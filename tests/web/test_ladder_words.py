@@ -58,10 +58,14 @@ def test_the_standings_show_the_number_they_are_sorted_by_and_why_someone_is_not
         expect(page.locator("#details-ann")).to_contain_text(
             f"{round(ann['elo'])}, give or take {round(2 * ann['strength_se'])}"
         )
-    else:
-        expect(page.locator("#board tr[data-key=ann] td.rating")).to_have_text(
-            f"{round(ann['elo'])} ± {round(2 * ann['strength_se'])}"
+    else:  # one number a row, as on a phone: the rating it stands for, give or take, is the number's title
+        row = page.locator("#board tr[data-key=ann]")
+        expect(row.locator("td")).to_have_count(9)
+        expect(row.locator("td.score")).to_have_attribute(
+            "title", re.compile(rf"^{round(ann['elo'])}, give or take {round(2 * ann['strength_se'])} \(")
         )
+        assert "±" not in page.inner_text("#board")
+        expect(page.locator("#board th.form-col")).to_have_text("Form newest first")
     page.click("#ranking-options summary")
     expect(page.locator("#ranking-options")).to_contain_text("ranked after 3 games against others, whatever")
     text = page.inner_text("#view")
@@ -203,3 +207,60 @@ def test_the_insights_say_nothing_of_cycles_until_there_are_games_enough(base, o
     left = 30 - office.get("")["games"]
     expect(page.locator("#intransitivity")).to_contain_text(f"after {left} more games")
     expect(page.locator("#cycles figcaption")).to_contain_text("Styles of play: each dot is a player.")
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_find_a_player_far_down_a_large_ladder(base, open_page, size):
+    ladder = make_ladder(base, f"large-{size}", games=False, auto_create_players=True)
+    games = [
+        {"sides": [{"players": [f"p{n}"], "rank": 1}, {"players": [f"p{(n * 7 + k) % 300}"], "rank": 2}]}
+        for n in range(300)
+        for k in (1, 2)
+    ]
+    for start in range(0, len(games), 500):
+        batch = {"games": games[start : start + 500]}
+        answer = httpx.post(f"{ladder.api}/games/batch", json=batch, headers=ladder.auth)
+        assert answer.status_code == 201, answer.text
+    board = ladder.get("/leaderboard", by="conservative", limit=500)["items"]
+    far = board[260]["key"]
+    page = open_page(size)
+    page.goto(ladder.url)
+    # The page reads every player's name after its first render (the standings hold the first 50); "Most active"
+    # is drawn from them once they are in.
+    page.wait_for_selector("#active li", state="attached")
+    expect(page.locator("#board tbody tr[data-key]")).to_have_count(50)
+    page.click("#find-player")
+    page.keyboard.type(far)
+    page.click(f"#find-player-list [role=option][data-key={far}]")
+    row = page.locator(f"#board tr[data-key={far}]")
+    expect(row).to_have_class(re.compile(r"\bfound\b"))
+    expect(row).to_be_in_viewport()
+    expect(row.locator("td.player a")).to_be_focused()
+    # A small ladder has no search box: its standings fit.
+    page.goto(make_ladder(base, f"small-{size}").url)
+    page.wait_for_selector("#board tr[data-key=ann]")
+    expect(page.locator("#find-player")).to_be_hidden()
+
+
+def test_a_name_typed_before_every_player_is_read_is_suggested_once_they_are(base, open_page):
+    ladder = make_ladder(base, "large-slow", games=False, auto_create_players=True)
+    games = [{"sides": [{"players": [f"q{n}"], "rank": 1}, {"players": [f"q{n + 1}"], "rank": 2}]} for n in range(80)]
+    assert httpx.post(f"{ladder.api}/games/batch", json={"games": games}, headers=ladder.auth).status_code == 201
+    far = ladder.get("/leaderboard", by="conservative", limit=100)["items"][70]["key"]
+    page = open_page("desktop")
+    held = []
+
+    def hold(route) -> None:  # every player's name: answered below, not yet
+        held.append(route)
+
+    page.route(re.compile(r".*/leaderboard\?by=hodge.*"), hold)
+    page.goto(ladder.url)
+    expect(page.locator("#board tbody tr[data-key]")).to_have_count(50)
+    page.click("#find-player")
+    page.keyboard.type(far)
+    expect(page.locator("#find-player-list")).to_be_visible()
+    expect(page.locator(f"#find-player-list [role=option][data-key={far}]")).to_have_count(0)  # beyond 50 rows
+    assert len(held) == 1
+    held[0].continue_()
+    page.click(f"#find-player-list [role=option][data-key={far}]")  # suggested without typing again
+    expect(page.locator(f"#board tr[data-key={far}]")).to_have_class(re.compile(r"\bfound\b"))

@@ -41,5 +41,11 @@ def test_moments_show_beside_their_game_in_the_feed_and_live_with_last_seasons_p
     item = page.locator(f"#feed li.game[data-id='{posted['id']}']")
     expect(item.locator(".moment-chip.first_win")).to_have_text("🎉 Fay Fox won for the first time")
     expect(page.locator("#moment-note")).to_contain_text("Fay Fox won for the first time")
+    note = page.locator("#moment-note").bounding_box()
+    for covered in (".page-head h1", ".live"):  # the note leaves the ladder's name and "Live" readable
+        box = page.locator(covered).first.bounding_box()
+        apart = box["y"] >= note["y"] + note["height"] or note["y"] >= box["y"] + box["height"]
+        apart = apart or box["x"] >= note["x"] + note["width"] or note["x"] >= box["x"] + box["width"]
+        assert apart, (covered, box, note)
     expect(page.locator("#moments")).to_contain_text("Fay Fox won for the first time")
     assert page.evaluate("document.scrollingElement.scrollWidth <= window.innerWidth")  # nothing scrolls sideways

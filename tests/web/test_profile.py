@@ -12,8 +12,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.conftest import make_ladder
-from tests.web.test_record import shown
+from tests.web.conftest import make_ladder, shown
 
 LETTER = {"win": "W", "draw": "D", "loss": "L"}
 
@@ -228,3 +227,21 @@ def test_a_chart_over_months_marks_each_month_with_its_year_in_full(base, open_p
             re.fullmatch(r"20\d\d", y) for y in lines[1:]
         )
     assert_labels_inside(page)
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_recent_games_show_their_score_from_the_players_side(base, open_page, size):
+    ladder = make_ladder(base, f"scored-{size}", games=False, play={"best_of": 3})
+    scored = {"sides": [{"players": ["bob"], "score": 21}, {"players": ["ann"], "score": 15}]}
+    match = {"sides": [{"players": ["ann"]}, {"players": ["bob"]}], "match": [[11, 7], [9, 11], [11, 5]]}
+    games = [httpx.post(f"{ladder.api}/games", json=g, headers=ladder.auth).json() for g in (scored, match)]
+    plain = ladder.post(["ann"], ["cy"])
+    page = open_page(size)
+    page.goto(f"{ladder.url}/players/ann")
+    item = page.locator(f"#history li[data-game='{games[0]['id']}']")
+    expect(item).to_contain_text("Lost to Bob Baker 15–21")  # Ann's points first, though she was the second side
+    expect(page.locator(f"#history li[data-game='{games[1]['id']}'] .score")).to_have_text("2–1: 11–7, 9–11, 11–5")
+    expect(page.locator(f"#history li[data-game='{plain['id']}']")).to_contain_text("Beat Cy Cole")
+    expect(page.locator(f"#history li[data-game='{plain['id']}'] .score")).to_have_count(0)
+    page.goto(f"{ladder.url}/players/bob")
+    expect(page.locator(f"#history li[data-game='{games[1]['id']}'] .score")).to_have_text("1–2: 7–11, 11–9, 5–11")

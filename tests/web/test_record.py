@@ -9,13 +9,7 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
-from tests.web.conftest import make_ladder
-
-
-def shown(change: float) -> str:
-    """A rating change as the page writes it: +12, −3, and 0 for whatever rounds to nothing."""
-    n = round(change)
-    return "0" if n == 0 else f"{'+' if n > 0 else '−'}{abs(n)}"
+from tests.web.conftest import HTTP, make_ladder, shown
 
 
 class Actions:
@@ -74,8 +68,20 @@ def test_a_singles_game_takes_at_most_six_actions_and_the_toast_shows_each_chang
             assert line.startswith(("Dee Dunn " if p["key"] == "dee" else "Ann Archer ") + shown(p["elo_change"]))
             assert line.endswith(f"→ {round(p['elo_after'])}")
     assert game["sides"][0]["players"][0]["elo_change"] > 0 > game["sides"][1]["players"][0]["elo_change"]
+    # Dee's gain and Ann's loss differ: one line says why.
+    assert len({round(abs(p["elo_change"])) for side in game["sides"] for p in side["players"]}) == 2
+    expect(page.locator("#changes-why")).to_have_text(re.compile(r"^Gains and losses differ: a rating still settling"))
     # The form is ready for the next game.
     assert page.input_value("#a-0") == "" and page.input_value("#b-0") == ""
+    # The why is told once on a device: the next game's toast is the changes alone.
+    for picker, key in [("a-0", "fay"), ("b-0", "ann")]:
+        page.fill(f"#{picker}", key)
+        page.keyboard.press("Enter")
+    page.click("#won-a")
+    expect(page.locator("#toast .toast-title")).to_have_text(f"Game #{game['id'] + 1} recorded.")
+    second = ladder.get("/games", limit=1)["items"][0]
+    assert len({round(abs(p["elo_change"])) for side in second["sides"] for p in side["players"]}) == 2  # they differ
+    expect(page.locator("#changes-why")).to_have_count(0)
 
 
 def test_undo_in_the_toast_voids_the_game(base, open_page):
@@ -132,6 +138,10 @@ def test_a_doubles_game_by_keyboard_alone(base, open_page):
         page.keyboard.type(typed)
         expect(page.locator(f"#{picker}")).to_have_attribute("aria-activedescendant", f"{picker}-opt-0")
         page.keyboard.press("Enter")  # takes the best match and moves on
+    expect(page.locator("#score-a")).to_be_focused()  # the score next (optional here), then who won
+    page.keyboard.press("Tab")
+    expect(page.locator("#score-b")).to_be_focused()
+    page.keyboard.press("Tab")
     expect(page.locator("#won-a")).to_be_focused()
     expect(page.locator("#won-a")).to_have_text("Ann Archer & Cy Cole won")
     expect(page.locator("#preview")).to_have_text(re.compile(r"^Chances: Ann Archer & Cy Cole \d+% · Bob Baker & "))
@@ -177,6 +187,26 @@ def test_the_pickers_suggest_as_you_type(base, open_page):
     page.locator("dialog[open]").get_by_role("button", name="Yes, add “zed”").click()  # confirmed
     page.wait_for_selector("#changes li[data-key=zed]")  # created on the fly
     assert players_of(ladder.get("/games", limit=1)["items"][0]) == [["fay"], ["zed"]]
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_the_pickers_show_a_players_key_only_beside_a_name_another_player_has_too(base, open_page, size):
+    # "Bob Baker" alone needs no "bob" beside it; two Ann Archers are told apart by their keys.
+    ladder = make_ladder(base, f"twins-{size}")
+    twin = {"key": "ann2", "name": "Ann Archer"}
+    assert HTTP.post(f"{ladder.api}/players", json=twin, headers=ladder.auth).is_success
+    page = open_page(size, saved={ladder.slug: ladder.key})
+    page.goto(ladder.url)
+    page.wait_for_selector("#board tr[data-key=ann]")
+    if size == "phone":
+        page.click("button[data-tab=record]")
+    box = page.locator("#a-0")
+    box.click()
+    box.fill("b")
+    expect(page.locator("#a-0-list [role=option][data-key=bob]")).to_have_text("Bob Baker")
+    box.fill("ann")
+    expect(page.locator("#a-0-list [role=option][data-key=ann]")).to_have_text("Ann Archer ann")
+    expect(page.locator("#a-0-list [role=option][data-key=ann2]")).to_have_text("Ann Archer ann2")
 
 
 def test_the_write_key_is_asked_for_once_and_a_wrong_one_is_named(base, open_page):
@@ -264,3 +294,25 @@ def test_the_seat_question_only_on_a_ladder_with_seats(base, open_page):
     page.click("#won-a")
     expect(page.locator("#toast .toast-title")).to_have_text(f"Game #{game['id'] + 1} recorded.")
     assert [s["seat"] for s in tt.get("/games", limit=1)["items"][0]["sides"]] == [None, None]
+
+
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_skip_link_leads_the_keyboard_to_the_first_player_and_the_picks_to_the_score(base, open_page, size):
+    ladder = make_ladder(base, f"skip-{size}")
+    page = open_page(size, saved={ladder.slug: ladder.key})
+    page.goto(ladder.url)
+    page.wait_for_selector("#board tr[data-key=ann]")
+    page.keyboard.press("Tab")  # the page's own skip link first, then the record form's
+    page.keyboard.press("Tab")
+    expect(page.locator("a.skip").nth(1)).to_be_focused()
+    expect(page.locator("a.skip").nth(1)).to_have_text("Skip to recording a game")
+    page.keyboard.press("Enter")
+    expect(page.locator("#a-0")).to_be_focused()
+    expect(page.locator("#a-0")).to_be_in_viewport()
+    for picker, typed in [("a-0", "ann"), ("b-0", "bo")]:
+        expect(page.locator(f"#{picker}")).to_be_focused()
+        page.keyboard.type(typed)
+        expect(page.locator(f"#{picker}")).to_have_attribute("aria-activedescendant", f"{picker}-opt-0")
+        page.keyboard.press("Enter")
+    points = page.locator(".scores input.points").first  # the points come before who won, as on the page
+    expect(points).to_be_focused()

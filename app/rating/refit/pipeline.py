@@ -71,7 +71,7 @@ class Report:
     heldout_note: str | None = None
 
 
-def refit(
+def refit(  # noqa: C901, PLR0915 (issue 62: to split)
     log: GameLog,
     n_players: int,
     k: int,

@@ -23,7 +23,9 @@ function readable(status, detail) {
   if (/expired at/.test(detail)) return "That key has expired: ask the ladder's admin for a new one.";
   const role = /needs an? (\w+) key of the ladder; key \d+ is an? (\w+) key/.exec(detail);
   if (role) return `This needs ${role[1] === "admin" ? "an admin" : `a ${role[1]}`} key; that key is a ${role[2]} key.`;
-  return detail.replaceAll("`", ""); // the API marks code with backticks; a page shows plain words
+  // The API marks code with backticks and names the field a problem is in ("sides[0].score: …"): a page shows
+  // plain words, next to the form it came from.
+  return detail.replaceAll("`", "").replace(/^(?:\w+(?:\[\d+\])*\.)*\w+\[\d+\](?:\.\w+)*: |^\w+(?:\.\w+)+: /, "");
 }
 
 async function problem(response) {

@@ -21,7 +21,11 @@ async function route() {
     if (parts.length === 0) return (await import("./home.js")).homeView(view);
     if (top !== "ladders" || !slug) return notFound(view);
     if (parts.length === 2) return (await import("./ladder.js")).ladderView(view, slug);
-    if (what === "players" && parts.length === 4) return (await import("./profile.js")).playerView(view, slug, key);
+    if (what === "players" && parts.length === 4) {
+      // charts.js is fetched beside profile.js, not found in it one round trip later; the ladder page never needs it.
+      const [{ playerView }] = await Promise.all([import("./profile.js"), import("./charts.js")]);
+      return playerView(view, slug, key);
+    }
     if ((what === "admin" || what === "settings") && parts.length === 3) {
       return (await import("./admin.js")).adminView(view, slug, what === "settings" ? "keys" : null);
     }

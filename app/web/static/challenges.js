@@ -1,7 +1,7 @@
 // Challenges: a "Challenge" button (on a player's page and in a standings row's details) that asks who challenges
 // and sends it; the ladder's open challenges with Accept, Decline, Withdraw and one tap per winner to record the
-// game that settles one; a toast "Ada challenged Bob" when a challenge is made anywhere. Over the public API:
-// /v1/ladders/{slug}/challenges.
+// game that settles one, with its points if they were typed beside it; a toast "Ada challenged Bob" when a
+// challenge is made anywhere. Over the public API: /v1/ladders/{slug}/challenges.
 import { savedMe } from "./api.js";
 import { fill, h, timeAgo } from "./dom.js";
 import { picker } from "./picker.js";
@@ -26,7 +26,7 @@ export function announce(challenge, slug) {
     challenge.message ? h("p", {}, `“${challenge.message}”`) : null]);
 }
 
-// A "Challenge" button for the player `to`: it asks who challenges (the same picker as the record form, the last
+// A "Challenge" button for the player `to`: it asks who challenges (the same picker as the record form, "me" or the last
 // choice remembered in this browser) and a word to go with it, then sends the challenge with the write key.
 export function challengeButton({ api, roster, to, toLabel, onMade = () => {} }) {
   const button = h("button", { type: "button", class: "secondary challenge-button", "data-challenge": to,
@@ -43,11 +43,14 @@ async function challenge({ api, roster, to, toLabel, onMade }) {
   for (;;) {
     const who = picker({ id: "challenger", label: "Who challenges?", roster, allowNew: false,
       exclude: () => new Set([to]) });
-    const last = localStorage.getItem(lastChallenger(api.slug));
-    if (last && last !== to && roster.players.has(last)) who.set(last);
+    // "Me" on this device first, else the last one to challenge from it.
+    const first = [savedMe(api.slug), localStorage.getItem(lastChallenger(api.slug))]
+      .find((key) => key && key !== to && roster.players.has(key));
+    if (first) who.set(first);
+    // Who challenges already named: the message has the focus, so no list of players opens over it and Send.
     const message = h("div", { class: "field" }, h("label", { for: "challenge-message" }, "Message (optional)"),
       h("input", { id: "challenge-message", name: "message", maxlength: "200", autocomplete: "off",
-        placeholder: "lunch?" }));
+        placeholder: "lunch?", autofocus: Boolean(first) && !error }));
     const values = await ask({
       title: `Challenge ${toLabel || roster.name(to)}`,
       body: h("p", { class: "muted" }, "They can accept or decline; the game is recorded against it in one tap."),
@@ -125,13 +128,29 @@ export class OpenChallenges {
       const done = await withKey(this.api.slug, "write", () => this.api.send(method, path));
       if (done) this.upsert(done);
     };
+    // The points, optional: left empty, the winner's tap records the game without a score.
+    const points = [c.from, c.to].map((key, n) => h("input", { type: "number", min: "0", step: "1",
+      inputmode: "numeric", class: "points", "data-points": key,
+      "aria-label": `Points of ${n ? toName(c) : fromName(c)} (optional)` }));
     const won = (key, name) => act(`${name} won`, async () => {
+      const typed = points.map((input) => input.value.trim());
+      const body = { winner: key };
+      if (typed.some(Boolean)) {
+        const [mine, theirs] = key === c.from ? typed : [...typed].reverse();
+        if (!typed.every(Boolean) || !(Number(mine) > Number(theirs))) {
+          toast(h("p", { class: "toast-title" }, typed.every(Boolean)
+            ? `${name} won with fewer points: check the score.` : "Enter both players' points, or neither."));
+          return;
+        }
+        body.scores = Object.fromEntries([c.from, c.to].map((k, n) => [k, Number(typed[n])]));
+      }
       const played = await withKey(this.api.slug, "write", () =>
-        this.api.send("POST", `/challenges/${c.id}/game`, { winner: key }));
+        this.api.send("POST", `/challenges/${c.id}/game`, body));
       if (!played) return;
       this.upsert(played);
       const game = await this.api.get(`/games/${played.game}`);
-      toast(h("p", { class: "toast-title" }, `Game #${game.id} recorded: ${name} won the challenge.`));
+      const score = body.scores ? ` ${body.scores[key]}-${body.scores[key === c.from ? c.to : c.from]}` : "";
+      toast(h("p", { class: "toast-title" }, `Game #${game.id} recorded: ${name} won the challenge${score}.`));
       this.onPlayed(game);
     }, "big", { "data-winner": key });
     return h("li", { "data-id": c.id, class: c.status },
@@ -139,6 +158,10 @@ export class OpenChallenges {
         c.status === "accepted" ? h("span", { class: "accepted-mark" }, " · accepted") : null),
       c.message ? h("p", { class: "message" }, `“${c.message}”`) : null,
       h("p", { class: "meta" }, timeAgo(c.created_at), ` · challenge #${c.id}`),
+      h("div", { class: "challenge-points", role: "group", "aria-label": `Points of challenge ${c.id} (optional)` },
+        h("span", { class: "muted" }, "Points (optional):"), h("span", { "aria-hidden": "true" }, fromName(c)),
+        points[0], h("span", { "aria-hidden": "true" }, "–"), points[1],
+        h("span", { "aria-hidden": "true" }, toName(c))),
       h("div", { class: "winner-buttons", role: "group", "aria-label": `Record the result of challenge ${c.id}` },
         won(c.from, fromName(c)), won(c.to, toName(c))),
       h("div", { class: "row-actions" },

@@ -135,10 +135,11 @@ const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h
 
 // Where each label goes: beside its dot where there is room, else further out with a line to the dot. Every
 // label is kept off the other labels and dots, so that two close players stay readable.
-function placeLabels(dots, bounds) {
-  const taken = dots.map((d) => ({ x: d.x - 5, y: d.y - 5, w: 10, h: 10 }));
+function placeLabels(dots, bounds, named = () => true) {
+  const taken = dots.filter((d, n) => named(n)).map((d) => ({ x: d.x - 5, y: d.y - 5, w: 10, h: 10 }));
   const angles = [0, 180, -45, 45, -135, 135, -90, 90, -22, 22, -158, 158, -68, 68, -112, 112];
-  return dots.map((d) => {
+  return dots.map((d, n) => {
+    if (!named(n)) return null;
     const w = textWidth(d.label) + 4;
     const hgt = FONT_PX + 2;
     for (const distance of [8, 16, 26, 38, 52, 68, 86]) {
@@ -175,7 +176,9 @@ export function discChart(points, width, { labelled = true } = {}) {
   const sx = (v) => width / 2 + (v - midX) * scale;
   const sy = (v) => height / 2 - (v - midY) * scale;
   const dots = points.map((p) => ({ label: p.label, x: sx(p.x), y: sy(p.y) }));
-  const labels = labelled ? placeLabels(dots, { x: 2, y: 2, w: width - 4, h: height - 4 }) : dots.map(() => null);
+  // `labelled`: every dot named, none, or the indices of those to name (a large ladder's leaders and "me").
+  const named = labelled instanceof Set ? (n) => labelled.has(n) : () => labelled;
+  const labels = placeLabels(dots, { x: 2, y: 2, w: width - 4, h: height - 4 }, named);
   return svg("svg", { id: "disc-plot", class: "chart", width, height, viewBox: `0 0 ${width} ${height}`,
     role: "img", "aria-label": "The players' styles: each dot is a player, the direction from the centre is their " +
       "style, the distance how much it counts" },
@@ -186,7 +189,8 @@ export function discChart(points, width, { labelled = true } = {}) {
     return svg("g", { class: "player" },
       place && place.leader ? svg("line", { class: "leader", x1: d.x, y1: d.y, x2: clamp(d.x, place.box.x,
         place.box.x + place.box.w), y2: clamp(d.y, place.box.y, place.box.y + place.box.h) }) : null,
-      svg("circle", { class: "dot", cx: d.x, cy: d.y, r: 4 }, svg("title", {}, d.label)),
+      svg("circle", { class: labelled instanceof Set && named(n) ? "dot named" : "dot", cx: d.x, cy: d.y, r: 4 },
+        svg("title", {}, d.label)),
       place ? svg("text", { class: "label", x: place.box.x + 2, y: place.box.y + FONT_PX - 1 }, d.label) : null);
   }));
 }

@@ -1,11 +1,13 @@
 // The mathematics, below the office: who would win, fair teams, learned seats and the ladder's cycles. Drawn the
 // first time the section is seen, so that the reports it reads do not slow the page's first render.
+import { savedMe } from "./api.js";
 import { count, debounce, fill, h, pct, signed, whole } from "./dom.js";
 import { discChart } from "./charts.js";
 import { picker } from "./picker.js";
 import { clearMessages, guarded } from "./ui.js";
 
-const MAX_LABELLED = 60; // beyond this many players the disc chart names them only in tooltips
+const MAX_LABELLED = 60; // beyond this many players the disc chart names only the leaders and "me"
+const LEADERS = 10;
 // Fewer games than this say nothing about cycles: no measure is shown until then (an empty ladder's 1.00 would read
 // as "all cycles").
 const CYCLE_GAMES = 30;
@@ -100,18 +102,30 @@ function verdict(measure) {
   return "More rock-paper-scissors than a ladder: who wins depends on the matchup more than on one ranking.";
 }
 
+// Every player is named on the styles chart of a small ladder; on a large one, the first of the standings
+// (`leaders`) and "me" on this device, the others in their dots' tooltips.
+function named(players, leaders, slug) {
+  if (players.length <= MAX_LABELLED) return true;
+  const wanted = new Set(leaders);
+  const me = savedMe(slug);
+  if (me) wanted.add(me);
+  return new Set(players.flatMap((p, n) => (wanted.has(p.key) ? [n] : [])));
+}
+
 async function drawCycles(box, api, ladder, roster) {
   const progress = (share) => fill(box, h("p", { class: "muted" }, `Working out the cycles… ${pct(share || 0)}`));
   const enough = ladder.games >= CYCLE_GAMES;
-  const [canonical, intrans] = await Promise.all([api.get("/canonical"),
-    enough ? api.report("/intransitivity", progress) : null]);
+  const [canonical, intrans, first] = await Promise.all([api.get("/canonical"),
+    enough ? api.report("/intransitivity", progress) : null,
+    ladder.players > MAX_LABELLED ? api.get(`/leaderboard?by=conservative&limit=${LEADERS}`) : null]);
+  const leaders = first ? first.items.map((p) => p.key) : [];
   const points = canonical.players.map((p) => ({ label: roster.name(p.key), x: p.coordinates[0],
     y: p.coordinates[1] }));
   const block = canonical.blocks[0];
   const chart = h("div", { class: "chart-box" });
   const draw = () => {
     const width = chart.clientWidth || 560;
-    fill(chart, points.length ? discChart(points, width, { labelled: points.length <= MAX_LABELLED })
+    fill(chart, points.length ? discChart(points, width, { labelled: named(canonical.players, leaders, api.slug) })
       : h("p", { class: "muted" }, "No players yet."));
   };
   const said = enough ? verdict(intrans.measure) : "Too few games yet to tell whether some players beat " +
@@ -121,7 +135,9 @@ async function drawCycles(box, api, ladder, roster) {
     h("p", { id: "intransitivity" }, said),
     points.length ? h("figure", { class: "styles" }, chart,
       h("figcaption", { class: "muted note" }, "Styles of play: each dot is a player. Players in the same " +
-        "direction from the centre play alike; further out, the style counts for more.")) : chart,
+        "direction from the centre play alike; further out, the style counts for more." +
+        (points.length > MAX_LABELLED ? ` Named: the first ${LEADERS} of the standings and you; a dot tells ` +
+          "its name when pointed at." : ""))) : chart,
     enough ? h("details", { class: "options", id: "cycles-maths" }, h("summary", {}, "The figures behind it"),
       h("p", {}, `Intransitivity ${intrans.measure.toFixed(2)}: ${SCALE}.`),
       block ? h("p", { class: "muted" }, `Largest disc: ${block.kind}, ${pct(block.share)} of the advantages. A ` +

@@ -1,14 +1,14 @@
 // The ladder page: "me", standings, recording a game, the latest results and the most active players first; the
 // mathematics (predictions, fair teams, cycles) lower down. It follows the ladder's event stream, so that a game
 // recorded anywhere shows up here within moments, without a reload.
+import { MostActive } from "./active.js";
 import { LadderApi } from "./api.js";
 import { OpenChallenges, challengeButton } from "./challenges.js";
-import { changeClass, count, debounce, fill, h, number, profileHref, shortDate, signed, timeAgo,
-  whole } from "./dom.js";
+import { changeClass, count, debounce, fill, h, number, profileHref, signed, timeAgo, whole } from "./dom.js";
 import { follow } from "./live.js";
 import { meBar } from "./me.js";
 import { badge, certainty, formChips, ladderHeader, ladderName, loadLadder, setTitle, showLive } from "./parts.js";
-import { Roster } from "./picker.js";
+import { Roster, picker } from "./picker.js";
 import { Moments } from "./moments.js";
 import { recordForm } from "./record.js";
 import { lastSeason, pastSeasons } from "./seasons.js";
@@ -16,12 +16,12 @@ import { FIELD_MOVES, HOW, ORDERS, orderOf } from "./standings-words.js";
 import { confirmed, guarded, say, withKey } from "./ui.js";
 
 const PAGE = 50; // leaderboard rows at first, and per "show more"
-// A phone shows five of the standings' ten columns: a row across the table spans those it shows, as a cell
+// A phone shows five of the standings' nine columns: a row across the table spans those it shows, as a cell
 // spanning hidden columns would squeeze the names.
 const PHONE = window.matchMedia("(max-width: 759.98px)");
-const across = () => (PHONE.matches ? "5" : "10");
+const across = () => (PHONE.matches ? "5" : "9");
 const FEED = 12; // results listed
-const ACTIVITY = 100; // latest games the "most active" list counts
+const FIND_ROWS = 2000; // "Find a player" loads the standings this far down at most
 const REFRESH_MS = 250; // a burst of changes causes one reload
 
 // `version`: the newest ladder version the page has seen (its own games, the live events): never shown older.
@@ -63,6 +63,7 @@ class LadderPage {
     this.drawn = null; // the standings shown: drawn again when the page crosses the phone's width
     this.moments = new Moments(api, () => this.drawGames());
     this.lastSeason = lastSeason(api);
+    this.active = new MostActive(api, this.roster);
     PHONE.addEventListener("change", () => this.drawn && this.drawBoard(...this.drawn));
   }
 
@@ -72,7 +73,6 @@ class LadderPage {
     guarded(() => this.moments.load());
     performance.mark("melo:content"); // the first render, as bench/bench_pages.py measures it
     this.drawSummary();
-    guarded(() => this.loadGames(ACTIVITY)); // for the most active players
     follow(this.api.slug, this.eventHandlers(), showLive);
     guarded(() => this.loadRoster());
     guarded(() => this.openChallenges.load());
@@ -89,19 +89,22 @@ class LadderPage {
     this.summary = h("p", { id: "ladder-summary", class: "muted" });
     this.boardBox = h("div", { id: "board-box" });
     this.feed = h("ul", { id: "feed", class: "feed" });
-    this.active = h("div", { id: "active-box" });
-    this.openChallenges = new OpenChallenges({ api: this.api, onPlayed: (game) => this.addGame(game) });
+    this.openChallenges = new OpenChallenges({ api: this.api,
+      onPlayed: (game) => guarded(() => this.addGame(game)) });
     const sections = [
       h("section", { id: "standings", class: "panel", "aria-labelledby": "standings-title" },
         h("h2", { id: "standings-title" }, "Standings"), this.lastSeason.element,
         this.rankedBy = h("p", { id: "ranked-by", class: "muted" }),
-        this.boardBox, this.rankingOptions(), pastSeasons(this.api)),
+        this.finder = h("div", { class: "finder", hidden: this.ladder.players <= PAGE },
+          picker({ id: "find-player", label: "Find a player", roster: this.roster, allowNew: false,
+            onPick: (key) => guarded(() => this.findPlayer(key)) }).root),
+        this.boardBox, this.rankingOptions(), pastSeasons(this.api, this.ladder)),
       h("section", { id: "record", class: "panel", "aria-labelledby": "record-title" },
         h("h2", { id: "record-title" }, "Record a game"), this.openChallenges.root,
         this.form = recordForm({ api: this.api, ladder: this.ladder, roster: this.roster, me: () => this.me.key,
-          onRecorded: (game) => this.addGame(game), onUndone: (game) => this.voidGame(game) })),
+          onRecorded: (game) => guarded(() => this.addGame(game)), onUndone: (game) => this.voidGame(game) })),
       h("section", { id: "results", class: "panel", "aria-labelledby": "results-title" },
-        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.moments.feed, this.active),
+        h("h2", { id: "results-title" }, "Latest results"), this.feed, this.moments.feed, this.active.root),
       h("section", { id: "insights", class: "panel", "aria-labelledby": "insights-title" },
         h("h2", { id: "insights-title" }, "Insights"),
         h("p", { class: "muted" }, "Predictions, fair teams and the shape of the ladder.")),
@@ -112,6 +115,14 @@ class LadderPage {
       this.me.root),
       sectionTabs(grid, [["standings", "Standings"], ["record", "Record"], ["results", "Results"],
         ["insights", "Insights"]]), grid);
+    // A keyboard reaches the record form's first player in one Tab and Enter, not 25 (its tab shown on a phone).
+    const skip = h("a", { class: "skip", href: "#record" }, "Skip to recording a game");
+    skip.addEventListener("click", (event) => {
+      event.preventDefault();
+      this.view.querySelector("nav.tabs button[data-tab=record]").click();
+      this.form.focusFirst();
+    });
+    document.querySelector("a.skip").after(skip);
   }
 
   rankingOptions() {
@@ -164,6 +175,25 @@ class LadderPage {
     this.drawBoard(items, cursor !== null);
   }
 
+  // A player picked in "Find a player": their row, loaded if it is further down, shown and focused; a player not on
+  // the standings (inactive, or beyond the first FIND_ROWS) is shown on their own page.
+  async findPlayer(key) {
+    const rowOf = () => this.boardBox.querySelector(`tr[data-key="${CSS.escape(key)}"]`);
+    while (!rowOf() && this.drawn?.[1] && this.rows < FIND_ROWS) {
+      this.rows = Math.min(FIND_ROWS, this.rows + 500);
+      await this.loadBoard();
+    }
+    const row = rowOf();
+    if (!row) {
+      location.href = profileHref(this.api.slug, key);
+      return;
+    }
+    for (const found of this.boardBox.querySelectorAll("tr.found")) found.classList.remove("found");
+    row.classList.add("found");
+    row.scrollIntoView({ block: "center" });
+    row.querySelector("td.player a").focus({ preventScroll: true });
+  }
+
   drawBoard(items, more) {
     this.drawn = [items, more];
     const [, , column, meaning, shown] = orderOf(this.order);
@@ -188,12 +218,11 @@ class LadderPage {
           h("th", { class: "num rank-col", scope: "col" }, h("abbr", { title: "Rank" }, "#")),
           h("th", { scope: "col" }, "Player"),
           h("th", { class: "num score-col", scope: "col" }, column),
-          h("th", { scope: "col", class: "form-col" }, "Form"),
+          h("th", { scope: "col", class: "form-col", title: "The last five results, newest first" }, "Form",
+            h("small", { class: "pm" }, " newest first")),
           h("th", { class: "num wide", scope: "col" }, "Games"),
           h("th", { class: "num wide wdl", scope: "col", title: this.draws ? "Won, drawn, lost" : "Won, lost" },
             this.draws ? "W–D–L" : "W–L"),
-          h("th", { class: "num wide", scope: "col", title: "The rating, give or take how far it may still be off" },
-            "Rating"),
           h("th", { class: "num wide", scope: "col", title: "What their own last game did to their rating" },
             "Last game"),
           h("th", { class: "wide", scope: "col" }, "Last played"),
@@ -246,12 +275,10 @@ class LadderPage {
         mine ? h("span", { class: "me-mark" }, " (me)") : null,
         p.provisional ? [" ", badge(p)] : null,
         p.inactive_reason ? h("span", { class: "muted", title: p.inactive_reason }, " (inactive)") : null),
-      h("td", { class: "num score" }, shown(p)),
+      h("td", { class: "num score", title: rating }, shown(p)),
       h("td", { class: "form-col" }, formChips(p.form)),
       h("td", { class: "num wide" }, number(p.games)),
       h("td", { class: "num wide wdl" }, this.record(p)),
-      h("td", { class: "num wide rating", title: rating }, whole(p.elo),
-        h("small", { class: "pm" }, ` ± ${whole(twoSe)}`)),
       h("td", { class: ["num wide", sinceText !== "–" && changeClass(since)] }, sinceText),
       h("td", { class: "wide" }, p.last_played_at ? timeAgo(p.last_played_at) : "never"),
       h("td", { class: "narrow" }, toggle));
@@ -274,14 +301,13 @@ class LadderPage {
 
   // ---------- latest results ----------
 
-  // The latest games: the feed's first, then enough to count the most active players.
+  // The latest games.
   async loadGames(limit) {
     const page = await this.api.get(`/games?limit=${limit}`);
     // A game the stream brought while this read was under way is newer than its answer: it stays.
     const newest = Math.max(0, ...page.items.map((g) => g.id));
     const arrived = this.games.filter((g) => g.id > newest);
     this.games = [...arrived, ...page.items].sort((a, b) => b.id - a.id);
-    this.counted = limit >= ACTIVITY; // the most active are listed once counted over the whole window
     this.roster.remember(this.games.flatMap((g) => g.sides.flatMap((s) => s.players.map((p) => p.key))));
     this.drawGames();
   }
@@ -290,7 +316,6 @@ class LadderPage {
     const shown = this.games.slice(0, FEED);
     fill(this.feed, shown.length ? shown.map((g) => this.gameItem(g)) : h("li", { class: "muted" }, "No games yet."));
     this.arrived.clear();
-    this.drawActive();
   }
 
   gameItem(game) {
@@ -348,38 +373,16 @@ class LadderPage {
     say(`Game #${game.id} undone.`, "info");
   }
 
-  // The players with the most games among the latest ones.
-  drawActive() {
-    if (!this.counted) return;
-    const counted = new Map();
-    const counting = this.games.filter((g) => !g.voided_at);
-    for (const game of counting) {
-      for (const p of game.sides.flatMap((s) => s.players)) {
-        const seen = counted.get(p.key) || { key: p.key, games: 0, last: game.played_at };
-        seen.games += 1;
-        if (game.played_at > seen.last) seen.last = game.played_at;
-        counted.set(p.key, seen);
-      }
-    }
-    const top = [...counted.values()].sort((a, b) => b.games - a.games || b.last.localeCompare(a.last)).slice(0, 5);
-    if (!top.length) {
-      fill(this.active);
-      return;
-    }
-    const since = counting.reduce((first, g) => (g.played_at < first ? g.played_at : first), counting[0].played_at);
-    fill(this.active, h("h3", {}, "Most active"),
-      h("p", { class: "muted" }, `Games since ${shortDate(new Date(since))}`),
-      h("ol", { id: "active", class: "active" }, top.map((p) => h("li", { "data-key": p.key },
-        h("a", { href: profileHref(this.api.slug, p.key) }, this.roster.name(p.key)),
-        h("span", { class: "muted" }, ` ${count(p.games, "game")}, last `, timeAgo(p.last))))));
-  }
-
   // ---------- changes, from this page or the event stream ----------
 
-  // A game shows in the feed at once, from its own answer or event; the standings and counts are read again.
-  addGame(game) {
+  // A game shows in the feed at once, from its own answer or event (with the names of the players it made, not
+  // their keys); the standings and counts are read again.
+  async addGame(game) {
+    const keys = game.sides.flatMap((s) => s.players.map((p) => p.key));
+    await this.roster.learn(keys, this.api);
+    this.active.touched(keys);
     if (!this.games.some((g) => g.id === game.id)) {
-      this.games = [game, ...this.games].sort((a, b) => b.id - a.id).slice(0, ACTIVITY);
+      this.games = [game, ...this.games].sort((a, b) => b.id - a.id).slice(0, FEED);
       this.arrived.add(game.id);
     }
     this.roster.remember(game.sides.flatMap((s) => s.players.map((p) => p.key)));
@@ -392,6 +395,7 @@ class LadderPage {
 
   voidGame(game) {
     this.games = this.games.map((g) => (g.id === game.id ? game : g));
+    this.active.touched(game.sides.flatMap((s) => s.players.map((p) => p.key)));
     guarded(() => this.moments.load());
     this.drawGames();
     this.refreshBoard();
@@ -400,12 +404,14 @@ class LadderPage {
   }
 
   async reload() {
-    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(ACTIVITY), this.loadRoster(),
+    await Promise.all([this.loadSummary(), this.loadBoard(), this.loadGames(FEED), this.loadRoster(),
       this.openChallenges.load()]);
   }
 
   async loadRoster() {
-    this.roster.replace(await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true"));
+    const players = await this.api.all("/leaderboard?by=hodge&limit=500&inactive=true");
+    this.roster.replace(players);
+    this.active.replace(players);
     this.drawGames(); // the names of players beyond the first page
     this.me.redraw();
     this.form.prefillMe();
@@ -421,7 +427,7 @@ class LadderPage {
       hello: (data) => newer(data) && this.refreshAll(), // changes between the page's reads and the stream
       game: (data) => {
         newer(data);
-        this.addGame(data.game);
+        guarded(() => this.addGame(data.game));
       },
       void: (data) => {
         newer(data);

@@ -20,7 +20,8 @@ export class Moments {
     this.list = h("ul", { id: "moments", class: "moments" });
     this.feed = h("div", { id: "moments-box" }, h("h3", {}, "Moments"), this.list);
     this.note = h("div", { id: "moment-note", class: "moment-note", role: "status", "aria-live": "polite" });
-    document.body.append(this.note);
+    document.getElementById("moment-note")?.remove(); // the previous ladder page's
+    document.querySelector(".notices").prepend(this.note); // above the toast
   }
 
   async load() {

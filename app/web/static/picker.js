@@ -10,6 +10,7 @@ export class Roster {
   constructor() {
     this.players = new Map();
     this.recent = [];
+    this.replaced = new Set(); // what to do once every player is first in (a picker open then suggests them)
     // Settled once the first players are in (a page reads them after its first render).
     this.ready = new Promise((resolve) => { this.loaded = resolve; });
   }
@@ -23,6 +24,24 @@ export class Roster {
   replace(players) {
     this.players.clear();
     this.add(players);
+    this.replaced.forEach((then) => then());
+    this.replaced.clear(); // complete from now on: a picker made later needs no second look
+  }
+
+  // The players of `keys` the roster has not met yet, read from the ladder (`api`): a player a game has just made
+  // has the key the ladder folded ("åsa berg") and the name as typed ("Åsa Berg"), to be shown before the game is.
+  async learn(keys, api) {
+    const unknown = [...new Set(keys)].filter((key) => !this.players.has(key));
+    if (!unknown.length) return;
+    const found = await Promise.all(unknown.map((key) => api.get(api.playerPath(key)).catch(() => null)));
+    this.add(found.filter(Boolean));
+  }
+
+  // Whether another player has the same name as `p` (ignoring case): their keys then tell them apart.
+  twinned(p) {
+    const name = p.name.toLocaleLowerCase();
+    for (const q of this.players.values()) if (q.key !== p.key && q.name.toLocaleLowerCase() === name) return true;
+    return false;
   }
 
   remember(keys) {
@@ -34,25 +53,28 @@ export class Roster {
     return player ? player.name : key;
   }
 
-  // The player a typed text names exactly (key or name, in any case), if any.
+  // The player a typed text names exactly (key or name, in any case), if any; else one it names but for accents
+  // and apostrophes ("Jose Alvarez" names José Álvarez).
   find(text) {
     const wanted = text.trim().toLocaleLowerCase();
     if (!wanted) return null;
     for (const p of this.players.values()) {
       if (p.key.toLocaleLowerCase() === wanted || p.name.toLocaleLowerCase() === wanted) return p;
     }
+    const folded = fold(wanted);
+    for (const p of this.players.values()) if (fold(p.key) === folded || fold(p.name) === folded) return p;
     return null;
   }
 
   // The players whose key, name or a word of the name is within a few typos of `text` (edit distance), closest
   // first: "bobb" finds Bob. At most `n`.
   closest(text, n = 3) {
-    const wanted = text.trim().toLocaleLowerCase();
+    const wanted = fold(text.trim());
     const most = wanted.length <= 2 ? 1 : Math.max(2, Math.ceil(wanted.length / 3));
     const near = [];
     for (const p of this.players.values()) {
-      const name = p.name.toLocaleLowerCase();
-      const forms = [p.key.toLocaleLowerCase(), name, ...name.split(/\s+/)];
+      const name = fold(p.name);
+      const forms = [fold(p.key), name, ...name.split(/\s+/)];
       const d = Math.min(...forms.map((form) => editDistance(wanted, form)));
       if (d <= most) near.push({ p, d });
     }
@@ -63,7 +85,7 @@ export class Roster {
   // Players matching `text`: names starting with it first, then a word of the name, then anywhere; among
   // equals, recent players first, then by name.
   suggest(text, exclude) {
-    const wanted = text.trim().toLocaleLowerCase();
+    const wanted = fold(text.trim());
     const recency = new Map(this.recent.map((key, n) => [key, n]));
     const scored = [];
     for (const p of this.players.values()) {
@@ -71,9 +93,9 @@ export class Roster {
       const score = matchScore(p, wanted);
       if (score !== null) scored.push({ p, score, recent: recency.has(p.key) ? recency.get(p.key) : Infinity });
     }
-    if (!wanted) {
-      const recent = scored.filter((s) => s.recent !== Infinity).sort((a, b) => a.recent - b.recent);
-      if (recent.length) return recent.slice(0, SHOWN).map((s) => s.p);
+    if (!wanted) { // nothing typed: the recent players first, then the others by name
+      scored.sort((a, b) => a.recent - b.recent || a.p.name.localeCompare(b.p.name));
+      return scored.slice(0, SHOWN).map((s) => s.p);
     }
     scored.sort((a, b) => a.score - b.score || a.recent - b.recent || a.p.name.localeCompare(b.p.name));
     return scored.slice(0, SHOWN).map((s) => s.p);
@@ -95,10 +117,18 @@ function editDistance(a, b) {
   return rows[a.length][b.length];
 }
 
+// A name as a search compares it: in lower case, without accents or apostrophes, so that "jose alvarez" finds
+// José Álvarez, "lukasz" Łukasz and "oneil" O'Neil.
+const LETTERS = { "ł": "l", "ø": "o", "æ": "ae", "œ": "oe", "ß": "ss", "đ": "d", "ð": "d", "þ": "th", "ı": "i" };
+function fold(text) {
+  return text.toLocaleLowerCase().normalize("NFD").replace(/\p{M}/gu, "")
+    .replace(/[łøæœßđðþı]/g, (c) => LETTERS[c]).replace(/['’`]/g, "");
+}
+
 function matchScore(player, wanted) {
   if (!wanted) return 3;
-  const name = player.name.toLocaleLowerCase();
-  const key = player.key.toLocaleLowerCase();
+  const name = fold(player.name);
+  const key = fold(player.key);
   if (name.startsWith(wanted) || key.startsWith(wanted)) return 0;
   if (name.split(/\s+/).some((word) => word.startsWith(wanted))) return 1;
   if (name.includes(wanted) || key.includes(wanted)) return 2;
@@ -108,8 +138,9 @@ function matchScore(player, wanted) {
 // One picker. `exclude()` names the players picked elsewhere in the form (not suggested twice); `onPick(key,
 // how)` follows a choice, `how` being "pointer", "enter" or "tab".
 export function picker({ id, label, roster, allowNew = true, exclude = () => new Set(), onPick = () => {} }) {
+  // Out of the Tab order (tabindex -1): a list long enough to scroll would otherwise take a Tab of its own.
   const list = h("ul", { id: `${id}-list`, role: "listbox", class: "suggestions", "aria-label": `${label}: players`,
-    hidden: true });
+    hidden: true, tabindex: "-1" });
   const input = h("input", { id, type: "text", role: "combobox", class: "picker-input", autocomplete: "off",
     autocapitalize: "none", spellcheck: "false", "aria-autocomplete": "list", "aria-expanded": "false",
     "aria-controls": list.id, placeholder: "Type a name" });
@@ -142,18 +173,30 @@ export function picker({ id, label, roster, allowNew = true, exclude = () => new
     const text = input.value.trim();
     options = roster.suggest(text, exclude());
     if (allowNew && text && !roster.find(text)) options.push({ key: text, name: text, isNew: true });
+    const picked = text && !options.length ? roster.find(text) : null; // named, but picked elsewhere in the form
     fill(list, options.length ? options.map((p, n) => option(p, n)) : h("li", { class: "none" },
-      text ? "No such player" : "No players yet: type a name"));
+      picked ? `${picked.name} is already picked` : text ? "No such player" : "No players yet: type a name"));
     list.hidden = false;
     input.setAttribute("aria-expanded", "true");
     highlight(text && options.length ? 0 : -1); // typed text: Enter takes the best match
+    keepInView();
+  }
+
+  // The list whole on the screen: the page scrolls up by what would pass the foot of the screen (or a phone's tab
+  // bar), as far as the box itself stays in view.
+  function keepInView() {
+    const bar = document.querySelector("nav.tabs");
+    const shown = bar && getComputedStyle(bar).display !== "none"; // (fixed: it has no offsetParent)
+    const floor = shown ? bar.getBoundingClientRect().top : window.innerHeight;
+    const over = list.getBoundingClientRect().bottom - floor;
+    if (over > 0) window.scrollBy(0, Math.min(over + 8, input.getBoundingClientRect().top));
   }
 
   function option(p, n) {
     const li = h("li", { id: `${id}-opt-${n}`, role: "option", "aria-selected": "false", "data-key": p.key,
       class: p.isNew ? "new" : null },
       p.isNew ? ["New player ", h("b", {}, p.name)] : p.name,
-      !p.isNew && p.name.toLocaleLowerCase() !== p.key.toLocaleLowerCase() ? h("small", {}, ` ${p.key}`) : null);
+      !p.isNew && roster.twinned(p) ? h("small", {}, ` ${p.key}`) : null); // the key tells two of a name apart
     li.addEventListener("click", () => choose(p, "pointer"));
     return li;
   }
@@ -166,6 +209,8 @@ export function picker({ id, label, roster, allowNew = true, exclude = () => new
     onPick(p.key, how);
   }
 
+  // Typed before every player was read (a page reads them after its first render): suggested once they are in.
+  roster.replaced.add(() => isOpen() && document.activeElement === input && open());
   list.addEventListener("mousedown", (event) => event.preventDefault()); // keep the focus in the box
   input.addEventListener("focus", open);
   input.addEventListener("click", () => isOpen() || open());

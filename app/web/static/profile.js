@@ -253,26 +253,33 @@ class ProfilePage {
     h("span", { class: `r r-${(LETTER[g.result] || "x").toLowerCase()}`, "aria-hidden": "true" },
       LETTER[g.result] || "·"),
     h("span", { class: "what" }, g.result ? `${VERBS[g.result]} ` : "Against ", and(g.opponents),
-      g.partners && g.partners.length ? [h("span", { class: "muted" }, " with "), and(g.partners)] : null),
+      g.partners && g.partners.length ? [h("span", { class: "muted" }, " with "), and(g.partners)] : null,
+      scoreText(g) ? [" ", h("span", { class: "score" }, scoreText(g))] : null),
     g.elo_change === undefined ? null : h("span", { class: ["chg", changeClass(g.elo_change)] }, signed(g.elo_change)),
     h("span", { class: "meta" }, timeAgo(g.played_at), ` · #${g.game_id}`))))
       : h("p", { class: "muted" }, "No games yet."));
   }
 
   // The players met most often, with the record against them in singles and in doubles, and with them as partner
-  // (and in free-for-alls, when there were any), as the API counts them over all the player's games.
+  // (and in free-for-alls, when there were any), as the API counts them over all the player's games: won–lost
+  // where the ladder plays no draws (and none was recorded before it said so).
   drawRivals() {
     const rivals = this.rivals;
     const ffa = rivals.some((r) => r.free_for_all.games);
-    const record = (r) => (r.games ? `${r.wins}–${r.draws}–${r.losses}` : "–");
-    const words = (kind, r) => (r.games ? `${kind}: ${r.wins} won, ${r.draws} drawn, ${r.losses} lost` : `${kind}: none`);
+    const kinds = ["singles", "doubles", "partners", "free_for_all"];
+    const draws = this.ladder.play?.draws !== false || rivals.some((r) => kinds.some((kind) => r[kind].draws));
+    const record = (r) => (!r.games ? "–"
+      : draws ? `${r.wins}–${r.draws}–${r.losses}` : `${r.wins}–${r.losses}`);
+    const words = (kind, r) => (!r.games ? `${kind}: none` : `${kind}: ${r.wins} won, ` +
+      (draws ? `${r.draws} drawn, ${r.losses} lost` : `${r.losses} lost`));
+    const [wdl, ahead] = draws ? ["won–drawn–lost", "ahead–level–behind"] : ["won–lost", "ahead–behind"];
     const head = (text, title) => h("th", { class: "num", scope: "col" }, h("abbr", { title }, text));
     fill(this.parts.rivals, rivals.length ? [h("table", { id: "rivals-table", class: "compact" },
       h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Player"),
-        head("Singles", "Singles against them: won–drawn–lost"),
-        head("Doubles", "Doubles against them: won–drawn–lost"),
-        head("With", "Games with them as partner: won–drawn–lost"),
-        ffa ? head("Free-for-all", "Free-for-alls with them: finished ahead–level–behind") : null,
+        head("Singles", `Singles against them: ${wdl}`),
+        head("Doubles", `Doubles against them: ${wdl}`),
+        head("With", `Games with them as partner: ${wdl}`),
+        ffa ? head("Free-for-all", `Free-for-alls with them: finished ${ahead}`) : null,
         head("Chance", "Chance to beat them in a singles game now"))),
       h("tbody", {}, rivals.map((r) => h("tr", { "data-key": r.key },
         h("td", {}, h("a", { href: profileHref(this.api.slug, r.key) }, r.name || this.roster.name(r.key))),
@@ -282,7 +289,8 @@ class ProfilePage {
         ffa ? h("td", { class: "num ffa", title: words("Free-for-alls", r.free_for_all) }, record(r.free_for_all))
           : null,
         h("td", { class: "num chance" }, this.chances.has(r.key) ? pct(this.chances.get(r.key)) : "…"))))),
-    h("p", { class: "muted note" }, "Won–drawn–lost in singles and doubles against them, and with them as partner.")]
+    h("p", { class: "muted note" },
+      `${draws ? "Won–drawn–lost" : "Won–lost"} in singles and doubles against them, and with them as partner.`)]
       : h("p", { class: "muted" }, "No opponents yet."));
   }
 
@@ -392,4 +400,14 @@ function streaks(results) {
     current: results.length ? words(current, results[0]) : "none yet",
     best: best ? words(best, "win") : "no wins yet",
   };
+}
+
+// A two-sided game's score from the player's side ("21–15"), a match with its games ("2–1: 11–7, 9–11, 11–5");
+// null where none was given.
+function scoreText(g) {
+  const s = g.scores;
+  if (!s || s.length !== 2 || s.some((x) => x === null || x === undefined)) return null;
+  const [mine, theirs] = [g.side, 1 - g.side];
+  const games = g.match ? `: ${g.match.map((p) => `${p[mine]}–${p[theirs]}`).join(", ")}` : "";
+  return `${s[mine]}–${s[theirs]}${games}`;
 }

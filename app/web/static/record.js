@@ -1,6 +1,7 @@
 // Recording a game in seconds: pick the players (suggested as you type), press who won. Singles, doubles and
 // free-for-all in one form, as far as the ladder plays them (its `play`), with the score: points for a game, or
-// each game's points for a best-of-3 or 5; the seat question only on ladders that learn seats. The toast that
+// each game's points for a best-of-3 or 5 (a ladder that plays matches plays single games too: the form offers
+// both, the match first); the seat question only on ladders that learn seats. The toast that
 // follows shows each player's rating change and can undo the game.
 import { ApiError, savedKey, forgetKey } from "./api.js";
 import { changeClass, debounce, fill, h, pct, signed, whole } from "./dom.js";
@@ -33,6 +34,10 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   const seats = (ladder.seats || []).map((s) => s.name);
   // What the ladder plays: every kind unless it says otherwise.
   const play = { draws: true, points: null, best_of: 1, ...ladder.play };
+  const needed = Math.floor(play.best_of / 2) + 1; // the games that win a match
+  // A match's games, or one game: kept from game to game, and on this device from visit to visit.
+  const formatName = `melo-format:${api.slug}`;
+  let format = play.best_of > 1 ? (localStorage.getItem(formatName) === "game" ? "game" : "match") : "game";
   const modes = MODES.filter(([value]) => play[PLAYED_AS[value]] !== false);
   const form = h("form", { id: "game-form", novalidate: true });
   const modeBox = h("fieldset", { class: "modes", hidden: modes.length < 2 },
@@ -60,12 +65,20 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   const pickedElsewhere = (except) => () =>
     new Set(pickers.flat().filter((p) => p !== except.current).map((p) => p.key).filter(Boolean));
 
+  const nextPicker = () => pickers.flat().find((p) => !p.key); // the first player still to pick
+
   // After a pick by click or Enter, on to the next empty picker, or to the buttons when every player is there.
   function advance(how) {
     if (how === "tab") return;
-    const next = pickers.flat().find((p) => !p.key);
-    if (next) next.input.focus();
-    else form.querySelector(".who-won button").focus();
+    const next = nextPicker();
+    const points = scoreRows.flat().find((input) => input.offsetParent !== null); // the score, where it is asked
+    (next ? next.input : points || form.querySelector(".who-won button")).focus();
+  }
+
+  // The first player still to pick (the skip link's target), else the first box of the form.
+  function focusFirst() {
+    const next = nextPicker();
+    (next ? next.input : form.querySelector("input:not([type=radio]), button")).focus();
   }
 
   function makePicker(id, label) {
@@ -80,7 +93,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
     const kept = pickers.map((side) => (Array.isArray(side) ? side.map((p) => p.key) : [])); // keep who was picked
     pickers = SIDES.map((side, s) => Array.from({ length: per }, (_, i) => {
       const label = per === 1 ? `Player ${side}` : h("span", {}, h("span", { class: "sr-only" }, `Team ${side}, `),
-        `player ${i + 1}`);
+        `Player ${i + 1}`);
       const p = makePicker(`${side.toLowerCase()}-${i}`, label);
       const key = kept[s] && kept[s][i];
       if (key) p.set(key);
@@ -99,17 +112,42 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   // The score: each side's points in one row, or a row per game of a best-of-3 or 5 (a match decided early
   // leaves the last rows empty). Optional, unless the ladder plays games to a number of points.
   function drawScores() {
-    const games = play.best_of;
+    const games = format === "match" ? play.best_of : 1;
+    const choice = play.best_of > 1 ? h("fieldset", { id: "format", class: "inline-choice" },
+      h("legend", { class: "sr-only" }, "A match or one game"),
+      [["match", `Match (best of ${play.best_of})`], ["game", "One game"]].map(([value, label]) => h("label", {},
+        h("input", { type: "radio", name: "format", value, checked: value === format }), h("span", {}, label))))
+      : null;
     scoreRows = Array.from({ length: games }, (_, g) => SIDES.map((side) => h("input", {
       id: games === 1 ? `score-${side.toLowerCase()}` : `game-${g + 1}-${side.toLowerCase()}`, class: "points",
       type: "number", min: "0", step: "1", inputmode: "numeric" })));
     const to = play.points ? ` to ${play.points}` : "";
     const legend = games === 1 ? `Score${to}${play.points ? "" : " (optional)"}`
       : `Points of each game${to} (best of ${games}${play.points ? "" : ", optional"})`;
-    fill(scoreBox, h("fieldset", { id: "score", class: "score-grid" }, h("legend", {}, legend),
+    fill(scoreBox, choice, h("fieldset", { id: "score", class: "score-grid" }, h("legend", {}, legend),
       h("span", {}), SIDES.map((_, s) => h("span", { class: "score-side", "aria-hidden": "true" }, sideName(s))),
       scoreRows.map((row, g) => [h("span", { class: "muted" }, games === 1 ? "Points" : `Game ${g + 1}`), row])));
     labelScores();
+    openGames();
+  }
+
+  // A match's later games open as they are needed: a game's row once each game before it has both points and
+  // neither side has won the match yet, so that Tab and Shift+Tab never stop at a Game 3 that a 2-0 does not play.
+  // A row that closes again (a score corrected) is emptied.
+  function openGames() {
+    if (scoreRows.length < 2) return;
+    const played = [];
+    let open = true;
+    for (const row of scoreRows) {
+      row.forEach((input) => {
+        input.disabled = !open;
+        if (!open) input.value = "";
+      });
+      const values = row.map((input) => input.value.trim());
+      open = open && values.every((v) => /^[0-9]+$/.test(v));
+      if (open) played.push(values.map(Number));
+      open = open && Math.max(...gamesWon(played)) < needed;
+    }
   }
 
   function labelScores() {
@@ -313,15 +351,18 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
     const points = pointsOf();
     if (!points) return { sides: sides.map((players, s) => ({ players, rank: ranks[s], ...seat[s] })) };
     // The score must say what the button does.
-    const won = [0, 0];
-    for (const [x, y] of points) if (x !== y) won[x > y ? 0 : 1] += 1; // games won (a single game: 1-0)
+    const won = gamesWon(points); // (a single game: 1-0)
+    if (format === "match" && Math.max(...won) < needed) {
+      throw new FormProblem(`A best-of-${play.best_of} is won with ${needed} games: enter the points of each game ` +
+        "played, or choose “One game”.", scoreRows[points.length] ? scoreRows[points.length][0] : scoreRows[0][0]);
+    }
     const winner = won[0] > won[1] ? "a" : won[1] > won[0] ? "b" : "draw";
     if (winner !== result) {
       const says = winner === "draw" ? "The score is a draw: press “Draw”"
         : `The score says ${sideName(winner === "a" ? 0 : 1)} won: press “${sideName(winner === "a" ? 0 : 1)} won”`;
       throw new FormProblem(`${says}, or correct the score.`, scoreRows[0][0]);
     }
-    if (play.best_of === 1) {
+    if (format === "game") {
       return { sides: sides.map((players, s) => ({ players, rank: ranks[s], score: points[0][s], ...seat[s] })) };
     }
     return { sides: sides.map((players, s) => ({ players, ...seat[s] })), match: points };
@@ -404,7 +445,15 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
       toast(h("p", {}, `Game #${game.id} undone: it no longer counts.`));
       onUndone(voided);
     }));
-    toast([h("p", { class: "toast-title" }, `Game #${game.id} recorded.`), h("ul", { id: "changes" }, changes)], undo);
+    const sizes = new Set(game.sides.flatMap((side) => side.players).map((p) => Math.round(Math.abs(p.elo_change))));
+    // Why the gains and losses differ, told once on this device (the toast stays short from the next game on).
+    const told = "melo-told:changes-why";
+    const why = sizes.size > 1 && !localStorage.getItem(told) ? h("p", { class: "muted", id: "changes-why" },
+      "Gains and losses differ: a rating still settling moves more than a settled one, and each is measured " +
+      "against the whole field.") : null;
+    if (why) localStorage.setItem(told, "1");
+    toast([h("p", { class: "toast-title" }, `Game #${game.id} recorded.`), h("ul", { id: "changes" }, changes), why],
+      undo);
   }
 
   async function submit(event) {
@@ -440,11 +489,14 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
     if (event.submitter && document.activeElement === document.body) event.submitter.focus();
     drawKeyLine();
     if (!posted) return;
-    roster.remember(game.sides.flatMap((s) => s.players));
+    const keys = posted.sides.flatMap((s) => s.players.map((p) => p.key)); // as the ladder keeps them
+    roster.remember(keys);
+    await roster.learn(keys, api);
     showRecorded(posted);
     confirmedNew.clear();
     pickers.flat().forEach((p) => p.clear());
     scoreRows.flat().forEach((input) => { input.value = ""; });
+    openGames();
     relabel();
     fill(preview);
     prefillMe();
@@ -453,10 +505,18 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
 
   form.addEventListener("change", (event) => {
     if (event.target.name === "mode") draw();
+    if (event.target.name === "format") {
+      format = event.target.value;
+      localStorage.setItem(formatName, format);
+      drawScores();
+    }
     relabel();
     updatePreview();
   });
-  form.addEventListener("input", () => relabel());
+  form.addEventListener("input", (event) => {
+    if (scoreRows.flat().includes(event.target)) openGames();
+    relabel();
+  });
   // Enter in a text box must not record a game (the first button would say who won): only the buttons do.
   form.addEventListener("keydown", (event) => {
     if (event.key === "Enter" && event.target instanceof HTMLInputElement) event.preventDefault();
@@ -467,5 +527,13 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   const root = h("div", {}, form, keyLine);
   root.prefillMe = prefillMe; // "me" picked or changed on the page
   root.rematch = rematch; // the results list's "Rematch"
+  root.focusFirst = focusFirst;
   return root;
+}
+
+// The games each side won, of rows of [side A's points, side B's].
+function gamesWon(rows) {
+  const won = [0, 0];
+  for (const [x, y] of rows) if (x !== y) won[x > y ? 0 : 1] += 1;
+  return won;
 }

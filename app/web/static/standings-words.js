@@ -19,8 +19,8 @@ export const FIELD_MOVES = "Ratings are measured against the whole field, so a r
   "did not play: the players it is compared with did.";
 // "How ratings work".
 export const HOW = [
-  "Everyone starts at 1500. Beating someone moves your rating up, losing moves it down, by more when the " +
-  "result is a surprise.",
+  "Everyone starts near 1500 (a newcomer joins the field as it stands). Beating someone moves your rating up, " +
+  "losing moves it down, by more when the result is a surprise.",
   "After a few games we cannot be sure of a rating yet: it could still be some way off either side, which is what " +
   "“give or take” says. The standings rank by the rating we are sure of (the rating less that doubt), so that a " +
   "newcomer's lucky start does not put them above the regulars; the doubt shrinks with every game.",
