@@ -36,10 +36,11 @@ from scipy.special import expit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from app.ladders.schemas import DEFAULT_SEAT_PRIOR  # noqa: E402
+from app.ladders.schemas import DEFAULT_SEAT_PRIOR, RULE_LIMITS  # noqa: E402
 from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, Seats, initial_vectors, prior_precision  # noqa: E402
+from app.rating.prequential import prequential_losses  # noqa: E402
 from app.rating.refit.pipeline import RefitOptions, refit  # noqa: E402
-from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate, prequential_losses  # noqa: E402
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
 DEFAULT = LearningRate(0.7, 3.0, 100 / ELO_PER_LOGIT)
@@ -74,7 +75,7 @@ def run(players: int, games: int, seats: bool) -> dict:
     )
     times = (np.floor(np.linspace(0, 730, games)) / 365.25, None)
     sds = SEAT_PRIOR_SDS if seats else ()
-    choose_s, choice = timed(lambda: choose_rate(C0, log, DEFAULT, fresh, None, times, DRIFTS, sds))
+    choose_s, choice = timed(lambda: choose_rate(C0, log, DEFAULT, fresh, None, times, DRIFTS, sds, limits=RULE_LIMITS))
     one_s, _ = timed(lambda: prequential_losses(C0, log, DEFAULT, fresh, times))
     return {
         "players": players,

@@ -54,6 +54,7 @@ from app.ladders.schemas import (  # noqa: E402
     DEFAULT_INIT_V0,
     DEFAULT_K,
     DEFAULT_SEAT_PRIOR,
+    RULE_LIMITS,
 )
 from app.rating import (  # noqa: E402
     ELO_PER_LOGIT,
@@ -550,7 +551,9 @@ def rate_table(streams: dict) -> list[dict]:
         games = seated if seated is not None else log
         seats = Seats.fresh(2, prior_precision(DEFAULT_SEAT_PRIOR)) if seated is not None else None
         C0 = start_vectors(m, DEFAULT_K, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0)
-        choice = choose_rate(C0, games.take(np.arange(first.stop)), RATE, seats, seat_sds=SEAT_PRIOR_SDS)
+        choice = choose_rate(
+            C0, games.take(np.arange(first.stop)), RATE, seats, seat_sds=SEAT_PRIOR_SDS, limits=RULE_LIMITS
+        )
         chosen = choice.rate
         defaults = replay_history(C0, games, RATE, seats=seats).pair_p
         chosen_seats = None if seats is None else Seats.fresh(2, prior_precision(choice.seat_prior))

@@ -43,8 +43,8 @@ from app.ladders.schemas import (  # noqa: E402
     DEFAULT_SEAT_PRIOR,
 )
 from app.rating import ELO_PER_LOGIT, LearningRate, VarianceRule  # noqa: E402
+from app.rating.prequential import prequential_losses_many  # noqa: E402
 from app.rating.seats import Seats, prior_precision  # noqa: E402
-from app.rating.tuning import prequential_losses_many  # noqa: E402
 from app.rating.variance_tuning import variance_losses_many  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"

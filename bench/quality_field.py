@@ -62,7 +62,13 @@ from quality import (  # noqa: E402
     wandering,
 )
 
-from app.ladders.schemas import DEFAULT_DRIFT, DEFAULT_INIT_SCALE, DEFAULT_INIT_V0, DEFAULT_K  # noqa: E402
+from app.ladders.schemas import (  # noqa: E402
+    DEFAULT_DRIFT,
+    DEFAULT_INIT_SCALE,
+    DEFAULT_INIT_V0,
+    DEFAULT_K,
+    RULE_LIMITS,
+)
 from app.rating import (  # noqa: E402
     ELO_PER_LOGIT,
     GameLog,
@@ -232,7 +238,9 @@ def service(log: GameLog, m: int, when: np.ndarray | None) -> dict:
     defaults = replay_history(C0, log, rate, seats=None if seats is None else seats.copy(), times=times).pair_p
     head = log.take(np.arange(first.stop))
     head_times = None if when is None else (when[: first.stop], None)
-    choice = choose_rate(C0, head, rate, seats, None, head_times, DRIFTS if when is not None else (), (), True)
+    choice = choose_rate(
+        C0, head, rate, seats, None, head_times, DRIFTS if when is not None else (), (), True, RULE_LIMITS
+    )
     chosen = replay_history(C0, log, choice.rate, seats=None if seats is None else seats.copy(), times=times).pair_p
     return {
         "defaults": log_loss(defaults, log, second),

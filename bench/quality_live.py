@@ -4,7 +4,8 @@
                                  [--ladders JSON ...]
 
 Each stream of bench/quality_field.py is posted in order to new ladders on a real server (``uvicorn``, SQLite, one
-worker), ``POST …/games/batch`` of 500 games, with ``played_at`` where the stream is dated and the home seats where it
+worker), ``POST …/games/batch`` of 500 comparisons (pairs of sides: 500 games of two sides, two Formula 1 races; at
+least one game), with ``played_at`` where the stream is dated and the home seats where it
 has them: once to a ladder with the defaults (auto refits and the rate choice on) and once with ``auto_rate: false``
 (refits that keep the rule); ``--ladders`` names other settings, one JSON object each (``'{}'`` is the defaults).
 The auto refits run in the background as they would for a user, and change the later answers when they apply.
@@ -51,6 +52,8 @@ from app.rating import GameLog  # noqa: E402
 from devtools.server import ADMIN_KEY, live_server  # noqa: E402
 
 RESULTS = Path(__file__).parent / "results"
+#: A batch holds games up to this many comparisons (at least one game): the auto refits are scheduled by
+#: comparisons, so a settled free-for-all stream meets as many of them as a stream of duels would.
 BATCH = 500
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 LADDERS = ({}, {"auto_rate": False})
@@ -85,6 +88,18 @@ def games_json(log: GameLog, when: np.ndarray | None) -> list[dict]:
     return out
 
 
+def batches(log: GameLog) -> list[tuple[int, int]]:
+    """The stream's games cut into runs of at most :data:`BATCH` comparisons (a game of more is a run alone)."""
+    pairs = np.diff(log.pair_ptr)
+    out, lo, held = [], 0, 0
+    for g, n in enumerate(pairs.tolist()):
+        if g > lo and held + n > BATCH:
+            out.append((lo, g))
+            lo, held = g, 0
+        held += n
+    return [*out, (lo, log.n_games)] if log.n_games > lo else out
+
+
 def forecasts(log: GameLog, answers: list[dict]) -> np.ndarray:
     """The chance each pair term of the log was given by the answer of its game's post: the first side's
     ``expected_score`` in a game of two sides, ``matrix[a][b]`` in a free-for-all."""
@@ -110,9 +125,9 @@ def run(http: httpx.Client, name: str, log: GameLog, when, pace: float | None, s
     headers = {"Authorization": f"Bearer {made.json()['write_key']}"}
     answers: list[dict] = []
     started = time.perf_counter()
-    for lo in range(0, len(games), BATCH):
+    for lo, hi in batches(log):
         tick = time.perf_counter()
-        answer = http.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[lo : lo + BATCH]}, headers=headers)
+        answer = http.post(f"/v1/ladders/{slug}/games/batch", json={"games": games[lo:hi]}, headers=headers)
         answer.raise_for_status()
         answers += answer.json()["games"]
         if pace is None:

@@ -12,7 +12,9 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.ladder import LadderRow
 from app.domain.rerating import Prepared, lock_ladder, replay_log, replay_prepared
-from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate, prequential_losses
+from app.ladders.schemas import RULE_LIMITS
+from app.rating.prequential import prequential_losses
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
 from app.storage.log import LadderLog
 from app.storage.tables import Refit
 
@@ -31,7 +33,9 @@ def rate_choice(ladder: LadderRow, state: LadderLog, progress) -> dict:
     if current.drift > 0:
         drifts = tuple(f * current.drift for f in DRIFT_FACTORS)
     sds = SEAT_PRIOR_SDS if fresh is not None else ()
-    choice = choose_rate(state.start, state.log, current, fresh, progress, state.times, drifts, sds, rules=True)
+    choice = choose_rate(
+        state.start, state.log, current, fresh, progress, state.times, drifts, sds, rules=True, limits=RULE_LIMITS
+    )
     rows = [row | {"drift": _elo_drift(ladder, row), "noise": _elo_noise(row)} for row in choice.rows]
     for row in rows:  # the ladder's own prior as it was set, not as its precision gives it back
         if fresh is not None and row["seat_prior"] == rows[0]["seat_prior"]:

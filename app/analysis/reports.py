@@ -19,11 +19,11 @@ from app.core.cursors import encode_cursor
 from app.core.errors import Conflict
 from app.core.jobs import Progress
 from app.core.ladder import LadderRow
-from app.rating.analysis import canonical as canonical_form
-from app.rating.analysis import empirical_hodge_of, hodge_norms
 from app.rating.elo import pair_counts
 from app.rating.identifiability import Identifiability
 from app.rating.identifiability import identifiability as identify
+from app.rating.intransitivity import canonical as canonical_form
+from app.rating.intransitivity import empirical_hodge_of, hodge_norms
 
 
 def _ignore(fraction: float) -> None:

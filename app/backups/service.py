@@ -30,9 +30,8 @@ from app.core.ladder import LadderRow, fold
 from app.core.schemas import StrictModel, iso
 from app.domain.access import ladder_for_read
 from app.games.apply import Voided, import_games
-from app.ladders.schemas import LadderCreate, LadderCreated
+from app.ladders.schemas import MAX_ETA, LadderCreate, LadderCreated
 from app.ladders.service import create_ladder, ladder_out
-from app.rating.tuning import MAX_ETA
 
 #: Rows read per query while exporting, and games applied per step while restoring.
 PAGE = 5_000
@@ -433,7 +432,7 @@ class Restore:
             [p.active for p in players],
             [p.created_at or now for p in players],
         )
-        storage.ladders.count(self.session, ladder.id, players=created)
+        storage.ladders.add_counts(self.session, ladder.id, players=created)
         storage.ladder_state.forget_field(self.session, ladder.id)
         for player in players:
             if player.aliases:

@@ -39,7 +39,7 @@ def prepare(session: Session, slug: str, number: int, data: PlayIn, caller: Call
     # Checked before the game is made: one that cannot be played may be between a merged player and themselves.
     service.check_status(row, datetime.now(UTC), ("open", "accepted"), "play")
     game = game_of(ladder, row, data)
-    return Post(slug, caller, [game], idempotency_key(number), request_hash(game), batch=False, then=settle(number))
+    return Post(slug, caller, [game], idempotency_key(number), request_hash(game), batch=False, also=settle(number))
 
 
 def _played_with(session: Session, ladder: LadderRow, row: challenges.Row, data: PlayIn) -> bool:
@@ -84,11 +84,11 @@ def settle(number: int):
     """What the game's transaction does once the game is applied: mark challenge ``number`` played with it, if it
     is still open or accepted (a concurrent answer may have come first: then a 409, and no game)."""
 
-    def then(session: Session, ladder: LadderRow, game: dict) -> None:
+    def mark_played(session: Session, ladder: LadderRow, game: dict) -> None:
         now = datetime.now(UTC)
         row = service.found(session, ladder, number, lock=True)
         service.check_status(row, now, ("open", "accepted"), "play")
         challenges.answer(session, ladder.id, number, "played", now, game=game["id"])
         service.note(session, ladder.id, "played", number)
 
-    return then
+    return mark_played

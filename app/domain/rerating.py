@@ -575,7 +575,7 @@ def _write_history(
         None if history.member_variance is None else history.member_variance[members],
     )
     # Last: a game commit waits for the ladder's row, which this takes (on PostgreSQL, not for the rows above).
-    storage.ladders.count(session, ladder.id, draws=new[0] - old[0], draw_room=new[1] - old[1])
+    storage.ladders.add_counts(session, ladder.id, draws=new[0] - old[0], draw_room=new[1] - old[1])
 
 
 def _save_state(session: Session, ladder: LadderRow, ids: np.ndarray, C: np.ndarray, state: np.ndarray) -> None:

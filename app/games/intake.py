@@ -48,7 +48,7 @@ class Post:
     names: dict[str, str] = field(default_factory=dict)
     #: What else the post's transaction does once its one game is applied, given the game as answered (a challenge
     #: marked played with it); a problem it raises fails the post alone, which then changes nothing.
-    then: Callable[[Session, LadderRow, dict], None] | None = None
+    also: Callable[[Session, LadderRow, dict], None] | None = None
 
     @property
     def external_id(self) -> str | None:

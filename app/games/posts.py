@@ -161,8 +161,8 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:  # noqa: C901
             start += len(post.games)
             outcomes[n] = {"games": out} if post.batch else out[0]
             group.ladder_of[n] = ladder_id
-            if post.then is not None:
-                post.then(session, ladder, outcomes[n])
+            if post.also is not None:
+                post.also(session, ladder, outcomes[n])
             if post.record_key is not None:
                 records.append((ladder_id, post.record_key, post.digest, outcomes[n]))
         group.applied[ladder_id] = len(applied.games)

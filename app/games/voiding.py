@@ -50,7 +50,7 @@ def void_game(
     actual, expected = (np.array([getattr(m, name) for m in sides]) for name in ("actual_score", "expected_score"))
     draws, room = rating.two_sided_draws(np.array([0, len(sides)]), actual, expected)
     compared = len(sides) * (len(sides) - 1) // 2
-    storage.ladders.count(session, ladder.id, games=-1, comparisons=-compared, draws=-draws, draw_room=-room)
+    storage.ladders.add_counts(session, ladder.id, games=-1, comparisons=-compared, draws=-draws, draw_room=-room)
     superseded = storage.refits.supersede_checkpoints(session, ladder.id, game_id)
     storage.seasons.mark_changed(session, ladder.id, [game_id], now)  # its season's archive stays as it was
     # Its record comes off its players' counters (it depends on the outcome only, not on the vectors).

@@ -6,7 +6,8 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, Field, StrictBool, field_validator, model_validator
 
 from app.core.schemas import Integer, Moment, Name, Number, NumberChoice, SeatName, Slug, StrictModel, Vector
-from app.rating.tuning import MAX_DRIFT_ELO, MAX_ETA, MAX_NOISE_ELO
+from app.rating import ELO_PER_LOGIT
+from app.rating.tuning import Limits
 
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves
 # (docs/api.md, "Ladder defaults, and why").
@@ -31,6 +32,10 @@ DEFAULT_NOISE = 5.5
 #: The variance rule's share of a step for the cyclic discs (φ): a quarter, between a straight ladder's best (0)
 #: and a cyclic one's (0.5-0.8) on the quality streams, until the rate choice picks the ladder's own.
 DEFAULT_CYCLES = 0.25
+#: The largest settings a ladder takes: η, and the noise and drift in Elo points.  No rate choice goes past them
+#: (RULE_LIMITS, in the rule's units), so a ladder's rule can always be set again as it runs, and its export restored.
+MAX_ETA, MAX_NOISE_ELO, MAX_DRIFT_ELO = 10.0, 500.0, 2000.0
+RULE_LIMITS = Limits(MAX_ETA, (MAX_NOISE_ELO / ELO_PER_LOGIT) ** 2, MAX_DRIFT_ELO / ELO_PER_LOGIT)
 
 DRIFT = (
     "How far a player's strength may wander in a year without games, in Elo points (one standard deviation): their "

@@ -26,7 +26,7 @@ from app.players.records import (
     record_fields,
     variances,
 )
-from app.rating.analysis import canonical
+from app.rating.intransitivity import canonical
 from app.rating.ranking import (
     conservative_bound,
     first_rows,

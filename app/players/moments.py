@@ -24,8 +24,8 @@ from app.core import deadline
 from app.core.ladder import LadderRow
 from app.players.leaderboard import leading_rows
 from app.players.records import field_prior, variances
-from app.rating.leaderboard import SE_SAMPLE, field_gain, field_information
 from app.rating.ranking import ELO_RESULTS, leaderboard_order, provisional
+from app.rating.strength import SE_SAMPLE, field_gain, field_information
 from app.storage.moments import LogGame, Member
 
 #: The kinds, in the order a game keeps them when it has more than :data:`MOST_PER_GAME`.

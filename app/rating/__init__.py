@@ -15,18 +15,6 @@ from app.rating.errors import RatingInputError
 from app.rating.experience import experience_before
 from app.rating.game_log import Game, GameLog, pair_outcomes, rank_share, ranks_from_scores, record, results
 from app.rating.initial import initial_vectors, stable_hash
-from app.rating.leaderboard import (
-    balanced_opponents,
-    conservative,
-    elo_equivalent,
-    field_information,
-    field_mean,
-    field_prior,
-    field_score,
-    hodge_strength,
-    hodge_strength_against,
-    strength_se,
-)
 from app.rating.model import (
     ELO_PER_LOGIT,
     advantage,
@@ -44,6 +32,18 @@ from app.rating.model import (
 from app.rating.replay import History, dependency_levels, games_before, replay, replay_history
 from app.rating.season_pull import kept_weights, pull_back, pull_experience, pull_variance
 from app.rating.seats import Seats, prior_precision
+from app.rating.strength import (
+    balanced_opponents,
+    conservative,
+    elo_equivalent,
+    field_information,
+    field_mean,
+    field_prior,
+    field_score,
+    hodge_strength,
+    hodge_strength_against,
+    strength_se,
+)
 from app.rating.update import GameResult, LearningRate, apply_game, predict_match, unnormalised_update
 from app.rating.variance import VarianceRule
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION, conservative
 from app.rating.model import Array
+from app.rating.strength import STRENGTH_PRIOR_PRECISION, conservative
 
 #: The fewest results against others that place a rating on the Elo scale, whatever the ladder's k.
 ELO_RESULTS = 3
@@ -158,7 +158,7 @@ def conservative_bound(strength: Array, experience: Array) -> Array:
     Returns
     -------
     ndarray of float, shape (m,)
-        The bound, in Elo-equivalent points (:func:`app.rating.leaderboard.conservative`).
+        The bound, in Elo-equivalent points (:func:`app.rating.strength.conservative`).
     """
     floor = np.sqrt(1.0 / (STRENGTH_PRIOR_PRECISION + experience / 4.0))
     return conservative(strength, floor)

@@ -32,8 +32,8 @@ from numpy.typing import ArrayLike
 from scipy.special import expit
 
 from app.rating.errors import RatingInputError
-from app.rating.leaderboard import hodge_strength
 from app.rating.model import as_vectors, omega_apply
+from app.rating.strength import hodge_strength
 
 Array = np.ndarray
 

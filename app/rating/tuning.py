@@ -3,42 +3,29 @@
 One rate cannot suit an eight-team league and a game of 100,000 players: the
 log says which predicts best.  Each candidate rate is replayed over the whole
 log from the initial vectors, so every game is predicted only from the games
-before it (prequential scoring, as the ratings were served), and the rates are
-compared by their mean log loss per game (reported per comparison, a pair of sides:
-what a free-for-all's held-out report gives too).
-
-The candidates of a log of two-player games are replayed together
-(:func:`prequential_losses_many`): one pass over the log's levels moves every
-candidate's ratings at once, so 25 candidates cost a few times one replay, not
-25 replays.
+before it (prequential scoring, as the ratings were served: :mod:`app.rating.prequential`),
+and the rates are compared by their mean log loss per game (reported per comparison, a pair
+of sides: what a free-for-all's held-out report gives too).  This module is the choice: which
+candidates are tried, in which rounds, and the guard a change must pass.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
+import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.special import expit
 
 from app.rating.game_log import GameLog
-from app.rating.model import ELO_PER_LOGIT, Array, as_vectors, omega_apply, rowdot
-from app.rating.refit.metrics import term_losses
-from app.rating.replay import (
-    Times,
-    dependency_levels,
-    level_bounds,
-    member_experience,
-    replay_history,
-    two_player_singles,
-)
+from app.rating.model import Array
+from app.rating.prequential import prequential_losses_many
+from app.rating.replay import Times
 from app.rating.seats import Seats, prior_precision
-from app.rating.stacked import seats_learn, stacked_seats
-from app.rating.update import LearningRate, side_games
+from app.rating.update import LearningRate
 from app.rating.variance import MANIFOLD_NORM, VarianceRule
 from app.rating.variance_tuning import variance_losses_many
 
@@ -69,24 +56,29 @@ SHRINKING_BACK_ETA, SHRINKING_BACK_TAUS = 0.7, (1.0, 3.0, 10.0)
 
 Rule = LearningRate | VarianceRule
 
-#: The largest settings a ladder takes (η; the noise and drift in Elo points, as the API bounds them, and in
-#: logits): no choice goes past them, so a ladder's rule can always be set again as it runs, and its export restored.
-MAX_ETA, MAX_NOISE_ELO, MAX_DRIFT_ELO = 10.0, 500.0, 2000.0
-MAX_NOISE, MAX_DRIFT = (MAX_NOISE_ELO / ELO_PER_LOGIT) ** 2, MAX_DRIFT_ELO / ELO_PER_LOGIT
 
+@dataclass(frozen=True)
+class Limits:
+    """The largest rule a choice may try: η (the variance rule's newcomer at η = √2 u₀), the noise (logits²) and the
+    drift (logits a year).  A ladder's are the settings its API takes, so that a chosen rule can always be set
+    again as the ladder runs, and its export restored."""
 
-def _allowed(rules: list[Rule]) -> list[Rule]:
-    """The ``rules`` within the settings a ladder takes (:data:`MAX_ETA`, :data:`MAX_NOISE`, :data:`MAX_DRIFT`)."""
-    slack = 1 + 1e-9  # a multiple of a setting at its bound, computed in logits, may come out a hair above it
+    eta: float = math.inf
+    noise: float = math.inf
+    drift: float = math.inf
 
-    def within(rule: Rule) -> bool:
-        if rule.drift > MAX_DRIFT * slack:
-            return False
-        if isinstance(rule, VarianceRule):
-            return rule.start * MANIFOLD_NORM <= MAX_ETA * slack and rule.noise <= MAX_NOISE * slack
-        return rule.eta <= MAX_ETA * slack
+    def allowed(self, rules: list[Rule]) -> list[Rule]:
+        """The ``rules`` within these limits."""
+        slack = 1 + 1e-9  # a multiple of a setting at its bound, computed in logits, may come out a hair above it
 
-    return [rule for rule in rules if within(rule)]
+        def within(rule: Rule) -> bool:
+            if rule.drift > self.drift * slack:
+                return False
+            if isinstance(rule, VarianceRule):
+                return rule.start * MANIFOLD_NORM <= self.eta * slack and rule.noise <= self.noise * slack
+            return rule.eta <= self.eta * slack
+
+        return [rule for rule in rules if within(rule)]
 
 
 @dataclass(frozen=True)
@@ -131,101 +123,6 @@ class Scores:
         )
 
 
-def prequential_losses(
-    C0: ArrayLike,
-    log: GameLog,
-    rate: Rule,
-    seats: Seats | None = None,
-    times: Times = None,
-    games0: ArrayLike | None = None,
-) -> Array:
-    """Each game's log loss, its outcome predicted from the games before it only: the rule replayed from ``C0``
-    (and the state ``games0`` the players carry there, as :func:`~app.rating.replay.replay_history` takes it) at
-    ``rate`` (its pair terms' losses, weighted as the fit weighs them)."""
-    every = np.arange(len(log.pair_a))
-    history = replay_history(C0, log, rate, games0=games0, seats=seats, times=times)
-    term = term_losses(history.pair_p, log, every) * log.pair_weight
-    return np.add.reduceat(term, log.pair_ptr[:-1]) if len(term) else np.zeros(0)
-
-
-def prequential_losses_many(
-    C0: ArrayLike,
-    log: GameLog,
-    rates: list[LearningRate],
-    seats: Seats | list[Seats] | None = None,
-    progress: Callable[[int, int], None] | None = None,
-    times: Times = None,
-) -> Array:
-    """:func:`prequential_losses` of each rate (a row each), the rates replayed side by side in one pass; the
-    seats start from ``seats``, or from ``seats[n]`` for rate n if a list is given.
-
-    A log of two-player games is replayed level by level (games on one level
-    share no player and no seat) with every rate's ratings stacked, so each level
-    is one set of array operations for all of them, and every row equals
-    :func:`prequential_losses` bit for bit.  (With seats, whose state every game
-    shares, a level is one game: a million games are a million small steps, each
-    taken for all rates at once.)  Other logs (teams, free-for-all) are replayed
-    one rate at a time.
-    """
-    starts = seats if isinstance(seats, list) else [seats] * len(rates)
-    if not two_player_singles(log):
-        rows = []
-        for n, rate in enumerate(rates):
-            rows.append(prequential_losses(C0, log, rate, None if starts[n] is None else starts[n].copy(), times))
-            if progress is not None:
-                progress(n + 1, len(rates))
-        return np.array(rows)
-    C1 = as_vectors(C0, "C0")
-    C = np.repeat(C1[None], len(rates), axis=0)
-    out = np.empty((len(rates), log.n_games))
-    if log.n_games == 0:
-        return out
-    level = dependency_levels(log, len(C1))
-    order = np.argsort(level, kind="stable")
-    i, j = log.member_player[0::2][order], log.member_player[1::2][order]
-    # Experience depends on the rate's drift only: once for each drift.
-    drifts = sorted({rate.drift for rate in rates})
-    which = np.array([drifts.index(rate.drift) for rate in rates])
-    played = np.array(
-        [
-            side_games(member_experience(log, drift, None, len(C1), times)[0], log.member_side, log.side_size)
-            for drift in drifts
-        ]
-    )
-    played_i, played_j = played[:, 0::2][:, order], played[:, 1::2][:, order]
-    # Each rate's η(n) = η / √(1 + n/τ) is taken a level at a time (a rates × games array would be 400 MB at a
-    # million games); τ = ∞ for a constant η gives η / √1 = η exactly, as LearningRate.at does.
-    etas = np.array([rate.eta for rate in rates])[:, None]
-    taus = np.array([np.inf if rate.tau is None else rate.tau for rate in rates])[:, None]
-    outcome, shift, weight = log.pair_outcome[order], log.pair_shift[order], log.pair_weight[order]
-    if log.side_seat is not None:
-        seat_i, seat_j, advantage, information = stacked_seats(log, starts, order)
-    bounds = level_bounds(level, int(level.max()))
-    for n, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        a, b = i[lo:hi], j[lo:hi]
-        ca, cb = C[:, a], C[:, b]
-        oca, ocb = omega_apply(ca), omega_apply(cb)
-        level_shift = shift[lo:hi]
-        if log.side_seat is not None:
-            sa, sb = seat_i[lo:hi], seat_j[lo:hi]
-            level_shift = level_shift + (advantage[:, sa] - advantage[:, sb])  # summed in the replay's order
-        p = expit(rowdot(ca, ocb) + level_shift)
-        norm = np.sqrt(rowdot(ca, ca) + rowdot(cb, cb))
-        w, s = weight[lo:hi], outcome[lo:hi]
-        eta_i = etas / np.sqrt(1.0 + played_i[which, lo:hi] / taus)
-        eta_j = etas / np.sqrt(1.0 + played_j[which, lo:hi] / taus)
-        coef_a = np.divide(eta_i * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
-        coef_b = np.divide(eta_j * w * (s - p), norm, out=np.zeros_like(p), where=norm > 0)
-        C[:, a] = ca + coef_a[..., None] * ocb
-        C[:, b] = cb + (-coef_b)[..., None] * oca
-        if log.side_seat is not None:
-            seats_learn(advantage, information, sa, sb, w, s, p)
-        out[:, order[lo:hi]] = term_losses(p, log, order[lo:hi]) * w
-        if progress is not None:
-            progress(n + 1, len(bounds) - 1)
-    return out
-
-
 #: A second round, where drifts are tried: each drift at these multiples of the first round's best η, and every τ.
 DRIFT_ETA_FACTORS = (0.5, 1.0, 2.0)
 #: Candidates replayed side by side at a time in the second round (each keeps every game's loss until summed).
@@ -242,6 +139,7 @@ def choose_rate(
     drifts: tuple[float, ...] = (),
     seat_sds: tuple[float, ...] = (),
     rules: bool = False,
+    limits: Limits = Limits(),
 ) -> RateChoice:
     """The rate among :data:`ETA_FACTORS` × :data:`TAUS` around ``current`` whose replay predicted the log best,
     if it beat ``current`` by more than one standard error of the difference (over games); else ``current``.
@@ -263,12 +161,12 @@ def choose_rate(
     (mathematics §3b) is tried too: its newcomer's variance and noise per game among :data:`VARIANCE_STARTS` ×
     :data:`NOISES` (around the current rule's, where it is one), at the current drift and, where time passes in
     the log, at each of ``drifts`` with the best of them; under the same guard.  Every candidate's noise is > 0:
-    no choice can freeze a player.
+    no choice can freeze a player.  No candidate goes past ``limits`` (the current rule stays a candidate).
     """
     if isinstance(current, VarianceRule):
-        return _choose_variance(C0, log, current, seats, progress, times, drifts, seat_sds)
+        return _choose_variance(C0, log, current, seats, progress, times, drifts, seat_sds, limits)
     candidates: list[Rule] = [current]
-    candidates += _allowed(
+    candidates += limits.allowed(
         [
             LearningRate(current.eta * f, tau, current.drift)
             for f in ETA_FACTORS
@@ -280,16 +178,16 @@ def choose_rate(
     reference = losses[0]
     scores = _compare(losses, reference)
     if rules:
-        grid = _allowed([VarianceRule(u, q, current.drift) for u in VARIANCE_STARTS for q in NOISES])
+        grid = limits.allowed([VarianceRule(u, q, current.drift) for u in VARIANCE_STARTS for q in NOISES])
         if grid:
-            more, more_scores = _variance_round(C0, log, grid, seats, times, drifts, reference)
+            more, more_scores = _variance_round(C0, log, grid, seats, times, drifts, reference, limits)
             candidates += more
             scores += more_scores
     if drifts and _time_passes(log, times):
         # The ladder's drift first: where the log cannot tell the drifts apart (games all on one day), it stays.
         steps = [n for n, rate in enumerate(candidates) if isinstance(rate, LearningRate)]
         first, tried = candidates[steps[int(np.argmin(scores.means[steps]))]], set(candidates)
-        more = _allowed(
+        more = limits.allowed(
             [
                 rate
                 for drift in dict.fromkeys((current.drift, *drifts))
@@ -313,7 +211,14 @@ def _losses(C0, log: GameLog, rules: list[Rule], seats, progress, times: Times) 
 
 
 def _variance_round(
-    C0, log: GameLog, grid: list[VarianceRule], seats, times: Times, drifts: tuple[float, ...], reference: Array
+    C0,
+    log: GameLog,
+    grid: list[VarianceRule],
+    seats,
+    times: Times,
+    drifts: tuple[float, ...],
+    reference: Array,
+    limits: Limits,
 ) -> tuple[list[Rule], Scores]:
     """The variance rules of ``grid`` and, where time passes in the log, the best of them at each of ``drifts``:
     the candidates and their scores against ``reference``."""
@@ -321,17 +226,19 @@ def _variance_round(
     candidates: list[Rule] = list(grid)
     best = grid[int(np.argmin(scores.means))]
     if np.shape(C0)[1] > 2:  # the cyclic discs' share of a step, where there are some
-        more = _allowed([VarianceRule(best.start, best.noise, best.drift, f) for f in CYCLES if f != best.cycles])
+        more = limits.allowed([VarianceRule(best.start, best.noise, best.drift, f) for f in CYCLES if f != best.cycles])
         scores += _compared(C0, log, list(more), seats, times, reference)
         candidates += more
         best = candidates[int(np.argmin(scores.means))]
         if best.cycles != grid[0].cycles:  # the noise again at that share: discs that learn cycles move more
-            more = _allowed([VarianceRule(best.start, q, best.drift, best.cycles) for q in NOISES if q != best.noise])
+            more = limits.allowed(
+                [VarianceRule(best.start, q, best.drift, best.cycles) for q in NOISES if q != best.noise]
+            )
             scores += _compared(C0, log, list(more), seats, times, reference)
             candidates += more
             best = candidates[int(np.argmin(scores.means))]
     if drifts and _time_passes(log, times):
-        more = _allowed(
+        more = limits.allowed(
             [VarianceRule(best.start, best.noise, d, best.cycles) for d in dict.fromkeys(drifts) if d != best.drift]
         )
         if more:
@@ -359,6 +266,7 @@ def _choose_variance(
     times: Times,
     drifts: tuple[float, ...],
     seat_sds: tuple[float, ...],
+    limits: Limits,
 ) -> RateChoice:
     """:func:`choose_rate` for a ladder on the variance rule: multiples of its start and noise, then drifts, then
     the seats' prior (``seat_sds``), as on the other rule."""
@@ -367,9 +275,9 @@ def _choose_variance(
         for f in START_FACTORS
         for g in NOISE_FACTORS
     ]
-    grid = [current, *_allowed([rule for rule in around if rule != current])]
+    grid = [current, *limits.allowed([rule for rule in around if rule != current])]
     reference = _losses(C0, log, [current], seats, progress, times)[0]
-    candidates, scores = _variance_round(C0, log, grid, seats, times, drifts, reference)
+    candidates, scores = _variance_round(C0, log, grid, seats, times, drifts, reference, limits)
     # The way back to a step, where the log now says it pays (a cyclic field's cycles show only once they have been
     # played; a rule chosen on a ladder's first games, many players new at once, can be outgrown): constant ones,
     # which never freeze a player either, and a new ladder's shrinking one.

@@ -215,7 +215,7 @@ def version_and_reset(session: Session, ladder_id: int) -> tuple[int, int]:
 
 
 def sizes(session: Session, ladder_id: int) -> tuple[int, int]:
-    """(players, games that count) of a ladder, as kept (:func:`count`): one row read, whatever its size."""
+    """(players, games that count) of a ladder, as kept (:func:`add_counts`): one row read, whatever its size."""
     row = session.execute(select(Ladder.players_count, Ladder.games_count).where(Ladder.id == ladder_id)).first()
     return (row[0], row[1]) if row is not None else (0, 0)
 
@@ -229,7 +229,7 @@ def counted_sizes(session: Session, ladder_id: int, voided: bool = False) -> tup
     return players or 0, games or 0
 
 
-def count(
+def add_counts(
     session: Session,
     ladder_id: int,
     players: int = 0,
@@ -246,7 +246,7 @@ def count(
     pending[ladder_id] = (had[0] + players, had[1] + games, had[2] + comparisons, had[3] + draws, had[4] + draw_room)
 
 
-#: What :func:`count` adds to a ladder: players, games, comparisons, draws, draw room.
+#: What :func:`add_counts` adds to a ladder: players, games, comparisons, draws, draw room.
 NO_COUNTS = (0, 0, 0, 0, 0.0)
 
 
@@ -455,7 +455,7 @@ def bump(
     so it comes after every other lock (one order: no deadlocks) and is held
     briefly; versions, and the numbers of the events the transaction noted
     (:mod:`app.storage.events`), are then given out in commit order.  The players and games the transaction
-    :func:`count`\ ed are added to the ladders' counts in the same statement.
+    :func:`add_counts` noted are added to the ladders' counts in the same statement.
     Returns each ladder's new version.
     """
     connection = session.connection()

@@ -413,7 +413,7 @@ def insert(session: Session, ladder_id: int, key: str, name: str | None, vector:
             session.execute(Player.__table__.insert().values(**values, **dict.fromkeys(COUNTERS, 0)))
     except IntegrityError:
         return False
-    ladders.count(session, ladder_id, players=1)
+    ladders.add_counts(session, ladder_id, players=1)
     return True
 
 
@@ -489,7 +489,7 @@ def merge_counters(session: Session, ladder_id: int, source_id: int, target_id: 
     driver_sql(session.connection(), sql, params)
     refresh_last_played(session, ladder_id, [target_id])
     driver_sql(session.connection(), "DELETE FROM players WHERE id = ? AND ladder_id = ?", (source_id, ladder_id))
-    ladders.count(session, ladder_id, players=-1)
+    ladders.add_counts(session, ladder_id, players=-1)
 
 
 def rekey(session: Session, ladder_id: int, player_id: int, key: str, name: str | None = None) -> None:

@@ -19,7 +19,7 @@ from app.analysis.refit_rate import live_check
 from app.analysis.schemas import INTRANSITIVITY_SCALE, RefitIn
 from app.core.db import Database
 from app.main import create_app
-from app.rating.analysis import hodge_norms
+from app.rating.intransitivity import hodge_norms
 from app.storage.tables import Ladder, Refit
 from tests.api.helpers import disc_games, wait
 from tests.conftest import admin, bearer, make_ladder

@@ -8,9 +8,9 @@ import pytest
 from scipy.special import expit
 
 from app.rating import Game, GameLog, LearningRate, omega
-from app.rating.analysis import canonical
 from app.rating.elo import fit_elo, pair_counts
 from app.rating.errors import RatingInputError
+from app.rating.intransitivity import canonical
 from app.rating.model import omega_apply, rowdot
 from app.rating.refit.fit import fit
 from app.rating.refit.guard import guard

@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 from scipy.special import expit
 
-from app.ladders.schemas import LadderCreate
+from app.ladders.schemas import RULE_LIMITS, LadderCreate
 from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, RatingInputError, tuning
+from app.rating.prequential import prequential_losses, prequential_losses_many
 from app.rating.seats import Seats
-from app.rating.tuning import choose_rate, prequential_losses, prequential_losses_many
+from app.rating.tuning import choose_rate
 from app.rating.variance import VarianceRule
 
 from .helpers import DEFAULT, elo_stream, start
@@ -151,24 +152,25 @@ def test_the_best_of_many_challengers_must_beat_the_rate_by_more_than_the_best_o
 def test_no_choice_goes_past_the_settings_a_ladder_takes():
     # A ladder at η 8 (the API takes up to 10): 2 and 4 times it are not tried, so a choice can always be set
     # again by PATCH and restored from an export; so for the variance rule's newcomer and noise, and the drift.
+    limits = RULE_LIMITS
     log = elo_stream(10, 400, 0.02, seed=4)
-    choice = choose_rate(start(10), log, LearningRate(8.0, 3.0), rules=True)
-    assert max(row["eta"] for row in choice.rows) <= tuning.MAX_ETA
+    choice = choose_rate(start(10), log, LearningRate(8.0, 3.0), rules=True, limits=limits)
+    assert max(row["eta"] for row in choice.rows) <= limits.eta
     assert {row["eta"] for row in choice.rows if row["rule"] == "steps"} == {2.0, 4.0, 8.0}
-    on_variance = VarianceRule(6.0, tuning.MAX_NOISE / 2, tuning.MAX_DRIFT)
+    on_variance = VarianceRule(6.0, limits.noise / 2, limits.drift)
     times = (np.arange(400) / 100.0, None)  # four years
-    choice = choose_rate(start(10), log, on_variance, times=times, drifts=(tuning.MAX_DRIFT * 2,))
+    choice = choose_rate(start(10), log, on_variance, times=times, drifts=(limits.drift * 2,), limits=limits)
     for row in choice.rows:
-        assert row["eta"] <= tuning.MAX_ETA + 1e-9 and row["drift"] <= tuning.MAX_DRIFT * (1 + 1e-9)
-        assert row["noise"] is None or row["noise"] <= tuning.MAX_NOISE * (1 + 1e-9)
+        assert row["eta"] <= limits.eta + 1e-9 and row["drift"] <= limits.drift * (1 + 1e-9)
+        assert row["noise"] is None or row["noise"] <= limits.noise * (1 + 1e-9)
     # The bounds are the API's.
     bounds = {
         name: field["maximum"]
         for name, field in LadderCreate.model_json_schema()["properties"].items()
         if name in ("eta", "noise", "drift")
     }
-    in_elo = {"eta": tuning.MAX_ETA, "noise": np.sqrt(tuning.MAX_NOISE) * ELO_PER_LOGIT}
-    assert bounds == pytest.approx(in_elo | {"drift": tuning.MAX_DRIFT * ELO_PER_LOGIT})
+    in_elo = {"eta": limits.eta, "noise": np.sqrt(limits.noise) * ELO_PER_LOGIT}
+    assert bounds == pytest.approx(in_elo | {"drift": limits.drift * ELO_PER_LOGIT})
 
 
 def test_a_free_for_alls_rate_report_is_per_comparison():

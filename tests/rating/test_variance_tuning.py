@@ -3,6 +3,7 @@
 import numpy as np
 
 from app.rating import GameLog, LearningRate, initial_vectors
+from app.rating.prequential import prequential_losses
 from app.rating.seats import Seats
 from app.rating.tuning import (
     CYCLES,
@@ -10,7 +11,6 @@ from app.rating.tuning import (
     SHRINKING_BACK_TAUS,
     STEPS_BACK,
     choose_rate,
-    prequential_losses,
 )
 from app.rating.variance import VarianceRule
 from app.rating.variance_tuning import variance_losses_many

@@ -18,9 +18,9 @@ from app.rating import (
     strength_se,
 )
 from app.rating.game_log import GameLog
-from app.rating.leaderboard import STRENGTH_PRIOR_PRECISION, field_gain
 from app.rating.ranking import leaderboard_order, rows_ahead, rows_before
 from app.rating.refit.pipeline import RefitOptions, refit
+from app.rating.strength import STRENGTH_PRIOR_PRECISION, field_gain
 
 from .helpers import random_symplectic
 

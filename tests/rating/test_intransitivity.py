@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy.special import logit
 
-from app.rating import analysis, omega
-from app.rating.analysis import canonical, empirical_hodge, hodge_norms, hodge_norms_of_matrix
+from app.rating import intransitivity, omega
+from app.rating.intransitivity import canonical, empirical_hodge, hodge_norms, hodge_norms_of_matrix
 
 from .helpers import random_symplectic
 
@@ -74,5 +74,5 @@ def test_an_empirical_fit_stopped_at_its_iteration_bound_says_so(monkeypatch):
     wins = np.random.default_rng(0).integers(0, 11, 299)
     full = empirical_hodge(i, j, wins, np.full(299, 10), 300)
     assert full.converged and full.cyclic_norm == pytest.approx(0, abs=1e-6)  # a tree has no cycles
-    monkeypatch.setattr(analysis, "LSQR_ITERATIONS", 5)
+    monkeypatch.setattr(intransitivity, "LSQR_ITERATIONS", 5)
     assert not empirical_hodge(i, j, wins, np.full(299, 10), 300).converged

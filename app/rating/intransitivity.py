@@ -18,8 +18,8 @@ from numpy.typing import ArrayLike
 from scipy.sparse import coo_matrix
 
 from app.rating.elo import PairCounts
-from app.rating.leaderboard import hodge_strength
 from app.rating.model import Array, as_vectors, omega
+from app.rating.strength import hodge_strength
 
 #: A block whose mean point is shorter than this fraction of its longest point counts as centred (cyclic disc).
 CENTRED = 1e-6
