@@ -3,9 +3,9 @@ closed seasons."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import Field, StrictBool
+from pydantic import Field, StrictBool, model_validator
 
 from app.core.schemas import (
     MAX_ID,
@@ -68,9 +68,26 @@ class VoidMark(StrictModel):
     reason: Reason | None = None
 
 
+#: A rating change as a game's post answered it (Elo points), or null where none is kept.
+PostedChange = Annotated[Number, Field(ge=-1e9, le=1e9)] | None
+
+
 class ExportedGame(GameIn):
     seq: Integer | None = Field(None, ge=1, le=MAX_ID, description="Its number in the ladder: 1, 2, 3, … in log order.")
     voided: VoidMark | None = None
+    elo_changes: list[list[PostedChange]] | None = Field(
+        None,
+        description="Each player's `elo_change` as the game's post answered it, side by side as `sides` lists the "
+        "players (null: none kept, shown against today's field). Absent from exports before it was kept.",
+    )
+
+    @model_validator(mode="after")
+    def _changes_fit_the_sides(self) -> Self:
+        if self.elo_changes is not None and [len(side) for side in self.elo_changes] != [
+            len(side.players) for side in self.sides
+        ]:
+            raise ValueError("elo_changes must list one change per player of each side, as sides does")
+        return self
 
 
 class ExportedSeats(StrictModel):

@@ -75,6 +75,7 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
     after, seq = 0, 0
     while True:
         page = storage.games.export_page(session, ladder.id, after, PAGE)
+        posted = storage.games.posted_changes(session, ladder.id, page[0][0], page[-1][0]) if page else {}
         lines = []
         for game_id, game_seq, external_id, played_at, payload, voided_at, voided_by, reason in page:
             while checkpoints and checkpoints[0].after_game_id < game_id:
@@ -86,6 +87,8 @@ def export_lines(session: Session, ladder: LadderRow) -> Iterator[bytes]:
                 game["external_id"] = external_id
             if voided_at is not None:
                 game["voided"] = {"at": iso(voided_at), "by": voided_by, "reason": reason}
+            if game_id in posted:
+                game["elo_changes"] = [[posted[game_id].get(key) for key in side] for side in payload["sides"]]
             lines.append(_line({"game": game}))
             seq = game_seq
         if not page:

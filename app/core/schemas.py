@@ -199,3 +199,12 @@ class ReportPending(BaseModel):
     status: Literal["queued", "running"]
     progress: float = Field(ge=0, le=1, description="How far the computation has got, 0-1.")
     ladder_version: int = Field(description="The ladder version the report is being computed at.")
+
+
+#: What a game's ``elo_change`` is, wherever a game is shown (a post's answer, the games, a player's history).
+ELO_CHANGE = (
+    "What the game did to the player's rating, in Elo-equivalent points, as the game's post answered it (against the "
+    "field just after the game), so that it does not drift as the field moves; where a later replay rewrote the game "
+    "(a void before it, a merge, a new rate or `k`, a refit), and for games posted before it was kept: "
+    "`elo_after - elo_before`."
+)

@@ -12,12 +12,30 @@ from app.core.ladder import LadderRow
 from app.core.schemas import iso
 
 
-def shown_members(keys: list[str], before: np.ndarray, after: np.ndarray, field: np.ndarray) -> list[dict]:
+def elo_changes(before: np.ndarray, after: np.ndarray, field: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Members' strengths before and after their game in Elo-equivalent points, as the leaderboard shows a
+    strength, against the field's mean vector ``field`` (one, or one a member)."""
+    return (
+        rating.elo_equivalent(rating.hodge_strength_against(before, field)),
+        rating.elo_equivalent(rating.hodge_strength_against(after, field)),
+    )
+
+
+def shown_members(
+    keys: list[str],
+    before: np.ndarray,
+    after: np.ndarray,
+    field: np.ndarray,
+    posted: list[float | None] | None = None,
+) -> list[dict]:
     """Each participant of a game as an answer shows them: their vectors before and after it, and the same as
-    Elo-equivalent points, as the leaderboard shows a strength, against the field's mean vector ``field``."""
-    elo_before = rating.elo_equivalent(rating.hodge_strength_against(before, field))
-    elo_after = rating.elo_equivalent(rating.hodge_strength_against(after, field))
-    columns = (keys, before.tolist(), after.tolist(), elo_before.tolist(), elo_after.tolist(), elo_after - elo_before)
+    Elo-equivalent points against the field's mean vector ``field``; their change, as ``posted`` where it is kept
+    (what the game's post answered), else after minus before."""
+    elo_before, elo_after = elo_changes(before, after, field)
+    changes = (elo_after - elo_before).tolist()
+    if posted is not None:
+        changes = [change if kept is None else kept for change, kept in zip(changes, posted, strict=True)]
+    columns = (keys, before.tolist(), after.tolist(), elo_before.tolist(), elo_after.tolist(), changes)
     return [
         {"key": k, "before": b, "after": a, "elo_before": eb, "elo_after": ea, "elo_change": float(change)}
         for k, b, a, eb, ea, change in zip(*columns, strict=True)
@@ -70,13 +88,13 @@ def field_mean(session: Session, ladder: LadderRow) -> np.ndarray:
 
 def stored_body(record: storage.games.GameRecord, field: np.ndarray) -> dict:
     """A stored game as the API shows it (the same shape as the response to its post), its players' Elo-equivalent
-    points against the field's mean vector ``field`` (today's)."""
+    points against the field's mean vector ``field`` (today's), their changes as the post answered them."""
     by_key = {m.key: m for m in record.members}
     sides = []
     for keys in record.payload["sides"]:
         parts = [by_key[key] for key in keys]
         before, after = np.array([p.before for p in parts]), np.array([p.after for p in parts])
-        players = shown_members([p.key for p in parts], before, after, field)
+        players = shown_members([p.key for p in parts], before, after, field, [p.elo_change for p in parts])
         sides.append((players, parts[0].actual_score, parts[0].expected_score))
     body = game_body(record.seq, record.played_at, record.external_id, record.payload, sides)
     if record.voided_at is not None:

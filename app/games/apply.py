@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.ladder import LadderRow
 from app.domain.access import Caller
-from app.games.answers import game_body, shown_members
+from app.games.answers import elo_changes, game_body, shown_members
 from app.games.intake import Post
 from app.games.rules import check_post
 from app.games.schemas import GameIn, match_wins
@@ -54,6 +54,7 @@ def import_games(
     keys = [k for g in games for side in g.sides for k in side.players]
     locked = storage.players.lock(session, ladder.id, 2 * ladder.k, keys, initial_vectors(ladder), post.names)
     applied = apply_games(session, ladder, locked, games, progress, count=voided is None)
+    _keep_posted_changes(applied.new, games)
     write(session, [applied], progress)
     ids = applied.ids
     if voided is not None:
@@ -65,6 +66,20 @@ def import_games(
     )
     storage.ladders.bump(session, [ladder.id], changes={ladder.id: change})
     return ids
+
+
+def _keep_posted_changes(new: storage.games.NewGames, games: list[GameIn]) -> None:
+    """The rating changes an export's games name (``elo_changes``: as their posts answered them; null, or a game
+    naming none, where the original kept none) rather than those this import would show: a restored ladder shows
+    each game as the original did.  Games of a plain import (which have no such field) keep this import's.  A
+    game's members come side by side, each side's players as it lists them."""
+    if new.elo_change is None:
+        return
+    ptr = np.searchsorted(new.member_game, np.arange(len(games) + 1))
+    for g, game in enumerate(games):
+        if hasattr(game, "elo_changes"):
+            named = game.elo_changes or [[None] * len(side.players) for side in game.sides]
+            new.elo_change[ptr[g] : ptr[g + 1]] = [np.nan if c is None else c for side in named for c in side]
 
 
 @dataclass(frozen=True)
@@ -313,6 +328,9 @@ def finish(
     new_ids = iter(storage.games.allocate_ids(session, unnumbered) if unnumbered else [])
     answers = _Answers(rated, field_of_row)
     seat_states = storage.games.seat_states(log, history, rated.ladders[0].seats or [])
+    # Each member's change as the answers show it, kept with the game: what it shows wherever it is read again.
+    elo_before, elo_after = elo_changes(history.before, history.after, field_of_row[log.member_player])
+    elo_change = elo_after - elo_before
     out = []
     for i, ladder in enumerate(rated.ladders):
         seqs, _, version, ids = taken[ladder.id]
@@ -336,6 +354,7 @@ def finish(
             expected=expected[m],
             seat_states=seat_states,
             variance_after=None if history.member_variance is None else history.member_variance[m],
+            elo_change=elo_change[m],
         )
         created = locked[i].inserted
         out.append(Applied(ids, seqs, games, fields[i], new, version + 1, written[i], counted[i], created, answers, i))

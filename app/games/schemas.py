@@ -6,6 +6,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, ValidationInfo, field_validator
 
 from app.core.schemas import (
+    ELO_CHANGE,
     MAX_SCORE,
     ExternalId,
     Integer,
@@ -166,7 +167,7 @@ class PlayerChange(BaseModel):
         "against the field's mean vector as of this answer (just after the game, for the answer to its post)."
     )
     elo_after: float = Field(description="The same after the game.")
-    elo_change: float = Field(description="elo_after - elo_before: what the game did to the player's rating.")
+    elo_change: float = Field(description=ELO_CHANGE)
 
 
 class SideOut(BaseModel):

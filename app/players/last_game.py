@@ -16,19 +16,23 @@ def last_game_changes(
     session: Session, ladder: LadderRow, table: Table, rows: list[int], through: int | None = None
 ) -> list[float | None]:
     """For each of the players ``rows`` (of ``table``), the ``elo_change`` their newest game that counts (at or
-    before game id ``through``, if given) shows in their history: Elo-equivalent points after it minus before
-    it, both against the field of ``table``; None for a player without one."""
+    before game id ``through``, if given) shows in their history: as its post answered, or where a replay
+    rewrote it since, Elo-equivalent points after it minus before it, both against the field of ``table``; None
+    for a player without one."""
     ids = [int(table.ids[n]) for n in rows]
     found = storage.games.last_vectors(session, ladder.id, ids, through)
     field_mean = mean_vector(table)
     out: list[float | None] = []
     for player_id in ids:
-        vectors = found.get(player_id)
-        if vectors is None or len(vectors[0]) != len(field_mean):  # none yet, or k changed since it was read
+        last = found.get(player_id)
+        if last is not None and last[2] is not None:
+            out.append(last[2])
+            continue
+        if last is None or len(last[0]) != len(field_mean):  # none yet, or k changed since it was read
             out.append(None)
             continue
         elo_before, elo_after = rating.elo_equivalent(
-            rating.hodge_strength_against(np.array(vectors), field_mean)
+            rating.hodge_strength_against(np.array(last[:2]), field_mean)
         ).tolist()
         out.append(elo_after - elo_before)
     return out

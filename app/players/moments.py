@@ -247,22 +247,25 @@ def _week_ends(session: Session, ladder_id: int, games: list[LogGame], now: date
 
 
 def _mover(session: Session, ladder: LadderRow, game: LogGame, start: datetime, field: np.ndarray) -> Moment | None:
-    """The week's biggest rise (Elo points against today's field, the sum of each game's change, as the results
-    show them) among the players with :data:`MOVER_GAMES` games in it."""
+    """The week's biggest rise (Elo points, the sum of each game's change as the results show it: as posted, or
+    against today's field where a replay rewrote the game) among the players with :data:`MOVER_GAMES` games in it."""
     members = storage.moments.week_members(
         session, ladder.id, game.id, start, start + timedelta(days=7), WEEK_GAMES, 2 * ladder.k
     )
-    change: dict[str, np.ndarray] = {}
+    if not members:
+        return None
+    moved = rating.hodge_strength_against(np.array([m[2] for m in members]), field) * rating.ELO_PER_LOGIT
+    change: dict[str, float] = {}
     games: Counter[str] = Counter()
     names: dict[str, str] = {}
-    for key, name, moved in members:
-        change[key] = change.get(key, 0) + moved
+    for (key, name, _, posted), now in zip(members, moved.tolist(), strict=True):
+        change[key] = change.get(key, 0.0) + (now if posted is None else posted)
         games[key] += 1
         names[key] = name or key
     players = sorted(p for p in change if games[p] >= MOVER_GAMES)
     if not players:
         return None
-    rises = rating.hodge_strength_against(np.array([change[p] for p in players]), field) * rating.ELO_PER_LOGIT
+    rises = np.array([change[p] for p in players])
     best = int(np.argmax(rises))  # the first of equal rises: by key
     if rises[best] < 1:
         return None

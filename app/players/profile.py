@@ -98,7 +98,7 @@ def history(session: Session, ladder: LadderRow, key: str, limit: int, cursor: s
                 "expected_after": float(expected_after[me.side]),
                 "elo_before": elo_before,
                 "elo_after": elo_after,
-                "elo_change": elo_after - elo_before,
+                "elo_change": elo_after - elo_before if me.elo_change is None else me.elo_change,
                 "scores": record.payload.get("scores"),
                 "match": record.payload.get("match"),
             }

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, StrictBool
 
-from app.core.schemas import Name, Page, PlayerKey, StrictModel, Vector
+from app.core.schemas import ELO_CHANGE, Name, Page, PlayerKey, StrictModel, Vector
 
 
 class PlayerCreate(StrictModel):
@@ -45,8 +45,8 @@ Moved = Annotated[
 LastGameChange = Annotated[
     float | None,
     Field(
-        description="Elo points the player's own last game gave or took (its `elo_change` in their history: after "
-        "it minus before it, both against today's field). null before their first game."
+        description="Elo points the player's own last game gave or took (its `elo_change` in their history: as "
+        "its post answered). null before their first game."
     ),
 ]
 InactiveReason = Annotated[
@@ -166,7 +166,7 @@ class LeaderboardItem(BaseModel):
     last_game_change: float | None = Field(
         None,
         description="With `form=true`: Elo points the player's own last game gave or took (its `elo_change` in "
-        "their history, against today's field); null before their first game.",
+        "their history, as its post answered); null before their first game.",
     )
     games: int
     wins: int
@@ -218,7 +218,7 @@ class HistoryItem(BaseModel):
     elo_after: float = Field(
         description="Elo-equivalent Hodge strength after the game against today's field: c_afterᵀ Ω c̄ (mathematics §8)."
     )
-    elo_change: float = Field(description="elo_after - elo_before: what the game did to the player's rating.")
+    elo_change: float = Field(description=ELO_CHANGE)
     scores: list[float | None] | None = Field(
         None, description="Each side's score as posted, in side order (`side` is the player's); null if none was given."
     )

@@ -67,6 +67,8 @@ class NewGames:
     seat_states: list[dict | None] | None = None
     #: (M,) each member's variance after the game, under the variance rule (mathematics §3b); None otherwise.
     variance_after: np.ndarray | None = None
+    #: (M,) the Elo-equivalent points the game gave or took from each member, as its answer shows them (NaN: none).
+    elo_change: np.ndarray | None = None
 
 
 def insert(
@@ -97,13 +99,30 @@ def insert(
         "actual_score": [a for new in news for a in new.actual.tolist()],
         "expected_score": [e for new in news for e in new.expected.tolist()],
     }
-    if any(new.variance_after is not None for new in news):
-        columns["variance_after"] = [
-            v
-            for new in news
-            for v in (new.variance_after.tolist() if new.variance_after is not None else [None] * len(new.member_game))
-        ]
+    for name in ("variance_after", "elo_change"):
+        if any(getattr(new, name) is not None for new in news):
+            columns[name] = [v for new in news for v in _member_column(new, name)]
     bulk_insert(connection, Participant.__table__, columns, progress=rows_progress)
+
+
+def _member_column(new: NewGames, name: str) -> list:
+    """The memberships' values of an optional column of ``new`` (None for each where it has none, or NaN)."""
+    values = getattr(new, name)
+    return [None] * len(new.member_game) if values is None else [None if v != v else v for v in values.tolist()]
+
+
+def posted_changes(session: Session, ladder_id: int, first_id: int, last_id: int) -> dict[int, dict[str, float]]:
+    """The changes as posted (``participants.elo_change``) the ladder's games ``first_id`` to ``last_id`` keep, by
+    game id and player key."""
+    sql = (
+        "SELECT p.game_id, pl.key, p.elo_change FROM participants p "
+        "JOIN players pl ON pl.id = p.player_id AND pl.ladder_id = p.ladder_id "
+        "WHERE p.ladder_id = ? AND p.game_id >= ? AND p.game_id <= ? AND p.elo_change IS NOT NULL"
+    )
+    out: dict[int, dict[str, float]] = {}
+    for game_id, key, change in driver_fetchall(session.connection(), sql, (ladder_id, first_id, last_id)):
+        out.setdefault(int(game_id), {})[key] = float(change)
+    return out
 
 
 def taken_external_ids(session: Session, ladder_id: int, external_ids: list[str]) -> set[str]:
@@ -126,6 +145,8 @@ class Member:
     after: list[float]
     actual_score: float
     expected_score: float
+    #: The Elo-equivalent points the game gave or took, as its post answered; None: show it against today's field.
+    elo_change: float | None = None
 
 
 @dataclass
@@ -164,6 +185,7 @@ def _records(session: Session, ladder_id: int, games: list[Game]) -> list[GameRe
                 codec.unpack(part.after).tolist(),
                 part.actual_score,
                 part.expected_score,
+                part.elo_change,
             )
         )
     return [
@@ -289,7 +311,8 @@ def rewrite_history(
     variance_after: np.ndarray | None = None,
 ) -> None:
     """New vectors and expected scores of the ladder's memberships (game id, player id) after a replay, a chunk at a
-    time; and their variances after the game under the variance rule (null under the other)."""
+    time; and their variances after the game under the variance rule (null under the other).  Their changes as
+    posted are gone: null, shown against today's field from now on."""
     for rows in chunks(len(game_ids)):
         columns = {
             "before": codec.pack_rows(before[rows]),
@@ -297,6 +320,7 @@ def rewrite_history(
             "actual_score": actual[rows].tolist(),
             "expected_score": expected[rows].tolist(),
             "variance_after": [None] * len(actual[rows]) if variance_after is None else variance_after[rows].tolist(),
+            "elo_change": [None] * len(actual[rows]),
         }
         keys = list(zip(game_ids[rows].tolist(), player_ids[rows].tolist(), strict=True))
         bulk_update(session.connection(), Participant.__table__, ladder_id, (("game_id", "player_id"), keys), columns)
@@ -418,25 +442,25 @@ _ANY_GAME = 2**62
 
 def last_vectors(
     session: Session, ladder_id: int, player_ids: list[int], through: int | None = None
-) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+) -> dict[int, tuple[np.ndarray, np.ndarray, float | None]]:
     """Each player's vectors before and after their newest game that counts (at or before game id ``through``,
-    if given), by player id; players without one are left out.  One indexed look per player, as
-    :func:`recent_results`."""
+    if given), and its change as posted (None: none kept), by player id; players without one are left out.  One
+    indexed look per player, as :func:`recent_results`."""
     part = (
-        "SELECT * FROM (SELECT pa.player_id, pa.before, pa.after "
+        "SELECT * FROM (SELECT pa.player_id, pa.before, pa.after, pa.elo_change "
         "FROM participants pa JOIN games g ON g.id = pa.game_id AND g.ladder_id = pa.ladder_id "
         "WHERE pa.player_id = ? AND pa.ladder_id = ? AND pa.game_id <= ? AND g.voided_at IS NULL "
         "ORDER BY pa.game_id DESC LIMIT 1) AS r"
     )
-    found: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    found: dict[int, tuple[np.ndarray, np.ndarray, float | None]] = {}
     connection = session.connection()
     last = _ANY_GAME if through is None else through
     for lo in range(0, len(player_ids), RECENT_PER_STATEMENT):
         chunk = player_ids[lo : lo + RECENT_PER_STATEMENT]
         sql = " UNION ALL ".join([part] * len(chunk))
         params = tuple(v for p in chunk for v in (p, ladder_id, last))
-        for player_id, before, after in driver_fetchall(connection, sql, params):
-            found[player_id] = (codec.unpack(bytes(before)), codec.unpack(bytes(after)))
+        for player_id, before, after, change in driver_fetchall(connection, sql, params):
+            found[player_id] = (codec.unpack(bytes(before)), codec.unpack(bytes(after)), change)
     return found
 
 

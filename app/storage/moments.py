@@ -176,9 +176,9 @@ def first_wins(session: Session, ladder_id: int, player_ids: list[int]) -> dict[
 
 def week_members(
     session: Session, ladder_id: int, upto: int, start: datetime, end: datetime, last_games: int, dim: int
-) -> list[tuple[str, str | None, np.ndarray]]:
-    """(key, name, after - before) of every member of the games that count played in [start, end) among the log's
-    last ``last_games`` games that count up to game ``upto``."""
+) -> list[tuple[str, str | None, np.ndarray, float | None]]:
+    """(key, name, after - before, the change as posted or None) of every member of the games that count played in
+    [start, end) among the log's last ``last_games`` games that count up to game ``upto``."""
     recent = (
         select(Game.id, Game.played_at)
         .where(Game.ladder_id == ladder_id, Game.voided_at.is_(None), Game.id <= upto)
@@ -187,7 +187,7 @@ def week_members(
         .subquery()
     )
     query = (
-        select(Player.key, Player.name, Participant.before, Participant.after)
+        select(Player.key, Player.name, Participant.before, Participant.after, Participant.elo_change)
         .join(recent, recent.c.id == Participant.game_id)
         .join(Player, Player.id == Participant.player_id)
         .where(Participant.ladder_id == ladder_id, recent.c.played_at >= start, recent.c.played_at < end)
@@ -197,7 +197,7 @@ def week_members(
         return []
     before = codec.unpack_rows([r[2] for r in rows], dim)
     after = codec.unpack_rows([r[3] for r in rows], dim)
-    return [(r[0], r[1], after[n] - before[n]) for n, r in enumerate(rows)]
+    return [(r[0], r[1], after[n] - before[n], r[4]) for n, r in enumerate(rows)]
 
 
 def window_start(session: Session, ladder_id: int, games: int) -> int:

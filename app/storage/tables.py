@@ -289,6 +289,9 @@ class Participant(Base):
     expected_score: Mapped[float]
     #: The player's variance after the game under the variance rule (mathematics §3b); null under the other rule.
     variance_after: Mapped[float | None]
+    #: The Elo-equivalent points the game gave or took, as its post answered (against the field just after it);
+    #: null once a replay rewrote the game (then shown against today's field) and for games older than migration 0042.
+    elo_change: Mapped[float | None]
 
 
 class IdempotencyKey(Base):

@@ -15,12 +15,16 @@ def _post(client, key: str, *sides: tuple[list[str], int]) -> dict:
     return r.json()
 
 
+def _change(game: dict, key: str) -> float:
+    return next(p["elo_change"] for side in game["sides"] for p in side["players"] if p["key"] == key)
+
+
 def test_history_names_partners_and_the_result_and_elo_change_of_each_game(client):
     key = make_ladder(client)
     singles = _post(client, key, (["ann"], 1), (["bob"], 2))
     doubles = _post(client, key, (["ann", "cy"], 2), (["bob", "dee"], 1))
-    _post(client, key, (["ann"], 1), (["bob"], 1))
-    _post(client, key, (["ann"], 1), (["bob"], 2), (["cy"], 3), (["dee"], 4))
+    draw3 = _post(client, key, (["ann"], 1), (["bob"], 1))
+    last4 = _post(client, key, (["ann"], 1), (["bob"], 2), (["cy"], 3), (["dee"], 4))
     items = client.get("/v1/ladders/test/players/ann/history").json()["items"]
     assert [(i["game_id"], i["result"], i["partners"], i["opponents"]) for i in items] == [
         (4, "win", [], ["bob", "cy", "dee"]),
@@ -28,9 +32,10 @@ def test_history_names_partners_and_the_result_and_elo_change_of_each_game(clien
         (2, "loss", ["cy"], ["bob", "dee"]),
         (1, "win", [], ["bob"]),
     ]
-    for item in items:
-        assert item["elo_change"] == pytest.approx(item["elo_after"] - item["elo_before"])
-    # The change a game made is the one its post showed (nothing else has moved the field since the last game).
+    # The change a game made is the one its post showed; the last game's, after minus before (nothing has moved
+    # the field since).
+    assert [item["elo_change"] for item in items] == [_change(game, "ann") for game in (last4, draw3, doubles, singles)]
+    assert items[0]["elo_change"] == pytest.approx(items[0]["elo_after"] - items[0]["elo_before"])
     assert items[0]["elo_change"] > 0 and items[2]["elo_change"] < 0
     last = client.get("/v1/ladders/test/games/4").json()
     ann = next(p for side in last["sides"] for p in side["players"] if p["key"] == "ann")

@@ -245,3 +245,23 @@ def test_recent_games_show_their_score_from_the_players_side(base, open_page, si
     expect(page.locator(f"#history li[data-game='{plain['id']}'] .score")).to_have_count(0)
     page.goto(f"{ladder.url}/players/bob")
     expect(page.locator(f"#history li[data-game='{games[1]['id']}'] .score")).to_have_text("1–2: 7–11, 11–9, 5–11")
+
+
+def test_a_games_change_reads_as_its_post_answered_after_the_field_moved(base, desktop):
+    """The toast shows a game's change as its post answered; others' games then move the field the page measures
+    strengths against, and the same game read again said another number (Ben −25 in the toast, −26 later)."""
+    ladder = make_ladder(base, "as-posted", games=False)
+    posted = ladder.post(["ann"], ["bob"])
+    change = next(p["elo_change"] for side in posted["sides"] for p in side["players"] if p["key"] == "bob")
+    rng = __import__("random").Random(5)
+    for _ in range(40):  # games among six others, new to the ladder
+        a, b = rng.sample([f"x{n}" for n in range(6)], 2)
+        ladder.post([a], [b])
+    item = next(i for i in ladder.get("/players/bob/history")["items"] if i["game_id"] == posted["id"])
+    # Against today's field the game would now read a whole point or more off the toast's number.
+    assert round(item["elo_after"] - item["elo_before"]) != round(change)
+    desktop.goto(f"{ladder.url}/players/bob")
+    expect(desktop.locator(f"#history li[data-game='{posted['id']}'] .chg")).to_have_text(shown(change))
+    desktop.goto(ladder.url)
+    desktop.wait_for_selector("#board tr[data-key=bob]")
+    expect(desktop.locator("#board tr[data-key=bob]")).to_contain_text(shown(change))  # its last game's change

@@ -1,0 +1,55 @@
+"""A game's rating change is shown as its post answered it, everywhere and for good, however the field moves after
+it; a replay that rewrites the game shows it against today's field, as after minus before."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.api.helpers import duel, post_all, random_games
+from tests.conftest import bearer, make_ladder
+
+
+def _change(game: dict, key: str) -> float:
+    return next(p["elo_change"] for side in game["sides"] for p in side["players"] if p["key"] == key)
+
+
+def _shown(client, number: int, key: str) -> dict[str, float]:
+    """The change of game ``number`` to ``key``'s rating, as each read shows it."""
+    history = client.get(f"/v1/ladders/test/players/{key}/history").json()["items"]
+    item = next(i for i in history if i["game_id"] == number)
+    board = client.get("/v1/ladders/test/leaderboard", params={"form": "true", "limit": 100}).json()["items"]
+    return {
+        "game": _change(client.get(f"/v1/ladders/test/games/{number}").json(), key),
+        "games": _change(
+            next(g for g in client.get("/v1/ladders/test/games").json()["items"] if g["id"] == number), key
+        ),
+        "history": item["elo_change"],
+        "history, after minus before": item["elo_after"] - item["elo_before"],
+        "form": next(p for p in board if p["key"] == key)["last_game_change"],
+        "profile": client.get(f"/v1/ladders/test/players/{key}").json()["last_game_change"],
+    }
+
+
+def test_a_games_change_stays_what_its_post_answered_as_the_field_moves(client):
+    key = make_ladder(client)
+    post_all(client, "test", key, [duel("cy", "ann")])
+    r = client.post("/v1/ladders/test/games", json=duel("ann", "bob"), headers=bearer(key))
+    assert r.status_code == 201, r.text
+    posted = {who: _change(r.json(), who) for who in ("ann", "bob")}
+    assert posted["ann"] > 0 > posted["bob"]
+    # Thirty games among eight others, new players, move the field's mean, against which a strength is shown.
+    post_all(client, "test", key, random_games(30, seed=3))
+    for who in ("ann", "bob"):
+        shown = _shown(client, 2, who)
+        # Today's field would tell another change: the one the post answered is kept.
+        assert shown.pop("history, after minus before") != pytest.approx(posted[who], abs=1e-6)
+        assert shown == {place: posted[who] for place in shown}, who
+
+    # A void of ann's game before it replays it: the rewritten game's change is after minus before, today's.
+    assert client.request("DELETE", "/v1/ladders/test/games/1", json={}, headers=bearer(key)).status_code == 200
+    for who in ("ann", "bob"):
+        shown = _shown(client, 2, who)
+        now = shown.pop("history, after minus before")
+        assert shown == pytest.approx({place: now for place in shown}, abs=1e-9), who
+    audit = client.get("/v1/ladders/test/audit").json()
+    assert audit["consistent"] and audit["counts_consistent"], audit
