@@ -37,6 +37,11 @@ def duel(a: str, b: str, **extra) -> dict:
     return {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}], **extra}
 
 
+def change_of(game: dict, key: str) -> float:
+    """The ``elo_change`` a game (as answered or read) shows for player ``key``."""
+    return next(p["elo_change"] for side in game["sides"] for p in side["players"] if p["key"] == key)
+
+
 def problem(r: httpx.Response, status: int, field: str | None = None) -> dict:
     assert r.status_code == status, r.text
     assert r.headers["content-type"].startswith("application/problem+json")

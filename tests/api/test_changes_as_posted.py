@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.api.helpers import duel, post_all, random_games
+from tests.api.helpers import change_of, duel, post_all, random_games
 from tests.conftest import bearer, make_ladder
-
-
-def _change(game: dict, key: str) -> float:
-    return next(p["elo_change"] for side in game["sides"] for p in side["players"] if p["key"] == key)
 
 
 def _shown(client, number: int, key: str) -> dict[str, float]:
@@ -19,8 +15,8 @@ def _shown(client, number: int, key: str) -> dict[str, float]:
     item = next(i for i in history if i["game_id"] == number)
     board = client.get("/v1/ladders/test/leaderboard", params={"form": "true", "limit": 100}).json()["items"]
     return {
-        "game": _change(client.get(f"/v1/ladders/test/games/{number}").json(), key),
-        "games": _change(
+        "game": change_of(client.get(f"/v1/ladders/test/games/{number}").json(), key),
+        "games": change_of(
             next(g for g in client.get("/v1/ladders/test/games").json()["items"] if g["id"] == number), key
         ),
         "history": item["elo_change"],
@@ -35,7 +31,7 @@ def test_a_games_change_stays_what_its_post_answered_as_the_field_moves(client):
     post_all(client, "test", key, [duel("cy", "ann")])
     r = client.post("/v1/ladders/test/games", json=duel("ann", "bob"), headers=bearer(key))
     assert r.status_code == 201, r.text
-    posted = {who: _change(r.json(), who) for who in ("ann", "bob")}
+    posted = {who: change_of(r.json(), who) for who in ("ann", "bob")}
     assert posted["ann"] > 0 > posted["bob"]
     # Thirty games among eight others, new players, move the field's mean, against which a strength is shown.
     post_all(client, "test", key, random_games(30, seed=3))

@@ -12,6 +12,7 @@ import pytest
 
 from app import rating
 from app.players.rivals import _side_result
+from tests.api.helpers import change_of
 from tests.conftest import bearer, make_ladder
 
 
@@ -21,10 +22,6 @@ def _post(client, key: str, *sides: list[str], ranks: list[int] | None = None, *
     answer = client.post("/v1/ladders/test/games", json=body, headers=bearer(key))
     assert answer.status_code == 201, answer.text
     return answer.json()
-
-
-def _change(game: dict, player: str) -> float:
-    return next(p["elo_change"] for side in game["sides"] for p in side["players"] if p["key"] == player)
 
 
 def test_the_stakes_of_a_suggested_game_are_what_posting_it_does(client):
@@ -46,9 +43,9 @@ def test_the_stakes_of_a_suggested_game_are_what_posting_it_does(client):
         assert o["games_together"] == 2 and o["last_played"] is not None
         assert o["reason"].endswith(".") and "%" in o["reason"] and o["gain"] is None
     win = first[0]
-    assert _change(_post(client, key, ["a"], [win["key"]]), "a") == pytest.approx(win["if_win"], abs=1e-9)
+    assert change_of(_post(client, key, ["a"], [win["key"]]), "a") == pytest.approx(win["if_win"], abs=1e-9)
     lose = suggestions()[1]
-    assert _change(_post(client, key, [lose["key"]], ["a"]), "a") == pytest.approx(lose["if_lose"], abs=1e-9)
+    assert change_of(_post(client, key, [lose["key"]], ["a"]), "a") == pytest.approx(lose["if_lose"], abs=1e-9)
     # Whom a has just played counts against them; the reason says so.
     again = {o["key"]: o for o in suggestions()}
     assert re.search(r"; you played them in [1-9] of your last 10 games\.$", again[lose["key"]]["reason"])

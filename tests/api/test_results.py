@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.api.helpers import change_of
 from tests.conftest import bearer, make_ladder
 
 
@@ -13,10 +14,6 @@ def _post(client, key: str, *sides: tuple[list[str], int]) -> dict:
     r = client.post("/v1/ladders/test/games", json=body, headers=bearer(key))
     assert r.status_code == 201, r.text
     return r.json()
-
-
-def _change(game: dict, key: str) -> float:
-    return next(p["elo_change"] for side in game["sides"] for p in side["players"] if p["key"] == key)
 
 
 def test_history_names_partners_and_the_result_and_elo_change_of_each_game(client):
@@ -34,7 +31,9 @@ def test_history_names_partners_and_the_result_and_elo_change_of_each_game(clien
     ]
     # The change a game made is the one its post showed; the last game's, after minus before (nothing has moved
     # the field since).
-    assert [item["elo_change"] for item in items] == [_change(game, "ann") for game in (last4, draw3, doubles, singles)]
+    assert [item["elo_change"] for item in items] == [
+        change_of(game, "ann") for game in (last4, draw3, doubles, singles)
+    ]
     assert items[0]["elo_change"] == pytest.approx(items[0]["elo_after"] - items[0]["elo_before"])
     assert items[0]["elo_change"] > 0 and items[2]["elo_change"] < 0
     last = client.get("/v1/ladders/test/games/4").json()
