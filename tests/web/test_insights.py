@@ -3,9 +3,12 @@ who would win, fair teams, learned seats and the cycles."""
 
 from __future__ import annotations
 
+import math
+import random
 import re
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 from app.analysis.schemas import INTRANSITIVITY_SCALE
@@ -117,3 +120,58 @@ def test_the_styles_chart_of_a_large_ladder_names_its_leaders_and_me(base, open_
     expect(page.locator("#disc-plot circle.dot")).to_have_count(len(order))
     expect(page.locator("#disc-plot circle.dot.named")).to_have_count(11)
     expect(page.locator("figure.styles figcaption")).to_contain_text("Named: the first 10 of the standings and you")
+
+
+#: For each leader line of the styles chart, the other players' labels it runs through (their boxes, less a pixel).
+CROSSED = """() => {
+  const players = [...document.querySelectorAll('#disc-plot g.player')].map((g) => {
+    const text = g.querySelector('text.label');
+    const line = g.querySelector('line.leader');
+    const end = (name) => line[name].baseVal.value;
+    return { name: text && text.textContent, box: text && text.getBBox(),
+      line: line && [end('x1'), end('y1'), end('x2'), end('y2')] };
+  });
+  const crossed = [];
+  for (const a of players) {
+    if (!a.line) continue;
+    const [x1, y1, x2, y2] = a.line;
+    for (const b of players) {
+      if (b === a || !b.box) continue;
+      for (let s = 0; s <= 1; s += 0.01) {
+        const x = x1 + (x2 - x1) * s, y = y1 + (y2 - y1) * s;
+        if (x > b.box.x + 1 && x < b.box.x + b.box.width - 1 && y > b.box.y + 1 && y < b.box.y + b.box.height - 1) {
+          crossed.push([a.name, b.name]);
+          break;
+        }
+      }
+    }
+  }
+  return crossed;
+}"""
+
+
+@pytest.mark.parametrize("size", ["phone", "desktop"])
+def test_no_leader_line_of_the_styles_chart_runs_through_a_label(base, open_page, size):
+    """On a phone the chart's lines from a dot out to its name crossed other names: no line runs through a label."""
+    ladder = make_ladder(base, f"styles-lines-{size}", games=False, auto_create_players=True)
+    rng = random.Random(8)
+    keys = [f"{rng.choice(['Ann', 'Bo', 'Cy', 'Dee', 'Eve'])}{n}" for n in range(40)]
+    style = {key: rng.uniform(0, 2 * math.pi) for key in keys}  # who beats whom goes round a circle, as styles do
+    games = []
+    for _ in range(1500):
+        a, b = rng.sample(keys, 2)
+        a_wins = rng.random() < 1 / (1 + math.exp(-2.5 * math.sin(style[a] - style[b])))
+        winner, loser = (a, b) if a_wins else (b, a)
+        games.append({"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]})
+    for lo in range(0, len(games), 500):
+        r = httpx.post(f"{ladder.api}/games/batch", json={"games": games[lo : lo + 500]}, headers=ladder.auth)
+        assert r.status_code == 201, r.text
+    page = open_page(size)
+    page.goto(ladder.url)
+    page.wait_for_selector("#board tbody tr[data-key]")
+    if size == "phone":
+        page.click("button[data-tab=insights]")
+    show_insights(page)
+    page.wait_for_selector("#disc-plot text.label")
+    assert page.locator("#disc-plot line.leader").count() > 0  # some names sit away from their dots
+    assert page.evaluate(CROSSED) == []

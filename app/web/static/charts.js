@@ -133,15 +133,37 @@ function textWidth(text) {
 const clamp = (v, lo, hi) => Math.min(hi, Math.max(lo, v));
 const overlaps = (a, b) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
+// Whether the segment (x1, y1)-(x2, y2) runs through the box (its edges less a pixel): Liang-Barsky clipping.
+function crosses(x1, y1, x2, y2, b) {
+  const dx = x2 - x1;
+  const dy = y2 - y1;
+  let lo = 0;
+  let hi = 1;
+  const sides = [[-dx, x1 - b.x - 1], [dx, b.x + b.w - 1 - x1], [-dy, y1 - b.y - 1], [dy, b.y + b.h - 1 - y1]];
+  for (const [p, q] of sides) {
+    if (p === 0) {
+      if (q < 0) return false;
+    } else if (p < 0) {
+      lo = Math.max(lo, q / p);
+    } else {
+      hi = Math.min(hi, q / p);
+    }
+  }
+  return lo < hi;
+}
+
 // Where each label goes: beside its dot where there is room, else further out with a line to the dot. Every
-// label is kept off the other labels and dots, so that two close players stay readable.
+// label is kept off the other labels and dots, and no line runs through a label, so that close players stay
+// readable (on a phone, lines out to names once crossed other names).
 function placeLabels(dots, bounds, named = () => true) {
   const taken = dots.filter((d, n) => named(n)).map((d) => ({ x: d.x - 5, y: d.y - 5, w: 10, h: 10 }));
+  const labels = [];
+  const leaders = [];
   const angles = [0, 180, -45, 45, -135, 135, -90, 90, -22, 22, -158, 158, -68, 68, -112, 112];
   return dots.map((d, n) => {
     if (!named(n)) return null;
     const w = textWidth(d.label) + 4;
-    const hgt = FONT_PX + 2;
+    const hgt = FONT_PX + 4;
     for (const distance of [8, 16, 26, 38, 52, 68, 86]) {
       for (const angle of angles) {
         const rad = (angle * Math.PI) / 180;
@@ -150,10 +172,14 @@ function placeLabels(dots, bounds, named = () => true) {
         const box = { x: cx - w / 2, y: cy - hgt / 2, w, h: hgt };
         const inside = box.x >= bounds.x && box.y >= bounds.y && box.x + w <= bounds.x + bounds.w &&
           box.y + hgt <= bounds.y + bounds.h;
-        if (inside && !taken.some((t) => overlaps(box, t))) {
-          taken.push(box);
-          return { box, leader: distance > 8 };
-        }
+        if (!inside || taken.some((t) => overlaps(box, t))) continue;
+        const leader = distance > 8 ? [d.x, d.y, clamp(d.x, box.x, box.x + w), clamp(d.y, box.y, box.y + hgt)] : null;
+        if (leader && labels.some((b) => crosses(...leader, b))) continue;
+        if (leaders.some((l) => crosses(...l, box))) continue;
+        taken.push(box);
+        labels.push(box);
+        if (leader) leaders.push(leader);
+        return { box, leader };
       }
     }
     return null; // no room anywhere near: the dot keeps its name as a tooltip
@@ -187,10 +213,10 @@ export function discChart(points, width, { labelled = true } = {}) {
   dots.map((d, n) => {
     const place = labels[n];
     return svg("g", { class: "player" },
-      place && place.leader ? svg("line", { class: "leader", x1: d.x, y1: d.y, x2: clamp(d.x, place.box.x,
-        place.box.x + place.box.w), y2: clamp(d.y, place.box.y, place.box.y + place.box.h) }) : null,
+      place && place.leader ? svg("line", { class: "leader", x1: place.leader[0], y1: place.leader[1],
+        x2: place.leader[2], y2: place.leader[3] }) : null,
       svg("circle", { class: labelled instanceof Set && named(n) ? "dot named" : "dot", cx: d.x, cy: d.y, r: 4 },
         svg("title", {}, d.label)),
-      place ? svg("text", { class: "label", x: place.box.x + 2, y: place.box.y + FONT_PX - 1 }, d.label) : null);
+      place ? svg("text", { class: "label", x: place.box.x + 2, y: place.box.y + FONT_PX }, d.label) : null);
   }));
 }
