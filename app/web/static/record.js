@@ -5,12 +5,12 @@
 // follows shows each player's rating change and can undo the game.
 import { ApiError, savedKey, forgetKey } from "./api.js";
 import { changeClass, debounce, fill, h, pct, signed, whole } from "./dom.js";
+import { FormProblem, SIDES, freeForAll, gamesWon, pointsOf, teamsOf, twoSided } from "./game-body.js";
 import { picker } from "./picker.js";
 import { ask, clearMessages, guarded, hideToast, say, showInView, toast, withKey } from "./ui.js";
 
 const MODES = [["singles", "Singles"], ["doubles", "Doubles"], ["ffa", "Free-for-all"]];
 const PLAYED_AS = { singles: "singles", doubles: "doubles", ffa: "free_for_all" }; // each mode's kind in `play`
-const SIDES = ["A", "B"];
 
 // Seats in an office's words; other seats are named as the ladder names them.
 const SEAT_QUESTIONS = {
@@ -20,13 +20,6 @@ const SEAT_QUESTIONS = {
   first: "Who went first?",
 };
 const seatQuestion = (seat) => SEAT_QUESTIONS[seat.toLowerCase()] || `Who took the “${seat}” seat?`;
-
-class FormProblem extends Error {
-  constructor(message, field) {
-    super(message);
-    this.field = field;
-  }
-}
 
 // The record form. `onRecorded(game)` and `onUndone(game)` let the page show the change at once; `me()` is the key
 // of who uses this device, filled in as the first player.
@@ -322,70 +315,20 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   }
 
   function teams() {
-    const sides = pickers.map((side, s) => side.map((p) => {
-      if (!p.key) {
-        throw new FormProblem(`Choose ${side.length > 1 ? "both players of team" : "player"} ${SIDES[s]}.`, p.input);
-      }
-      return p.key;
-    }));
-    const all = sides.flat();
-    const twice = all.find((key, n) => all.indexOf(key) !== n);
-    if (twice) {
-      throw new FormProblem(`${roster.name(twice)} is picked twice.`, pickers.flat()[all.lastIndexOf(twice)].input);
-    }
-    return sides;
+    return teamsOf(pickers.map((side) => side.map((p) => p.key)), (key) => roster.name(key));
   }
 
   function body(result) {
-    if (mode() === "ffa") {
-      const rows = pickers.map((p, n) => ({ players: [p.key], rank: Number(places[n].value) }))
-        .filter((row) => row.players[0]);
-      if (rows.length < 2) throw new FormProblem("A game needs at least two players.", pickers[0].input);
-      if (rows.some((row) => !(row.rank >= 1))) throw new FormProblem("Every player needs a place (1 = first).",
-        places.find((p) => !(Number(p.value) >= 1)));
-      return { sides: rows };
-    }
-    const sides = teams();
-    const ranks = { a: [1, 2], b: [2, 1], draw: [1, 1] }[result];
-    const seat = seatsOf();
-    const points = pointsOf();
-    if (!points) return { sides: sides.map((players, s) => ({ players, rank: ranks[s], ...seat[s] })) };
-    // The score must say what the button does.
-    const won = gamesWon(points); // (a single game: 1-0)
-    if (format === "match" && Math.max(...won) < needed) {
-      throw new FormProblem(`A best-of-${play.best_of} is won with ${needed} games: enter the points of each game ` +
-        "played, or choose “One game”.", scoreRows[points.length] ? scoreRows[points.length][0] : scoreRows[0][0]);
-    }
-    const winner = won[0] > won[1] ? "a" : won[1] > won[0] ? "b" : "draw";
-    if (winner !== result) {
-      const says = winner === "draw" ? "The score is a draw: press “Draw”"
-        : `The score says ${sideName(winner === "a" ? 0 : 1)} won: press “${sideName(winner === "a" ? 0 : 1)} won”`;
-      throw new FormProblem(`${says}, or correct the score.`, scoreRows[0][0]);
-    }
-    if (format === "game") {
-      return { sides: sides.map((players, s) => ({ players, rank: ranks[s], score: points[0][s], ...seat[s] })) };
-    }
-    return { sides: sides.map((players, s) => ({ players, ...seat[s] })), match: points };
+    if (mode() === "ffa") return freeForAll(pickers.map((p) => p.key), places.map((place) => place.value));
+    const points = pointsOf(scoreRows.map((row) => row.map((input) => input.value)), play.points);
+    return twoSided({ sides: teams(), result, seats: seatsOf(), points, format, bestOf: play.best_of, sideName });
   }
 
-  // The points entered, a row per game played (null: none); both of a row, or neither.
-  function pointsOf() {
-    const rows = [];
-    scoreRows.forEach((row, g) => {
-      const values = row.map((input) => input.value.trim());
-      if (values.every((v) => v === "")) return;
-      const missing = row.find((input, s) => !/^[0-9]+$/.test(values[s]));
-      if (missing) {
-        throw new FormProblem(scoreRows.length === 1 ? "Enter both scores, or neither."
-          : `Enter both scores of game ${g + 1}, as whole numbers.`, missing);
-      }
-      rows.push(values.map(Number));
-    });
-    if (!rows.length && play.points && scoreRows.length) {
-      throw new FormProblem(scoreRows.length === 1 ? `Enter the score of the game to ${play.points}.`
-        : "Enter the points of each game played.", scoreRows[0][0]);
-    }
-    return rows.length ? rows : null;
+  // The entry a problem names (FormProblem's `field`).
+  function entry([kind, a, b]) {
+    if (kind === "place") return places[a];
+    if (kind === "points") return (scoreRows[a] || scoreRows[0])[b];
+    return mode() === "ffa" ? pickers[a].input : pickers[a][b].input;
   }
 
   // The form filled with a game's players, each on their side, for a rematch: the kind of game it was, if the
@@ -473,7 +416,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
     } catch (err) {
       if (!(err instanceof FormProblem)) throw err;
       showProblem(err.message);
-      if (err.field) err.field.focus();
+      if (err.field) entry(err.field).focus();
       return;
     }
     buttons.forEach((b) => { b.disabled = true; });
@@ -529,11 +472,4 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   root.rematch = rematch; // the results list's "Rematch"
   root.focusFirst = focusFirst;
   return root;
-}
-
-// The games each side won, of rows of [side A's points, side B's].
-function gamesWon(rows) {
-  const won = [0, 0];
-  for (const [x, y] of rows) if (x !== y) won[x > y ? 0 : 1] += 1;
-  return won;
 }
