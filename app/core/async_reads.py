@@ -105,6 +105,7 @@ class AsyncReads:
             raise
 
     async def _give_back(self, connection: psycopg.AsyncConnection) -> None:
+        assert self.available is not None  # made by the first connection asked for
         async with self.available:
             self.idle.append(connection)
             self.available.notify()
@@ -114,6 +115,7 @@ class AsyncReads:
         await self._forget()
 
     async def _forget(self) -> None:
+        assert self.available is not None  # made by the first connection asked for
         async with self.available:
             self.opened -= 1
             self.available.notify()

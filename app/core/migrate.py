@@ -56,8 +56,10 @@ def head() -> str:
     named: dict[str, set] = {"revision": set(), "down_revision": set()}
     for path in (MIGRATIONS / "versions").glob("*.py"):
         for node in ast.parse(path.read_text()).body:
-            target = node.target if isinstance(node, ast.AnnAssign) else getattr(node, "targets", [None])[0]
-            if isinstance(target, ast.Name) and target.id in named and getattr(node, "value", None) is not None:
+            if not isinstance(node, ast.Assign | ast.AnnAssign) or node.value is None:
+                continue
+            target = node.target if isinstance(node, ast.AnnAssign) else node.targets[0]
+            if isinstance(target, ast.Name) and target.id in named:
                 value = ast.literal_eval(node.value)
                 named[target.id].update(value if isinstance(value, tuple) else [value])  # a merge names several
     (found,) = named["revision"] - named["down_revision"]

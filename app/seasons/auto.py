@@ -11,6 +11,7 @@ games closes none), and moves ``season_due`` to the end of the period running no
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -48,7 +49,7 @@ def close_due(db: Database, now: datetime | None = None) -> list[SeasonOut]:
     closed: list[SeasonOut] = []
     for ladder_id in due_ladders(db, now):
         try:
-            closed += db.write(lambda session, ladder_id=ladder_id: close_ladder(session, ladder_id, now))
+            closed += db.write(functools.partial(close_ladder, ladder_id=ladder_id, now=now))
         except Exception:
             logger.exception("closing the seasons of ladder %s failed", ladder_id)
     return closed
@@ -73,6 +74,7 @@ def close_ladder(session: Session, ladder_id: int, now: datetime) -> list[Season
         if not _played_in(session, ladder_id, period.start, period.end):
             continue
         ladder = storage.ladders.by_id(session, ladder_id)
+        assert ladder is not None  # locked above
         data = SeasonCreate(name=period.name, pull=row.season_pull)
         closed.append(close_season(session, ladder, data, until=period.end))
         logger.info("ladder %s: season %s closed by itself", ladder.slug, period.name)
