@@ -293,8 +293,9 @@ def _health_routes(app: FastAPI) -> None:
             with anyio.move_on_after(2):
                 await anyio.to_thread.run_sync(app.state.db.ping, abandon_on_cancel=True, limiter=app.state.ping)
                 if not app.state.schema_checked:
-                    reason = await anyio.to_thread.run_sync(_schema_problem, app.state.db, False)
-                    app.state.schema_checked = reason is None
+                    problem = await anyio.to_thread.run_sync(_schema_problem, app.state.db, False)
+                    app.state.schema_checked = problem is None
+                    reason = problem or reason
                 if app.state.schema_checked:
                     return JSONResponse({"status": "ready"})
         except Exception as exc:

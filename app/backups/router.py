@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from contextlib import ExitStack
+from typing import Any
 
 import anyio.to_thread
 from fastapi import APIRouter
@@ -37,11 +38,15 @@ class Streamed(StreamingResponse):
         self.stack.close()
 
 
+EXPORTED: dict[int | str, dict[str, Any]] = {
+    200: {"content": {NDJSON: {}}, "description": "The export, one JSON object per line."}
+}
+
+
 @router.get(
     "/{slug}/export",
     response_class=StreamingResponse,
-    responses={200: {"content": {NDJSON: {}}, "description": "The export, one JSON object per line."}}
-    | problems(401, 403, 404),
+    responses=EXPORTED | problems(401, 403, 404),
 )
 def export_ladder(slug: str, db: DatabaseDep, caller: CallerDep) -> StreamingResponse:
     """The whole ladder as NDJSON, streamed from one consistent snapshot: a header line

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 from pydantic import ValidationError
@@ -239,7 +239,7 @@ class Restore:
             kind = next(iter(value), None) if isinstance(value, dict) and len(value) == 1 else None
             if kind not in LINES:
                 raise _bad(n, "line", f"expected one of {', '.join(map(repr, LINES))} as the only key")
-            line = _parse(n, value, LINES[kind])
+            line: Any = _parse(n, value, LINES[kind])  # the model of its kind
             if kind == "player":
                 self.player(n, line.player)
             elif kind == "game":
@@ -439,5 +439,6 @@ class Restore:
         storage.ladder_state.forget_field(self.session, ladder.id)
         for player in players:
             if player.aliases:
-                player_id = storage.players.get_row(self.session, ladder.id, player.key)[0]
-                storage.aliases.add(self.session, ladder.id, player.aliases, player_id)
+                found = storage.players.get_row(self.session, ladder.id, player.key)
+                assert found is not None  # created above
+                storage.aliases.add(self.session, ladder.id, player.aliases, found[0])

@@ -3,6 +3,7 @@ ladder's version bump, after the ladder's challenges past their time are marked 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy.orm import Session
@@ -111,7 +112,7 @@ def shown(session: Session, ladder: LadderRow, number: int, now: datetime | None
 
 
 def list_challenges(
-    session: Session, ladder: LadderRow, statuses: list[str], player: str | None, limit: int, cursor: int | None
+    session: Session, ladder: LadderRow, statuses: Sequence[str], player: str | None, limit: int, cursor: int | None
 ) -> Page[dict]:
     """The ladder's challenges, newest first: those of ``statuses`` (all if none), of ``player`` if given."""
     player_id = None
@@ -121,6 +122,6 @@ def list_challenges(
             raise NotFound(f"There is no player {key!r} in ladder {ladder.slug!r}.")
         player_id = ids[key][0]
     now = datetime.now(UTC)
-    rows = challenges.page(session, ladder.id, statuses, player_id, cursor, limit + 1, now)
+    rows = challenges.page(session, ladder.id, list(statuses), player_id, cursor, limit + 1, now)
     items = [row.shown(now) for row in rows[:limit]]
     return Page[dict](items=items, next_cursor=str(items[-1]["id"]) if len(rows) > limit else None)

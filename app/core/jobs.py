@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import multiprocessing
 import multiprocessing.connection
-import multiprocessing.context
 import os
 import signal
 import socket
@@ -74,8 +73,8 @@ def owner_gone(name: str | None) -> bool:
 
 
 #: How children start: forked from the fork server on Linux, else each a fresh interpreter.
-_context: multiprocessing.context.SpawnContext | multiprocessing.context.ForkServerContext = (
-    multiprocessing.get_context("forkserver" if sys.platform == "linux" else "spawn")
+_context = (
+    multiprocessing.get_context("forkserver") if sys.platform == "linux" else multiprocessing.get_context("spawn")
 )
 #: The process that imported this module: a forked child that finds its own id here imported it itself, so the
 #: fork server had not (a module of :func:`preload` that failed to import there, which it does not say).

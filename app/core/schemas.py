@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Generic, Literal, Self, TypeVar
+from typing import Annotated, Any, Generic, Literal, Self, TypeVar, overload
 
 from pydantic import (
     AfterValidator,
@@ -113,6 +113,10 @@ def a_date(value: Any) -> Any:
 Moment = Annotated[datetime, AfterValidator(in_window)]
 
 
+@overload
+def iso(moment: datetime) -> str: ...
+@overload
+def iso(moment: None) -> None: ...
 def iso(moment: datetime | None) -> str | None:
     """A time as the API writes it: ISO 8601 in UTC with a ``Z``, as pydantic does."""
     return None if moment is None else moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -163,7 +167,7 @@ class SeatAdvantage(StrictModel):
         return self.advantage or 0.0
 
 
-def distinct_seats(sides: list[SeatAdvantage]) -> None:
+def distinct_seats(sides: Sequence[SeatAdvantage]) -> None:
     """One side per seat in a game or match (ValueError naming the seat taken twice)."""
     seats = [side.seat for side in sides if side.seat is not None]
     if len(set(seats)) < len(seats):
@@ -204,7 +208,7 @@ class ReportPending(BaseModel):
 #: What a game's ``elo_change`` is, wherever a game is shown (a post's answer, the games, a player's history).
 ELO_CHANGE = (
     "What the game did to the player's rating, in Elo-equivalent points, as the game's post answered it (against the "
-    "field just after the game), so that it does not drift as the field moves; where a later replay rewrote the game "
-    "(a void before it, a merge, a new rate or `k`, a refit), and for games posted before it was kept: "
-    "`elo_after - elo_before`."
+    "field just after the game), so that it does not drift as the field moves; where a later replay changed the "
+    "game's vectors (a void before it, a merge, a new rate or `k`, a refit), and for games posted before it was "
+    "kept: `elo_after - elo_before`."
 )

@@ -153,6 +153,7 @@ class Prepared:
         old, new = np.searchsorted(ids, self.player_ids), np.searchsorted(ids, part.player_ids)
         self.player_ids = ids
         self.C = _placed(len(ids), (old, self.C), (new, history.C))
+        assert history.experience is not None  # a replay's state after the log
         self.experience = _placed(len(ids), (old, self.experience), (new, history.experience))
         if self.latest is not None:  # the steps follow time away (a setting in the marks: every part or none)
             assert history.latest is not None
@@ -214,6 +215,7 @@ def prepare_void(session: Session, ladder_id: int, number: int) -> Prepared | No
     members = [member.key for member in record.members]
     tail = storage.log.read_tail(session, ladder, record.id + 1, members, record.seat_state, left_out=record.id)
     h = _history(ladder, tail)
+    assert h.experience is not None  # a replay's state after the log
     last = max(tail.read_to, record.id)
     first = (tail.player_ids, h.C, h.experience, h.latest, h.seats, last)
     counts = storage.games.log_counts(session, ladder_id, last)
@@ -228,6 +230,7 @@ def _prepared(session: Session, ladder: LadderRow, checkpoint: Checkpoint | None
     part = storage.log.read(session, ladder, checkpoint=checkpoint)
     games = storage.games.log_counts(session, ladder.id, part.last_game_id)
     h = _history(ladder, part)
+    assert h.experience is not None  # a replay's state after the log
     first = (part.player_ids, h.C, h.experience, h.latest, h.seats, part.last_game_id)
     prepared = Prepared(checkpoint, [(part, h)], *first, _marks(ladder), games, ladder.id, after, **more)
     prepared.stale = storage.ladders.history_rewrite(session, ladder.id) is not None
@@ -513,8 +516,12 @@ def _since(session: Session, ladder: LadderRow, prepared: Prepared) -> Tail:
             session, ladder, p.last_game_id, p.player_ids, p.C, p.experience, p.latest, p.seats
         )
     assert p.seats is not None or not p.reached_seats
-    index = ladder.seat_index()
-    seats = {name: [p.seats.advantage[index[name]], p.seats.information[index[name]]] for name in p.reached_seats}
+    index, learned = ladder.seat_index(), p.seats
+    seats = (
+        {}
+        if learned is None
+        else {name: [learned.advantage[index[name]], learned.information[index[name]]] for name in p.reached_seats}
+    )
     known = storage.log.Known(p.player_ids, p.keys, p.C, p.experience, p.latest)
     return storage.log.read_tail(session, ladder, p.last_game_id + 1, [], seats, p.left_out, known)
 
@@ -540,6 +547,7 @@ def _history(ladder: LadderRow, part: Tail | LadderLog) -> rating.History:
 
 def _write(session: Session, ladder: LadderRow, part: Tail | LadderLog, history: rating.History) -> None:
     """Store a replay: the vectors of its players, the seats, and its games' history."""
+    assert history.experience is not None  # a replay's state after the log
     _save_state(session, ladder, part.player_ids, history.C, history.experience)
     if part.start_seats is not None:
         storage.ladder_state.save_seat_state(session, ladder.id, history.seats)
@@ -663,6 +671,7 @@ def ready(db: Database, prepared: Prepared | None, until: float | None) -> Prepa
         done = prepared is not None and prepared.rewrite is not None and prepared.written == len(prepared.parts)
         if not done:
             break
+        assert prepared is not None
         with db.snapshot() as session:
             caught = catch_up(session, prepared)
         if caught:

@@ -28,9 +28,10 @@ import logging
 import time
 from asyncio import FIRST_COMPLETED
 from bisect import bisect_right
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio.to_thread
 
@@ -171,7 +172,7 @@ class Hub:
         version: int,
         start: int | None,
         access: Callable[[], Awaitable[float | None]],
-        receive: Callable[[], Awaitable[dict]],
+        receive: Callable[[], Awaitable[MutableMapping[str, Any]]],
     ) -> AsyncIterator[bytes]:
         """The stream of one listener: ``hello``, a ``reset`` if ``start`` is no longer kept or too far behind,
         then every event after ``start`` (or from now), with keep-alive comments.
@@ -329,12 +330,12 @@ class Hub:
         if any(kind == "player" and data.get("action") == "erased" for _, _, kind, data in events):
             self._drop_pages(ladder_id)  # kept pages name the erased player's keys
         frames = []
-        for event_id, version, kind, data in events:
-            data = event_data(kind, version, data, shown, challenged)
-            if data is None:  # a key revoked (checked at), or a game of a ladder deleted meanwhile: read, not sent
+        for event_id, version, kind, stored in events:
+            body = event_data(kind, version, stored, shown, challenged)
+            if body is None:  # a key revoked (checked at), or a game of a ladder deleted meanwhile: read, not sent
                 frames.append(Frame(event_id, b"", recheck=kind == "access"))
                 continue
-            frames.append(Frame(event_id, frame(kind, data, event_id), recheck=kind in RECHECK))
+            frames.append(Frame(event_id, frame(kind, body, event_id), recheck=kind in RECHECK))
         return frames
 
     def _games(self, ladder_id: int, numbers: list[int]) -> dict[int, dict]:
@@ -353,7 +354,7 @@ async def _recheck(access: Callable[[], Awaitable[float | None]]) -> float | Non
     return None if lapse is None else time.monotonic() + min(KEEP_ALIVE, lapse)
 
 
-async def _disconnected(receive: Callable[[], Awaitable[dict]]) -> None:
+async def _disconnected(receive: Callable[[], Awaitable[MutableMapping[str, Any]]]) -> None:
     """Return when the client has gone."""
     while (await receive())["type"] != "http.disconnect":
         pass

@@ -3,7 +3,7 @@ from __future__ import annotations
 import logging
 import math
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Request
 from fastapi.responses import StreamingResponse
@@ -17,7 +17,7 @@ from app.http.deps import CallerDep, DatabaseDep
 router = APIRouter(prefix="/v1/ladders", tags=["ladders"])
 logger = logging.getLogger("melo")
 
-STREAM = {
+STREAM: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "`text/event-stream`, open until the client closes it. Each event has an `id` (whole "
         "numbers growing within the ladder), an `event` name and one line of JSON `data`:\n\n"

@@ -37,7 +37,11 @@ Progress = Callable[[str, int, int], None] | None
 
 
 def import_games(
-    session: Session, ladder: LadderRow, games: list[GameIn], progress: Progress = None, voided: Voided | None = None
+    session: Session,
+    ladder: LadderRow,
+    games: Sequence[GameIn],
+    progress: Progress = None,
+    voided: Voided | None = None,
 ) -> list[int]:
     """Apply ``games`` in order, all or nothing, without building responses (``melo import``); their ids.
 

@@ -289,7 +289,7 @@ class MomentOut(BaseModel):
     chance: float | None = Field(None, description="`upset`: the winners' chance before the game (0-1).")
     wins: int | None = Field(None, description="`streak`: wins in a row.")
     rise: float | None = Field(
-        None, description="`movers`: the rise in Elo points over the week, against today's field (as `elo_change`)."
+        None, description="`movers`: the rise in Elo points over the week, the sum of its games' `elo_change`."
     )
     week: str | None = Field(None, description="`movers`: the ISO week, e.g. `2026-W47`.")
 

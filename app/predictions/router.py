@@ -33,7 +33,7 @@ async def predict_pair(
     if a_seat is not None and a_seat == b_seat:
         raise InvalidInput("b_seat: a seat is taken by one side only", errors=[{"field": "b_seat"}])
     learned = await prediction_inputs.seat_advantages(db, ladder, seats)
-    shift = learned.get(a_seat, 0.0) - learned.get(b_seat, 0.0)
+    shift = (learned.get(a_seat, 0.0) if a_seat else 0.0) - (learned.get(b_seat, 0.0) if b_seat else 0.0)
     return JSONResponse(service.pair(a, b, *await prediction_inputs.vectors(db, ladder, [a, b]), shift))
 
 

@@ -34,7 +34,8 @@ def close_season(session: Session, ladder: LadderRow, data: SeasonCreate, until:
     end = max(storage.as_of.last_game(session, ladder.id) or 0, after)
     upto = end if until is None else max(storage.as_of.last_game_before(session, ladder.id, until) or 0, after)
     table = storage.read_model.current_table(session, ladder, cached=False)
-    if upto < end:
+    if upto < end:  # (only with `until`)
+        assert until is not None
         table = storage.as_of.table_after(session, ladder, table, upto, until or datetime.now(UTC), iso(until))
     counts = storage.as_of.records(session, ladder.id, table.ids, after, upto)
     rows = standings(table, ladder, counts)

@@ -311,8 +311,9 @@ def rewrite_history(
     variance_after: np.ndarray | None = None,
 ) -> None:
     """New vectors and expected scores of the ladder's memberships (game id, player id) after a replay, a chunk at a
-    time; and their variances after the game under the variance rule (null under the other).  Their changes as
-    posted are gone: null, shown against today's field from now on."""
+    time; and their variances after the game under the variance rule (null under the other).  A membership whose
+    vectors the replay changed loses its change as posted (null: shown against today's field from now on); one it
+    left as they were (bit for bit: a replay of the same games under the same rule) keeps it."""
     for rows in chunks(len(game_ids)):
         columns = {
             "before": codec.pack_rows(before[rows]),
@@ -320,10 +321,11 @@ def rewrite_history(
             "actual_score": actual[rows].tolist(),
             "expected_score": expected[rows].tolist(),
             "variance_after": [None] * len(actual[rows]) if variance_after is None else variance_after[rows].tolist(),
-            "elo_change": [None] * len(actual[rows]),
         }
         keys = list(zip(game_ids[rows].tolist(), player_ids[rows].tolist(), strict=True))
-        bulk_update(session.connection(), Participant.__table__, ladder_id, (("game_id", "player_id"), keys), columns)
+        where = (("game_id", "player_id"), keys)
+        kept = ("elo_change", ("before", "after"))
+        bulk_update(session.connection(), Participant.__table__, ladder_id, where, columns, kept)
 
 
 def resize_voided_history(session: Session, ladder_id: int, dim: int) -> None:

@@ -102,9 +102,11 @@ def bulk_update(
     ladder_id: int | None,
     where: tuple[str | tuple[str, ...], Sequence],
     columns: dict[str, Sequence],
+    kept: tuple[str, tuple[str, ...]] | None = None,
 ) -> None:
     """UPDATE row n of ``where = (key column(s), values)`` of the ladder ``ladder_id`` with value n of each of
-    ``columns``.
+    ``columns``; with ``kept = (column, compared)``, that column keeps its value in a row whose ``compared`` columns
+    (some of ``columns``) get the values they had, and is set to NULL in the others.
 
     A composite key is given as a tuple of column names and a tuple of values per row.
     SQLite: one ``executemany``; PostgreSQL: ``UPDATE … FROM unnest(…)``, one statement per chunk.  Each
@@ -122,6 +124,9 @@ def bulk_update(
         key_columns = {name: [row[n] for row in values] for n, name in enumerate(names)}
     if connection.dialect.name == "postgresql":
         assignments = ", ".join(f"{name} = v.{name}" for name in columns)
+        if kept is not None:  # (every SET expression reads the row as it was)
+            same = " AND ".join(f"{table.name}.{name} = v.{name}" for name in kept[1])
+            assignments = f"{kept[0]} = CASE WHEN {same} THEN {table.name}.{kept[0]} END, {assignments}"
         match = " AND ".join(f"{table.name}.{name} = v.{name}" for name in key_names)
         alias = ", ".join([*columns, *key_names])
         one = f" AND {table.name}.ladder_id = ?" if ladder_id is not None else ""
@@ -137,6 +142,11 @@ def bulk_update(
         key_columns["ladder_id"] = [ladder_id] * len(values)
     rows = _driver_rows(connection, table, {**columns, **key_columns})
     assignments = ", ".join(f"{name} = ?" for name in columns)
+    if kept is not None:  # (every SET expression reads the row as it was): the compared values come first
+        at = [list(columns).index(name) for name in kept[1]]
+        same = " AND ".join(f"{name} = ?" for name in kept[1])
+        assignments = f"{kept[0]} = CASE WHEN {same} THEN {kept[0]} END, {assignments}"
+        rows = [tuple(row[n] for n in at) + row for row in rows]
     match = " AND ".join(f"{name} = ?" for name in key_columns)
     driver_sql(connection, f"UPDATE {table.name} SET {assignments} WHERE {match}", rows)
 

@@ -290,7 +290,7 @@ class Participant(Base):
     #: The player's variance after the game under the variance rule (mathematics §3b); null under the other rule.
     variance_after: Mapped[float | None]
     #: The Elo-equivalent points the game gave or took, as its post answered (against the field just after it);
-    #: null once a replay rewrote the game (then shown against today's field) and for games older than migration 0042.
+    #: null once a replay changed its vectors (then shown against today's field), and for games before migration 0042.
     elo_change: Mapped[float | None]
 
 

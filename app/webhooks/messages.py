@@ -15,6 +15,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy.orm import Session
 
@@ -138,7 +139,7 @@ def _body(
     that fits :data:`MAX_BODY`, its text cut to :data:`MAX_TEXT` if need be; else the last one's text with only its
     ``version`` and ``href``."""
     message = {"event": event, "ladder": ladder.slug, "ladder_name": ladder.name, "event_id": number}
-    text, data = "", {}
+    text, data = "", dict[str, Any]()
     for text, data in forms:
         body = _json(message | {"text": _sent(_clipped(text)), "data": data} | (extra or {}))
         if len(body.encode()) <= MAX_BODY:

@@ -1,7 +1,7 @@
 """A game's rating change as its post answered it: ``participants.elo_change``, the Elo-equivalent points the game
 gave or took from each member against the field as it was just after the game.  Read back everywhere a game is
-shown, so that the change a player saw when they posted does not drift as the field moves.  A replay that rewrites
-a game's history (a void before it, a merge, a new rate or k, a refit) sets it null: its change is then shown
+shown, so that the change a player saw when they posted does not drift as the field moves.  A replay that changes
+a game's vectors (a void before it, a merge, a new rate or k, a refit) sets it null: its change is then shown
 against today's field, as every game's was before.  Existing games have none.
 
 Revision ID: 0042

@@ -3,9 +3,11 @@ it; a replay that rewrites the game shows it against today's field, as after min
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
-from tests.api.helpers import change_of, duel, post_all, random_games
+from app import storage
+from tests.api.helpers import change_of, duel, post_all, random_games, read_ladder
 from tests.conftest import bearer, make_ladder
 
 
@@ -49,3 +51,32 @@ def test_a_games_change_stays_what_its_post_answered_as_the_field_moves(client):
         assert shown == pytest.approx({place: now for place in shown}, abs=1e-9), who
     audit = client.get("/v1/ladders/test/audit").json()
     assert audit["consistent"] and audit["counts_consistent"], audit
+
+
+def test_a_rewrite_keeps_the_change_of_a_game_whose_vectors_it_leaves_as_they_were(client):
+    """A replay that rewrites games it does not change (a season's pull replaying the log, a write-ahead that is
+    replayed again) keeps their changes as posted; a membership whose vectors it changes loses its change."""
+    key = make_ladder(client)
+    posted = client.post("/v1/ladders/test/games", json=duel("ann", "bob"), headers=bearer(key)).json()
+    post_all(client, "test", key, random_games(10, seed=4))
+    db = client.app.state.db
+    with db.reading() as session:
+        record = storage.games.get(session, read_ladder(db).id, posted["id"])
+    ann, bob = sorted(record.members, key=lambda m: m.key)
+    before, after = np.array([ann.before, bob.before]), np.array([ann.after, bob.after])
+    moved = after.copy()
+    moved[1, 0] += 0.01  # bob's vector after the game, rewritten otherwise; ann's as it was
+    with db.writing() as session:
+        storage.games.rewrite_history(
+            session,
+            record_ladder := read_ladder(db).id,
+            np.array([record.id, record.id]),
+            np.array([ann.player_id, bob.player_id]),
+            before,
+            moved,
+            np.array([ann.actual_score, bob.actual_score]),
+            np.array([ann.expected_score, bob.expected_score]),
+        )
+    with db.reading() as session:
+        kept = {m.key: m.elo_change for m in storage.games.get(session, record_ladder, posted["id"]).members}
+    assert kept == {"ann": change_of(posted, "ann"), "bob": None}

@@ -320,8 +320,10 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
 
   function body(result) {
     if (mode() === "ffa") return freeForAll(pickers.map((p) => p.key), places.map((place) => place.value));
+    const sides = teams(); // the players first, then the seats and the score, as a person fills the form in
+    const seats = seatsOf();
     const points = pointsOf(scoreRows.map((row) => row.map((input) => input.value)), play.points);
-    return twoSided({ sides: teams(), result, seats: seatsOf(), points, format, bestOf: play.best_of, sideName });
+    return twoSided({ sides, result, seats, points, format, bestOf: play.best_of, sideName });
   }
 
   // The entry a problem names (FormProblem's `field`).
