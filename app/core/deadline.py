@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
@@ -44,7 +44,7 @@ class Budget:
 _budget: ContextVar[Budget | None] = ContextVar("melo_budget", default=None)
 
 
-def leaving(scope: dict, share: float) -> float | None:
+def leaving(scope: MutableMapping[str, Any], share: float) -> float | None:
     """When work done first should stop so as to leave ``share`` of a request's remaining time (``scope``: its
     ASGI scope) to the work after it; None outside a request."""
     end = scope.get(SCOPE_KEY)

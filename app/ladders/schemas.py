@@ -25,7 +25,7 @@ DEFAULT_DRIFT = 100.0
 MAX_INACTIVE_DAYS = 36_500
 #: The online rule of a new ladder: the shrinking step still, as the variance rule did not beat it on every stream
 #: of bench/quality_field.py (docs/api.md, "The variance rule"); a ladder's own rate choice may move it.
-DEFAULT_RATE_RULE = "steps"
+DEFAULT_RATE_RULE: Literal["steps", "variance"] = "steps"
 #: The variance rule's process noise per game (Elo points, one standard deviation): √(10⁻³) logits, the middle of
 #: what the rate choice picked on the quality streams.
 DEFAULT_NOISE = 5.5

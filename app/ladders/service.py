@@ -195,14 +195,21 @@ def change_settings(  # noqa: C901 (issue 62: to split)
     if values:
         storage.ladders.change(session, ladder.id, values)
     if "k" in values:
-        _new_dimension(session, ladder, storage.ladders.by_id(session, ladder.id))
+        _new_dimension(session, ladder, _reread(session, ladder))
     if rate:
-        changed = storage.ladders.by_id(session, ladder.id)
+        changed = _reread(session, ladder)
         if not usable or prepared is None or replay_prepared(session, changed, prepared) is None:
             replay_log(session, changed)
     if values:
         storage.ladders.bump(session, [ladder.id], reset=reset)
-    return ladder_out(session, storage.ladders.by_id(session, ladder.id))
+    return ladder_out(session, _reread(session, ladder))
+
+
+def _reread(session: Session, ladder: LadderRow) -> LadderRow:
+    """The ladder as this transaction has changed it (its row is locked: it is there)."""
+    changed = storage.ladders.by_id(session, ladder.id)
+    assert changed is not None
+    return changed
 
 
 def _play(ladder: LadderRow, given: dict | None) -> dict:
@@ -214,7 +221,7 @@ def _play(ladder: LadderRow, given: dict | None) -> dict:
         if value is None and name != "points":
             message = "must be 1, 3 or 5" if name == "best_of" else "must be true or false"
             raise InvalidInput(f"play.{name}: {message}", errors=[{"field": f"play.{name}", "message": message}])
-    play = ladder.play | given
+    play = (ladder.play or {}) | given  # (always set: LadderRow fills it in)
     if not (play["singles"] or play["doubles"] or play["free_for_all"]):
         message = "a ladder plays at least one of singles, doubles and free_for_all"
         raise InvalidInput(f"play: {message}", errors=[{"field": "play", "message": message}])
@@ -307,6 +314,7 @@ def revoke_key(session: Session, ladder: LadderRow, key_id: int) -> KeyOut:
             errors=[{"field": "key_id", "message": "the ladder's last working admin key"}],
         )
     revoked = storage.keys.revoke(session, ladder.id, key_id)
+    assert revoked is not None  # found above, under the ladder's lock
     if key.revoked_at is None:  # in the ladder's log, in commit order: open event streams check their key again
         storage.events.add(session, ladder.id, "access", {"key": key_id})
         storage.ladders.log_events(session, ladder.id)
@@ -326,11 +334,13 @@ def audit(session: Session, ladder: LadderRow) -> AuditOut:
     diff = float(np.abs(replayed - state.stored).max()) if len(state.keys) else 0.0
     consistent = bool(np.array_equal(replayed, state.stored))
     if isinstance(rate, rating.VarianceRule) and len(state.keys):  # the variances too (mathematics §3b)
+        assert history.variance is not None  # the variance rule's state after the log
         stored_variance = storage.players.initial_and_current(session, ladder.id, 2 * ladder.k, "variance")[3]
         replayed_variance = np.where(np.isnan(stored_variance), np.nan, history.variance)
         consistent &= np.array_equal(replayed_variance, stored_variance, equal_nan=True)
     if seats is not None:  # the learned seats too
         stored = state.stored_seats
+        assert stored is not None  # a ladder that learns seats keeps them
         diff = max(diff, float(np.abs(seats.advantage - stored.advantage).max()))
         consistent &= np.array_equal(seats.advantage, stored.advantage)
         consistent &= np.array_equal(seats.information, stored.information)
