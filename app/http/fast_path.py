@@ -28,7 +28,7 @@ class FastPath:
         if scope["type"] == "http" and scope["method"] == self.method:
             path = scope["path"].removeprefix(scope.get("root_path", ""))
             if (match := self.path.fullmatch(path)) is not None:
-                body = b""
+                body: bytes | None = b""
                 if self.method != "GET":
                     body, receive = await _body(receive)
                 answer = None if body is None else await self._answer(scope, match[1], body)

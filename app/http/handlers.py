@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+from collections.abc import Mapping
 from typing import Any
 
 import psycopg
@@ -22,7 +23,7 @@ from app.rating import RatingInputError
 log = logging.getLogger("melo")
 
 
-def problem_response(problem: Problem, headers: dict[str, str] | None = None) -> JSONResponse:
+def problem_response(problem: Problem, headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse(problem.body(), status_code=problem.status, media_type=PROBLEM_JSON, headers=headers)
 
 
@@ -43,7 +44,8 @@ def _message(error: dict) -> str:
     (:data:`app.core.schemas.PATTERNS`), not as a regular expression."""
     if error["type"] == "string_pattern_mismatch":
         pattern = (error.get("ctx") or {}).get("pattern")
-        return PATTERNS.get(pattern, "has characters or a form this field does not take")
+        rule = PATTERNS.get(pattern) if isinstance(pattern, str) else None
+        return rule or "has characters or a form this field does not take"
     message = error["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         message = message.removeprefix(prefix)

@@ -52,8 +52,10 @@ async def readable_until(db: Database, slug: str, caller: Caller) -> tuple[Ladde
         key_id, expires = allowed
         if storage.keys.due_for_use(db.read_engine, key_id):
             await anyio.to_thread.run_sync(_used, db.primary or db, found.id, key_id)
-    changed = {"reset_version": reset_version, "rewritten_version": rewritten_version}
-    return replace(found, version=version, private=private, **changed), expires
+    found = replace(
+        found, version=version, private=private, reset_version=reset_version, rewritten_version=rewritten_version
+    )
+    return found, expires
 
 
 def _used(db: Database, ladder_id: int, key_id: int) -> None:

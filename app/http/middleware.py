@@ -35,7 +35,7 @@ class BodyLimit:
             return
         seen, refused = 0, False
 
-        async def limited() -> dict:
+        async def limited() -> Message:
             # A body without a length (chunked) is counted as it arrives: past the limit, the 413 is sent here and
             # the app sees a disconnect, so it stops reading and whatever it answers is dropped.
             nonlocal seen, refused
@@ -46,7 +46,7 @@ class BodyLimit:
                 await self._reject(scope, receive, send)
             return {"type": "http.disconnect"} if refused else message
 
-        async def unless_refused(message: dict) -> None:
+        async def unless_refused(message: Message) -> None:
             if not refused:
                 await send(message)
 
@@ -147,7 +147,9 @@ class RequestGuard:
             nonlocal late, status
             if not started and slow_client():  # 408, and the connection closed
                 late, status = True, 408
-                problem = errors.RequestTimeout(f"The request's body did not arrive within {self.seconds:g} s.")
+                problem: errors.Problem = errors.RequestTimeout(
+                    f"The request's body did not arrive within {self.seconds:g} s."
+                )
                 response = handlers.problem_response(problem, {"Connection": "close"})
                 late_answer.append(_background(response(scope, receive, send)))
             elif not started:
@@ -295,11 +297,13 @@ class Deadlines:
 
     def _fire(self) -> None:
         self.timer = None
-        now = self.loop.time()
+        loop = self.loop
+        assert loop is not None  # set with the timer that fired
+        now = loop.time()
         while self.pending:
             key, (deadline, expire) = next(iter(self.pending.items()))
             if deadline > now:
-                self.timer = self.loop.call_at(deadline, self._fire)
+                self.timer = loop.call_at(deadline, self._fire)
                 return
             del self.pending[key]
             expire()

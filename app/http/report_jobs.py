@@ -83,9 +83,9 @@ async def _report(
             return kept
         return in_snapshot(db, lambda _: None, found.id, compute)
 
-    held = await offload.past(request, work)
-    _keep(reports, (found.id, name), held)
-    return Response(held[1], media_type="application/json")
+    computed = await offload.past(request, work)
+    _keep(reports, (found.id, name), computed)
+    return Response(computed[1], media_type="application/json")
 
 
 def in_snapshot(db: Database, progress: Progress, ladder_id: int, compute) -> tuple[int, bytes]:
@@ -143,7 +143,7 @@ async def _in_background(db: Database, request: Request, found: LadderRow, name:
     running = storage.cache.of(db.read_engine, "report_jobs")
     job: _Job | None = running.get(key)
     failed = None if job is None else job.failure()
-    resting = failed is not None and time.monotonic() - job.finished_at < RETRY_AFTER_FAILURE
+    resting = job is not None and failed is not None and time.monotonic() - job.finished_at < RETRY_AFTER_FAILURE
     if job is None or (job.future.done() and not resting and (job.version < found.version or failed is not None)):
         job = running[key] = _start(db, found, key, compute, reports)
     held = reports.get(key)
