@@ -12,7 +12,7 @@ from app.core.ladder import LadderRow
 from app.core.schemas import iso
 
 
-def elo_changes(before: np.ndarray, after: np.ndarray, field: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def elo_points(before: np.ndarray, after: np.ndarray, field: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Members' strengths before and after their game in Elo-equivalent points, as the leaderboard shows a
     strength, against the field's mean vector ``field`` (one, or one a member)."""
     return (
@@ -31,11 +31,18 @@ def shown_members(
     """Each participant of a game as an answer shows them: their vectors before and after it, and the same as
     Elo-equivalent points against the field's mean vector ``field``; their change, as ``posted`` where it is kept
     (what the game's post answered), else after minus before."""
-    elo_before, elo_after = elo_changes(before, after, field)
+    elo_before, elo_after = elo_points(before, after, field)
     changes = (elo_after - elo_before).tolist()
     if posted is not None:
         changes = [change if kept is None else kept for change, kept in zip(changes, posted, strict=True)]
-    columns = (keys, before.tolist(), after.tolist(), elo_before.tolist(), elo_after.tolist(), changes)
+    return members_shown(keys, before, after, (elo_before, elo_after), changes)
+
+
+def members_shown(
+    keys: list[str], before: np.ndarray, after: np.ndarray, elo: tuple[np.ndarray, np.ndarray], changes: list[float]
+) -> list[dict]:
+    """:func:`shown_members` of strengths (:func:`elo_points`) and changes worked out already."""
+    columns = (keys, before.tolist(), after.tolist(), elo[0].tolist(), elo[1].tolist(), changes)
     return [
         {"key": k, "before": b, "after": a, "elo_before": eb, "elo_after": ea, "elo_change": float(change)}
         for k, b, a, eb, ea, change in zip(*columns, strict=True)

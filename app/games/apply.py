@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 from app import rating, storage
 from app.core.ladder import LadderRow
 from app.domain.access import Caller
-from app.games.answers import elo_changes, game_body, shown_members
+from app.games.answers import elo_points, game_body, members_shown
 from app.games.intake import Post
 from app.games.rules import check_post
 from app.games.schemas import GameIn, match_wins
@@ -330,11 +330,12 @@ def finish(
         len(games) for ladder, games in zip(rated.ladders, rated.games, strict=True) if taken[ladder.id].ids is None
     )
     new_ids = iter(storage.games.allocate_ids(session, unnumbered) if unnumbered else [])
-    answers = _Answers(rated, field_of_row)
+    # Each member's strengths before and after in Elo points against their field just after the games, and the
+    # change the answers show, kept with the game: what it shows wherever it is read again.
+    elo = elo_points(history.before, history.after, field_of_row[log.member_player])
+    elo_change = elo[1] - elo[0]
+    answers = _Answers(rated, elo, elo_change)
     seat_states = storage.games.seat_states(log, history, rated.ladders[0].seats or [])
-    # Each member's change as the answers show it, kept with the game: what it shows wherever it is read again.
-    elo_before, elo_after = elo_changes(history.before, history.after, field_of_row[log.member_player])
-    elo_change = elo_after - elo_before
     out = []
     for i, ladder in enumerate(rated.ladders):
         seqs, _, version, ids = taken[ladder.id]
@@ -369,8 +370,8 @@ class _Answers:
     """The answers of games replayed together, every member shown once for all of them when the first is asked
     for (an import asks for none)."""
 
-    def __init__(self, rated: Rated, field_of_row: np.ndarray) -> None:
-        self.rated, self.field_of_row = rated, field_of_row
+    def __init__(self, rated: Rated, elo: tuple[np.ndarray, np.ndarray], change: np.ndarray) -> None:
+        self.rated, self.elo, self.change = rated, elo, change
         self.shown: tuple[list[dict], list[int], list[float], list[float], list[int], list[int]] | None = None
         self.pairs: tuple[list[int], list[int], list[int], list[int]] | None = None
 
@@ -381,7 +382,7 @@ class _Answers:
             log, history = rated.log, rated.history
             keys = [key for lock in rated.locked for key in lock.index]  # row order
             member_keys = [keys[p] for p in log.member_player.tolist()]
-            members = shown_members(member_keys, history.before, history.after, self.field_of_row[log.member_player])
+            members = members_shown(member_keys, history.before, history.after, self.elo, self.change.tolist())
             self.shown = (
                 members,
                 log.member_side.tolist(),
