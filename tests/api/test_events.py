@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import signal
@@ -76,7 +77,8 @@ class Listener:
     def close(self) -> None:
         """Hang up (closing the client from another thread would leave the reading thread's socket open)."""
         if self.status == 200:
-            self.socket.shutdown(socket.SHUT_RDWR)
+            with contextlib.suppress(OSError):  # the server ended the stream and the reading thread closed it
+                self.socket.shutdown(socket.SHUT_RDWR)
         self.client.close()
 
 
