@@ -40,7 +40,9 @@ from app.ladders.schemas import (  # noqa: E402
     DEFAULT_INIT_V0,
     DEFAULT_K,
     DEFAULT_NOISE,
+    DEFAULT_RATE_RULE,
     DEFAULT_SEAT_PRIOR,
+    DEFAULT_VARIANCE_ETA,
 )
 from app.rating import ELO_PER_LOGIT, LearningRate, VarianceRule  # noqa: E402
 from app.rating.prequential import prequential_losses_many  # noqa: E402
@@ -51,16 +53,28 @@ RESULTS = Path(__file__).parent / "results"
 REAL = ("chess", "atp tour", "premier league", "la liga", "premier league 2010-2025", "formula one")
 
 
+def defaults() -> dict:
+    """A new ladder's rule (app.ladders.schemas), in this file's terms (Elo points)."""
+    if DEFAULT_RATE_RULE == "steps":
+        return {"rule": "steps", "eta": DEFAULT_ETA, "tau": DEFAULT_ETA_TAU, "drift": DEFAULT_DRIFT}
+    return {
+        "rule": "variance",
+        "eta": DEFAULT_VARIANCE_ETA,
+        "noise": DEFAULT_NOISE,
+        "drift": DEFAULT_DRIFT,
+        "cycles": DEFAULT_CYCLES,
+    }
+
+
 def candidates() -> list[dict]:
     """The current defaults first, then the shrinking step and the variance rule around them (Elo points)."""
-    now = {"rule": "steps", "eta": DEFAULT_ETA, "tau": DEFAULT_ETA_TAU, "drift": DEFAULT_DRIFT}
-    out = [now]
+    out = [defaults()]
     for eta in (0.5, 0.7, 1.0):
         for tau in (1.0, 3.0, 10.0):
             for drift in (0.0, 50.0, 100.0, 200.0):
                 out.append({"rule": "steps", "eta": eta, "tau": tau, "drift": drift})
     for eta in (0.35, 0.7, 1.4):
-        for noise in (3.0, DEFAULT_NOISE, 10.0, 20.0):
+        for noise in (3.0, 5.5, 10.0, 20.0):
             for drift in (0.0, 50.0, 100.0, 200.0):
                 out.append({"rule": "variance", "eta": eta, "noise": noise, "drift": drift, "cycles": DEFAULT_CYCLES})
     return [c for n, c in enumerate(out) if c not in out[:n]]
@@ -132,7 +146,7 @@ def main() -> None:
         print(f"| {what} | {cells} | {r['mean']:.4f} | {'' if margin is None else f'{margin:+.4f}'} |")
     RESULTS.mkdir(exist_ok=True)
     machine = {"cpus": os.cpu_count(), "python": platform.python_version(), "quick": args.quick}
-    out = {"machine": machine, "elo": elo, "rows": rows}
+    out = {"machine": machine, "defaults": table[0], "elo": elo, "rows": rows}
     (RESULTS / "quality_defaults.json").write_text(json.dumps(out, indent=2) + "\n")
 
 

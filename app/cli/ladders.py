@@ -30,7 +30,7 @@ def ladder_options(args: argparse.Namespace, slug: str) -> LadderCreate:
         auto_refit=args.auto_refit,
         case_insensitive_keys=args.case_insensitive_keys,
     )
-    return data.model_copy(update={"eta_tau": None}) if args.constant_eta else data
+    return data.model_copy(update={"rate_rule": "steps", "eta_tau": None}) if args.constant_eta else data
 
 
 def cmd_create_ladder(args: argparse.Namespace) -> None:

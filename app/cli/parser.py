@@ -13,8 +13,10 @@ Commands = argparse._SubParsersAction  # what add_subparsers returns
 
 def _ladder_arguments(parser: argparse.ArgumentParser, note: str = "") -> None:
     parser.add_argument("--k", type=int, default=LadderCreate.model_fields["k"].default, help="discs" + note)
-    parser.add_argument("--eta", type=float, default=LadderCreate.model_fields["eta"].default, help="η" + note)
-    parser.add_argument("--constant-eta", action="store_true", help="do not shrink η with games played" + note)
+    parser.add_argument("--eta", type=float, help="η (default: the online rule's)" + note)
+    parser.add_argument(
+        "--constant-eta", action="store_true", help="rate by the step at a constant η, not the variance rule" + note
+    )
     parser.add_argument(
         "--no-auto-refit", dest="auto_refit", action="store_false", help="never refit in the background" + note
     )

@@ -12,7 +12,10 @@ from app.rating.tuning import Limits
 # Chosen by bench/quality.py on the first half of nine streams and confirmed on the second halves
 # (docs/api.md, "Ladder defaults, and why").
 DEFAULT_K = 2
+#: η of a new ladder under each online rule: the shrinking step's, and the variance rule's (a newcomer's variance
+#: u₀ = η / √2, about 1 logit²: the spread of a field's strengths).
 DEFAULT_ETA = 0.7
+DEFAULT_VARIANCE_ETA = 1.4
 DEFAULT_ETA_TAU = 3.0
 DEFAULT_INIT_SCALE = 0.05
 DEFAULT_INIT_V0 = 1.0
@@ -23,12 +26,13 @@ DEFAULT_AUTO_REFIT = True
 # The largest drift two football seasons leave room for (docs/api.md, "Time away").
 DEFAULT_DRIFT = 100.0
 MAX_INACTIVE_DAYS = 36_500
-#: The online rule of a new ladder: the shrinking step still, as the variance rule did not beat it on every stream
-#: of bench/quality_field.py (docs/api.md, "The variance rule"); a ladder's own rate choice may move it.
-DEFAULT_RATE_RULE: Literal["steps", "variance"] = "steps"
-#: The variance rule's process noise per game (Elo points, one standard deviation): √(10⁻³) logits, the middle of
-#: what the rate choice picked on the quality streams.
-DEFAULT_NOISE = 5.5
+#: The online rule of a new ladder: the variance rule, ahead of Elo with its rate tuned on every real stream of
+#: bench/quality_defaults.py before any tuning of its own (docs/api.md, "Ladder defaults, and why"); a ladder's own
+#: rate choice may move it (to the cyclic discs' larger share where the results show cycles, or to the step).
+DEFAULT_RATE_RULE: Literal["steps", "variance"] = "variance"
+#: The variance rule's process noise per comparison (Elo points, one standard deviation): the best of
+#: bench/quality_defaults.py's on the real streams taken together.
+DEFAULT_NOISE = 10.0
 #: The variance rule's share of a step for the cyclic discs (φ): a quarter, between a straight ladder's best (0)
 #: and a cyclic one's (0.5-0.8) on the quality streams, until the rate choice picks the ladder's own.
 DEFAULT_CYCLES = 0.25
@@ -155,12 +159,14 @@ class LadderCreate(StrictModel):
     k: Integer = Field(
         DEFAULT_K, ge=1, le=8, description="Number of 2-D discs; rating vectors have 2k numbers (mathematics §1)."
     )
-    eta: Number = Field(
-        DEFAULT_ETA,
+    eta: Number | None = Field(
+        None,
         ge=0,
         le=MAX_ETA,
-        description="Learning rate η of the normalised update (mathematics §3): where the ladder starts; its auto "
-        "refits may choose another from its log unless `auto_rate` is false.",
+        description=f"Learning rate η of the normalised update (mathematics §3): where the ladder starts; its auto "
+        f"refits may choose another from its log unless `auto_rate` is false. Under the variance rule a newcomer's "
+        f"variance is η / √2 (§3b). Omitted: {DEFAULT_VARIANCE_ETA} under the variance rule, {DEFAULT_ETA} under "
+        f"the steps rule.",
     )
     eta_tau: Number | None = Field(
         DEFAULT_ETA_TAU,

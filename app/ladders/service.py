@@ -18,7 +18,9 @@ from app.domain import refit_policy, season_periods
 from app.domain.access import Caller
 from app.domain.rerating import Prepared, lock_ladder, replay_log, replay_prepared
 from app.ladders.schemas import (
+    DEFAULT_ETA,
     DEFAULT_INIT_V0,
+    DEFAULT_VARIANCE_ETA,
     AuditOut,
     KeyCreate,
     KeyCreated,
@@ -43,6 +45,8 @@ def create_ladder(session: Session, data: LadderCreate) -> LadderCreated:
     key = new_key()
     if data.init_offset is None:
         data = data.model_copy(update={"init_offset": [0.0, DEFAULT_INIT_V0] + [0.0] * (2 * data.k - 2)})
+    if data.eta is None:
+        data = data.model_copy(update={"eta": DEFAULT_VARIANCE_ETA if data.rate_rule == "variance" else DEFAULT_ETA})
     values = data.model_dump(exclude={"seed"}) | {
         "seed": data.seed if data.seed is not None else secrets.randbits(62),
         "write_key_hash": hash_key(key),

@@ -169,13 +169,14 @@ def _member_variances(
         V[np.isnan(V)] = rule.start  # none yet
     if V.shape != (n_players,) or not np.all(np.isfinite(V)) or np.any(V <= 0):
         raise RatingInputError("variances", f"expected {n_players} finite variances > 0")
+    opponents = np.repeat(np.diff(log.side_ptr) - 1, np.diff(log.member_ptr))
     if times is None:
         if rule.drift > 0:
             raise RatingInputError("times", "a rule with a drift needs the games' times")
-        return V, rule.growth(np.zeros(len(log.member_player))), None
+        return V, rule.growth(np.zeros(len(log.member_player)), opponents), None
     member_time = np.repeat(np.asarray(times[0], dtype=np.float64), np.diff(log.member_ptr))
     away, latest = time_away(log.member_player, member_time, n_players, times[1])
-    return V, rule.growth(away), latest
+    return V, rule.growth(away, opponents), latest
 
 
 def _seats(log: GameLog, seats: Seats | None) -> Seats | None:

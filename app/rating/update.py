@@ -195,7 +195,7 @@ def apply_game(
         if not (np.all(np.isfinite(played)) and np.all(played > 0)):
             raise RatingInputError("games", "variances must be finite and > 0")
         variance = played.copy()
-        growth = eta.growth(np.zeros(len(players)) if away is None else away)
+        growth = eta.growth(np.zeros(len(players)) if away is None else away, len(game.sides) - 1)
         p = step_variance(local, variance, members, *sides, growth, eta.shares(local.shape[1] // 2))
     else:
         rate = as_rate(eta)

@@ -87,9 +87,9 @@ def disc_steps(ca: Array, cb: Array, oca: Array, ocb: Array, kick: Array, shares
 
 @dataclass(frozen=True)
 class VarianceRule:
-    """A newcomer's variance ``start`` (logits², > 0), the process ``noise`` q added before every game (logits²,
-    > 0: a rule with none could freeze a player) and the ``drift`` δ (logits a year, ≥ 0) whose square every
-    year away adds."""
+    """A newcomer's variance ``start`` (logits², > 0), the process ``noise`` q added before every game for each
+    other side the player meets (logits², > 0: a rule with none could freeze a player) and the ``drift`` δ (logits
+    a year, ≥ 0) whose square every year away adds."""
 
     start: float
     noise: float
@@ -124,11 +124,12 @@ class VarianceRule:
         u₀ = η / √2."""
         return cls(eta / MANIFOLD_NORM, noise, drift, cycles)
 
-    def growth(self, away: ArrayLike) -> Array:
-        """q + δ² t for each time away t (years; NaN, none, and negative count 0)."""
+    def growth(self, away: ArrayLike, opponents: ArrayLike = 1.0) -> Array:
+        """q (N - 1) + δ² t for each time away t (years; NaN, none, and negative count 0) before a game where the
+        player meets ``opponents`` = N - 1 other sides (the noise is per comparison)."""
         t = np.asarray(away, dtype=np.float64)
         t = np.where(t > 0, t, 0.0)
-        return self.noise + (self.drift * self.drift) * t
+        return self.noise * np.asarray(opponents, dtype=np.float64) + (self.drift * self.drift) * t
 
 
 def _number(value: object, name: str) -> float:

@@ -49,7 +49,7 @@ def test_an_erased_player_leaves_the_leaderboard(client):
 
 def test_a_change_that_rounds_to_nothing_is_zero(client):
     """Players who did not play since, in a field that did not move: no ±1e-14 of floating-point noise."""
-    h = bearer(make_ladder(client, k=1, eta=0.0))
+    h = bearer(make_ladder(client, k=1, eta=0.0, rate_rule="steps"))
     client.post("/v1/ladders/test/games/batch", json={"games": [game("ann", "bob"), game("cy", "dee")]}, headers=h)
     for row in client.get("/v1/ladders/test/leaderboard").json()["items"]:
         assert row["change_since_last_game"] == 0.0 and str(row["change_since_last_game"]) == "0.0", row

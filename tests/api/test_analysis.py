@@ -32,7 +32,7 @@ def game(winner, loser):
 
 
 def frozen_ladder(client, results):
-    key = make_ladder(client, k=1, eta=0.0)  # η = 0: the vectors stay as given
+    key = make_ladder(client, k=1, eta=0.0, rate_rule="steps")  # η = 0: the vectors stay as given
     for name, vec in SEED_7_2.items():
         client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=bearer(key))
     clique = [("p1", "p2"), ("p2", "p1"), ("p2", "p3"), ("p3", "p2"), ("p1", "p3"), ("p3", "p1")]
@@ -114,7 +114,8 @@ def test_refit_job_apply_checkpoint_and_audit(client):
 def test_a_refit_chooses_the_learning_rate_from_the_ladders_own_log_and_applying_it_sets_it(client):
     # A ladder set to a rate 16 times too fast for steady strengths: its own log says so; applying the refit
     # replays the log with the rate it chose.
-    key = make_ladder(client, k=1, eta=4.0, seed=3, auto_refit=False)  # no auto refit choosing the rate first
+    # No auto refit choosing the rate first.
+    key = make_ladder(client, k=1, eta=4.0, seed=3, auto_refit=False, rate_rule="steps")
     h = bearer(key)
     games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_500, seed=0)
     for batch in (games[:750], games[750:]):
@@ -158,7 +159,7 @@ def test_a_rate_choice_is_checked_as_the_ladder_would_run_it_from_its_checkpoint
     """A choice is scored from the initial vectors, but the ladder, given it, replays from its latest checkpoint (a
     refit's fitted vectors): the rule chosen must also predict the games since the checkpoint better, so replayed,
     than the ladder's rule served them (the losses of the answers its posts gave), or it is not applied."""
-    key = make_ladder(client, k=1, eta=ladder_eta, seed=3, auto_refit=False)
+    key = make_ladder(client, k=1, eta=ladder_eta, seed=3, auto_refit=False, rate_rule="steps")
     h = bearer(key)
     games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_100, seed=0)
     assert client.post("/v1/ladders/test/games/batch", json={"games": games[:800]}, headers=h).status_code == 201
@@ -184,7 +185,7 @@ def test_a_rate_choice_is_checked_as_the_ladder_would_run_it_from_its_checkpoint
 
 
 def test_a_pinned_rate_is_left_as_set(client):
-    key = make_ladder(client, k=1, seed=3)
+    key = make_ladder(client, k=1, seed=3, rate_rule="steps")
     h = bearer(key)
     games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_500, seed=0)
     assert client.post("/v1/ladders/test/games/batch", json={"games": games[:1000]}, headers=h).status_code == 201
@@ -202,7 +203,7 @@ def test_a_pinned_rate_is_left_as_set(client):
 
 def test_an_auto_refit_chooses_and_applies_the_rate_whatever_its_guard_says(client):
     auto._posted.clear()
-    key = make_ladder(client, k=1, eta=4.0, seed=3)  # auto_refit and auto_rate: the defaults
+    key = make_ladder(client, k=1, eta=4.0, seed=3, rate_rule="steps")  # auto_refit and auto_rate: the defaults
     h = bearer(key)
     games = ranked_games(np.linspace(-1.5, 1.5, 10), 1_100, seed=1)
     job = the_auto_refit(client, games, h)
@@ -222,7 +223,7 @@ def test_an_auto_refit_whose_fit_is_rejected_still_applies_the_rate_its_log_chos
     # (the guard rejects it), while the log says a rule whose steps do not shrink to nothing follows them better:
     # the variance rule, whose noise keeps every step from freezing (mathematics §3b).
     auto._posted.clear()
-    key = make_ladder(client, k=1, seed=3)
+    key = make_ladder(client, k=1, seed=3, rate_rule="steps")
     h = bearer(key)
     rng = np.random.default_rng(11)
     strength, games = rng.normal(0, 1, 12), []
@@ -267,7 +268,7 @@ def test_refit_errors(client):
 
 
 def test_intransitivity_canonical_and_disc_leaderboard(client):
-    key = make_ladder(client, k=1, eta=0.0)
+    key = make_ladder(client, k=1, eta=0.0, rate_rule="steps")
     theta = 2 * np.pi * np.arange(6) / 6  # a cyclic disc: rock-paper-scissors among six
     for n, t in enumerate(theta):
         vec = [float(np.cos(t)), float(np.sin(t))]
@@ -297,7 +298,7 @@ def test_intransitivity_canonical_and_disc_leaderboard(client):
 
 
 def test_disc_leaderboard_on_a_transitive_ladder(client):
-    key = make_ladder(client, k=1, eta=0.0)
+    key = make_ladder(client, k=1, eta=0.0, rate_rule="steps")
     for n, r in enumerate([-1.0, 0.5, 2.0]):
         client.post("/v1/ladders/test/players", json={"key": f"e{n}", "vector": [r, 1.0]}, headers=bearer(key))
     board = client.get("/v1/ladders/test/leaderboard?by=disc").json()["items"]
@@ -420,7 +421,7 @@ def test_auto_refit_is_off_when_the_ladder_says_so(client):
 def test_auto_refit_that_would_not_predict_better_is_rejected(client):
     # η = 0 and the true vectors: the online forecasts are the true probabilities, which no fit can beat.
     auto._posted.clear()
-    key = make_ladder(client, k=1, eta=0.0)
+    key = make_ladder(client, k=1, eta=0.0, rate_rule="steps")
     h = bearer(key)
     rng = np.random.default_rng(5)
     C = rng.normal(scale=3.0, size=(10, 2))  # decisive games: the refit's prior shrinks them
@@ -442,7 +443,7 @@ def test_auto_refit_that_would_not_predict_better_is_rejected(client):
 def test_only_an_applied_refit_changes_who_is_provisional(client):
     """A player with enough results who never lost is outside the connected field: provisional once a refit that
     says so is applied, not when it is merely computed; a later applied refit's report replaces the remembered one."""
-    key = make_ladder(client, k=1, eta=0.0)
+    key = make_ladder(client, k=1, eta=0.0, rate_rule="steps")
     h = bearer(key)
     for name, vec in SEED_7_2.items():
         client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=h)
@@ -482,7 +483,7 @@ def test_a_refit_lists_its_first_100_unplaced_players_and_places_them_all(client
     """150 players who beat the clique three times and never lost: the refit's result lists 100 of them (with the
     full counts), ``/identifiability?ratings=refit`` all 150, and once applied every one of them is provisional:
     what a refit found is kept whole beside the result, by player id."""
-    key = make_ladder(client, k=1, eta=0.0)
+    key = make_ladder(client, k=1, eta=0.0, rate_rule="steps")
     h = bearer(key)
     for name, vec in SEED_7_2.items():
         client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=h)

@@ -19,7 +19,7 @@ def state(client, slug="test"):
 
 
 def test_seed000_worked_example_through_the_api(client):
-    key = make_ladder(client, k=1, eta=0.1)
+    key = make_ladder(client, k=1, eta=0.1, rate_rule="steps")
     for name, vec in [("p1", [3, 0]), ("p2", [1, 2]), ("p3", [-1, -1])]:
         r = client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=bearer(key))
         assert r.status_code == 201, r.text

@@ -16,7 +16,7 @@ C_SEED = {"p1": [3.0, 0.0], "p2": [1.0, 2.0], "p3": [-1.0, -1.0]}
 
 @pytest.fixture
 def seeded(client):
-    key = make_ladder(client, k=1, eta=0.0)  # frozen: vectors stay as given
+    key = make_ladder(client, k=1, eta=0.0, rate_rule="steps")  # frozen: vectors stay as given
     for name, vec in C_SEED.items():
         client.post("/v1/ladders/test/players", json={"key": name, "vector": vec}, headers=bearer(key))
     return key
@@ -211,14 +211,17 @@ def test_ladder_defaults_come_from_the_quality_benchmark(client):
     make_ladder(client, slug="plain")
     ladder = client.get("/v1/ladders/plain").json()
     chosen = json.loads((ROOT / "bench" / "results" / "quality.json").read_text())["chosen"]
-    assert (ladder["k"], ladder["eta"], ladder["eta_tau"], ladder["init_scale"]) == (
-        chosen["k"],
-        chosen["eta"],
-        chosen["tau"],
-        chosen["scale"],
-    )
+    assert (ladder["k"], ladder["eta_tau"], ladder["init_scale"]) == (chosen["k"], chosen["tau"], chosen["scale"])
     assert ladder["init_offset"] == [0.0, chosen["offset"], 0.0, 0.0]  # near the Elo manifold c = (r, 1)
     assert ladder["auto_refit"] is True
+    # The online rule: the one bench/quality_defaults.py replayed ahead of tuned Elo on every real stream.
+    measured = json.loads((ROOT / "bench" / "results" / "quality_defaults.json").read_text())
+    rule = measured["defaults"]
+    assert (ladder["rate_rule"], ladder["eta"], ladder["noise"]) == (rule["rule"], rule["eta"], rule["noise"])
+    assert (ladder["drift"], ladder["cycles"]) == (rule["drift"], rule["cycles"])
+    assert measured["rows"][0]["candidate"] == rule and measured["rows"][0]["worst margin over Elo"] < 0
+    make_ladder(client, slug="stepped", rate_rule="steps")  # the step's own η
+    assert client.get("/v1/ladders/stepped").json()["eta"] == chosen["eta"]
     make_ladder(client, slug="seed", k=1, eta=0.1, eta_tau=None, init_scale=0.5, init_offset=[0.0, 0.0])
     seed = client.get("/v1/ladders/seed").json()
     assert (seed["eta_tau"], seed["init_offset"]) == (None, [0.0, 0.0])
@@ -283,7 +286,8 @@ def cursor_of(value) -> str:
 
 
 def test_a_leaderboard_cursor_continues_only_the_listing_it_came_from(client):
-    key = make_ladder(client, k=1, eta=0.0)  # frozen, on the Elo manifold: every order exists (by=disc too)
+    # Frozen, on the Elo manifold: every order exists (by=disc too).
+    key = make_ladder(client, k=1, eta=0.0, rate_rule="steps")
     for n, r in enumerate([0.4, -1.0, 2.0, 0.9, -0.3, 1.5]):
         vector = [r, 1.0 + 0.1 * n]
         client.post("/v1/ladders/test/players", json={"key": "abcdef"[n], "vector": vector}, headers=bearer(key))

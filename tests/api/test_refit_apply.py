@@ -220,7 +220,7 @@ def test_an_auto_refits_new_rate_is_replayed_outside_the_locks_bit_for_bit(clien
     after that under the locks; the other replays its log under the locks.  The same ratings, history and draw
     counts, and ``/audit`` agrees."""
     db = Database.from_settings(settings)
-    config = {"k": 2, "seed": 5, "eta": 8.0, "seats": ["home", "away"]}
+    config = {"k": 2, "seed": 5, "rate_rule": "steps", "eta": 8.0, "seats": ["home", "away"]}
     ladders = {slug: bearer(make_ladder(client, slug, **config)) for slug in ("prepared", "whole")}
     games = with_draws(home_games(260, seed=1))
     for slug, h in ladders.items():
@@ -270,7 +270,8 @@ def test_a_new_rate_replayed_outside_the_locks_and_made_stale_is_dropped(client,
     monkeypatch.setattr(rerating, "after_rewrites", lambda *a: None)  # the change does not wait for this one
     db = Database.from_settings(settings)
     ladders = {
-        s: bearer(make_ladder(client, s, k=1, seed=2, eta=4.0, seats=["home", "away"])) for s in ("test", "twin")
+        s: bearer(make_ladder(client, s, k=1, seed=2, rate_rule="steps", eta=4.0, seats=["home", "away"]))
+        for s in ("test", "twin")
     }
     games = with_draws(home_games(200, seed=3))
     posted = {

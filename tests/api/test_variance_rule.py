@@ -104,7 +104,7 @@ def test_posts_refits_voids_settings_and_restores_keep_the_variances(client, set
 
 
 def test_a_ladder_moves_to_the_variance_rule_and_back(client, settings):
-    key = make_ladder(client, "club", k=1, seed=3, auto_refit=False)
+    key = make_ladder(client, "club", k=1, seed=3, auto_refit=False, rate_rule="steps")
     h = bearer(key)
     assert client.get("/v1/ladders/club").json()["rate_rule"] == "steps"
     games = dated(random_games(30, seed=2), 1.0)
@@ -131,7 +131,7 @@ def test_a_ladder_moves_to_the_variance_rule_and_back(client, settings):
     assert client.get("/v1/ladders/club/audit").json()["consistent"]
     assert client.patch("/v1/ladders/club", json={"rate_rule": "steps"}, headers=h).status_code == 200
     back = {row["key"]: row["elo"] for row in client.get("/v1/ladders/club/leaderboard").json()["items"]}
-    twin = make_ladder(client, "twin", k=1, seed=3, auto_refit=False)  # always on the shrinking step
+    twin = make_ladder(client, "twin", k=1, seed=3, auto_refit=False, rate_rule="steps")  # always on the step
     post_all(client, "twin", twin, [*games, early])
     client.post("/v1/ladders/twin/games/batch", json={"games": late}, headers=bearer(twin))
     assert back == {row["key"]: row["elo"] for row in client.get("/v1/ladders/twin/leaderboard").json()["items"]}
@@ -167,6 +167,7 @@ def test_a_ladder_that_could_not_rate_is_not_created(client, rule):
     body = {"slug": "stuck", "rate_rule": "variance"} | rule
     created = client.post("/v1/ladders", json=body, headers=admin())
     assert created.status_code == 422 and created.headers["content-type"] == "application/problem+json", created.text
+    assert [error["field"] for error in created.json()["errors"]] == [next(iter(rule))]
     assert client.get("/v1/ladders/stuck").status_code == 404
 
 
@@ -205,7 +206,9 @@ def drifting_games(n: int, seed: int) -> list[dict]:
 def test_a_rate_chosen_on_a_constant_eta_ladder_is_the_rate_it_then_runs(client):
     """A constant η ignores the drift, so the rate choice compares its candidates without one: the rate applied
     must run without one too, or the ladder runs a rule no one compared (here the variance rule at the drift)."""
-    key = make_ladder(client, "const", k=1, seed=5, eta_tau=None, drift=100.0, drift_steps=True, auto_refit=False)
+    key = make_ladder(
+        client, "const", k=1, seed=5, rate_rule="steps", eta_tau=None, drift=100.0, drift_steps=True, auto_refit=False
+    )
     h = bearer(key)
     posted = client.post("/v1/ladders/const/games/batch", json={"games": drifting_games(500, 3)}, headers=h)
     assert posted.status_code == 201, posted.text

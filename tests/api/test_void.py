@@ -65,8 +65,8 @@ def test_a_voided_game_counts_nowhere_and_the_ratings_are_those_without_it(clien
 
 
 def test_a_void_replays_only_the_games_its_players_reach(client, settings):
-    key = make_ladder(client, "reach", k=1, seed=3)
-    clean = make_ladder(client, "clean", k=1, seed=3)
+    key = make_ladder(client, "reach", k=1, seed=3, rate_rule="steps")
+    clean = make_ladder(client, "clean", k=1, seed=3, rate_rule="steps")
     pairs = [("a", "b"), ("c", "d"), ("c", "d"), ("b", "c"), ("e", "f"), ("d", "a"), ("e", "f"), ("c", "d")]
     games = [{"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]} for a, b in pairs]
     ids = post_all(client, "reach", key, games)

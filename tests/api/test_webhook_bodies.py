@@ -71,7 +71,7 @@ def within_bounds(body: bytes) -> dict:
 
 
 def test_the_largest_game_its_void_and_its_moments_arrive_truncated_within_the_bound(client, hook):
-    make_ladder(client, name="\U0001f3d3" * NAME)
+    make_ladder(client, name="\U0001f3d3" * NAME, rate_rule="steps")  # the steps of the upset below
     players = SIDES * TEAM
     for n in range(players):
         r = client.post("/v1/ladders/test/players", json={"key": key(n), "name": name(n)}, headers=admin())
@@ -127,7 +127,7 @@ def test_bodies_bounded_anyway_stay_within_the_bound_with_the_longest_keys_and_n
     settings = Settings(database_url=database_url, admin_key=ADMIN_KEY, migrate_on_start=False,
                         **(FAST | {"webhooks_digest_hours": 2 / 3600}))  # fmt: skip
     with TestClient(create_app(settings)) as client:
-        make_ladder(client, name="\U0001f3d3" * NAME)
+        make_ladder(client, name="\U0001f3d3" * NAME, rate_rule="steps")  # the steps of the upset below
         for n in range(4):
             r = client.post("/v1/ladders/test/players", json={"key": key(n), "name": name(n)}, headers=admin())
             assert r.status_code == 201, r.text

@@ -117,6 +117,22 @@ def result_players(game):
     return [p for side in game.sides for p in side]
 
 
+def test_a_free_for_all_adds_the_noise_once_per_comparison():
+    # Three equal players (p = 1/2 in every pair, I = 1/4, w = 1/2): each meets two others, so its variance grows by
+    # 2q before the game, and what the game tells is Σ_b w I / (1 + I u) = (1/4) / (1 + u/4); a duel grows it by q
+    # and tells the same (w = 1).
+    C = np.array([[0.0, 1.0]] * 3)
+    rule = VarianceRule(0.5, 0.01)
+    race = apply_game(C, Game(((0,), (1,), (2,)), (1, 2, 3)), rule)
+    u = 0.5 + 2 * 0.01
+    np.testing.assert_allclose(race.variance, u / (1 + u * 0.25 / (1 + 0.25 * u)), rtol=1e-14)
+    duel = apply_game(C[:2], two_player(0, 1, 1.0), rule)
+    u = 0.5 + 0.01
+    np.testing.assert_allclose(duel.variance, u / (1 + u * 0.25 / (1 + 0.25 * u)), rtol=1e-14)
+    replayed = replay_history(C, GameLog.from_games([Game(((0,), (1,), (2,)), (1, 2, 3))]), rule)
+    np.testing.assert_array_equal(replayed.variance, race.variance)
+
+
 @pytest.mark.parametrize("kind", ["two_player", "teams_and_multiplayer"])
 def test_replay_equals_one_by_one_bit_for_bit(kind):
     rng = np.random.default_rng(5)
