@@ -116,8 +116,9 @@ def test_sqlite_finds_a_games_players_by_key_and_pages_players_in_id_order_witho
 def test_refits_done_before_0021_get_their_unplaced_players_by_id(client, settings):
     """A refit applied, then a player merged into another: downgraded to 0020 (the columns dropped) and upgraded
     again, the refit's unplaced players are found anew from its result by their keys, and the leaderboard shows
-    the same players provisional (the merged player's id is gone: it showed nowhere)."""
-    h = bearer(make_ladder(client, k=1))
+    the same players provisional (the merged player's id is gone: it showed nowhere).  The ladder is on the
+    shrinking step: below 0037 a ladder has no other rule, and the upgrade gives it that one."""
+    h = bearer(make_ladder(client, k=1, rate_rule="steps"))
     duels = [("a", "b"), ("b", "a"), ("b", "c"), ("c", "b"), ("a", "c"), ("c", "a")]
     unbeaten = [(u, lo) for u in ("u1", "u2", "u3") for lo in ("a", "b", "c")]
     games = [{"sides": [{"players": [w], "rank": 1}, {"players": [lo], "rank": 2}]} for w, lo in duels + unbeaten]
@@ -152,8 +153,9 @@ def test_refits_done_before_0021_get_their_unplaced_players_by_id(client, settin
 
 def test_memberships_get_their_games_ladder_and_every_key_includes_it(client, settings):
     """Downgraded to 0028 (``participants.ladder_id`` dropped, the keys as they were) and upgraded again: each
-    membership gets its game's ladder back, and the ladders read and write as before."""
-    keys = {slug: bearer(make_ladder(client, slug, k=1)) for slug in ("first", "second")}
+    membership gets its game's ladder back, and the ladders read and write as before (on the shrinking step, the
+    only rule below 0037)."""
+    keys = {slug: bearer(make_ladder(client, slug, k=1, rate_rule="steps")) for slug in ("first", "second")}
     for n in range(3):
         for slug, h in keys.items():
             game = {"sides": [{"players": [f"{slug}{n}"], "rank": 1}, {"players": [f"{slug}{n + 1}"], "rank": 2}]}

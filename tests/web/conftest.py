@@ -68,10 +68,12 @@ def base(tmp_path_factory) -> Iterator[str]:
 
 
 def make_ladder(base: str, slug: str, games: bool = True, **config) -> Ladder:
-    """A ladder of the six people; with `games`, fourteen singles and doubles over the last days."""
+    """A ladder of the six people; with `games`, fourteen singles and doubles over the last days.  On the shrinking
+    step unless `config` says otherwise: the pages' scenarios (a crowded styles chart, a newcomer's unsure lead, a
+    rating that moves while its player waits) were written with its numbers; the pages show either rule alike."""
     created = HTTP.post(
         f"{base}/v1/ladders",
-        json={"slug": slug, "name": f"Office {slug}", "seed": 1, **config},
+        json={"slug": slug, "name": f"Office {slug}", "seed": 1, "rate_rule": "steps", **config},
         headers={"Authorization": f"Bearer {ADMIN_KEY}"},
     )
     assert created.status_code == 201, created.text
