@@ -21,7 +21,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m mypy --strict clients/python/src
 	$(PY) -m mypy app/core app/domain app/events app/challenges app/webhooks app/predictions app/seasons app/backups \
-		app/ladders app/http app/main.py
+		app/ladders app/http app/players app/games app/analysis app/cli app/web app/main.py
 
 # The API tests run against SQLite and a throwaway PostgreSQL server, the browser tests in Debian's headless
 # Chromium (both installed from the distribution if missing).

@@ -111,7 +111,7 @@ def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int, int] | None:
     _, games = storage.ladders.sizes(session, ladder_id)
     compared = storage.ladders.comparisons(session, ladder_id)
     last, _, next_at = policy(session, ladder_id)
-    running = last is not None and last.status in ("queued", "running")
-    if running and datetime.now(UTC) - last.updated_at <= refit_jobs.STALE:
+    running = last if last is not None and last.status in ("queued", "running") else None
+    if running is not None and datetime.now(UTC) - running.updated_at <= refit_jobs.STALE:
         return None
     return (ladder, games, compared) if compared >= next_at else None

@@ -25,7 +25,7 @@ from app.domain.rerating import (
     replay_log,
     replay_prepared,
 )
-from app.storage.tables import Refit
+from app.storage.refits import Refit
 
 
 def prepare_apply(db: Database, ladder: LadderRow, job: Refit, until: float | None = None) -> Prepared | None:
@@ -33,10 +33,12 @@ def prepare_apply(db: Database, ladder: LadderRow, job: Refit, until: float | No
     (no lock held) for :func:`apply_refit`; None if it is not finished (:func:`apply_refit` says so)."""
     if job.status != "done":
         return None
+    assert job.after_game_id is not None  # set when it ran (a finished refit's log end)
     finished = {"player_ids": job.player_ids, "vectors": job.vectors, "result": job.result}
     checkpoint = storage.refits.checkpoint_of(ladder.id, job.id, job.after_game_id, finished)
-    rate = (job.result or {}).get("rate")
-    settings = rate_settings(rate, ladder) if rate_applies(ladder, rate) else None  # at the rate it will set
+    rate: dict | None = (job.result or {}).get("rate")
+    # At the rate it will set.
+    settings = rate_settings(rate, ladder) if rate is not None and rate_applies(ladder, rate) else None
     return prepared_replay(db, ladder.id, checkpoint, settings, until)
 
 
@@ -50,6 +52,8 @@ def apply_refit(session: Session, ladder: LadderRow, job: Refit, prepared: Prepa
     replaying the log (a stale one is dropped and the log replayed here)."""
     if job.status != "done":
         raise Conflict(f"Refit {job.id} is {job.status}; only a finished refit can be applied.", field="refit_id")
+    # A finished refit has its log's end (set when it ran), its result and its fitted rows (set with "done").
+    assert job.after_game_id is not None and job.result is not None and job.player_ids is not None
     if prepared is not None and (prepared.checkpoint is None or prepared.checkpoint.refit_id != job.id):
         prepared = None
     lock_ladder(session, ladder.id, prepared)

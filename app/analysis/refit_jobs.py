@@ -20,7 +20,7 @@ from app.core.errors import Conflict, InvalidInput, TooManyRequests
 from app.core.ladder import LadderRow
 from app.core.metrics import REFITS
 from app.domain.rerating import end_abandoned
-from app.storage.tables import Refit
+from app.storage.refits import Refit
 
 logger = logging.getLogger("melo")
 #: A queued or running refit silent for this long was lost with its process (a restart): it shows as failed.

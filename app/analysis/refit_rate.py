@@ -16,7 +16,7 @@ from app.ladders.schemas import RULE_LIMITS
 from app.rating.prequential import prequential_losses
 from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
 from app.storage.log import LadderLog
-from app.storage.tables import Refit
+from app.storage.refits import Refit
 
 #: Multiples of the ladder's drift a rate choice also tries, where the steps follow it (a drift of 0 stays: time
 #: was turned off).
@@ -135,7 +135,9 @@ def apply_rate_first(
         return False
     lock_ladder(session, ladder_id, prepared)
     ladder = storage.ladders.by_id(session, ladder_id) or ladder
-    if not set_rate(session, ladder, storage.refits.get(session, ladder_id, refit_id)):
+    job = storage.refits.get(session, ladder_id, refit_id)
+    assert job is not None  # advanced above, in this transaction
+    if not set_rate(session, ladder, job):
         if prepared is not None and prepared.rewrite is not None:  # history written at a rate not set after all
             replay_log(session, ladder)  # (pinned since): the log's again
             storage.ladders.bump(session, [ladder_id], reset=True)
@@ -180,8 +182,9 @@ def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
     """Give the ladder the learning rate the refit ``job`` chose, if it chose a new one, the ladder's rate is not
     pinned, and it is still the one the choice was compared with (the caller holds every player's lock, then
     replays the log and bumps the ladder with ``reset``); record it on the ladder and in the refit's report."""
-    rate = (job.result or {}).get("rate")
-    if not rate_applies(ladder, rate):
+    result = job.result or {}
+    rate: dict | None = result.get("rate")
+    if rate is None or not rate_applies(ladder, rate):
         return False
     prior = rate.get("previous_seat_prior") or ladder.seat_prior
     now = datetime.now(UTC)
@@ -196,5 +199,5 @@ def set_rate(session: Session, ladder: LadderRow, job: Refit) -> bool:
     if rate.get("seat_prior") is not None:
         choice |= {"seat_prior": rate["seat_prior"], "previous_seat_prior": prior}
     storage.ladders.change(session, ladder.id, rate_settings(rate, ladder) | {"rate_choice": choice})
-    storage.refits.update(session, job.ladder_id, job.id, {"result": job.result | {"rate": rate | {"applied": True}}})
+    storage.refits.update(session, job.ladder_id, job.id, {"result": result | {"rate": rate | {"applied": True}}})
     return True

@@ -48,7 +48,10 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
     """
     with db.snapshot() as session:
         job = storage.refits.get(session, ladder_id, refit_id)
+        # The job that was queued, on its ladder: both go only when the ladder is deleted.
+        assert job is not None
         ladder = storage.ladders.by_id(session, job.ladder_id)
+        assert ladder is not None
         params = RefitIn.model_validate(job.params)
         # An auto refit's log ends where it did when the refit was due (``after_game_id``, set when it was queued).
         upto = job.after_game_id if params.auto and job.after_game_id is not None else storage.log.END
@@ -93,8 +96,9 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
             rate = live_check(session, ladder, rate, state.last_game_id)
     if params.auto and rate is not None and rate["changed"]:  # at once, not after the fit (apply_rate_first)
         at_rate = prepared_replay(db, ladder_id, None, rate_settings(rate, ladder))  # replayed holding no lock
+        chosen = rate  # the choice as the lambdas take it (``rate`` changes below)
         applied = jobs.at_server_priority(
-            lambda: switch(db, at_rate, lambda session: apply_rate_first(session, ladder_id, refit_id, rate, at_rate))
+            lambda: switch(db, at_rate, lambda session: apply_rate_first(session, ladder_id, refit_id, chosen, at_rate))
         )
         rate = rate | {"applied": applied}
         if applied:  # the refit is then judged as the ladder will run it: the new rule, from its state now
@@ -103,6 +107,7 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
                 recent = storage.log.read(session, ladder, upto=state.last_game_id)
     verdict, select_k = None, params.select_k
     if params.auto:
+        assert recent is not None  # read above for an auto refit
         verdict = guard_verdict(ladder, state, recent, params, part("guard"))
         if not verdict["better"]:
             summary = {"games": state.log.n_games, "players": m, "guard": verdict} | ({"rate": rate} if rate else {})
@@ -205,7 +210,9 @@ def _finish_and_apply(
     session: Session, ladder: LadderRow, refit_id: int, finished: dict, prepared: Prepared | None
 ) -> None:
     if storage.refits.advance(session, ladder.id, refit_id, "running", finished):  # not cancelled meanwhile
-        apply_refit(session, ladder, storage.refits.get(session, ladder.id, refit_id), prepared)
+        job = storage.refits.get(session, ladder.id, refit_id)
+        assert job is not None  # advanced just now, in this transaction
+        apply_refit(session, ladder, job, prepared)
 
 
 def _replay_metrics(ladder: LadderRow, state: LadderLog, eta: float, k: int, params: RefitIn) -> dict:

@@ -12,7 +12,7 @@ from app.analysis.schemas import RefitOut
 from app.core.errors import NotFound
 from app.core.ladder import LadderRow
 from app.core.schemas import Page, one_more
-from app.storage.tables import Refit
+from app.storage.refits import Refit
 
 
 def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:
@@ -23,7 +23,9 @@ def get_refit(session: Session, ladder: LadderRow, refit_id: int) -> Refit:
 
 
 def list_refits(session: Session, ladder: LadderRow, limit: int, cursor: int | None) -> Page[RefitOut]:
-    jobs = storage.refits.recent(session, ladder.id, one_more(limit), before=cursor)
+    rows = one_more(limit)
+    assert rows is not None  # one more than a number of rows
+    jobs = storage.refits.recent(session, ladder.id, rows, before=cursor)
     return Page[RefitOut].of(jobs, limit, lambda job: refit_out(session, job), lambda job: str(job.id))
 
 

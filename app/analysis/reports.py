@@ -83,12 +83,14 @@ def identifiability(
             raise Conflict(
                 "This ladder has no finished refit yet: POST …/refits first, or use ratings=current.", field="ratings"
             )
+        assert job.player_ids is not None  # a finished refit's fitted rows
         ids = storage.codec.unpack_ids(job.player_ids)
         if len(job.vectors or b"") != 8 * 2 * ladder.k * len(ids):
             raise Conflict(
                 f"The latest refit fitted another k than the ladder's k = {ladder.k}: run a refit again.",
                 field="ratings",
             )
+        assert job.vectors is not None  # a finished refit's, of the length checked above
         C[np.searchsorted(state.player_ids, ids)] = storage.codec.unpack_matrix(job.vectors, 2 * ladder.k)
     found = identify(C, state.log, len(state.keys))
     progress(0.9)

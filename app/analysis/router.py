@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 
@@ -76,7 +76,7 @@ def apply_refit(slug: str, refit_id: IdPath, db: DatabaseDep, caller: CallerDep,
 
 
 #: A large ladder's report still being computed.
-PENDING = {
+PENDING: dict[int | str, dict[str, Any]] = {
     202: {
         "model": ReportPending,
         "description": "Still being computed (a ladder of at least `MELO_REPORT_JOB_GAMES` games, the first time): "

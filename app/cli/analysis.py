@@ -6,7 +6,7 @@ import argparse
 
 from app import storage
 from app.analysis import refit_apply, refit_jobs, refit_run, reports
-from app.analysis.schemas import INTRANSITIVITY_SCALE, RefitIn
+from app.analysis.schemas import INTRANSITIVITY_SCALE, CanonicalPlayer, RefitIn
 from app.cli.terminal import ProgressBar, table
 from app.core.config import get_settings
 from app.core.db import Database
@@ -32,10 +32,13 @@ def cmd_refit(args: argparse.Namespace) -> None:
     except ValueError as exc:
         raise SystemExit(f"refit {job.id}: {exc}") from None
     with db.reading() as session:
-        job = storage.refits.get(session, job.ladder_id, job.id)
+        stored = storage.refits.get(session, job.ladder_id, job.id)
+    assert stored is not None  # the job started above (only deleting its ladder removes it)
+    job = stored
     if job.status == "failed":
         raise SystemExit(f"refit {job.id}: {job.error}")
     result = job.result
+    assert result is not None  # not failed: run_refit stored it (only auto refits are ever cancelled)
     print(f"refit {job.id}: k = {result['k']}, {result['games']:,} games, {result['players']:,} players, "
           f"{result['seconds']:.1f} s, restarts agree on P to {result['restart_max_abs_dp']:.2g}")  # fmt: skip
     if result["k_selection"]:
@@ -62,7 +65,9 @@ def cmd_refit(args: argparse.Namespace) -> None:
     if args.apply:
         with db.writing() as session:
             ladder = ladder_for_read(session, args.ladder, fresh=True)
-            checkpoint = refit_apply.apply_refit(session, ladder, storage.refits.get(session, ladder.id, job.id))
+            done = storage.refits.get(session, ladder.id, job.id)
+            assert done is not None  # the ladder's job run above
+            checkpoint = refit_apply.apply_refit(session, ladder, done)
         print(f"applied: checkpoint {checkpoint.id} after game {checkpoint.after_game}, "
               f"{checkpoint.replayed_games} later games replayed")  # fmt: skip
 
@@ -78,6 +83,11 @@ def cmd_identifiability(args: argparse.Namespace) -> None:
         print("\n" + table(["player", "why not"], [[row.key, row.reason] for row in report.not_comparable]))
 
 
+def _strength(player: CanonicalPlayer) -> float:
+    assert player.strength is not None  # only the players with a disc strength are ranked
+    return player.strength
+
+
 def cmd_analyse(args: argparse.Namespace) -> None:
     db = Database.from_settings(get_settings())
     with db.snapshot() as session:
@@ -90,7 +100,7 @@ def cmd_analyse(args: argparse.Namespace) -> None:
         print(f"from the win rates of {intrans.empirical['pairs']} pairs: {intrans.empirical['measure']:.3f}")
     rows = [[n + 1, b.kind, b.sigma, b.share] for n, b in enumerate(form.blocks)]
     print("\ndiscs\n" + table(["disc", "kind", "sigma", "share"], rows))
-    ranked = sorted((p for p in form.players if p.strength is not None), key=lambda p: -p.strength)
+    ranked = sorted((p for p in form.players if p.strength is not None), key=lambda p: -_strength(p))
     if ranked:
         top = [[p.key, p.strength, p.consistency] for p in ranked[: args.top]]
         print(f"\ntop {len(top)} by disc strength\n" + table(["player", "u/v", "v"], top))

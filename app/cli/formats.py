@@ -75,18 +75,17 @@ def _sample_games(data, fmt: str) -> list[dict]:
 def parse_games(path: Path, fmt: str, progress: Callable[[str, int, int], None]) -> list[GameIn]:
     """Validated games; the first invalid one stops the import with its line (or index) and field."""
     adapter = TypeAdapter(GameIn)
+    items: list[bytes] | list[dict]  # the lines of a JSON-lines file, or the games read from a sample format
     if fmt == "jsonl":
-        items = path.read_bytes().splitlines()
-        validate, where = adapter.validate_json, "line"
+        items, where = path.read_bytes().splitlines(), "line"
     else:
-        items = read_games(path, fmt)
-        validate, where = adapter.validate_python, "game"
+        items, where = read_games(path, fmt), "game"
     games = []
     for n, item in enumerate(items, start=1):
-        if fmt == "jsonl" and not item.strip():
+        if isinstance(item, bytes) and not item.strip():
             continue
         try:
-            games.append(validate(item))
+            games.append(adapter.validate_json(item) if isinstance(item, bytes) else adapter.validate_python(item))
         except ValidationError as exc:
             first = exc.errors()[0]
             field = ".".join(str(part) for part in first["loc"]) or "game"

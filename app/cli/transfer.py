@@ -41,7 +41,7 @@ def cmd_export(args: argparse.Namespace) -> None:
     start = time.perf_counter()
     db = Database.from_settings(get_settings())
     out = sys.stdout.buffer if args.output == "-" else Path(args.output).open("wb")  # noqa: SIM115
-    games = None
+    games: int | None = None
     try:
         with db.snapshot() as session:
             for chunk in backups.export_lines(session, ladder_for_read(session, args.ladder, fresh=True)):
@@ -52,6 +52,7 @@ def cmd_export(args: argparse.Namespace) -> None:
         if out is not sys.stdout.buffer:
             out.close()
     db.dispose()
+    assert games is not None  # export_lines yields the header line first
     seconds = time.perf_counter() - start
     print(f"exported {games:,} games of {args.ladder!r} in {seconds:.1f} s ({games / seconds:,.0f} games/s)",
           file=sys.stderr)  # fmt: skip
@@ -67,8 +68,11 @@ def cmd_backup(args: argparse.Namespace) -> None:
         raise SystemExit(f"melo backup: {target} exists already; give a new file")
     if not target.parent.is_dir():
         raise SystemExit(f"melo backup: there is no folder {target.parent}; create it first")
+    database = make_url(settings.sqlalchemy_url).database
+    if database is None:
+        raise SystemExit("melo backup: the database is in memory (sqlite://); there is no file to back up")
     start = time.perf_counter()
-    source = sqlite3.connect(make_url(settings.sqlalchemy_url).database)
+    source = sqlite3.connect(database)
     copy = sqlite3.connect(target)
     try:
         with copy:
@@ -95,6 +99,7 @@ def cmd_import(args: argparse.Namespace) -> None:
                 created = create_ladder(session, ladder_options(args, args.ladder))
                 print(f"created ladder {args.ladder!r}; its admin key, shown only now: {created.admin_key}")
                 ladder = storage.ladders.by_slug(session, args.ladder)
+                assert ladder is not None  # created just above, in this transaction
             import_games(session, ladder, games, progress)
             players, counted = storage.ladders.sizes(session, ladder.id)
         db.dispose()
@@ -123,6 +128,8 @@ def _auto_refit(ladder_id: int, slug: str) -> None:
             ladder = storage.ladders.by_id(session, ladder_id)
     finally:
         db.dispose()
+    # The job recorded and run above, of the ladder just imported into (only deleting the ladder removes them).
+    assert job is not None and ladder is not None
     rate = (job.result or {}).get("rate") or {}
     if rate.get("applied"):
         rule = f"{ladder.rate_rule} rule, eta {ladder.eta:g}" + (

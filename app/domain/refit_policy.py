@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app import storage
 from app.core.ladder import LadderRow
-from app.storage.tables import Refit
+from app.storage.refits import Refit
 
 #: The first auto refit starts at this many comparisons (pairs of sides: a two-sided game is one, a free-for-all
 #: of N sides N(N - 1)/2), the next each time they have grown by GROWTH since the last one started

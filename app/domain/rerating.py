@@ -37,7 +37,7 @@ from app.core.errors import Unavailable
 from app.core.ladder import LadderRow
 from app.rating.seats import Seats
 from app.storage.log import LadderLog, Tail
-from app.storage.tables import Checkpoint
+from app.storage.refits import Checkpoint
 
 T = TypeVar("T")
 

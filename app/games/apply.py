@@ -31,7 +31,7 @@ from app.domain.access import Caller
 from app.games.answers import elo_points, game_body, members_shown
 from app.games.intake import Post
 from app.games.rules import check_post
-from app.games.schemas import GameIn, match_wins
+from app.games.schemas import GameIn, all_given, match_wins
 
 Progress = Callable[[str, int, int], None] | None
 
@@ -52,7 +52,7 @@ def import_games(
     """
     if not games:
         return []
-    post = Post(ladder.slug, Caller(None), games, None, "", batch=True)
+    post = Post(ladder.slug, Caller(None), list(games), None, "", batch=True)
     check_post(session, ladder, post, set())
     games = post.games
     keys = [k for g in games for side in g.sides for k in side.players]
@@ -128,14 +128,15 @@ def _scores(game: GameIn) -> list[float] | None:
     """Each side's score: as posted, or a match's games won; None if the game has none."""
     if game.match is not None:
         return [float(won) for won in match_wins(game.match)]
-    if game.sides[0].score is not None:
-        return [float(side.score) for side in game.sides]
-    return None
+    scores = all_given([side.score for side in game.sides])
+    return None if scores is None else [float(score) for score in scores]
 
 
 def _ranks(game: GameIn, scores: list[float] | None) -> list[float]:
-    if game.sides[0].rank is not None:
-        return [float(side.rank) for side in game.sides]
+    ranks = all_given([side.rank for side in game.sides])
+    if ranks is not None:
+        return [float(rank) for rank in ranks]
+    assert scores is not None  # a game without ranks has scores, or a match: its games won (GameIn._consistent)
     return rating.ranks_from_scores(scores).tolist()
 
 
@@ -236,7 +237,7 @@ def _replay(
     stored = [p for _, _, _, p in same]
     rows = np.cumsum([0] + [len(lock.ids) for lock in locked])
     log = storage.log.encode_apart(
-        [(p, lock.index) for p, lock in zip(stored, locked, strict=True)], rows[:-1], ladders[0].seat_index()
+        [(p, lock.index) for p, lock in zip(stored, locked, strict=True)], rows[:-1].tolist(), ladders[0].seat_index()
     )
     # Shared state (the seats, the field's vector sum) is read under the ladder row's lock, which take_seqs takes:
     # before the replay when it needs the seats, else after it (the lock is then held only for the writes).
@@ -250,8 +251,8 @@ def _replay(
     if rate.drift > 0:  # the steps wear with time away: the games' days and each player's latest
         days, micros = storage.codec.day_years, storage.codec.micros
         times = (
-            days([micros(t) for ts in played_at for t in ts]),
-            days([micros(t) for lock in locked for t in lock.last_played]),
+            days(np.array([micros(t) for ts in played_at for t in ts], dtype=np.int64)),
+            days(np.array([micros(t) for lock in locked for t in lock.last_played], dtype=np.int64)),
         )
     # What the rule carries (§3, §3b): the experience, or under the variance rule the variance.
     state = _cat([lock.variance if ladders[0].variance_rule else lock.experience for lock in locked])
@@ -306,9 +307,11 @@ def finish(
         # Each player's strength just after these games (their last game in them), against their field then.
         strength_then = rating.hodge_strength_against(history.C, field_of_row)
         # The variance rule's experience counts games (the variance is the rule's state); the other rule's is its.
+        experience: np.ndarray
         if rated.ladders[0].variance_rule:
             experience = _cat([lock.experience for lock in locked]) + np.bincount(log.member_player, minlength=rows[-1])
         else:
+            assert history.experience is not None  # replay_history always gives it
             experience = history.experience
         draws = rating.two_sided_draws_apart(log.side_ptr, history.actual, history.expected, at.tolist())
         for i, lock in enumerate(locked):
@@ -361,8 +364,8 @@ def finish(
             variance_after=None if history.member_variance is None else history.member_variance[m],
             elo_change=elo_change[m],
         )
-        created = locked[i].inserted
-        out.append(Applied(ids, seqs, games, fields[i], new, version + 1, written[i], counted[i], created, answers, i))
+        inserted = locked[i].inserted
+        out.append(Applied(ids, seqs, games, fields[i], new, version + 1, written[i], counted[i], inserted, answers, i))
     return out
 
 

@@ -32,7 +32,7 @@ import logging
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -177,7 +177,7 @@ class GroupCommitter:
         self,
         group: list[tuple[Post, asyncio.Future]],
         taken: list[str],
-        outcomes: list[dict | BaseException] | None,
+        outcomes: Sequence[dict | BaseException] | None,
     ) -> None:
         """Each post of a committed group its answer or its problem; a group that waited too long for a lock
         (``outcomes`` None) back in front of its lanes, each ladder next alone."""
@@ -201,7 +201,12 @@ class GroupCommitter:
         """Wait until ``enough`` posts wait (:meth:`submit` wakes it) or :data:`LINGER` has passed."""
         filled = loop.create_future()
         entry = (enough, filled)
-        timer = loop.call_later(LINGER, lambda: filled.done() or filled.set_result(None))
+
+        def fill() -> None:
+            if not filled.done():
+                filled.set_result(None)
+
+        timer = loop.call_later(LINGER, fill)
         self.lingering.append(entry)
         try:
             await filled
@@ -209,7 +214,7 @@ class GroupCommitter:
             timer.cancel()
             self.lingering.remove(entry)
 
-    def commit(self, posts: list[Post], bounded: bool = False) -> list[dict | BaseException] | None:
+    def commit(self, posts: list[Post], bounded: bool = False) -> Sequence[dict | BaseException] | None:
         """Apply the posts in one transaction, or, if that fails, one transaction each.  ``bounded``: on
         PostgreSQL a lock held elsewhere is waited for at most :data:`LOCK_WAIT`, and None says it was not
         granted in time (nothing was applied)."""

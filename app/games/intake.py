@@ -26,6 +26,7 @@ def request_hash(body: GameIn | BatchIn) -> str:
     """A digest of the validated request: the same game sent again, however its JSON is spaced, hashes the same.
     A game's ``match``, where it has none, is left out, as it was before games had one: a retry sent across an
     upgrade still finds its first answer."""
+    exclude: set[str] | dict[str, dict[int, set[str]]] | None
     if isinstance(body, GameIn):
         exclude = {"match"} if body.match is None else None
     else:

@@ -16,7 +16,7 @@ def list_games(session: Session, ladder: LadderRow, limit: int, cursor: int | No
     :data:`~app.storage.games.PAGE_APPEARANCES` players (``next_cursor`` then goes on from the last)."""
     records, more = storage.games.page(session, ladder.id, limit, cursor)
     field = field_mean(session, ladder) if records else None
-    items = [stored_body(r, field) for r in records]
+    items = [] if field is None else [stored_body(r, field) for r in records]
     return Page[dict](items=items, next_cursor=str(items[-1]["id"]) if more else None)
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+import numpy as np
 from sqlalchemy.orm import Session
 
 from app import storage
@@ -43,7 +44,9 @@ class Group:
         """The outcomes, each post applied by this commit as :class:`Committed`, naming the version it made."""
         out = list(self.outcomes)
         for n, ladder_id in self.ladder_of.items():
-            out[n] = Committed(out[n], self.versions[ladder_id])
+            body = out[n]
+            assert not isinstance(body, Problem)  # a post this commit applied: answered with its games
+            out[n] = Committed(body, self.versions[ladder_id])
         return out
 
 
@@ -114,7 +117,7 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:  # noqa: C901
         ladder_id: [k for n in live[ladder_id] for g in posts[n].games for side in g.sides for k in side.players]
         for ladder_id in sorted(live)
     }
-    wanted = []
+    wanted: list[tuple[int, int, list[str], Callable[[list[str]], np.ndarray] | None, Mapping[str, str] | None]] = []
     for ladder_id, keys in players.items():
         ladder = by_id[ladder_id]
         names = {key: name for n in reversed(live[ladder_id]) for key, name in posts[n].names.items()}
@@ -142,10 +145,10 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:  # noqa: C901
     # Every ladder's game numbers in one statement, its row locked until the commit: after the players' rows and
     # the replays, so the ladders' rows are held for the writes alone (a ladder whose games take seats took its
     # numbers before the replay, to read the seats under the lock).
-    wanted = [
+    numbered = [
         (ladder, len(games)) for r in rated if r.taken is None for ladder, games in zip(r.ladders, r.games, strict=True)
     ]
-    taken = storage.ladders.take_seqs_of(session, wanted) if wanted else {}
+    taken = storage.ladders.take_seqs_of(session, numbered) if numbered else {}
     taken.update((r.ladders[0].id, r.taken) for r in rated if r.taken is not None)
     written = [applied for r in rated for applied in finish(session, r, taken)]
     for applied in written:
@@ -159,12 +162,13 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:  # noqa: C901
             post = posts[n]
             out = bodies[start : start + len(post.games)]
             start += len(post.games)
-            outcomes[n] = {"games": out} if post.batch else out[0]
+            answer: dict = {"games": out} if post.batch else out[0]
+            outcomes[n] = answer
             group.ladder_of[n] = ladder_id
             if post.also is not None:
-                post.also(session, ladder, outcomes[n])
+                post.also(session, ladder, answer)
             if post.record_key is not None:
-                records.append((ladder_id, post.record_key, post.digest, outcomes[n]))
+                records.append((ladder_id, post.record_key, post.digest, answer))
         group.applied[ladder_id] = len(applied.games)
         if applied.counted is not None and ladder.auto_refit:
             group.compared[ladder_id] = applied.counted[1]
@@ -174,7 +178,9 @@ def apply_posts(session: Session, posts: Sequence[Post]) -> Group:  # noqa: C901
         write(session, written)
     storage.idempotency.remember(session, records, datetime.now(UTC))
     for n, first in same_as.items():
-        outcomes[n] = outcomes[first] if isinstance(outcomes[first], Problem) else Replayed(outcomes[first])
+        outcome = outcomes[first]
+        assert outcome is not None  # the first post of the key: applied, replayed or failed above
+        outcomes[n] = outcome if isinstance(outcome, Problem) else Replayed(outcome)
     # The players' rows were written with their ladder's new version (storage.players.save): none left to stamp.
     changes = {
         a.new.ladder_id: storage.ladders.Change(a.created, a.counted, a.field, events[a.new.ladder_id]) for a in written

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Path, Request
 from fastapi.responses import JSONResponse, Response
@@ -26,7 +26,7 @@ GameNumber = Annotated[int, Path(ge=1, le=MAX_ID, description="The game's number
 router = APIRouter(prefix="/v1/ladders/{slug}/games", tags=["games"], responses=LADDER_ACCESS)
 
 #: What a fresh post's answer says beside its body.
-POSTED = {
+POSTED: dict[int | str, dict[str, Any]] = {
     201: {
         "headers": {
             "Ladder-Version": {

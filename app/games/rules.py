@@ -16,7 +16,7 @@ from app.core.errors import InvalidInput
 from app.core.ladder import LadderRow
 from app.core.schemas import iso
 from app.games.intake import Post, check_external_ids, check_players_exist, check_post_seats, resolve_players
-from app.games.schemas import GameIn, match_wins
+from app.games.schemas import GameIn, all_given, match_wins
 
 #: How far after the server's clock a game may be dated: clocks that are a little ahead are not typos.
 FUTURE_SLACK = timedelta(minutes=10)
@@ -36,6 +36,7 @@ def check_play(ladder: LadderRow, post: Post) -> None:
     """Every game is of a kind the ladder plays, and its scores and match follow the ladder's points and best_of
     (422 naming the game's field and the rule)."""
     play = ladder.play
+    assert play is not None  # LadderRow.__post_init__ fills it in (PLAY, where the row has none)
     for g, game in enumerate(post.games):
         try:
             _check(play, game)
@@ -69,13 +70,17 @@ def _check(play: dict, game: GameIn) -> None:
     if game.match is not None:
         _check_match(play, game.match)
         return
-    ranks = [side.rank for side in game.sides] if game.sides[0].rank is not None else None
-    scores = [side.score for side in game.sides] if game.sides[0].score is not None else None
-    order = ranks or [-s for s in scores]
+    ranks = all_given([side.rank for side in game.sides])
+    scores = all_given([side.score for side in game.sides])
+    if ranks is not None:
+        order = ranks
+    else:
+        assert scores is not None  # a game without a match or ranks has scores (GameIn._consistent)
+        order = [-s for s in scores]
     if not play["draws"] and len(set(order)) < len(order):
         raise _Broken("sides", "this ladder does not play draws: no two sides may tie")
     points = play["points"]
-    if scores is not None and points is not None and len(scores) == 2 and not ends_a_game(*scores, points):
+    if scores is not None and points is not None and len(scores) == 2 and not ends_a_game(scores[0], scores[1], points):
         raise _Broken("sides[0].score", _not_an_end(scores[0], scores[1], points))
 
 

@@ -117,8 +117,10 @@ class GameIn(StrictModel):
         keys = [key for side in sides for key in side.players]
         if len(set(keys)) < len(keys):
             seen: set[str] = set()
-            twice = next(key for key in keys if key in seen or seen.add(key))
-            raise ValueError(f"player {twice!r} appears more than once in the game")
+            for key in keys:  # the first key seen before
+                if key in seen:
+                    raise ValueError(f"player {key!r} appears more than once in the game")
+                seen.add(key)
         distinct_seats(sides)
         return sides
 
@@ -128,12 +130,24 @@ def match_wins(match: list[list[int]]) -> list[int]:
     return [sum(a > b for a, b in match), sum(b > a for a, b in match)]
 
 
+def all_given(values: list[float | None]) -> list[float] | None:
+    """The sides' ranks (or scores), in side order, where the first side gives one, else None: every side of a
+    game without a match gives one, or none does (:meth:`GameIn._consistent`)."""
+    if values[0] is None:
+        return None
+    given = [value for value in values if value is not None]
+    assert len(given) == len(values), "a side without one where the first side has one"
+    return given
+
+
 def _agree(sides: list[SideIn]) -> None:
     """Every side's rank and score tell one order: the higher score the better rank, equal scores equal ranks
     (ValueError naming the first two sides that disagree)."""
     for i, x in enumerate(sides):
         for j in range(i + 1, len(sides)):
             y = sides[j]
+            # Called only where every side has both (GameIn._consistent).
+            assert x.score is not None and y.score is not None and x.rank is not None and y.rank is not None
             by_score = (x.score > y.score) - (x.score < y.score)
             by_rank = (x.rank < y.rank) - (x.rank > y.rank)
             if by_score != by_rank:

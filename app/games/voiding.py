@@ -36,6 +36,7 @@ def void_game(
     # Read again under the locks: a merge, void or applied refit that held them meanwhile may have rewritten
     # the game (its members, its seats' state before it), or voided it.
     record = storage.games.get(session, ladder.id, number)
+    assert record is not None  # found above, and a game is never deleted (a void keeps it in the log)
     ladder = storage.ladders.by_id(session, ladder.id) or ladder  # as it is under the locks (a merge meanwhile)
     usable = prepared is not None and prepared.left_out == record.id and holds(session, ladder, prepared)
     if prepared is not None and prepared.rewrite is not None and not usable:
@@ -68,4 +69,6 @@ def void_game(
         replay_from(session, ladder, game_id + 1, [m.key for m in record.members], record.seat_state)
     storage.events.add(session, ladder.id, "void", {"game": number})
     storage.ladders.bump(session, [ladder.id])
-    return stored_body(storage.games.get(session, ladder.id, number), field_mean(session, ladder))
+    voided = storage.games.get(session, ladder.id, number)
+    assert voided is not None  # the game just voided
+    return stored_body(voided, field_mean(session, ladder))

@@ -43,9 +43,15 @@ def create_player(session: Session, ladder: LadderRow, data: PlayerCreate) -> No
 def _not_an_alias(session: Session, ladder: LadderRow, key: str, field: str, player_id: int | None = None) -> None:
     """409 if ``key`` leads to another player than ``player_id`` already (read in the caller's transaction)."""
     of = storage.aliases.find(session, ladder.id, [key]).get(key)
-    if of is not None and (player_id is None or storage.players.get_row(session, ladder.id, of)[0] != player_id):
-        message = f"{key!r} is an alias of player {of!r}"
-        raise Conflict(f"{field}: {message}.", errors=[{"field": field, "message": message}])
+    if of is None:
+        return
+    if player_id is not None:
+        owner = storage.players.get_row(session, ladder.id, of)
+        assert owner is not None  # find() joined the alias to this player's row, in this transaction
+        if owner[0] == player_id:
+            return
+    message = f"{key!r} is an alias of player {of!r}"
+    raise Conflict(f"{field}: {message}.", errors=[{"field": field, "message": message}])
 
 
 def change_player(session: Session, ladder: LadderRow, key: str, patch: PlayerPatch) -> str:
@@ -133,7 +139,9 @@ def merge_players(session: Session, ladder: LadderRow, key: str, into: str) -> d
     storage.ladders.bump(session, [ladder.id], reset=True)  # the merged player's row is gone, an alias is new
     aliases = storage.aliases.of_players(session, ladder.id, [target[0]]).get(target[0], [])
     table = storage.read_model.current_table(session, ladder, cached=False)
-    [change] = last_game_changes(session, ladder, table, [table.row(into)])
+    row = table.row(into)
+    assert row is not None  # ``into`` was found above, and the ladder is locked: the merge kept their row
+    [change] = last_game_changes(session, ladder, table, [row])
     return profile(table, ladder, into, aliases) | {"last_game_change": change}
 
 

@@ -56,7 +56,7 @@ class FastBoards(FastPath):
         if ladder is None or now is None or now[1]:
             return None
         table = player_table.ranked_board(state.db, ladder.id, now[0], now[2])
-        body = None if table is None else leaderboards.rendered_page(table, by, int(limit), None, FLAGS[inactive])
-        if table is None or body is None:
+        page = None if table is None else leaderboards.rendered_page(table, by, int(limit), None, FLAGS[inactive])
+        if table is None or page is None:
             return None
-        return Response(body, media_type="application/json", headers={"ETag": f'"{table.version}"'})
+        return Response(page, media_type="application/json", headers={"ETag": f'"{table.version}"'})

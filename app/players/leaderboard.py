@@ -167,7 +167,11 @@ def with_form(session: Session, ladder: LadderRow, table: Table, body: bytes) ->
     """A leaderboard page (a JSON body) of the ladder with each player's ``form``, their last results, newest
     first, and ``last_game_change``, what their own last game did to their rating."""
     page = json.loads(body)
-    rows = [table.row(item["key"]) for item in page["items"]]
+    rows: list[int] = []
+    for item in page["items"]:
+        row = table.row(item["key"])
+        assert row is not None  # the page was rendered from a table of this version: its keys are this one's
+        rows.append(row)
     ids = [int(table.ids[n]) for n in rows]
     recent = storage.games.recent_results(session, ladder.id, ids, FORM_GAMES)
     changes = last_game_changes(session, ladder, table, rows)

@@ -74,6 +74,7 @@ def opponents(
         if found is not None:
             return found
     active = listed_rows(table, ladder)  # inactive players are not suggested
+    best: np.ndarray | list[int]
     if purpose == "next":
         best = _next(table, ladder, i, active, limit, _lately(met))
     else:
@@ -90,7 +91,9 @@ def _lately(met: dict[str, rivals.Meetings]) -> dict[str, int]:
     return {key: found.recent for key, found in met.items() if found.recent}
 
 
-def _next(table: Table, ladder: LadderRow, i: int, candidates: np.ndarray, limit: int, lately: dict[str, int]) -> list:
+def _next(
+    table: Table, ladder: LadderRow, i: int, candidates: np.ndarray, limit: int, lately: dict[str, int]
+) -> list[int]:
     """The ``limit`` best opponents for player ``i`` now, best first: each scored by how much a game tells (an
     even game the most: 4p(1 - p), 1 at p = ½; for a provisional player any result counts, so evenness matters
     half), halved against a provisional opponent (their rating settles nobody's), and divided by 1 + the games

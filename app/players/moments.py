@@ -74,11 +74,11 @@ def moments(session: Session, ladder: LadderRow, first: int, last: int, now: dat
     leaders = _new_leaders(session, ladder, games)
     weeks = _week_ends(session, ladder.id, games, now or datetime.now(UTC))
     field = _field_mean(session, ladder)
-    told: list[dict[str, Moment | None]] = []
+    told: list[dict[str, Moment]] = []
     for game in deadline.steps(games, every=8):  # a game of 2,048 players costs its players: stop when asked
         made = {kind: moment for kind, moment in _of_game(game, history, leaders).items() if moment is not None}
-        if game.id in weeks:  # about the week, not this game's players
-            made["movers"] = _mover(session, ladder, game, weeks[game.id], field)
+        if game.id in weeks and (mover := _mover(session, ladder, game, weeks[game.id], field)) is not None:
+            made["movers"] = mover  # about the week, not this game's players
         told.append(made)
     # Only a game with an upset, a streak or a new #1 needs to know whether its players were established.
     asked = [g for g, made in zip(games, told, strict=True) if made.keys() & {"upset", "streak", "new_leader"}]
@@ -212,8 +212,8 @@ def _upset(game: LogGame) -> Moment | None:
 
 def _streak(game: LogGame, history: _History) -> Moment | None:
     """The winners whose wins in a row reach one of :data:`STREAKS` with this game (the longest such)."""
-    reached = [(m, history.streak(m.player_id, game.id)) for m in _winners(game)]
-    reached = [(m, n) for m, n in reached if n in STREAKS]
+    streaks = [(m, history.streak(m.player_id, game.id)) for m in _winners(game)]
+    reached = [(m, n) for m, n in streaks if n is not None and n in STREAKS]
     if not reached:
         return None
     wins = max(n for _, n in reached)
@@ -298,7 +298,7 @@ def _new_leaders(session: Session, ladder: LadderRow, games: list[LogGame]) -> d
     drift, rate = ladder.drift / rating.ELO_PER_LOGIT, ladder.learning_rate()
     # Under the variance rule the errors are the players' variances (today's: a game undone leaves them).
     variance = variances(table, rate) if isinstance(rate, rating.VarianceRule) else None
-    steps = None if variance is not None else rate
+    steps = None if isinstance(rate, rating.VarianceRule) else rate
     # A small field is read anew after each game; a large one's is today's, and its players' errors change with
     # their experience only (each game moves it little).
     exact = len(C) <= EXACT_FIELD

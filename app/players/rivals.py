@@ -101,12 +101,19 @@ def _record(values: list[int]) -> dict:
     return {"games": games, "wins": wins, "draws": draws, "losses": losses}
 
 
+def _most_met_first(item: tuple[str, Meetings]) -> tuple[int, float, str]:
+    """Most games together first, then the latest met, then by key."""
+    key, found = item
+    assert found.last is not None  # meetings() makes one only to add() a game to it, which sets ``last``
+    return -found.games, -found.last.timestamp(), key
+
+
 def head_to_head_page(session: Session, ladder: LadderRow, key: str, limit: int, offset: int) -> dict:
     """Everyone the player met, most games together first (then the latest met, then by key), a page after the
     first ``offset``."""
     table = storage.read_model.current_table(session, ladder)
     met = meetings_of(session, ladder, table, row_of(table, ladder, key))
-    order = sorted(met.items(), key=lambda item: (-item[1].games, -item[1].last.timestamp(), item[0]))
+    order = sorted(met.items(), key=_most_met_first)
     items = []
     for other, found in order[offset : offset + limit]:
         row = table.row(other)

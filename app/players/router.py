@@ -305,8 +305,8 @@ async def leaderboard(
     async def answer(db: Database, ladder: LadderRow | None) -> Response:
         assert ladder is not None  # a ladder is needed
         if as_of is not None:
-            body = await offload.past(request, _past_page, db, ladder, _utc(as_of), render)
-            return Response(body, media_type="application/json")
+            past = await offload.past(request, _past_page, db, ladder, _utc(as_of), render)
+            return Response(past, media_type="application/json")
         bodies: dict[int, bytes] = {}
 
         async def rank(table: Table) -> None:  # ranking 10,000 players takes milliseconds: not on the event loop
@@ -319,7 +319,7 @@ async def leaderboard(
         etag, unchanged = replica_routing.not_modified(request, table.version)
         if unchanged:
             return unchanged
-        body = bodies.get(table.version) or (
+        body: bytes | None = bodies.get(table.version) or (
             None if around else leaderboards.rendered_page(table, by, limit, cursor, inactive)
         )
         if body is None and around is not None and limit <= AROUND_HERE and leaderboards.ranked(table, by, inactive):

@@ -121,7 +121,7 @@ def top_rows(score: Array, rows: Array, count: int) -> Array:
     return rows[values >= threshold]
 
 
-def first_rows(score: Array, group: Array, key_rank: Array, listed: Array, limit: int) -> Array:
+def first_rows(score: Array, group: Array, key_rank: Array, listed: np.ndarray, limit: int) -> Array:
     """The first ``limit`` of the rows ``listed`` in the leaderboard order, without sorting them all.
 
     Parameters
@@ -210,7 +210,7 @@ def top_by_bound(bound: Array, rows: Array, count: int, exact: Callable[[Array],
 
 
 def first_rows_by_bound(
-    bound: Array, group: Array, key_rank: Array, listed: Array, limit: int, exact: Callable[[Array], Array]
+    bound: Array, group: Array, key_rank: Array, listed: np.ndarray, limit: int, exact: Callable[[Array], Array]
 ) -> tuple[Array, Array]:
     """The first ``limit`` of the rows ``listed`` in the leaderboard order, with their exact scores, scoring
     exactly only a few more rows than the page (:func:`top_by_bound`), group 0 first, then group 1.

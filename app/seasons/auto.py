@@ -17,7 +17,6 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app import storage
@@ -26,7 +25,6 @@ from app.domain.rerating import lock_ladder
 from app.domain.season_periods import ended_since, period_at
 from app.seasons.schemas import SeasonCreate, SeasonOut
 from app.seasons.service import close_season
-from app.storage.tables import Game, Ladder
 
 logger = logging.getLogger("melo")
 #: Seconds between two checks.
@@ -36,10 +34,7 @@ EVERY = 60.0
 def due_ladders(db: Database, now: datetime) -> list[int]:
     """The ids of the ladders whose next automatic close is due at ``now``."""
     with db.reading() as session:
-        query = select(Ladder.id).where(
-            Ladder.deleted_at.is_(None), Ladder.season_every.is_not(None), Ladder.season_due <= now
-        )
-        return list(session.scalars(query.order_by(Ladder.id)))
+        return storage.seasons.due_ladders(session, now)
 
 
 def close_due(db: Database, now: datetime | None = None) -> list[SeasonOut]:
@@ -60,35 +55,25 @@ def close_ladder(session: Session, ladder_id: int, now: datetime) -> list[Season
     worker did first), and move ``season_due`` on to the end of the period running at ``now``."""
     lock_ladder(session, ladder_id)  # as close_season does: a second worker waits here, then sees
     storage.ladders.lock(session, ladder_id)
-    row = session.execute(
-        select(Ladder.season_every, Ladder.season_pull, Ladder.season_due).where(
-            Ladder.id == ladder_id, Ladder.deleted_at.is_(None)
-        )
-    ).first()
-    if row is None or row.season_every is None or row.season_due is None or row.season_due > now:
+    schedule = storage.seasons.schedule(session, ladder_id)
+    if schedule is None:
+        return []
+    every, pull, due = schedule
+    if every is None or due is None or due > now:
         return []
     closed = []
-    for period in ended_since(row.season_every, row.season_due, now):
+    for period in ended_since(every, due, now):
         if storage.seasons.named(session, ladder_id, period.name) is not None:
             continue  # an admin closed one of that name already
-        if not _played_in(session, ladder_id, period.start, period.end):
+        if not storage.seasons.played_in(session, ladder_id, period.start, period.end):
             continue
         ladder = storage.ladders.by_id(session, ladder_id)
         assert ladder is not None  # locked above
-        data = SeasonCreate(name=period.name, pull=row.season_pull)
+        data = SeasonCreate(name=period.name, pull=pull)
         closed.append(close_season(session, ladder, data, until=period.end))
         logger.info("ladder %s: season %s closed by itself", ladder.slug, period.name)
-    next_due = period_at(row.season_every, now).end
-    session.execute(update(Ladder).where(Ladder.id == ladder_id).values(season_due=next_due))
+    storage.seasons.set_due(session, ladder_id, period_at(every, now).end)
     return closed
-
-
-def _played_in(session: Session, ladder_id: int, start: datetime, end: datetime) -> bool:
-    """Whether a game that counts was played in [start, end)."""
-    query = select(Game.id).where(
-        Game.ladder_id == ladder_id, Game.voided_at.is_(None), Game.played_at >= start, Game.played_at < end
-    )
-    return session.scalar(query.limit(1)) is not None
 
 
 def start(db: Database, every: float = EVERY) -> Callable[[], None]:

@@ -15,7 +15,7 @@ from app.core.schemas import Page, iso, one_more
 from app.domain.rerating import lock_ladder, pull_back, replay_log
 from app.players.standings import standings
 from app.seasons.schemas import PodiumPlace, SeasonCreate, SeasonOut, SeasonStandings, StandingItem
-from app.storage.tables import Season
+from app.storage.seasons import Season
 
 
 def close_season(session: Session, ladder: LadderRow, data: SeasonCreate, until: datetime | None = None) -> SeasonOut:

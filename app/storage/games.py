@@ -279,7 +279,7 @@ def export_page(session: Session, ladder_id: int, after_id: int, limit: int) -> 
     return fetch_typed(session, sql, (ladder_id, after_id, limit), _EXPORT_COLUMNS)
 
 
-def void(session: Session, ladder_id: int, game_id: int, by: str, reason: str | None, now: datetime) -> None:
+def void(session: Session, ladder_id: int, game_id: int, by: str | None, reason: str | None, now: datetime) -> None:
     """Mark a game voided: it stays in the log as an audit trail and counts nowhere."""
     session.execute(
         Game.__table__.update()

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 import numpy as np
-from sqlalchemy import Engine, case, func, select
+from sqlalchemy import Connection, Engine, case, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -458,17 +458,8 @@ def bump(
     :func:`add_counts` noted are added to the ladders' counts in the same statement.
     Returns each ladder's new version.
     """
-    connection = session.connection()
-    counts = session.info.pop("ladder_counts", {})
-    fields: dict[int, str] = {}
     changes = changes or {}
-    for ladder_id, change in changes.items():
-        games, compared, draws, room = change.counted or NO_COUNTS[1:]
-        had = counts.get(ladder_id, NO_COUNTS)
-        counts[ladder_id] = (had[0] + change.players, had[1] + games, had[2] + compared, had[3] + draws, had[4] + room)
-        if change.field is not None:
-            total, number = change.field
-            fields[ladder_id] = json.dumps({"sum": total.tolist(), "count": number})
+    counts, fields = _counted(session, changes)
     ids = sorted(set(ladder_ids) | set(counts) | set(fields))
     if not ids:
         return {}
@@ -480,18 +471,44 @@ def bump(
         (ladder_id, *counts.get(ladder_id, NO_COUNTS), fields.get(ladder_id), len(noted[ladder_id]))
         for ladder_id in ids
     ]
+    found = _advance(session.connection(), rows, reset)
+    versions = {ladder_id: version for ladder_id, version, _ in found}
+    if not stamped:
+        _stamp_players(session.connection(), versions)
+    events.write(session, [(ladder_id, versions[ladder_id], noted[ladder_id], last) for ladder_id, _, last in found])
+    return versions
+
+
+def _counted(session: Session, changes: Mapping[int, Change]) -> tuple[dict[int, tuple], dict[int, str]]:
+    """Each ladder's counts to add (players, games, comparisons, draws, draw room): those :func:`add_counts` noted
+    in the transaction and those of ``changes``; and the field each change sets, as the JSON the row keeps."""
+    counts = session.info.pop("ladder_counts", {})
+    fields: dict[int, str] = {}
+    for ladder_id, change in changes.items():
+        games, compared, draws, room = change.counted or NO_COUNTS[1:]
+        had = counts.get(ladder_id, NO_COUNTS)
+        counts[ladder_id] = (had[0] + change.players, had[1] + games, had[2] + compared, had[3] + draws, had[4] + room)
+        if change.field is not None:
+            total, number = change.field
+            fields[ladder_id] = json.dumps({"sum": total.tolist(), "count": number})
+    return counts, fields
+
+
+def _advance(connection: Connection, rows: list[tuple], reset: bool) -> list[tuple[int, int, int]]:
+    """One statement: each ladder's version up by one, its counts added, its field set and its event numbers taken;
+    (id, new version, last event number) of each, by id."""
     if len(rows) == 1:  # by ``id = ?``: routed to the ladder's shard where the ladders are distributed
         found = driver_sql(connection, _bump_one(reset, rows[0][6] is not None), _one(rows[0])).all()
     else:
         found = driver_sql(connection, _bump_statement(connection.dialect.name, len(rows), reset), _flat(rows)).all()
-    versions = {int(ladder_id): int(version) for ladder_id, version, _ in found}
-    if not stamped:
-        stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
-        for ladder_id in ids:
-            driver_sql(connection, stamp, (versions[ladder_id], ladder_id))
-    last = {int(ladder_id): int(last_event) for ladder_id, _, last_event in found}
-    events.write(session, [(ladder_id, versions[ladder_id], noted[ladder_id], last[ladder_id]) for ladder_id in ids])
-    return versions
+    return sorted((int(ladder_id), int(version), int(last)) for ladder_id, version, last in found)
+
+
+def _stamp_players(connection: Connection, versions: dict[int, int]) -> None:
+    """Stamp the player rows the transaction wrote (``changed_version`` -1) with their ladder's new version."""
+    stamp = "UPDATE players SET changed_version = ? WHERE ladder_id = ? AND changed_version = -1"
+    for ladder_id, version in versions.items():
+        driver_sql(connection, stamp, (version, ladder_id))
 
 
 def _bump_statement(dialect: str, n: int, reset: bool) -> str:

@@ -17,7 +17,7 @@ what it sees may never commit.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
@@ -59,7 +59,7 @@ class Table:
     variance: np.ndarray
     #: Who the latest applied refit found its results do not place.
     placement: refits.Placement
-    memo: dict[str, Any] = field(default_factory=dict)
+    memo: dict[Hashable, Any] = field(default_factory=dict)
     #: A past table's time (``as_of``, ISO 8601), which its leaderboard cursors name; None for the current one.
     as_of: str | None = None
     _row_of: dict[str, int] | None = None
@@ -79,7 +79,7 @@ class Table:
             self._key_rank = rank
         return self._key_rank
 
-    def derived(self, name: str, compute: Callable[[], Any]) -> Any:
+    def derived(self, name: Hashable, compute: Callable[[], Any]) -> Any:
         """``compute()``, once per table (readers in other threads may compute it too; the results agree)."""
         if name not in self.memo:
             self.memo[name] = compute()

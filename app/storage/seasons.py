@@ -9,7 +9,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
 from app.storage.sql import bulk_insert
-from app.storage.tables import Game, Season, SeasonStanding
+from app.storage.tables import Game, Ladder, Season, SeasonStanding
 
 #: The columns of a standings row, in the order :func:`add` takes them.
 STANDING = ("rank", "key", "name", "elo", "strength_se", "conservative", "provisional", "games", "wins", "draws")
@@ -129,3 +129,34 @@ def scrub(session: Session, ladder_id: int, keys: list[str], pseudonym: str) -> 
     their name goes."""
     query = update(SeasonStanding).where(SeasonStanding.ladder_id == ladder_id, SeasonStanding.key.in_(keys))
     session.execute(query.values(key=pseudonym, name=None))
+
+
+def due_ladders(session: Session, now: datetime) -> list[int]:
+    """The ids of the ladders whose next automatic close (``season_due``) has come by ``now``, in id order."""
+    query = select(Ladder.id).where(
+        Ladder.deleted_at.is_(None), Ladder.season_every.is_not(None), Ladder.season_due <= now
+    )
+    return list(session.scalars(query.order_by(Ladder.id)))
+
+
+def schedule(session: Session, ladder_id: int) -> tuple[str | None, float, datetime | None] | None:
+    """The ladder's (``season_every``, ``season_pull``, ``season_due``); None if it was deleted."""
+    row = session.execute(
+        select(Ladder.season_every, Ladder.season_pull, Ladder.season_due).where(
+            Ladder.id == ladder_id, Ladder.deleted_at.is_(None)
+        )
+    ).first()
+    return None if row is None else (row.season_every, row.season_pull, row.season_due)
+
+
+def set_due(session: Session, ladder_id: int, due: datetime) -> None:
+    """Move the ladder's next automatic close to ``due``."""
+    session.execute(update(Ladder).where(Ladder.id == ladder_id).values(season_due=due))
+
+
+def played_in(session: Session, ladder_id: int, start: datetime, end: datetime) -> bool:
+    """Whether a game that counts was played in [start, end)."""
+    query = select(Game.id).where(
+        Game.ladder_id == ladder_id, Game.voided_at.is_(None), Game.played_at >= start, Game.played_at < end
+    )
+    return session.scalar(query.limit(1)) is not None

@@ -39,7 +39,7 @@ from sqlalchemy.orm import Session
 from app import storage
 from app.core.config import Settings
 from app.core.db import Database
-from app.storage.tables import Webhook, WebhookDelivery
+from app.storage.webhooks import Webhook, WebhookDelivery
 from app.webhooks import messages, sending
 
 logger = logging.getLogger("melo")

@@ -11,7 +11,7 @@ from app import storage
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.ladder import LadderRow
 from app.core.schemas import Page, one_more
-from app.storage.tables import Webhook, WebhookDelivery
+from app.storage.webhooks import Webhook, WebhookDelivery
 from app.webhooks.addresses import Refused, resolve
 from app.webhooks.schemas import DeliveryOut, WebhookCreate, WebhookCreated, WebhookOut
 

@@ -47,7 +47,7 @@ def guard(
     rate: LearningRate | VarianceRule,
     k: int,
     select_k: list[int] | None = None,
-    l2: float = L2,
+    l2: float | None = L2,
     seed: int = 0,
     progress: Progress = None,
     times: Times = None,
