@@ -90,10 +90,6 @@ class LadderRow:
         the ladder's steps follow it.  The variance rule (mathematics §3b): a newcomer's variance η/√2, the noise
         per game, the drift while away (if the steps follow it), and the cyclic discs' share of a step."""
         if self.variance_rule:
-            if not self.eta > 0:
-                raise rating.RatingInputError(
-                    "eta", "must be > 0 under the variance rule (a newcomer's variance is η/√2); steps takes 0"
-                )
             noise = (self.noise / rating.ELO_PER_LOGIT) ** 2
             return rating.VarianceRule.from_eta(self.eta, noise, self.step_drift(), self.cycles)
         return rating.LearningRate(self.eta, self.eta_tau, self.step_drift())

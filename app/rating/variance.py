@@ -121,7 +121,11 @@ class VarianceRule:
     @classmethod
     def from_eta(cls, eta: float, noise: float, drift: float = 0.0, cycles: float = 0.0) -> VarianceRule:
         """The rule whose newcomer steps with η against an equally new opponent before any information:
-        u₀ = η / √2."""
+        u₀ = η / √2.  η must be > 0 (the step rule takes 0: ratings that stand still)."""
+        if not _number(eta, "eta") > 0:
+            raise RatingInputError(
+                "eta", f"must be > 0 under the variance rule (a newcomer's variance is η/√2), got {eta!r}"
+            )
         return cls(eta / MANIFOLD_NORM, noise, drift, cycles)
 
     def growth(self, away: ArrayLike, opponents: ArrayLike = 1.0) -> Array:
