@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from app.analysis.schemas import INTRANSITIVITY_SCALE
 from app.cli.main import main
 from app.core.config import Settings, get_settings
+from app.domain.refit_policy import FIRST_COMPARISONS, due_point
 from app.main import create_app
 
 DATA = Path(__file__).parent / "data"
@@ -105,7 +106,8 @@ def test_an_import_that_makes_an_auto_refit_due_chooses_the_rate_and_refits_befo
     tmp_path, monkeypatch, capsys
 ):
     """A ladder whose history arrives in one import is tuned when the import ends: the auto refit the policy then
-    asks for runs in the command, its rate choice first, as the server would have run it."""
+    asks for runs in the command, its rate choice first, as the server would have run it: on the log up to the
+    last count the policy would have refitted at had the games been posted one by one (7,436 of 7,999 games)."""
     url = f"sqlite:///{tmp_path / 'cli.db'}"
     monkeypatch.setenv("MELO_DATABASE_URL", url)
     get_settings.cache_clear()
@@ -124,9 +126,11 @@ def test_an_import_that_makes_an_auto_refit_due_chooses_the_rate_and_refits_befo
         get_settings.cache_clear()
     with TestClient(create_app(Settings(database_url=url))) as client:
         (job,) = client.get("/v1/ladders/chess/refits").json()["items"]
-        assert job["status"] in ("done", "rejected") and job["after_game"] == 7999 and job["params"]["auto"]
+        due = due_point(FIRST_COMPARISONS, 7999)
+        assert due == 7436 and job["status"] in ("done", "rejected") and job["params"]["auto"]
+        assert job["after_game"] == due
         rate = job["result"]["rate"]
-        assert rate["games"] == 7999 and len(rate["candidates"]) > 20
+        assert rate["games"] == due and len(rate["candidates"]) > 20
         ladder = client.get("/v1/ladders/chess").json()
         assert (ladder["rate_choice"] is not None) == bool(rate["applied"])
         assert client.get("/v1/ladders/chess/audit").json()["consistent"]

@@ -2,7 +2,7 @@
 
 When a ladder with ``auto_refit`` has at least :data:`~app.domain.refit_policy.FIRST_COMPARISONS`
 comparisons (pairs of sides: a two-sided game is one) and they have grown by
-:data:`~app.domain.refit_policy.GROWTH` since the last auto refit started (more after failures in a row:
+:data:`~app.domain.refit_policy.GROWTH` since the log the last auto refit read (more after failures in a row:
 :func:`~app.domain.refit_policy.policy`), the service starts an ``auto`` refit (k
 chosen among 0..k).  The job applies itself as a checkpoint only if it would
 have predicted the latest games better than the online ratings did
@@ -30,7 +30,7 @@ from app.analysis.schemas import RefitIn
 from app.core.db import Database
 from app.core.errors import TooManyRequests
 from app.core.ladder import LadderRow
-from app.domain.refit_policy import policy
+from app.domain.refit_policy import due_point, policy
 
 logger = logging.getLogger("melo")
 CHECK_EVERY = 100
@@ -90,13 +90,14 @@ def record_if_due(db: Database, ladder_id: int) -> int | None:
         due = _due(session, ladder_id)
         if due is None:
             return None
-        ladder, games, compared = due
+        ladder, games, due_at = due
         params = RefitIn(select_k=list(range(ladder.k + 1)), restarts=1, auto=True, tune_rate=ladder.auto_rate)
-        # The log as it is now, however long the job waits for its turn: what it fits, chooses and applies does not
-        # depend on how busy the server is.
+        # The job reads the log as it is now and keeps the start of it that reached ``due_at`` comparisons
+        # (``log_comparisons`` until it runs: :func:`app.analysis.refit_run.due_part`), so what it fits, chooses
+        # and applies depends on the log alone, not on how busy the server was when the policy looked.
         upto = storage.as_of.last_game(session, ladder_id)
         try:
-            job = refit_jobs.start_refit(session, ladder, params, log_games=games, log_comparisons=compared, upto=upto)
+            job = refit_jobs.start_refit(session, ladder, params, log_games=games, log_comparisons=due_at, upto=upto)
             job_id = job.id
         except TooManyRequests:  # the queue is full: the policy asks again as the log grows
             return None
@@ -104,7 +105,7 @@ def record_if_due(db: Database, ladder_id: int) -> int | None:
 
 
 def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int, int] | None:
-    """(the ladder, its games, their comparisons) if an auto refit is due, else None."""
+    """(the ladder, its games, the comparisons at which the refit was due) if an auto refit is due, else None."""
     ladder = storage.ladders.by_id(session, ladder_id)
     if ladder is None or not ladder.auto_refit:
         return None
@@ -114,4 +115,4 @@ def _due(session: Session, ladder_id: int) -> tuple[LadderRow, int, int] | None:
     running = last if last is not None and last.status in ("queued", "running") else None
     if running is not None and datetime.now(UTC) - running.updated_at <= refit_jobs.STALE:
         return None
-    return (ladder, games, compared) if compared >= next_at else None
+    return (ladder, games, due_point(next_at, compared)) if compared >= next_at else None

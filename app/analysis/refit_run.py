@@ -56,10 +56,16 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         # An auto refit's log ends where it did when the refit was due (``after_game_id``, set when it was queued).
         upto = job.after_game_id if params.auto and job.after_game_id is not None else storage.log.END
         state = storage.log.read(session, ladder, from_start=True, upto=upto)  # every game up to state.last_game_id
+        if params.auto and (cut := due_part(state, job.log_comparisons)) is not None:
+            upto = cut
+            state = storage.log.read(session, ladder, from_start=True, upto=upto)
         recent = storage.log.read(session, ladder, upto=upto) if params.auto else None  # from the latest checkpoint
         # The seasons that closed by its last game (those after it are pulled again by the replay from it).
         pulls = [(b, p) for b, p in storage.seasons.pulls(session, ladder.id) if b <= state.last_game_id]
-    if not _advance(db, ladder_id, refit_id, "queued", status="running", after_game_id=state.last_game_id):
+    read = {"after_game_id": state.last_game_id}
+    if params.auto:  # what the policy measures the next one from: the comparisons of the log this one read
+        read |= {"log_games": state.log.n_games, "log_comparisons": int(state.log.pair_ptr[-1])}
+    if not _advance(db, ladder_id, refit_id, "queued", status="running", **read):
         return  # cancelled while it was queued
     last_write = [0.0]
 
@@ -184,6 +190,18 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
             logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
     _advance(db, ladder_id, refit_id, "running", **finished)
+
+
+def due_part(state: LadderLog, due_at: int | None) -> int | None:
+    """The last game of the shortest start of the log ``state`` with ``due_at`` comparisons (pairs of sides), where
+    that is not the whole of it: what an auto refit due at ``due_at`` reads (:mod:`app.analysis.auto`).  The policy
+    looks some games after that point, later when the server is busy or a refit was still running; from the
+    log's own count the refits, their rate choices and so the ratings a ladder ends with do not depend on when it
+    looked (a job queued before the policy recorded its due point reads what it had)."""
+    compared = state.log.pair_ptr[1:]  # the comparisons up to each game
+    if due_at is None or not len(compared) or compared[-1] <= due_at:
+        return None
+    return int(state.game_ids[int(np.searchsorted(compared, due_at))])
 
 
 def _kept(state: LadderLog, pulls: list[tuple[int, float]], m: int) -> tuple[rating.GameLog, np.ndarray]:

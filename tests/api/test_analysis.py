@@ -18,6 +18,7 @@ from app.analysis import auto, refit_jobs, refit_run
 from app.analysis.refit_rate import live_check
 from app.analysis.schemas import INTRANSITIVITY_SCALE, RefitIn
 from app.core.db import Database
+from app.domain.refit_policy import due_point, policy
 from app.main import create_app
 from app.rating.intransitivity import hodge_norms
 from app.storage.tables import Ladder, Refit
@@ -377,10 +378,11 @@ def test_a_ladder_without_auto_refit_spends_no_check_and_is_checked_once_it_has_
     assert started["params"]["auto"]
 
 
-def test_an_auto_refit_fits_the_log_as_it_was_when_it_was_due_however_long_it_waits(client, settings):
-    """The auto refit's last game is the log's when the policy found it due, set as it is queued: games posted
-    while it waits for its turn are not in what it fits, chooses and applies (they are replayed on top), so what a
-    ladder ends with does not depend on how busy its server was."""
+def test_an_auto_refit_fits_the_log_up_to_the_game_that_made_it_due_however_late_it_is_found(client, settings):
+    """The policy looks after a batch of 1,100 games (the refit was due at the 1,000th comparison) and the job waits
+    while more games arrive: it fits, chooses and applies the log up to the 1,000th game (those after it are
+    replayed on top), and the next is due at 1,200 comparisons of the log, not 1,320 of what the policy saw, so
+    what a ladder ends with does not depend on when its server got round to looking."""
     auto._posted.clear()
     key = make_ladder(client, auto_refit=False)
     h = bearer(key)
@@ -393,21 +395,36 @@ def test_an_auto_refit_fits_the_log_as_it_was_when_it_was_due_however_long_it_wa
         with db.writing() as session:  # as the policy's check queues it, not yet run
             due = auto._due(session, storage.ladders.by_slug(session, "test").id)
             assert due is not None
-            ladder, n_games, compared = due
+            ladder, n_games, due_at = due
+            assert due_at == 1_000
             params = RefitIn(select_k=[0, 1], restarts=1, auto=True, tune_rate=True)
             upto = storage.as_of.last_game(session, ladder.id)
-            job = refit_jobs.start_refit(session, ladder, params, n_games, compared, upto=upto)
+            job = refit_jobs.start_refit(session, ladder, params, n_games, due_at, upto=upto)
             job_id = job.id
         queued = client.get(f"/v1/ladders/test/refits/{job_id}").json()
         assert queued["status"] == "queued" and queued["after_game"] == 1_100
         # Games arrive while it waits; then it runs.
         assert client.post("/v1/ladders/test/games/batch", json={"games": games[1_100:]}, headers=h).status_code == 201
         refit_run.run_refit(db, ladder.id, job_id)
+        with db.reading() as session:
+            assert policy(session, ladder.id)[2] == 1_200
     finally:
         db.dispose()
     ran = client.get(f"/v1/ladders/test/refits/{job_id}").json()
-    assert ran["status"] in ("done", "rejected") and ran["after_game"] == 1_100 and ran["result"]["games"] == 1_100
+    assert ran["status"] in ("done", "rejected") and ran["after_game"] == 1_000 and ran["result"]["games"] == 1_000
     assert client.get("/v1/ladders/test/audit").json()["consistent"]
+
+
+def test_an_auto_refit_found_late_reads_up_to_the_last_due_count_its_log_passed():
+    """Each due count is 20% above the last (rounded up); a log that passed several reads to the last of them."""
+    assert [due_point(1_000, n) for n in (1_000, 1_199, 1_200, 1_439, 1_440, 100_000)] == [
+        1_000,
+        1_000,
+        1_200,
+        1_200,
+        1_440,
+        95_501,
+    ]
 
 
 def test_auto_refit_is_off_when_the_ladder_says_so(client):
