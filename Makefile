@@ -20,8 +20,7 @@ lint: $(VENV)/.installed
 	$(PY) -m ruff format --check app devtools tests bench migrations clients
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m mypy --strict clients/python/src
-	$(PY) -m mypy app/core app/domain app/events app/challenges app/webhooks app/predictions app/seasons app/backups \
-		app/ladders app/http app/players app/games app/analysis app/cli app/web app/main.py
+	$(PY) -m mypy app
 
 # The API tests run against SQLite and a throwaway PostgreSQL server, the browser tests in Debian's headless
 # Chromium (both installed from the distribution if missing).
@@ -49,28 +48,28 @@ bench: $(VENV)/.installed
 	$(PY) -m pip install --quiet -e '.[test,bench]'
 	scripts/ensure-postgres.sh
 	command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk >/dev/null; }
-	$(PY) bench/bench_rating.py
-	$(PY) bench/bench_api.py
-	$(PY) bench/bench_scale.py
-	$(PY) bench/bench_mixed.py
-	$(PY) bench/bench_heavy_ladder.py
-	$(PY) bench/bench_apply.py
-	$(PY) bench/bench_import.py
-	$(PY) bench/bench_void.py
-	$(PY) bench/bench_export.py
-	$(PY) bench/bench_select_k.py
-	$(PY) bench/bench_teams.py
-	$(PY) bench/bench_batch.py
-	$(PY) bench/bench_client.py
-	$(PY) bench/bench_events.py
-	$(PY) bench/bench_catch_up.py
+	$(PY) -m bench.bench_rating
+	$(PY) -m bench.bench_api
+	$(PY) -m bench.bench_scale
+	$(PY) -m bench.bench_mixed
+	$(PY) -m bench.bench_heavy_ladder
+	$(PY) -m bench.bench_apply
+	$(PY) -m bench.bench_import
+	$(PY) -m bench.bench_void
+	$(PY) -m bench.bench_export
+	$(PY) -m bench.bench_select_k
+	$(PY) -m bench.bench_teams
+	$(PY) -m bench.bench_batch
+	$(PY) -m bench.bench_client
+	$(PY) -m bench.bench_events
+	$(PY) -m bench.bench_catch_up
 	scripts/ensure-patroni.sh
-	$(PY) bench/bench_failover.py
+	$(PY) -m bench.bench_failover
 	scripts/ensure-chromium.sh
-	$(PY) bench/bench_pages.py
-	$(PY) bench/bench_refit_memory.py
-	$(PY) bench/bench_refit.py
-	$(PY) bench/quality.py
+	$(PY) -m bench.bench_pages
+	$(PY) -m bench.bench_refit_memory
+	$(PY) -m bench.bench_refit
+	$(PY) -m bench.quality
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

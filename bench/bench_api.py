@@ -1,6 +1,6 @@
 """HTTP throughput and latency of a real server, measured with wrk from a separate process.
 
-    python bench/bench_api.py [--db sqlite postgresql] [--workers 1 2] [--players 10000] [--seconds 10]
+    python -m bench.bench_api [--db sqlite postgresql] [--workers 1 2] [--players 10000] [--seconds 10]
                               [--no-auto-refit]
 
 For each database and each number of workers (``--workers`` applies to
@@ -42,18 +42,17 @@ import httpx
 import numpy as np
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
+from app.games.apply import import_games
+from app.games.schemas import GameIn
+from app.ladders.schemas import LadderCreate
+from app.ladders.service import create_ladder
+from devtools.postgres import PostgresServer
 
-from app.core.config import Settings  # noqa: E402
-from app.core.db import Database  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from app.domain.access import ladder_for_read  # noqa: E402
-from app.games.apply import import_games  # noqa: E402
-from app.games.schemas import GameIn  # noqa: E402
-from app.ladders.schemas import LadderCreate  # noqa: E402
-from app.ladders.service import create_ladder  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = Path(__file__).parent / "results"
 LUA = Path(__file__).parent / "api.lua"

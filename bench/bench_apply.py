@@ -1,8 +1,8 @@
 """Game posts while a refit is applied, or while an admin changes the ladder: does either stall the writer?
 
-    python bench/bench_apply.py [--db sqlite postgresql] [--players 10000] [--games 100000] [--seconds 8]
+    python -m bench.bench_apply [--db sqlite postgresql] [--players 10000] [--games 100000] [--seconds 8]
                                 [--eta 4.0]
-    python bench/bench_apply.py --scenario admin [--db sqlite postgresql] [--players 300000] [--games 600000]
+    python -m bench.bench_apply --scenario admin [--db sqlite postgresql] [--players 300000] [--games 600000]
                                 [--window 3] [--connections 16] [--baseline-windows 5] [--eta ETA]
 
 For each database: a fresh ladder of ``--players`` players and ``--games``

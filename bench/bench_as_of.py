@@ -1,6 +1,6 @@
 """Standings as of a date on a large ladder: what ``?as_of=`` costs beside today's table.
 
-    python bench/bench_as_of.py [--games 1000000] [--players 100000] [--db sqlite postgresql]
+    python -m bench.bench_as_of [--games 1000000] [--players 100000] [--db sqlite postgresql]
 
 For each database: a fresh ladder (k = 1, auto refit off) of ``--games`` two-player games among ``--players``
 players through the bulk import, one every minute of played time, then one uvicorn worker on loopback:
@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -31,20 +30,17 @@ import httpx
 import numpy as np
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.core.config import Settings  # noqa: E402
-from app.core.db import Database  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from app.domain.access import ladder_for_read  # noqa: E402
-from app.games.apply import import_games  # noqa: E402
-from app.games.schemas import GameIn  # noqa: E402
-from app.ladders.schemas import LadderCreate  # noqa: E402
-from app.ladders.service import create_ladder  # noqa: E402
-from bench.bench_api import Server  # noqa: E402
-from bench.bench_million import Probe  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
+from app.games.apply import import_games
+from app.games.schemas import GameIn
+from app.ladders.schemas import LadderCreate
+from app.ladders.service import create_ladder
+from bench.bench_api import Server
+from bench.bench_million import Probe
+from devtools.postgres import PostgresServer
 
 RESULTS = Path(__file__).parent / "results"
 CHUNK = 200_000

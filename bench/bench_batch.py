@@ -1,6 +1,6 @@
 """How long the largest batch a client may send holds the writer, against small games in the same run.
 
-    python bench/bench_batch.py
+    python -m bench.bench_batch
 
 A batch is one transaction that every other post waits for, so the API bounds
 it by games (``MELO_MAX_BATCH_GAMES``) and by player appearances
@@ -16,23 +16,19 @@ from __future__ import annotations
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.core.config import Settings  # noqa: E402
-from app.core.db import Database  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from app.domain.access import Caller  # noqa: E402
-from app.games.intake import Post  # noqa: E402
-from app.games.posts import apply_posts  # noqa: E402
-from app.games.schemas import GameIn  # noqa: E402
-from app.ladders.schemas import LadderCreate  # noqa: E402
-from app.ladders.service import create_ladder  # noqa: E402
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import Caller
+from app.games.intake import Post
+from app.games.posts import apply_posts
+from app.games.schemas import GameIn
+from app.ladders.schemas import LadderCreate
+from app.ladders.service import create_ladder
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -1,6 +1,6 @@
 """Liveness under a hostile burst: ``/healthz`` probed while hundreds of anonymous requests arrive at once.
 
-    python bench/bench_burst.py [--players 1000] [--burst 400] [--rounds 5]
+    python -m bench.bench_burst [--players 1000] [--burst 400] [--rounds 5]
 
 One uvicorn worker on SQLite, a public ladder of ``--players`` players (k = 1,
 two games each).  A probe process asks ``GET /healthz`` every 10 ms over one
@@ -32,17 +32,13 @@ import multiprocessing
 import os
 import platform
 import random
-import sys
 import tempfile
 import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_api import Server, seed_ladder, wrk  # noqa: E402
-from devtools.burst import Probe, at_once, request  # noqa: E402
+from bench.bench_api import Server, seed_ladder, wrk
+from devtools.burst import Probe, at_once, request
 
 RESULTS = Path(__file__).parent / "results"
 #: The target: no probe waits longer than this while a burst is answered.

@@ -1,6 +1,6 @@
 """The health check while listeners ask to catch up on a long log and never read (a hostile tester's attack).
 
-    python bench/bench_catch_up.py [--listeners 100] [--games 30000] [--seconds 15]
+    python -m bench.bench_catch_up [--listeners 100] [--games 30000] [--seconds 15]
 
 One uvicorn worker over SQLite, a ladder whose log holds ``--games`` game
 events (posted in batches, so each is an event), on loopback.  While 50 games
@@ -27,7 +27,6 @@ import json
 import multiprocessing
 import os
 import platform
-import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
@@ -36,12 +35,9 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.core.config import Settings  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from bench.bench_api import Server  # noqa: E402
+from app.core.config import Settings
+from app.core.migrate import upgrade
+from bench.bench_api import Server
 
 RESULTS = Path(__file__).parent / "results"
 TARGET_MS = 100.0

@@ -1,6 +1,6 @@
 """What melo-client costs over plain httpx, against the same server in the same run.
 
-    python bench/bench_client.py [--games 10000]
+    python -m bench.bench_client [--games 10000]
 
 A 1,000-player ladder (SQLite, one uvicorn worker, auto refit off) receives
 games posted one by one over one keep-alive connection, alternately by plain
@@ -19,20 +19,15 @@ import argparse
 import json
 import os
 import platform
-import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
 
 import httpx
+from melo_client import Melo, game
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from melo_client import Melo, game  # noqa: E402
-
-from bench.bench_api import Server, seed_ladder  # noqa: E402
+from bench.bench_api import Server, seed_ladder
 
 RESULTS = Path(__file__).parent / "results"
 ROUND = 1_000

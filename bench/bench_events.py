@@ -1,6 +1,6 @@
 """The event stream under load: 50 listeners while games are posted, against posts with nobody listening.
 
-    python bench/bench_events.py [--listeners 50] [--rate 500] [--seconds 10] [--players 1000]
+    python -m bench.bench_events [--listeners 50] [--rate 500] [--seconds 10] [--players 1000]
 
 One uvicorn worker over SQLite and a ladder of ``--players`` players (k = 1,
 two games each through the bulk import), on loopback; wrk posts two-player
@@ -28,7 +28,6 @@ import os
 import platform
 import re
 import shutil
-import sys
 import tempfile
 import time
 from datetime import datetime
@@ -37,10 +36,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk  # noqa: E402
+from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk
 
 RESULTS = Path(__file__).parent / "results"
 TARGETS = {"posts_kept": 0.90, "max_delay_s": 2.0}

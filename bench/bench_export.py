@@ -1,6 +1,6 @@
 """Export and restore throughput and peak memory on SQLite, against baselines measured in the same run.
 
-    python bench/bench_export.py [--games 100000 1000000] [--players 10000]
+    python -m bench.bench_export [--games 100000 1000000] [--players 10000]
 
 For each size, imports that many random two-player games over ``--players``
 players into a fresh SQLite ladder (``melo import``, the baseline for the
@@ -34,11 +34,10 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.bench_api import Server
+from bench.bench_import import write_games
 
-from bench.bench_api import Server  # noqa: E402
-from bench.bench_import import write_games  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = Path(__file__).parent / "results"
 MELO = [sys.executable, "-m", "app.cli"]

@@ -1,7 +1,7 @@
 """PostgreSQL high availability with Patroni (issue 49): what a failover costs the service, and what synchronous
 replication costs and buys.
 
-    nice python bench/bench_failover.py [--workers 2] [--seconds 8] [--rounds 2] [--lag 2] [--no-defaults]
+    nice python -m bench.bench_failover [--workers 2] [--seconds 8] [--rounds 2] [--lag 2] [--no-defaults]
 
 The cluster of docs/scaling.md and tests/test_failover.py (devtools/patroni.py): a one-member etcd, Patroni with two
 PostgreSQL 15 servers (fsync on) and HAProxy by Patroni's REST API, on this machine; the service (``--workers``
@@ -35,14 +35,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.core.config import Settings  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from devtools.game_load import Load  # noqa: E402
-from devtools.patroni import DEFAULTS, TIGHT, Cluster, missing  # noqa: E402
-from devtools.server import ADMIN_KEY, live_server  # noqa: E402
+from app.core.config import Settings
+from app.core.migrate import upgrade
+from devtools.game_load import Load
+from devtools.patroni import DEFAULTS, TIGHT, Cluster, missing
+from devtools.server import ADMIN_KEY, live_server
 
 RESULTS = Path(__file__).parent / "results"
 LADDERS = [f"b{n}" for n in range(8)]

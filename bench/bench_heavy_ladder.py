@@ -1,6 +1,6 @@
 """One ladder's heavy reads beside another ladder's light traffic: does the light ladder notice?
 
-    python bench/bench_heavy_ladder.py [--db sqlite postgresql] [--singles 30000] [--free-for-alls 400]
+    python -m bench.bench_heavy_ladder [--db sqlite postgresql] [--singles 30000] [--free-for-alls 400]
 
 For each database: a fresh database, one uvicorn worker on loopback, a ladder where one player ("hub") played
 ``--singles`` singles and ``--free-for-alls`` free-for-alls of 64 sides of 32 players (devtools/hub.py), and a
@@ -18,7 +18,6 @@ import argparse
 import json
 import multiprocessing
 import platform
-import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -27,13 +26,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.core.migrate import upgrade  # noqa: E402
-from devtools.hub import PROBES, hub_ladder, light_ladder, probe  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
-from devtools.server import live_server  # noqa: E402
+from app.core.migrate import upgrade
+from devtools.hub import PROBES, hub_ladder, light_ladder, probe
+from devtools.postgres import PostgresServer
+from devtools.server import live_server
 
 RESULTS = Path(__file__).parent / "results"
 HEAVY = (

@@ -1,6 +1,6 @@
 """`melo import` throughput into SQLite, end to end, against two baselines measured in the same run.
 
-    python bench/bench_import.py [--games 1000000] [--players 10000] [--per-game 3000]
+    python -m bench.bench_import [--games 1000000] [--players 10000] [--per-game 3000]
 
 Writes ``--games`` random two-player games over ``--players`` players as the
 API's JSON lines, then times, each in a fresh SQLite database:
@@ -32,16 +32,15 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import Caller
+from app.games.intake import Post
+from app.games.posts import apply_posts
+from app.games.schemas import GameIn
 
-from app.core.config import Settings  # noqa: E402
-from app.core.db import Database  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from app.domain.access import Caller  # noqa: E402
-from app.games.intake import Post  # noqa: E402
-from app.games.posts import apply_posts  # noqa: E402
-from app.games.schemas import GameIn  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = Path(__file__).parent / "results"
 MELO = [sys.executable, "-m", "app.cli"]

@@ -1,6 +1,6 @@
 """A ladder of a million players beside one of ten thousand: what every request and job costs at that size.
 
-    python bench/bench_million.py [--players 10000 1000000] [--db sqlite postgresql] [--seconds 5]
+    python -m bench.bench_million [--players 10000 1000000] [--db sqlite postgresql] [--seconds 5]
 
 For each database and size: a fresh database, a ladder with the defaults
 (k = 1, auto refit on) and two games per player through the bulk import (one
@@ -44,20 +44,17 @@ import httpx
 import numpy as np
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.core.config import Settings  # noqa: E402
-from app.core.db import Database  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from app.domain.access import ladder_for_read  # noqa: E402
-from app.games.apply import import_games  # noqa: E402
-from app.games.schemas import GameIn  # noqa: E402
-from app.ladders.schemas import LadderCreate  # noqa: E402
-from app.ladders.service import create_ladder  # noqa: E402
-from bench.bench_api import Server, wrk  # noqa: E402
-from bench.bench_mixed import resident_mb  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
+from app.games.apply import import_games
+from app.games.schemas import GameIn
+from app.ladders.schemas import LadderCreate
+from app.ladders.service import create_ladder
+from bench.bench_api import Server, wrk
+from bench.bench_mixed import resident_mb
+from devtools.postgres import PostgresServer
 
 RESULTS = Path(__file__).parent / "results"
 CHUNK = 200_000

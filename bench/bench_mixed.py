@@ -1,6 +1,6 @@
 """Reads while games stream in: each read alone and under 16 connections posting games, at two ladder sizes.
 
-    python bench/bench_mixed.py [--db sqlite postgresql] [--players 10000 100000] [--seconds 10]
+    python -m bench.bench_mixed [--db sqlite postgresql] [--players 10000 100000] [--seconds 10]
 
 For each database and ladder size: a fresh database and a ladder of
 ``--players`` players (k = 1, two games each through the bulk import, no auto
@@ -28,7 +28,6 @@ import json
 import os
 import platform
 import shutil
-import sys
 import tempfile
 import threading
 import time
@@ -37,11 +36,8 @@ from pathlib import Path
 import httpx
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
+from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk
+from devtools.postgres import PostgresServer
 
 RESULTS = Path(__file__).parent / "results"
 #: The issue's targets: fractions of each request's throughput alone, the leaderboard's p99 under writes, the

@@ -1,6 +1,6 @@
 """Moments on a large ladder: what a read of ``GET …/moments`` costs, computed from the log on read.
 
-    python bench/bench_moments.py [--games 100000] [--players 1000] [--db sqlite postgresql]
+    python -m bench.bench_moments [--games 100000] [--players 1000] [--db sqlite postgresql]
 
 For each database: a fresh ladder (k = 1, auto refit off) of ``--games`` two-player games among ``--players``
 players of latent strengths (the stronger wins as a logistic model says), one every 10 minutes of played time,
@@ -22,7 +22,6 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -30,18 +29,15 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.core.config import Settings  # noqa: E402
-from app.core.db import Database  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from app.domain.access import ladder_for_read  # noqa: E402
-from app.games.apply import import_games  # noqa: E402
-from app.games.schemas import GameIn  # noqa: E402
-from app.ladders.schemas import LadderCreate  # noqa: E402
-from app.ladders.service import create_ladder  # noqa: E402
-from app.players.moment_feed import feed  # noqa: E402
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
+from app.games.apply import import_games
+from app.games.schemas import GameIn
+from app.ladders.schemas import LadderCreate
+from app.ladders.service import create_ladder
+from app.players.moment_feed import feed
 
 RESULTS = Path(__file__).parent / "results"
 CHUNK = 50_000

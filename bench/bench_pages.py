@@ -1,6 +1,6 @@
 """How fast the front-end's pages first render on a large ladder in Chromium, against a static page.
 
-    python bench/bench_pages.py [--players 1000] [--games 50000] [--runs 9]
+    python -m bench.bench_pages [--players 1000] [--games 50000] [--runs 9]
 
 Builds a SQLite ladder of ``--players`` players and ``--games`` games (four in five singles, the rest doubles,
 winners drawn from hidden strengths, dates spread over a year) through the bulk import, serves it with uvicorn
@@ -30,7 +30,6 @@ import os
 import platform
 import random
 import statistics
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -38,19 +37,18 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
+from app.games.apply import import_games
+from app.games.schemas import GameIn
+from app.ladders.schemas import LadderCreate
+from app.ladders.service import create_ladder
+from bench.bench_api import Server
+from devtools.browser import CHROMIUM, CHROMIUM_ARGS
 
-from app.core.config import Settings  # noqa: E402
-from app.core.db import Database  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from app.domain.access import ladder_for_read  # noqa: E402
-from app.games.apply import import_games  # noqa: E402
-from app.games.schemas import GameIn  # noqa: E402
-from app.ladders.schemas import LadderCreate  # noqa: E402
-from app.ladders.service import create_ladder  # noqa: E402
-from bench.bench_api import Server  # noqa: E402
-from devtools.browser import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = Path(__file__).parent / "results"
 STATIC = ROOT / "app" / "web" / "static"

@@ -1,7 +1,7 @@
 """Throughput through PgBouncer in transaction mode against the same server reached directly, and of two hosts
 behind HAProxy against each alone (issue 25, parts 1 and 4).
 
-    python bench/bench_pooler.py [--workers 2] [--players 10000] [--seconds 10] [--rounds 2]
+    python -m bench.bench_pooler [--workers 2] [--players 10000] [--seconds 10] [--rounds 2]
 
 One PostgreSQL server (fsync on) and Debian's PgBouncer in front of it, set as
 docs/operations.md says.  For each route, direct and through the pooler (in
@@ -27,7 +27,6 @@ import os
 import platform
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -35,13 +34,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_api import Server, free_port, seed_ladder, trivial_baseline, wrk  # noqa: E402
-from devtools.haproxy import HAPROXY  # noqa: E402
-from devtools.pgbouncer import PgBouncer  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
+from bench.bench_api import Server, free_port, seed_ladder, trivial_baseline, wrk
+from devtools.haproxy import HAPROXY
+from devtools.pgbouncer import PgBouncer
+from devtools.postgres import PostgresServer
 
 RESULTS = Path(__file__).parent / "results"
 TARGET = 0.90

@@ -1,6 +1,6 @@
 """Replay throughput of the rating core against a plain one-game-at-a-time loop.
 
-    python bench/bench_rating.py [--games 1000000] [--players 10000] [--baseline-games 20000]
+    python -m bench.bench_rating [--games 1000000] [--players 10000] [--baseline-games 20000]
 
 Replays two-player games (random pairs, wins/draws/losses, a small seat
 advantage) with :func:`app.rating.replay` at k = 1, 2, 3, and measures in the

@@ -1,6 +1,6 @@
 """Offline refit and Elo baseline speed (mathematics §9, §11), against references measured in the same run.
 
-    python bench/bench_refit.py [--quick]
+    python -m bench.bench_refit [--quick]
 
 1. Refit: games sampled from a known rank-2k advantage matrix (c_i ~ N(0, I)),
    100k and 1M games over 1k and 10k players, k = 1 and 2.  One L-BFGS fit on
@@ -19,22 +19,18 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from scipy.special import expit, log_expit
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.rating import GameLog  # noqa: E402
-from app.rating.elo import fit_elo, pair_counts  # noqa: E402
-from app.rating.model import omega_apply, rowdot  # noqa: E402
-from app.rating.refit.fit import fit  # noqa: E402
-from app.rating.refit.metrics import evaluate  # noqa: E402
-from app.rating.refit.split import split_games  # noqa: E402
+from app.rating import GameLog
+from app.rating.elo import fit_elo, pair_counts
+from app.rating.model import omega_apply, rowdot
+from app.rating.refit.fit import fit
+from app.rating.refit.metrics import evaluate
+from app.rating.refit.split import split_games
 
 RESULTS = Path(__file__).parent / "results"
 TARGET_SECONDS = 60.0  # 1M games, 10k players, k = 2

@@ -1,6 +1,6 @@
 """Peak memory of a refit of many-player team games, each stage in a process of its own.
 
-    python bench/bench_refit_memory.py [--games 22]
+    python -m bench.bench_refit_memory [--games 22]
 
 Twenty-two free-for-all games of 64 teams of 32 players (2,048 players each,
 drawn from 3,000): two million member pairs per game.  Measures the peak

@@ -1,6 +1,6 @@
 """Reads on a streaming replica: the leaderboard while games stream in, with and without ``MELO_READ_DATABASE_URL``.
 
-    python bench/bench_replica.py [--players 10000] [--seconds 10]
+    python -m bench.bench_replica [--players 10000] [--seconds 10]
 
 A PostgreSQL primary (durable commits) and a hot standby of it made by
 ``pg_basebackup -R``, both on this machine; a ladder of ``--players`` players
@@ -25,20 +25,16 @@ import json
 import os
 import platform
 import shutil
-import sys
 import time
 from pathlib import Path
 
 import httpx
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk  # noqa: E402
-from bench.bench_mixed import together  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
-from devtools.replica import standby  # noqa: E402
+from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk
+from bench.bench_mixed import together
+from devtools.postgres import PostgresServer
+from devtools.replica import standby
 
 RESULTS = Path(__file__).parent / "results"
 TARGETS = {"primary_reads_drop": 0.90, "posts_kept": 0.80}

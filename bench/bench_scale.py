@@ -1,6 +1,6 @@
 """Game posts as ladders, workers and cores are added: one ladder against the same posts spread over 16.
 
-    python bench/bench_scale.py [--db sqlite postgresql] [--workers 1 2 ...] [--seconds 5] [--connections 128]
+    python -m bench.bench_scale [--db sqlite postgresql] [--workers 1 2 ...] [--seconds 5] [--connections 128]
 
 For each database and each number of uvicorn workers W (default: 1, 2, 4, …
 up to the cores present), in one run on loopback, with wrk in another process:
@@ -25,17 +25,13 @@ import json
 import os
 import platform
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
 import psycopg
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from bench.bench_api import Server, seed_ladder, wrk  # noqa: E402
-from devtools.postgres import PostgresServer  # noqa: E402
+from bench.bench_api import Server, seed_ladder, wrk
+from devtools.postgres import PostgresServer
 
 RESULTS = Path(__file__).parent / "results"
 LADDERS, ONE_PLAYERS, EACH_PLAYERS = 16, 10_000, 2_000

@@ -1,6 +1,6 @@
 """Choosing k by cross-validation: the refit's choice against every fixed k, on synthetic matrices.
 
-    python bench/bench_select_k.py [--players 40] [--games-per-pair 10] [--seeds 3] [--folds 10]
+    python -m bench.bench_select_k [--players 40] [--games-per-pair 10] [--seeds 3] [--folds 10]
 
 Each matrix is a known set of rating vectors; half of all pairs of players are
 observed (``--games-per-pair`` games each, drawn from the true probabilities).
@@ -27,19 +27,15 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.rating import Game, GameLog, pair_probability  # noqa: E402
-from app.rating.elo import fit_elo, pair_counts  # noqa: E402
-from app.rating.refit.pipeline import RefitOptions, refit  # noqa: E402
-from app.rating.refit.selection import FOLDS  # noqa: E402
+from app.rating import Game, GameLog, pair_probability
+from app.rating.elo import fit_elo, pair_counts
+from app.rating.refit.pipeline import RefitOptions, refit
+from app.rating.refit.selection import FOLDS
 
 RESULTS = Path(__file__).parent / "results"
 CHOICES = [0, 1, 2, 3]

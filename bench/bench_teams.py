@@ -1,6 +1,6 @@
 """How long fair teams take to find, against scoring one match, measured in the same run.
 
-    python bench/bench_teams.py [--repeat 20]
+    python -m bench.bench_teams [--repeat 20]
 
 Random players (k = 2) split by :func:`app.rating.teams.fair_split`: every
 split scored up to 12 players, a local search beyond.  The baseline is one
@@ -15,17 +15,13 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.rating import Game, predict_match  # noqa: E402
-from app.rating.teams import count_splits, fair_split, team_sizes  # noqa: E402
+from app.rating import Game, predict_match
+from app.rating.teams import count_splits, fair_split, team_sizes
 
 RESULTS = Path(__file__).parent / "results"
 CASES = [(4, 2), (10, 2), (12, 2), (12, 3), (12, 4), (16, 2), (24, 4)]

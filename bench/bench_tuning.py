@@ -1,6 +1,6 @@
 """The cost of choosing a ladder's learning rate against the cost of its auto refit, on large synthetic logs.
 
-    python bench/bench_tuning.py [--players 10000] [--games 100000 1000000] [--skip-seats]
+    python -m bench.bench_tuning [--players 10000] [--games 100000 1000000] [--skip-seats]
 
 For each log size, a log of two-player games between ``--players`` players of
 fixed Elo strengths, with no seats and with a white/black seat on every game
@@ -26,21 +26,17 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 from scipy.special import expit
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.ladders.schemas import DEFAULT_SEAT_PRIOR, RULE_LIMITS  # noqa: E402
-from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, Seats, initial_vectors, prior_precision  # noqa: E402
-from app.rating.prequential import prequential_losses  # noqa: E402
-from app.rating.refit.pipeline import RefitOptions, refit  # noqa: E402
-from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate  # noqa: E402
+from app.ladders.schemas import DEFAULT_SEAT_PRIOR, RULE_LIMITS
+from app.rating import ELO_PER_LOGIT, GameLog, LearningRate, Seats, initial_vectors, prior_precision
+from app.rating.prequential import prequential_losses
+from app.rating.refit.pipeline import RefitOptions, refit
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
 
 RESULTS = Path(__file__).parent / "results"
 DEFAULT = LearningRate(0.7, 3.0, 100 / ELO_PER_LOGIT)

@@ -1,6 +1,6 @@
 """How long voiding a game takes on a large ladder, against a bare replay of the same log in the same run.
 
-    python bench/bench_void.py [--games 1000000] [--players 10000]
+    python -m bench.bench_void [--games 1000000] [--players 10000]
 
 Imports ``--games`` random two-player games over ``--players`` players into a
 fresh SQLite ladder (k = 1, the service's import path), then voids, through
@@ -19,25 +19,21 @@ import json
 import os
 import platform
 import sqlite3
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app import rating, storage  # noqa: E402
-from app.core.config import Settings  # noqa: E402
-from app.core.db import Database  # noqa: E402
-from app.core.migrate import upgrade  # noqa: E402
-from app.domain.access import ladder_for_read  # noqa: E402
-from app.games.apply import import_games  # noqa: E402
-from app.games.schemas import GameIn  # noqa: E402
-from app.games.voiding import void_game  # noqa: E402
-from app.ladders.schemas import LadderCreate  # noqa: E402
-from app.ladders.service import audit, create_ladder  # noqa: E402
-from bench.bench_import import write_games  # noqa: E402
+from app import rating, storage
+from app.core.config import Settings
+from app.core.db import Database
+from app.core.migrate import upgrade
+from app.domain.access import ladder_for_read
+from app.games.apply import import_games
+from app.games.schemas import GameIn
+from app.games.voiding import void_game
+from app.ladders.schemas import LadderCreate
+from app.ladders.service import audit, create_ladder
+from bench.bench_import import write_games
 
 RESULTS = Path(__file__).parent / "results"
 

@@ -1,6 +1,6 @@
 """Prequential rating quality: predict each game, then learn from it.
 
-    python bench/quality.py
+    python -m bench.quality
 
 Streams, in time order: the computer-chess games, both football seasons and
 the multiplayer team tournament of tests/data (teams and multiplayer games
@@ -35,7 +35,6 @@ import contextlib
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
@@ -43,11 +42,8 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from app.domain.refit_policy import FIRST_COMPARISONS, GROWTH  # noqa: E402
-from app.ladders.schemas import (  # noqa: E402
+from app.domain.refit_policy import FIRST_COMPARISONS, GROWTH
+from app.ladders.schemas import (
     DEFAULT_ETA,
     DEFAULT_ETA_TAU,
     DEFAULT_INIT_SCALE,
@@ -56,7 +52,7 @@ from app.ladders.schemas import (  # noqa: E402
     DEFAULT_SEAT_PRIOR,
     RULE_LIMITS,
 )
-from app.rating import (  # noqa: E402
+from app.rating import (
     ELO_PER_LOGIT,
     Game,
     GameLog,
@@ -67,16 +63,18 @@ from app.rating import (  # noqa: E402
     replay_history,
     strength_se,
 )
-from app.rating.model import omega_apply, rowdot  # noqa: E402
-from app.rating.refit.fit import fit  # noqa: E402
-from app.rating.refit.guard import guard, guard_window  # noqa: E402
-from app.rating.refit.metrics import evaluate  # noqa: E402
-from app.rating.refit.pipeline import RefitOptions, refit  # noqa: E402
-from app.rating.refit.prior import L2, penalty_weights  # noqa: E402
-from app.rating.refit.split import split_games  # noqa: E402
-from app.rating.seats import Seats, prior_precision  # noqa: E402
-from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate  # noqa: E402
-from devtools.streams import comeback_stream  # noqa: E402
+from app.rating.model import omega_apply, rowdot
+from app.rating.refit.fit import fit
+from app.rating.refit.guard import guard, guard_window
+from app.rating.refit.metrics import evaluate
+from app.rating.refit.pipeline import RefitOptions, refit
+from app.rating.refit.prior import L2, penalty_weights
+from app.rating.refit.split import split_games
+from app.rating.seats import Seats, prior_precision
+from app.rating.tuning import SEAT_PRIOR_SDS, choose_rate
+from devtools.streams import comeback_stream
+
+ROOT = Path(__file__).resolve().parent.parent
 
 DATA = ROOT / "tests" / "data"
 RESULTS = Path(__file__).parent / "results"

@@ -1,6 +1,6 @@
 """What a new ladder should start with: candidate defaults replayed on every real stream, before any tuning.
 
-    python bench/quality_defaults.py [--quick]
+    python -m bench.quality_defaults [--quick]
 
 Each candidate is a rule a new ladder could start with (the shrinking step η/√(1 + n/τ), or the variance rule of
 mathematics §3b with a newcomer's variance from η and a noise per game), at each drift its steps could follow where
@@ -18,20 +18,12 @@ import argparse
 import json
 import os
 import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from quality import halves, start_vectors  # noqa: E402
-from quality_field import streams  # noqa: E402
-
-from app.ladders.schemas import (  # noqa: E402
+from app.ladders.schemas import (
     DEFAULT_CYCLES,
     DEFAULT_DRIFT,
     DEFAULT_ETA,
@@ -44,10 +36,12 @@ from app.ladders.schemas import (  # noqa: E402
     DEFAULT_SEAT_PRIOR,
     DEFAULT_VARIANCE_ETA,
 )
-from app.rating import ELO_PER_LOGIT, LearningRate, VarianceRule  # noqa: E402
-from app.rating.prequential import prequential_losses_many  # noqa: E402
-from app.rating.seats import Seats, prior_precision  # noqa: E402
-from app.rating.variance_tuning import variance_losses_many  # noqa: E402
+from app.rating import ELO_PER_LOGIT, LearningRate, VarianceRule
+from app.rating.prequential import prequential_losses_many
+from app.rating.seats import Seats, prior_precision
+from app.rating.variance_tuning import variance_losses_many
+from bench.quality import halves, start_vectors
+from bench.quality_field import streams
 
 RESULTS = Path(__file__).parent / "results"
 REAL = ("chess", "atp tour", "premier league", "la liga", "premier league 2010-2025", "formula one")

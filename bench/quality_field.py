@@ -1,6 +1,6 @@
 """The service's rules beside the field's raters: prequential log loss on the second half of every stream.
 
-    python bench/quality_field.py [--quick] [--only NAME ...] [--service]
+    python -m bench.quality_field [--quick] [--only NAME ...] [--service]
 
 Per stream (bench/quality.py's, the dated football seasons with their home seats, ATP singles 2007-2016 (a real
 stream of dated results without seats, bench/data/README.md), the Premier League 2010-11 to 2024-25 (dated, home
@@ -40,11 +40,26 @@ from pathlib import Path
 import numpy as np
 from scipy.special import expit, ndtr
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from quality import (  # noqa: E402
+from app.ladders.schemas import (
+    DEFAULT_DRIFT,
+    DEFAULT_INIT_SCALE,
+    DEFAULT_INIT_V0,
+    DEFAULT_K,
+    RULE_LIMITS,
+)
+from app.rating import (
+    ELO_PER_LOGIT,
+    GameLog,
+    LearningRate,
+    VarianceRule,
+    field_prior,
+    hodge_strength,
+    replay_history,
+    strength_se,
+)
+from app.rating.seats import Seats, prior_precision
+from app.rating.tuning import choose_rate
+from bench.quality import (
     ELO_RATES,
     GAMES_EACH,
     RATE,
@@ -61,27 +76,9 @@ from quality import (  # noqa: E402
     tennis,
     wandering,
 )
+from devtools.streams import career_stream
 
-from app.ladders.schemas import (  # noqa: E402
-    DEFAULT_DRIFT,
-    DEFAULT_INIT_SCALE,
-    DEFAULT_INIT_V0,
-    DEFAULT_K,
-    RULE_LIMITS,
-)
-from app.rating import (  # noqa: E402
-    ELO_PER_LOGIT,
-    GameLog,
-    LearningRate,
-    VarianceRule,
-    field_prior,
-    hodge_strength,
-    replay_history,
-    strength_se,
-)
-from app.rating.seats import Seats, prior_precision  # noqa: E402
-from app.rating.tuning import choose_rate  # noqa: E402
-from devtools.streams import career_stream  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = Path(__file__).parent / "results"
 #: Drifts (logits a year) the first-half choice tries where a stream is dated: 50, 100 and 200 Elo points.

@@ -1,6 +1,6 @@
 """The service's ladder defaults through the API at a live pace: prequential log loss of what every post answered.
 
-    python bench/quality_live.py [--quick] [--only NAME ...] [--pace SECONDS | --settle] [--load]
+    python -m bench.quality_live [--quick] [--only NAME ...] [--pace SECONDS | --settle] [--load]
                                  [--ladders JSON ...]
 
 Each stream of bench/quality_field.py is posted in order to new ladders on a real server (``uvicorn``, SQLite, one
@@ -32,7 +32,6 @@ import json
 import multiprocessing
 import os
 import platform
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime, timedelta
@@ -41,15 +40,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-
-from quality import halves, log_loss  # noqa: E402
-from quality_field import streams  # noqa: E402
-
-from app.rating import GameLog  # noqa: E402
-from devtools.server import ADMIN_KEY, live_server  # noqa: E402
+from app.rating import GameLog
+from bench.quality import halves, log_loss
+from bench.quality_field import streams
+from devtools.server import ADMIN_KEY, live_server
 
 RESULTS = Path(__file__).parent / "results"
 #: A batch holds games up to this many comparisons (at least one game): the auto refits are scheduled by

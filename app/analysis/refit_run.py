@@ -39,13 +39,80 @@ logger = logging.getLogger("melo")
 PROGRESS_EVERY = 0.5
 
 
-def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> None:  # noqa: C901, PLR0915 (issue 62: to split)
+@dataclasses.dataclass
+class _Job:
+    """A refit job as it starts: its ladder, parameters, the log it fits (read from the start, ``state``; an auto
+    refit's also from the latest checkpoint, ``recent``) and the seasons' pulls by its last game."""
+
+    ladder: LadderRow
+    params: RefitIn
+    state: LadderLog
+    recent: LadderLog | None
+    pulls: list[tuple[int, float]]
+
+
+def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> None:
     """Fit the ladder's refit ``refit_id``, check identifiability of the fit, store the result (also used by
     ``melo refit``).
 
     An ``auto`` refit applies the rate it chose at once (:func:`app.analysis.refit_rate.apply_rate_first`), then
     is guarded (:func:`app.analysis.refit_guard.guard_verdict`) and applied when it passes.
     """
+    job = _read(db, ladder_id, refit_id)
+    ladder, params, state = job.ladder, job.params, job.state
+    read = {"after_game_id": state.last_game_id}
+    if params.auto:  # what the policy measures the next one from: the comparisons of the log this one read
+        read |= {"log_games": state.log.n_games, "log_comparisons": int(state.log.pair_ptr[-1])}
+    if not _advance(db, ladder_id, refit_id, "queued", status="running", **read):
+        return  # cancelled while it was queued
+    m = len(state.keys)
+    fitted, played = _kept(state, job.pulls, m)
+    if (error := _nothing_to_fit(state, played)) is not None:
+        failed = {"status": "failed", "progress": 1.0, "error": error, "finished_at": datetime.now(UTC)}
+        _advance(db, ladder_id, refit_id, "running", **failed)
+        return
+    part = _progress(db, ladder_id, refit_id, params, progress)
+    rate = rate_choice(ladder, state, part("rate")) if params.tune_rate else None
+    if rate is not None and rate["changed"]:  # as the ladder would run it: from its latest checkpoint
+        with db.snapshot() as session:
+            rate = live_check(session, ladder, rate, state.last_game_id)
+    if params.auto and rate is not None and rate["changed"]:  # at once, not after the fit (apply_rate_first)
+        rate = rate | {"applied": _apply_rate(db, ladder, refit_id, rate)}
+        if rate["applied"]:  # the refit is then judged as the ladder will run it: the new rule, from its state now
+            ladder = dataclasses.replace(ladder, **rate_settings(rate, ladder))
+            with db.snapshot() as session:
+                job.recent = storage.log.read(session, ladder, upto=state.last_game_id)
+    verdict, select_k = None, params.select_k
+    if params.auto:
+        assert job.recent is not None  # read with the job for an auto refit
+        verdict = guard_verdict(ladder, state, job.recent, params, part("guard"))
+        if not verdict["better"]:
+            summary = {"games": state.log.n_games, "players": m, "guard": verdict} | ({"rate": rate} if rate else {})
+            # The rate has its own guard: applied all the same (above).
+            rejected = {"status": "rejected", "progress": 1.0, "result": summary, "finished_at": datetime.now(UTC)}
+            _advance(db, ladder_id, refit_id, "running", **rejected)
+            return
+        select_k = [verdict["k"]]
+    finished = _fit(job, ladder, fitted, played, select_k, part("fit")) | {"finished_at": datetime.now(UTC)}
+    finished["result"] |= ({"guard": verdict} if verdict else {}) | ({"rate": rate} if rate is not None else {})
+    if params.auto:  # done and applied in one transaction: never seen done but not applied
+        checkpoint = storage.refits.checkpoint_of(ladder.id, refit_id, state.last_game_id, finished)
+        prepared = prepared_replay(db, ladder.id, checkpoint)  # replayed holding no lock; the apply writes it
+        try:
+            # Under the writers' locks: at their priority, not this child's (a starved holder stalls every post).
+            jobs.at_server_priority(
+                lambda: switch(
+                    db, prepared, lambda session: _finish_and_apply(session, ladder, refit_id, finished, prepared)
+                )
+            )
+            return
+        except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
+            logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
+    _advance(db, ladder_id, refit_id, "running", **finished)
+
+
+def _read(db: Database, ladder_id: int, refit_id: int) -> _Job:
+    """The job as it starts, read in one snapshot."""
     with db.snapshot() as session:
         job = storage.refits.get(session, ladder_id, refit_id)
         # The job that was queued, on its ladder: both go only when the ladder is deleted.
@@ -62,11 +129,22 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         recent = storage.log.read(session, ladder, upto=upto) if params.auto else None  # from the latest checkpoint
         # The seasons that closed by its last game (those after it are pulled again by the replay from it).
         pulls = [(b, p) for b, p in storage.seasons.pulls(session, ladder.id) if b <= state.last_game_id]
-    read = {"after_game_id": state.last_game_id}
-    if params.auto:  # what the policy measures the next one from: the comparisons of the log this one read
-        read |= {"log_games": state.log.n_games, "log_comparisons": int(state.log.pair_ptr[-1])}
-    if not _advance(db, ladder_id, refit_id, "queued", status="running", **read):
-        return  # cancelled while it was queued
+    return _Job(ladder, params, state, recent, pulls)
+
+
+def _nothing_to_fit(state: LadderLog, played: np.ndarray) -> str | None:
+    """Why a refit has nothing to fit, if it has not."""
+    if state.log.n_games == 0 or len(state.keys) < 2:  # its games were voided while it was queued
+        return "nothing to fit: the ladder has no games that count (voided since this refit was started)"
+    if not played.any():
+        return "nothing to fit: every game is from before a season that started everyone afresh (pull 1)"
+    return None
+
+
+def _progress(db: Database, ladder_id: int, refit_id: int, params: RefitIn, progress):
+    """The progress bar in parts, each a reporter ``(done, total)`` by name: the rate's replays (if asked for), the
+    guard's fit (an auto refit), the fit; written to the job at most every :data:`PROGRESS_EVERY` seconds."""
+    parts = [name for name, wanted in (("rate", params.tune_rate), ("guard", params.auto), ("fit", True)) if wanted]
     last_write = [0.0]
 
     def report(done: int, total: int) -> None:
@@ -77,52 +155,28 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
             last_write[0] = now
             _advance(db, ladder_id, refit_id, "running", progress=0.95 * done / total)
 
-    m = len(state.keys)
-    fitted, played = _kept(state, pulls, m)
-    if state.log.n_games == 0 or m < 2:  # its games were voided while it was queued
-        error = "nothing to fit: the ladder has no games that count (voided since this refit was started)"
-        failed = {"status": "failed", "progress": 1.0, "error": error, "finished_at": datetime.now(UTC)}
-        _advance(db, ladder_id, refit_id, "running", **failed)
-        return
-    if not played.any():
-        error = "nothing to fit: every game is from before a season that started everyone afresh (pull 1)"
-        failed = {"status": "failed", "progress": 1.0, "error": error, "finished_at": datetime.now(UTC)}
-        _advance(db, ladder_id, refit_id, "running", **failed)
-        return
-    # The progress bar in parts: the rate's replays (if asked for), the guard's fit (an auto refit), the fit.
-    parts = [name for name, wanted in (("rate", params.tune_rate), ("guard", params.auto), ("fit", True)) if wanted]
-
     def part(name: str):
         n = parts.index(name)
         return lambda done, total: report(n * total + done, len(parts) * total)
 
-    rate = rate_choice(ladder, state, part("rate")) if params.tune_rate else None
-    if rate is not None and rate["changed"]:  # as the ladder would run it: from its latest checkpoint
-        with db.snapshot() as session:
-            rate = live_check(session, ladder, rate, state.last_game_id)
-    if params.auto and rate is not None and rate["changed"]:  # at once, not after the fit (apply_rate_first)
-        at_rate = prepared_replay(db, ladder_id, None, rate_settings(rate, ladder))  # replayed holding no lock
-        chosen = rate  # the choice as the lambdas take it (``rate`` changes below)
-        applied = jobs.at_server_priority(
-            lambda: switch(db, at_rate, lambda session: apply_rate_first(session, ladder_id, refit_id, chosen, at_rate))
-        )
-        rate = rate | {"applied": applied}
-        if applied:  # the refit is then judged as the ladder will run it: the new rule, from its state now
-            ladder = dataclasses.replace(ladder, **rate_settings(rate, ladder))
-            with db.snapshot() as session:
-                recent = storage.log.read(session, ladder, upto=state.last_game_id)
-    verdict, select_k = None, params.select_k
-    if params.auto:
-        assert recent is not None  # read above for an auto refit
-        verdict = guard_verdict(ladder, state, recent, params, part("guard"))
-        if not verdict["better"]:
-            summary = {"games": state.log.n_games, "players": m, "guard": verdict} | ({"rate": rate} if rate else {})
-            # The rate has its own guard: applied all the same (above).
-            rejected = {"status": "rejected", "progress": 1.0, "result": summary, "finished_at": datetime.now(UTC)}
-            _advance(db, ladder_id, refit_id, "running", **rejected)
-            return
-        select_k = [verdict["k"]]
+    return part
 
+
+def _apply_rate(db: Database, ladder: LadderRow, refit_id: int, rate: dict) -> bool:
+    """An auto refit's changed rate applied at once (:func:`app.analysis.refit_rate.apply_rate_first`), the log
+    replayed at it holding no lock: whether it was."""
+    at_rate = prepared_replay(db, ladder.id, None, rate_settings(rate, ladder))
+    return jobs.at_server_priority(
+        lambda: switch(db, at_rate, lambda session: apply_rate_first(session, ladder.id, refit_id, rate, at_rate))
+    )
+
+
+def _fit(
+    job: _Job, ladder: LadderRow, fitted: rating.GameLog, played: np.ndarray, select_k: list[int] | None, progress
+) -> dict:
+    """The fit of the log (the players who played in it), its held-out metrics and identifiability: the job's
+    finished fields, less the time."""
+    params, state = job.params, job.state
     options = RefitOptions(
         l2=params.l2,
         restarts=params.restarts,
@@ -132,8 +186,9 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         folds=params.folds,
         seat_precision=ladder.seat_precision(),
     )
+    m = len(state.keys)
     result = fit_log(
-        fitted, m, ladder.k, options, current=state.stored, current_seats=state.stored_seats, progress=part("fit")
+        fitted, m, ladder.k, options, current=state.stored, current_seats=state.stored_seats, progress=progress
     )
     heldout = dict(result.heldout)
     if result.heldout_note is None:  # held-out games were drawn (the same split as the refit's)
@@ -154,12 +209,10 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         "l2_selection": result.l2_selection,
         "games": state.log.n_games,
         "players": m,
-        "season_pulls": [[b, p] for b, p in pulls],
+        "season_pulls": [[b, p] for b, p in job.pulls],
         "seconds": result.seconds,
         "identifiability": identifiability_summary(found, state.keys),
-    } | ({"guard": verdict} if verdict else {})
-    if rate is not None:
-        summary["rate"] = rate
+    }
     if seats := ladder.fresh_seats():  # seats the log never names keep the prior
         if result.seats is not None:
             n = len(result.seats.advantage)
@@ -167,29 +220,14 @@ def run_refit(db: Database, ladder_id: int, refit_id: int, progress=None) -> Non
         summary["seats"] = storage.ladder_state.seats_to_json(seats)
     # Players without a game (or only games a season's pull forgot) have nothing fitted, only the prior: they
     # keep their initial vectors.
-    finished = {
+    return {
         "status": "done",
         "progress": 1.0,
         "result": summary,
         "player_ids": storage.codec.pack_ids(state.player_ids[played]),
         "vectors": storage.codec.pack(result.C[played]),
         **placement_of(found, state.player_ids).packed(),
-        "finished_at": datetime.now(UTC),
     }
-    if params.auto:  # done and applied in one transaction: never seen done but not applied
-        checkpoint = storage.refits.checkpoint_of(ladder.id, refit_id, state.last_game_id, finished)
-        prepared = prepared_replay(db, ladder.id, checkpoint)  # replayed holding no lock; the apply writes it
-        try:
-            # Under the writers' locks: at their priority, not this child's (a starved holder stalls every post).
-            jobs.at_server_priority(
-                lambda: switch(
-                    db, prepared, lambda session: _finish_and_apply(session, ladder, refit_id, finished, prepared)
-                )
-            )
-            return
-        except Conflict as exc:  # a late commit below the refit's last game: the next auto refit will retry
-            logger.info("auto refit %s not applied: %s", refit_id, exc.detail)
-    _advance(db, ladder_id, refit_id, "running", **finished)
 
 
 def due_part(state: LadderLog, due_at: int | None) -> int | None:

@@ -96,7 +96,7 @@ class RequestGuard:
         self.deadlines = Deadlines(seconds)
         self.turns = StartPacer(per_step, queued)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:  # noqa: C901, PLR0915 (issue 62)
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -106,87 +106,100 @@ class RequestGuard:
             await send(HEALTHY[1])
             _record("GET", "/healthz", scope["path"], 200, start)
             return
-        policy = DOCS_POLICY if scope["path"] == "/docs" else PAGE_POLICY
-        status, started, late = 500, False, False
-        # A body declared and not read to its end; since when the request waits for the client to send more, and
-        # how long it waited before.
-        body, waiting, waited = _with_body(scope), None, 0.0
-
-        async def receiving() -> Message:
-            nonlocal body, waiting, waited
-            if not body:
-                return await receive()
-            waiting = time.perf_counter()
-            try:
-                message = await receive()
-            finally:
-                waited, waiting = waited + time.perf_counter() - waiting, None
-            body = message["type"] == "http.request" and message.get("more_body", False)
-            return message
-
-        def slow_client() -> bool:
-            """Waiting for the body now, and for half the deadline in all: the client is slow, not the server
-            (a body read on a loop that is slow to turn waits too, but not for so long)."""
-            return waiting is not None and waited + time.perf_counter() - waiting > self.seconds / 2
-
-        async def answer(message: Message) -> None:
-            nonlocal status, started
-            if late:
-                return
-            if message["type"] == "http.response.start":
-                started, status = True, message["status"]
-                headers = list(message.get("headers", [])) + COMMON
-                if any(k == b"content-type" and v.startswith(b"text/html") for k, v in headers):
-                    headers.append((b"content-security-policy", policy))
-                message = {**message, "headers": headers}
-            await send(message)
-
-        late_answer: list[asyncio.Task] = []
-
-        def expire() -> None:
-            nonlocal late, status
-            if not started and slow_client():  # 408, and the connection closed
-                late, status = True, 408
-                problem: errors.Problem = errors.RequestTimeout(
-                    f"The request's body did not arrive within {self.seconds:g} s."
-                )
-                response = handlers.problem_response(problem, {"Connection": "close"})
-                late_answer.append(_background(response(scope, receive, send)))
-            elif not started:
-                late, status = True, 503
-                problem = errors.Unavailable(f"The request took longer than {self.seconds:g} s; try again.")
-                response = handlers.problem_response(problem, {"Retry-After": "5"})
-                late_answer.append(_background(response(scope, receive, send)))
-
+        exchange = _Exchange(scope, receive, send, self.seconds)
         timed = scope["path"] not in ("/healthz", "/readyz")
         if timed:
-            self.deadlines.start(answer, expire)
+            self.deadlines.start(exchange.answer, exchange.expire)
             scope[deadline.SCOPE_KEY] = time.monotonic() + self.seconds  # where heavy work stops (offload)
         try:
             if timed and not self.turns.enter_now():
                 if not await self.turns.wait():
-                    await handlers.problem_response(BUSY, {"Retry-After": "1"})(scope, receive, answer)
+                    await handlers.problem_response(BUSY, {"Retry-After": "1"})(scope, receive, exchange.answer)
                     return
-                if late:  # answered 503 while it waited: the work would be thrown away
+                if exchange.late:  # answered 503 while it waited: the work would be thrown away
                     return
-            await self.app(scope, receiving if body else receive, answer)
+            await self.app(scope, exchange.receiving if exchange.body else receive, exchange.answer)
         except Exception:
-            if late:
+            if exchange.late:
                 logger.warning("a request answered at its deadline then failed", exc_info=True)
-            elif started:  # a streamed answer broke off: nothing better can be said
+            elif exchange.started:  # a streamed answer broke off: nothing better can be said
                 raise
             else:  # answered here, so the server keeps the client's connection open
                 logger.exception("unhandled error")
-                await handlers.problem_response(handlers.internal_error())(scope, receive, answer)
+                await handlers.problem_response(handlers.internal_error())(scope, receive, exchange.answer)
         finally:
-            if late_answer:  # the 503 is sent before the request ends, or the server would answer a 500 first
-                await asyncio.wait(late_answer)
-                if not late_answer[0].cancelled() and late_answer[0].exception() is not None:
-                    logger.warning("a request's deadline answer could not be sent", exc_info=late_answer[0].exception())
+            await exchange.late_answer_sent()
             if timed:
-                self.deadlines.done(answer)
+                self.deadlines.done(exchange.answer)
             route = getattr(scope.get("route"), "path", None) or "(unmatched)"
-            _record(scope["method"], route, scope["path"], status, start)
+            _record(scope["method"], route, scope["path"], exchange.status, start)
+
+
+class _Exchange:
+    """One request as :class:`RequestGuard` sees it: its body as it is read, its answer as it is sent (with the
+    security headers), and the answer its deadline sends instead if it has not begun one by then."""
+
+    def __init__(self, scope: Scope, receive: Receive, send: Send, seconds: float) -> None:
+        self.scope, self.receive, self.send, self.seconds = scope, receive, send, seconds
+        self.policy = DOCS_POLICY if scope["path"] == "/docs" else PAGE_POLICY
+        self.status, self.started, self.late = 500, False, False
+        # A body declared and not read to its end; since when the request waits for the client to send more, and
+        # how long it waited before.
+        self.body, self.waited = _with_body(scope), 0.0
+        self.waiting: float | None = None
+        self.late_answer: list[asyncio.Task] = []
+
+    async def receiving(self) -> Message:
+        if not self.body:
+            return await self.receive()
+        self.waiting = began = time.perf_counter()
+        try:
+            message = await self.receive()
+        finally:
+            self.waited, self.waiting = self.waited + time.perf_counter() - began, None
+        self.body = message["type"] == "http.request" and message.get("more_body", False)
+        return message
+
+    def slow_client(self) -> bool:
+        """Waiting for the body now, and for half the deadline in all: the client is slow, not the server (a body
+        read on a loop that is slow to turn waits too, but not for so long)."""
+        return self.waiting is not None and self.waited + time.perf_counter() - self.waiting > self.seconds / 2
+
+    async def answer(self, message: Message) -> None:
+        if self.late:
+            return
+        if message["type"] == "http.response.start":
+            self.started, self.status = True, message["status"]
+            headers = list(message.get("headers", [])) + COMMON
+            if any(k == b"content-type" and v.startswith(b"text/html") for k, v in headers):
+                headers.append((b"content-security-policy", self.policy))
+            message = {**message, "headers": headers}
+        await self.send(message)
+
+    def expire(self) -> None:
+        """The deadline passed: a 408 (and the connection closed) for a slow client, else a 503, unless the answer
+        has begun."""
+        if self.started:
+            return
+        if self.slow_client():
+            self.late, self.status = True, 408
+            problem: errors.Problem = errors.RequestTimeout(
+                f"The request's body did not arrive within {self.seconds:g} s."
+            )
+            response = handlers.problem_response(problem, {"Connection": "close"})
+        else:
+            self.late, self.status = True, 503
+            problem = errors.Unavailable(f"The request took longer than {self.seconds:g} s; try again.")
+            response = handlers.problem_response(problem, {"Retry-After": "5"})
+        self.late_answer.append(_background(response(self.scope, self.receive, self.send)))
+
+    async def late_answer_sent(self) -> None:
+        """The deadline's answer sent before the request ends, or the server would answer a 500 first."""
+        if self.late_answer:
+            await asyncio.wait(self.late_answer)
+            task = self.late_answer[0]
+            if not task.cancelled() and task.exception() is not None:
+                logger.warning("a request's deadline answer could not be sent", exc_info=task.exception())
 
 
 def _with_body(scope: Scope) -> bool:

@@ -25,6 +25,7 @@ fitted ratings are returned as they maximise ℓ (their mean is near, not exactl
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -81,7 +82,8 @@ def _wins(a: IntArray, b: IntArray, weight: Array, outcome: Array, n_players: in
     wins = np.concatenate([weight * outcome, weight * (1.0 - outcome)])
     keep = wins > 0
     code, inverse = np.unique(winner[keep] * n_players + loser[keep], return_inverse=True)
-    return code, np.bincount(inverse, weights=wins[keep], minlength=len(code))
+    # a weighted bincount is float64 (NumPy's stub says intp)
+    return code, cast(Array, np.bincount(inverse, weights=wins[keep], minlength=len(code)))
 
 
 @dataclass(frozen=True)

@@ -79,18 +79,18 @@ def experience_before(
         last[playing] = np.fmax(before, t)
         r += 1
         playing = playing[counts[playing] > r]
-    for p in playing.tolist():
-        x, before = float(e[p]), float(last[p])
+    for p in playing.tolist():  # as above, one player at a time in Python floats (x_p: player p's x, and so on)
+        x_p, before_p = float(e[p]), float(last[p])
         for row in order[first[p] + r : first[p] + counts[p]].tolist():
-            t = float(time[row])
-            away = t - before
-            if away > 0:
-                x = x / (1.0 + x * wear * away)
-            out[row] = x
-            x = x + 1.0
-            if t == t and not before >= t:  # fmax: a NaN before (no earlier game) gives t, a NaN t changes nothing
-                before = t
-        e[p], last[p] = x, before
+            t_p = float(time[row])
+            away_p = t_p - before_p
+            if away_p > 0:
+                x_p = x_p / (1.0 + x_p * wear * away_p)
+            out[row] = x_p
+            x_p = x_p + 1.0
+            if t_p == t_p and not before_p >= t_p:  # fmax: a NaN before (no earlier game) gives t; a NaN t, no change
+                before_p = t_p
+        e[p], last[p] = x_p, before_p
     return out, e, last
 
 

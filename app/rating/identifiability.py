@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy.sparse import coo_matrix, csr_matrix
 from scipy.special import expit
 
@@ -51,7 +51,8 @@ class Comparability:
 
 def comparable(W: ArrayLike, dim: int) -> Comparability:
     """Theorem 2 for the directions W (one per column, ``dim`` rows): does their cone cover R^dim?"""
-    from scipy.linalg import null_space  # imported on first use: a serving worker rarely needs it (memory)
+    # imported on first use: a serving worker rarely needs it (memory)
+    from scipy.linalg import null_space
     from scipy.optimize import nnls
 
     W = np.asarray(W, dtype=np.float64).reshape(dim, -1)
@@ -87,9 +88,9 @@ def _unit(dim: int) -> Array:
 class Results:
     """A log's pair terms between single players: who met whom, with which outcome (from the first's view)."""
 
-    first: Array
-    second: Array
-    outcome: Array
+    first: NDArray[np.int32]
+    second: NDArray[np.int32]
+    outcome: NDArray[np.float32]
 
     @classmethod
     def of(cls, log: GameLog) -> Results:
@@ -147,7 +148,7 @@ class Results:
         )
 
     @cached_property
-    def _by_player(self) -> tuple[Array, Array, Array]:
+    def _by_player(self) -> tuple[NDArray[np.intp], NDArray[np.int32], NDArray[np.float32]]:
         """Every result seen from each side, grouped by player: (start of each player's rows, opponent, score)."""
         me = np.concatenate([self.first, self.second])
         order = np.argsort(me, kind="stable")
@@ -156,7 +157,7 @@ class Results:
         start = np.searchsorted(me[order], np.arange(int(me.max(initial=-1)) + 2))
         return start, other, score
 
-    def directions(self, OC: Array, player: int, among: Array | None = None) -> Array:
+    def directions(self, OC: Array, player: int, among: NDArray[np.bool_] | None = None) -> Array:
         """Player's directions (columns) against opponents in the boolean mask ``among`` (default: all).
 
         ``OC`` is Ω applied to every player's vector.  Only the player's own
@@ -185,7 +186,7 @@ class Identifiability:
     components: list[list[int]] = field(default_factory=list)
 
 
-def _ones(rows: Array, cols: Array, n: int) -> csr_matrix:
+def _ones(rows: NDArray[np.integer], cols: NDArray[np.integer], n: int) -> csr_matrix:
     return csr_matrix((np.ones(len(rows), np.float32), (rows, cols)), shape=(n, n))
 
 
@@ -240,7 +241,8 @@ def find_clique(adjacent: ArrayLike | csr_matrix, size: int, steps: int = CLIQUE
 
 def strongly_connected(results: Results, n_players: int) -> list[list[int]]:
     """Strongly connected components of the directed "beat" graph (a draw is an edge both ways), largest first."""
-    from scipy.sparse.csgraph import connected_components  # imported on first use (memory), as above
+    # imported on first use (memory), as above
+    from scipy.sparse.csgraph import connected_components
 
     s = results.outcome
     src = np.concatenate([results.first[s >= 0.5], results.second[s <= 0.5]])
@@ -279,7 +281,7 @@ def identifiability(C: ArrayLike, log: GameLog, n_players: int) -> Identifiabili
     )
 
 
-def _grow(results: Results, OC: Array, clique: list[int], n_players: int) -> Array:
+def _grow(results: Results, OC: Array, clique: list[int], n_players: int) -> NDArray[np.bool_]:
     """Algorithm 1's comparable set: the clique, grown by every player comparable to the set so far.
 
     Adding players only adds directions, so the set grown is the same in any
@@ -293,7 +295,7 @@ def _grow(results: Results, OC: Array, clique: list[int], n_players: int) -> Arr
     start, other, score = results._by_player
     weight = np.where(score == 0.5, 2, 1)  # a draw gives two directions
 
-    def opponents(i: int) -> Array:
+    def opponents(i: int) -> NDArray[np.int32]:
         return other[start[i] : start[i + 1]] if i + 1 < len(start) else other[:0]
 
     pending = deque(sorted({int(j) for i in clique for j in opponents(i)} - set(clique)))
@@ -318,7 +320,7 @@ def _grow(results: Results, OC: Array, clique: list[int], n_players: int) -> Arr
 
 def comparing_opponents(
     C: ArrayLike, player: int, W: ArrayLike, limit: int = 10, among: ArrayLike | None = None
-) -> tuple[Array, Array] | None:
+) -> tuple[NDArray[np.intp], Array] | None:
     """The opponents whose games would best make ``player`` comparable, and how much each would help.
 
     ``W`` are the player's directions (columns, :meth:`Results.directions`).  If
@@ -335,6 +337,7 @@ def comparing_opponents(
     check = comparable(W, C.shape[1])
     if check.comparable:
         return None
+    assert check.direction is not None  # a check that fails always carries its witness
     OC = omega_apply(C)
     lengths = np.linalg.norm(OC, axis=1)
     cosine = np.divide(OC @ check.direction, lengths, out=np.zeros(len(C)), where=lengths > 0)

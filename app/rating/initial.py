@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
 from app.rating.errors import RatingInputError
 from app.rating.model import Array, check_k
@@ -104,18 +104,18 @@ def _pcg64_states(seed: int, keys: Sequence[str]) -> list[tuple[int, int]]:
     return out
 
 
-def _seed_words(entropy: np.ndarray) -> np.ndarray:
+def _seed_words(entropy: NDArray[np.uint64]) -> NDArray[np.uint64]:
     """SeedSequence(entropy row).generate_state(4, uint64) for each row of 32-bit words (as uint64)."""
     const = _INIT_A
 
-    def hashmix(value: np.ndarray) -> np.ndarray:
+    def hashmix(value: NDArray[np.uint64]) -> NDArray[np.uint64]:
         nonlocal const
         value = value ^ np.uint64(const)
         const = const * _MULT_A & 0xFFFFFFFF
         value = value * np.uint64(const) & _M32
         return value ^ (value >> np.uint64(16))
 
-    def mix(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    def mix(x: NDArray[np.uint64], y: NDArray[np.uint64]) -> NDArray[np.uint64]:
         value = (x * _MIX_L + y * _MIX_R) & _M32
         return value ^ (value >> np.uint64(16))
 

@@ -88,12 +88,13 @@ def empirical_hodge(i: ArrayLike, j: ArrayLike, wins_i: ArrayLike, games: ArrayL
         (np.concatenate([np.ones(len(i)), -np.ones(len(i))]), (np.concatenate([rows, rows]), np.concatenate([i, j]))),
         shape=(len(i), n_players),
     ).tocsr()
-    from scipy.sparse.linalg import lsqr  # imported on first use: a serving worker rarely needs it (memory)
+    # imported on first use: a serving worker rarely needs it (memory)
+    from scipy.sparse.linalg import lsqr
 
     s, stop = lsqr(D, a, atol=1e-10, btol=1e-10, iter_lim=LSQR_ITERATIONS)[:2]
     t = s[i] - s[j]
-    norms = [float(np.sqrt(2 * np.sum(x * x))) for x in (a, t, a - t)]
-    return Hodge(*norms, converged=stop != 7)  # 7: the iteration bound
+    norm, transitive_norm, cyclic_norm = (float(np.sqrt(2 * np.sum(x * x))) for x in (a, t, a - t))
+    return Hodge(norm, transitive_norm, cyclic_norm, converged=stop != 7)  # 7: the iteration bound
 
 
 def empirical_hodge_of(counts: PairCounts) -> tuple[Hodge | None, int]:
@@ -145,7 +146,8 @@ def canonical(C: ArrayLike) -> Canonical:
     m, dim = C.shape
     if m < dim:  # fewer players than coordinates: pad with zero rows, drop them after
         C = np.vstack([C, np.zeros((dim - m, dim))])
-    from scipy.linalg import qr, schur  # imported on first use: a serving worker rarely needs it (memory)
+    # imported on first use: a serving worker rarely needs it (memory)
+    from scipy.linalg import qr, schur
 
     Q, R = qr(C, mode="economic")
     M = R @ omega(dim // 2) @ R.T

@@ -72,7 +72,8 @@ def prequential_losses_many(
     if not two_player_singles(log):
         rows = []
         for n, rate in enumerate(rates):
-            rows.append(prequential_losses(C0, log, rate, None if starts[n] is None else starts[n].copy(), times))
+            start = starts[n]
+            rows.append(prequential_losses(C0, log, rate, None if start is None else start.copy(), times))
             if progress is not None:
                 progress(n + 1, len(rates))
         return np.array(rows)

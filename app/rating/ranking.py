@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import NDArray
 
+from app.rating.game_log import IntArray
 from app.rating.model import Array
 from app.rating.strength import STRENGTH_PRIOR_PRECISION, conservative
 
@@ -14,7 +16,7 @@ from app.rating.strength import STRENGTH_PRIOR_PRECISION, conservative
 ELO_RESULTS = 3
 
 
-def provisional(comparisons: Array, outside: Array) -> Array:
+def provisional(comparisons: IntArray, outside: NDArray[np.bool_]) -> NDArray[np.bool_]:
     """Every player's flag: not yet placed against the others (mathematics §10).
 
     Parameters
@@ -32,7 +34,7 @@ def provisional(comparisons: Array, outside: Array) -> Array:
     return (comparisons < ELO_RESULTS) | outside
 
 
-def leaderboard_order(score: Array, group: Array, key_rank: Array) -> Array:
+def leaderboard_order(score: Array, group: Array, key_rank: Array) -> NDArray[np.intp]:
     """The leaderboard order: by group, then by score from the highest, then by key.
 
     Parameters
@@ -52,7 +54,9 @@ def leaderboard_order(score: Array, group: Array, key_rank: Array) -> Array:
     return np.lexsort((key_rank, -score, group))
 
 
-def rows_through(group: Array, score: Array, keys: Array, last_group: int, last_score: float, last_key: str) -> int:
+def rows_through(
+    group: Array, score: Array, keys: NDArray[np.str_], last_group: int, last_score: float, last_key: str
+) -> int:
     """How many rows of an order come at or before the row (``last_group``, ``last_score``, ``last_key``).
 
     Parameters
@@ -71,7 +75,9 @@ def rows_through(group: Array, score: Array, keys: Array, last_group: int, last_
     return int(np.count_nonzero((group < last_group) | same))
 
 
-def rows_before(group: Array, score: Array, keys: Array, first_group: int, first_score: float, first_key: str) -> int:
+def rows_before(
+    group: Array, score: Array, keys: NDArray[np.str_], first_group: int, first_score: float, first_key: str
+) -> int:
     """How many rows of an order come before the row (``first_group``, ``first_score``, ``first_key``): where the
     page before one that started with it ends (:func:`rows_through`, that row left out)."""
     same = (group == first_group) & ((score > first_score) | ((score == first_score) & (keys < first_key)))
@@ -97,7 +103,7 @@ def rows_ahead(group: Array, score: Array, key_rank: Array, row: int) -> int:
     return int(np.count_nonzero((group < g) | ((group == g) & ((score > s) | ((score == s) & (key_rank < k))))))
 
 
-def top_rows(score: Array, rows: Array, count: int) -> Array:
+def top_rows(score: Array, rows: NDArray[np.intp], count: int) -> NDArray[np.intp]:
     """The ``rows`` whose scores are at or above the ``count``-th highest among them (ties included).
 
     Parameters
@@ -121,7 +127,7 @@ def top_rows(score: Array, rows: Array, count: int) -> Array:
     return rows[values >= threshold]
 
 
-def first_rows(score: Array, group: Array, key_rank: Array, listed: np.ndarray, limit: int) -> Array:
+def first_rows(score: Array, group: Array, key_rank: Array, listed: NDArray[np.intp], limit: int) -> NDArray[np.intp]:
     """The first ``limit`` of the rows ``listed`` in the leaderboard order, without sorting them all.
 
     Parameters
@@ -164,7 +170,9 @@ def conservative_bound(strength: Array, experience: Array) -> Array:
     return conservative(strength, floor)
 
 
-def top_by_bound(bound: Array, rows: Array, count: int, exact: Callable[[Array], Array]) -> tuple[Array, Array]:
+def top_by_bound(
+    bound: Array, rows: NDArray[np.intp], count: int, exact: Callable[[NDArray[np.intp]], Array]
+) -> tuple[NDArray[np.intp], Array]:
     """The ``rows`` at or above the ``count``-th highest exact score among them, with those scores, computing the
     exact scores of a few more rows than the answer needs.
 
@@ -210,8 +218,13 @@ def top_by_bound(bound: Array, rows: Array, count: int, exact: Callable[[Array],
 
 
 def first_rows_by_bound(
-    bound: Array, group: Array, key_rank: Array, listed: np.ndarray, limit: int, exact: Callable[[Array], Array]
-) -> tuple[Array, Array]:
+    bound: Array,
+    group: Array,
+    key_rank: Array,
+    listed: NDArray[np.intp],
+    limit: int,
+    exact: Callable[[NDArray[np.intp]], Array],
+) -> tuple[NDArray[np.intp], Array]:
     """The first ``limit`` of the rows ``listed`` in the leaderboard order, with their exact scores, scoring
     exactly only a few more rows than the page (:func:`top_by_bound`), group 0 first, then group 1.
 
@@ -235,7 +248,8 @@ def first_rows_by_bound(
     scores : ndarray of float
         Their exact scores.
     """
-    rows, values = [], []
+    rows: list[NDArray[np.intp]] = []
+    values: list[Array] = []
     for g in (0, 1):  # the established players first, then the provisional ones
         members = listed[group[listed] == g]
         found, scores = top_by_bound(bound, members, limit - sum(map(len, rows)), exact)

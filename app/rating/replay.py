@@ -137,6 +137,7 @@ def replay_history(
         before = np.empty((len(log.member_player), dim))
         seat_before = None if state is None else np.full((len(log.side_size), 2), np.nan)
         kept = (before, np.empty_like(before), np.empty(len(log.pair_a)), seat_before)
+    variance: Array | None
     if isinstance(eta, VarianceRule):
         V, growth, latest = _member_variances(log, eta, games0, len(C), times)
         member_variance = np.empty(len(log.member_player)) if record else None

@@ -21,6 +21,7 @@ like games sharing a player (:func:`app.rating.replay.dependency_levels`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -87,9 +88,8 @@ def seat_sums(
     information = np.bincount(seat_a[a], weights=info[a], minlength=n) + np.bincount(
         seat_b[b], weights=info[b], minlength=n
     )
-    return information, np.bincount(seat_a[a], weights=gain[a], minlength=n) - np.bincount(
-        seat_b[b], weights=gain[b], minlength=n
-    )
+    gains = np.bincount(seat_a[a], weights=gain[a], minlength=n) - np.bincount(seat_b[b], weights=gain[b], minlength=n)
+    return cast(Array, information), cast(Array, gains)  # weighted bincounts are float64 (NumPy's stub says intp)
 
 
 def seat_step(seats: Seats, seat_a: IntArray, seat_b: IntArray, weight: Array, outcome: Array, p: Array) -> None:

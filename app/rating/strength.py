@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 from scipy.special import expit
 
 from app.rating.errors import RatingInputError
@@ -180,7 +180,7 @@ def strength_se(
 
 
 def _noise(
-    C: Array,
+    C: ArrayLike,
     n: Array,
     w: Array,
     rate: LearningRate | None,
@@ -322,7 +322,7 @@ def _shrinkage(nw: Array, mean: float) -> float:
 
 
 @functools.lru_cache(maxsize=64)
-def _reference(m: int, max_exact: int, sample: int, seed: int = 0) -> Array:
+def _reference(m: int, max_exact: int, sample: int, seed: int = 0) -> NDArray[np.intp]:
     """The players a field mean is over (:func:`_field_mean`): all of them up to ``max_exact``, else a seeded
     sample of ``sample`` (drawn once per field size: a page of a large field reads it at every request)."""
     ref = np.arange(m) if m <= max_exact else np.sort(np.random.default_rng(seed).choice(m, size=sample, replace=False))

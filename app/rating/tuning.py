@@ -16,6 +16,7 @@ import math
 import operator
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -55,6 +56,7 @@ STEPS_BACK = (0.175, 0.35, 0.7, 1.4, 2.8)
 SHRINKING_BACK_ETA, SHRINKING_BACK_TAUS = 0.7, (1.0, 3.0, 10.0)
 
 Rule = LearningRate | VarianceRule
+_R = TypeVar("_R", bound=Rule)  # a list of one kind of rule stays of that kind through Limits.allowed
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ class Limits:
     noise: float = math.inf
     drift: float = math.inf
 
-    def allowed(self, rules: list[Rule]) -> list[Rule]:
+    def allowed(self, rules: list[_R]) -> list[_R]:
         """The ``rules`` within these limits."""
         slack = 1 + 1e-9  # a multiple of a setting at its bound, computed in logits, may come out a hair above it
 
@@ -165,8 +167,7 @@ def choose_rate(
     """
     if isinstance(current, VarianceRule):
         return _choose_variance(C0, log, current, seats, progress, times, drifts, seat_sds, limits)
-    candidates: list[Rule] = [current]
-    candidates += limits.allowed(
+    around = limits.allowed(
         [
             LearningRate(current.eta * f, tau, current.drift)
             for f in ETA_FACTORS
@@ -174,19 +175,22 @@ def choose_rate(
             if (current.eta * f, tau) != (current.eta, current.tau)
         ]
     )
-    losses = prequential_losses_many(C0, log, candidates, seats, progress, times)
+    first_round = [current, *around]
+    losses = prequential_losses_many(C0, log, first_round, seats, progress, times)
+    candidates: list[Rule] = list(first_round)
     reference = losses[0]
     scores = _compare(losses, reference)
     if rules:
         grid = limits.allowed([VarianceRule(u, q, current.drift) for u in VARIANCE_STARTS for q in NOISES])
         if grid:
-            more, more_scores = _variance_round(C0, log, grid, seats, times, drifts, reference, limits)
-            candidates += more
-            scores += more_scores
+            variance, variance_scores = _variance_round(C0, log, grid, seats, times, drifts, reference, limits)
+            candidates += variance
+            scores += variance_scores
     if drifts and _time_passes(log, times):
         # The ladder's drift first: where the log cannot tell the drifts apart (games all on one day), it stays.
         steps = [n for n, rate in enumerate(candidates) if isinstance(rate, LearningRate)]
         first, tried = candidates[steps[int(np.argmin(scores.means[steps]))]], set(candidates)
+        assert isinstance(first, LearningRate)  # steps index the candidates that are LearningRates
         more = limits.allowed(
             [
                 rate
@@ -219,11 +223,11 @@ def _variance_round(
     drifts: tuple[float, ...],
     reference: Array,
     limits: Limits,
-) -> tuple[list[Rule], Scores]:
+) -> tuple[list[VarianceRule], Scores]:
     """The variance rules of ``grid`` and, where time passes in the log, the best of them at each of ``drifts``:
     the candidates and their scores against ``reference``."""
     scores = _compared(C0, log, list(grid), seats, times, reference)
-    candidates: list[Rule] = list(grid)
+    candidates = list(grid)
     best = grid[int(np.argmin(scores.means))]
     if np.shape(C0)[1] > 2:  # the cyclic discs' share of a step, where there are some
         more = limits.allowed([VarianceRule(best.start, best.noise, best.drift, f) for f in CYCLES if f != best.cycles])
@@ -277,7 +281,8 @@ def _choose_variance(
     ]
     grid = [current, *limits.allowed([rule for rule in around if rule != current])]
     reference = _losses(C0, log, [current], seats, progress, times)[0]
-    candidates, scores = _variance_round(C0, log, grid, seats, times, drifts, reference, limits)
+    variance, scores = _variance_round(C0, log, grid, seats, times, drifts, reference, limits)
+    candidates: list[Rule] = list(variance)
     # The way back to a step, where the log now says it pays (a cyclic field's cycles show only once they have been
     # played; a rule chosen on a ladder's first games, many players new at once, can be outgrown): constant ones,
     # which never freeze a player either, and a new ladder's shrinking one.

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -216,7 +217,8 @@ def step_variance(
     """
     n_sides = len(side_size)
     u = V[member_player] + growth
-    total = np.bincount(member_side, weights=u, minlength=n_sides)  # Σ u_m over each side's members
+    # Σ u_m over each side's members (a weighted bincount is float64; NumPy's stub says intp, hence the cast)
+    total = cast(Array, np.bincount(member_side, weights=u, minlength=n_sides))
     size2 = side_size * side_size
     U = total / size2
     cm = C[member_player]
@@ -273,4 +275,4 @@ def _information(
     size2 = side_size[end_side[e]] * side_size[end_side[e]]
     rest = np.maximum(total[end_side[e]] - u[member], 0.0) / size2  # the other members' part of U_a
     term = end_weight[e] * end_info[e] / (size2 * (1.0 + end_info[e] * (rest + end_other[e])))
-    return np.bincount(member, weights=term, minlength=len(u))
+    return cast(Array, np.bincount(member, weights=term, minlength=len(u)))  # float64 (weighted), as above

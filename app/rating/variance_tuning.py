@@ -40,7 +40,8 @@ def variance_losses_many(
     if not two_player_singles(log):
         rows = []
         for n, rule in enumerate(rules):
-            start = None if starts[n] is None else starts[n].copy()
+            given = starts[n]
+            start = None if given is None else given.copy()
             p = replay_history(C0, log, rule, seats=start, times=times).pair_p
             term = term_losses(p, log, np.arange(len(log.pair_a))) * log.pair_weight
             rows.append(np.add.reduceat(term, log.pair_ptr[:-1]) if len(term) else np.zeros(0))

@@ -169,8 +169,9 @@ def add(
 ) -> int:
     """A new open challenge, numbered after the ladder's last one (the caller holds the ladder's row); its number."""
     last = session.scalar(select(func.max(Challenge.number)).where(Challenge.ladder_id == ladder_id)) or 0
-    values = {"ladder_id": ladder_id, "number": last + 1, "from_player_id": from_id, "to_player_id": to_id}
-    values |= {"message": message, "status": "open", "created_at": now, "expires_at": expires}
+    values: dict[str, object] = {"ladder_id": ladder_id, "number": last + 1}
+    values |= {"from_player_id": from_id, "to_player_id": to_id, "message": message, "status": "open"}
+    values |= {"created_at": now, "expires_at": expires}
     session.execute(Challenge.__table__.insert().values(**values))
     return last + 1
 
@@ -201,13 +202,13 @@ def merge(session: Session, ladder_id: int, source_id: int, target_id: int, now:
         query = update(Challenge).where(Challenge.ladder_id == ladder_id, column == source_id)
         session.execute(query.values({column.key: target_id}))
     mine = or_(Challenge.from_player_id == target_id, Challenge.to_player_id == target_id)
-    query = select(Challenge.number, Challenge.from_player_id, Challenge.to_player_id, Challenge.status).where(
+    unresolved = select(Challenge.number, Challenge.from_player_id, Challenge.to_player_id, Challenge.status).where(
         Challenge.ladder_id == ladder_id, Challenge.status.in_(UNRESOLVED), Challenge.expires_at > now, mine
     )
     withdrawn: dict[str, list[int]] = {SAME_PLAYER: [], DUPLICATE: []}
     kept: set[int] = set()
     # Accepted before open, then the oldest: the first seen with each other player stays.
-    for row in sorted(session.execute(query), key=lambda row: (row.status != "accepted", row.number)):
+    for row in sorted(session.execute(unresolved), key=lambda row: (row.status != "accepted", row.number)):
         other = row.to_player_id if row.from_player_id == target_id else row.from_player_id
         if other == target_id:
             withdrawn[SAME_PLAYER].append(row.number)

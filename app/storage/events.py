@@ -18,7 +18,7 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
-from app.storage.sql import bulk_insert
+from app.storage.sql import bulk_insert, rowcount
 from app.storage.tables import LadderEvent, utcnow
 
 #: Events after a given number, oldest first (``?`` placeholders, for :meth:`app.core.db.Database.fetch`).
@@ -68,7 +68,7 @@ def prune(session: Session, before: datetime, limit: int = 10_000) -> int:
     """Delete up to ``limit`` events written before ``before``, oldest first; how many went.  A listener whose
     resume point is gone is told to read everything anew (a ``reset`` event)."""
     oldest = select(LadderEvent.id).where(LadderEvent.created_at < before).order_by(LadderEvent.id).limit(limit)
-    return session.execute(delete(LadderEvent).where(LadderEvent.id.in_(oldest))).rowcount
+    return rowcount(session, delete(LadderEvent).where(LadderEvent.id.in_(oldest)))
 
 
 def scrub(session: Session, ladder_id: int, keys: list[str], pseudonym: str) -> None:

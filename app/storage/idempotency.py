@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import delete, select, tuple_
 from sqlalchemy.orm import Session
 
-from app.storage.sql import bulk_insert, fetch_typed
+from app.storage.sql import bulk_insert, fetch_typed, rowcount
 from app.storage.tables import IdempotencyKey
 
 _IDEMPOTENCY = IdempotencyKey.__table__
@@ -42,7 +42,7 @@ def forget_responses(session: Session, before: datetime, limit: int = 10_000) ->
     table = _IDEMPOTENCY
     oldest = select(table.c.ladder_id, table.c.key).where(table.c.created_at < before)
     oldest = oldest.order_by(table.c.created_at).limit(limit)
-    return session.execute(delete(table).where(tuple_(table.c.ladder_id, table.c.key).in_(oldest))).rowcount
+    return rowcount(session, delete(table).where(tuple_(table.c.ladder_id, table.c.key).in_(oldest)))
 
 
 def scrub_responses(session: Session, ladder_id: int, old: str, new: str) -> None:

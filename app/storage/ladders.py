@@ -164,8 +164,8 @@ def delete(session: Session, ladder: LadderRow) -> None:
     tables = (SeasonStanding, Season, Checkpoint, Refit, IdempotencyKey, ApiKey, LadderEvent, Game, Player, Challenge)
     for table in tables:
         session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
-    for table in (WebhookDelivery, Webhook, SlackRequest, SlackCommand):  # its webhooks and Slack command
-        session.execute(table.__table__.delete().where(table.ladder_id == ladder.id))
+    for hooked in (WebhookDelivery, Webhook, SlackRequest, SlackCommand):  # its webhooks and Slack command
+        session.execute(hooked.__table__.delete().where(hooked.ladder_id == ladder.id))
     session.execute(LadderSlug.__table__.delete().where(LadderSlug.slug == ladder.slug))
     session.execute(
         Ladder.__table__.update()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -310,6 +310,7 @@ def _read_tail(
             for key in keys:
                 reached.setdefault(key, game_id)
             for name in taken:
+                assert seat_state is not None  # a game that takes seats keeps their state (Game.seat_state)
                 seat_start.setdefault(name, seat_state[name])
             game_ids.append(game_id)
             payloads.append(payload)
@@ -336,6 +337,7 @@ def _read_tail(
     seats = None
     if ladder.seats:
         seats = ladder_state.seat_state(session, ladder)  # seats the tail does not reach stay as they are
+        assert seats is not None  # (the ladder has seats)
         for name, (advantage, information) in seat_start.items():
             n = ladder.seat_index()[name]
             seats.advantage[n], seats.information[n] = advantage, information
@@ -399,7 +401,7 @@ def _games_from(session: Session, ladder_id: int, first_game_id: int) -> Iterato
             yield game_id, payload(p), seat_state(state), when
 
 
-def _players_by_id(session: Session, ladder_id: int, wanted: dict[str, int]) -> list[tuple]:
+def _players_by_id(session: Session, ladder_id: int, wanted: Mapping[str, object]) -> list[tuple]:
     """(id, key, initial) of the players ``wanted`` (by key), in id order.  Many (over
     :data:`~app.storage.state_before.SCAN_PLAYERS`) are read by one scan in id order, kept by key; a few by key,
     then sorted (no sort of a million keys or rows: one call that long would hold the interpreter)."""

@@ -46,12 +46,13 @@ def games(session: Session, ladder_id: int, first: int, last: int, dim: int) -> 
     query = select(Game.id, Game.seq, Game.played_at, Game.voided_at).where(
         Game.ladder_id == ladder_id, Game.seq >= first, Game.seq <= last
     )
-    found = [LogGame(i, s, p, v is not None) for i, s, p, v in session.execute(query.order_by(Game.id))]
+    rows = session.execute(query.order_by(Game.id))
+    found = [LogGame(i, s, p, v is not None) for i, s, p, v in rows if s is not None]  # (seq >= first: not NULL)
     by_id = {g.id: g for g in found}
     counted = [g.id for g in found if not g.voided]
     for lo in range(0, len(counted), PER_STATEMENT):
         chunk = counted[lo : lo + PER_STATEMENT]
-        query = (
+        members = (
             select(
                 Participant.game_id,
                 Participant.player_id,
@@ -67,7 +68,7 @@ def games(session: Session, ladder_id: int, first: int, last: int, dim: int) -> 
             .where(Participant.ladder_id == ladder_id, Participant.game_id.in_(chunk))
             .order_by(Participant.game_id, Participant.side, Player.key)
         )
-        for game_id, player_id, key, name, side, actual, expected, before, after in session.execute(query):
+        for game_id, player_id, key, name, side, actual, expected, before, after in session.execute(members):
             vectors = codec.unpack_rows([before, after], dim)
             member = Member(player_id, key, name, side, actual, expected, vectors[0], vectors[1])
             by_id[game_id].members.append(member)
@@ -130,7 +131,8 @@ def histories(
 
 def _sides(connection, ladder_id: int, games: set[int]) -> dict[int, int]:
     """Each of the ``games``' number of sides."""
-    ordered, sides = sorted(games), {}
+    ordered = sorted(games)
+    sides: dict[int, int] = {}
     for lo in range(0, len(ordered), PER_STATEMENT):
         chunk = ordered[lo : lo + PER_STATEMENT]
         sides.update(driver_fetchall(connection, _SIDES.format(", ".join("?" * len(chunk))), (ladder_id, *chunk)))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 import numpy as np
 from sqlalchemy import select
@@ -22,6 +23,7 @@ from app.storage.sql import (
     driver_fetchall,
     driver_sql,
     fetch_typed,
+    rowcount,
     unindexed_on_sqlite,
 )
 from app.storage.tables import Player
@@ -216,8 +218,9 @@ def create(
     new (the caller counts them on the ladder's row)."""
     blobs = codec.pack_rows(C0)
     n, zeros = len(keys), [0] * len(keys)
-    columns = {"ladder_id": [ladder_id] * n, "key": keys, "name": names, "active": active, "initial": blobs}
-    columns |= {"vector": blobs, "created_at": created_at} | {c: zeros for c in COUNTERS}
+    columns: dict[str, Sequence[Any]] = {"ladder_id": [ladder_id] * n, "key": keys, "name": names, "active": active}
+    columns |= {"initial": blobs, "vector": blobs, "created_at": created_at}
+    columns |= {c: zeros for c in COUNTERS}
     return bulk_insert(session.connection(), Player.__table__, columns, on_conflict_do_nothing="ladder_id, key")
 
 
@@ -312,7 +315,7 @@ def change(session: Session, ladder_id: int, key: str, values: dict) -> bool:
     """Change a player's ``name`` or ``active``; False if there is no such player."""
     where = (Player.ladder_id == ladder_id, Player.key == key)
     query = Player.__table__.update().where(*where).values(**values, changed_version=PENDING)
-    return session.execute(query).rowcount > 0
+    return rowcount(session, query) > 0
 
 
 def deactivate(session: Session, ladder_id: int, keys: list[str]) -> None:
@@ -383,24 +386,24 @@ def lock_vectors(session: Session, ladder_id: int, ids: np.ndarray, dim: int) ->
         sql = "SELECT id, vector FROM players WHERE ladder_id = ? ORDER BY id FOR UPDATE"
         if session.get_bind().dialect.name == "sqlite":
             sql = sql.removesuffix(" FOR UPDATE")
-        found = 0
+        matched = 0
         for rows in driver_chunks(session.connection(), sql, (ladder_id,)):
             every = np.array([row[0] for row in rows], dtype=np.int64)
             at = np.searchsorted(ids, every)
             wanted = (at < len(ids)) & (ids[np.minimum(at, len(ids) - 1)] == every)
             picked = [row[1] for row, keep in zip(rows, wanted.tolist(), strict=True) if keep]
             out[at[wanted]] = codec.unpack_rows(picked, dim)
-            found += len(picked)
-        if found != len(ids):
+            matched += len(picked)
+        if matched != len(ids):
             raise LookupError(f"players of ladder {ladder_id} are gone")
         return out
-    for rows in chunks(len(ids), MAX_KEYS_IN_QUERY):
-        part = ids[rows].tolist()
+    for span in chunks(len(ids), MAX_KEYS_IN_QUERY):
+        part = ids[span].tolist()
         sql = f"SELECT id, vector FROM players WHERE ladder_id = ? AND id IN ({', '.join('?' * len(part))})"
         found = fetch_typed(session, f"{sql} ORDER BY id FOR UPDATE", (ladder_id, *part), columns)
         if [row[0] for row in found] != part:
             raise LookupError(f"players of ladder {ladder_id} are gone")
-        out[rows] = codec.unpack_rows((row[1] for row in found), dim)
+        out[span] = codec.unpack_rows((row[1] for row in found), dim)
     return out
 
 
@@ -511,7 +514,8 @@ def save_initial(session: Session, ladder_id: int, ids: np.ndarray, C0: np.ndarr
     """New initial vectors (a new k), which are also the players' vectors until the log is replayed on them."""
     for rows in chunks(len(ids)):
         blobs, n = codec.pack_rows(C0[rows]), len(ids[rows])
-        columns = {"initial": blobs, "vector": blobs, "strength_then": [None] * n, "changed_version": [PENDING] * n}
+        columns: dict[str, Sequence[Any]] = {"initial": blobs, "vector": blobs}
+        columns |= {"strength_then": [None] * n, "changed_version": [PENDING] * n}
         bulk_update(session.connection(), Player.__table__, ladder_id, ("id", ids[rows].tolist()), columns)
 
 

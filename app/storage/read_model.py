@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 from sqlalchemy.orm import Session
 
 from app.core.ladder import LadderRow
@@ -154,7 +154,7 @@ def from_rows(rows: list[tuple], version: int, dim: int, stamp: Callable[[Any], 
     def numbers(pick: Callable[[list[tuple]], list], dtype: type) -> np.ndarray:
         # A chunk at a time: NumPy converts a list in one call that holds the interpreter (over a million rows,
         # long enough to stall every other thread and /healthz).
-        chunks = [
+        chunks: list[np.ndarray] = [
             np.array(pick(rows[lo : lo + codec.CHUNK_ROWS]), dtype=dtype)
             for lo in range(0, len(rows), codec.CHUNK_ROWS)
         ]
@@ -186,16 +186,16 @@ def from_chunks(
     parts = [from_rows(chunk, version, dim, stamp) for chunk in chunks] or [from_rows([], version, dim, stamp)]
     if len(parts) == 1:
         return parts[0]
-    columns = {name: np.concatenate([getattr(part, name) for part in parts]) for name in COLUMNS}
+    columns: dict[str, Any] = {name: np.concatenate([getattr(part, name) for part in parts]) for name in COLUMNS}
     return replace(parts[0], version=max(part.version for part in parts), **columns)
 
 
-def held_table(engine: Engine, ladder_id: int) -> Table | None:
+def held_table(engine: Engine | Connection, ladder_id: int) -> Table | None:
     """This process's copy of the ladder's player table, at whatever version it is."""
     return cache.of(engine, "tables").get(ladder_id)
 
 
-def hold_newest(engine: Engine, ladder_id: int, fresh: Table) -> Table:
+def hold_newest(engine: Engine | Connection, ladder_id: int, fresh: Table) -> Table:
     """Keep ``fresh`` as this process's copy, unless a newer one is kept already; the copy kept."""
     tables = cache.of(engine, "tables")
     held = tables.get(ladder_id)
@@ -256,7 +256,7 @@ def note_commit(engine: Engine, ladder_id: int, version: int, written: Written) 
 APPLY_AT_ONCE = 200_000
 
 
-def apply_notes(engine: Engine, ladder_id: int) -> Table | None:
+def apply_notes(engine: Engine | Connection, ladder_id: int) -> Table | None:
     """This process's copy of the ladder with the commits noted since (:func:`note_commit`) applied: the rows they
     wrote replace the copy's, with one copy of each column for all of them."""
     with _notes_lock:
@@ -268,9 +268,9 @@ def apply_notes(engine: Engine, ladder_id: int) -> Table | None:
     born_names: dict[int, str] = {}  # the names the noted commits gave the players they created
     for _, written in notes:
         locked = written.locked
-        created = set(locked.created)
+        created_keys = set(locked.created)
         for n, (player, key) in enumerate(zip(locked.ids.tolist(), locked.index, strict=True)):
-            born = codec.micros(locked.created_at) if key in created else rows.get(player, (None,) * 8)[5]
+            born = codec.micros(locked.created_at) if key in created_keys else rows.get(player, (None,) * 8)[5]
             if key in locked.created_names:
                 born_names[player] = locked.created_names[key]
             then, known = written.strength_then[n], written.experience[n]

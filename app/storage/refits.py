@@ -11,6 +11,7 @@ from sqlalchemy import update as orm_update
 from sqlalchemy.orm import Session, defer
 
 from app.storage import cache, codec
+from app.storage.sql import rowcount
 from app.storage.tables import Checkpoint, Game, Refit
 
 
@@ -41,14 +42,15 @@ def insert(
 def unfinished(session: Session) -> list[tuple[int, int, str, str | None]]:
     """(ladder id, id, status, owner) of every job queued or running, of every ladder."""
     query = select(Refit.ladder_id, Refit.id, Refit.status, Refit.owner).where(Refit.status.in_(("queued", "running")))
-    return [tuple(row) for row in session.execute(query.order_by(Refit.id))]
+    rows = session.execute(query.order_by(Refit.id))
+    return [(ladder_id, refit_id, state, owner) for ladder_id, refit_id, state, owner in rows]
 
 
 def take_over(session: Session, ladder_id: int, refit_id: int, owner: str | None, new_owner: str) -> bool:
     """Make ``new_owner`` the job's owner if ``owner`` still is (one of several starting servers wins)."""
     which = (Refit.id == refit_id, Refit.ladder_id == ladder_id, Refit.owner == owner, Refit.status == "queued")
     query = Refit.__table__.update().where(*which)
-    return session.execute(query.values(owner=new_owner, updated_at=datetime.now(UTC))).rowcount == 1
+    return rowcount(session, query.values(owner=new_owner, updated_at=datetime.now(UTC))) == 1
 
 
 def cancel_auto(session: Session, ladder_id: int, why: str) -> list[int]:
@@ -68,7 +70,7 @@ def advance(session: Session, ladder_id: int, refit_id: int, status: str, values
     """Set fields of the ladder's job if it is still ``status`` (not cancelled meanwhile): whether it was."""
     which = (Refit.id == refit_id, Refit.ladder_id == ladder_id, Refit.status == status)
     query = Refit.__table__.update().where(*which)
-    return session.execute(query.values(**values, updated_at=datetime.now(UTC))).rowcount == 1
+    return rowcount(session, query.values(**values, updated_at=datetime.now(UTC))) == 1
 
 
 def status(session: Session, ladder_id: int, refit_id: int) -> str | None:
@@ -194,7 +196,7 @@ def supersede_checkpoints(session: Session, ladder_id: int, game_id: int) -> int
         Checkpoint.superseded_at.is_(None),
     )
     update = Checkpoint.__table__.update().where(*saw_it).values(superseded_at=datetime.now(UTC))
-    return session.execute(update).rowcount
+    return rowcount(session, update)
 
 
 def checkpoint_of(ladder_id: int, refit_id: int, after_game_id: int, finished: dict) -> Checkpoint:
@@ -214,6 +216,8 @@ def checkpoint_of(ladder_id: int, refit_id: int, after_game_id: int, finished: d
 def add_checkpoint(session: Session, ladder_id: int, job: Refit, variances: np.ndarray | None = None) -> Checkpoint:
     """The checkpoint of the refit ``job``, stored (with the players' ``variances`` there, under the variance
     rule)."""
+    # A finished refit has its log's end (set when it ran) and its fitted rows (set with "done").
+    assert job.after_game_id is not None and job.player_ids is not None and job.vectors is not None
     seats = (job.result or {}).get("seats")
     return insert_checkpoint(
         session, ladder_id, job.after_game_id, job.player_ids, job.vectors, job.id, seats, variances

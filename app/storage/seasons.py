@@ -12,8 +12,8 @@ from app.storage.sql import bulk_insert
 from app.storage.tables import Game, Ladder, Season, SeasonStanding
 
 #: The columns of a standings row, in the order :func:`add` takes them.
-STANDING = ("rank", "key", "name", "elo", "strength_se", "conservative", "provisional", "games", "wins", "draws")
-STANDING += ("losses",)
+STANDING: tuple[str, ...] = ("rank", "key", "name", "elo", "strength_se", "conservative", "provisional", "games")
+STANDING += ("wins", "draws", "losses")
 
 
 def named(session: Session, ladder_id: int, name: str) -> Season | None:

@@ -12,10 +12,10 @@ import functools
 import gc
 import itertools
 import threading
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import (
     Column,
@@ -29,12 +29,17 @@ from sqlalchemy import (
     LargeBinary,
     String,
     Table,
+    UpdateBase,
     literal_column,
 )
+from sqlalchemy.engine.interfaces import DBAPIConnection
 from sqlalchemy.orm import InstrumentedAttribute, Session
 from sqlalchemy.types import TypeEngine
 
 from app.storage.tables import UTCDateTime
+
+if TYPE_CHECKING:
+    import psycopg
 
 #: Rows per ``executemany`` call of :func:`bulk_insert`.
 BULK_ROWS = 50_000
@@ -53,7 +58,7 @@ def chunks(total: int, rows: int = REWRITE_ROWS) -> Iterator[slice]:
 def bulk_insert(
     connection: Connection,
     table: Table,
-    columns: dict[str, Sequence],
+    columns: Mapping[str, Sequence[Any]],
     on_conflict_do_nothing: str = "",
     progress: Callable[[int, int], None] | None = None,
 ) -> int:
@@ -80,7 +85,7 @@ def bulk_insert(
     # go of the interpreter lock while it works), and the connection is used by one thread at a time.
     inserted = 0
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="melo-bulk") as writer:
-        pending = None
+        pending: Future[CursorResult[Any]] | None = None
         for lo in range(0, total, BULK_ROWS):
             rows = _driver_rows(
                 connection, table, {name: values[lo : lo + BULK_ROWS] for name, values in columns.items()}
@@ -90,6 +95,7 @@ def bulk_insert(
                 if progress is not None:
                     progress(lo, total)
             pending = writer.submit(driver_sql, connection, sql, rows)
+        assert pending is not None  # total > BULK_ROWS: the loop submitted at least one chunk
         inserted += pending.result().rowcount
     if progress is not None:
         progress(total, total)
@@ -100,8 +106,8 @@ def bulk_update(
     connection: Connection,
     table: Table,
     ladder_id: int | None,
-    where: tuple[str | tuple[str, ...], Sequence],
-    columns: dict[str, Sequence],
+    where: tuple[str | tuple[str, ...], Sequence[Any]],
+    columns: Mapping[str, Sequence[Any]],
     kept: tuple[str, tuple[str, ...]] | None = None,
 ) -> None:
     """UPDATE row n of ``where = (key column(s), values)`` of the ladder ``ladder_id`` with value n of each of
@@ -117,6 +123,8 @@ def bulk_update(
     names, values = where
     if not len(values):
         return
+    key_names: tuple[str, ...]
+    key_columns: dict[str, Sequence[Any]]
     if isinstance(names, str):
         key_names, key_columns = (names,), {names: values}
     else:
@@ -176,8 +184,8 @@ def _unnest(
     total = len(values[0])
     changed = 0
     for lo in range(0, total, BULK_ROWS):
-        arrays = tuple(list(column[lo : lo + BULK_ROWS]) for column in values)
-        changed += driver_sql(connection, sql, (*arrays, *after)).rowcount
+        chunk = tuple(list(column[lo : lo + BULK_ROWS]) for column in values)
+        changed += driver_sql(connection, sql, (*chunk, *after)).rowcount
         if progress is not None:
             progress(min(lo + BULK_ROWS, total), total)
     return changed
@@ -198,7 +206,7 @@ def _copied(
     scratch = f"melo_rows_{next(_scratch_names)}"
     typed = ", ".join(f"{name} {table.c[name].type.compile(dialect=dialect)}" for name in names)
     driver_sql(connection, f"CREATE TEMPORARY TABLE {scratch} ({typed}) ON COMMIT DROP", ())
-    cursor = connection.connection.dbapi_connection.cursor()
+    cursor = cast("psycopg.Cursor[Any]", _dbapi_connection(connection).cursor())  # (only PostgreSQL copies)
     try:
         with cursor.copy(f"COPY {scratch} ({', '.join(names)}) FROM STDIN") as copy:
             for row in zip(*values, strict=True):
@@ -209,12 +217,12 @@ def _copied(
     driver_sql(connection, f"DROP TABLE {scratch}", ())
 
 
-def _driver_rows(connection: Connection, table: Table, columns: dict[str, Sequence]) -> list[tuple]:
+def _driver_rows(connection: Connection, table: Table, columns: Mapping[str, Sequence[Any]]) -> list[tuple]:
     """The rows of :func:`_driver_columns`."""
     return list(zip(*_driver_columns(connection, table, columns), strict=True))
 
 
-def _driver_columns(connection: Connection, table: Table, columns: dict[str, Sequence]) -> list[Sequence]:
+def _driver_columns(connection: Connection, table: Table, columns: Mapping[str, Sequence[Any]]) -> list[Sequence]:
     """Each column's values for the driver, converted by the column's own bind processor.
 
     Values are stored exactly as the ORM stores them, but SQLAlchemy's per-row
@@ -244,7 +252,9 @@ def _bind_processor(column_type: TypeEngine, dialect: Dialect) -> Callable[[Any]
     return column_type.dialect_impl(dialect).bind_processor(dialect)
 
 
-def unindexed_on_sqlite(session: Session, column: InstrumentedAttribute) -> ColumnElement:
+def unindexed_on_sqlite(
+    session: Session, column: InstrumentedAttribute[Any]
+) -> InstrumentedAttribute[Any] | ColumnElement[Any]:
     """``column``, written ``+table.column`` on SQLite, whose planner then takes no index for a term on it.
 
     Without statistics SQLite's planner takes an index on ``ladder_id = ?`` (it expects 10 rows of a ladder) over
@@ -302,6 +312,14 @@ def typed(connection: Connection, rows: Sequence[tuple], columns: Sequence[Colum
     return out
 
 
+def rowcount(session: Session, statement: UpdateBase) -> int:
+    """Execute an UPDATE or DELETE: how many rows it matched.
+
+    Such a statement's result is a :class:`CursorResult`, which ``Session.execute``'s types do not say.
+    """
+    return cast(CursorResult[Any], session.execute(statement)).rowcount
+
+
 def driver_sql(connection: Connection, sql: str, parameters: tuple | list[tuple]) -> CursorResult:
     """Run ``sql`` written with ``?`` placeholders straight through the driver (no per-row type processing).
 
@@ -312,16 +330,23 @@ def driver_sql(connection: Connection, sql: str, parameters: tuple | list[tuple]
     return connection.exec_driver_sql(sql, parameters)
 
 
+def _dbapi_connection(connection: Connection) -> DBAPIConnection:
+    """The driver's own connection under ``connection``."""
+    dbapi = connection.connection.dbapi_connection
+    assert dbapi is not None  # only a closed or invalidated connection has none, and ``connection`` is in use
+    return dbapi
+
+
 def driver_chunks(connection: Connection, sql: str, parameters: tuple, size: int = 10_000) -> Iterator[list[tuple]]:
     """:func:`driver_fetchall` a chunk of ``size`` rows at a time: a million rows fetched in one call would hold
     the interpreter; between chunks the other threads run."""
     if connection.dialect.paramstyle != "qmark":
         sql = sql.replace("?", "%s")
-    cursor = connection.connection.dbapi_connection.cursor()
+    cursor = _dbapi_connection(connection).cursor()
     try:
         cursor.execute(sql, parameters)
         while rows := cursor.fetchmany(size):
-            yield rows
+            yield cast(list[tuple], rows)  # (both drivers fetch lists of tuples)
     finally:
         cursor.close()
 
@@ -356,10 +381,10 @@ def driver_fetchall(connection: Connection, sql: str, parameters: tuple) -> list
     """:func:`driver_sql` for a large read: plain tuples from the driver's cursor, no result objects per row."""
     if connection.dialect.paramstyle != "qmark":
         sql = sql.replace("?", "%s")
-    cursor = connection.connection.dbapi_connection.cursor()
+    cursor = _dbapi_connection(connection).cursor()
     try:
         cursor.execute(sql, parameters)
-        return cursor.fetchall()
+        return cast(list[tuple], cursor.fetchall())  # (both drivers fetch lists of tuples)
     finally:
         cursor.close()
 

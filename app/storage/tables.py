@@ -21,6 +21,7 @@ from sqlalchemy import (
     LargeBinary,
     MetaData,
     String,
+    Table,
     TypeDecorator,
     UniqueConstraint,
     false,
@@ -70,6 +71,9 @@ class UTCDateTime(TypeDecorator):
 class Base(DeclarativeBase):
     metadata = MetaData(naming_convention=NAMING)
     type_annotation_map: ClassVar = {datetime: UTCDateTime()}
+    #: Every model here is declared by ``__tablename__``, so each is mapped to a :class:`Table` (not any
+    #: ``FromClause``, as :class:`DeclarativeBase` types it).
+    __table__: ClassVar[Table]
 
 
 class LadderSlug(Base):
@@ -320,9 +324,10 @@ class Refit(Base):
     params: Mapped[dict] = mapped_column(JSON)
     result: Mapped[dict | None] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(String(2000))
-    #: Games in the ladder's log when an auto refit was started (the policy's yardstick).
+    #: Games in the ladder's log when an auto refit was queued; from when it runs, in the log it reads.
     log_games: Mapped[int | None] = mapped_column(BigInteger)
-    #: The comparisons of the ladder's log when an auto refit started (its schedule's measure; null: before 0040).
+    #: An auto refit's schedule's measure (null: before 0040): while it is queued, the comparisons at which it was
+    #: due; from when it runs, those of the start of the log it reads (:func:`app.analysis.refit_run.due_part`).
     log_comparisons: Mapped[int | None] = mapped_column(BigInteger)
     #: The log the refit saw: games with id ≤ this.
     after_game_id: Mapped[int | None] = mapped_column(BigInteger)

@@ -17,6 +17,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.storage.events import parse
+from app.storage.sql import rowcount
 from app.storage.tables import Game, Ladder, LadderEvent, SlackCommand, SlackRequest, Webhook, WebhookDelivery
 
 
@@ -69,7 +70,7 @@ def due(session: Session, now: datetime, limit: int, owner: str) -> list[tuple[i
     each ladder's first, then each one's second, and so on, so that many webhooks of one ladder never keep another
     ladder's out of the list."""
     turn = func.row_number().over(partition_by=Webhook.ladder_id, order_by=Webhook.id).label("turn")
-    query = (
+    ranked = (
         select(Webhook.ladder_id, Webhook.id, turn)
         .join(Ladder, Ladder.id == Webhook.ladder_id)
         .where(
@@ -81,7 +82,7 @@ def due(session: Session, now: datetime, limit: int, owner: str) -> list[tuple[i
         )
         .subquery()
     )
-    query = select(query.c.ladder_id, query.c.id).order_by(query.c.turn, query.c.id).limit(limit)
+    query = select(ranked.c.ladder_id, ranked.c.id).order_by(ranked.c.turn, ranked.c.id).limit(limit)
     return [(int(ladder_id), int(webhook_id)) for ladder_id, webhook_id in session.execute(query)]
 
 
@@ -97,7 +98,7 @@ def claim(session: Session, ladder_id: int, webhook_id: int, owner: str, now: da
         )
         .values(lease_owner=owner, lease_until=until)
     )
-    return session.execute(query).rowcount == 1
+    return rowcount(session, query) == 1
 
 
 def renew(session: Session, ladder_id: int, webhook_id: int, owner: str, until: datetime) -> bool:
@@ -106,7 +107,7 @@ def renew(session: Session, ladder_id: int, webhook_id: int, owner: str, until: 
     query = update(Webhook).where(
         Webhook.ladder_id == ladder_id, Webhook.id == webhook_id, Webhook.lease_owner == owner
     )
-    return session.execute(query.values(lease_until=until)).rowcount == 1
+    return rowcount(session, query.values(lease_until=until)) == 1
 
 
 def release(session: Session, ladder_id: int, webhook_id: int, owner: str) -> None:
@@ -169,7 +170,7 @@ def attempted(session: Session, delivery: WebhookDelivery, values: dict) -> bool
     query = update(WebhookDelivery).where(
         WebhookDelivery.ladder_id == delivery.ladder_id, WebhookDelivery.id == delivery.id
     )
-    return session.execute(query.values(**values)).rowcount == 1
+    return rowcount(session, query.values(**values)) == 1
 
 
 def prune_deliveries(session: Session, before: datetime, limit: int = 10_000) -> int:
@@ -182,7 +183,7 @@ def prune_deliveries(session: Session, before: datetime, limit: int = 10_000) ->
         .order_by(WebhookDelivery.id)
         .limit(limit)
     )
-    return session.execute(delete(WebhookDelivery).where(WebhookDelivery.id.in_(oldest), done)).rowcount
+    return rowcount(session, delete(WebhookDelivery).where(WebhookDelivery.id.in_(oldest), done))
 
 
 def games_between(session: Session, ladder_id: int, since: datetime, until: datetime) -> list[int]:
@@ -194,7 +195,7 @@ def games_between(session: Session, ladder_id: int, since: datetime, until: date
         .order_by(Game.id.desc())
         .limit(1000)
     )
-    return [int(seq) for seq in session.scalars(query)]
+    return [int(seq) for seq in session.scalars(query) if seq is not None]  # (none is NULL: migration 0009)
 
 
 def signing_secret(session: Session, ladder_id: int) -> str | None:

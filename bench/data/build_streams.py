@@ -1,6 +1,6 @@
 """Rebuild the two dated match records of bench/data/README.md from local git mirrors of their sources.
 
-    python bench/data/build_streams.py F1DB_GIT_DIR FOOTBALL_JSON_GIT_DIR
+    python -m bench.data.build_streams F1DB_GIT_DIR FOOTBALL_JSON_GIT_DIR
 
 F1DB_GIT_DIR is a clone (bare is fine) of https://github.com/f1db/f1db and FOOTBALL_JSON_GIT_DIR one of
 https://github.com/openfootball/football.json; both are read at HEAD (``git show HEAD:path``), and the commit read

@@ -22,14 +22,10 @@ from app.domain.refit_policy import due_point, policy
 from app.main import create_app
 from app.rating.intransitivity import hodge_norms
 from app.storage.tables import Ladder, Refit
-from tests.api.helpers import disc_games, wait
+from tests.api.helpers import disc_games, game, wait
 from tests.conftest import admin, bearer, make_ladder
 
 SEED_7_2 = {"p1": [-1.0, 2.0], "p2": [0.0, 2.0], "p3": [1.0, 2.0], "p4": [0.3, -0.4]}  # [Guide] §7.2
-
-
-def game(winner, loser):
-    return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
 
 
 def frozen_ladder(client, results):

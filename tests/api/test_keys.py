@@ -5,11 +5,8 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime, timedelta
 
+from tests.api.helpers import game
 from tests.conftest import admin, bearer, make_ladder
-
-
-def game(winner: str, loser: str) -> dict:
-    return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
 
 
 def test_the_key_a_ladder_is_created_with_is_its_first_admin_key(client):

@@ -18,13 +18,10 @@ from app.players.leaderboard import leaderboard
 from app.storage.codec import NO_TIME
 from app.storage.read_model import Table
 from app.storage.refits import Placement
+from tests.api.helpers import game
 from tests.conftest import admin, bearer, make_ladder
 
 EVERYONE = "/v1/ladders/test/leaderboard?inactive=true&limit=500"
-
-
-def game(winner: str, loser: str) -> dict:
-    return {"sides": [{"players": [winner], "rank": 1}, {"players": [loser], "rank": 2}]}
 
 
 @pytest.mark.parametrize("changed_here", [player_table.CHANGED_HERE, 1])

@@ -17,6 +17,7 @@ from app.core.replicas import replicas_of
 from devtools.postgres import PostgresServer
 from devtools.replica import standby
 from devtools.server import ADMIN_KEY, live_server
+from tests.api.helpers import game
 
 
 @pytest.fixture
@@ -94,10 +95,6 @@ def timed_read(base: str, version: int) -> tuple[int, float]:
     r = httpx.get(base + "/v1/ladders/club/leaderboard", params={"min_version": version}, timeout=60)
     assert r.status_code != 200 or r.json()["ladder_version"] >= version
     return r.status_code, time.monotonic() - start
-
-
-def game(a: str, b: str) -> dict:
-    return {"sides": [{"players": [a], "rank": 1}, {"players": [b], "rank": 2}]}
 
 
 def test_reads_go_to_the_replica_and_never_answer_older_than_the_version_named(servers):

@@ -37,7 +37,7 @@ def fit(
     log: GameLog,
     n_players: int,
     k: int,
-    l2: float | ArrayLike = L2,
+    l2: float | Array = L2,
     pairs: IntArray | None = None,
     C0: ArrayLike | None = None,
     seed: int = 0,
@@ -89,7 +89,8 @@ def fit(
         if progress is not None:
             progress(min(calls[0], max_iter), max_iter)
 
-    from scipy.optimize import minimize  # imported on first use: a serving worker rarely needs it (memory)
+    # imported on first use: a serving worker rarely needs it (memory)
+    from scipy.optimize import minimize
 
     start = time.perf_counter()
     result = minimize(

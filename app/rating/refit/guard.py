@@ -67,11 +67,12 @@ def guard(
     if not 0 < window < n:
         raise RatingInputError("window", f"must be between 1 and {n - 1} games")
     before, after = log.take(np.arange(n - window)), log.take(np.arange(n - window, n))
-    m = len(start)
+    m = np.shape(start)[0]
     options = RefitOptions(l2=l2, restarts=1, seed=seed, select_k=select_k, seat_precision=seat_precision)
     trial = refit(before, m, k, options, progress=progress)
     played = np.bincount(before.member_player, minlength=m)
-    games0, later = played, None
+    games0: ArrayLike | None = played  # each player's games before the window; under the variance rule, variance
+    later = None
     if isinstance(rate, VarianceRule):
         # The variances at the window's start, as the online rule left them (mathematics §3b).
         head = None if times is None else (np.asarray(times[0], dtype=np.float64)[: n - window], times[1])

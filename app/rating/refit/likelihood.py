@@ -16,6 +16,8 @@ gets 1/|T_a| of the side's gradient.  Gathers use index arrays, scatters
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import expit, log_expit
@@ -63,7 +65,7 @@ def observed_pair_probability(C: ArrayLike, log: GameLog) -> Array:
     return expit(x)
 
 
-def log_likelihood(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | ArrayLike = 0.0) -> float:
+def log_likelihood(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | Array = 0.0) -> float:
     """ℓ(C) of the module docstring over the selected pair terms (all by default)."""
     C = np.asarray(C, dtype=np.float64)
     value, _ = objective(C, log, selected_pairs(log, pairs), l2, False)
@@ -71,18 +73,48 @@ def log_likelihood(C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2
 
 
 def log_likelihood_gradient(
-    C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | ArrayLike = 0.0
+    C: ArrayLike, log: GameLog, pairs: IntArray | None = None, l2: float | Array = 0.0
 ) -> Array:
     """∂ℓ/∂C, the same shape as C."""
     _, grad = objective(np.asarray(C, dtype=np.float64), log, selected_pairs(log, pairs), l2, True)
     return -grad
 
 
+@overload
 def objective(
     C: Array,
     log: GameLog,
     pairs: IntArray,
-    l2: float | ArrayLike,
+    l2: float | Array,
+    gradient: Literal[False],
+    seats: Array | None = None,
+    seat_precision: float = SEAT_PRIOR_PRECISION,
+) -> tuple[float, None]: ...
+@overload
+def objective(
+    C: Array,
+    log: GameLog,
+    pairs: IntArray,
+    l2: float | Array,
+    gradient: Literal[True],
+    seats: None = None,
+    seat_precision: float = SEAT_PRIOR_PRECISION,
+) -> tuple[float, Array]: ...
+@overload
+def objective(
+    C: Array,
+    log: GameLog,
+    pairs: IntArray,
+    l2: float | Array,
+    gradient: Literal[True],
+    seats: Array,
+    seat_precision: float = SEAT_PRIOR_PRECISION,
+) -> tuple[float, tuple[Array, Array]]: ...
+def objective(
+    C: Array,
+    log: GameLog,
+    pairs: IntArray,
+    l2: float | Array,
     gradient: bool,
     seats: Array | None = None,
     seat_precision: float = SEAT_PRIOR_PRECISION,
@@ -125,6 +157,7 @@ def objective(
         grad = -grad + 2.0 * l2 * D
     if seats is None:
         return value, grad
+    assert log.side_seat is not None  # seats are fitted only for a log that names them
     seat_a, seat_b = log.side_seat[log.pair_a[pairs]], log.side_seat[log.pair_b[pairs]]
     n, on_a, on_b = len(seats), seat_a >= 0, seat_b >= 0
     seat_grad = np.bincount(seat_a[on_a], weights=r[on_a], minlength=n) - np.bincount(

@@ -71,7 +71,7 @@ class Report:
     heldout_note: str | None = None
 
 
-def refit(  # noqa: C901, PLR0915 (issue 62: to split)
+def refit(
     log: GameLog,
     n_players: int,
     k: int,
@@ -106,84 +106,43 @@ def refit(  # noqa: C901, PLR0915 (issue 62: to split)
     chosen first, with :data:`app.rating.refit.prior.L2`).  ``progress(done, total)`` counts fits, in
     thousandths.
     """
-    l2, restarts, holdout, seed = options.l2, options.restarts, options.holdout, options.seed
-    select_k, folds, max_iter = options.select_k, options.folds, options.max_iter
-    seat_precision = options.seat_precision
     start = time.perf_counter()
-    candidates = sorted(set(select_k)) if select_k else []
-    if holdout == 0 and (len(candidates) > 1 or l2 is None):
-        field = "select_k" if len(candidates) > 1 else "l2"
-        raise RatingInputError(field, "choosing by held-out loss needs a holdout > 0")
-    train, test, note = heldout_split(log, holdout, seed)
-    if test is None:  # nothing to choose by: the simplest k offered, the default λ
-        choices = []
-        if len(candidates) > 1:
-            choices.append(f"k = {candidates[0]} (the smallest of select_k)")
-        if l2 is None:
-            choices.append(f"λ = {L2:g} (the default)")
-        if choices:
-            note += f" Chosen without held-out loss: {' and '.join(choices)}."
-        candidates, l2 = candidates[:1], L2 if l2 is None else l2
-    choosing = test is not None
-    fold = fold_terms(log, folds, seed) if choosing and len(candidates) > 1 else None
-    n_fits = restarts + 1
-    if choosing:
-        n_folds = 0 if fold is None else int(fold.max()) + 1
-        n_fits += n_folds * sum(1 for kk in candidates if kk > 0) + (len(L2_CHOICES) if l2 is None else 0)
-    fits_done = [0]
-    penalty = L2 if l2 is None else l2
-
-    def run(kk: int, pairs: IntArray | None, s: int, C0: Array | None = None, lam: float | None = None) -> Fit:
-        def each(it: int, total: int) -> None:
-            if progress is not None:
-                progress(int(1000 * (fits_done[0] + it / total) / n_fits), 1000)
-
-        lam = penalty_weights(kk, penalty if lam is None else lam)
-        settings = {"C0": C0, "seed": s, "max_iter": max_iter, "progress": each, "seat_precision": seat_precision}
-        result = fit(log, n_players, kk, lam, pairs, **settings)
-        fits_done[0] += 1
-        return result
-
+    plan = _plan(log, options)
+    train, test, note, candidates = plan.train, plan.test, plan.note, plan.candidates
+    run = _Fits(log, n_players, options, plan.n_fits, progress, L2 if plan.l2 is None else plan.l2)
     heldout: dict[str, dict] = {}
     selection = None
-    chosen = candidates[0] if candidates and not choosing else k
-    if choosing:
+    chosen = candidates[0] if candidates and test is None else k
+    if test is not None:  # choosing
         elo = fit_elo(pair_counts(log, n_players, train))
         heldout["elo"] = vars(evaluate_elo(elo.ratings, log, test))
         if current is not None:
             online = None if current_seats is None else current_seats.advantage
             heldout["current"] = vars(evaluate(current, log, test, online))
-    if len(candidates) > 1 and choosing:
-        chosen, selection = choose_k(log, n_players, candidates, fold, seed, run)
-    elif candidates and choosing:
-        chosen = candidates[0]
+        if len(candidates) > 1:
+            assert plan.fold is not None  # dealt whenever choosing among several k
+            chosen, selection = choose_k(log, n_players, candidates, plan.fold, options.seed, run)
+        elif candidates:
+            chosen = candidates[0]
     if chosen == 0:
-        full = fit_elo(pair_counts(log, n_players))
-        if progress is not None:
-            progress(1000, 1000)
-        C = _pad(elo_vectors(full.ratings, 1), k, seed)
-        seats = None
-        if log.side_seat is not None:
-            h = fit_seats(C, log, log.n_seats_needed, seat_precision=seat_precision)
-            seats = seat_information(C, log, h, seat_precision)
-        seconds = time.perf_counter() - start
-        return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, seconds, seats=seats, heldout_note=note)
-
+        return _elo_report(log, n_players, k, options, heldout, selection, note, start, progress)
     l2_selection = None
-    if l2 is None:
-        penalty, l2_selection = choose_l2(log, chosen, train, test, seed, run)
-    fits = [run(chosen, train, seed + r) for r in range(restarts)]
+    if plan.l2 is None:
+        assert train is not None and test is not None  # without held-out terms l2 was set to the default
+        run.penalty, l2_selection = choose_l2(log, chosen, train, test, options.seed, run)
+    fits = [run(chosen, train, options.seed + r) for r in range(options.restarts)]
     best = max(fits, key=lambda f: f.log_likelihood)
     if test is not None:
         heldout["refit"] = vars(evaluate(best.C, log, test, best.seats))
     p_best = observed_pair_probability(best.C, log)
     agreement = max(float(np.max(np.abs(observed_pair_probability(f.C, log) - p_best), initial=0.0)) for f in fits)
-    final = run(chosen, None, seed, C0=best.C)
+    final = run(chosen, None, options.seed, C0=best.C)
     if progress is not None:
         progress(1000, 1000)
     rows = [{"log_likelihood": f.log_likelihood, "iterations": f.iterations, "converged": f.converged} for f in fits]
-    C = final.C if chosen == k else _pad(final.C, k, seed)
-    seats = None if final.seats is None else seat_information(final.C, log, final.seats, seat_precision)
+    C = final.C if chosen == k else _pad(final.C, k, options.seed)
+    precision = options.seat_precision
+    seats = None if final.seats is None else seat_information(final.C, log, final.seats, precision)
     seconds = time.perf_counter() - start
     return Report(
         chosen,
@@ -194,11 +153,112 @@ def refit(  # noqa: C901, PLR0915 (issue 62: to split)
         heldout,
         selection,
         seconds,
-        penalty,
+        run.penalty,
         l2_selection,
         seats,
         heldout_note=note,
     )
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a refit holds out and chooses among: the training and held-out terms (``test`` None: nothing held
+    out, ``note`` says why), the k to choose among, λ (None: to choose), the folds and how many fits it makes."""
+
+    train: IntArray | None
+    test: IntArray | None
+    note: str | None
+    candidates: list[int]
+    l2: float | None
+    fold: IntArray | None
+    n_fits: int
+
+
+def _plan(log: GameLog, options: RefitOptions) -> _Plan:
+    """The refit's :class:`_Plan` under ``options``: with nothing to hold out, the simplest k offered and the
+    default λ, as nothing can choose them."""
+    l2, holdout, seed = options.l2, options.holdout, options.seed
+    candidates = sorted(set(options.select_k)) if options.select_k else []
+    if holdout == 0 and (len(candidates) > 1 or l2 is None):
+        field = "select_k" if len(candidates) > 1 else "l2"
+        raise RatingInputError(field, "choosing by held-out loss needs a holdout > 0")
+    train, test, note = heldout_split(log, holdout, seed)
+    if test is None:  # nothing to choose by: the simplest k offered, the default λ
+        assert note is not None  # heldout_split says why whenever it holds nothing out
+        choices = []
+        if len(candidates) > 1:
+            choices.append(f"k = {candidates[0]} (the smallest of select_k)")
+        if l2 is None:
+            choices.append(f"λ = {L2:g} (the default)")
+        if choices:
+            note += f" Chosen without held-out loss: {' and '.join(choices)}."
+        return _Plan(train, test, note, candidates[:1], L2 if l2 is None else l2, None, options.restarts + 1)
+    fold = fold_terms(log, options.folds, seed) if len(candidates) > 1 else None
+    n_folds = 0 if fold is None else int(fold.max()) + 1
+    n_fits = options.restarts + 1 + n_folds * sum(1 for kk in candidates if kk > 0)
+    return _Plan(train, test, note, candidates, l2, fold, n_fits + (len(L2_CHOICES) if l2 is None else 0))
+
+
+@dataclass
+class _Fits:
+    """Each fit of a refit, counted for its progress (``done`` of ``total``, reported in thousandths), at the
+    cyclic discs' λ ``penalty`` unless a fit asks for another."""
+
+    log: GameLog
+    n_players: int
+    options: RefitOptions
+    total: int
+    progress: Progress
+    penalty: float
+    done: int = 0
+
+    def __call__(
+        self, kk: int, pairs: IntArray | None, s: int, C0: Array | None = None, lam: float | None = None
+    ) -> Fit:
+        def each(it: int, total: int) -> None:
+            if self.progress is not None:
+                self.progress(int(1000 * (self.done + it / total) / self.total), 1000)
+
+        weights = penalty_weights(kk, self.penalty if lam is None else lam)
+        options = self.options
+        result = fit(
+            self.log,
+            self.n_players,
+            kk,
+            weights,
+            pairs,
+            C0=C0,
+            seed=s,
+            max_iter=options.max_iter,
+            progress=each,
+            seat_precision=options.seat_precision,
+        )
+        self.done += 1
+        return result
+
+
+def _elo_report(
+    log: GameLog,
+    n_players: int,
+    k: int,
+    options: RefitOptions,
+    heldout: dict[str, dict],
+    selection: list[dict] | None,
+    note: str | None,
+    start: float,
+    progress: Progress,
+) -> Report:
+    """The report where k = 0 (Elo) was chosen: Elo fitted on every game, as (r, 1) padded to the ladder's k."""
+    full = fit_elo(pair_counts(log, n_players))
+    if progress is not None:
+        progress(1000, 1000)
+    C = _pad(elo_vectors(full.ratings, 1), k, options.seed)
+    seats = None
+    if log.side_seat is not None:
+        h = fit_seats(C, log, log.n_seats_needed, seat_precision=options.seat_precision)
+        seats = seat_information(C, log, h, options.seat_precision)
+    seconds = time.perf_counter() - start
+    return Report(0, C, full.log_likelihood, [], 0.0, heldout, selection, seconds, seats=seats, heldout_note=note)
 
 
 #: Scale of the random start of the discs a smaller chosen k leaves empty.

@@ -15,6 +15,7 @@ from app.rating.seats import SEAT_PRIOR_PRECISION, Seats, seat_sums
 
 def _seat_sums(C: Array, log: GameLog, seats: Array) -> tuple[Array, Array]:
     """The seats' information and gain (:func:`app.rating.seats.seat_sums`) over every pair term of the log."""
+    assert log.side_seat is not None  # seats are fitted only for a log that names them
     p = expit(pair_logits(C, log, None, seats))
     seat_a, seat_b = log.side_seat[log.pair_a], log.side_seat[log.pair_b]
     return seat_sums(len(seats), seat_a, seat_b, log.pair_weight, log.pair_outcome, p)

@@ -44,7 +44,7 @@ def simplest_over_folds(losses: dict[int, Array], log: GameLog, fold: IntArray) 
     """
     w = log.pair_weight
     means = {c: float(np.dot(w, v) / w.sum()) for c, v in losses.items()}
-    best = min(means, key=means.get)
+    best = min(means, key=means.__getitem__)
     matchup = matchups(log)
     n = int(matchup.max(initial=-1)) + 1
     per_fold = np.bincount(fold, w)
@@ -69,6 +69,7 @@ def choose_k(
         ratings = fit_elo(pair_counts(log, n_players, fit_on)).ratings if 0 in candidates else None
         for kk in candidates:
             if kk == 0:
+                assert ratings is not None  # fitted above, as 0 is among the candidates
                 p = elo_probabilities(ratings, log, score_on)
             else:
                 trial = run(kk, fit_on, seed)

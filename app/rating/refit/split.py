@@ -23,7 +23,7 @@ def _lineups(log: GameLog) -> tuple[IntArray, IntArray]:
     singles = log.single_players()
     if singles is not None:
         return singles
-    lineup = {}
+    lineup: dict[tuple[int, ...], int] = {}
     numbers = np.array(
         [lineup.setdefault(tuple(sorted(players)), len(lineup)) for players in log.side_players()], dtype=np.int64
     )
