@@ -272,14 +272,19 @@ def _choose_variance(
     seat_sds: tuple[float, ...],
     limits: Limits,
 ) -> RateChoice:
-    """:func:`choose_rate` for a ladder on the variance rule: multiples of its start and noise, then drifts, then
-    the seats' prior (``seat_sds``), as on the other rule."""
+    """:func:`choose_rate` for a ladder on the variance rule: multiples of its start and noise and the grid of
+    :data:`VARIANCE_STARTS` × :data:`NOISES`, then drifts, then the seats' prior (``seat_sds``), as on the other
+    rule."""
     around = [
         VarianceRule(current.start * f, current.noise * g, current.drift, current.cycles)
         for f in START_FACTORS
         for g in NOISE_FACTORS
     ]
-    grid = [current, *limits.allowed([rule for rule in around if rule != current])]
+    # And the grid a ladder on a step tries, at this one's drift and share: a new ladder's rule can be far from what
+    # its field needs (a static field of players all new at once wants a newcomer's variance several times the
+    # default and almost no noise), which multiples of ½ to 2 would reach only over several choices.
+    wide = [VarianceRule(u, q, current.drift, current.cycles) for u in VARIANCE_STARTS for q in NOISES]
+    grid = [current, *limits.allowed([rule for rule in dict.fromkeys(around + wide) if rule != current])]
     reference = _losses(C0, log, [current], seats, progress, times)[0]
     variance, scores = _variance_round(C0, log, grid, seats, times, drifts, reference, limits)
     candidates: list[Rule] = list(variance)

@@ -194,3 +194,15 @@ def test_a_free_for_alls_rate_report_is_per_comparison():
     pairs = GameLog.from_pairs(*[np.array(x) for x in ([0, 1, 2, 0], [1, 2, 0, 2], [1.0, 0.0, 1.0, 0.5])])
     two = choose_rate(start(3), pairs, DEFAULT)
     assert two.rows[0]["log_loss"] == prequential_losses(start(3), pairs, DEFAULT)[2:].mean()  # a game is one
+
+
+def test_a_ladder_on_the_variance_rule_reaches_a_rule_far_from_its_own_in_one_choice():
+    """Fixed strengths want almost no noise: from a noise of 0.1 logits² (55 Elo points a game), 0.1 times it is
+    as far as multiples of its own reach; the grid a step's choice tries goes the rest of the way at once."""
+    log = elo_stream(20, 6_000, 0.0, seed=7)
+    current = VarianceRule(1.0, 0.1)
+    choice = choose_rate(start(20), log, current)
+    assert isinstance(choice.rate, VarianceRule) and choice.rate.noise < 0.1 * current.noise, choice.rows
+    tried = {(row["eta"], row["noise"]) for row in choice.rows if row["rule"] == "variance"}
+    grid = {(u * np.sqrt(2), q) for u in tuning.VARIANCE_STARTS for q in tuning.NOISES}
+    assert all(any(np.isclose(e, u) and np.isclose(n, q) for e, n in tried) for u, q in grid)
