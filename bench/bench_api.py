@@ -31,9 +31,7 @@ import json
 import os
 import platform
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -50,9 +48,8 @@ from app.games.apply import import_games
 from app.games.schemas import GameIn
 from app.ladders.schemas import LadderCreate
 from app.ladders.service import create_ladder
+from devtools import server
 from devtools.postgres import PostgresServer
-
-ROOT = Path(__file__).resolve().parent.parent
 
 RESULTS = Path(__file__).parent / "results"
 LUA = Path(__file__).parent / "api.lua"
@@ -66,12 +63,6 @@ TARGETS = {
     "leaderboard_vs_trivial": 0.30,
     "leaderboard_p50_ms": 3.0,
 }
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def seed_ladder(url: str, players: int, auto_refit: bool = True, slug: str = "bench") -> str:
@@ -96,34 +87,12 @@ def seed_ladder(url: str, players: int, auto_refit: bool = True, slug: str = "be
     return key
 
 
-class Server:
-    """``uvicorn app.main:app`` in a subprocess on a free loopback port."""
+class Server(server.Server):
+    """The service (or ``app``) as the benchmarks serve it: no access log, migrated beforehand."""
 
     def __init__(self, url: str, workers: int = 1, app: str = "app.main:app", ready: str = "/healthz") -> None:
-        self.port = free_port()
-        env = os.environ | {"MELO_DATABASE_URL": url, "MELO_MIGRATE_ON_START": "false"}
-        cmd = [sys.executable, "-m", "uvicorn", app, "--port", str(self.port)]
-        cmd += ["--workers", str(workers), "--log-level", "warning", "--no-access-log"]
-        self.proc = subprocess.Popen(cmd, env=env, cwd=ROOT)
-        self.base = f"http://127.0.0.1:{self.port}"
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            try:
-                if httpx.get(self.base + ready).status_code == 200:
-                    return
-            except httpx.TransportError:
-                time.sleep(0.2)
-        self.stop()
-        raise RuntimeError("the server did not start")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # reported, not hidden: a server that will not stop is a finding
-            print(f"the server on port {self.port} did not stop within 30 s of SIGTERM; killed", file=sys.stderr)
-            self.proc.kill()
-            self.proc.wait()
+        env = {"MELO_MIGRATE_ON_START": "false"}
+        super().__init__(url, workers, env, app=app, ready=ready, access_log=False, seconds=60)
 
 
 def wrk(base: str, path: str, mode: str, connections: int, seconds: int, env: dict[str, str]) -> dict:

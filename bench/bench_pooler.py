@@ -34,10 +34,11 @@ from pathlib import Path
 import httpx
 import numpy as np
 
-from bench.bench_api import Server, free_port, seed_ladder, trivial_baseline, wrk
+from bench.bench_api import Server, seed_ladder, trivial_baseline, wrk
 from devtools.haproxy import HAPROXY
 from devtools.pgbouncer import PgBouncer
 from devtools.postgres import PostgresServer
+from devtools.server import free_port
 
 RESULTS = Path(__file__).parent / "results"
 TARGET = 0.90

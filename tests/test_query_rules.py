@@ -352,6 +352,7 @@ RAW = {
     ("app/core/db.py", "fetch"),
     ("app/core/async_reads.py", "_take"),
     ("app/storage/sql.py", "_copied"),
+    ("app/storage/sql.py", "_dbapi_connection"),
     ("app/storage/sql.py", "driver_chunks"),
     ("app/storage/sql.py", "driver_fetchall"),
 }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
+from typing import Literal, get_args, get_origin
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -12,6 +13,7 @@ from app import rating, storage
 from app.core.cursors import decode_cursor, encode_cursor
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.ladder import VARIANCE, LadderRow, fold
+from app.core.ladder_settings import SETTINGS
 from app.core.schemas import Page, one_more
 from app.core.security import hash_key, new_key
 from app.domain import refit_policy, season_periods
@@ -137,7 +139,7 @@ def _rate(ladder: LadderRow, values: dict) -> dict:
     return rate
 
 
-def change_settings(  # noqa: C901 (issue 62: to split)
+def change_settings(
     session: Session, ladder: LadderRow, patch: LadderPatch, prepared: Prepared | None = None
 ) -> LadderOut:
     """Change the settings given.  A new k or learning rate (``eta``, ``eta_tau``, ``drift_steps``, ``drift``
@@ -159,24 +161,9 @@ def change_settings(  # noqa: C901 (issue 62: to split)
     rule = rule or "rate_rule" in values or (bool({"noise", "cycles"} & values.keys()) and variance_rule)
     if rule and "auto_rate" not in values:
         values["auto_rate"] = False  # an admin's rate is pinned
-    flags = ("auto_create_players", "auto_refit", "auto_rate", "private", "case_insensitive_keys", "drift_steps")
-    for name in (*flags, "k"):
+    for name in NOT_NULL:
         if name in values and values[name] is None:
-            message = "must be a whole number from 1 to 8" if name == "k" else "must be true or false"
-            raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
-    if "rate_rule" in values and values["rate_rule"] is None:
-        message = "must be 'steps' or 'variance'"
-        raise InvalidInput(f"rate_rule: {message}", errors=[{"field": "rate_rule", "message": message}])
-    for name, bounds in (
-        ("eta", "0 to 10"),
-        ("drift", "0 to 2000"),
-        ("seat_prior", "0.01 to 10"),
-        ("noise", "above 0 to 500"),
-        ("cycles", "0 to below 1"),
-        ("season_pull", "0 to 1"),
-    ):
-        if name in values and values[name] is None:
-            message = f"must be a number from {bounds}"
+            message = null_message(name)
             raise InvalidInput(f"{name}: {message}", errors=[{"field": name, "message": message}])
     if "play" in values:
         values["play"] = _play(ladder, values["play"])
@@ -207,6 +194,23 @@ def change_settings(  # noqa: C901 (issue 62: to split)
     if values:
         storage.ladders.bump(session, [ladder.id], reset=reset)
     return ladder_out(session, _reread(session, ladder))
+
+
+#: The settings a patch may not set to null (``play``'s kinds are checked one by one: :func:`_play`).
+NOT_NULL = [name for name, setting in SETTINGS.items() if setting.patch and not setting.nullable and name != "play"]
+
+
+def null_message(name: str) -> str:
+    """What a patch that sends null for the setting ``name`` is told: the values it takes, from its type in
+    ``LadderOut`` and its bounds."""
+    kind, setting = LadderOut.model_fields[name].annotation, SETTINGS[name]
+    if kind is bool:
+        return "must be true or false"
+    if get_origin(kind) is Literal:
+        return "must be " + " or ".join(repr(value) for value in get_args(kind))
+    low = f"above {setting.gt:g}" if setting.gt is not None else f"{setting.ge:g}"
+    high = f"below {setting.lt:g}" if setting.lt is not None else f"{setting.le:g}"
+    return f"must be a {'whole number' if kind is int else 'number'} from {low} to {high}"
 
 
 def _reread(session: Session, ladder: LadderRow) -> LadderRow:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from app.core.errors import LadderChanged
 from app.core.ladder import LadderRow
+from app.core.ladder_settings import SETTINGS
 from app.storage import aliases as storage_aliases
 from app.storage import cache, events
 from app.storage.sql import Fetch, driver_fetchall, driver_sql, fetch_typed, typed
@@ -336,17 +337,7 @@ def lock(session: Session, ladder_id: int) -> None:
 #: PostgreSQL: ``?`` new game ids, as an array (in the order they were given out).
 NEW_GAME_IDS = "SELECT array_agg(nextval(pg_get_serial_sequence('games', 'id'))) FROM generate_series(1, ?)"
 #: The settings a game commit applies, read before its locks: a change of one meanwhile makes it retry.
-_WRITE_SETTINGS = (
-    "k",
-    "eta",
-    "eta_tau",
-    "drift",
-    "drift_steps",
-    "case_insensitive_keys",
-    "rate_rule",
-    "noise",
-    "cycles",
-)
+_WRITE_SETTINGS = tuple(name for name, setting in SETTINGS.items() if setting.commit)
 
 
 class Taken(NamedTuple):
