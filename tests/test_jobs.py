@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from app.core import jobs
 
 
@@ -22,3 +24,22 @@ def test_a_jobs_child_reads_the_servers_environment_as_it_is_when_the_job_starts
         assert jobs.run_in_child(url, _environment_value, (name,), lambda _: None, 60) == value
     monkeypatch.delenv(name)
     assert jobs.run_in_child(url, _environment_value, (name,), lambda _: None, 60) is None
+
+
+def _blas_threads_where_numpy_was_imported(_db, _progress) -> str | None:
+    """A child's work: OPENBLAS_NUM_THREADS as the process that imported NumPy for it read it (on Linux the fork
+    server, its parent; elsewhere the child itself, a fresh interpreter)."""
+    if jobs._context.get_start_method() == "forkserver":
+        environ = open(f"/proc/{os.getppid()}/environ", "rb").read().split(b"\0")  # noqa: SIM115 (read once)
+        found = [item.split(b"=", 1)[1].decode() for item in environ if item.startswith(b"OPENBLAS_NUM_THREADS=")]
+        return found[0] if found else None
+    return os.environ.get("OPENBLAS_NUM_THREADS")
+
+
+def test_a_jobs_child_does_its_linear_algebra_on_one_thread(tmp_path):
+    """OpenBLAS sizes its thread pool when NumPy is imported: one thread in the process that imported it for the
+    child, so a child at a low priority is not starved by its own threads spinning (jobs.ONE_THREAD)."""
+    url = f"sqlite:///{tmp_path / 'melo.db'}"
+    if os.environ.get("OPENBLAS_NUM_THREADS", "1") != "1":
+        pytest.skip("the environment sets OPENBLAS_NUM_THREADS itself: the jobs take it as it is")
+    assert jobs.run_in_child(url, _blas_threads_where_numpy_was_imported, (), lambda _: None, 60) == "1"

@@ -88,6 +88,20 @@ def preload(modules: list[str]) -> None:
         _context.set_forkserver_preload(modules)
 
 
+#: A job's child does its linear algebra on one thread (unless the server's environment says otherwise).
+#: OpenBLAS's threads wait for one another spinning: a child at a lower priority beside a CPU-bound neighbour lost
+#: most of its time to them (an auto refit of 1,000 games took 6 s instead of 0.5 s, and a ladder's predictions
+#: then followed how busy its machine was: bench/quality_live.py --load); its work is one core's anyway.
+ONE_THREAD = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _one_blas_thread() -> None:
+    """:data:`ONE_THREAD` in this process's environment, which the fork server (started with the first job) and a
+    spawned child read when they import NumPy; this process's own NumPy, imported already, keeps its threads."""
+    for name, value in ONE_THREAD.items():
+        os.environ.setdefault(name, value)
+
+
 _children: set[multiprocessing.process.BaseProcess] = set()
 #: In a child, a thread at the server's priority (started before the child lowers its own).
 _server_priority: ThreadPoolExecutor | None = None
@@ -125,6 +139,7 @@ def run_in_child(
     A :class:`app.core.errors.Problem` the work raises is raised here; anything else it raises, its death, or its
     running longer than ``seconds`` (then it is stopped) raises :class:`ChildFailed`.  ``work`` and ``args``
     must be picklable: a module-level function and plain values."""
+    _one_blas_thread()
     receive, send = _context.Pipe(duplex=False)
     child = _context.Process(target=_work_main, args=(url, work, args, send, dict(os.environ)), daemon=True)
     child.start()
@@ -199,6 +214,7 @@ def stop() -> None:
 
 def _run_child(db: Database, ladder_id: int, job_id: int, run, fail, finished) -> None:
     url = db.child_url()
+    _one_blas_thread()
     args = (url, ladder_id, job_id, run, fail, dict(os.environ))
     child = _context.Process(target=_child_main, args=args, daemon=True)
     try:

@@ -252,6 +252,21 @@ def _run(
         _replay_general(C, log, game_level, side_eta, progress, record, seats, side_seat, variance)
 
 
+def variance_pair_p(C: Array, log: GameLog, V: Array, growth: Array, pair_shares: Array, game_level: IntArray) -> Array:
+    """The variance rule replayed in place on ``C`` and ``V`` over ``log`` (no seats), whose games' levels are
+    ``game_level`` (:func:`dependency_levels`), each membership's variance growing by ``growth`` before its game
+    and each pair's step shared among the discs as ``pair_shares`` says (a row per pair): every pair's p before its
+    game.  :func:`replay_history` under a :class:`~app.rating.variance.VarianceRule`, taking its parameters per
+    membership and per pair: the rate choice replays many rules at once as copies of a log whose players are
+    apart (:mod:`app.rating.variance_tuning`)."""
+    pair_p = np.empty(len(log.pair_a))
+    if log.n_games:
+        side_seat = np.full(len(log.side_size), -1, dtype=np.int64)
+        variance = (V, growth, None, pair_shares)
+        _replay_general(C, log, game_level, np.zeros(0), None, (None, None, pair_p, None), None, side_seat, variance)
+    return pair_p
+
+
 def two_player_singles(log: GameLog) -> bool:
     return len(log.member_player) == 2 * log.n_games and np.array_equal(log.member_ptr, 2 * np.arange(log.n_games + 1))
 
@@ -347,7 +362,9 @@ def _replay_general(
     side_size = log.side_size[osd]
     if variance is not None:
         V, growth_sorted, member_variance, shares = variance[0], variance[1][om], variance[2], variance[3]
+        pair_shares = shares[op] if np.ndim(shares) == 2 else None  # a row per pair, or one for all
     else:
+        pair_shares = None
         eta_sorted = side_eta[osd]
     pair_a = new_side[log.pair_a[op]]
     pair_b = new_side[log.pair_b[op]]
@@ -359,7 +376,7 @@ def _replay_general(
     for lv in range(n_levels):
         m, s, p = slice(mb[lv], mb[lv + 1]), slice(sb[lv], sb[lv + 1]), slice(pb[lv], pb[lv + 1])
         s0 = sb[lv]
-        if record is not None:
+        if record is not None and record[0] is not None:
             record[0][om[m]] = C[member_player[m]]
         level_shift = shift[p]
         if seats is not None:
@@ -370,13 +387,15 @@ def _replay_general(
         if variance is None:
             p_level = step_disjoint(C, *games, outcome[p], level_shift, weight[p], eta_sorted[s])
         else:
-            p_level = step_variance(C, V, *games, outcome[p], level_shift, weight[p], growth_sorted[m], shares)
+            level_shares = shares if pair_shares is None else pair_shares[p]
+            p_level = step_variance(C, V, *games, outcome[p], level_shift, weight[p], growth_sorted[m], level_shares)
             if member_variance is not None:
                 member_variance[om[m]] = V[member_player[m]]
         if seats is not None:
             seat_step(seats, pair_seat_a[p], pair_seat_b[p], weight[p], outcome[p], p_level)
         if record is not None:
-            record[1][om[m]] = C[member_player[m]]
+            if record[1] is not None:
+                record[1][om[m]] = C[member_player[m]]
             record[2][op[p]] = p_level
         if progress is not None:
             progress(int(game_count[lv + 1]), log.n_games)

@@ -65,7 +65,8 @@ ELO_GAUGE = 10.0
 def disc_steps(ca: Array, cb: Array, oca: Array, ocb: Array, kick: Array, shares: Array) -> tuple[Array, Array]:
     """The displacements of sides a and b (before each member's share of them) for pairs of side vectors ``ca``,
     ``cb`` (rows, or a leading axis of rules), Ω of them ``oca``, ``ocb``, and each pair's ``kick`` w (S - p) / D:
-    disc d moves the pair's logit by its share ``shares[..., d]`` of the kick, through the Elo disc's coordinates
+    disc d moves the pair's logit by its share ``shares[..., d]`` of the kick (``shares``: one row, a row per rule
+    of the leading axis, or a row per pair), through the Elo disc's coordinates
     of :data:`ELO_GAUGE` (to first order; near zero vectors by at most a normalised step's, mathematics §3b)."""
     gauge = np.ones(ca.shape[-1])
     gauge[0], gauge[1] = 1.0 / ELO_GAUGE, ELO_GAUGE
@@ -78,7 +79,8 @@ def disc_steps(ca: Array, cb: Array, oca: Array, ocb: Array, kick: Array, shares
         # n/√2 takes over.  Both 0 only if both sides' disc is exactly zero; then Ω C_b = 0 too.
         floor = np.sqrt(na2 + nb2) / MANIFOLD_NORM
         scale_a, scale_b = np.maximum(nb2, floor), np.maximum(na2, floor)
-        part = kick * shares[..., d : d + 1] if np.ndim(shares) > 1 else kick * shares[d]
+        share = shares[..., d]  # one for all, one per rule (a leading axis) or one per pair
+        part = kick * (share[..., None] if 0 < np.ndim(share) < np.ndim(kick) else share)
         coef_a = np.divide(part, scale_a, out=np.zeros_like(part), where=scale_a > 0)
         coef_b = np.divide(part, scale_b, out=np.zeros_like(part), where=scale_b > 0)
         da[..., cols] = coef_a[..., None] * ogb[..., cols]

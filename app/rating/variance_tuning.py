@@ -4,7 +4,10 @@ The levels of a log (mathematics §9) depend on who played, not on the ratings, 
 every candidate rule's ratings and variances at once.  For a log of two-player games each level is then one set
 of array operations for all the candidates, performing, candidate by candidate, exactly the floating point
 operations of :func:`app.rating.variance.step_variance` for two single players; so every row equals that
-candidate's own replay bit for bit.  Other logs (teams, free-for-all) are replayed one candidate at a time.
+candidate's own replay bit for bit.  Other logs (teams, free-for-all) are replayed as copies of the log, one per
+candidate, whose players are apart: a level of the copies is the level of every copy at once, one call of
+:func:`~app.rating.variance.step_variance` whose games share no player, and each copy's arithmetic that of its
+candidate's own replay (with seats, one candidate at a time).
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from app.rating.errors import RatingInputError
 from app.rating.game_log import GameLog
 from app.rating.model import Array, as_vectors, omega_apply, rowdot
 from app.rating.refit.metrics import term_losses
-from app.rating.replay import Times, dependency_levels, level_bounds, replay_history, two_player_singles
+from app.rating.replay import (
+    Times,
+    dependency_levels,
+    level_bounds,
+    replay_history,
+    two_player_singles,
+    variance_pair_p,
+)
 from app.rating.seats import Seats
 from app.rating.stacked import seats_learn, stacked_seats
 from app.rating.variance import VarianceRule, disc_steps, time_away
@@ -37,7 +47,9 @@ def variance_losses_many(
     """Each game's prequential log loss (a row per rule; its pair terms' losses weighted as the fit weighs them)
     under each of ``rules``, replayed from ``C0`` (and the seats from ``seats``, or ``seats[n]`` for rule n)."""
     starts = seats if isinstance(seats, list) else [seats] * len(rules)
-    if not two_player_singles(log):
+    if not two_player_singles(log) and log.side_seat is None and all(start is None for start in starts):
+        return _general_losses_many(as_vectors(C0, "C0"), log, rules, times, progress)
+    if not two_player_singles(log):  # and seats: one rule at a time
         rows = []
         for n, rule in enumerate(rules):
             given = starts[n]
@@ -92,4 +104,40 @@ def variance_losses_many(
         out[:, order[lo:hi]] = term_losses(p, log, order[lo:hi]) * w
         if progress is not None:
             progress(n + 1, len(bounds) - 1)
+    return out
+
+
+#: The pair and membership rows the copies of a log replayed at once may hold (a few hundred MB at most): more
+#: candidates than that are replayed in turns.
+STACKED_ROWS = 4_000_000
+
+
+def _general_losses_many(
+    C1: Array, log: GameLog, rules: list[VarianceRule], times: Times, progress: Callable[[int, int], None] | None
+) -> Array:
+    """:func:`variance_losses_many` of a log of teams or free-for-alls without seats: the rules replayed side by
+    side as copies of the log (:func:`app.rating.replay.variance_pair_p`), copy r's players ``r * m`` on."""
+    m, k = len(C1), C1.shape[1] // 2
+    if log.n_games == 0:
+        return np.empty((len(rules), 0))
+    if any(rule.drift > 0 for rule in rules) and times is None:
+        raise RatingInputError("times", "a rule with a drift needs the games' times")
+    opponents = np.repeat(np.diff(log.side_ptr) - 1, np.diff(log.member_ptr))
+    member_time = None if times is None else np.repeat(np.asarray(times[0], dtype=np.float64), np.diff(log.member_ptr))
+    away, _ = time_away(log.member_player, member_time, m, None if times is None else times[1])
+    level = dependency_levels(log, m)
+    out = np.empty((len(rules), log.n_games))
+    per = max(1, STACKED_ROWS // max(1, len(log.pair_a) + len(log.member_player)))
+    for lo in range(0, len(rules), per):
+        part = rules[lo : lo + per]
+        copies = GameLog.concat([log] * len(part), [r * m for r in range(len(part))])
+        C = np.tile(C1, (len(part), 1))
+        V = np.repeat([rule.start for rule in part], m).astype(np.float64)
+        growth = np.concatenate([rule.growth(away, opponents) for rule in part])
+        shares = np.repeat(np.array([rule.shares(k) for rule in part]), len(log.pair_a), axis=0)
+        p = variance_pair_p(C, copies, V, growth, shares, np.tile(level, len(part)))
+        term = term_losses(p, copies, np.arange(len(copies.pair_a))) * copies.pair_weight
+        out[lo : lo + len(part)] = np.add.reduceat(term, copies.pair_ptr[:-1]).reshape(len(part), log.n_games)
+        if progress is not None:
+            progress(lo + len(part), len(rules))
     return out

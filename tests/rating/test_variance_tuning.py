@@ -1,8 +1,9 @@
 """The variance rule's candidates replayed side by side, and chosen by a ladder's log (mathematics §3b, §3)."""
 
 import numpy as np
+import pytest
 
-from app.rating import GameLog, LearningRate, initial_vectors
+from app.rating import GameLog, LearningRate, initial_vectors, variance_tuning
 from app.rating.prequential import prequential_losses
 from app.rating.seats import Seats
 from app.rating.tuning import (
@@ -42,6 +43,24 @@ def test_with_seats_and_with_teams_too():
     teams = GameLog.from_games(random_games(rng, 12, 300, "teams_and_multiplayer", advantages=True))
     together = variance_losses_many(start(12), teams, [RULES[0], VarianceRule(0.2, 0.01)])
     np.testing.assert_array_equal(together[1], prequential_losses(start(12), teams, VarianceRule(0.2, 0.01)))
+
+
+def test_teams_and_free_for_alls_replayed_as_copies_score_each_game_as_a_replay_of_each_alone():
+    """Rules replayed side by side over a dated log of teams and free-for-alls (k = 2), each rule with its own
+    start, noise, drift and cyclic share, some in a turn of their own (variance_tuning.STACKED_ROWS): each row is
+    that rule's own replay, bit for bit."""
+    rng = np.random.default_rng(8)
+    log = GameLog.from_games(random_games(rng, 20, 400, "teams_and_multiplayer", advantages=True))
+    when = np.sort(rng.uniform(0, 3, log.n_games))
+    C0 = initial_vectors([f"p{x}" for x in range(20)], 2, 0, 0.05, [0, 1, 0, 0])
+    rules = [*RULES, VarianceRule(4.0, 3e-3, 0.3, cycles=0.5), VarianceRule(0.25, 0.1, 0.0, cycles=0.8)]
+    together = variance_losses_many(C0, log, rules, times=(when, None))
+    for row, rule in zip(together, rules, strict=True):
+        np.testing.assert_array_equal(row, prequential_losses(C0, log, rule, times=(when, None)))
+    rows = len(log.pair_a) + len(log.member_player)
+    with pytest.MonkeyPatch.context() as patch:  # two rules a turn: three turns
+        patch.setattr(variance_tuning, "STACKED_ROWS", 2 * rows)
+        np.testing.assert_array_equal(variance_losses_many(C0, log, rules, times=(when, None)), together)
 
 
 def test_a_changing_field_chooses_the_variance_rule_and_never_a_frozen_one():
