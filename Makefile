@@ -37,11 +37,15 @@ test: lint
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m 'not serial' --durations=30
 	$(PY) -m pytest -m serial --durations=10
 
-# A developer's quick loop: lint, the rating maths and the API tests on SQLite (no PostgreSQL server, no browser);
-# `make test` runs everything, as CI does.
+# A developer's quick loop: lint, the rating maths and the API tests on SQLite (no PostgreSQL server, no browser),
+# on 4 workers (they mostly wait on sockets and SQLite), without the suites that kill, fuzz and stream to real
+# servers for their length (crash, fuzz, events, concurrency); `make test` runs everything, as CI does.
+CHECK_WORKERS ?= 4
 check: lint
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist load -m 'not serial' -k 'not postgresql and not pgbouncer' \
-		--ignore tests/api/test_replica.py --ignore tests/api/test_pooler.py tests/rating tests/api
+	$(PY) -m pytest -q -n $(CHECK_WORKERS) --dist load -m 'not serial' -k 'not postgresql and not pgbouncer' \
+		--ignore tests/api/test_replica.py --ignore tests/api/test_pooler.py --ignore tests/api/test_crash.py \
+		--ignore tests/api/test_fuzz.py --ignore tests/api/test_events.py --ignore tests/api/test_concurrency.py \
+		tests/rating tests/api
 
 # bench_api needs wrk and PostgreSQL from the distribution; both are installed if missing.
 bench: $(VENV)/.installed
