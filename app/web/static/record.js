@@ -4,22 +4,16 @@
 // both, the match first); the seat question only on ladders that learn seats. The toast that
 // follows shows each player's rating change and can undo the game.
 import { ApiError, savedKey, forgetKey } from "./api.js";
-import { changeClass, debounce, fill, h, pct, signed, whole } from "./dom.js";
-import { FormProblem, SIDES, freeForAll, gamesWon, pointsOf, teamsOf, twoSided } from "./game-body.js";
+import { debounce, fill, h, pct } from "./dom.js";
+import { FormProblem, SIDES, freeForAll, pointsOf, teamsOf, twoSided } from "./game-body.js";
 import { picker } from "./picker.js";
-import { ask, clearMessages, guarded, hideToast, say, showInView, toast, withKey } from "./ui.js";
+import { showRecorded } from "./recorded.js";
+import { scoreEntry } from "./score-entry.js";
+import { seatEntry } from "./seat-entry.js";
+import { ask, clearMessages, guarded, hideToast, say, showInView, withKey } from "./ui.js";
 
 const MODES = [["singles", "Singles"], ["doubles", "Doubles"], ["ffa", "Free-for-all"]];
 const PLAYED_AS = { singles: "singles", doubles: "doubles", ffa: "free_for_all" }; // each mode's kind in `play`
-
-// Seats in an office's words; other seats are named as the ladder names them.
-const SEAT_QUESTIONS = {
-  server: "Who served first?",
-  white: "Who played white?",
-  home: "Who played at home?",
-  first: "Who went first?",
-};
-const seatQuestion = (seat) => SEAT_QUESTIONS[seat.toLowerCase()] || `Who took the “${seat}” seat?`;
 
 // The record form. `onRecorded(game)` and `onUndone(game)` let the page show the change at once; `me()` is the key
 // of who uses this device, filled in as the first player.
@@ -27,7 +21,6 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   const seats = (ladder.seats || []).map((s) => s.name);
   // What the ladder plays: every kind unless it says otherwise.
   const play = { draws: true, points: null, best_of: 1, ...ladder.play };
-  const needed = Math.floor(play.best_of / 2) + 1; // the games that win a match
   // A match's games, or one game: kept from game to game, and on this device from visit to visit.
   const formatName = `melo-format:${api.slug}`;
   let format = play.best_of > 1 ? (localStorage.getItem(formatName) === "game" ? "game" : "match") : "game";
@@ -50,7 +43,8 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   fill(form, modeBox, playersBox, seatBox, scoreBox, preview, problemLine, actions);
   let pickers = []; // singles and doubles: [side A's pickers, side B's]; free-for-all: one per row
   let places = []; // free-for-all: each row's place box
-  let scoreRows = []; // singles and doubles: per game, [side A's points box, side B's]
+  const scores = scoreEntry({ play, box: scoreBox, sideName }); // singles and doubles
+  const seatQuestion = seatEntry({ seats, box: seatBox, sideName });
 
   const mode = () => form.querySelector("input[name=mode]:checked").value;
 
@@ -64,7 +58,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   function advance(how) {
     if (how === "tab") return;
     const next = nextPicker();
-    const points = scoreRows.flat().find((input) => input.offsetParent !== null); // the score, where it is asked
+    const points = scores.rows().flat().find((input) => input.offsetParent !== null); // the score, where asked
     (next ? next.input : points || form.querySelector(".who-won button")).focus();
   }
 
@@ -98,55 +92,8 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
       h("span", { class: "vs", "aria-hidden": "true" }, "vs"),
       pickers[1].length > 1 ? h("fieldset", { class: "team" }, h("legend", {}, "Team B"), pickers[1].map((p) => p.root))
         : pickers[1][0].root));
-    drawSeats();
-    drawScores();
-  }
-
-  // The score: each side's points in one row, or a row per game of a best-of-3 or 5 (a match decided early
-  // leaves the last rows empty). Optional, unless the ladder plays games to a number of points.
-  function drawScores() {
-    const games = format === "match" ? play.best_of : 1;
-    const choice = play.best_of > 1 ? h("fieldset", { id: "format", class: "inline-choice" },
-      h("legend", { class: "sr-only" }, "A match or one game"),
-      [["match", `Match (best of ${play.best_of})`], ["game", "One game"]].map(([value, label]) => h("label", {},
-        h("input", { type: "radio", name: "format", value, checked: value === format }), h("span", {}, label))))
-      : null;
-    scoreRows = Array.from({ length: games }, (_, g) => SIDES.map((side) => h("input", {
-      id: games === 1 ? `score-${side.toLowerCase()}` : `game-${g + 1}-${side.toLowerCase()}`, class: "points",
-      type: "number", min: "0", step: "1", inputmode: "numeric" })));
-    const to = play.points ? ` to ${play.points}` : "";
-    const legend = games === 1 ? `Score${to}${play.points ? "" : " (optional)"}`
-      : `Points of each game${to} (best of ${games}${play.points ? "" : ", optional"})`;
-    fill(scoreBox, choice, h("fieldset", { id: "score", class: "score-grid" }, h("legend", {}, legend),
-      h("span", {}), SIDES.map((_, s) => h("span", { class: "score-side", "aria-hidden": "true" }, sideName(s))),
-      scoreRows.map((row, g) => [h("span", { class: "muted" }, games === 1 ? "Points" : `Game ${g + 1}`), row])));
-    labelScores();
-    openGames();
-  }
-
-  // A match's later games open as they are needed: a game's row once each game before it has both points and
-  // neither side has won the match yet, so that Tab and Shift+Tab never stop at a Game 3 that a 2-0 does not play.
-  // A row that closes again (a score corrected) is emptied.
-  function openGames() {
-    if (scoreRows.length < 2) return;
-    const played = [];
-    let open = true;
-    for (const row of scoreRows) {
-      row.forEach((input) => {
-        input.disabled = !open;
-        if (!open) input.value = "";
-      });
-      const values = row.map((input) => input.value.trim());
-      open = open && values.every((v) => /^[0-9]+$/.test(v));
-      if (open) played.push(values.map(Number));
-      open = open && Math.max(...gamesWon(played)) < needed;
-    }
-  }
-
-  function labelScores() {
-    scoreRows.forEach((row, g) => row.forEach((input, s) => input.setAttribute("aria-label",
-      `Points of ${sideName(s)}${scoreRows.length > 1 ? ` in game ${g + 1}` : ""}`)));
-    scoreBox.querySelectorAll(".score-side").forEach((span, s) => { span.textContent = sideName(s); });
+    seatQuestion.draw();
+    scores.draw(format);
   }
 
   function drawFreeForAll() {
@@ -170,26 +117,8 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
       pickers[pickers.length - 1].input.focus();
     });
     fill(playersBox, rows, add, h("p", { class: "muted" }, "Place 1 is the winner; equal places are ties."));
-    fill(seatBox);
-    fill(scoreBox);
-    scoreRows = [];
-  }
-
-  // The seat question, only on ladders that learn seats: with two seats, who had the first one; with more, a
-  // seat for each side.
-  function drawSeats() {
-    if (!seats.length) return fill(seatBox);
-    if (seats.length === 2) {
-      return fill(seatBox, h("fieldset", { id: "seat-choice", class: "inline-choice" },
-        h("legend", {}, seatQuestion(seats[0])),
-        [["0", sideName(0)], ["1", sideName(1)], ["", "Not noted"]].map(([value, label], n) => h("label", {},
-          h("input", { type: "radio", name: "seat", value, checked: n === 0 }), h("span", { class: "seat-side" },
-            label)))));
-    }
-    return fill(seatBox, SIDES.map((side, s) => h("div", { class: "field" },
-      h("label", { for: `seat-${side.toLowerCase()}` }, `Seat of ${sideName(s)}`),
-      h("select", { id: `seat-${side.toLowerCase()}` }, h("option", { value: "" }, "Not noted"),
-        seats.map((name) => h("option", { value: name }, name))))));
+    seatQuestion.clear();
+    scores.clear();
   }
 
   // A side in words: its players' names once picked ("Ann & Cy"), else "A" or "team A".
@@ -218,8 +147,8 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
       const button = form.querySelector(`#won-${side.toLowerCase()}`);
       if (button) button.textContent = `${sideName(s)} won`;
     });
-    form.querySelectorAll(".seat-side").forEach((span, n) => { if (n < 2) span.textContent = sideName(n); });
-    labelScores();
+    seatQuestion.label();
+    scores.label();
   }
 
   function drawKeyLine() {
@@ -301,19 +230,6 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
 
   // ---------- the game as the API takes it ----------
 
-  function seatsOf() {
-    if (!seats.length) return [{}, {}];
-    if (seats.length === 2) {
-      const first = form.querySelector("input[name=seat]:checked").value;
-      if (first === "") return [{}, {}];
-      return first === "0" ? [{ seat: seats[0] }, { seat: seats[1] }] : [{ seat: seats[1] }, { seat: seats[0] }];
-    }
-    return SIDES.map((side) => {
-      const value = form.querySelector(`#seat-${side.toLowerCase()}`).value;
-      return value ? { seat: value } : {};
-    });
-  }
-
   function teams() {
     return teamsOf(pickers.map((side) => side.map((p) => p.key)), (key) => roster.name(key));
   }
@@ -321,15 +237,14 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
   function body(result) {
     if (mode() === "ffa") return freeForAll(pickers.map((p) => p.key), places.map((place) => place.value));
     const sides = teams(); // the players first, then the seats and the score, as a person fills the form in
-    const seats = seatsOf();
-    const points = pointsOf(scoreRows.map((row) => row.map((input) => input.value)), play.points);
-    return twoSided({ sides, result, seats, points, format, bestOf: play.best_of, sideName });
+    const points = pointsOf(scores.rows().map((row) => row.map((input) => input.value)), play.points);
+    return twoSided({ sides, result, seats: seatQuestion.value(), points, format, bestOf: play.best_of, sideName });
   }
 
   // The entry a problem names (FormProblem's `field`).
   function entry([kind, a, b]) {
     if (kind === "place") return places[a];
-    if (kind === "points") return (scoreRows[a] || scoreRows[0])[b];
+    if (kind === "points") return (scores.rows()[a] || scores.rows()[0])[b];
     return mode() === "ffa" ? pickers[a].input : pickers[a][b].input;
   }
 
@@ -358,7 +273,7 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
     let sides;
     try {
       sides = mode() === "ffa" ? body("ranked").sides.map(({ players }) => ({ players })) : teams().map((players, s) =>
-        ({ players, ...seatsOf()[s] }));
+        ({ players, ...seatQuestion.value()[s] }));
     } catch {
       return fill(preview);
     }
@@ -373,33 +288,6 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
       fill(preview, err.message);
     }
   }, 300);
-
-  function showRecorded(game) {
-    const changes = game.sides.flatMap((side) => side.players).map((p) => h("li", { "data-key": p.key },
-      h("span", { class: "who" }, roster.name(p.key)), " ",
-      h("span", { class: ["chg", changeClass(p.elo_change)] }, signed(p.elo_change)),
-      h("span", { class: "muted" }, ` → ${whole(p.elo_after)}`)));
-    const undo = h("button", { type: "button", class: "secondary", id: "toast-undo" }, "Undo");
-    undo.addEventListener("click", () => guarded(async () => {
-      undo.disabled = true;
-      const voided = await withKey(api.slug, "write", () => api.send("DELETE", `/games/${game.id}`));
-      if (!voided) {
-        undo.disabled = false;
-        return;
-      }
-      toast(h("p", {}, `Game #${game.id} undone: it no longer counts.`));
-      onUndone(voided);
-    }));
-    const sizes = new Set(game.sides.flatMap((side) => side.players).map((p) => Math.round(Math.abs(p.elo_change))));
-    // Why the gains and losses differ, told once on this device (the toast stays short from the next game on).
-    const told = "melo-told:changes-why";
-    const why = sizes.size > 1 && !localStorage.getItem(told) ? h("p", { class: "muted", id: "changes-why" },
-      "Gains and losses differ: a rating still settling moves more than a settled one, and each is measured " +
-      "against the whole field.") : null;
-    if (why) localStorage.setItem(told, "1");
-    toast([h("p", { class: "toast-title" }, `Game #${game.id} recorded.`), h("ul", { id: "changes" }, changes), why],
-      undo);
-  }
 
   async function submit(event) {
     event.preventDefault();
@@ -437,11 +325,10 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
     const keys = posted.sides.flatMap((s) => s.players.map((p) => p.key)); // as the ladder keeps them
     roster.remember(keys);
     await roster.learn(keys, api);
-    showRecorded(posted);
+    showRecorded(posted, { api, roster, onUndone });
     confirmedNew.clear();
     pickers.flat().forEach((p) => p.clear());
-    scoreRows.flat().forEach((input) => { input.value = ""; });
-    openGames();
+    scores.reset();
     relabel();
     fill(preview);
     prefillMe();
@@ -453,13 +340,13 @@ export function recordForm({ api, ladder, roster, onRecorded, onUndone, me = () 
     if (event.target.name === "format") {
       format = event.target.value;
       localStorage.setItem(formatName, format);
-      drawScores();
+      scores.draw(format);
     }
     relabel();
     updatePreview();
   });
   form.addEventListener("input", (event) => {
-    if (scoreRows.flat().includes(event.target)) openGames();
+    if (scores.rows().flat().includes(event.target)) scores.open();
     relabel();
   });
   // Enter in a text box must not record a game (the first button would say who won): only the buttons do.
