@@ -35,6 +35,11 @@ ETA_FACTORS = (0.25, 0.5, 1.0, 2.0, 4.0)
 TAUS = (None, 1.0, 3.0, 10.0, 30.0)
 
 
+#: A rule changes only where its log scores it on at least this many games: the standard error of a handful is no
+#: evidence, however many pairs they hold (a free-for-all's first choice comes after four races of 25 drivers,
+#: 1,200 comparisons, two of them scored; Formula 1 then went to a step that cost 0.01 nats).
+MIN_SCORED_GAMES = 20
+
 #: Standard deviations (logits) of the seats' prior a choice tries, where the log names seats.
 SEAT_PRIOR_SDS = (0.25, 0.5, 1.0, 2.0)
 
@@ -315,10 +320,10 @@ def _chosen(C0, log: GameLog, candidates: list[Rule], scores: Scores, seats, tim
         for rate, m, e in zip(candidates, means, errors, strict=True)
     ]
     best = int(np.argmin(means))
-    # (A standard error of 0 with a difference is one game's: no evidence.)
-    if not (errors[best] > 0 and means[0] - means[best] > _bar(scores) * errors[best]):
-        best = 0
     scored = log.n_games - log.n_games // 2
+    # (A standard error of 0 with a difference is one game's: no evidence; nor is one of a few games.)
+    if scored < MIN_SCORED_GAMES or not (errors[best] > 0 and means[0] - means[best] > _bar(scores) * errors[best]):
+        best = 0
     for row in rows:
         row["scored_games"] = scored
     current_sd = None if seats is None or log.side_seat is None else float(1.0 / np.sqrt(seats.information[0]))
@@ -339,7 +344,7 @@ def _chosen(C0, log: GameLog, candidates: list[Rule], scores: Scores, seats, tim
         losses_of = {"log_loss": float(mean / whole), "standard_error": float(error / whole)}
         rows.append(_row(rate) | losses_of | {"seat_prior": sd, "scored_games": log.n_games})
     against, prior = len(rows) - len(starts), int(np.argmin(m))
-    if prior == 0 or not (e[prior] > 0 and m[0] - m[prior] > _bar(priors) * e[prior]):
+    if prior == 0 or log.n_games < MIN_SCORED_GAMES or not (e[prior] > 0 and m[0] - m[prior] > _bar(priors) * e[prior]):
         return RateChoice(rate, rows, current_sd, best)
     return RateChoice(rate, rows, tried[prior - 1], against + prior, against)
 

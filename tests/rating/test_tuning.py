@@ -206,3 +206,14 @@ def test_a_ladder_on_the_variance_rule_reaches_a_rule_far_from_its_own_in_one_ch
     tried = {(row["eta"], row["noise"]) for row in choice.rows if row["rule"] == "variance"}
     grid = {(u * np.sqrt(2), q) for u in tuning.VARIANCE_STARTS for q in tuning.NOISES}
     assert all(any(np.isclose(e, u) and np.isclose(n, q) for e, n in tried) for u, q in grid)
+
+
+def test_a_rule_changes_only_on_a_log_scored_on_enough_games():
+    """Five standard errors ahead, a challenger changes the rule on a log of 40 games (20 scored), not on one of 38
+    (19 scored): a free-for-all's first choice, four races of many drivers, scores two."""
+    candidates = [DEFAULT, LearningRate(1.4, None)]
+    scores = tuning.Scores(np.array([0.60, 0.55]), np.array([0.0, 0.01]), np.zeros((2, 5)))
+    for n_games, changed in ((38, False), (40, True)):
+        log = elo_stream(6, n_games, 0.0, seed=2)
+        choice = tuning._chosen(start(6), log, candidates, scores, None, None, ())
+        assert (choice.rate != DEFAULT) == changed and choice.rows[0]["scored_games"] == n_games - n_games // 2
